@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs the system packages svcops' lab and tests run on: a real PostgreSQL, OpenSSH server,
+# GnuPG, dpkg and a real service supervisor. Called by the npm `pre*` hooks, so
+# `npm ci && npm test` and `npm ci && npm run demo` work on a fresh Debian or Ubuntu machine.
+# Idempotent: when every binary is present it does nothing. As non-root, or off Debian, it stops
+# and prints the exact command to run.
+set -euo pipefail
+
+# binary -> Debian package that provides it
+declare -A needs=(
+  [psql]=postgresql-client
+  [pg_dump]=postgresql-client
+  [pg_restore]=postgresql-client
+  [sshd]=openssh-server
+  [ssh-keygen]=openssh-client
+  [gpg]=gnupg
+  [dpkg-deb]=dpkg
+  [supervisord]=supervisor
+  [ps]=procps
+  [runuser]=util-linux
+)
+extra="${SVCOPS_EXTRA_PACKAGES:-}"
+
+missing=()
+for bin in "${!needs[@]}"; do
+  if ! command -v "$bin" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$bin" ]; then
+    missing+=("${needs[$bin]}")
+  fi
+done
+# The server binaries live outside PATH on Debian.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+  missing+=(postgresql)
+fi
+for p in $extra; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+# unique, sorted
+mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "svcops needs system packages that are not installed: ${missing[*]}." >&2
+  echo "Install them with: sudo apt-get update && sudo $cmd" >&2
+  exit 1
+fi
+
+echo "svcops: installing system packages: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+# Debian's postgresql-common creates and starts a default cluster on install; the lab never uses
+# it (it runs throwaway clusters on free ports), so keep the package from creating one.
+mkdir -p /etc/postgresql-common
+if [ ! -f /etc/postgresql-common/createcluster.conf ]; then
+  echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.conf
+fi
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends ${missing[*]} >/dev/null
+echo "svcops: system packages installed." >&2

@@ -1,0 +1,47 @@
+/**
+ * What every command shares: the global options, environment loading, and the two ways of
+ * answering — readable text for people, one JSON document on stdout for machines (`--json`).
+ */
+import type { Command } from 'commander'
+import { loadEnvironment } from '../config/load.ts'
+import type { Environment } from '../config/schema.ts'
+import { consoleSink, events } from '../ops/events.ts'
+import { redact, redactDeep } from '../ops/redact.ts'
+
+export interface GlobalOptions {
+  env?: string
+  envFile?: string
+  json?: boolean
+  verbose?: boolean
+}
+
+/** The global options as seen from a (sub)command. */
+export function globals(command: Command): GlobalOptions {
+  return command.optsWithGlobals<GlobalOptions>()
+}
+
+/** Loads the environment named by --env / --env-file. */
+export function environmentOf(command: Command): Environment {
+  const { env, envFile } = globals(command)
+  return loadEnvironment({ ...(env ? { env } : {}), ...(envFile ? { envFile } : {}) })
+}
+
+/**
+ * Shows progress events on stderr (never in --json mode unless --verbose: machines read stdout, and
+ * people reading a JSON run's log still want stderr quiet). Returns the unsubscribe function.
+ */
+export function showProgress(command: Command): () => void {
+  const { json, verbose } = globals(command)
+  if (json && !verbose) return () => undefined
+  return events.subscribe(consoleSink({ verbose: verbose ?? false }))
+}
+
+/** Prints the result: JSON on stdout with --json, else the human text. Both redacted. */
+export function printResult(command: Command, data: unknown, human: string | (() => string)): void {
+  if (globals(command).json) {
+    process.stdout.write(JSON.stringify(redactDeep(data), null, 2) + '\n')
+  } else {
+    const text = typeof human === 'function' ? human() : human
+    if (text) process.stdout.write(redact(text.endsWith('\n') ? text : text + '\n'))
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * The `svcops` program: parses arguments, runs a command, and turns every error into one sentence,
+ * a hint and an exit code (mapped in src/ops/errors.ts, nowhere else). src/cli.ts only calls `main`.
+ */
+import { Command, CommanderError, Option } from 'commander'
+import { readFileSync } from 'node:fs'
+import { commandGroups } from './registry.ts'
+import { ExitCode, exitCodeFor, isExpected } from '../ops/errors.ts'
+import { runCleanups } from '../ops/lifecycle.ts'
+import { redact } from '../ops/redact.ts'
+
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+
+/** Builds the program with every command group registered. */
+export async function buildProgram(): Promise<Command> {
+  const program = new Command('svcops')
+    .description('Deploy, back up, upgrade and roll back the media-production platform.\n\nEnvironments are Pulumi stack files: --env prod reads stacks/Pulumi.prod.yaml.')
+    .version(pkg.version, '-V, --version', 'print the svcops version')
+    .addOption(new Option('-e, --env <name>', 'environment (stack) to act on: reads stacks/Pulumi.<name>.yaml').env('SVCOPS_ENV'))
+    .option('--env-file <path>', 'read the environment from this stack file instead of stacks/')
+    .option('--json', 'print one JSON document on stdout (for schedulers and scripts)')
+    .option('-v, --verbose', 'also show every command and HTTP call')
+    .showHelpAfterError('(run with --help for usage)')
+    .configureHelp({ sortSubcommands: true, showGlobalOptions: true })
+    .exitOverride()
+  for (const load of commandGroups) (await load()).register(program)
+  program.addHelpText(
+    'after',
+    `
+Exit codes: 0 ok, 1 failed, 2 bad input (nothing changed), 3 locked by another run,
+            4 failed and rolled back, 5 findings that need a person, 130 interrupted.
+
+Examples:
+  svcops lab up && svcops auth check --env lab
+  svcops upgrade recording --env prod --to 2.0.0 --dry-run`,
+  )
+  return program
+}
+
+function jsonRequested(argv: string[]): boolean {
+  return argv.includes('--json')
+}
+
+/** Runs the CLI with `argv` (without node and script) and returns the exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const program = await buildProgram()
+  try {
+    await program.parseAsync(argv, { from: 'user' })
+    return ExitCode.ok
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version "errors" are normal exits; anything else is a usage error.
+      return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? ExitCode.ok : ExitCode.badInput
+    }
+    const code = exitCodeFor(error)
+    const message = redact(error instanceof Error ? error.message : String(error))
+    const hint = isExpected(error) && error.hint ? redact(error.hint) : undefined
+    if (jsonRequested(argv)) {
+      process.stdout.write(JSON.stringify({ ok: false, error: { type: error instanceof Error ? error.name : 'Error', message, ...(hint ? { hint } : {}) }, exitCode: code }, null, 2) + '\n')
+    }
+    process.stderr.write(`svcops: ${message}\n${hint ? `${hint}\n` : ''}`)
+    if (!isExpected(error) && process.env.SVCOPS_DEBUG && error instanceof Error && error.stack) {
+      process.stderr.write(redact(error.stack) + '\n')
+    }
+    return code
+  } finally {
+    await runCleanups()
+  }
+}

@@ -1,0 +1,10 @@
+/**
+ * Every command group of `svcops`, one file each. A group's file only declares its commands and
+ * options (cheap to import); the work is imported lazily inside each action.
+ */
+import type { Command } from 'commander'
+
+export type Register = (program: Command) => void
+
+export const commandGroups: Array<() => Promise<{ register: Register }>> = [
+]

@@ -1,0 +1,128 @@
+/**
+ * Loads an environment: `--env NAME` reads `stacks/Pulumi.NAME.yaml`, `--env-file PATH` an explicit
+ * file. Three steps, as in the changesets config: parse YAML, validate with the schema, then named
+ * rules. Every error names the dot-path of the field, the value and what is expected.
+ */
+import { existsSync, readFileSync } from 'node:fs'
+import { basename, resolve } from 'node:path'
+import { parse as parseYaml } from 'yaml'
+import type { z } from 'zod'
+import { BadInputError } from '../ops/errors.ts'
+import { environmentSchema, type Environment } from './schema.ts'
+
+const NAMESPACE = 'svcops:'
+const ENV_NAME = /^[a-z0-9][a-z0-9_-]*$/
+
+/** The stack file of environment `name` under `stacksDir`. */
+export function stackFilePath(name: string, stacksDir = defaultStacksDir()): string {
+  if (!ENV_NAME.test(name)) {
+    throw new BadInputError(`--env: '${name}' is not an environment name; expected lower-case letters, digits, '-' or '_' (the stack name, as in stacks/Pulumi.<name>.yaml).`)
+  }
+  return resolve(stacksDir, `Pulumi.${name}.yaml`)
+}
+
+/** `SVCOPS_STACKS_DIR`, else `stacks/` in the working directory. */
+export function defaultStacksDir(): string {
+  return process.env.SVCOPS_STACKS_DIR ?? resolve('stacks')
+}
+
+/** Formats a zod issue path as `recording.hosts[2].port`. */
+export function dotPath(path: readonly PropertyKey[]): string {
+  let out = ''
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`
+    else out += out ? `.${String(part)}` : String(part)
+  }
+  return out || '(root)'
+}
+
+function describeValue(value: unknown): string {
+  if (value === undefined) return 'missing'
+  const text = JSON.stringify(value)
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let node = root
+  for (const part of path) {
+    if (node === null || typeof node !== 'object') return undefined
+    node = (node as Record<PropertyKey, unknown>)[part]
+  }
+  return node
+}
+
+/** One sentence per issue: `field: value is ...; expected ...`. Secret-shaped values are never echoed. */
+export function formatIssues(issues: readonly z.core.$ZodIssue[], input: unknown, prefix = ''): string[] {
+  return issues.map((issue) => {
+    const path = dotPath(issue.path)
+    const field = prefix ? `${prefix}${path === '(root)' ? '' : `.${path}`}` : path
+    if (issue.code === 'unrecognized_keys') {
+      const keys = issue.keys.join(', ')
+      const secretish = issue.keys.some((k) => /pass|secret|token|psk|key/i.test(k))
+      return `${field}: unknown field${issue.keys.length > 1 ? 's' : ''} ${keys}${secretish ? '; secrets are given by reference ({ env: VARIABLE } or { file: PATH }), never as values' : ''}.`
+    }
+    const value = valueAt(input, issue.path)
+    const secretField = issue.path.some((p) => typeof p === 'string' && /pass|secret|token|psk/i.test(p))
+    const shown = secretField ? (value === undefined ? 'missing' : 'a value') : describeValue(value)
+    return `${field}: ${shown} is not valid; ${issue.message.replace(/^Invalid input: /, '')}.`
+  })
+}
+
+/** Validates the `svcops:` part of a parsed stack file. */
+export function parseEnvironment(stackConfig: Record<string, unknown>, name: string, file: string): Environment {
+  const section: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(stackConfig)) {
+    if (key.startsWith(NAMESPACE)) section[key.slice(NAMESPACE.length)] = value
+  }
+  const result = environmentSchema.safeParse(section)
+  if (!result.success) {
+    const lines = formatIssues(result.error.issues, section)
+    throw new BadInputError(`${file}: ${lines[0]}${lines.length > 1 ? ` (and ${lines.length - 1} more: ${lines.slice(1).join(' ')})` : ''}`)
+  }
+  const env = { ...result.data, name: result.data.environment ?? name, file }
+  checkRules(env)
+  return env
+}
+
+/** Named rules that a schema cannot express. */
+function checkRules(env: Environment): void {
+  const hosts = env.recording?.hosts ?? []
+  const seen = new Set<string>()
+  hosts.forEach((host, i) => {
+    if (seen.has(host.name)) throw new BadInputError(`${env.file}: recording.hosts[${i}].name: "${host.name}" is used twice; expected unique host names.`)
+    seen.add(host.name)
+  })
+  const canaries = hosts.filter((h) => h.canary)
+  if (canaries.length > 1) throw new BadInputError(`${env.file}: recording.hosts: ${canaries.length} hosts are marked canary; expected at most one.`)
+}
+
+/** Reads and validates a stack file. */
+export function loadEnvironmentFile(file: string, name = basename(file).replace(/^Pulumi\./, '').replace(/\.ya?ml$/, '')): Environment {
+  if (!existsSync(file)) {
+    throw new BadInputError(`The environment file '${file}' does not exist.`, `Create it, or pass --env-file PATH (lab environments: run 'svcops lab up' first).`)
+  }
+  let doc: unknown
+  try {
+    doc = parseYaml(readFileSync(file, 'utf8'))
+  } catch (error) {
+    throw new BadInputError(`${file}: is not valid YAML: ${(error as Error).message.split('\n')[0]}`)
+  }
+  if (!doc || typeof doc !== 'object' || !('config' in doc) || typeof doc.config !== 'object' || doc.config === null) {
+    throw new BadInputError(`${file}: config: missing; expected a Pulumi stack file with a 'config:' map holding svcops:* keys.`)
+  }
+  return parseEnvironment(doc.config as Record<string, unknown>, name, file)
+}
+
+/** Loads `--env-file` if given, else the stack file of `--env`. */
+export function loadEnvironment(options: { env?: string; envFile?: string }): Environment {
+  if (options.envFile) return loadEnvironmentFile(resolve(options.envFile), options.env)
+  if (!options.env) throw new BadInputError('--env: missing; expected the name of an environment (a stack in stacks/), for example --env dev.')
+  return loadEnvironmentFile(stackFilePath(options.env), options.env)
+}
+
+/** The section `key` of `env`, or a clear error saying the environment does not configure it. */
+export function requireSection<K extends 'manager' | 'recording' | 'backup'>(env: Environment, key: K): NonNullable<Environment[K]> {
+  const section = env[key]
+  if (!section) throw new BadInputError(`${env.file}: svcops:${key}: missing; this command needs it configured for environment '${env.name}'.`)
+  return section
+}

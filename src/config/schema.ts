@@ -1,0 +1,113 @@
+/**
+ * The `svcops:` namespace of a stack file (`stacks/Pulumi.<env>.yaml`) as zod schemas. One source of
+ * truth: the CLI, the playbooks and the Pulumi program all read an environment through these.
+ * Credentials are references only (an environment variable's name or a 0600 file's path), never values.
+ */
+import { z } from 'zod'
+
+const name = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'expected lower-case letters, digits, ".", "_" or "-"')
+export const semver = z.string().regex(/^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$/, 'expected a version like 1.5.0')
+const url = z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
+const envName = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'expected an environment variable name like SVCOPS_PASSWORD')
+const port = z.number().int().min(1).max(65535)
+
+/** A secret given by reference: the name of an environment variable, or the path of a 0600 file. */
+export const secretRef = z.union([z.strictObject({ env: envName }), z.strictObject({ file: z.string().min(1) })], {
+  error: 'expected a reference { env: VARIABLE } or { file: /path/to/0600-file }, never the secret itself',
+})
+export type SecretRef = z.infer<typeof secretRef>
+
+export const productSchema = z.strictObject({
+  /** Prefix of metric, file and variable names (`svc_`, `SVC_`). */
+  prefix: z.string().regex(/^[a-z][a-z0-9]*$/, 'expected lower-case letters and digits, like svc').default('svc'),
+  /** Folder of the product under /etc/opt and /opt. */
+  dir: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'expected a folder name like svc').default('svc'),
+})
+
+export const managerSchema = z.strictObject({
+  url,
+  /** Auth API revision of the manager: 1.4.1, 1.6.1 or 1.6.2. */
+  apiRevision: z.enum(['1.4.1', '1.6.1', '1.6.2']).default('1.6.2'),
+  email: z.email({ error: 'expected an e-mail address' }),
+  password: secretRef,
+})
+
+export const sshSchema = z.strictObject({
+  host: z.string().min(1),
+  port: port.default(22),
+  user: z.string().min(1),
+  /** Private key file for the connection (0600). */
+  keyFile: z.string().min(1).optional(),
+})
+
+export const recordingHostSchema = z
+  .strictObject({
+    name,
+    /** Base URL of the recording service on this host. */
+    url,
+    /** How commands reach the host: over SSH, or on this machine (lab hosts, local installs). */
+    ssh: sshSchema.optional(),
+    /** Root directory of a sandboxed lab host (dpkg --root); absent on real hosts. */
+    root: z.string().min(1).optional(),
+    /** Mark one host as the canary that is upgraded first. */
+    canary: z.boolean().default(false),
+  })
+
+export const databaseSchema = z.strictObject({
+  host: z.string().min(1),
+  port: port.default(5432),
+  name: z.string().min(1),
+  user: z.string().min(1),
+  password: secretRef.optional(),
+})
+
+export const recordingSchema = z.strictObject({
+  /** Release expected on the hosts. */
+  version: semver,
+  package: z.string().min(1).default('svc-recording'),
+  service: z.string().min(1).default('svc-recording'),
+  packageDriver: z.enum(['dpkg', 'apt', 'dnf']).default('apt'),
+  serviceDriver: z.enum(['systemd', 'supervisor']).default('systemd'),
+  /** Directory (on each host) holding .deb files, for the dpkg driver. */
+  packageDir: z.string().min(1).optional(),
+  /** Active configuration file on each host. */
+  configPath: z.string().min(1).optional(),
+  scopes: z
+    .strictObject({
+      read: z.string().min(1).default('urn:svc:recorder:content:read'),
+      write: z.string().min(1).default('urn:svc:recorder:content:write'),
+    })
+    .default({ read: 'urn:svc:recorder:content:read', write: 'urn:svc:recorder:content:write' }),
+  hosts: z.array(recordingHostSchema).min(1, 'expected at least one host'),
+  database: databaseSchema,
+})
+
+export const backupSchema = z.strictObject({
+  /** Where backups are kept: a local directory, or a directory on a host over SSH. */
+  store: z.strictObject({ path: z.string().min(1), ssh: sshSchema.optional() }),
+  /** Armored OpenPGP public keys (file paths) that every backup is encrypted to. */
+  recipients: z.array(z.string().min(1)).min(1, 'expected at least one recipient public key'),
+  /** Armored private key for verify and restore (a 0600 file); not needed to back up. */
+  identity: secretRef.optional(),
+  /** Passphrase of the private key, if it has one. */
+  passphrase: secretRef.optional(),
+})
+
+/** The whole `svcops:` namespace. Sections other than the ones a command needs are optional. */
+export const environmentSchema = z.strictObject({
+  /** Name of the environment; defaults to the stack name. */
+  environment: name.optional(),
+  product: productSchema.default({ prefix: 'svc', dir: 'svc' }),
+  manager: managerSchema.optional(),
+  recording: recordingSchema.optional(),
+  backup: backupSchema.optional(),
+  /** Pulumi-only settings (Kubernetes objects, live production system); validated by src/infra. */
+  deploy: z.record(z.string(), z.unknown()).optional(),
+})
+
+export type Environment = z.infer<typeof environmentSchema> & { name: string; file: string }
+export type ManagerConfig = z.infer<typeof managerSchema>
+export type RecordingConfig = z.infer<typeof recordingSchema>
+export type RecordingHostConfig = z.infer<typeof recordingHostSchema>
+export type DatabaseConfig = z.infer<typeof databaseSchema>
+export type BackupConfig = z.infer<typeof backupSchema>

@@ -1,0 +1,111 @@
+/**
+ * Typed domain errors. They are thrown deep and caught only at the edge (the CLI or a playbook),
+ * where `exitCodeFor` maps them to an exit code. This file is the one place that mapping lives.
+ */
+
+/** Exit codes of every svcops command. */
+export const ExitCode = {
+  ok: 0,
+  /** The operation was attempted and failed (a service did not start, a backup did not verify). */
+  failed: 1,
+  /** Bad input: arguments, configuration or an answer that does not have the expected shape. Nothing was changed. */
+  badInput: 2,
+  /** Another run holds the lock of this environment or host. */
+  locked: 3,
+  /** The operation failed and an automatic rollback restored the previous state. */
+  rolledBack: 4,
+  /** Something was found that needs a person (a scanner finding, a failed check). */
+  findings: 5,
+  /** Interrupted by a signal; the run can be resumed from its journal. */
+  interrupted: 130,
+} as const
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode]
+
+/** Base class: `message` is one sentence a person can act on; `hint` is the command to run next. */
+export class SvcopsError extends Error {
+  readonly exitCode: ExitCodeValue = ExitCode.failed
+  constructor(
+    message: string,
+    readonly hint?: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options)
+    this.name = new.target.name
+  }
+}
+
+/** Bad arguments, configuration or input files. Raised before anything is changed. */
+export class BadInputError extends SvcopsError {
+  override readonly exitCode = ExitCode.badInput
+}
+
+/** A remote answer (HTTP, a command's output) did not have the documented shape. */
+export class ProtocolError extends SvcopsError {}
+
+/** An operation was attempted and failed. */
+export class OperationError extends SvcopsError {}
+
+/** A command exited non-zero. Carries the redacted command line and the tail of its output. */
+export class CommandError extends OperationError {
+  constructor(
+    message: string,
+    readonly code: number | null,
+    readonly stderrTail: string,
+    hint?: string,
+  ) {
+    super(message, hint)
+  }
+}
+
+/** An HTTP call failed; `status` is the HTTP status when there was one. */
+export class HttpError extends OperationError {
+  constructor(
+    message: string,
+    readonly status: number | undefined,
+    hint?: string,
+  ) {
+    super(message, hint)
+  }
+}
+
+/** Authentication or authorization failed (wrong password, missing scopes). */
+export class AuthError extends OperationError {
+  constructor(
+    message: string,
+    readonly missingScopes: string[] = [],
+    hint?: string,
+  ) {
+    super(message, hint)
+  }
+}
+
+/** A lock is held by another run. */
+export class LockedError extends SvcopsError {
+  override readonly exitCode = ExitCode.locked
+}
+
+/** A failure after which svcops rolled back successfully. */
+export class RolledBackError extends SvcopsError {
+  override readonly exitCode = ExitCode.rolledBack
+}
+
+/** A required system binary is missing; the message names the install command. */
+export class MissingBinaryError extends SvcopsError {
+  constructor(binary: string, aptPackage: string) {
+    super(
+      `The program '${binary}' is not installed.`,
+      `Install it with: sudo apt-get update && sudo apt-get install -y ${aptPackage}`,
+    )
+  }
+}
+
+/** Maps any thrown value to an exit code. Unknown errors are failures, never "bad input". */
+export function exitCodeFor(error: unknown): ExitCodeValue {
+  if (error instanceof SvcopsError) return error.exitCode
+  return ExitCode.failed
+}
+
+/** True for errors we expect and explain; the CLI prints no stack trace for these. */
+export function isExpected(error: unknown): error is SvcopsError {
+  return error instanceof SvcopsError
+}

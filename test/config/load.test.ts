@@ -1,0 +1,86 @@
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { loadEnvironment, loadEnvironmentFile } from '../../src/config/load.ts'
+import { readSecret } from '../../src/config/secrets.ts'
+import { BadInputError } from '../../src/ops/errors.ts'
+import { redact } from '../../src/ops/redact.ts'
+
+const valid = {
+  'svcops:manager': { url: 'https://manager.test', email: 'ops@example.test', password: { env: 'SVCOPS_TEST_PASSWORD' } },
+  'svcops:recording': {
+    version: '1.5.0',
+    hosts: [{ name: 'rec-1', url: 'http://127.0.0.1:8080' }],
+    database: { host: '127.0.0.1', name: 'recordings', user: 'recorder' },
+  },
+}
+
+/** Writes a stack file built from an object literal into a throwaway directory. */
+function stackFile(config: Record<string, unknown>, name = 'test'): string {
+  const dir = mkdtempSync(join(tmpdir(), 'svcops-config-'))
+  const file = join(dir, `Pulumi.${name}.yaml`)
+  writeFileSync(file, JSON.stringify({ config }))
+  return file
+}
+
+describe('environment loader', () => {
+  it('loads a valid stack file and fills the defaults', () => {
+    const env = loadEnvironmentFile(stackFile(valid))
+    expect(env.name).toBe('test')
+    expect(env.product).toEqual({ prefix: 'svc', dir: 'svc' })
+    expect(env.manager?.apiRevision).toBe('1.6.2')
+    expect(env.recording?.scopes.read).toBe('urn:svc:recorder:content:read')
+    expect(env.recording?.database.port).toBe(5432)
+  })
+
+  it('loads the example stack shipped in stacks/', () => {
+    const env = loadEnvironment({ env: 'example' })
+    expect(env.recording?.hosts.map((h) => h.name)).toEqual(['rec-1', 'rec-2'])
+  })
+
+  const invalid: Array<[string, Record<string, unknown>, RegExp]> = [
+    ['a port out of range', { ...valid, 'svcops:recording': { ...valid['svcops:recording'], database: { ...valid['svcops:recording'].database, port: 70000 } } }, /recording\.database\.port: 70000 is not valid; .*65535/],
+    ['a bad host url', { ...valid, 'svcops:recording': { ...valid['svcops:recording'], hosts: [{ name: 'rec-1', url: 'ftp://x' }] } }, /recording\.hosts\[0\]\.url: "ftp:\/\/x" is not valid; expected an http/],
+    ['a password given as a value', { ...valid, 'svcops:manager': { ...valid['svcops:manager'], password: 'hunter2hunter2' } }, /manager\.password: a value is not valid; expected a reference/],
+    ['an unknown field', { ...valid, 'svcops:manager': { ...valid['svcops:manager'], token: 'x' } }, /manager: unknown field token; secrets are given by reference/],
+    ['a bad version', { ...valid, 'svcops:recording': { ...valid['svcops:recording'], version: 'latest' } }, /recording\.version: "latest" is not valid; expected a version like 1\.5\.0/],
+    ['two hosts with one name', { ...valid, 'svcops:recording': { ...valid['svcops:recording'], hosts: [{ name: 'a', url: 'http://a' }, { name: 'a', url: 'http://b' }] } }, /recording\.hosts\[1\]\.name: "a" is used twice/],
+  ]
+  it.each(invalid)('refuses %s with the dot-path of the field', (_what, config, message) => {
+    expect(() => loadEnvironmentFile(stackFile(config))).toThrow(BadInputError)
+    expect(() => loadEnvironmentFile(stackFile(config))).toThrow(message)
+  })
+
+  it('never echoes a secret given as a value', () => {
+    const config = { ...valid, 'svcops:manager': { ...valid['svcops:manager'], password: 'plain-text-secret-9' } }
+    expect(() => loadEnvironmentFile(stackFile(config))).toThrow(/^(?!.*plain-text-secret-9)/s)
+  })
+
+  it('names a missing environment and how to get one', () => {
+    expect(() => loadEnvironment({ env: 'nope' })).toThrow(/Pulumi\.nope\.yaml' does not exist/)
+    expect(() => loadEnvironment({ env: 'Bad Name' })).toThrow(/--env: 'Bad Name' is not an environment name/)
+  })
+})
+
+describe('secret references', () => {
+  it('reads a secret from an environment variable and registers it for redaction', () => {
+    process.env.SVCOPS_TEST_SECRET = 'env-secret-value-42'
+    expect(readSecret({ env: 'SVCOPS_TEST_SECRET' }, 'manager.password')).toBe('env-secret-value-42')
+    expect(redact('the value env-secret-value-42 leaked')).toBe('the value [REDACTED] leaked')
+  })
+
+  it('names an unset variable', () => {
+    delete process.env.SVCOPS_TEST_UNSET
+    expect(() => readSecret({ env: 'SVCOPS_TEST_UNSET' }, 'manager.password')).toThrow('manager.password: the environment variable SVCOPS_TEST_UNSET is not set')
+  })
+
+  it('reads a 0600 file and refuses a group- or world-readable one', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svcops-secret-'))
+    const file = join(dir, 'pw')
+    writeFileSync(file, 'file-secret-value-7\n', { mode: 0o600 })
+    expect(readSecret({ file }, 'manager.password')).toBe('file-secret-value-7')
+    chmodSync(file, 0o644)
+    expect(() => readSecret({ file }, 'manager.password')).toThrow(/has mode 0644, readable by group or others; expected 0600/)
+  })
+})
