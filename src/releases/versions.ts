@@ -1,0 +1,125 @@
+/**
+ * Version helpers used everywhere (deploy flags, variable names, API prefix, planners). Each
+ * answer is derived from the catalog's effects (live.ts, auth.ts): no other module compares
+ * versions of the live production system by hand.
+ */
+import { BadInputError } from '../ops/errors.ts'
+import { authRevisionFacts, type AuthRevision } from './auth.ts'
+import { changesWithEffect, expandName } from './live.ts'
+import { DEFAULT_PRODUCT, type Effect } from './types.ts'
+
+export interface Version {
+  major: number
+  minor: number
+  patch: number
+}
+
+const VERSION = /^v?(\d{1,6})\.(\d{1,6})\.(\d{1,6})(?:[-+][0-9A-Za-z.-]+)?$/
+
+/** Parses `X.Y.Z` (an optional leading `v` and pre-release or build suffix are accepted and ignored). */
+export function parseVersion(v: string): Version {
+  const m = VERSION.exec(typeof v === 'string' ? v.trim() : '')
+  if (!m) throw new BadInputError(`The version '${String(v)}' is not valid: expected MAJOR.MINOR.PATCH like 6.0.0.`)
+  return { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3]) }
+}
+
+/** Negative when a < b, zero when equal, positive when a > b. */
+export function compareVersions(a: string, b: string): number {
+  const x = parseVersion(a)
+  const y = parseVersion(b)
+  return x.major - y.major || x.minor - y.minor || x.patch - y.patch
+}
+
+/** The release (`7.0.0`) that introduced the first effect of this type, or undefined. */
+function introducedIn(type: Effect['type']): string | undefined {
+  return changesWithEffect(type)[0]?.release
+}
+
+/** True when `v` is at or after the release that introduced an effect of this type. */
+function hasEffect(v: string, type: Effect['type']): boolean {
+  const since = introducedIn(type)
+  return since !== undefined && compareVersions(v, since) >= 0
+}
+
+export type ApiPrefix = '/api/v1' | '/api/v2' | '/api/v3'
+
+/** The system controller's REST prefix for a version: each api-prefix change replaces the previous. */
+export function apiPrefix(v: string): ApiPrefix {
+  const changes = changesWithEffect('api-prefix')
+  let prefix = changes[0]?.effect.from ?? '/api/v1'
+  for (const c of changes) if (compareVersions(v, c.release) >= 0) prefix = c.effect.to
+  return prefix as ApiPrefix
+}
+
+/** Components connecting to the system controller need the PSK variable. */
+export function pskRequired(v: string): boolean {
+  return hasEffect(v, 'psk-required')
+}
+
+/** The system controller refuses to start with a low-entropy PSK. */
+export function pskEntropyEnforced(v: string): boolean {
+  return hasEffect(v, 'psk-entropy-enforced')
+}
+
+/**
+ * Directories the system controller searches for its settings file, `.` meaning its working
+ * directory. Before the release that introduced the search path the seed names only "former
+ * fixed application directories", so the answer is empty: callers must not guess them.
+ */
+export function settingsSearchPaths(v: string, productDir: string = DEFAULT_PRODUCT.dir): string[] {
+  const change = changesWithEffect('settings-search-path').filter((c) => compareVersions(v, c.release) >= 0).at(-1)
+  if (!change) return []
+  return change.effect.directories.map((d) => expandName(d, { ...DEFAULT_PRODUCT, dir: productDir }))
+}
+
+/** The system controller accepts `--settings-path <PATH>`. */
+export function supportsSettingsPathFlag(v: string): boolean {
+  return hasEffect(v, 'settings-search-path')
+}
+
+/** The flag that points the system controller at its settings directory. */
+export function settingsPathFlag(): string {
+  return changesWithEffect('settings-search-path')[0]?.effect.flag ?? '--settings-path'
+}
+
+/** The rendering engine's TCP control panel variable for a version (`SVC_TCP_ENDPOINTS` / `SVC_TCP_ENDPOINT`). */
+export function tcpEndpointVariable(v: string, prefix: string = DEFAULT_PRODUCT.prefix): string {
+  const rename = changesWithEffect('env-rename').find((c) => c.effect.from.endsWith('_TCP_ENDPOINTS'))
+  if (!rename) throw new Error('The catalog has no TCP endpoint rename.')
+  const template = compareVersions(v, rename.release) >= 0 ? rename.effect.to : rename.effect.from
+  return expandName(template, { ...DEFAULT_PRODUCT, prefix })
+}
+
+/** True when the TCP endpoint variable takes exactly one endpoint. */
+export function tcpEndpointSingleValue(v: string): boolean {
+  return changesWithEffect('env-rename').some((c) => c.effect.singleValue && c.effect.from.endsWith('_TCP_ENDPOINTS') && compareVersions(v, c.release) >= 0)
+}
+
+/** The variable every component reads the PSK from (`SVC_SYSTEM_CONTROLLER_PSK`). */
+export function pskVariable(prefix: string = DEFAULT_PRODUCT.prefix): string {
+  const change = changesWithEffect('psk-required')[0]
+  if (!change) throw new Error('The catalog has no PSK variable.')
+  return expandName(change.effect.variable, { ...DEFAULT_PRODUCT, prefix })
+}
+
+/** The system controller's settings file name (`svc_sc_settings.json`). */
+export function settingsFileName(prefix: string = DEFAULT_PRODUCT.prefix): string {
+  const change = changesWithEffect('psk-settings-file')[0]
+  if (!change) throw new Error('The catalog has no settings file.')
+  return expandName(change.effect.file, { ...DEFAULT_PRODUCT, prefix })
+}
+
+/** The SDK factory takes a custom CA certificate file. */
+export function supportsCustomCaCert(v: string): boolean {
+  return hasEffect(v, 'custom-ca-cert')
+}
+
+/** Example access token lifetime (`expires_in`, seconds) of an auth API revision. */
+export function authTokenLifetime(revision: AuthRevision): number {
+  return authRevisionFacts(revision).tokenLifetimeSeconds
+}
+
+/** The major number of a version. */
+export function majorOf(v: string): number {
+  return parseVersion(v).major
+}
