@@ -1,0 +1,179 @@
+/**
+ * Builds every lab release of the recording service as a real `.deb` with `dpkg-deb --build`:
+ * the service bundled into one file (esbuild; release, schema version and fault baked in), the
+ * config as a dpkg conffile, a supervisor program section for lab hosts and a systemd unit for
+ * real hosts. Builds are cached: a stamp over the sources and options skips an unchanged rebuild.
+ */
+import { createHash } from 'node:crypto'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { requireBinary, local, runCommand } from '../../ops/runner.ts'
+import { defaultServiceConfig } from './config.ts'
+import { RECORDING_RELEASES, type RecordingRelease } from './releases.ts'
+
+const here = dirname(fileURLToPath(import.meta.url))
+
+export interface PackageOptions {
+  /** Product prefix: the package is `<prefix>-recording`. */
+  prefix: string
+  /** Product folder under /opt, /etc/opt, /var/opt and /var/log. */
+  dir: string
+}
+
+/** Name of the recording service's package for a product prefix. */
+export function recordingPackageName(prefix: string): string {
+  return `${prefix}-recording`
+}
+
+/** Paths inside a host's root that the package installs (all absolute, as on a real host). */
+export function recordingPackagePaths(options: PackageOptions): { service: string; config: string; supervisor: string; systemd: string; log: string; storage: string } {
+  const name = recordingPackageName(options.prefix)
+  return {
+    service: `/opt/${options.dir}/recording/service.mjs`,
+    config: `/etc/opt/${options.dir}/recording.json`,
+    supervisor: `/etc/supervisor/conf.d/${name}.conf`,
+    systemd: `/lib/systemd/system/${name}.service`,
+    log: `/var/log/${options.dir}/recording.log`,
+    storage: `/var/opt/${options.dir}/recordings`,
+  }
+}
+
+/** Bundles the service of one release into a single ES module file (no node_modules needed where it runs). */
+export async function bundleRecordingService(release: RecordingRelease, options: PackageOptions, outFile: string): Promise<void> {
+  const { build } = await import('esbuild')
+  const entry = `import { runService } from './service.ts'\nawait runService(${JSON.stringify({ release, dir: options.dir })}, process.argv.slice(2))\n`
+  await build({
+    stdin: { contents: entry, resolveDir: here, sourcefile: `recording-${release.version}.ts`, loader: 'ts' },
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'esm',
+    outfile: outFile,
+    // pg is CommonJS and requires Node built-ins at run time; give the ES module a real `require`.
+    banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+    external: ['pg-native'],
+    legalComments: 'none',
+    logLevel: 'silent',
+  })
+}
+
+function supervisorProgram(name: string, options: PackageOptions): string {
+  const paths = recordingPackagePaths(options)
+  // %(here)s is this file's directory, <root>/etc/supervisor/conf.d: the root is three levels up,
+  // so the same file works in any sandbox root and on a real host (root /).
+  const root = '%(here)s/../../..'
+  return [
+    `; ${name}: the recording service (installed by the ${name} package)`,
+    `[program:${name}]`,
+    `command=node ${root}${paths.service} --root ${root} --config ${root}${paths.config}`,
+    'autostart=true',
+    'autorestart=unexpected',
+    'exitcodes=0',
+    'startsecs=1',
+    'startretries=2',
+    'stopsignal=TERM',
+    'stopwaitsecs=10',
+    'redirect_stderr=true',
+    `stdout_logfile=${root}/var/log/${options.dir}/recording.out.log`,
+    'stdout_logfile_maxbytes=1MB',
+    'stdout_logfile_backups=1',
+    '',
+  ].join('\n')
+}
+
+function systemdUnit(name: string, release: RecordingRelease, options: PackageOptions): string {
+  const paths = recordingPackagePaths(options)
+  return [
+    '[Unit]',
+    `Description=Recording service ${release.version}`,
+    'After=network-online.target postgresql.service',
+    'Wants=network-online.target',
+    '',
+    '[Service]',
+    `ExecStart=/usr/bin/env node ${paths.service} --root / --config ${paths.config}`,
+    'Restart=on-failure',
+    'RestartSec=2',
+    '',
+    '[Install]',
+    'WantedBy=multi-user.target',
+    '',
+  ].join('\n')
+}
+
+function controlFile(name: string, release: RecordingRelease): string {
+  return [
+    `Package: ${name}`,
+    `Version: ${release.version}`,
+    'Architecture: all',
+    'Maintainer: svcops lab <lab@localhost>',
+    'Section: misc',
+    'Priority: optional',
+    // No Depends: a lab host's dpkg database (dpkg --root) knows no nodejs package; the host's node runs it.
+    'Recommends: nodejs (>= 20)',
+    `Description: recording service ${release.version} (svcops lab emulator)`,
+    ` ${release.summary}`,
+    '',
+  ].join('\n')
+}
+
+/** Builds one release's .deb into `outFile`. */
+async function buildPackage(release: RecordingRelease, options: PackageOptions, outFile: string): Promise<void> {
+  const name = recordingPackageName(options.prefix)
+  const paths = recordingPackagePaths(options)
+  const tree = mkdtempSync(join(dirname(outFile), `.build-${release.version}-`))
+  chmodSync(tree, 0o755)
+  try {
+    const put = (path: string, text: string): void => {
+      mkdirSync(dirname(join(tree, path)), { recursive: true })
+      writeFileSync(join(tree, path), text, { mode: 0o644 })
+    }
+    mkdirSync(join(tree, dirname(paths.service)), { recursive: true })
+    await bundleRecordingService(release, options, join(tree, paths.service))
+    put(paths.config, `${JSON.stringify(defaultServiceConfig(release, options), null, 2)}\n`)
+    put(paths.supervisor, supervisorProgram(name, options))
+    put(paths.systemd, systemdUnit(name, release, options))
+    mkdirSync(join(tree, dirname(paths.log)), { recursive: true })
+    mkdirSync(join(tree, paths.storage), { recursive: true })
+    put('/DEBIAN/control', controlFile(name, release))
+    put('/DEBIAN/conffiles', `${paths.config}\n`)
+    const temporary = `${outFile}.${process.pid}.tmp`
+    await runCommand(local, ['dpkg-deb', '--root-owner-group', '-Zgzip', '--build', tree, temporary], { env: { SOURCE_DATE_EPOCH: '1700000000' } })
+    // Parallel builders (test workers) write the same content: the rename makes each file whole.
+    renameSync(temporary, outFile)
+  } finally {
+    rmSync(tree, { recursive: true, force: true })
+  }
+}
+
+/** Hash over everything a package's content depends on. */
+function buildKey(options: PackageOptions): string {
+  const hash = createHash('sha256')
+  hash.update(JSON.stringify({ options, releases: RECORDING_RELEASES, node: process.versions.node }))
+  for (const file of readdirSync(here).sort()) if (file.endsWith('.ts')) hash.update(file).update(readFileSync(join(here, file)))
+  for (const dependency of ['pg', 'jose', 'zod', 'esbuild']) {
+    const manifest = join(here, '../../../node_modules', dependency, 'package.json')
+    if (existsSync(manifest)) hash.update(readFileSync(manifest))
+  }
+  return hash.digest('hex')
+}
+
+/**
+ * Builds a .deb per release into `outDir` and returns `{ version: debPath }`. Skips the build when
+ * `outDir` already holds packages from the same sources and options.
+ */
+export async function buildRecordingPackages(outDir: string, options: PackageOptions = { prefix: 'svc', dir: 'svc' }): Promise<Record<string, string>> {
+  requireBinary('dpkg-deb', 'dpkg')
+  mkdirSync(outDir, { recursive: true })
+  const name = recordingPackageName(options.prefix)
+  const debs = Object.fromEntries(RECORDING_RELEASES.map((release) => [release.version, join(outDir, `${name}_${release.version}_all.deb`)]))
+  const stamp = join(outDir, `.${name}.stamp`)
+  const key = buildKey(options)
+  const fresh = existsSync(stamp) && readFileSync(stamp, 'utf8') === key && Object.values(debs).every((deb) => existsSync(deb))
+  if (!fresh) {
+    await Promise.all(RECORDING_RELEASES.map((release) => buildPackage(release, options, debs[release.version] as string)))
+    writeFileSync(`${stamp}.${process.pid}`, key)
+    renameSync(`${stamp}.${process.pid}`, stamp)
+  }
+  return debs
+}
