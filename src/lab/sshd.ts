@@ -1,0 +1,207 @@
+/**
+ * A throwaway OpenSSH server on loopback for the lab: its own config, host key and client key in a
+ * temp dir, a free port, and a dedicated unlocked test user (`svcops-lab`). Never the machine's own
+ * sshd. `MaxStartups`/`MaxSessions` are raised because the lab connects to many hosts at once (20
+ * parallel connects fail under the defaults).
+ */
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir, userInfo } from 'node:os'
+import { join } from 'node:path'
+import { OperationError } from '../ops/errors.ts'
+import { local, requireBinary, runCommand } from '../ops/runner.ts'
+import { freePort } from './ports.ts'
+
+/** The lab's SSH test user (created when missing, when we are root). */
+export const LAB_USER = 'svcops-lab'
+
+/** What `lab down` needs to stop a server started by another process. */
+export interface SshdInfo {
+  host: '127.0.0.1'
+  port: number
+  user: string
+  /** Client private key (0600) accepted for `user`. */
+  privateKeyPath: string
+  /** Temp dir holding config, keys, pid file and log. */
+  dir: string
+  pidFile: string
+  logFile: string
+}
+
+export interface Sshd extends SshdInfo {
+  /** Stops the server and its sessions and removes the temp dir. Safe to call twice. */
+  stop(): Promise<void>
+}
+
+export interface StartSshdOptions {
+  /** Extra public keys (authorized_keys lines) accepted besides the generated client key. */
+  authorizedKeys?: string[]
+  /** Login user; default `svcops-lab` as root, else the current user (sshd cannot switch users then). */
+  user?: string
+  parentDir?: string
+}
+
+function isRoot(): boolean {
+  return process.getuid?.() === 0
+}
+
+/** Numeric uid/gid of a user, from the passwd database. */
+export function lookupUser(user: string): { uid: number; gid: number; home: string } | undefined {
+  for (const line of readFileSync('/etc/passwd', 'utf8').split('\n')) {
+    const [name, , uid, gid, , home] = line.split(':')
+    if (name === user && uid && gid) return { uid: Number(uid), gid: Number(gid), home: home ?? '/' }
+  }
+  return undefined
+}
+
+/**
+ * Makes sure the lab user exists and can log in with a key: `useradd` leaves the account locked
+ * ('!' password), which sshd refuses even for key logins, so the password is set to '*'.
+ */
+export async function ensureLabUser(user = LAB_USER): Promise<{ uid: number; gid: number; home: string }> {
+  if (!lookupUser(user)) {
+    if (!isRoot()) throw new OperationError(`The lab user '${user}' does not exist and only root can create it.`, `sudo useradd -m -s /bin/bash ${user}`)
+    // Two labs starting at once may race on useradd; the second one's failure is harmless if the user now exists.
+    await runCommand(local, [requireBinary('useradd', 'passwd'), '-m', '-s', '/bin/bash', user], { check: false })
+  }
+  const found = lookupUser(user)
+  if (!found) throw new OperationError(`The lab user '${user}' could not be created.`, `useradd -m -s /bin/bash ${user}`)
+  if (isRoot()) await runCommand(local, [requireBinary('usermod', 'passwd'), '-p', '*', user])
+  return found
+}
+
+function sshdConfig(info: SshdInfo, hostKey: string, authorizedKeys: string): string {
+  return [
+    `Port ${info.port}`,
+    `ListenAddress ${info.host}`,
+    `HostKey ${hostKey}`,
+    `PidFile ${info.pidFile}`,
+    `AuthorizedKeysFile ${authorizedKeys}`,
+    `AllowUsers ${info.user}`,
+    'PubkeyAuthentication yes',
+    'PasswordAuthentication no',
+    'KbdInteractiveAuthentication no',
+    'UsePAM no',
+    'PermitRootLogin no',
+    // The keys live in a temp dir owned by whoever started the lab, not in the user's home.
+    'StrictModes no',
+    'UseDNS no',
+    'PrintMotd no',
+    'MaxStartups 200:30:400',
+    'MaxSessions 100',
+    'Subsystem sftp internal-sftp',
+    'LogLevel ERROR',
+    '',
+  ].join('\n')
+}
+
+/** Starts an sshd on a free loopback port; resolves once it accepts connections. */
+export async function startSshd(options: StartSshdOptions = {}): Promise<Sshd> {
+  const sshd = requireBinary('sshd', 'openssh-server')
+  const keygen = requireBinary('ssh-keygen', 'openssh-client')
+  const user = options.user ?? (isRoot() ? LAB_USER : userInfo().username)
+  if (isRoot()) await ensureLabUser(user)
+  const dir = mkdtempSync(join(options.parentDir ?? tmpdir(), 'svcops-sshd-'))
+  // sshd reads authorized_keys as the login user, so the directory must be traversable.
+  chmodSync(dir, 0o755)
+  // Privilege separation needs this directory; a fresh container does not have it.
+  if (isRoot()) mkdirSync('/run/sshd', { recursive: true, mode: 0o755 })
+  const hostKey = join(dir, 'host_ed25519_key')
+  const privateKeyPath = join(dir, 'id_ed25519')
+  await runCommand(local, [keygen, '-q', '-t', 'ed25519', '-N', '', '-C', 'svcops-lab-host', '-f', hostKey])
+  await runCommand(local, [keygen, '-q', '-t', 'ed25519', '-N', '', '-C', 'svcops-lab-client', '-f', privateKeyPath])
+  const authorized = join(dir, 'authorized_keys')
+  writeFileSync(authorized, [readFileSync(`${privateKeyPath}.pub`, 'utf8').trim(), ...(options.authorizedKeys ?? [])].join('\n') + '\n', { mode: 0o644 })
+  const found = lookupUser(user)
+  if (isRoot() && found) chownSync(authorized, found.uid, found.gid)
+  let lastError: unknown
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const info: SshdInfo = { host: '127.0.0.1', port: await freePort(), user, privateKeyPath, dir, pidFile: join(dir, 'sshd.pid'), logFile: join(dir, 'sshd.log') }
+    const config = join(dir, 'sshd_config')
+    writeFileSync(config, sshdConfig(info, hostKey, authorized))
+    // Without -D sshd forks into the background only after it listens: when this returns, it is ready.
+    const result = await runCommand(local, [sshd, '-f', config, '-E', info.logFile], { check: false })
+    if (result.code === 0 && existsSync(info.pidFile)) return { ...info, stop: () => stopSshd(info) }
+    lastError = new OperationError(`sshd on 127.0.0.1:${info.port} did not start: ${readLog(info.logFile) || result.stderr.trim()}`)
+  }
+  rmSync(dir, { recursive: true, force: true })
+  throw lastError
+}
+
+function readLog(file: string): string {
+  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').slice(-3).join(' ') : ''
+}
+
+/** Pids of the children (and their children) of `pid`, from /proc. */
+export function descendantsOf(pid: number): number[] {
+  const children = new Map<number, number[]>()
+  for (const entry of readdirProc()) {
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      // The command name may hold spaces and parentheses; the fields after the last ')' are fixed.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      children.set(ppid, [...(children.get(ppid) ?? []), entry])
+    } catch {
+      // The process exited while we read the table; it is no one's descendant any more.
+      continue
+    }
+  }
+  const out: number[] = []
+  const queue = [pid]
+  while (queue.length > 0) {
+    for (const child of children.get(queue.shift() ?? -1) ?? []) {
+      out.push(child)
+      queue.push(child)
+    }
+  }
+  return out
+}
+
+function readdirProc(): number[] {
+  return readdirSyncSafe('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .map(Number)
+}
+
+function readdirSyncSafe(dir: string): string[] {
+  try {
+    return readdirSync(dir)
+  } catch {
+    return []
+  }
+}
+
+/** True while a process with this pid exists. */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Sends SIGTERM to the given pids, waits up to `graceMs`, then SIGKILLs what is left. */
+export async function terminatePids(pids: number[], graceMs = 3000): Promise<void> {
+  for (const pid of pids) signal(pid, 'SIGTERM')
+  const deadline = Date.now() + graceMs
+  while (pids.some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25))
+  for (const pid of pids.filter(isAlive)) signal(pid, 'SIGKILL')
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig)
+  } catch {
+    // Already gone: that is what we wanted.
+    return
+  }
+}
+
+/** Stops an sshd described by `info` (also from another process) and the sessions it serves. */
+export async function stopSshd(info: SshdInfo): Promise<void> {
+  if (existsSync(info.pidFile)) {
+    const pid = Number(readFileSync(info.pidFile, 'utf8').trim())
+    if (pid > 0 && isAlive(pid)) await terminatePids([pid, ...descendantsOf(pid)])
+  }
+  rmSync(info.dir, { recursive: true, force: true })
+}

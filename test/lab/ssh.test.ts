@@ -1,0 +1,117 @@
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { RecordingHostConfig } from '../../src/config/schema.ts'
+import { createLabHost, stopLabHost, type LabHostInfo } from '../../src/lab/hosts.ts'
+import { startSshd, type Sshd } from '../../src/lab/sshd.ts'
+import { CommandError } from '../../src/ops/errors.ts'
+import { collect } from '../../src/ops/events.ts'
+import { dpkgArgv, dpkgQueryArgv, supervisorctlArgv, transportFor } from '../../src/ops/hosts.ts'
+import { registerSecret } from '../../src/ops/redact.ts'
+import { runCommand, type Transport } from '../../src/ops/runner.ts'
+import { SshTransport } from '../../src/ops/ssh.ts'
+import { buildProbePackage, PROBE } from './hosts-fixture.ts'
+
+describe('SSH transport to a lab host through a real sshd on loopback', () => {
+  let dir: string
+  let sshd: Sshd
+  let host: LabHostInfo
+  let overSsh: Transport
+  let locally: Transport
+  let deb: string
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'svcops-ssh-test-'))
+    sshd = await startSshd()
+    deb = await buildProbePackage('1.0.0', join(dir, 'debs'))
+    host = await createLabHost({ name: 'rec-1', root: join(dir, 'rec-1'), user: sshd.user, openUpTo: dir })
+    const base: RecordingHostConfig = { name: 'rec-1', url: 'http://127.0.0.1:1', root: host.root, canary: false }
+    overSsh = transportFor({ ...base, ssh: { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath } })
+    locally = transportFor(base)
+  })
+  afterAll(async () => {
+    await overSsh?.close()
+    if (host) await stopLabHost(host, { removeFiles: true })
+    await sshd?.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('picks SSH for a host with an ssh section and the local transport otherwise', () => {
+    expect(overSsh).toBeInstanceOf(SshTransport)
+    expect(locally).not.toBeInstanceOf(SshTransport)
+    expect(overSsh.host).toBe('rec-1')
+  })
+
+  it('uploads a package into the host cache and installs it over SSH', async () => {
+    const cached = join(host.root, 'var/cache/svcops/packages', `${PROBE}_1.0.0_all.deb`)
+    await overSsh.upload(deb, cached)
+    await runCommand(overSsh, dpkgArgv(host, ['--force-confdef', '--force-confold', '-i', cached]))
+    await runCommand(overSsh, supervisorctlArgv(host, ['update']))
+    await runCommand(overSsh, supervisorctlArgv(host, ['start', PROBE]))
+  })
+
+  it('gives the same results over SSH and locally', async () => {
+    const commands = [
+      dpkgQueryArgv(host, ['-W', '-f', '${Package} ${Version} ${Status}\n', PROBE]),
+      supervisorctlArgv(host, ['status', PROBE]),
+      supervisorctlArgv(host, ['status', 'no-such-program']),
+      ['cat', join(host.root, 'etc/opt/probe/probe.json')],
+      ['id', '-un'],
+      ['sh', '-c', 'echo out; echo err >&2; exit 3'],
+    ]
+    for (const argv of commands) {
+      const [a, b] = await Promise.all([runCommand(overSsh, argv, { check: false }), runCommand(locally, argv, { check: false })])
+      expect({ argv, code: a.code, stdout: a.stdout.replace(/uptime \S+/, ''), stderr: a.stderr }).toEqual({ argv, code: b.code, stdout: b.stdout.replace(/uptime \S+/, ''), stderr: b.stderr })
+    }
+    expect((await runCommand(overSsh, supervisorctlArgv(host, ['status', PROBE]))).stdout).toMatch(/RUNNING/)
+    expect((await runCommand(overSsh, ['id', '-un'])).stdout.trim()).toBe(sshd.user)
+  })
+
+  it('passes stdin, cwd and environment through, keeping env values off the process table', async () => {
+    expect((await runCommand(overSsh, ['cat'], { input: 'line one\nline two\n' })).stdout).toBe('line one\nline two\n')
+    expect((await runCommand(overSsh, ['pwd'], { cwd: host.root })).stdout.trim()).toBe(host.root)
+    const secret = registerSecret(`pw-${Math.random().toString(36).slice(2)}-x`)
+    const running = runCommand(overSsh, ['sh', '-c', 'sleep 0.6; printf %s "$LAB_SECRET"; cat'], { env: { LAB_SECRET: secret }, input: '+stdin' })
+    await new Promise((r) => setTimeout(r, 300))
+    const table = execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' })
+    expect(table).toContain('sleep 0.6')
+    expect(table).not.toContain(secret)
+    expect((await running).stdout).toBe(`${secret}+stdin`)
+  })
+
+  it('checks exit codes and redacts secrets from the error and the log', async () => {
+    const secret = registerSecret('s3cr3t-value-in-output')
+    const log = collect()
+    const failure = await runCommand(overSsh, ['sh', '-c', `echo "${secret}" >&2; exit 7`]).catch((e: unknown) => e)
+    log.stop()
+    expect(failure).toBeInstanceOf(CommandError)
+    expect((failure as CommandError).message).toMatch(/on rec-1 exited with code 7/)
+    expect(JSON.stringify(log.events)).not.toContain(secret)
+    expect((failure as CommandError).message).not.toContain(secret)
+    expect(log.events.some((e) => e.kind === 'command' && e.host === 'rec-1' && e.code === 7)).toBe(true)
+  })
+
+  it('reuses one connection with low per-command latency', async () => {
+    const started = Date.now()
+    for (let i = 0; i < 30; i++) await runCommand(overSsh, ['true'])
+    // With Nagle's algorithm on, each round trip costs ~45 ms; with setNoDelay a few ms.
+    expect((Date.now() - started) / 30).toBeLessThan(25)
+  })
+
+  it('accepts 20 connections at once', async () => {
+    const many = Array.from({ length: 20 }, (_, i) => new SshTransport({ host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath }, { name: `c${i}`, connectAttempts: 1 }))
+    try {
+      const results = await Promise.all(many.map((t) => runCommand(t, ['echo', t.host])))
+      expect(results.map((r) => r.stdout.trim())).toEqual(many.map((t) => t.host))
+    } finally {
+      await Promise.all(many.map((t) => t.close()))
+    }
+  })
+
+  it('names the host and the command to try when it cannot connect', async () => {
+    const nowhere = new SshTransport({ host: '127.0.0.1', port: 1, user: sshd.user, keyFile: sshd.privateKeyPath }, { name: 'rec-9', connectAttempts: 1 })
+    await expect(runCommand(nowhere, ['true'])).rejects.toThrow(/Could not connect to rec-9 over SSH as .*@127\.0\.0\.1:1/)
+  })
+})
