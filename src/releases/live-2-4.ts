@@ -15,14 +15,14 @@ export function changesOf(major: LiveMajor, area: string, list: Array<[slug: str
 export const LIVE_2: LiveChange[] = [
   ...changesOf(2, 'System controller', [
     ['psk-settings-file', {
-      kind: 'secret', actor: 'operator', new: '{prefix}_sc_settings.json',
+      kind: 'secret', actor: 'svcops', new: '{prefix}_sc_settings.json',
       summary: 'A new pre-shared key must be generated and set in the system controller settings file.',
       action: 'Generate a PSK (`svcops psk generate`) and write it into the system controller settings file.',
       automatic: 'psk', seed: 'A new PSK must be generated in the settings file `svc_sc_settings.json`.',
       effect: { type: 'psk-settings-file', file: '{prefix}_sc_settings.json' },
     }],
     ['psk-env', {
-      kind: 'env-var', actor: 'operator', new: '{PREFIX}_SYSTEM_CONTROLLER_PSK',
+      kind: 'env-var', actor: 'svcops', new: '{PREFIX}_SYSTEM_CONTROLLER_PSK',
       summary: 'Every component connecting to the system controller needs the same PSK in its environment; without it the component logs an error and stops.',
       action: 'Set the PSK variable, with the same value, for every component that connects to the system controller.',
       automatic: 'migrate-env',

@@ -112,7 +112,7 @@ export const LIVE_6: LiveChange[] = [
   ]),
   ...changesOf(6, 'Startup', [
     ['psk-entropy', {
-      kind: 'startup', actor: 'operator',
+      kind: 'startup', actor: 'svcops',
       summary: 'A PSK with too low entropy prevents the system controller from starting.',
       action: 'Check the PSK (`svcops psk check`) and generate a new one if it is refused.', automatic: 'psk',
       seed: 'A PSK with too low entropy prevents the system controller from starting.',
@@ -121,7 +121,7 @@ export const LIVE_6: LiveChange[] = [
   ]),
   ...changesOf(6, 'Settings file', [
     ['settings-search-path', {
-      kind: 'settings-file', actor: 'operator', old: 'former fixed application directories', new: 'working directory, /etc/opt/{product_dir}, --settings-path <PATH>',
+      kind: 'settings-file', actor: 'svcops', old: 'former fixed application directories', new: 'working directory, /etc/opt/{product_dir}, --settings-path <PATH>',
       summary: 'The settings file is read from the working directory, from `/etc/opt/{product_dir}`, or from the directory given by `--settings-path`.',
       action: 'Move the settings file to one of the new locations, or start with `--settings-path`.', automatic: 'migrate-env',
       seed: 'It is read from the current working directory, from `/etc/opt/<product_dir>`, or from the directory given by the flag `--settings-path <PATH>`.',
@@ -130,7 +130,7 @@ export const LIVE_6: LiveChange[] = [
   ]),
   ...changesOf(6, 'Rendering engine', [
     ['tcp-endpoint', {
-      kind: 'env-var', actor: 'operator', old: '{PREFIX}_TCP_ENDPOINTS', new: '{PREFIX}_TCP_ENDPOINT',
+      kind: 'env-var', actor: 'svcops', old: '{PREFIX}_TCP_ENDPOINTS', new: '{PREFIX}_TCP_ENDPOINT',
       summary: 'For the TCP control panel `{PREFIX}_TCP_ENDPOINTS` is renamed `{PREFIX}_TCP_ENDPOINT` and takes a single endpoint, which accepts multiple connections.',
       action: 'Rename the variable and keep exactly one endpoint.', automatic: 'migrate-env',
       seed: 'the environment variable `SVC_TCP_ENDPOINTS` is renamed `SVC_TCP_ENDPOINT` and accepts a single endpoint',

@@ -119,6 +119,19 @@ export function authTokenLifetime(revision: AuthRevision): number {
   return authRevisionFacts(revision).tokenLifetimeSeconds
 }
 
+/**
+ * Refuses a version range that is not an upgrade: invalid versions, versions before `first`, and
+ * `from` newer than `to` (one sentence each). Equal versions are allowed: the answer is "nothing".
+ */
+export function assertUpgradeRange(from: string, to: string, first: string, command: string): void {
+  parseVersion(from)
+  parseVersion(to)
+  if (compareVersions(from, first) < 0) throw new BadInputError(`--from ${from} is older than the first release the catalog describes (${first}).`)
+  if (compareVersions(from, to) > 0) {
+    throw new BadInputError(`--from ${from} is newer than --to ${to}: svcops migrates upgrades only, and a downgrade of the live production system is a restore of the older release.`, `${command} --from ${to} --to ${from}`)
+  }
+}
+
 /** The major number of a version. */
 export function majorOf(v: string): number {
   return parseVersion(v).major
