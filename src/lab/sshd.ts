@@ -170,11 +170,14 @@ function readdirSyncSafe(dir: string): string[] {
   }
 }
 
-/** True while a process with this pid exists. */
+/**
+ * True while a process with this pid runs. A zombie does not count: daemons of the lab are
+ * reparented to PID 1, and in a container PID 1 may never reap them.
+ */
 export function isAlive(pid: number): boolean {
   try {
-    process.kill(pid, 0)
-    return true
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
   } catch {
     return false
   }

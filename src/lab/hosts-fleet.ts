@@ -1,0 +1,120 @@
+/**
+ * Provisioning the lab's recording hosts in parallel: each host gets its sandbox and supervisord,
+ * the chosen release installed from the lab's .deb files with real dpkg, its conffile edited the
+ * way an operator would (own port, the lab's database and manager), and the service started by
+ * supervisor; then the lab waits until every host answers its health check.
+ */
+import { chownSync, copyFileSync, readFileSync, writeFileSync } from 'node:fs'
+import { basename, join } from 'node:path'
+import { OperationError } from '../ops/errors.ts'
+import { events } from '../ops/events.ts'
+import { dpkgArgv, supervisorctlArgv, transportFor } from '../ops/hosts.ts'
+import { registerSecret } from '../ops/redact.ts'
+import { runCommand, type Transport } from '../ops/runner.ts'
+import { createLabHost, labHostPaths, stopLabHost, type LabHostInfo } from './hosts.ts'
+import { freePort } from './ports.ts'
+import { recordingPackageName, recordingPackagePaths, type PackageOptions } from './recording/index.ts'
+import { lookupUser } from './sshd.ts'
+
+/** A provisioned lab host (serialisable into the lab state). */
+export interface LabRecordingHost extends LabHostInfo {
+  /** Base URL of its recording service. */
+  url: string
+  port: number
+  version: string
+}
+
+export interface ProvisionHostsOptions {
+  /** Lab directory; hosts go to `<dir>/hosts/<name>`. */
+  dir: string
+  count: number
+  version: string
+  /** `{ version: path of the .deb }` from the recording package builder. */
+  packages: Record<string, string>
+  product: PackageOptions
+  /** Owner of the host trees and user of their supervisord (the SSH test user). */
+  user: string
+  database: { host: string; port: number; name: string; user: string; password: string }
+  /** Base URL of the manager: the tokens' issuer; its signing keys are at /.well-known/jwks.json. */
+  managerUrl: string
+  /** Host names are `<namePrefix>-<n>`. */
+  namePrefix?: string
+  /** How long a started service may take to answer GET / (ms). */
+  healthTimeoutMs?: number
+}
+
+/** Hosts are named rec-1, rec-2, ... */
+export function labHostName(index: number, prefix = 'rec'): string {
+  return `${prefix}-${index + 1}`
+}
+
+/** Edits the installed config file as an operator would: port, database, auth; keeps everything else. */
+function configureService(host: LabHostInfo, port: number, options: ProvisionHostsOptions, uid: number, gid: number): void {
+  const paths = recordingPackagePaths(options.product)
+  const file = join(host.root, paths.config)
+  const config = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>
+  const passwordFile = `/etc/opt/${options.product.dir}/recording.dbpass`
+  config.listen = { ...(config.listen as object), host: '127.0.0.1', port }
+  config.database = { host: options.database.host, port: options.database.port, name: options.database.name, user: options.database.user, passwordFile }
+  config.auth = { ...(config.auth as object), jwksUrl: `${options.managerUrl}/.well-known/jwks.json`, issuer: options.managerUrl }
+  writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`)
+  // The password lives in its own 0600 file beside the config, readable only by the service's user.
+  const secretFile = join(host.root, passwordFile)
+  writeFileSync(secretFile, `${options.database.password}\n`, { mode: 0o600 })
+  if (process.getuid?.() === 0) chownSync(secretFile, uid, gid)
+}
+
+async function waitHealthy(url: string, timeoutMs: number, host: LabHostInfo, log: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  let last = ''
+  while (Date.now() < deadline) {
+    try {
+      const answer = await fetch(`${url}/`, { signal: AbortSignal.timeout(2000) })
+      if (answer.ok) return
+      last = `GET / answered ${answer.status}`
+    } catch (error) {
+      last = (error as Error).message
+    }
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  throw new OperationError(`The recording service on lab host ${host.name} did not become healthy at ${url} within ${timeoutMs} ms (${last}).`, `tail ${log}`)
+}
+
+/** Creates one host with `version` installed and its service running and healthy. */
+export async function provisionHost(name: string, options: ProvisionHostsOptions): Promise<LabRecordingHost> {
+  const deb = options.packages[options.version]
+  if (!deb) throw new OperationError(`No package of recording release ${options.version} was built; known: ${Object.keys(options.packages).join(', ')}.`)
+  const owner = lookupUser(options.user)
+  if (!owner) throw new OperationError(`The lab host user '${options.user}' does not exist.`)
+  const root = join(options.dir, 'hosts', name)
+  const host = await createLabHost({ name, root, user: options.user, openUpTo: options.dir })
+  const t: Transport = transportFor({ name, url: 'http://127.0.0.1:1', root, canary: false })
+  try {
+    const cached = join(labHostPaths(root).packageCache, basename(deb))
+    copyFileSync(deb, cached)
+    if (process.getuid?.() === 0) chownSync(cached, owner.uid, owner.gid)
+    await runCommand(t, dpkgArgv(host, ['--force-confdef', '--force-confold', '-i', cached]))
+    const port = await freePort()
+    configureService(host, port, options, owner.uid, owner.gid)
+    // The package's program section autostarts; `update` makes supervisord read it and start it.
+    await runCommand(t, supervisorctlArgv(host, ['update']))
+    const url = `http://127.0.0.1:${port}`
+    await waitHealthy(url, options.healthTimeoutMs ?? 30_000, host, join(root, recordingPackagePaths(options.product).log))
+    return { ...host, url, port, version: options.version }
+  } finally {
+    await t.close()
+  }
+}
+
+/** Provisions `count` hosts in parallel; on any failure stops the ones already started and throws. */
+export async function provisionHosts(options: ProvisionHostsOptions): Promise<LabRecordingHost[]> {
+  registerSecret(options.database.password)
+  const names = Array.from({ length: options.count }, (_, i) => labHostName(i, options.namePrefix))
+  const results = await Promise.allSettled(names.map((name) => events.step(`host ${name}: ${recordingPackageName(options.product.prefix)} ${options.version}`, () => provisionHost(name, options), name)))
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+  if (failed) {
+    await Promise.all(names.map((name) => stopLabHost({ root: join(options.dir, 'hosts', name) })))
+    throw failed.reason
+  }
+  return results.map((r) => (r as PromiseFulfilledResult<LabRecordingHost>).value)
+}
