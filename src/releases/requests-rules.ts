@@ -101,7 +101,7 @@ function splitAddress(call: WorkingCall, body: Record<string, unknown>): void {
   } else if (mode === 'caller') {
     address = { local_ip: '0.0.0.0', local_port: 0, ...(ip !== undefined ? { remote_ip: ip } : {}), ...(port !== undefined ? { remote_port: port } : {}) }
   } else if (mode !== undefined) {
-    call.refuse(rule, `srt_mode '${String(mode)}' is neither listener nor caller, the two SRT modes the 4.0 notes define`)
+    call.refuse(rule, `srt_mode ${JSON.stringify(mode)} is neither listener nor caller, the two SRT modes the 4.0 notes define`)
   } else if (hints.some((h) => /udp/i.test(h)) && !hints.some((h) => /srt/i.test(h))) {
     address = { local_ip: '0.0.0.0', local_port: 0, ...(ip !== undefined ? { remote_ip: ip } : {}), ...(port !== undefined ? { remote_port: port } : {}) }
   } else if (hints.some((h) => /srt/i.test(h))) {

@@ -60,7 +60,7 @@ export function parseCalls(text: string, source: string): SavedCall[] {
     }
     if (c.name !== undefined && typeof c.name !== 'string') throw new BadInputError(`${at}.name: expected a string.`)
     return {
-      ...(c.name !== undefined ? { name: c.name as string } : {}),
+      ...(c.name !== undefined ? { name: c.name } : {}),
       method: c.method,
       path: c.path,
       ...(c.body !== undefined ? { body: c.body } : {}),
