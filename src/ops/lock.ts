@@ -1,0 +1,174 @@
+/**
+ * One run per environment, and one per host. The environment lock lives in the environment's own
+ * database, so every machine that could start a run sees it: a session-level advisory lock (held by
+ * an open connection, so PostgreSQL releases it the moment the holder dies, even on SIGKILL) plus a
+ * row in `svcops.run_lock` saying who holds it, since when, and for which run — which is what a
+ * refused second run prints, and how a dead holder is recognised (row present, advisory lock free).
+ * The host lock is a file on the host written with noclobber.
+ */
+import pg from 'pg'
+import type { DatabaseConfig } from '../config/schema.ts'
+import { readSecret } from '../config/secrets.ts'
+import { LockedError, OperationError } from './errors.ts'
+import { events } from './events.ts'
+import { runCommand, type Transport } from './runner.ts'
+
+/** Who holds (or held) a lock. */
+export interface LockHolder {
+  runId: string
+  holder: string
+  pid: number
+  since: string
+}
+
+/** node-postgres settings for the recording service's database (password read by reference). */
+export function databaseClientConfig(db: DatabaseConfig, field = 'recording.database.password'): pg.ClientConfig {
+  return {
+    host: db.host,
+    port: db.port,
+    database: db.name,
+    user: db.user,
+    ...(db.password ? { password: readSecret(db.password, field) } : {}),
+    application_name: 'svcops',
+    connectionTimeoutMillis: 10_000,
+  }
+}
+
+/** The advisory lock key of an environment (stable, derived in SQL from its name). */
+const KEY_SQL = `hashtext('svcops:env:' || $1)`
+
+export interface AcquireOptions {
+  environment: string
+  holder: LockHolder
+  /** Take the lock even when a live run holds it (terminates the holder's session). Logged. */
+  breakLock?: boolean
+  /** The run being resumed: its own stale row is taken over silently. */
+  resuming?: string
+}
+
+/** What `acquireEnvironmentLock` found and did. */
+export interface EnvironmentLock {
+  /** The previous holder, when it had died without releasing (its run may need resume or rollback). */
+  deadHolder?: LockHolder
+  /** The previous holder whose lock was broken with --break-lock. */
+  broken?: LockHolder
+  release(): Promise<void>
+}
+
+async function readRow(client: pg.Client, environment: string): Promise<LockHolder | undefined> {
+  const rows = await client.query<{ run_id: string; holder: string; pid: number; since: Date }>('SELECT run_id, holder, pid, since FROM svcops.run_lock WHERE environment = $1', [environment])
+  const row = rows.rows[0]
+  return row ? { runId: row.run_id, holder: row.holder, pid: row.pid, since: row.since.toISOString() } : undefined
+}
+
+function describe(holder: LockHolder): string {
+  return `run ${holder.runId} (${holder.holder}, pid ${holder.pid}) since ${holder.since}`
+}
+
+/**
+ * Takes the environment lock or throws LockedError naming the holder, since when and its run id.
+ * A holder that died (row left, advisory lock free) is reported in `deadHolder`; unless we are
+ * resuming that very run, the caller must decide (its run may be half done).
+ */
+export async function acquireEnvironmentLock(db: DatabaseConfig, options: AcquireOptions): Promise<EnvironmentLock> {
+  const client = new pg.Client(databaseClientConfig(db))
+  try {
+    await client.connect()
+  } catch (error) {
+    throw new OperationError(`The database ${db.host}:${db.port}/${db.name} cannot be reached to take the run lock: ${(error as Error).message}.`, 'Check recording.database in the environment file and that the database server is up.')
+  }
+  // The connection holds the lock; an error on it later (server restart) means we lost the lock.
+  client.on('error', (error) => events.emit({ kind: 'error', message: `The connection holding the run lock failed: ${error.message}` }))
+  try {
+    await client.query('CREATE SCHEMA IF NOT EXISTS svcops')
+    await client.query('CREATE TABLE IF NOT EXISTS svcops.run_lock (environment text PRIMARY KEY, run_id text NOT NULL, holder text NOT NULL, pid integer NOT NULL, since timestamptz NOT NULL, backend_pid integer NOT NULL)')
+    let got = (await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${KEY_SQL}) AS ok`, [options.environment])).rows[0]?.ok ?? false
+    const row = await readRow(client, options.environment)
+    let broken: LockHolder | undefined
+    if (!got) {
+      if (!options.breakLock || !row) {
+        await client.end()
+        const who = row ? describe(row) : 'another session'
+        throw new LockedError(`Environment '${options.environment}' is locked by ${who}.`, row ? `Wait for it, inspect it with 'svcops runs show ${row.runId}', or if that run is truly gone: --break-lock` : 'Wait for the other run to finish.')
+      }
+      events.warn(`--break-lock: taking the lock of environment '${options.environment}' from ${describe(row)}.`)
+      await client.query(`SELECT pg_terminate_backend(backend_pid) FROM svcops.run_lock WHERE environment = $1`, [options.environment])
+      for (let i = 0; i < 50 && !got; i++) {
+        await new Promise((r) => setTimeout(r, 100))
+        got = (await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${KEY_SQL}) AS ok`, [options.environment])).rows[0]?.ok ?? false
+      }
+      if (!got) throw new LockedError(`The lock of environment '${options.environment}' could not be broken: its holder's session did not end.`)
+      broken = row
+    }
+    const dead = !broken && row && row.runId !== options.resuming ? row : undefined
+    if (dead) events.warn(`The previous holder of environment '${options.environment}' died without releasing the lock: ${describe(dead)}.`)
+    const { holder } = options
+    await client.query(
+      `INSERT INTO svcops.run_lock (environment, run_id, holder, pid, since, backend_pid) VALUES ($1, $2, $3, $4, $5, pg_backend_pid())
+       ON CONFLICT (environment) DO UPDATE SET run_id = $2, holder = $3, pid = $4, since = $5, backend_pid = pg_backend_pid()`,
+      [options.environment, holder.runId, holder.holder, holder.pid, holder.since],
+    )
+    let released = false
+    return {
+      ...(dead ? { deadHolder: dead } : {}),
+      ...(broken ? { broken } : {}),
+      async release() {
+        if (released) return
+        released = true
+        try {
+          await client.query('DELETE FROM svcops.run_lock WHERE environment = $1 AND run_id = $2', [options.environment, holder.runId])
+          await client.query(`SELECT pg_advisory_unlock(${KEY_SQL})`, [options.environment])
+        } finally {
+          await client.end()
+        }
+      },
+    }
+  } catch (error) {
+    await client.end().catch(() => undefined)
+    throw error
+  }
+}
+
+/** The current holder of an environment's lock, if any (for `runs list` and messages). */
+export async function readEnvironmentLock(db: DatabaseConfig, environment: string): Promise<(LockHolder & { alive: boolean }) | undefined> {
+  const client = new pg.Client(databaseClientConfig(db))
+  await client.connect()
+  try {
+    const exists = await client.query(`SELECT 1 FROM pg_tables WHERE schemaname = 'svcops' AND tablename = 'run_lock'`)
+    if (exists.rowCount === 0) return undefined
+    const row = await readRow(client, environment)
+    if (!row) return undefined
+    const free = (await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${KEY_SQL}) AS ok`, [environment])).rows[0]?.ok ?? false
+    if (free) await client.query(`SELECT pg_advisory_unlock(${KEY_SQL})`, [environment])
+    return { ...row, alive: !free }
+  } finally {
+    await client.end()
+  }
+}
+
+/**
+ * Takes the per-host lock file (`path`, created with noclobber so two writers cannot both win).
+ * A file left by `takeOver` (the dead run we replace or resume) is replaced; any other holder is
+ * refused with its content unless `breakLock`.
+ */
+export async function acquireHostLock(transport: Transport, path: string, holder: LockHolder, options: { takeOver?: string[]; breakLock?: boolean } = {}): Promise<void> {
+  const content = `${holder.runId} ${holder.holder} ${holder.pid} ${holder.since}`
+  const dir = path.replace(/\/[^/]+$/, '')
+  const write = ['sh', '-c', 'mkdir -p "$1" && set -C && printf "%s\\n" "$2" > "$3"', 'sh', dir, content, path]
+  const first = await runCommand(transport, write, { check: false })
+  if (first.code === 0) return
+  const current = await runCommand(transport, ['cat', path], { check: false })
+  const [runId = '', who = '', pid = '', since = ''] = current.stdout.trim().split(' ')
+  if (runId === holder.runId || (options.takeOver ?? []).includes(runId) || options.breakLock) {
+    if (options.breakLock && runId !== holder.runId) events.warn(`--break-lock: replacing the host lock of ${transport.host} held by run ${runId}.`, transport.host)
+    await runCommand(transport, ['sh', '-c', 'printf "%s\\n" "$1" > "$2"', 'sh', content, path])
+    return
+  }
+  if (current.code !== 0) throw new OperationError(`The host lock ${path} on ${transport.host} cannot be written: ${first.stderr.trim()}.`)
+  throw new LockedError(`Host ${transport.host} is locked by run ${runId} (${who}, pid ${pid}) since ${since}.`, `Inspect it with 'svcops runs show ${runId}'; if that run is gone, rerun with --break-lock.`)
+}
+
+/** Removes the host lock if it is ours. */
+export async function releaseHostLock(transport: Transport, path: string, runId: string): Promise<void> {
+  await runCommand(transport, ['sh', '-c', 'if [ -f "$1" ] && [ "$(cut -d" " -f1 "$1")" = "$2" ]; then rm -f "$1"; fi', 'sh', path, runId], { check: false })
+}
