@@ -7,4 +7,6 @@ import type { Command } from 'commander'
 export type Register = (program: Command) => void
 
 export const commandGroups: Array<() => Promise<{ register: Register }>> = [
+  () => import('./auth.ts'),
+  () => import('./lab.ts'),
 ]

@@ -1,0 +1,111 @@
+/**
+ * `svcops lab up | status | down`: the embedded lab on this machine (PostgreSQL and the manager
+ * emulator, as detached processes), its state under $SVCOPS_LAB_DIR (default .svcops/lab) and the
+ * environment file stacks/Pulumi.lab.yaml that `--env lab` reads.
+ */
+import { Command, Option } from 'commander'
+import { printResult, showProgress } from './context.ts'
+
+const REVISIONS = ['1.4.1', '1.6.1', '1.6.2'] as const
+
+/** Parses an integer option; the range is checked by `lab up` itself (one sentence, exit 2). */
+function parseInteger(value: string): number {
+  return /^-?\d+$/.test(value) ? Number(value) : Number.NaN
+}
+
+export function register(program: Command): void {
+  const lab = program
+    .command('lab')
+    .description('Start, inspect and stop the embedded lab (PostgreSQL, manager emulator) on this machine.')
+    .addHelpText(
+      'after',
+      `
+The lab keeps its state in $SVCOPS_LAB_DIR (default .svcops/lab) and writes the environment file
+stacks/Pulumi.lab.yaml (or under $SVCOPS_STACKS_DIR), so every command works with --env lab.
+
+Examples:
+  svcops lab up
+  svcops auth check --env lab
+  svcops lab status --json
+  svcops lab down`,
+    )
+
+  lab
+    .command('up')
+    .description('Start PostgreSQL and the manager emulator as background processes and write the lab environment file.')
+    .addOption(new Option('--manager-revision <revision>', 'auth API revision the manager emulator runs as (1.4.1 issues 300 s tokens)').choices(REVISIONS).default('1.6.2'))
+    .option('--hosts <n>', 'number of recording hosts (sandboxes with dpkg, supervisord, reachable over a loopback sshd)', parseInteger, 3)
+    .option('--version <version>', 'recording service release installed on every host (default: the oldest lab release)')
+    .option('--recordings <k>', 'recordings created through the recording API once the hosts are up', parseInteger, 6)
+    .option('--dry-run', 'print the steps without starting anything')
+    .addHelpText(
+      'after',
+      `
+Ctrl-C while it runs stops everything it started. A lab already up in the same directory is an error.
+Hosts are named rec-1, rec-2, ...; each runs its own service on its own port (see docs/lab.md).
+
+Examples:
+  svcops lab up
+  svcops lab up --hosts 10 --version 1.5.0 --recordings 50
+  svcops lab up --manager-revision 1.4.1
+  svcops lab up --dry-run --json`,
+    )
+    .action(async (options: { managerRevision: (typeof REVISIONS)[number]; hosts: number; version?: string; recordings: number; dryRun?: boolean }, command: Command) => {
+      const { labUp, labUpPlan } = await import('../lab/lab.ts')
+      if (options.dryRun) {
+        const steps = labUpPlan(options)
+        printResult(command, { dryRun: true, steps }, `lab up would:\n${steps.map((s, i) => `  ${i + 1}. ${s}`).join('\n')}`)
+        return
+      }
+      const stop = showProgress(command)
+      try {
+        const state = await labUp(options)
+        const services = state.entries.filter((e) => e.kind !== 'files')
+        printResult(command, { ok: true, envFile: state.envFile, managerRevision: options.managerRevision, services: services.map(({ name, kind, pid, port, url }) => ({ name, kind, pid, port, url })) }, () =>
+          [
+            'The lab is up:',
+            ...services.map((e) => `  ${e.name.padEnd(20)} ${e.url ?? (e.port ? `127.0.0.1:${e.port}` : '')}${e.pid ? `  (pid ${e.pid})` : ''}`),
+            `Environment file: ${state.envFile ?? ''} (use --env lab)`,
+            'Next: svcops auth check --env lab; stop it with: svcops lab down',
+          ].join('\n'),
+        )
+      } finally {
+        stop()
+      }
+    })
+
+  lab
+    .command('status')
+    .description('Show what the lab started and whether each part still runs.')
+    .addHelpText('after', '\nExamples:\n  svcops lab status\n  svcops lab status --json')
+    .action(async (_options: object, command: Command) => {
+      const { labStatus } = await import('../lab/lab.ts')
+      const status = labStatus()
+      printResult(command, status, () =>
+        status.entries.length === 0
+          ? `The lab is not up (no ${status.stateFile}).`
+          : [`The lab is ${status.up ? (status.complete ? 'up' : 'partly up') : 'down'}:`, ...status.entries.map((e) => `  ${e.kind === 'files' ? (e.running ? 'present' : 'missing') : e.running ? 'running' : 'stopped'}  ${e.name}${e.url ? `  ${e.url}` : e.port ? `  127.0.0.1:${e.port}` : ''}${e.pid ? `  (pid ${e.pid})` : ''}`)].join('\n'),
+      )
+    })
+
+  lab
+    .command('down')
+    .description('Stop everything the lab started and remove its temp dirs and environment file (safe to run twice).')
+    .option('--dry-run', 'print what would be stopped without stopping it')
+    .addHelpText('after', '\nExamples:\n  svcops lab down\n  svcops lab down --dry-run')
+    .action(async (options: { dryRun?: boolean }, command: Command) => {
+      const { labDown, labDownPlan } = await import('../lab/lab.ts')
+      if (options.dryRun) {
+        const steps = labDownPlan()
+        printResult(command, { dryRun: true, steps }, steps.length ? `lab down would:\n${steps.map((s, i) => `  ${i + 1}. ${s}`).join('\n')}` : 'The lab is not up; nothing to stop.')
+        return
+      }
+      const stop = showProgress(command)
+      try {
+        const { stopped } = await labDown()
+        printResult(command, { ok: true, stopped }, stopped.length ? `Stopped: ${stopped.join(', ')}.` : 'The lab was not up; nothing to stop.')
+      } finally {
+        stop()
+      }
+    })
+}

@@ -1,0 +1,363 @@
+/**
+ * `svcops lab up / status / down`: the embedded environment on this machine. `lab up` is a sequence
+ * of small named start functions; each one records what it started in the state file (src/lab/state.ts)
+ * the moment it exists, so `lab down` — or Ctrl-C during `lab up` — stops exactly that. Services run
+ * as detached processes that outlive the CLI. To add a service: write a `startLabXxx(lab)` that calls
+ * `lab.record(...)`, add a stopper for its `kind` to `stoppers`, call it from `labUp` as a
+ * `lab.step(...)`, name it in `labUpPlan`, and pass its section to `writeLabEnvironment`.
+ */
+import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { stringify as toYaml } from 'yaml'
+import { parseEnvironment } from '../config/load.ts'
+import { OperationError } from '../ops/errors.ts'
+import { events } from '../ops/events.ts'
+import { onShutdown } from '../ops/lifecycle.ts'
+import type { AuthRevision } from '../releases/auth.ts'
+import type { EmulatorConfig } from './manager/main.ts'
+import { hashPassword } from './manager/passwords.ts'
+import { freePort } from './ports.ts'
+import { startPostgres, stopPostgres, type PostgresCluster, type PostgresInfo } from './postgres.ts'
+import { descendantsOf, isAlive, terminatePids } from './sshd.ts'
+import { checkLabHostsOptions, hostCheckers, hostStoppers, labHostsPlan, recordingSection, startLabRecording, type LabHostsOptions } from './hosts-lab.ts'
+import { labPaths, readLabState, writeLabSecret, writeLabState, type LabEntry, type LabPaths, type LabState } from './state.ts'
+
+export { labPaths, type LabEntry, type LabPaths, type LabState } from './state.ts'
+
+/** The recording service's scopes, as the lab's users are granted them. */
+export const LAB_SCOPES = { read: 'urn:svc:recorder:content:read', write: 'urn:svc:recorder:content:write' } as const
+
+/** Users of the lab's manager: the operator the environment file uses, and a read-only user for tests. */
+export const LAB_USERS = [
+  { key: 'operator', email: 'operator@lab.svcops.test', scopes: [LAB_SCOPES.read, LAB_SCOPES.write] },
+  { key: 'reader', email: 'reader@lab.svcops.test', scopes: [LAB_SCOPES.read] },
+] as const
+
+const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const ENV_FILE_HEADER = '# Written by `svcops lab up`; removed by `svcops lab down`. Use it as --env lab.'
+
+export interface LabUpOptions extends LabHostsOptions {
+  dir?: string
+  stacksDir?: string
+  /** Auth API revision the manager emulator runs as (1.4.1 issues 300 s tokens). */
+  managerRevision?: AuthRevision
+}
+
+/** A lab user as `lab up` reports it: the password stays in its 0600 file. */
+export interface LabUserInfo {
+  email: string
+  scopes: string[]
+  passwordFile: string
+}
+
+export interface LabManager {
+  url: string
+  apiRevision: AuthRevision
+  users: Record<(typeof LAB_USERS)[number]['key'], LabUserInfo>
+}
+
+/** A `lab up` in progress: records what was started, and stops it all on failure or Ctrl-C. */
+export class LabRun {
+  readonly state: LabState
+  private aborted = false
+  private inFlight: Promise<unknown> | undefined
+  private stopping: Promise<void> | undefined
+
+  constructor(
+    readonly paths: LabPaths,
+    options: Record<string, unknown>,
+  ) {
+    this.state = { version: 1, startedAt: new Date().toISOString(), options, complete: false, envFile: paths.envFile, entries: [] }
+    writeLabState(paths, this.state)
+  }
+
+  /** Runs one named start function as an event step; refuses to start anything once interrupted. */
+  async step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
+    if (this.aborted) throw new OperationError(`lab up was interrupted before '${name}'.`)
+    const running = events.step(name, async () => fn())
+    this.inFlight = running
+    return running
+  }
+
+  /** Adds a started thing to the state file, at once (before waiting for it to become ready). */
+  record(entry: LabEntry): void {
+    this.state.entries.push(entry)
+    writeLabState(this.paths, this.state)
+  }
+
+  /** Removes an entry that its start function already stopped itself (a failed attempt). */
+  forget(entry: LabEntry): void {
+    this.state.entries = this.state.entries.filter((e) => e !== entry)
+    writeLabState(this.paths, this.state)
+  }
+
+  /** Writes a secret to a 0600 file under the lab dir; returns its path. */
+  secret(name: string, value: string): string {
+    return writeLabSecret(this.paths, name, value)
+  }
+
+  finish(): void {
+    this.state.complete = true
+    writeLabState(this.paths, this.state)
+  }
+
+  /** Ctrl-C: let the start in progress finish (so what it starts is recorded), then stop everything. */
+  async abort(): Promise<void> {
+    this.aborted = true
+    await this.inFlight?.catch(() => undefined)
+    await this.stopAll()
+  }
+
+  /** Stops everything recorded, newest first. Safe to call twice. */
+  stopAll(): Promise<void> {
+    this.stopping ??= stopLab(this.paths, this.state)
+    return this.stopping
+  }
+}
+
+/** What `lab up` would do, one line per step (for --dry-run). */
+export function labUpPlan(options: LabUpOptions = {}): string[] {
+  const paths = labPaths(options)
+  return [
+    `start PostgreSQL (fsync on) on a free loopback port, in a temp dir`,
+    `start the manager emulator (auth API revision ${options.managerRevision ?? '1.6.2'}) with users ${LAB_USERS.map((u) => `${u.email} (${u.scopes.join(' ')})`).join(' and ')}; passwords in 0600 files under ${paths.secretsDir}`,
+    ...labHostsPlan(options),
+    `write the environment file ${paths.envFile}`,
+  ]
+}
+
+/** Brings the lab up and returns what runs where. Fails if a lab is already up in the same dir. */
+export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
+  const paths = labPaths(options)
+  const hostOptions = checkLabHostsOptions(options)
+  await clearStaleLab(paths)
+  const managerRevision = options.managerRevision ?? '1.6.2'
+  const lab = new LabRun(paths, { managerRevision, ...hostOptions })
+  const release = onShutdown(() => lab.abort())
+  try {
+    lab.record({ kind: 'files', name: 'lab files', info: {}, paths: [paths.secretsDir, paths.logsDir], stop: 'nothing runs' })
+    const cluster = await lab.step('start PostgreSQL', () => startLabPostgres(lab))
+    const manager = await lab.step('start the manager emulator', () => startLabManager(lab, { apiRevision: managerRevision }))
+    const recording = await startLabRecording(lab, cluster, manager, hostOptions)
+    await lab.step('write the lab environment file', () => writeLabEnvironment(lab, { environment: 'lab', manager: managerSection(manager), recording: recordingSection(recording) }))
+    lab.finish()
+    return lab.state
+  } catch (error) {
+    await lab.stopAll()
+    throw error
+  } finally {
+    release()
+  }
+}
+
+/** PostgreSQL with fsync on; the superuser password goes to a 0600 file, never into the state. */
+export async function startLabPostgres(lab: LabRun): Promise<PostgresCluster> {
+  const cluster = await startPostgres({ fsync: true })
+  const { password, ...info } = cluster.info
+  const passwordFile = lab.secret('postgres-password', password)
+  lab.record({ kind: 'postgres', name: 'PostgreSQL', info: { ...info, passwordFile }, port: info.port, log: info.logFile, paths: [info.dir], stop: `pg_ctl -D ${info.dataDir} -m fast stop` })
+  return cluster
+}
+
+/** The manager emulator as a detached process, with the lab users (random passwords, hashed in its config). */
+export async function startLabManager(lab: LabRun, options: { apiRevision: AuthRevision }): Promise<LabManager> {
+  const dir = join(lab.paths.dir, 'manager')
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  const users = {} as LabManager['users']
+  const configUsers: EmulatorConfig['users'] = []
+  for (const user of LAB_USERS) {
+    const password = randomBytes(24).toString('base64url')
+    users[user.key] = { email: user.email, scopes: [...user.scopes], passwordFile: lab.secret(`manager-${user.key}-password`, password) }
+    configUsers.push({ email: user.email, passwordHash: await hashPassword(password), permissions: [...user.scopes] })
+  }
+  mkdirSync(lab.paths.logsDir, { recursive: true })
+  const log = join(lab.paths.logsDir, 'manager.log')
+  const configFile = join(dir, 'config.json')
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort()
+    const config: EmulatorConfig = { host: '127.0.0.1', port, apiRevision: options.apiRevision, users: configUsers }
+    writeFileSync(configFile, JSON.stringify(config, null, 2), { mode: 0o600 })
+    const url = `http://127.0.0.1:${port}`
+    const argv = [process.execPath, '--import', 'tsx', fileURLToPath(new URL('./manager/main.ts', import.meta.url)), '--config', configFile]
+    const pid = spawnDetached(argv, log)
+    const entry: LabEntry = { kind: 'process', name: 'manager emulator', info: { startTicks: processStartTicks(pid) ?? '' }, pid, port, url, log, paths: [dir], stop: `SIGTERM to pid ${pid}` }
+    lab.record(entry)
+    if (await waitForHealth(`${url}/lab/health`, pid)) return { url, apiRevision: options.apiRevision, users }
+    await stopProcess(entry)
+    lab.forget(entry)
+    const tail = readTail(log)
+    if (attempt >= 3 || !/EADDRINUSE/.test(tail)) throw new OperationError(`The manager emulator did not start on ${url}: ${tail || 'no output'} (log: ${log}).`)
+  }
+}
+
+/** The `svcops:manager` section for the lab's manager, logging in as `user`. */
+export function managerSection(manager: LabManager, user: keyof LabManager['users'] = 'operator'): Record<string, unknown> {
+  return { url: manager.url, apiRevision: manager.apiRevision, email: manager.users[user].email, password: { file: manager.users[user].passwordFile } }
+}
+
+/**
+ * Writes the lab environment file from `sections` (keys of the `svcops:` namespace without the
+ * prefix: manager, recording, backup, ...), validated by the same schema `--env lab` uses.
+ */
+export function writeLabEnvironment(lab: LabRun, sections: Record<string, unknown>): string {
+  const file = lab.paths.envFile
+  const config = Object.fromEntries(Object.entries(sections).map(([key, value]) => [`svcops:${key}`, value]))
+  parseEnvironment(config, 'lab', file)
+  if (existsSync(file) && !readFileSync(file, 'utf8').startsWith(ENV_FILE_HEADER)) {
+    throw new OperationError(`The environment file ${file} exists and was not written by svcops lab up; it is left alone.`, `Move it away, or set SVCOPS_STACKS_DIR to another directory.`)
+  }
+  mkdirSync(dirname(file), { recursive: true })
+  lab.record({ kind: 'files', name: 'environment file', info: {}, paths: [file], stop: 'nothing runs' })
+  writeFileSync(file, `${ENV_FILE_HEADER}\n${toYaml({ config })}`)
+  return file
+}
+
+/** Starts `argv` in its own session with output appended to `log`; it outlives this process. */
+export function spawnDetached(argv: string[], log: string, options: { cwd?: string; env?: Record<string, string> } = {}): number {
+  const fd = openSync(log, 'a', 0o600)
+  try {
+    // Only what the child needs: the CLI's environment may hold secrets (passwords by env reference).
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/', ...options.env }
+    const child = spawn(argv[0] ?? '', argv.slice(1), { cwd: options.cwd ?? PROJECT_ROOT, env, detached: true, stdio: ['ignore', fd, fd] })
+    child.unref()
+    if (child.pid === undefined) throw new OperationError(`Could not start ${argv[0] ?? ''} (see ${log}).`)
+    return child.pid
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** Start time of a process in clock ticks since boot: with the pid, it names the process (pids are reused). */
+export function processStartTicks(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return fields[2] === 'Z' ? undefined : fields[19]
+  } catch {
+    // No such process.
+    return undefined
+  }
+}
+
+function isRunning(entry: LabEntry): boolean {
+  if (entry.pid === undefined) return false
+  const ticks = processStartTicks(entry.pid)
+  return ticks !== undefined && (entry.info.startTicks === undefined || entry.info.startTicks === '' || entry.info.startTicks === ticks)
+}
+
+async function stopProcess(entry: LabEntry): Promise<void> {
+  if (entry.pid !== undefined && isRunning(entry)) await terminatePids([entry.pid, ...descendantsOf(entry.pid)], 5000)
+}
+
+async function waitForHealth(url: string, pid: number, timeoutMs = 20_000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (processStartTicks(pid) === undefined) return false
+    try {
+      if ((await fetch(url, { signal: AbortSignal.timeout(1000) })).ok) return true
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  return false
+}
+
+function readTail(file: string): string {
+  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').slice(-3).join(' ') : ''
+}
+
+/** How each kind of entry is stopped (also from another process). Add a kind here with its start function. */
+const stoppers: Record<string, (entry: LabEntry) => Promise<void>> = {
+  files: () => Promise.resolve(),
+  process: stopProcess,
+  postgres: (entry) => stopPostgres({ ...(entry.info as unknown as PostgresInfo), password: '' }),
+  ...hostStoppers,
+}
+
+/** How each kind of entry is checked by `lab status`; kinds without one count as running while their paths exist. */
+const checkers: Record<string, (entry: LabEntry) => boolean> = {
+  process: isRunning,
+  postgres: (entry) => {
+    const pidFile = join(String(entry.info.dataDir), 'postmaster.pid')
+    if (!existsSync(pidFile)) return false
+    return isAlive(Number(readFileSync(pidFile, 'utf8').split('\n')[0]))
+  },
+  ...hostCheckers,
+}
+
+/** Stops every entry of `state`, newest first, removes their paths, the state file and the lab dir if empty. */
+export async function stopLab(paths: LabPaths, state: LabState): Promise<void> {
+  const failures: string[] = []
+  for (const entry of [...state.entries].reverse()) {
+    try {
+      await (stoppers[entry.kind] ?? (() => Promise.resolve()))(entry)
+      for (const path of entry.paths) rmSync(path, { recursive: true, force: true })
+      state.entries = state.entries.filter((e) => e !== entry)
+    } catch (error) {
+      failures.push(`${entry.name}: ${(error as Error).message}`)
+    }
+  }
+  if (failures.length > 0) {
+    writeLabState(paths, state)
+    throw new OperationError(`lab down could not stop ${failures.join('; ')}`, `Fix that, then run: svcops lab down`)
+  }
+  rmSync(paths.stateFile, { force: true })
+  if (existsSync(paths.dir) && readdirSync(paths.dir).length === 0) rmdirSync(paths.dir)
+}
+
+export interface LabEntryStatus {
+  name: string
+  kind: string
+  running: boolean
+  pid?: number
+  port?: number
+  url?: string
+}
+
+/** What the state file lists and whether each part still runs. */
+export function labStatus(options: { dir?: string; stacksDir?: string } = {}): { up: boolean; complete: boolean; stateFile: string; envFile?: string; entries: LabEntryStatus[] } {
+  const paths = labPaths(options)
+  const state = readLabState(paths)
+  if (!state) return { up: false, complete: false, stateFile: paths.stateFile, entries: [] }
+  const entries = state.entries.map((e) => ({
+    name: e.name,
+    kind: e.kind,
+    running: (checkers[e.kind] ?? ((x: LabEntry) => x.paths.every((p) => existsSync(p))))(e),
+    ...(e.pid !== undefined ? { pid: e.pid } : {}),
+    ...(e.port !== undefined ? { port: e.port } : {}),
+    ...(e.url ? { url: e.url } : {}),
+  }))
+  return { up: entries.some((e) => e.running), complete: state.complete, stateFile: paths.stateFile, ...(state.envFile ? { envFile: state.envFile } : {}), entries }
+}
+
+/** Stops what the state file lists. Idempotent: without a state file there is nothing to do. */
+export async function labDown(options: { dir?: string; stacksDir?: string } = {}): Promise<{ stopped: string[] }> {
+  const paths = labPaths(options)
+  const state = readLabState(paths)
+  if (!state) return { stopped: [] }
+  const names = [...state.entries].reverse().map((e) => e.name)
+  await stopLab(paths, state)
+  return { stopped: names }
+}
+
+/** What `lab down` would stop (for --dry-run). */
+export function labDownPlan(options: { dir?: string; stacksDir?: string } = {}): string[] {
+  const state = readLabState(labPaths(options))
+  return state ? [...state.entries].reverse().map((e) => `${e.name}: ${e.stop}${e.paths.length ? `; then remove ${e.paths.join(', ')}` : ''}`) : []
+}
+
+/** Refuses when a lab runs in this dir; cleans up after a lab whose processes are all gone (a crash). */
+async function clearStaleLab(paths: LabPaths): Promise<void> {
+  const state = readLabState(paths)
+  if (!state) return
+  const status = labStatus({ dir: paths.dir, stacksDir: dirname(paths.envFile) })
+  if (status.entries.some((e) => e.running && e.kind !== 'files')) {
+    throw new OperationError(`A lab is already up in ${paths.dir} (started ${state.startedAt}).`, 'Run: svcops lab down')
+  }
+  events.info(`Cleaning up after a lab that is no longer running (${paths.stateFile}).`)
+  await stopLab(paths, state)
+}
