@@ -8,7 +8,7 @@
  */
 import pg from 'pg'
 import type { DatabaseConfig } from '../config/schema.ts'
-import { readSecret } from '../config/secrets.ts'
+import { connectDatabase, databaseTarget } from './backup/postgres.ts'
 import { LockedError, OperationError } from './errors.ts'
 import { events } from './events.ts'
 import { runCommand, type Transport } from './runner.ts'
@@ -19,19 +19,6 @@ export interface LockHolder {
   holder: string
   pid: number
   since: string
-}
-
-/** node-postgres settings for the recording service's database (password read by reference). */
-export function databaseClientConfig(db: DatabaseConfig, field = 'recording.database.password'): pg.ClientConfig {
-  return {
-    host: db.host,
-    port: db.port,
-    database: db.name,
-    user: db.user,
-    ...(db.password ? { password: readSecret(db.password, field) } : {}),
-    application_name: 'svcops',
-    connectionTimeoutMillis: 10_000,
-  }
 }
 
 /** The advisory lock key of an environment (stable, derived in SQL from its name). */
@@ -71,12 +58,7 @@ function describe(holder: LockHolder): string {
  * resuming that very run, the caller must decide (its run may be half done).
  */
 export async function acquireEnvironmentLock(db: DatabaseConfig, options: AcquireOptions): Promise<EnvironmentLock> {
-  const client = new pg.Client(databaseClientConfig(db))
-  try {
-    await client.connect()
-  } catch (error) {
-    throw new OperationError(`The database ${db.host}:${db.port}/${db.name} cannot be reached to take the run lock: ${(error as Error).message}.`, 'Check recording.database in the environment file and that the database server is up.')
-  }
+  const client = await connectDatabase(databaseTarget(db))
   // The connection holds the lock; an error on it later (server restart) means we lost the lock.
   client.on('error', (error) => events.emit({ kind: 'error', message: `The connection holding the run lock failed: ${error.message}` }))
   try {
@@ -131,8 +113,7 @@ export async function acquireEnvironmentLock(db: DatabaseConfig, options: Acquir
 
 /** The current holder of an environment's lock, if any (for `runs list` and messages). */
 export async function readEnvironmentLock(db: DatabaseConfig, environment: string): Promise<(LockHolder & { alive: boolean }) | undefined> {
-  const client = new pg.Client(databaseClientConfig(db))
-  await client.connect()
+  const client = await connectDatabase(databaseTarget(db))
   try {
     const exists = await client.query(`SELECT 1 FROM pg_tables WHERE schemaname = 'svcops' AND tablename = 'run_lock'`)
     if (exists.rowCount === 0) return undefined

@@ -1,0 +1,144 @@
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { parseMaxFail, planBatches, runConcurrently } from '../../src/ops/fleet.ts'
+import { Journal, listRuns, newRunId, type RunRecord } from '../../src/ops/journal.ts'
+import { aptDriver, dnfDriver, dpkgDriver, findDebFile } from '../../src/ops/packages.ts'
+import { findLogErrors, linesSince, supervisorDriver, systemdDriver } from '../../src/ops/services.ts'
+import { downtimeOf } from '../../src/ops/report.ts'
+import { recordingsAfter } from '../../src/ops/snapshot.ts'
+
+const real = { name: 'rec-1' }
+const lab = { name: 'lab-1', root: '/tmp/h1' }
+
+describe('package drivers build the exact commands', () => {
+  it('apt installs the pinned version, allows downgrades and keeps modified conffiles', () => {
+    expect(aptDriver.installCommands(real, 'svc-recording', '2.0.0')).toEqual([
+      {
+        argv: ['apt-get', 'install', '-y', '--no-install-recommends', '--allow-downgrades', '-o', 'Dpkg::Options::=--force-confdef', '-o', 'Dpkg::Options::=--force-confold', 'svc-recording=2.0.0'],
+        env: { DEBIAN_FRONTEND: 'noninteractive' },
+        mutates: true,
+      },
+    ])
+  })
+
+  it('apt downloads the pinned version before anything stops', () => {
+    expect(aptDriver.stageCommands(real, 'svc-recording', '2.0.0').map((c) => c.argv)).toEqual([
+      ['apt-get', 'update'],
+      ['apt-get', 'install', '--download-only', '-y', '--allow-downgrades', 'svc-recording=2.0.0'],
+    ])
+  })
+
+  it('dnf pins name-version, goes down with dnf downgrade, and downloads first', () => {
+    expect(dnfDriver.installCommands(real, 'svc-recording', '1.5.0')[0]?.argv).toEqual(['sh', '-c', 'dnf install -y "$1" || dnf downgrade -y "$1"', 'sh', 'svc-recording-1.5.0'])
+    expect(dnfDriver.stageCommands(real, 'svc-recording', '1.5.0')[0]?.argv).toEqual(['dnf', 'install', '-y', '--downloadonly', 'svc-recording-1.5.0'])
+    expect(dnfDriver.queryVersionCommand(real, 'svc-recording').argv).toEqual(['rpm', '-q', '--qf', '%{VERSION}', 'svc-recording'])
+    expect(dnfDriver.newConfigSuffixes).toEqual(['.rpmnew'])
+  })
+
+  it('dpkg installs the cached .deb in the sandbox root, keeping the old config', () => {
+    const argv = dpkgDriver.installCommands(lab, 'svc-recording', '2.0.0', '/pkgs/svc-recording_2.0.0_all.deb')[0]?.argv
+    expect(argv?.[0]).toBe('dpkg')
+    expect(argv).toContain('--root=/tmp/h1')
+    expect(argv).toContain('--force-script-chrootless')
+    expect(argv?.slice(-4)).toEqual(['--force-confdef', '--force-confold', '-i', '/tmp/h1/var/cache/svcops/packages/svc-recording_2.0.0_all.deb'])
+  })
+
+  it('reads the installed version only from an installed package', () => {
+    expect(dpkgDriver.parseVersion('installed 1.5.0')).toBe('1.5.0')
+    expect(dpkgDriver.parseVersion('config-files 1.5.0')).toBeUndefined()
+    expect(dpkgDriver.parseVersion('')).toBeUndefined()
+  })
+
+  it('finds the .deb of a version and names what is missing', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svcops-debs-'))
+    writeFileSync(join(dir, 'svc-recording_2.1.0+crash_all.deb'), '')
+    writeFileSync(join(dir, 'svc-recording_2.1.0_all.deb'), '')
+    expect(findDebFile(dir, 'svc-recording', '2.1.0')).toBe(join(dir, 'svc-recording_2.1.0_all.deb'))
+    expect(() => findDebFile(dir, 'svc-recording', '9.9.9')).toThrow(/Version 9.9.9 of svc-recording is not in .*svc-recording_9.9.9_<arch>.deb/)
+  })
+})
+
+describe('service drivers build the exact commands', () => {
+  it('systemd uses systemctl and journalctl -u', () => {
+    expect(systemdDriver.stopCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'stop', 'svc-recording'])
+    expect(systemdDriver.startCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'start', 'svc-recording'])
+    expect(systemdDriver.statusCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'is-active', 'svc-recording'])
+    expect(systemdDriver.logsCommand(real, 'svc-recording', 50, '/ignored').argv).toEqual(['journalctl', '-u', 'svc-recording', '-n', '50', '--no-pager', '-o', 'short-iso'])
+    expect(systemdDriver.parseRunning(0, 'active\n')).toBe(true)
+    expect(systemdDriver.parseRunning(3, 'failed\n')).toBe(false)
+  })
+
+  it("supervisor uses the sandbox's supervisord config and the service's log file", () => {
+    expect(supervisorDriver.stopCommand(lab, 'svc-recording').argv).toEqual(['supervisorctl', '-c', '/tmp/h1/etc/supervisor/supervisord.conf', 'stop', 'svc-recording'])
+    expect(supervisorDriver.logsCommand(lab, 'svc-recording', 20, '/var/log/svc/recording.log').argv).toEqual(['tail', '-n', '20', '/tmp/h1/var/log/svc/recording.log'])
+    expect(supervisorDriver.parseRunning(0, 'svc-recording   RUNNING   pid 12, uptime 0:00:03')).toBe(true)
+    expect(supervisorDriver.parseRunning(3, 'svc-recording   FATAL     Exited too quickly')).toBe(false)
+  })
+
+  it('judges only the log lines written since the start', () => {
+    const lines = ['2026-11-22T03:00:00.000Z ERROR old failure', '2026-11-22T03:10:00.000Z INFO listening', '2026-11-22T03:10:01.000Z ERROR migration failed']
+    const recent = linesSince(lines, '2026-11-22T03:09:59.000Z')
+    expect(recent).toHaveLength(2)
+    expect(findLogErrors(recent, ['\\bERROR\\b'])).toEqual(['2026-11-22T03:10:01.000Z ERROR migration failed'])
+  })
+})
+
+describe('fleet rollout', () => {
+  const hosts = ['a', 'b', 'c', 'd', 'e'].map((name) => ({ name, canary: name === 'c' }))
+
+  it('puts the canary alone first, then batches of N', () => {
+    expect(planBatches(hosts, 2).map((b) => b.map((h) => h.name))).toEqual([['c'], ['a', 'b'], ['d', 'e']])
+  })
+
+  it('reads --max-fail as a count or a percentage and refuses anything else', () => {
+    expect(parseMaxFail('1', 10)).toBe(1)
+    expect(parseMaxFail('25%', 10)).toBe(2)
+    expect(() => parseMaxFail('many', 10)).toThrow(/--max-fail: 'many' is not valid/)
+    expect(() => planBatches(hosts, 0)).toThrow(/--batch/)
+  })
+
+  it('runs a batch concurrently and reports each outcome in order', async () => {
+    let running = 0
+    let peak = 0
+    const results = await runConcurrently([1, 2, 3, 4], 4, async (n) => {
+      running++
+      peak = Math.max(peak, running)
+      await new Promise((r) => setTimeout(r, 20))
+      running--
+      if (n === 3) throw new Error('host 3 failed')
+      return n
+    })
+    expect(peak).toBe(4)
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled'])
+  })
+})
+
+describe('journal and report', () => {
+  it('keeps every step of a run, survives a torn last line, and computes downtime per host', () => {
+    const base = mkdtempSync(join(tmpdir(), 'svcops-runs-'))
+    const run: RunRecord = { id: newRunId(), kind: 'upgrade', environment: 'lab', envFile: '/x', targetVersion: '2.0.0', previousVersions: { h1: '1.5.0' }, hosts: ['h1'], batchSize: 1, maxFail: '0', autoRollback: true, phase: 'running', startedAt: new Date().toISOString(), holder: 'me@here', pid: 1 }
+    const j = Journal.create(run, base)
+    j.append({ step: 'stop', host: 'h1', status: 'start' })
+    j.append({ step: 'stop', host: 'h1', status: 'ok', changed: ['stopped svc-recording'] })
+    j.append({ step: 'verify-host', host: 'h1', status: 'ok' })
+    writeFileSync(j.file('journal.jsonl'), '{"torn', { flag: 'a' })
+    const again = Journal.open(run.id, base)
+    expect(again.entries()).toHaveLength(3)
+    expect(again.finished('stop', 'h1')?.changed).toEqual(['stopped svc-recording'])
+    expect(listRuns(base).map((r) => r.id)).toEqual([run.id])
+    const [d] = downtimeOf(again.entries(), ['h1'])
+    expect(d?.downtimeMs).toBeGreaterThanOrEqual(0)
+    expect(() => Journal.open('nope', base)).toThrow(/Run id 'nope' is not valid/)
+  })
+
+  it('exports only recordings written after the snapshot, never test recordings', () => {
+    const after = recordingsAfter(['id:1'], [
+      { id: '1', channelName: 'c', title: 'old', startTime: 1, stopTime: 2 },
+      { id: '7', channelName: 'c', title: 'new', startTime: 3, stopTime: 4 },
+      { id: '8', channelName: 'svcops-verify', title: 'svcops verify run x', startTime: 3, stopTime: 4 },
+    ])
+    expect(after.map((r) => r.title)).toEqual(['new'])
+  })
+})
