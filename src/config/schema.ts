@@ -4,6 +4,7 @@
  * Credentials are references only (an environment variable's name or a 0600 file's path), never values.
  */
 import { z } from 'zod'
+import { deployKeys } from './deploy.ts'
 
 const name = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'expected lower-case letters, digits, ".", "_" or "-"')
 export const semver = z.string().regex(/^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$/, 'expected a version like 1.5.0')
@@ -72,6 +73,14 @@ export const recordingSchema = z.strictObject({
   packageDir: z.string().min(1).optional(),
   /** Active configuration file on each host. */
   configPath: z.string().min(1).optional(),
+  /** The service's log file on each host (read by the supervisor driver; systemd uses journalctl). */
+  logPath: z.string().min(1).optional(),
+  /** Log lines written since the start that match any of these (case-insensitive regular expressions) fail the upgrade. */
+  errorPatterns: z.array(z.string().min(1)).optional(),
+  /** How long a started service may take to answer GET / with success. */
+  healthTimeoutSeconds: z.number().int().min(1).max(3600).optional(),
+  /** `limit` of the content listing used by snapshots and verification. */
+  contentLimit: z.number().int().min(1).optional(),
   scopes: z
     .strictObject({
       read: z.string().min(1).default('urn:svc:recorder:content:read'),
@@ -101,8 +110,8 @@ export const environmentSchema = z.strictObject({
   manager: managerSchema.optional(),
   recording: recordingSchema.optional(),
   backup: backupSchema.optional(),
-  /** Pulumi-only settings (Kubernetes objects, live production system); validated by src/infra. */
-  deploy: z.record(z.string(), z.unknown()).optional(),
+  /** Pulumi-only settings (`deploy`) and `pulumi config set --secret` values (`psk`, `databasePassword`): src/config/deploy.ts. */
+  ...deployKeys,
 })
 
 export type Environment = z.infer<typeof environmentSchema> & { name: string; file: string }

@@ -1,0 +1,154 @@
+/**
+ * The Pulumi-only part of an environment: `svcops:deploy` (Kubernetes objects of the manager, the
+ * recording service and the live production system) and the secrets set with
+ * `pulumi config set --secret` (`svcops:psk`, `svcops:databasePassword`). schema.ts spreads
+ * `deployKeys` into the `svcops:` namespace, so the CLI and the Pulumi program validate one schema.
+ *
+ * This module must not import schema.ts: schema.ts imports it, and the cycle would leave the
+ * shared schemas uninitialised while this file is evaluated.
+ */
+import { z } from 'zod'
+
+// A release number; which release means what is src/releases' business, not this file's.
+const version = z.string().regex(/^\d+\.\d+\.\d+$/, 'expected a release number like 6.1.0')
+const dnsLabel = z
+  .string()
+  .max(63)
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'expected a Kubernetes name: lower-case letters, digits and "-", at most 63')
+const quantity = z.union([
+  z.string().regex(/^\d+(\.\d+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$/, 'expected a Kubernetes quantity like 250m, 512Mi or 2'),
+  z.number().positive(),
+])
+// A repository without tag or digest: the tag is always the configured version, so an image is
+// pinned by construction and never drifts with `latest`.
+const imageRepository = z
+  .string()
+  .regex(/^[a-z0-9]+([._-][a-z0-9]+)*(:\d+)?(\/[a-z0-9]+([._-][a-z0-9]+)*)*$/, 'expected an image repository without tag, like registry.example.internal/svc/manager')
+const labelMap = z.record(z.string().regex(/^([a-z0-9.-]+\/)?[A-Za-z0-9._-]+$/, 'expected a label key like example.com/gpu'), z.string())
+
+/** Requests and limits of a container, by resource name (cpu, memory, nvidia.com/gpu, ...). */
+export const resourcesSchema = z.strictObject({
+  requests: z.record(z.string(), quantity).refine((r) => 'cpu' in r && 'memory' in r, 'expected at least cpu and memory'),
+  limits: z.record(z.string(), quantity).refine((r) => 'memory' in r, 'expected at least memory'),
+})
+
+export const tolerationSchema = z.strictObject({
+  key: z.string().min(1),
+  operator: z.enum(['Exists', 'Equal']).default('Equal'),
+  value: z.string().optional(),
+  effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']).optional(),
+})
+
+/** What every workload has: where its image comes from, how many, how big, where it may run. */
+const workloadFields = {
+  image: imageRepository,
+  /** Overrides the release's version for this one component (a patch release of one image). */
+  version: version.optional(),
+  replicas: z.number().int().min(0).max(100).default(1),
+  resources: resourcesSchema,
+  nodeSelector: labelMap.default({}),
+  tolerations: z.array(tolerationSchema).default([]),
+}
+
+const port = z.number().int().min(1024, 'expected a port of 1024 or more (the containers run as non-root)').max(65535)
+
+export const managerDeploySchema = z.strictObject({
+  ...workloadFields,
+  /** Release of the manager image; required here because the manager is versioned apart from the platform. */
+  version,
+  /** URL of the identity and access management system the manager fronts. */
+  identityUrl: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }),
+  /** Access-token lifetime in seconds; defaults to the value of the configured auth API revision. */
+  tokenLifetimeSeconds: z.number().int().min(60).max(86_400).optional(),
+  port: port.default(8080),
+})
+
+export const recordingDeploySchema = z.strictObject({
+  ...workloadFields,
+  port: port.default(8080),
+  storage: z.strictObject({
+    size: quantity,
+    storageClass: z.string().min(1).optional(),
+    /** Several replicas share the recordings, so they need ReadWriteMany. */
+    accessMode: z.enum(['ReadWriteOnce', 'ReadWriteMany']).default('ReadWriteOnce'),
+  }),
+})
+
+export const systemControllerDeploySchema = z.strictObject({
+  ...workloadFields,
+  port: port.default(8080),
+  /** Path under the release's API prefix that answers health probes. */
+  healthPath: z.string().regex(/^\/[A-Za-z0-9/_-]*$/, 'expected a path like /status').default('/status'),
+  /** Namespaces besides the platform's own whose pods may reach the system controller. */
+  allowNamespaces: z.array(dnsLabel).default([]),
+  /** Further keys of the settings file, merged with the PSK (which svcops sets, never the stack file). */
+  settings: z.record(z.string(), z.unknown()).default({}),
+  /** Before 6.0 the controller reads its settings from a fixed application directory the seed does not name: give it here. */
+  legacySettingsDir: z.string().regex(/^\/[^\s]*$/, 'expected an absolute directory path').optional(),
+})
+
+export const mediaDeploySchema = z.strictObject({ ...workloadFields })
+
+export const pipelineDeploySchema = z.strictObject({
+  ...workloadFields,
+  /** Where the rendering engine listens for TCP control panels (`host:port`); 6.0+ takes exactly one. */
+  tcpEndpoints: z.array(z.string().regex(/^[A-Za-z0-9.-]+:\d{1,5}$/, 'expected host:port like 0.0.0.0:7000')).min(1).default(['0.0.0.0:7000']),
+})
+
+export const liveDeploySchema = z.strictObject({
+  /** Release of the live production system; every component runs it unless it sets its own version. */
+  version,
+  systemController: systemControllerDeploySchema,
+  ingest: mediaDeploySchema,
+  pipeline: pipelineDeploySchema,
+  controlPanel: mediaDeploySchema,
+})
+
+export const upgradeScheduleSchema = z.strictObject({
+  /** Cron expression of the maintenance window, like "30 2 * * 0". */
+  schedule: z.string().regex(/^(\S+\s+){4}\S+$/, 'expected a cron expression with five fields, like "30 2 * * 0"'),
+  timeZone: z.string().min(1).default('Etc/UTC'),
+  /** Release of the recording service to upgrade to. */
+  to: version,
+  /** Image of svcops itself (with its tag), which runs the upgrade. */
+  image: z.string().regex(/^[^\s@]+:[A-Za-z0-9._-]+$/, 'expected an image with a tag, like registry.example.internal/svcops:0.1.0'),
+  /** Existing Secret holding the credentials the stack file references (environment variables and files). */
+  credentialsSecret: dnsLabel,
+})
+
+/** `svcops:deploy`. */
+export const deploySchema = z.strictObject({
+  namespace: dnsLabel,
+  /** Serve the system controller over TLS with a CA made for the stack. */
+  tls: z.boolean().default(false),
+  /** Any text; changing it generates a new PSK (Pulumi replaces the random password). */
+  pskRotation: z.string().min(1).default('initial'),
+  imagePullSecret: dnsLabel.optional(),
+  manager: managerDeploySchema,
+  recording: recordingDeploySchema,
+  live: liveDeploySchema,
+  upgradeSchedule: upgradeScheduleSchema.optional(),
+})
+
+/** A value set with `pulumi config set --secret`: the stack file holds only its ciphertext. */
+export const secureValueSchema = z.strictObject(
+  { secure: z.string().min(1) },
+  { error: 'expected a value set with `pulumi config set --secret`, never plain text in the stack file' },
+)
+
+/** Keys of the `svcops:` namespace owned by the deployment; schema.ts spreads them in. */
+export const deployKeys = {
+  deploy: deploySchema.optional(),
+  /** A PSK chosen by the operator instead of a generated one (it must pass `svcops psk check`). */
+  psk: secureValueSchema.optional(),
+  /** Password of the recording database for the cluster, instead of resolving recording.database.password. */
+  databasePassword: secureValueSchema.optional(),
+}
+
+/** Top-level keys whose values Pulumi decrypts before the program sees them. */
+export const SECURE_KEYS = ['psk', 'databasePassword'] as const
+
+export type DeployConfig = z.infer<typeof deploySchema>
+export type WorkloadConfig = z.infer<typeof mediaDeploySchema>
+export type Resources = z.infer<typeof resourcesSchema>
+export type Toleration = z.infer<typeof tolerationSchema>

@@ -1,0 +1,163 @@
+/**
+ * The Pulumi program (`pulumi up -s <stack>`): reads and validates the stack, creates the
+ * components, exports outputs. It only wires; each component is one file in this folder.
+ * Pulumi runs the default export; tests and `svcops render` run it under the mock runtime.
+ */
+import * as k8s from '@pulumi/kubernetes'
+import * as pulumi from '@pulumi/pulumi'
+import type { WorkloadConfig } from '../config/deploy.ts'
+import { BadInputError } from '../ops/errors.ts'
+import { redact } from '../ops/redact.ts'
+import { authTokenLifetime } from '../releases/versions.ts'
+import { labelsOf, PART_OF } from './kube.ts'
+import { Manager } from './manager.ts'
+import { MediaComponent, type MediaKind } from './mediaComponent.ts'
+import { Psk } from './psk.ts'
+import { RecordingService } from './recordingService.ts'
+import { publicStackFile, readStackSettings, type StackSettings } from './settings.ts'
+import { SystemController } from './systemController.ts'
+import { Tls } from './tls.ts'
+import { UpgradeSchedule } from './upgradeSchedule.ts'
+import type { WorkloadArgs } from './workload.ts'
+
+/** Stack outputs: where things are and which versions run; never a secret value. */
+export interface PlatformOutputs {
+  namespace: pulumi.Output<string>
+  endpoints: { manager: pulumi.Output<string>; recording: pulumi.Output<string>; systemController: pulumi.Output<string> }
+  psk: { secretName: pulumi.Output<string>; secretKey: string; rotation: string }
+  versions: { manager: string; recording: string; live: string }
+  tls: boolean
+  upgradeSchedule?: { cronJob: pulumi.Output<string>; schedule: string; timeZone: string; to: string }
+}
+
+function wire(s: StackSettings): PlatformOutputs {
+  const { deploy, env } = s
+  const { prefix, dir: productDir } = env.product
+  const live = deploy.live
+  const pull = deploy.imagePullSecret ? { imagePullSecret: deploy.imagePullSecret } : {}
+  // The fields every component's Args shares, from one workload's config.
+  const workload = (cfg: WorkloadConfig, version: string): WorkloadArgs => ({
+    namespace,
+    version,
+    image: cfg.image,
+    replicas: cfg.replicas,
+    resources: cfg.resources,
+    nodeSelector: cfg.nodeSelector,
+    tolerations: cfg.tolerations,
+    ...pull,
+  })
+
+  const ns = new k8s.core.v1.Namespace('namespace', {
+    metadata: {
+      name: deploy.namespace,
+      labels: { 'app.kubernetes.io/part-of': PART_OF, 'app.kubernetes.io/managed-by': 'pulumi', 'pod-security.kubernetes.io/enforce': 'restricted' },
+    },
+  })
+  const namespace: pulumi.Output<string> = ns.metadata.name
+
+  const psk = new Psk(`${prefix}-psk`, {
+    namespace,
+    rotation: deploy.pskRotation,
+    ...(s.secrets.psk !== undefined ? { supplied: s.secrets.psk } : {}),
+    labels: labelsOf({ name: 'psk', instance: `${prefix}-psk`, component: 'live-production', version: live.version }),
+  })
+  const pskRef = { secretName: psk.secretName, secretKey: psk.secretKey, value: psk.value }
+
+  const scName = `${prefix}-system-controller`
+  const tls = deploy.tls
+    ? new Tls(`${prefix}-tls`, {
+        namespace,
+        dnsNames: [scName, `${scName}.${deploy.namespace}`, `${scName}.${deploy.namespace}.svc`, `${scName}.${deploy.namespace}.svc.cluster.local`],
+        labels: labelsOf({ name: 'tls', instance: `${prefix}-tls`, component: 'live-production', version: live.version }),
+      })
+    : undefined
+
+  const sc = live.systemController
+  const controller = new SystemController(scName, {
+    ...workload(sc, sc.version ?? live.version),
+    port: sc.port,
+    healthPath: sc.healthPath,
+    prefix,
+    productDir,
+    psk: pskRef,
+    settings: sc.settings,
+    ...(sc.legacySettingsDir ? { legacySettingsDir: sc.legacySettingsDir } : {}),
+    ...(tls ? { tls: { secretName: tls.secretName, checksum: tls.checksum } } : {}),
+    allowNamespaces: sc.allowNamespaces,
+  })
+
+  const media: [MediaKind, typeof live.ingest, string[] | undefined][] = [
+    ['ingest', live.ingest, undefined],
+    ['pipeline', live.pipeline, live.pipeline.tcpEndpoints],
+    ['control-panel', live.controlPanel, undefined],
+  ]
+  for (const [kind, cfg, tcpEndpoints] of media) {
+    new MediaComponent(`${prefix}-${kind}`, {
+      ...workload(cfg, cfg.version ?? live.version),
+      kind,
+      prefix,
+      productDir,
+      psk: pskRef,
+      pskChecksum: controller.checksum,
+      controllerUrl: controller.url,
+      ...(tcpEndpoints ? { tcpEndpoints } : {}),
+      ...(tls ? { ca: { configMapName: tls.caConfigMapName, checksum: tls.checksum } } : {}),
+    })
+  }
+
+  const m = deploy.manager
+  const apiRevision = env.manager?.apiRevision ?? '1.6.2'
+  const manager = new Manager(`${prefix}-manager`, {
+    ...workload(m, m.version),
+    port: m.port,
+    identityUrl: m.identityUrl,
+    tokenLifetimeSeconds: m.tokenLifetimeSeconds ?? authTokenLifetime(apiRevision),
+    apiRevision,
+    prefix,
+    productDir,
+  })
+
+  const r = deploy.recording
+  const recording = new RecordingService(`${prefix}-recording`, {
+    ...workload(r, s.recordingVersion),
+    port: r.port,
+    storage: r.storage,
+    database: s.recordingDatabase,
+    databasePassword: pulumi.secret(s.secrets.databasePassword),
+    prefix,
+  })
+
+  const u = deploy.upgradeSchedule
+  const schedule = u
+    ? new UpgradeSchedule(`${prefix}-upgrade-recording`, {
+        namespace,
+        stack: s.stack,
+        stackFile: publicStackFile(s),
+        to: u.to,
+        schedule: u.schedule,
+        timeZone: u.timeZone,
+        image: u.image,
+        credentialsSecret: u.credentialsSecret,
+        ...pull,
+      })
+    : undefined
+
+  return {
+    namespace,
+    endpoints: { manager: manager.url, recording: recording.url, systemController: controller.url },
+    psk: { secretName: psk.secretName, secretKey: psk.secretKey, rotation: deploy.pskRotation },
+    versions: { manager: m.version, recording: s.recordingVersion, live: live.version },
+    tls: deploy.tls,
+    ...(schedule && u ? { upgradeSchedule: { cronJob: schedule.cronJobName, schedule: u.schedule, timeZone: u.timeZone, to: u.to } } : {}),
+  }
+}
+
+/** The program. Bad configuration becomes a RunError: Pulumi prints its one sentence without a stack trace. */
+export default function program(): PlatformOutputs {
+  try {
+    return wire(readStackSettings())
+  } catch (error) {
+    if (error instanceof BadInputError) throw new pulumi.RunError(redact(error.hint ? `${error.message} ${error.hint}` : error.message))
+    throw error
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * A component of the live production system that connects to the system controller: ingest,
+ * pipeline / rendering engine, control panel. Scheduled on the nodes that have its hardware (GPU,
+ * capture cards), given the one PSK from the one Secret, the release's TCP endpoint variable, and
+ * the CA certificate from the release that accepts a custom CA when TLS is on.
+ */
+import type * as k8s from '@pulumi/kubernetes'
+import * as pulumi from '@pulumi/pulumi'
+import { BadInputError } from '../ops/errors.ts'
+import { pskVariable, supportsCustomCaCert, tcpEndpointSingleValue, tcpEndpointVariable } from '../releases/versions.ts'
+import type { AppIdentity } from './kube.ts'
+import { controllerVariables, type PskRef } from './systemController.ts'
+import { CA_FILE } from './tls.ts'
+import { createDeployment, type WorkloadArgs } from './workload.ts'
+
+/** The kinds of media component, as `app.kubernetes.io/name`. */
+export type MediaKind = 'ingest' | 'pipeline' | 'control-panel'
+
+/** Where the CA certificate is mounted in media components. */
+export function caDirectory(productDir: string): string {
+  return `/etc/ssl/${productDir}/ca`
+}
+
+/** `nodeSelector` and `tolerations` put the component on the nodes with its hardware: GPU for pipelines, capture cards for ingest. */
+export interface MediaComponentArgs extends WorkloadArgs {
+  kind: MediaKind
+  prefix: string
+  productDir: string
+  psk: PskRef
+  /** Checksum of PSK and settings shared with the controller, so a rotation restarts everything at once. */
+  pskChecksum: pulumi.Input<string>
+  /** In-cluster URL of the system controller. */
+  controllerUrl: pulumi.Input<string>
+  /** Rendering engine only: where it listens for TCP control panels. */
+  tcpEndpoints?: string[]
+  /** The CA of the controller's certificate, when TLS is on. */
+  ca?: { configMapName: pulumi.Input<string>; checksum: pulumi.Input<string> }
+}
+
+export class MediaComponent extends pulumi.ComponentResource {
+  /** The Deployment's name. */
+  readonly deploymentName: pulumi.Output<string>
+
+  constructor(name: string, args: MediaComponentArgs, opts?: pulumi.ComponentResourceOptions) {
+    super('svcops:infra:MediaComponent', name, {}, opts)
+    const identity: AppIdentity = { name: args.kind, instance: name, component: 'live-production', version: args.version }
+    const vars = controllerVariables(args.prefix)
+    const env: k8s.types.input.core.v1.EnvVar[] = [
+      { name: pskVariable(args.prefix), valueFrom: { secretKeyRef: { name: args.psk.secretName, key: args.psk.secretKey } } },
+      { name: vars.url, value: args.controllerUrl },
+    ]
+    if (args.tcpEndpoints) {
+      if (tcpEndpointSingleValue(args.version) && args.tcpEndpoints.length !== 1) {
+        throw new BadInputError(`tcpEndpoints: ${args.tcpEndpoints.length} endpoints given for release ${args.version}; expected exactly one, since ${tcpEndpointVariable(args.version, args.prefix)} takes a single endpoint that accepts several connections.`)
+      }
+      env.push({ name: tcpEndpointVariable(args.version, args.prefix), value: args.tcpEndpoints.join(',') })
+    }
+    const useCa = args.ca !== undefined && supportsCustomCaCert(args.version)
+    const caDir = caDirectory(args.productDir)
+    if (useCa) env.push({ name: vars.caFile, value: `${caDir}/${CA_FILE}` })
+
+    const deployment = createDeployment(
+      `${name}-deployment`,
+      identity,
+      args,
+      {
+        annotations: { 'checksum/psk-settings': args.pskChecksum, ...(useCa && args.ca ? { 'checksum/tls': args.ca.checksum } : {}) },
+        container: {
+          env,
+          ...(args.tcpEndpoints ? { ports: [{ name: 'control', containerPort: Number(args.tcpEndpoints[0]?.split(':')[1]), protocol: 'TCP' }] } : {}),
+          volumeMounts: useCa ? [{ name: 'ca', mountPath: caDir, readOnly: true }] : [],
+        },
+        volumes: useCa && args.ca ? [{ name: 'ca', configMap: { name: args.ca.configMapName } }] : [],
+      },
+      this,
+    )
+    this.deploymentName = deployment.metadata.name
+    this.registerOutputs({ deploymentName: this.deploymentName })
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * The stack's configuration as the Pulumi program sees it, validated at program start with the
+ * same schema and loader as the CLI (src/config), then with the deployment's named rules. A bad
+ * stack fails `pulumi preview` before any resource is declared, naming the field's dot-path.
+ */
+import * as pulumi from '@pulumi/pulumi'
+import { stringify as toYaml } from 'yaml'
+import { SECURE_KEYS, type DeployConfig } from '../config/deploy.ts'
+import { parseEnvironment } from '../config/load.ts'
+import type { Environment } from '../config/schema.ts'
+import { readSecret } from '../config/secrets.ts'
+import { BadInputError } from '../ops/errors.ts'
+import { assertStrongPsk } from '../ops/psk.ts'
+import { registerSecret } from '../ops/redact.ts'
+import { majorOf, tcpEndpointSingleValue, tcpEndpointVariable } from '../releases/versions.ts'
+
+const NAMESPACE = 'svcops:'
+
+/** What the program needs, validated. Secret values are kept apart from the rest. */
+export interface StackSettings {
+  stack: string
+  /** The stack file the values came from, for messages. */
+  file: string
+  env: Environment
+  deploy: DeployConfig
+  /** Release of the recording service image. */
+  recordingVersion: string
+  recordingDatabase: { host: string; port: number; name: string; user: string }
+  /** Decrypted `pulumi config set --secret` values and resolved references (registered for redaction). */
+  secrets: { psk?: string; databasePassword: string }
+  /** The svcops:* keys without secure values, as svcops reads them (for the upgrade CronJob). */
+  publicConfig: Record<string, unknown>
+}
+
+/** Reads and validates the running stack's configuration. */
+export function readStackSettings(): StackSettings {
+  return parseStackConfig(pulumi.runtime.allConfig(), pulumi.getStack())
+}
+
+function parseValue(raw: string): unknown {
+  // Pulumi hands structured values to the program as JSON text and plain strings as they are.
+  if (/^\s*[[{]/.test(raw)) {
+    try {
+      return JSON.parse(raw)
+    } catch (error) {
+      throw new BadInputError(`A configuration value is not valid JSON: ${(error as Error).message}.`)
+    }
+  }
+  return raw
+}
+
+/** Validates a Pulumi configuration map (`svcops:manager` -> JSON text) of stack `stack`. */
+export function parseStackConfig(all: Record<string, string>, stack: string): StackSettings {
+  const file = `stacks/Pulumi.${stack}.yaml`
+  const forSchema: Record<string, unknown> = {}
+  const publicConfig: Record<string, unknown> = {}
+  const decrypted: Partial<Record<(typeof SECURE_KEYS)[number], string>> = {}
+  for (const [key, raw] of Object.entries(all)) {
+    if (!key.startsWith(NAMESPACE)) continue
+    const short = key.slice(NAMESPACE.length)
+    const secure = SECURE_KEYS.find((k) => k === short)
+    if (secure) {
+      // Pulumi decrypted it; the schema sees the shape the stack file has.
+      decrypted[secure] = registerSecret(raw)
+      forSchema[key] = { secure: 'decrypted-by-pulumi' }
+      continue
+    }
+    forSchema[key] = parseValue(raw)
+    publicConfig[key] = forSchema[key]
+  }
+  const env = parseEnvironment(forSchema, stack, file)
+  const deploy = env.deploy
+  if (!deploy) throw new BadInputError(`${file}: deploy: missing; expected the svcops:deploy section (namespace, manager, recording, live) to deploy this stack.`)
+  const fail: (path: string, text: string) => never = (path, text) => {
+    throw new BadInputError(`${file}: ${path}: ${text}`)
+  }
+
+  if (decrypted.psk !== undefined) assertStrongPsk(decrypted.psk, `${file}: psk`)
+
+  const recordingVersion = deploy.recording.version ?? env.recording?.version
+  if (!recordingVersion) fail('deploy.recording.version', 'missing; expected the release of the recording service image, here or in recording.version.')
+  const database = env.recording?.database
+  if (!database) fail('recording.database', 'missing; expected the recording service database (host, name, user) in svcops:recording.')
+
+  if (deploy.recording.replicas > 1 && deploy.recording.storage.accessMode === 'ReadWriteOnce') {
+    fail('deploy.recording.storage.accessMode', `"ReadWriteOnce" is not valid with ${deploy.recording.replicas} replicas; expected ReadWriteMany, since every replica reads and writes the recordings.`)
+  }
+  const live = deploy.live
+  const liveMajor = majorOf(live.version)
+  for (const part of ['systemController', 'ingest', 'pipeline', 'controlPanel'] as const) {
+    const own = live[part].version
+    if (own !== undefined && majorOf(own) !== liveMajor) {
+      fail(`deploy.live.${part}.version`, `"${own}" is not valid; expected a release of major ${liveMajor} like deploy.live.version (${live.version}), since the components of one release share its API and PSK rules.`)
+    }
+  }
+  const pipelineVersion = live.pipeline.version ?? live.version
+  if (tcpEndpointSingleValue(pipelineVersion) && live.pipeline.tcpEndpoints.length !== 1) {
+    fail('deploy.live.pipeline.tcpEndpoints', `${live.pipeline.tcpEndpoints.length} endpoints are not valid for release ${pipelineVersion}; expected exactly one, since ${tcpEndpointVariable(pipelineVersion, env.product.prefix)} takes a single endpoint that accepts several connections.`)
+  }
+  if ('psk' in live.systemController.settings) {
+    fail('deploy.live.systemController.settings.psk', 'is not allowed; the PSK comes from svcops:psk (pulumi config set --secret) or is generated.')
+  }
+
+  const ref = database.password
+  let databasePassword = decrypted.databasePassword
+  if (databasePassword === undefined && ref) databasePassword = readSecret(ref, `${file}: recording.database.password`)
+  if (databasePassword === undefined) {
+    fail('databasePassword', 'missing; expected `pulumi config set --secret svcops:databasePassword`, or a reference in recording.database.password.')
+  }
+
+  return {
+    stack,
+    file,
+    env,
+    deploy,
+    recordingVersion,
+    recordingDatabase: { host: database.host, port: database.port, name: database.name, user: database.user },
+    secrets: { ...(decrypted.psk !== undefined ? { psk: decrypted.psk } : {}), databasePassword },
+    publicConfig,
+  }
+}
+
+/** The stack file svcops reads inside the cluster: every svcops:* key except secure values. */
+export function publicStackFile(settings: StackSettings): string {
+  return `# Written by the Pulumi program for svcops jobs; secure values are left out.\n${toYaml({ config: settings.publicConfig })}`
+}
