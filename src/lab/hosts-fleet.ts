@@ -18,6 +18,7 @@ import { lookupUser } from './sshd.ts'
 
 /** A provisioned lab host (serialisable into the lab state). */
 export interface LabRecordingHost extends LabHostInfo {
+  supervisordPid: number
   /** Base URL of its recording service. */
   url: string
   port: number

@@ -133,7 +133,7 @@ function asUser(user: string, argv: string[]): string[] {
 }
 
 /** Creates the host tree (owned by `user`) and starts its supervisord. */
-export async function createLabHost(options: CreateLabHostOptions): Promise<LabHostInfo> {
+export async function createLabHost(options: CreateLabHostOptions): Promise<LabHostInfo & { supervisordPid: number }> {
   const info: LabHostInfo = { name: options.name, root: options.root, user: options.user }
   initLabHostTree(info.root)
   if (isRoot()) {
@@ -142,8 +142,7 @@ export async function createLabHost(options: CreateLabHostOptions): Promise<LabH
     chownTree(info.root, owner.uid, owner.gid)
     openParents(info.root, options.openUpTo ?? info.root)
   }
-  await startSupervisord(info)
-  return info
+  return { ...info, supervisordPid: await startSupervisord(info) }
 }
 
 /** Starts the host's supervisord (it daemonizes after its socket listens). */
@@ -166,15 +165,26 @@ function readPid(file: string): number | undefined {
   return pid > 0 ? pid : undefined
 }
 
-/** Pid of the host's supervisord if it runs. */
-export function supervisordPid(info: Pick<LabHostInfo, 'root'>): number | undefined {
+/**
+ * Pid of the host's supervisord if it runs: from its pid file, else `knownPid` when that process
+ * is still this host's supervisord (its command line names the host's config; pids are reused).
+ */
+export function supervisordPid(info: Pick<LabHostInfo, 'root'>, knownPid?: number): number | undefined {
   const pid = readPid(labHostPaths(info.root).pidFile)
-  return pid && isAlive(pid) ? pid : undefined
+  if (pid && isAlive(pid)) return pid
+  if (knownPid === undefined || !isAlive(knownPid)) return undefined
+  try {
+    const cmdline = readFileSync(`/proc/${knownPid}/cmdline`, 'utf8').split('\0')
+    return cmdline.includes(labHostPaths(info.root).supervisordConf) ? knownPid : undefined
+  } catch {
+    // It exited while we looked.
+    return undefined
+  }
 }
 
 /** Stops the host's supervisord and every program it runs (also from another process). */
-export async function stopLabHost(info: Pick<LabHostInfo, 'root'>, options: { removeFiles?: boolean } = {}): Promise<void> {
-  const pid = supervisordPid(info)
+export async function stopLabHost(info: Pick<LabHostInfo, 'root'>, options: { removeFiles?: boolean; pid?: number } = {}): Promise<void> {
+  const pid = supervisordPid(info, options.pid)
   if (pid) await terminatePids([pid, ...descendantsOf(pid)], 5000)
   if (options.removeFiles) rmSync(info.root, { recursive: true, force: true })
 }

@@ -1,0 +1,186 @@
+/**
+ * The recording part of `svcops lab up`: the loopback sshd, N sandboxed hosts with one release of
+ * the recording service installed from the lab's packages, K recordings created through the
+ * recording client, and the `svcops:recording` section of the lab environment file. Each start
+ * function records what it starts in the lab state (src/lab/state.ts) before waiting on it, so
+ * `lab down` and Ctrl-C stop exactly that; `hostStoppers`/`hostCheckers` tell lab.ts how.
+ */
+import { randomBytes } from 'node:crypto'
+import { chmodSync, existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { ManagerClient } from '../clients/manager.ts'
+import { RecordingClient } from '../clients/recording.ts'
+import { BadInputError } from '../ops/errors.ts'
+import { events } from '../ops/events.ts'
+import { readSecret } from '../config/secrets.ts'
+import { provisionHosts, labHostName, type LabRecordingHost } from './hosts-fleet.ts'
+import { stopLabHost, supervisordPid } from './hosts.ts'
+import type { LabManager, LabRun } from './lab.ts'
+import type { PostgresCluster } from './postgres.ts'
+import { buildRecordingPackages, RECORDING_RELEASES, recordingPackageName, recordingPackagePaths, type PackageOptions } from './recording/index.ts'
+import { writeLabState, type LabEntry } from './state.ts'
+import { isAlive, startSshd, stopSshd, type Sshd, type SshdInfo } from './sshd.ts'
+
+/** The options `lab up` adds for the recording hosts. */
+export interface LabHostsOptions {
+  /** Number of hosts (default 3). */
+  hosts?: number
+  /** Release installed on every host (default the oldest). */
+  version?: string
+  /** Recordings created through the API once the hosts are up (default 6). */
+  recordings?: number
+}
+
+export const DEFAULT_LAB_HOSTS = 3
+export const DEFAULT_LAB_RECORDINGS = 6
+export const MAX_LAB_HOSTS = 50
+const PRODUCT: PackageOptions = { prefix: 'svc', dir: 'svc' }
+const DATABASE = { name: 'recordings', user: 'recording' }
+
+/** The options with defaults applied; bad values are refused before anything starts. */
+export function checkLabHostsOptions(options: LabHostsOptions): Required<LabHostsOptions> {
+  const hosts = options.hosts ?? DEFAULT_LAB_HOSTS
+  const recordings = options.recordings ?? DEFAULT_LAB_RECORDINGS
+  const version = options.version ?? RECORDING_RELEASES[0]?.version ?? ''
+  if (!Number.isInteger(hosts) || hosts < 0 || hosts > MAX_LAB_HOSTS) throw new BadInputError(`--hosts: ${String(options.hosts)} is not allowed; expected an integer from 0 (no recording hosts) to ${MAX_LAB_HOSTS}.`)
+  if (!Number.isInteger(recordings) || recordings < 0) throw new BadInputError(`--recordings: ${String(options.recordings)} is not allowed; expected an integer of at least 0.`)
+  if (!RECORDING_RELEASES.some((r) => r.version === version)) {
+    throw new BadInputError(`--release: ${version} is not a lab release; expected one of ${RECORDING_RELEASES.map((r) => r.version).join(', ')}.`)
+  }
+  return { hosts, recordings, version }
+}
+
+/** Steps of the recording part, for `lab up --dry-run`. */
+export function labHostsPlan(options: LabHostsOptions): string[] {
+  const o = checkLabHostsOptions(options)
+  if (o.hosts === 0) return []
+  const names = Array.from({ length: o.hosts }, (_, i) => labHostName(i))
+  return [
+    `create database ${DATABASE.name} owned by role ${DATABASE.user} (random password in a 0600 file)`,
+    `build the recording service packages (${recordingPackageName(PRODUCT.prefix)} ${RECORDING_RELEASES.map((r) => r.version).join(', ')}) unless cached`,
+    `start sshd on a free loopback port for the test user, with its own host and client keys`,
+    `create ${o.hosts} host${o.hosts === 1 ? '' : 's'} (${names.join(', ')}) in parallel: sandbox with its own dpkg database and supervisord, install ${recordingPackageName(PRODUCT.prefix)} ${o.version}, set its port/database/manager in the config, start it, wait for health`,
+    `create ${o.recordings} recording${o.recordings === 1 ? '' : 's'} through the recording API`,
+  ]
+}
+
+/** Where built packages are kept between labs (building them takes seconds; `lab down` keeps them). */
+export function labPackagesDir(labDir: string): string {
+  return join(dirname(labDir), 'cache', 'recording-packages')
+}
+
+/** Starts the lab's sshd and records it. */
+export async function startLabSshd(lab: LabRun): Promise<Sshd> {
+  const sshd = await startSshd()
+  const info: SshdInfo = { host: sshd.host, port: sshd.port, user: sshd.user, privateKeyPath: sshd.privateKeyPath, dir: sshd.dir, pidFile: sshd.pidFile, logFile: sshd.logFile }
+  lab.record({ kind: 'sshd', name: 'sshd', info: { ...info }, port: sshd.port, url: `ssh://${sshd.user}@${sshd.host}:${sshd.port}`, log: sshd.logFile, paths: [sshd.dir], stop: `SIGTERM to the pid in ${sshd.pidFile} and its sessions` })
+  return sshd
+}
+
+/** What the recording part started (for the summary and the environment file). */
+export interface LabRecordingPart {
+  version: string
+  hosts: LabRecordingHost[]
+  sshd: SshdInfo
+  packageDir: string
+  database: { host: string; port: number; name: string; user: string; passwordFile: string }
+  recordingsCreated: number
+}
+
+/** Database, packages, sshd and hosts; records every host before it is created. */
+export async function startLabRecording(lab: LabRun, cluster: PostgresCluster, manager: LabManager, options: LabHostsOptions): Promise<LabRecordingPart> {
+  const o = checkLabHostsOptions(options)
+  const password = randomBytes(24).toString('base64url')
+  const passwordFile = lab.secret('recording-db-password', password)
+  // Independent of each other: one lab step (so Ctrl-C waits for all three), three events.
+  const [packages, sshd] = await lab.step('prepare the recording hosts', () =>
+    Promise.all([
+      events.step('build the recording service packages', () => buildRecordingPackages(labPackagesDir(lab.paths.dir), PRODUCT)),
+      events.step('start sshd', () => startLabSshd(lab)),
+      events.step(`create database ${DATABASE.name}`, () => cluster.createDatabase(DATABASE.name, { user: DATABASE.user, password })),
+    ]),
+  )
+  // Host trees live in /tmp, which every user can reach; the project dir may not be readable by the test user.
+  const hostsDir = mkdtempSync(join(tmpdir(), 'svcops-lab-hosts-'))
+  chmodSync(hostsDir, 0o755)
+  // Recorded before the hosts: lab down goes newest first, so the hosts stop before their trees go.
+  lab.record({ kind: 'files', name: 'host trees', info: {}, paths: [hostsDir], stop: 'remove the files' })
+  const entries: LabEntry[] = []
+  for (let i = 0; i < o.hosts; i++) {
+    const name = labHostName(i)
+    const root = join(hostsDir, 'hosts', name)
+    const entry: LabEntry = { kind: 'lab-host', name: `host ${name}`, info: { name, root, user: sshd.user }, paths: [], stop: `supervisorctl -c ${root}/etc/supervisor/supervisord.conf shutdown (SIGTERM to supervisord and its programs)` }
+    entries.push(entry)
+    lab.record(entry)
+  }
+  const database = { host: cluster.info.host, port: cluster.info.port, ...DATABASE }
+  const hosts = await lab.step(`start ${o.hosts} recording host${o.hosts === 1 ? '' : 's'} with ${recordingPackageName(PRODUCT.prefix)} ${o.version}`, () =>
+    provisionHosts({ dir: hostsDir, count: o.hosts, version: o.version, packages, product: PRODUCT, user: sshd.user, database: { ...database, password }, managerUrl: manager.url }),
+  )
+  for (const [i, host] of hosts.entries()) {
+    const entry = entries[i]
+    if (!entry) continue
+    entry.url = host.url
+    entry.port = host.port
+    entry.log = join(host.root, recordingPackagePaths(PRODUCT).log)
+    // The pid too: if the tree (and so the pid file) were removed first, lab down still finds supervisord.
+    entry.pid = host.supervisordPid
+    entry.info = { ...entry.info, version: host.version }
+  }
+  writeLabState(lab.paths, lab.state)
+  const created = o.recordings > 0 ? await lab.step(`create ${o.recordings} recordings through the API`, () => createLabRecordings(manager, hosts, o.recordings)) : 0
+  return { version: o.version, hosts, sshd, packageDir: labPackagesDir(lab.paths.dir), database: { ...database, passwordFile }, recordingsCreated: created }
+}
+
+/** Creates `count` recordings through the recording client, spread over the hosts, as the lab operator. */
+export async function createLabRecordings(manager: LabManager, hosts: LabRecordingHost[], count: number): Promise<number> {
+  const operator = manager.users.operator
+  const auth = new ManagerClient({ url: manager.url, email: operator.email, password: () => readSecret({ file: operator.passwordFile }, 'manager.password') })
+  const clients = hosts.map((h) => new RecordingClient({ url: h.url, auth }))
+  const now = Math.floor(Date.now() / 1000)
+  for (let i = 0; i < count; i++) {
+    const client = clients[i % clients.length]
+    if (!client) break
+    const startTime = now - (count - i) * 3600
+    await client.create({ channelName: `lab-channel-${(i % 3) + 1}`, title: `Lab recording ${i + 1}`, startTime, stopTime: startTime + 1800 })
+  }
+  return count
+}
+
+/** The `svcops:recording` section for the lab: hosts over the loopback sshd, their roots, the shared database. */
+export function recordingSection(part: LabRecordingPart): Record<string, unknown> {
+  const paths = recordingPackagePaths(PRODUCT)
+  return {
+    version: part.version,
+    package: recordingPackageName(PRODUCT.prefix),
+    service: recordingPackageName(PRODUCT.prefix),
+    packageDriver: 'dpkg',
+    serviceDriver: 'supervisor',
+    packageDir: part.packageDir,
+    configPath: paths.config,
+    hosts: part.hosts.map((h, i) => ({
+      name: h.name,
+      url: h.url,
+      ssh: { host: part.sshd.host, port: part.sshd.port, user: part.sshd.user, keyFile: part.sshd.privateKeyPath },
+      root: h.root,
+      canary: i === 0,
+    })),
+    database: { host: part.database.host, port: part.database.port, name: part.database.name, user: part.database.user, password: { file: part.database.passwordFile } },
+  }
+}
+
+/** How `lab down` stops the kinds of entry this module records. */
+export const hostStoppers: Record<string, (entry: LabEntry) => Promise<void>> = {
+  sshd: (entry) => stopSshd(entry.info as unknown as SshdInfo),
+  'lab-host': (entry) => stopLabHost({ root: String(entry.info.root) }, entry.pid !== undefined ? { pid: entry.pid } : {}),
+}
+
+/** How `lab status` checks them. */
+export const hostCheckers: Record<string, (entry: LabEntry) => boolean> = {
+  sshd: (entry) => {
+    const info = entry.info as unknown as SshdInfo
+    return existsSync(info.pidFile) && isAlive(Number(readFileSync(info.pidFile, 'utf8').trim()))
+  },
+  'lab-host': (entry) => supervisordPid({ root: String(entry.info.root) }, entry.pid) !== undefined,
+}
