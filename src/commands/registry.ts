@@ -9,4 +9,5 @@ export type Register = (program: Command) => void
 export const commandGroups: Array<() => Promise<{ register: Register }>> = [
   () => import('./auth.ts'),
   () => import('./lab.ts'),
+  () => import('./upgrade.ts'),
 ]

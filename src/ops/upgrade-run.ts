@@ -235,11 +235,12 @@ async function handleFailure(ctx: RunContext, error: unknown, failures: HostFail
   }
   ctx.journal.update({ phase: 'rolling-back', cause })
   const dataLoss = failures.some((f) => f.dataLoss) || (error instanceof HostFailure && error.dataLoss)
-  await finishRollback(ctx, { dataLoss })
+  const summary = await finishRollback(ctx, { dataLoss })
+  throw new RolledBackError(`Upgrade to ${run.targetVersion} failed: ${cause} It was ${summary}.`, `See the report: ${ctx.journal.file('report.md')}`)
 }
 
-/** Rolls back and records the outcome; RolledBackError (exit 4) when it succeeded. */
-async function finishRollback(ctx: RunContext, options: { dataLoss?: boolean }): Promise<RollbackOutcome> {
+/** Rolls back and records the outcome; returns a one-line summary of what it did. */
+async function finishRollback(ctx: RunContext, options: { dataLoss?: boolean }): Promise<string> {
   const run = ctx.journal.run
   let outcome: RollbackOutcome
   try {
@@ -251,8 +252,8 @@ async function finishRollback(ctx: RunContext, options: { dataLoss?: boolean }):
   ctx.journal.update({ phase: 'rolled-back', finishedAt: new Date().toISOString() })
   const versions = Object.entries(run.previousVersions).map(([h, v]) => `${h} ${v}`).join(', ')
   const summary = `rolled back to ${versions}${outcome.restored ? `; database restored from backup ${run.backupId ?? '?'} because ${outcome.reason}; ${outcome.recreated.length} recording(s) written after the backup re-created` : `; database kept (${outcome.reason})`}`
-  events.info(summary)
-  throw new RolledBackError(`${run.cause ? `Upgrade to ${run.targetVersion} failed: ${run.cause} ` : ''}It was ${summary}.`, `See the report: ${ctx.journal.file('report.md')}`)
+  events.info(`Run ${run.id}: ${summary}.`)
+  return summary
 }
 
 /** `svcops resume ID`: continues an interrupted run, or rolls it back with `rollback: true`. */
@@ -272,8 +273,11 @@ export async function resumeRun(id: string, options: { rollback?: boolean; break
         events.info(`Run ${id} stopped no host before it was interrupted; nothing to roll back.`)
         return
       }
+      // An automatic rollback that was interrupted still ends as "the upgrade failed and was rolled back" (exit 4).
+      const automatic = run.phase === 'rolling-back' && !options.rollback
       ctx.journal.update({ phase: 'rolling-back', cause: run.cause ?? 'interrupted, then rolled back on request' })
-      await finishRollback(ctx, {})
+      const summary = await finishRollback(ctx, {})
+      if (automatic) throw new RolledBackError(`Upgrade to ${run.targetVersion} failed: ${run.cause ?? 'unknown cause'} It was ${summary}.`, `See the report: ${ctx.journal.file('report.md')}`)
       return
     }
     await executeUpgrade(ctx)

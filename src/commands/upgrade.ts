@@ -1,0 +1,213 @@
+/**
+ * Upgrade, roll back and verify the recording service, and look after runs: `svcops upgrade
+ * recording`, `svcops rollback recording`, `svcops verify recording`, `svcops runs list|show`,
+ * `svcops resume ID`. Options and help only; the playbooks do the work.
+ */
+import { createInterface } from 'node:readline/promises'
+import { Option, type Command } from 'commander'
+import { BadInputError } from '../ops/errors.ts'
+import { events } from '../ops/events.ts'
+import { environmentOf, globals, printResult } from './context.ts'
+
+function toInt(flag: string) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value) || Number(value) < 1) throw new BadInputError(`${flag}: '${value}' is not valid; expected a whole number of at least 1.`)
+    return Number(value)
+  }
+}
+
+/** Progress on stderr: live per-host lines on a terminal, plain lines otherwise, nothing with --json. */
+async function progress(command: Command): Promise<() => void> {
+  const { json, verbose } = globals(command)
+  if (json && !verbose) return () => undefined
+  const { progressSink } = await import('../ops/upgrade-progress.ts')
+  return events.subscribe(progressSink(process.stderr, { verbose: verbose ?? false }))
+}
+
+/** Asks on a terminal; refuses without --yes when nobody can answer (a scheduler must say --yes). */
+async function confirm(question: string, yes: boolean | undefined): Promise<void> {
+  if (yes) return
+  if (!process.stdin.isTTY) throw new BadInputError('--yes: missing; this command changes the environment and nobody is at a terminal to confirm it.', 'Add --yes (schedulers and scripts), or --dry-run to see the plan.')
+  const rl = createInterface({ input: process.stdin, output: process.stderr })
+  try {
+    const answer = await rl.question(`${question} [y/N] `)
+    if (!/^y(es)?$/i.test(answer.trim())) throw new BadInputError('Not confirmed; nothing was changed.')
+  } finally {
+    rl.close()
+  }
+}
+
+interface UpgradeFlags {
+  to: string
+  hosts?: string
+  batch?: number
+  maxFail?: string
+  autoRollback: boolean
+  dryRun?: boolean
+  yes?: boolean
+  breakLock?: boolean
+}
+
+export function register(program: Command): void {
+  const upgrade = program.command('upgrade').description('Upgrade a part of the platform.')
+  upgrade
+    .command('recording')
+    .description('Upgrade the recording service on its hosts: preflight, verified backup, canary, batches, verification; automatic rollback on failure.')
+    .requiredOption('--to <version>', 'version to install, e.g. 2.0.0')
+    .option('--hosts <names>', 'only these hosts (comma-separated names from the environment file)')
+    .option('--batch <n>', 'hosts upgraded at once after the canary', toInt('--batch'), 1)
+    .option('--max-fail <n|p%>', 'host failures tolerated after the canary before the rollout stops and rolls back', '0')
+    .option('--no-auto-rollback', 'on failure, keep the broken state for inspection instead of rolling back')
+    .option('--dry-run', 'print every step and command per host; change nothing')
+    .option('-y, --yes', 'do not ask for confirmation (schedulers, scripts)')
+    .option('--break-lock', "take the environment's lock even though another run holds it (logged)")
+    .addHelpText(
+      'after',
+      `
+Steps: preflight (config, lock, manager scopes, database privileges, room for the backup, package
+staged on every host before anything stops, current versions, content snapshot) -> backup +
+verification -> per host: stop, install, review-config, start, wait-healthy, check-logs,
+verify-host -> verify. The canary (marked in the environment file, else the first host) goes
+alone and migrates the shared database; then batches of --batch hosts run concurrently.
+
+Every run has an id and a journal in .svcops/runs/<id>/ with report.md and report.json.
+Exit codes: 0 upgraded, 1 failed (see the report), 2 bad input, 3 locked by another run,
+            4 failed and rolled back (the report says why and what was restored).
+
+Examples:
+  svcops upgrade recording --env lab --to 2.0.0 --dry-run
+  svcops upgrade recording --env prod --to 2.0.0 --batch 5 --max-fail 10% --yes --json
+  svcops upgrade recording --env staging --to 2.1.0 --hosts rec-2 --no-auto-rollback`,
+    )
+    .action(async (flags: UpgradeFlags, command: Command) => {
+      const env = environmentOf(command)
+      const hosts = flags.hosts?.split(',').map((h) => h.trim()).filter(Boolean)
+      const request = { env, to: flags.to, ...(hosts ? { hosts } : {}), batch: flags.batch ?? 1, maxFail: flags.maxFail ?? '0', autoRollback: flags.autoRollback, ...(flags.breakLock ? { breakLock: true } : {}) }
+      const play = await import('../../playbooks/upgrade.ts')
+      if (flags.dryRun) {
+        const plan = await play.planRecordingUpgrade(request)
+        printResult(command, { ok: true, dryRun: true, ...plan }, () => play.renderRecordingPlan(plan))
+        return
+      }
+      await confirm(`Upgrade the recording service of '${env.name}' to ${flags.to}?`, flags.yes)
+      const stop = await progress(command)
+      try {
+        const outcome = await play.upgradeRecordingService(request)
+        printResult(command, { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report }, () => `Run ${outcome.runId}: ${outcome.phase}. Report: .svcops/runs/${outcome.runId}/report.md`)
+      } finally {
+        stop()
+      }
+    })
+
+  const rollback = program.command('rollback').description('Roll back a part of the platform.')
+  rollback
+    .command('recording')
+    .description('Roll back the recording service: the last (or given) upgrade run from its journal, or to an explicit version.')
+    .option('--run <id>', 'the run to roll back (default: the newest upgrade run of the environment)')
+    .option('--to <version>', 'move every host to this version instead, through the upgrade path (backup, verify, auto-rollback)')
+    .option('-y, --yes', 'do not ask for confirmation')
+    .option('--break-lock', "take the environment's lock even though another run holds it (logged)")
+    .addHelpText(
+      'after',
+      `
+Rules (the seed's, made lossless): stop; install the previous version; restore the run's verified
+backup only if the schema fingerprint changed (or recordings went missing) — after exporting every
+recording written since the backup, re-created after the restore and listed in the report; start;
+verify. Exit 4 means the rollback succeeded (the failure it undid is in the report).
+
+Examples:
+  svcops rollback recording --env prod
+  svcops rollback recording --env prod --run 20261122T031500Z-3fa9c1 --yes
+  svcops rollback recording --env staging --to 1.5.0`,
+    )
+    .action(async (flags: { run?: string; to?: string; yes?: boolean; breakLock?: boolean }, command: Command) => {
+      if (flags.run && flags.to) throw new BadInputError('--run and --to: both given; expected one of them (a run to undo, or a version to go to).')
+      const env = environmentOf(command)
+      await confirm(`Roll back the recording service of '${env.name}'${flags.run ? ` (run ${flags.run})` : flags.to ? ` to ${flags.to}` : ''}?`, flags.yes)
+      const stop = await progress(command)
+      try {
+        const play = await import('../../playbooks/rollback.ts')
+        const outcome = await play.rollbackRecordingService(env, { ...(flags.run ? { runId: flags.run } : {}), ...(flags.to ? { to: flags.to } : {}), ...(flags.breakLock ? { breakLock: true } : {}) })
+        printResult(command, { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report }, `Run ${outcome.runId}: ${outcome.phase}.`)
+      } finally {
+        stop()
+      }
+    })
+
+  const verify = program.command('verify').description('Verify a part of the platform.')
+  verify
+    .command('recording')
+    .description("The seed's post-upgrade check alone, on every host: GET /, GET /api/v1/content?limit=N, POST a test recording, schema fingerprint, status and the last log lines.")
+    .option('--no-test-recording', 'do not create the test recording (read-only check)')
+    .addHelpText(
+      'after',
+      `
+Exit 0 when every check passes, 1 otherwise (each failed check is named).
+
+Examples:
+  svcops verify recording --env lab
+  svcops verify recording --env prod --no-test-recording --json`,
+    )
+    .action(async (flags: { testRecording: boolean }, command: Command) => {
+      const env = environmentOf(command)
+      const stop = await progress(command)
+      try {
+        const play = await import('../../playbooks/verify.ts')
+        const result = await play.verifyRecordingService(env, { testRecording: flags.testRecording })
+        printResult(command, result, () => play.renderVerification(result))
+        if (!result.ok) process.exitCode = 1
+      } finally {
+        stop()
+      }
+    })
+
+  const runs = program.command('runs').description('Upgrade and rollback runs recorded in .svcops/runs.')
+  runs
+    .command('list')
+    .description('List runs, newest first: id, environment, kind, target, phase, holder.')
+    .addHelpText('after', '\nExamples:\n  svcops runs list\n  svcops runs list --json')
+    .action(async (_flags: unknown, command: Command) => {
+      const { listRuns } = await import('../ops/journal.ts')
+      const list = listRuns()
+      printResult(command, { ok: true, runs: list }, () => (list.length ? list.map((r) => `${r.id}  ${r.environment}  ${r.kind} to ${r.targetVersion}  ${r.phase}  ${r.holder}${r.cause ? `  — ${r.cause}` : ''}`).join('\n') : 'No runs yet.'))
+    })
+  runs
+    .command('show')
+    .description('Show one run: its record, every journaled step, downtime per host.')
+    .argument('<id>', 'run id (see svcops runs list)')
+    .addHelpText('after', '\nExamples:\n  svcops runs show 20261122T031500Z-3fa9c1\n  svcops runs show 20261122T031500Z-3fa9c1 --json')
+    .action(async (id: string, _flags: unknown, command: Command) => {
+      const { Journal } = await import('../ops/journal.ts')
+      const { buildReport, renderMarkdown } = await import('../ops/report.ts')
+      const report = buildReport(Journal.open(id))
+      printResult(command, { ok: true, ...report }, () => renderMarkdown(report))
+    })
+
+  program
+    .command('resume')
+    .description('Continue a run that was interrupted (killed, machine lost), or roll it back with --rollback.')
+    .argument('<id>', 'run id (see svcops runs list)')
+    .option('--rollback', 'roll the run back instead of continuing it')
+    .addOption(new Option('--break-lock', "take the environment's lock even though another run holds it (logged)"))
+    .addHelpText(
+      'after',
+      `
+Steps the journal records as finished are not repeated; host steps are idempotent (stopping a
+stopped service, installing an installed version). A run that was rolling back continues its
+rollback.
+
+Examples:
+  svcops resume 20261122T031500Z-3fa9c1
+  svcops resume 20261122T031500Z-3fa9c1 --rollback --json`,
+    )
+    .action(async (id: string, flags: { rollback?: boolean; breakLock?: boolean }, command: Command) => {
+      const stop = await progress(command)
+      try {
+        const play = await import('../../playbooks/upgrade.ts')
+        const outcome = await play.resumeRecordingRun(id, { ...(flags.rollback ? { rollback: true } : {}), ...(flags.breakLock ? { breakLock: true } : {}) })
+        printResult(command, { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report }, `Run ${outcome.runId}: ${outcome.phase}.`)
+      } finally {
+        stop()
+      }
+    })
+}

@@ -1,0 +1,106 @@
+/**
+ * The real dependencies of an upgrade run (see upgrade-deps.ts): the recording service's API through
+ * the typed client with bearer tokens from the manager client; schema fingerprint, row counts and
+ * privileges from the database; the backup library for a verified backup and its restore.
+ */
+import { statfsSync } from 'node:fs'
+import { managerClientFor } from '../clients/manager.ts'
+import { RecordingClient } from '../clients/recording.ts'
+import { requireSection } from '../config/load.ts'
+import type { Environment } from '../config/schema.ts'
+import { createBackup } from './backup/create.ts'
+import { readRecipients } from './backup/keys.ts'
+import { connectDatabase, databaseTarget } from './backup/postgres.ts'
+import { openStore } from './backup/store.ts'
+import { HttpError } from './errors.ts'
+import { rowCounts, schemaFingerprint } from './fingerprint.ts'
+import { restoreVerifiedBackup, verifyBackupWithRestore } from './upgrade-backup.ts'
+import type { UpgradeDeps } from './upgrade-deps.ts'
+
+/** Opens the real dependencies for environment `env` (lazy: nothing connects until used). */
+export function openUpgradeDeps(env: Environment): Promise<UpgradeDeps> {
+  const rec = requireSection(env, 'recording')
+  const manager = managerClientFor(env)
+  const clients = new Map<string, RecordingClient>()
+  const client = (url: string): RecordingClient => {
+    let c = clients.get(url)
+    if (!c) clients.set(url, (c = new RecordingClient({ url, auth: manager, scopes: rec.scopes })))
+    return c
+  }
+  const target = () => databaseTarget(rec.database)
+  const scopes = [rec.scopes.read, rec.scopes.write]
+  const deps: UpgradeDeps = {
+    content: {
+      async health(url) {
+        const h = await client(url).health()
+        if (!h.healthy) throw new HttpError(`GET ${url}/ is not healthy: ${h.reason ?? `status ${h.status ?? 'none'}`}.`, h.status ?? undefined)
+      },
+      list: (url, limit) => client(url).list(limit),
+      create: (url, input) => client(url).create(input),
+      async checkAuth() {
+        return (await manager.describeGrant(scopes)).scopes
+      },
+    },
+    database: {
+      async fingerprint() {
+        const c = await connectDatabase(target())
+        try {
+          return await schemaFingerprint(c)
+        } finally {
+          await c.end()
+        }
+      },
+      async rowCounts() {
+        const c = await connectDatabase(target())
+        try {
+          return await rowCounts(c)
+        } finally {
+          await c.end()
+        }
+      },
+      async sizeBytes() {
+        const c = await connectDatabase(target())
+        try {
+          return Number((await c.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]?.n ?? 0)
+        } finally {
+          await c.end()
+        }
+      },
+      async mayChangeSchema() {
+        const c = await connectDatabase(target())
+        try {
+          const row = (await c.query<{ db: boolean; schema: boolean; who: string }>(`SELECT has_database_privilege(current_user, current_database(), 'CREATE') AS db, has_schema_privilege(current_user, 'public', 'CREATE') AS schema, current_user AS who`)).rows[0]
+          const ok = !!row?.db && !!row.schema
+          return { ok, detail: `role ${row?.who ?? '?'}: CREATE on the database ${row?.db ? 'yes' : 'no'}, CREATE on schema public ${row?.schema ? 'yes' : 'no'}` }
+        } finally {
+          await c.end()
+        }
+      },
+    },
+    backup: {
+      async createVerified() {
+        const config = requireSection(env, 'backup')
+        const store = await openStore(config)
+        try {
+          const manifest = await createBackup({ store, database: target(), recipients: await readRecipients(config.recipients), environment: env.name })
+          await verifyBackupWithRestore(env, store, manifest.id)
+          return { id: manifest.id, fingerprint: manifest.fingerprint }
+        } finally {
+          await store.close()
+        }
+      },
+      async restore(id) {
+        await restoreVerifiedBackup(env, id)
+      },
+      freeBytes() {
+        const config = requireSection(env, 'backup')
+        const s = statfsSync(config.store.path)
+        return Promise.resolve(s.bavail * s.bsize)
+      },
+    },
+    async close() {
+      await manager.logout()
+    },
+  }
+  return Promise.resolve(deps)
+}
