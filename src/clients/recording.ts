@@ -144,7 +144,7 @@ export class RecordingClient {
     if (answer.status === 401) throw new AuthError(`The recording service at ${this.options.url} refused the access token for ${what} (401)${detail}.`, [], 'Check that the service trusts this manager (auth.jwksUrl and auth.issuer in its config).')
     if (answer.status === 403) {
       const scope = what.startsWith('POST') ? this.scopes.write : this.scopes.read
-      throw new AuthError(`The recording service at ${this.options.url} refused ${what} (403): the token lacks the scope ${scope}${detail}.`, [scope], `Grant ${scope} to the manager user svcops logs in as.`)
+      throw new AuthError(`The recording service at ${this.options.url} refused ${what} (403): the token lacks the scope ${scope}.`, [scope], `Grant ${scope} to the manager user svcops logs in as.`)
     }
     throw new HttpError(`${what} at ${this.options.url} answered ${answer.status}, expected ${expected}${detail}.`, answer.status, answer.status >= 500 ? 'Read the last lines of the service log on that host.' : undefined)
   }

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
-import { createServiceDatabase, READ, startRecordingHost, startTestIssuer, WRITE, type TestIssuer } from './recording-fixture.ts'
+import { createServiceDatabase, READ, startRecordingHost, startTestIssuer, stopAllServices, type TestIssuer, WRITE } from './recording-fixture.ts'
 
 type Host = Awaited<ReturnType<typeof startRecordingHost>>
 
@@ -18,6 +18,7 @@ beforeAll(async () => {
 }, 60_000)
 
 afterAll(async () => {
+  await stopAllServices()
   await host?.cleanup()
   await issuer?.close()
   await pg?.stop()

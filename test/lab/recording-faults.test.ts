@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
-import { createServiceDatabase, installDeb, READ, recordingDebs, runInstalledService, startRecordingHost, startTestIssuer, WRITE, type ServiceDatabase, type TestIssuer, waitForLog } from './recording-fixture.ts'
+import { createServiceDatabase, installDeb, READ, recordingDebs, runInstalledService, type ServiceDatabase, startRecordingHost, startTestIssuer, stopAllServices, type TestIssuer, waitForLog, WRITE } from './recording-fixture.ts'
 
 type Host = Awaited<ReturnType<typeof startRecordingHost>>
 
@@ -15,6 +15,7 @@ beforeAll(async () => {
 }, 60_000)
 
 afterAll(async () => {
+  await stopAllServices()
   await Promise.all(hosts.map((host) => host.cleanup()))
   await issuer?.close()
   await pg?.stop()

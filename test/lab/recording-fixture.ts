@@ -118,6 +118,13 @@ export interface RunningService {
   stop(): Promise<void>
 }
 
+const started = new Set<RunningService>()
+
+/** Stops every service this test file started (for afterAll: a failed assertion must not leave one running). */
+export async function stopAllServices(): Promise<void> {
+  await Promise.all([...started].map((service) => service.stop()))
+}
+
 /** Starts the installed bundle in `root` like supervisor does, and waits until it listens or exits. */
 export async function runInstalledService(root: string, port: number, options: { user?: string; waitMs?: number } = {}): Promise<RunningService> {
   const logFile = join(root, 'var/log/svc/recording.log')
@@ -140,8 +147,10 @@ export async function runInstalledService(root: string, port: number, options: {
     stop: async () => {
       if (!done) child.kill('SIGTERM')
       await exited
+      started.delete(service)
     },
   }
+  started.add(service)
   const deadline = Date.now() + (options.waitMs ?? 10_000)
   while (!done && Date.now() < deadline) {
     if (/ INFO listening on /.test(service.log().slice(offset))) break

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
 import { buildRecordingPackages, RECORDING_RELEASES } from '../../src/lab/recording/index.ts'
 import { local, runCommand } from '../../src/ops/runner.ts'
-import { createSandbox, createServiceDatabase, installDeb, recordingDebs, startTestIssuer, writeServiceConfig, type TestIssuer } from './recording-fixture.ts'
+import { createSandbox, createServiceDatabase, installDeb, recordingDebs, startTestIssuer, stopAllServices, type TestIssuer, writeServiceConfig } from './recording-fixture.ts'
 
 let debs: Record<string, string>
 const sandboxes: string[] = []
@@ -13,7 +13,8 @@ beforeAll(async () => {
   debs = await recordingDebs()
 }, 60_000)
 
-afterAll(() => {
+afterAll(async () => {
+  await stopAllServices()
   for (const root of sandboxes) rmSync(root, { recursive: true, force: true })
 })
 
@@ -113,6 +114,7 @@ describe('the supervisor program section of the package', () => {
     ;[pg, issuer] = await Promise.all([startPostgres({ fsync: false }), startTestIssuer()])
   }, 60_000)
   afterAll(async () => {
+  await stopAllServices()
     await issuer?.close()
     await pg?.stop()
   })

@@ -2,7 +2,7 @@ import { chmodSync, chownSync, mkdirSync, readFileSync, rmSync, writeFileSync } 
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
-import { createServiceDatabase, installDeb, READ, recordingDebs, runInstalledService, startRecordingHost, startTestIssuer, WRITE, type ServiceDatabase, type TestIssuer } from './recording-fixture.ts'
+import { createServiceDatabase, installDeb, READ, recordingDebs, runInstalledService, type ServiceDatabase, startRecordingHost, startTestIssuer, stopAllServices, type TestIssuer, WRITE } from './recording-fixture.ts'
 
 let pg: PostgresCluster
 let issuer: TestIssuer
@@ -14,6 +14,7 @@ beforeAll(async () => {
 }, 60_000)
 
 afterAll(async () => {
+  await stopAllServices()
   await issuer?.close()
   await pg?.stop()
 })
