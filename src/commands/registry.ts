@@ -9,5 +9,9 @@ export type Register = (program: Command) => void
 export const commandGroups: Array<() => Promise<{ register: Register }>> = [
   () => import('./auth.ts'),
   () => import('./lab.ts'),
+  () => import('./plan.ts'),
+  () => import('./migrate.ts'),
+  () => import('./psk.ts'),
+  () => import('./scan.ts'),
   () => import('./upgrade.ts'),
 ]

@@ -19,6 +19,7 @@
  *  letters, or an estimate below MIN_PSK_BITS (128).
  */
 import { randomBytes } from 'node:crypto'
+import { writeFileSync } from 'node:fs'
 import { BadInputError } from './errors.ts'
 import { registerSecret } from './redact.ts'
 
@@ -222,4 +223,35 @@ export function assertStrongPsk(value: string, field: string): void {
   if (ok) return
   const first = (reasons[0] ?? `The key's estimated entropy is ${bits} bits.`).replace(/^The key/, 'the key').replace(/\.$/, '')
   throw new BadInputError(`${field}: the pre-shared key is too weak to use: ${first}.`, 'Generate a new one with: svcops psk generate')
+}
+
+/**
+ * Reads a PSK to check: from the environment variable `envVar`, else from stdin (a pipe or a
+ * file, never a terminal, so the key is not echoed). Only the final line break is removed.
+ * The key is registered for redaction before it is returned.
+ */
+export async function readPskInput(envVar?: string): Promise<string> {
+  if (envVar !== undefined) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(envVar)) throw new BadInputError(`--env-var '${envVar}' is not an environment variable name; expected letters, digits and _.`)
+    const value = process.env[envVar]
+    if (!value) throw new BadInputError(`The environment variable ${envVar} is not set or empty; expected the pre-shared key in it.`)
+    return registerSecret(value)
+  }
+  if (process.stdin.isTTY) throw new BadInputError('No key on stdin: pipe the pre-shared key in (svcops psk check < FILE) or name a variable with --env-var; it is never read from the command line.')
+  const chunks: Buffer[] = []
+  for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Buffer))
+  const value = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '')
+  if (!value) throw new BadInputError('stdin is empty: expected the pre-shared key.')
+  return registerSecret(value)
+}
+
+/** Writes a key to a new file with mode 0600; refuses to overwrite an existing file. */
+export function writePskFile(path: string, key: string): void {
+  try {
+    writeFileSync(path, `${key}\n`, { mode: 0o600, flag: 'wx' })
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'EEXIST') throw new BadInputError(`--out ${path} already exists; expected a new file (svcops never overwrites a key).`)
+    throw new BadInputError(`--out ${path} cannot be written: ${code ?? String(error)}.`)
+  }
 }

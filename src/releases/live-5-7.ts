@@ -75,7 +75,7 @@ export const LIVE_5: LiveChange[] = [
       summary: 'The `PipelineSystemControllerInterfaceFactory` constructor takes an extra `customCaCertFile` parameter (optional CA certificate file for validating system controller certificates).',
       action: 'Pass `customCaCertFile` (empty for the system trust store).', automatic: 'scan-sdk',
       seed: 'the `PipelineSystemControllerInterfaceFactory` constructor takes an extra `customCaCertFile` parameter',
-      effect: { type: 'custom-ca-cert' },
+      effect: { type: 'custom-ca-cert', symbols: ['PipelineSystemControllerInterfaceFactory'], replacement: 'PipelineSystemControllerInterfaceFactory(..., customCaCertFile)' },
     }],
   ]),
 ]

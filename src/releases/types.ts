@@ -45,7 +45,7 @@ export type Effect =
   | { type: 'env-rename'; from: string; to: string; singleValue: boolean }
   | { type: 'metric-rename'; from: string; to: string }
   | { type: 'metric-split'; from: string; into: string[] }
-  | { type: 'custom-ca-cert' }
+  | { type: 'custom-ca-cert'; symbols: string[]; replacement: string }
   | { type: 'sdk-symbol'; symbols: string[]; replacement: string }
 
 /** One change of one major release, as listed in the seed. */

@@ -128,7 +128,7 @@ export function assertUpgradeRange(from: string, to: string, first: string, comm
   parseVersion(to)
   if (compareVersions(from, first) < 0) throw new BadInputError(`--from ${from} is older than the first release the catalog describes (${first}).`)
   if (compareVersions(from, to) > 0) {
-    throw new BadInputError(`--from ${from} is newer than --to ${to}: svcops migrates upgrades only, and a downgrade of the live production system is a restore of the older release.`, `${command} --from ${to} --to ${from}`)
+    throw new BadInputError(`--from ${from} is newer than --to ${to}: svcops plans and migrates upgrades only, and a downgrade of the live production system is a restore of the older release.`, `${command} --from ${to} --to ${from}`)
   }
 }
 

@@ -1,0 +1,52 @@
+/**
+ * `svcops plan live`: what an upgrade of the live production system means, change by change,
+ * grouped by who acts. Also the two helpers the release commands share: the product prefix and
+ * folder from the environment, and an exit code set after the result is printed.
+ */
+import type { Command } from 'commander'
+import { DEFAULT_PRODUCT, type Product } from '../releases/types.ts'
+import { environmentOf, globals, printResult } from './context.ts'
+
+/** The product prefix and folder of `--env`/`--env-file`, or the defaults (`svc`, `svc`) without one. */
+export function productFor(command: Command): Product {
+  const { env, envFile } = globals(command)
+  return env || envFile ? environmentOf(command).product : DEFAULT_PRODUCT
+}
+
+/**
+ * Makes the process exit with `code` although the command printed its result normally: for
+ * results that need a person (findings, untranslatable calls). The CLI's own exit code for a
+ * successful run is 0, so this applies once the run has finished, and never hides a failure.
+ */
+export function exitAfterOutput(code: number): void {
+  process.once('beforeExit', () => {
+    if (!process.exitCode) process.exitCode = code
+  })
+}
+
+export function register(program: Command): void {
+  const plan = program.command('plan').description('Plan upgrades from the release catalog; nothing is changed.')
+
+  plan
+    .command('live')
+    .description('List every breaking change of the live production system between two versions, grouped by who acts: svcops, operator configuration, API client code, SDK code.')
+    .requiredOption('--from <version>', 'version running now, e.g. 3.2.0')
+    .requiredOption('--to <version>', 'version to upgrade to, e.g. 7.0.0')
+    .addHelpText(
+      'after',
+      `
+Each change says what to do and, where svcops handles or checks it, the command that does.
+Names use the product prefix of --env (default svc). Upgrades within a major and equal versions
+give an empty plan; a downgrade or an invalid version exits 2 with one sentence.
+
+Examples:
+  svcops plan live --from 3.2.0 --to 7.0.0
+  svcops plan live --from 5.1.0 --to 6.0.0 --json | jq '.groups[] | {actor, n: (.items|length)}'
+  svcops plan live --env prod --from 1.0.0 --to 2.0.0`,
+    )
+    .action(async (options: { from: string; to: string }, command: Command) => {
+      const { planLive, formatPlan } = await import('../releases/plan.ts')
+      const result = planLive(options.from, options.to, productFor(command))
+      printResult(command, { ok: true, ...result }, () => formatPlan(result))
+    })
+}

@@ -1,0 +1,162 @@
+/**
+ * `svcops scan sdk`: finds C++ SDK usages that the crossed majors break. The symbols come from the
+ * catalog (`sdk-symbol` and `custom-ca-cert` effects). Comments, string and character literals,
+ * raw strings and `#include <...>` names are skipped by one lexing regular expression, which runs
+ * only on files that contain a candidate name at all (a plain substring test first), so a large
+ * tree costs little more than reading it.
+ */
+import { readdirSync, readFileSync } from 'node:fs'
+import { join, relative } from 'node:path'
+import { BadInputError } from '../ops/errors.ts'
+import { FIRST_LIVE_RELEASE, LIVE_CHANGES } from './live.ts'
+import { assertUpgradeRange, majorOf } from './versions.ts'
+
+/** Extensions of the C++ (and CUDA) files that are scanned. */
+export const CPP_EXTENSIONS = ['.h', '.hh', '.hpp', '.hxx', '.h++', '.c', '.cc', '.cpp', '.cxx', '.c++', '.ipp', '.inl', '.tpp', '.cu', '.cuh']
+const SKIP_DIRS = new Set(['.git', 'node_modules', '.svn', '.hg'])
+
+export interface SdkSymbolRule {
+  /** Qualified name as written in code (`AlignedData::DataFrame`, `mPTS`). */
+  symbol: string
+  rule: string
+  release: string
+  replacement: string
+}
+
+export interface SdkFinding {
+  file: string
+  line: number
+  column: number
+  symbol: string
+  rule: string
+  release: string
+  replacement: string
+}
+
+export interface SdkScanResult {
+  from: string
+  to: string
+  root: string
+  files: number
+  lines: number
+  bytes: number
+  findings: SdkFinding[]
+}
+
+/** The symbols broken by the majors after `from` up to `to`, oldest release first. */
+export function sdkSymbolRules(from: string, to: string): SdkSymbolRule[] {
+  const low = majorOf(from)
+  const high = majorOf(to)
+  const rules: SdkSymbolRule[] = []
+  for (const c of LIVE_CHANGES) {
+    if (c.major <= low || c.major > high) continue
+    if (c.effect?.type !== 'sdk-symbol' && c.effect?.type !== 'custom-ca-cert') continue
+    for (const symbol of c.effect.symbols) rules.push({ symbol, rule: c.id, release: c.release, replacement: c.effect.replacement })
+  }
+  return rules
+}
+
+const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
+/** A compiled scanner for a set of symbol rules. */
+export class SdkScanner {
+  private readonly heads: string[]
+  private readonly lexer: RegExp
+  /** Rules by full symbol; the longest symbol that prefixes a qualified name wins. */
+  private readonly bySymbol = new Map<string, SdkSymbolRule>()
+
+  constructor(readonly rules: SdkSymbolRule[]) {
+    for (const r of rules) if (!this.bySymbol.has(r.symbol)) this.bySymbol.set(r.symbol, r)
+    this.heads = [...new Set(rules.map((r) => r.symbol.split('::')[0] ?? r.symbol))]
+    const names = this.heads.map(escape).join('|') || '(?!)'
+    // Order matters: comments, raw strings, strings, char literals and include names are consumed
+    // whole before an identifier can match inside them.
+    this.lexer = new RegExp(
+      [
+        String.raw`\/\/(?:[^\n\\]|\\[\s\S])*`,
+        String.raw`\/\*[\s\S]*?(?:\*\/|$)`,
+        String.raw`(?:u8|[uUL])?R"([^()\\\s"]{0,16})\([\s\S]*?\)\1"`,
+        String.raw`"(?:[^"\\\n]|\\[\s\S])*"`,
+        String.raw`(?<![\w'])'(?:[^'\\\n]|\\[\s\S])*'`,
+        String.raw`#[ \t]*(?:include|include_next|import)[ \t]*<[^>\n]*>`,
+        String.raw`(?<![\w$])(${names})(?![\w$])((?:\s*::\s*[A-Za-z_]\w*)*)`,
+      ].join('|'),
+      'g',
+    )
+  }
+
+  /** Findings in one file's text (latin1, so columns are byte columns like other tools print). */
+  scanText(text: string, file: string): SdkFinding[] {
+    if (!this.heads.some((h) => text.includes(h))) return []
+    const findings: SdkFinding[] = []
+    const lexer = new RegExp(this.lexer)
+    let line = 1
+    let lineStart = 0
+    let counted = 0
+    for (let m = lexer.exec(text); m; m = lexer.exec(text)) {
+      const head = m[2]
+      if (head === undefined) continue
+      const chain = [head, ...(m[3] ?? '').split('::').map((s) => s.trim()).filter(Boolean)]
+      let rule: SdkSymbolRule | undefined
+      for (let n = chain.length; n >= 1 && !rule; n--) rule = this.bySymbol.get(chain.slice(0, n).join('::'))
+      if (!rule) continue
+      // Count lines only up to findings: most files have none.
+      for (let nl = text.indexOf('\n', counted); nl !== -1 && nl < m.index; nl = text.indexOf('\n', nl + 1)) {
+        line++
+        lineStart = nl + 1
+      }
+      counted = m.index
+      findings.push({ file, line, column: m.index - lineStart + 1, symbol: rule.symbol, rule: rule.rule, release: rule.release, replacement: rule.replacement })
+    }
+    return findings
+  }
+}
+
+/** Every C++ file under `root`, sorted, skipping version-control and dependency folders. */
+export function listCppFiles(root: string): string[] {
+  const out: string[] = []
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.isDirectory()) {
+        if (!SKIP_DIRS.has(entry.name)) walk(join(dir, entry.name))
+      } else if (entry.isFile()) {
+        const dot = entry.name.lastIndexOf('.')
+        if (dot > 0 && CPP_EXTENSIONS.includes(entry.name.slice(dot).toLowerCase())) out.push(join(dir, entry.name))
+      }
+    }
+  }
+  walk(root)
+  return out.sort()
+}
+
+/** Scans a directory (or one file) for SDK usages broken between `from` and `to`. */
+export function scanSdk(root: string, from: string, to: string): SdkScanResult {
+  assertUpgradeRange(from, to, FIRST_LIVE_RELEASE, 'svcops scan sdk')
+  let files: string[]
+  try {
+    files = readdirSync(root, { withFileTypes: true }) && listCppFiles(root)
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'ENOTDIR') files = [root]
+    else throw new BadInputError(`The directory '${root}' cannot be read: ${code ?? String(error)}.`)
+  }
+  const scanner = new SdkScanner(sdkSymbolRules(from, to))
+  const findings: SdkFinding[] = []
+  let lines = 0
+  let bytes = 0
+  for (const file of files) {
+    const buf = readFileSync(file)
+    bytes += buf.length
+    for (let i = buf.indexOf(10); i !== -1; i = buf.indexOf(10, i + 1)) lines++
+    const shown = files.length === 1 && file === root ? file : relative(root, file)
+    findings.push(...scanner.scanText(buf.toString('latin1'), shown))
+  }
+  return { from, to, root, files: files.length, lines, bytes, findings }
+}
+
+/** The findings as `file:line:column: release symbol -> replacement` lines, grep-style. */
+export function formatSdkFindings(result: SdkScanResult): string {
+  const lines = result.findings.map((f) => `${f.file}:${f.line}:${f.column}: ${f.release} ${f.symbol} -> ${f.replacement} (${f.rule})`)
+  lines.push(`${result.findings.length} finding${result.findings.length === 1 ? '' : 's'} in ${result.files} C++ files (${result.lines} lines), SDK ${result.from} -> ${result.to}.`)
+  return lines.join('\n')
+}
