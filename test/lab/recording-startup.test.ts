@@ -1,6 +1,7 @@
 import { chmodSync, chownSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { freePort } from '../../src/lab/ports.ts'
 import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
 import { createServiceDatabase, installDeb, READ, recordingDebs, runInstalledService, type ServiceDatabase, startRecordingHost, startTestIssuer, stopAllServices, type TestIssuer, WRITE } from './recording-fixture.ts'
 
@@ -31,7 +32,7 @@ async function post(url: string, title: string): Promise<Response> {
   })
 }
 
-describe('recording service start-up', () => {
+describe.concurrent('recording service start-up', () => {
   it('applies migrations on the first start of each release, records them, and keeps the recordings', async () => {
     const database = await createServiceDatabase(pg)
     const first = await startRecordingHost({ version: '1.4.0', pg, database, issuer })
@@ -72,14 +73,14 @@ describe('recording service start-up', () => {
     await newer.cleanup()
   })
 
-  it('exits non-zero with the file, line and reason when the config file has a syntax error', async () => {
+  it('exits non-zero naming the file, line and column when the config file has a syntax error', async () => {
     const host = await startRecordingHost({ version: '1.5.0', pg, database: await createServiceDatabase(pg), issuer })
     await host.stop()
     const file = join(host.root, 'etc/opt/svc/recording.json')
     writeFileSync(file, readFileSync(file, 'utf8').replace('"listen": {', '"listen": {,'))
     const broken = await runInstalledService(host.root, host.port)
     expect(await broken.exited).not.toBe(0)
-    expect(broken.log()).toMatch(new RegExp(` FATAL configuration file ${file} is not valid JSON: .*position \\d+`))
+    expect(broken.log()).toMatch(new RegExp(` FATAL configuration file ${file} is not valid JSON: .*\\(line 2, column 14\\)$`, 'm'))
     await host.cleanup()
   })
 
@@ -100,6 +101,16 @@ describe('recording service start-up', () => {
       delete config.contentInfoCacheTtlSeconds
     } })
     expect((await fetch(`${host.url}/`)).status).toBe(200)
+    await host.cleanup()
+  })
+
+  it('answers 503 and logs an error when the signing keys of the manager cannot be fetched', async () => {
+    const closed = `http://127.0.0.1:${await freePort()}`
+    const host = await startRecordingHost({ version: '1.5.0', pg, database: await createServiceDatabase(pg), issuer: { url: issuer.url, jwksUrl: `${closed}/.well-known/jwks.json` } })
+    const response = await fetch(`${host.url}/api/v1/content?limit=1`, { headers: { authorization: `Bearer ${token}` } })
+    expect(response.status).toBe(503)
+    expect(await response.json()).toEqual({ error: 'the signing keys of the manager cannot be fetched' })
+    expect(host.log()).toMatch(new RegExp(` ERROR cannot fetch the signing keys from ${closed}/\\.well-known/jwks\\.json: `))
     await host.cleanup()
   })
 

@@ -79,7 +79,7 @@ export function parseServiceConfig(text: string, file: string, release: Recordin
   try {
     raw = JSON.parse(text)
   } catch (error) {
-    throw new ConfigFileError(`configuration file ${file} is not valid JSON: ${error instanceof Error ? error.message : String(error)}`)
+    throw new ConfigFileError(`configuration file ${file} is not valid JSON: ${describeSyntaxError(text, error)}`)
   }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ConfigFileError(`configuration file ${file} must hold a JSON object`)
   const known = knownKeys(release)
@@ -98,6 +98,15 @@ export function parseServiceConfig(text: string, file: string, release: Recordin
     throw new ConfigFileError(`configuration file ${file}: storage.defaultLocation: "${config.storage.defaultLocation}" is not one of the storage location names (${names.join(', ')})`)
   }
   return { config, unknownKeys }
+}
+
+/** The parser's message with the line and column of its position (what a person opens the editor at). */
+function describeSyntaxError(text: string, error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error)
+  const position = /at position (\d+)/.exec(message)?.[1]
+  if (position === undefined || /line \d+/.test(message)) return message
+  const before = text.slice(0, Number(position)).split('\n')
+  return `${message} (line ${before.length}, column ${(before.at(-1)?.length ?? 0) + 1})`
 }
 
 /** Resolves an absolute path of the config under the host's root; relative paths are relative to `base`. */
