@@ -107,8 +107,8 @@ export class ManagerClient {
 
   /**
    * Calls `fn` with a bearer token for `scopes`. When the resource server answers 401 (`fn` returns
-   * or throws something with `status: 401`), the client re-authenticates once — a fresh token, and a
-   * new login if the session is gone — and calls `fn` again; a second 401 is returned/thrown as is.
+   * or throws something with `status: 401`), the client re-authenticates once — ends the old session,
+   * logs in, exchanges a new token — and calls `fn` again; a second 401 is returned/thrown as is.
    */
   async withBearer<T>(scopes: string[], fn: (token: string) => Promise<T>): Promise<T> {
     const wanted = normalizeScopes(scopes)
@@ -120,7 +120,8 @@ export class ManagerClient {
       if (!isUnauthorized(error)) throw error
     }
     events.info(`A resource server refused the access token of '${this.options.email}' (401); authenticating again once.`)
-    this.tokens = []
+    // Not left open until it expires; a failure to end it must not stop the retry.
+    await this.logout().catch((error: unknown) => events.warn(`Ending the old manager session failed: ${error instanceof Error ? error.message : String(error)}`))
     const second = await this.obtain(wanted, { freshSession: true })
     return fn(second.token)
   }

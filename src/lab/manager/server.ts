@@ -179,9 +179,9 @@ export async function startManagerEmulator(options: ManagerEmulatorOptions): Pro
     const ok = await verifyPassword(password, user?.passwordHash)
     if (!user || !ok) throw new RequestError(401, 'invalid_credentials', 'The e-mail or password is not valid.')
     const verifiedAt = now()
-    const session: Session = { id: `ses_${randomBytes(12).toString('base64url')}`, tokenHash: Buffer.alloc(0), email: user.email, expiresAt: verifiedAt + sessionLifetime * 1000, loggedOut: false }
     const sessionToken = randomBytes(32).toString('base64url')
-    session.tokenHash = hashToken(sessionToken)
+    // Only a hash is kept: the emulator's memory holds no usable session token.
+    const session: Session = { id: `ses_${randomBytes(12).toString('base64url')}`, tokenHash: hashToken(sessionToken), email: user.email, expiresAt: verifiedAt + sessionLifetime * 1000, loggedOut: false }
     sessions.set(session.id, session)
     remember(sessionToken)
     return { session_id: session.id, session_token: sessionToken, verified_at: formatTimestamp(verifiedAt), expires_at: formatTimestamp(session.expiresAt) }
