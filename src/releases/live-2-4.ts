@@ -208,9 +208,27 @@ export const LIVE_4: LiveChange[] = [
   ...changesOf(4, 'Outputs and multiviews', [
     ['local-remote-address', {
       kind: 'api-field', actor: 'api-client', old: 'ip, port', new: 'local_ip, local_port, remote_ip, remote_port',
-      summary: 'Output streams and multiviews take `local_*` and `remote_*` addresses instead of `ip` and `port`: SRT listener uses `local_*`, SRT caller connects to `remote_*` from `local_*` (old behaviour 0.0.0.0 and 0), UDP sends to `remote_*` with `local_*` set to 0.0.0.0 and 0.',
+      summary: 'In `POST /pipelines/{uuid}/outputs/{output_uuid}/stream` and `POST /pipelines/{uuid}/multiviews` the parameters `ip` and `port` are replaced by `local_ip`, `local_port`, `remote_ip`, `remote_port`.',
       action: 'Replace `ip`/`port` by the SRT listener, SRT caller or UDP rule.', automatic: 'migrate-requests',
       seed: 'the parameters `ip` and `port` are replaced by `local_ip`, `local_port`, `remote_ip`, `remote_port`',
+    }],
+    ['srt-listener', {
+      kind: 'api-field', actor: 'api-client', old: 'ip, port', new: 'local_ip, local_port',
+      summary: 'MPEG-TS over SRT in listener mode (`srt_mode == listener`): only `local_ip` and `local_port` are used, as the listen address; `local_port` 0 lets the OS pick a port.',
+      action: 'Send the listen address as `local_ip` and `local_port`.', automatic: 'migrate-requests',
+      seed: 'MPEG-TS over SRT, listener mode (`srt_mode == listener`): only `local_ip` and `local_port` are used as the listen address; `local_port` 0 lets the OS pick a port.',
+    }],
+    ['srt-caller', {
+      kind: 'api-field', actor: 'api-client', old: 'ip, port', new: 'remote_ip, remote_port, local_ip 0.0.0.0, local_port 0',
+      summary: 'SRT caller mode: `remote_*` is the address to connect to, `local_*` the address to bind to; the old behaviour is `local_ip` 0.0.0.0 and `local_port` 0.',
+      action: 'Send the address to connect to as `remote_*`, and `local_ip` 0.0.0.0, `local_port` 0 to keep the old behaviour.', automatic: 'migrate-requests',
+      seed: 'SRT caller mode: `remote_*` is the address to connect to, `local_*` the address to bind to. Old behavior: `local_ip` 0.0.0.0 and `local_port` 0.',
+    }],
+    ['udp', {
+      kind: 'api-field', actor: 'api-client', old: 'ip, port', new: 'remote_ip, remote_port, local_ip 0.0.0.0, local_port 0',
+      summary: 'MPEG-TS over UDP: the destination is given by `remote_*`; `local_*` must be present and set to 0.0.0.0 and 0.',
+      action: 'Send the destination as `remote_*` with `local_ip` 0.0.0.0 and `local_port` 0.', automatic: 'migrate-requests',
+      seed: 'MPEG-TS over UDP: the destination is given by `remote_*`; `local_*` must be present and set to 0.0.0.0 and 0.',
     }],
   ]),
   ...changesOf(4, 'Output layout', [

@@ -43,7 +43,7 @@ export const LIVE_5: LiveChange[] = [
   ...changesOf(5, 'Encoding quality', [
     ['pic-mode-balance', {
       kind: 'api-field', actor: 'api-client', new: 'pic_mode: pic_mode_ip, speed_quality_balance: balanced',
-      summary: 'Output streams and multiviews accept `pic_mode` and `speed_quality_balance`, defaulting to `pic_mode_ip` and `balanced`.',
+      summary: 'POST of output streams and `POST /pipelines/{uuid}/multiviews` accept `pic_mode` and `speed_quality_balance`, defaulting to `pic_mode_ip` and `balanced`.',
       action: 'Nothing required; svcops writes the defaults out so the behaviour is explicit.', automatic: 'migrate-requests',
       seed: 'accept `pic_mode` and `speed_quality_balance`; defaults `pic_mode_ip` and `balanced`.',
     }],
@@ -122,7 +122,7 @@ export const LIVE_6: LiveChange[] = [
   ...changesOf(6, 'Settings file', [
     ['settings-search-path', {
       kind: 'settings-file', actor: 'svcops', old: 'former fixed application directories', new: 'working directory, /etc/opt/{product_dir}, --settings-path <PATH>',
-      summary: 'The settings file is read from the working directory, from `/etc/opt/{product_dir}`, or from the directory given by `--settings-path`.',
+      summary: '`{prefix}_sc_settings.json` is no longer searched in the former fixed application directories; it is read from the working directory, from `/etc/opt/{product_dir}`, or from the directory given by `--settings-path <PATH>`.',
       action: 'Move the settings file to one of the new locations, or start with `--settings-path`.', automatic: 'migrate-env',
       seed: 'It is read from the current working directory, from `/etc/opt/<product_dir>`, or from the directory given by the flag `--settings-path <PATH>`.',
       effect: { type: 'settings-search-path', directories: ['.', '/etc/opt/{product_dir}'], flag: '--settings-path' },
@@ -199,6 +199,37 @@ export const LIVE_7: LiveChange[] = [
       summary: 'The `status` object in responses for control receivers, control panels and outputs is removed; its members move up one level.',
       action: 'Read the former `status` members one level up.', automatic: 'migrate-requests',
       seed: 'The `status` JSON object in responses for control receivers, control panels and outputs is removed; its members move up one level.',
+    }],
+  ]),
+  ...changesOf(7, 'C++ SDK', [
+    ['sdk-interfaces', {
+      kind: 'sdk-symbol', actor: 'sdk', old: 'ControlDataReceiver, MediaStreamer (classes)', new: 'IControlDataReceiver, IMediaStreamer (interfaces)',
+      summary: 'Classes `ControlDataReceiver` and `MediaStreamer` are replaced by interfaces `IControlDataReceiver` and `IMediaStreamer`, obtained with `MediaReceiver::createMediaStreamerOutput` and `MediaReceiver::getControlDataReceiver`.',
+      action: 'Use the interfaces, created by `MediaReceiver::createMediaStreamerOutput` and `MediaReceiver::getControlDataReceiver`.', automatic: 'scan-sdk',
+      seed: 'Classes `ControlDataReceiver` and `MediaStreamer` are replaced by interfaces `IControlDataReceiver` and `IMediaStreamer`; use `MediaReceiver::createMediaStreamerOutput` and `MediaReceiver::getControlDataReceiver`.',
+      // ControlDataReceiver::Settings stays: 7.0's MediaReceiver::start takes it.
+      effect: { type: 'sdk-symbol', symbols: ['ControlDataReceiver', 'MediaStreamer'], except: ['ControlDataReceiver::Settings'], replacement: 'IControlDataReceiver / IMediaStreamer from MediaReceiver::getControlDataReceiver / createMediaStreamerOutput' },
+    }],
+    ['get-version', {
+      kind: 'sdk-symbol', actor: 'sdk', old: 'getGitRevision(), getBuildInfo()', new: 'getVersion()',
+      summary: '`getGitRevision()` and `getBuildInfo()` are removed; use `getVersion()`.',
+      action: 'Call `getVersion()`.', automatic: 'scan-sdk',
+      seed: '`getGitRevision()` and `getBuildInfo()` are removed; use `getVersion()`.',
+      effect: { type: 'sdk-symbol', symbols: ['getGitRevision', 'getBuildInfo'], replacement: 'getVersion()' },
+    }],
+    ['reset-callback', {
+      kind: 'sdk-symbol', actor: 'sdk', new: 'MediaReceiver::Settings::mResetCallback',
+      summary: '`MediaReceiver::Settings` has a new function `mResetCallback`, which must be set to a callback.',
+      action: 'Set `mResetCallback` in the receiver settings.', automatic: 'scan-sdk',
+      seed: '`MediaReceiver::Settings` has a new function `mResetCallback` which must be set to a callback.',
+      effect: { type: 'sdk-symbol', symbols: ['MediaReceiver::Settings'], replacement: 'MediaReceiver::Settings with mResetCallback set to a callback' },
+    }],
+    ['start-receiver-settings', {
+      kind: 'sdk-signature', actor: 'sdk', old: 'MediaReceiver::start(...)', new: 'MediaReceiver::start(..., const ControlDataReceiver::Settings& receiverSettings)',
+      summary: '`MediaReceiver::start` requires a new parameter `const ControlDataReceiver::Settings& receiverSettings`.',
+      action: 'Pass the control data receiver settings to `MediaReceiver::start`.', automatic: 'scan-sdk',
+      seed: '`MediaReceiver::start` requires a new parameter `const ControlDataReceiver::Settings& receiverSettings`.',
+      effect: { type: 'sdk-symbol', symbols: ['MediaReceiver::start'], replacement: 'MediaReceiver::start(..., const ControlDataReceiver::Settings& receiverSettings)' },
     }],
   ]),
 ]

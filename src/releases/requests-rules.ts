@@ -96,13 +96,17 @@ function splitAddress(call: WorkingCall, body: Record<string, unknown>): void {
   const mode = body.srt_mode
   const hints = TRANSPORT_FIELDS.map((k) => body[k]).filter((v): v is string => typeof v === 'string')
   let address: Record<string, unknown>
+  let variant: string
   if (mode === 'listener') {
+    variant = '4.0.0/srt-listener'
     address = { ...(ip !== undefined ? { local_ip: ip } : {}), ...(port !== undefined ? { local_port: port } : {}) }
   } else if (mode === 'caller') {
+    variant = '4.0.0/srt-caller'
     address = { local_ip: '0.0.0.0', local_port: 0, ...(ip !== undefined ? { remote_ip: ip } : {}), ...(port !== undefined ? { remote_port: port } : {}) }
   } else if (mode !== undefined) {
     call.refuse(rule, `srt_mode ${JSON.stringify(mode)} is neither listener nor caller, the two SRT modes the 4.0 notes define`)
   } else if (hints.some((h) => /udp/i.test(h)) && !hints.some((h) => /srt/i.test(h))) {
+    variant = '4.0.0/udp'
     address = { local_ip: '0.0.0.0', local_port: 0, ...(ip !== undefined ? { remote_ip: ip } : {}), ...(port !== undefined ? { remote_port: port } : {}) }
   } else if (hints.some((h) => /srt/i.test(h))) {
     call.refuse(rule, 'the output is SRT but has no srt_mode, so it cannot be told whether ip/port is the listen address (listener) or the address to connect to (caller)')
@@ -121,6 +125,7 @@ function splitAddress(call: WorkingCall, body: Record<string, unknown>): void {
   for (const k of Object.keys(body)) delete body[k]
   Object.assign(body, Object.fromEntries(entries))
   call.apply(rule)
+  call.apply(variant)
 }
 
 /** 3.0 -> 4.0: audio parameters of POST /streams, output addresses, removed fields. */

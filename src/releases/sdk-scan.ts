@@ -56,17 +56,26 @@ export function sdkSymbolRules(from: string, to: string): SdkSymbolRule[] {
   return rules
 }
 
+/** Names that stay valid in `to` although a shorter name they start with is broken. */
+export function sdkAllowedSymbols(from: string, to: string): string[] {
+  return LIVE_CHANGES.filter((c) => c.major > majorOf(from) && c.major <= majorOf(to)).flatMap((c) => (c.effect?.type === 'sdk-symbol' ? (c.effect.except ?? []) : []))
+}
+
 const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 /** A compiled scanner for a set of symbol rules. */
 export class SdkScanner {
   private readonly heads: string[]
   private readonly lexer: RegExp
-  /** Rules by full symbol; the longest symbol that prefixes a qualified name wins. */
-  private readonly bySymbol = new Map<string, SdkSymbolRule>()
+  /**
+   * Rules by full symbol; the longest symbol that prefixes a qualified name wins. An empty list
+   * marks a name that stays valid although a shorter one is broken (`ControlDataReceiver::Settings`).
+   */
+  private readonly bySymbol = new Map<string, SdkSymbolRule[]>()
 
-  constructor(readonly rules: SdkSymbolRule[]) {
-    for (const r of rules) if (!this.bySymbol.has(r.symbol)) this.bySymbol.set(r.symbol, r)
+  constructor(readonly rules: SdkSymbolRule[], allowed: string[] = []) {
+    for (const a of allowed) this.bySymbol.set(a, [])
+    for (const r of rules) if (!allowed.includes(r.symbol)) this.bySymbol.set(r.symbol, [...(this.bySymbol.get(r.symbol) ?? []), r])
     this.heads = [...new Set(rules.map((r) => r.symbol.split('::')[0] ?? r.symbol))]
     const names = this.heads.map(escape).join('|') || '(?!)'
     // Order matters: comments, raw strings, strings, char literals and include names are consumed
@@ -96,17 +105,29 @@ export class SdkScanner {
     for (let m = lexer.exec(text); m; m = lexer.exec(text)) {
       const head = m[2]
       if (head === undefined) continue
-      const chain = [head, ...(m[3] ?? '').split('::').map((s) => s.trim()).filter(Boolean)]
-      let rule: SdkSymbolRule | undefined
-      for (let n = chain.length; n >= 1 && !rule; n--) rule = this.bySymbol.get(chain.slice(0, n).join('::'))
-      if (!rule) continue
-      // Count lines only up to findings: most files have none.
-      for (let nl = text.indexOf('\n', counted); nl !== -1 && nl < m.index; nl = text.indexOf('\n', nl + 1)) {
-        line++
-        lineStart = nl + 1
+      const parts = (m[3] ?? '').split('::').map((p) => p.trim())
+      const chain = [head, ...parts.slice(1)]
+      // Every component can start a broken name (`ControlDataReceiver::IncomingRequest` holds two).
+      let offset = 0
+      for (let i = 0; i < chain.length; i++) {
+        if (i > 0) offset = m[0].indexOf(chain[i] ?? '', offset + (chain[i - 1]?.length ?? 0))
+        let rules: SdkSymbolRule[] | undefined
+        let n = chain.length
+        for (; n > i && !rules; n--) rules = this.bySymbol.get(chain.slice(i, n).join('::'))
+        if (!rules?.length) {
+          if (rules) break
+          continue
+        }
+        // Count lines only up to findings: most files have none.
+        const at = m.index + offset
+        for (let nl = text.indexOf('\n', counted); nl !== -1 && nl < at; nl = text.indexOf('\n', nl + 1)) {
+          line++
+          lineStart = nl + 1
+        }
+        counted = at
+        for (const rule of rules) findings.push({ file, line, column: at - lineStart + 1, symbol: rule.symbol, rule: rule.rule, release: rule.release, replacement: rule.replacement })
+        i = n
       }
-      counted = m.index
-      findings.push({ file, line, column: m.index - lineStart + 1, symbol: rule.symbol, rule: rule.rule, release: rule.release, replacement: rule.replacement })
     }
     return findings
   }
@@ -140,7 +161,7 @@ export function scanSdk(root: string, from: string, to: string): SdkScanResult {
     if (code === 'ENOTDIR') files = [root]
     else throw new BadInputError(`The directory '${root}' cannot be read: ${code ?? String(error)}.`)
   }
-  const scanner = new SdkScanner(sdkSymbolRules(from, to))
+  const scanner = new SdkScanner(sdkSymbolRules(from, to), sdkAllowedSymbols(from, to))
   const findings: SdkFinding[] = []
   let lines = 0
   let bytes = 0

@@ -46,7 +46,7 @@ export type Effect =
   | { type: 'metric-rename'; from: string; to: string }
   | { type: 'metric-split'; from: string; into: string[] }
   | { type: 'custom-ca-cert'; symbols: string[]; replacement: string }
-  | { type: 'sdk-symbol'; symbols: string[]; replacement: string }
+  | { type: 'sdk-symbol'; symbols: string[]; replacement: string; except?: string[] }
 
 /** One change of one major release, as listed in the seed. */
 export interface LiveChange {
