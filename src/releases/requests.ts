@@ -97,7 +97,7 @@ function translateCall(call: SavedCall, from: string, to: string, ids: IdMap, pr
   const [pathname = '', query = ''] = call.path.slice(origin.length).split(/\?(.*)/s)
   const prefix = apiPrefix(from)
   if (pathname !== prefix && !pathname.startsWith(`${prefix}/`)) {
-    const rule = changesWithEffect('api-prefix').find((c) => c.effect.from === prefix)?.id ?? changesWithEffect('api-prefix')[0]?.id ?? ''
+    const rule = changesWithEffect('api-prefix').find((c) => c.effect.to === prefix)?.id ?? changesWithEffect('api-prefix')[0]?.id ?? ''
     throw new Untranslatable(rule, `the path does not start with ${prefix}, the system controller prefix of ${from}`)
   }
   const work = new WorkingCall(call, pathname.slice(prefix.length) || '/', query, ids)
