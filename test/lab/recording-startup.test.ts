@@ -104,6 +104,16 @@ describe.concurrent('recording service start-up', () => {
     await host.cleanup()
   })
 
+  it('exits non-zero naming the database when it refuses the login, without logging the password', async () => {
+    const database = await createServiceDatabase(pg)
+    const wrong = { ...database, password: 'wrong-password-5d1e' }
+    const host = await startRecordingHost({ version: '1.5.0', pg, database: wrong, issuer })
+    expect(await host.exited).toBe(1)
+    expect(host.log()).toMatch(new RegExp(` FATAL cannot connect to database ${database.name} at 127\\.0\\.0\\.1:${pg.port} as ${database.user}: password authentication failed`))
+    expect(host.log()).not.toContain('wrong-password-5d1e')
+    await host.cleanup()
+  })
+
   it('answers 503 and logs an error when the signing keys of the manager cannot be fetched', async () => {
     const closed = `http://127.0.0.1:${await freePort()}`
     const host = await startRecordingHost({ version: '1.5.0', pg, database: await createServiceDatabase(pg), issuer: { url: issuer.url, jwksUrl: `${closed}/.well-known/jwks.json` } })

@@ -4,9 +4,9 @@
  * config as a dpkg conffile, a supervisor program section for lab hosts and a systemd unit for
  * real hosts. Builds are cached: a stamp over the sources and options skips an unchanged rebuild.
  */
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { requireBinary, local, runCommand } from '../../ops/runner.ts'
 import { defaultServiceConfig } from './config.ts'
@@ -137,7 +137,7 @@ async function buildPackage(release: RecordingRelease, options: PackageOptions, 
     mkdirSync(join(tree, paths.storage), { recursive: true })
     put('/DEBIAN/control', controlFile(name, release))
     put('/DEBIAN/conffiles', `${paths.config}\n`)
-    const temporary = `${outFile}.${process.pid}.tmp`
+    const temporary = `${outFile}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`
     await runCommand(local, ['dpkg-deb', '--root-owner-group', '-Zgzip', '--build', tree, temporary], { env: { SOURCE_DATE_EPOCH: '1700000000' } })
     // Parallel builders (test workers) write the same content: the rename makes each file whole.
     renameSync(temporary, outFile)
@@ -158,11 +158,24 @@ function buildKey(options: PackageOptions): string {
   return hash.digest('hex')
 }
 
+// Callers in one process asking for the same build (lab up and a test, parallel hosts) share it.
+const pendingBuilds = new Map<string, Promise<Record<string, string>>>()
+
 /**
  * Builds a .deb per release into `outDir` and returns `{ version: debPath }`. Skips the build when
  * `outDir` already holds packages from the same sources and options.
  */
-export async function buildRecordingPackages(outDir: string, options: PackageOptions = { prefix: 'svc', dir: 'svc' }): Promise<Record<string, string>> {
+export function buildRecordingPackages(outDir: string, options: PackageOptions = { prefix: 'svc', dir: 'svc' }): Promise<Record<string, string>> {
+  const id = `${resolve(outDir)}\n${options.prefix}\n${options.dir}`
+  let pending = pendingBuilds.get(id)
+  if (!pending) {
+    pending = buildMissingPackages(outDir, options).finally(() => pendingBuilds.delete(id))
+    pendingBuilds.set(id, pending)
+  }
+  return pending
+}
+
+async function buildMissingPackages(outDir: string, options: PackageOptions): Promise<Record<string, string>> {
   requireBinary('dpkg-deb', 'dpkg')
   mkdirSync(outDir, { recursive: true })
   const name = recordingPackageName(options.prefix)
@@ -172,8 +185,9 @@ export async function buildRecordingPackages(outDir: string, options: PackageOpt
   const fresh = existsSync(stamp) && readFileSync(stamp, 'utf8') === key && Object.values(debs).every((deb) => existsSync(deb))
   if (!fresh) {
     await Promise.all(RECORDING_RELEASES.map((release) => buildPackage(release, options, debs[release.version] as string)))
-    writeFileSync(`${stamp}.${process.pid}`, key)
-    renameSync(`${stamp}.${process.pid}`, stamp)
+    const temporary = `${stamp}.${process.pid}-${randomBytes(4).toString('hex')}`
+    writeFileSync(temporary, key)
+    renameSync(temporary, stamp)
   }
   return debs
 }
