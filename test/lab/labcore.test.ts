@@ -151,5 +151,5 @@ describe('svcops lab up interrupted', () => {
     expect(existsSync(stateFile)).toBe(false)
     expect(existsSync(pgDir)).toBe(false)
     expect(existsSync(join(env.SVCOPS_STACKS_DIR, 'Pulumi.lab.yaml'))).toBe(false)
-  })
+  }, 120_000)
 })
