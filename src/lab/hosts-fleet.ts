@@ -4,8 +4,8 @@
  * way an operator would (own port, the lab's database and manager), and the service started by
  * supervisor; then the lab waits until every host answers its health check.
  */
-import { chownSync, copyFileSync, readFileSync, writeFileSync } from 'node:fs'
-import { basename, join } from 'node:path'
+import { chownSync, copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { basename, dirname, join } from 'node:path'
 import { OperationError } from '../ops/errors.ts'
 import { events } from '../ops/events.ts'
 import { dpkgArgv, supervisorctlArgv, transportFor } from '../ops/hosts.ts'
@@ -40,6 +40,11 @@ export interface ProvisionHostsOptions {
   managerUrl: string
   /** Host names are `<namePrefix>-<n>`. */
   namePrefix?: string
+  /**
+   * Directory every host keeps its recordings in (the lab's stand-in for a shared mount): hosts
+   * share one database, so a recording created on one host must be readable on all of them.
+   */
+  sharedStorage?: string
   /** How long a started service may take to answer GET / (ms). */
   healthTimeoutMs?: number
 }
@@ -58,6 +63,14 @@ function configureService(host: LabHostInfo, port: number, options: ProvisionHos
   config.listen = { ...(config.listen as object), host: '127.0.0.1', port }
   config.database = { host: options.database.host, port: options.database.port, name: options.database.name, user: options.database.user, passwordFile }
   config.auth = { ...(config.auth as object), jwksUrl: `${options.managerUrl}/.well-known/jwks.json`, issuer: options.managerUrl }
+  if (options.sharedStorage) {
+    // Like mounting shared storage at /srv/<dir>/recordings and pointing the config at it.
+    const mount = `/srv/${options.product.dir}/recordings`
+    mkdirSync(join(host.root, dirname(mount)), { recursive: true })
+    symlinkSync(options.sharedStorage, join(host.root, mount))
+    if (process.getuid?.() === 0) chownSync(join(host.root, 'srv'), uid, gid)
+    config.storage = { ...(config.storage as object), path: mount }
+  }
   writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`)
   // The password lives in its own 0600 file beside the config, readable only by the service's user.
   const secretFile = join(host.root, passwordFile)
@@ -110,6 +123,7 @@ export async function provisionHost(name: string, options: ProvisionHostsOptions
 /** Provisions `count` hosts in parallel; on any failure stops the ones already started and throws. */
 export async function provisionHosts(options: ProvisionHostsOptions): Promise<LabRecordingHost[]> {
   registerSecret(options.database.password)
+  if (options.sharedStorage) createSharedStorage(options.sharedStorage, options.user)
   const names = Array.from({ length: options.count }, (_, i) => labHostName(i, options.namePrefix))
   const results = await Promise.allSettled(names.map((name) => events.step(`host ${name}: ${recordingPackageName(options.product.prefix)} ${options.version}`, () => provisionHost(name, options), name)))
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
@@ -118,4 +132,14 @@ export async function provisionHosts(options: ProvisionHostsOptions): Promise<La
     throw failed.reason
   }
   return results.map((r) => (r as PromiseFulfilledResult<LabRecordingHost>).value)
+}
+
+/** The shared recordings directory with the default storage location, owned by the hosts' user. */
+function createSharedStorage(dir: string, user: string): void {
+  mkdirSync(join(dir, 'main'), { recursive: true })
+  const owner = lookupUser(user)
+  if (owner && process.getuid?.() === 0) {
+    chownSync(dir, owner.uid, owner.gid)
+    chownSync(join(dir, 'main'), owner.uid, owner.gid)
+  }
 }

@@ -6,7 +6,7 @@
  * `lab down` and Ctrl-C stop exactly that; `hostStoppers`/`hostCheckers` tell lab.ts how.
  */
 import { randomBytes } from 'node:crypto'
-import { chmodSync, existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { ManagerClient } from '../clients/manager.ts'
@@ -65,9 +65,12 @@ export function labHostsPlan(options: LabHostsOptions): string[] {
   ]
 }
 
-/** Where built packages are kept between labs (building them takes seconds; `lab down` keeps them). */
+/**
+ * Where built packages are kept between labs (building them takes seconds; `lab down` keeps
+ * them): `$SVCOPS_LAB_PACKAGES_DIR`, else `cache/recording-packages` beside the lab dir.
+ */
 export function labPackagesDir(labDir: string): string {
-  return join(dirname(labDir), 'cache', 'recording-packages')
+  return process.env.SVCOPS_LAB_PACKAGES_DIR ?? join(dirname(labDir), 'cache', 'recording-packages')
 }
 
 /** Starts the lab's sshd and records it. */
@@ -110,13 +113,13 @@ export async function startLabRecording(lab: LabRun, cluster: PostgresCluster, m
   for (let i = 0; i < o.hosts; i++) {
     const name = labHostName(i)
     const root = join(hostsDir, 'hosts', name)
-    const entry: LabEntry = { kind: 'lab-host', name: `host ${name}`, info: { name, root, user: sshd.user }, paths: [], stop: `supervisorctl -c ${root}/etc/supervisor/supervisord.conf shutdown (SIGTERM to supervisord and its programs)` }
+    const entry: LabEntry = { kind: 'lab-host', name: `host ${name}`, info: { name, root, user: sshd.user, hostsDir }, paths: [], stop: `supervisorctl -c ${root}/etc/supervisor/supervisord.conf shutdown (SIGTERM to supervisord and its programs)` }
     entries.push(entry)
     lab.record(entry)
   }
   const database = { host: cluster.info.host, port: cluster.info.port, ...DATABASE }
   const hosts = await lab.step(`start ${o.hosts} recording host${o.hosts === 1 ? '' : 's'} with ${recordingPackageName(PRODUCT.prefix)} ${o.version}`, () =>
-    provisionHosts({ dir: hostsDir, count: o.hosts, version: o.version, packages, product: PRODUCT, user: sshd.user, database: { ...database, password }, managerUrl: manager.url }),
+    provisionHosts({ dir: hostsDir, sharedStorage: join(hostsDir, 'shared-recordings'), count: o.hosts, version: o.version, packages, product: PRODUCT, user: sshd.user, database: { ...database, password }, managerUrl: manager.url }),
   )
   for (const [i, host] of hosts.entries()) {
     const entry = entries[i]
@@ -173,7 +176,12 @@ export function recordingSection(part: LabRecordingPart): Record<string, unknown
 /** How `lab down` stops the kinds of entry this module records. */
 export const hostStoppers: Record<string, (entry: LabEntry) => Promise<void>> = {
   sshd: (entry) => stopSshd(entry.info as unknown as SshdInfo),
-  'lab-host': (entry) => stopLabHost({ root: String(entry.info.root) }, entry.pid !== undefined ? { pid: entry.pid } : {}),
+  'lab-host': async (entry) => {
+    // lab down stops entries one by one; a supervisord takes about a second to exit, so the first
+    // host entry stops every host of its lab at once and the others find theirs already stopped.
+    const siblings = typeof entry.info.hostsDir === 'string' && existsSync(join(entry.info.hostsDir, 'hosts')) ? readdirSync(join(entry.info.hostsDir, 'hosts')).map((n) => join(String(entry.info.hostsDir), 'hosts', n)) : []
+    await Promise.all([stopLabHost({ root: String(entry.info.root) }, entry.pid !== undefined ? { pid: entry.pid } : {}), ...siblings.map((root) => stopLabHost({ root }))])
+  },
 }
 
 /** How `lab status` checks them. */

@@ -141,8 +141,8 @@ export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
     lab.record({ kind: 'files', name: 'lab files', info: {}, paths: [paths.secretsDir, paths.logsDir], stop: 'nothing runs' })
     const cluster = await lab.step('start PostgreSQL', () => startLabPostgres(lab))
     const manager = await lab.step('start the manager emulator', () => startLabManager(lab, { apiRevision: managerRevision }))
-    const recording = await startLabRecording(lab, cluster, manager, hostOptions)
-    await lab.step('write the lab environment file', () => writeLabEnvironment(lab, { environment: 'lab', manager: managerSection(manager), recording: recordingSection(recording) }))
+    const recording = hostOptions.hosts > 0 ? await startLabRecording(lab, cluster, manager, hostOptions) : undefined
+    await lab.step('write the lab environment file', () => writeLabEnvironment(lab, { environment: 'lab', manager: managerSection(manager), ...(recording ? { recording: recordingSection(recording) } : {}) }))
     lab.finish()
     return lab.state
   } catch (error) {
