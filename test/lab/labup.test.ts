@@ -27,7 +27,14 @@ function psLinesMentioning(needle: string): string[] {
 }
 
 /** A private TMPDIR per lab: every temp dir the lab makes (PostgreSQL, sshd, host trees) lands in it. */
-function labEnv(base: string, name: string): Record<string, string> {
+interface LabTestEnv extends Record<string, string> {
+  SVCOPS_LAB_DIR: string
+  SVCOPS_STACKS_DIR: string
+  TMPDIR: string
+  SVCOPS_LAB_PACKAGES_DIR: string
+}
+
+function labEnv(base: string, name: string): LabTestEnv {
   const tmp = join(base, `${name}-tmp`)
   execFileSync('mkdir', ['-p', tmp])
   // The host trees must be reachable by the SSH test user.
@@ -98,17 +105,17 @@ describe('svcops lab up --hosts 2 --release 1.5.0 --recordings 3', () => {
     expect(parsed.entries.filter((e) => !e.running)).toEqual([])
     const state = JSON.parse(readFileSync(join(env.SVCOPS_LAB_DIR, 'state.json'), 'utf8')) as LabState
     const pids = state.entries.flatMap((e) => (e.pid ? [e.pid] : []))
-    expect(psLinesMentioning(env.TMPDIR!).length).toBeGreaterThan(4)
+    expect(psLinesMentioning(env.TMPDIR).length).toBeGreaterThan(4)
 
     const down = await svcops(['lab', 'down'], env)
     expect(down.code, down.stderr).toBe(0)
     expect(down.stdout).toMatch(/Stopped: .*host rec-2, host rec-1, host trees, sshd, .*PostgreSQL/)
     expect(pids.filter(isRunning)).toEqual([])
-    expect(psLinesMentioning(env.TMPDIR!)).toEqual([])
-    expect(psLinesMentioning(env.SVCOPS_LAB_DIR!)).toEqual([])
-    expect(leftIn(env.TMPDIR!)).toEqual([])
-    expect(existsSync(env.SVCOPS_LAB_DIR!)).toBe(false)
-    expect(existsSync(join(env.SVCOPS_STACKS_DIR!, 'Pulumi.lab.yaml'))).toBe(false)
+    expect(psLinesMentioning(env.TMPDIR)).toEqual([])
+    expect(psLinesMentioning(env.SVCOPS_LAB_DIR)).toEqual([])
+    expect(leftIn(env.TMPDIR)).toEqual([])
+    expect(existsSync(env.SVCOPS_LAB_DIR)).toBe(false)
+    expect(existsSync(join(env.SVCOPS_STACKS_DIR, 'Pulumi.lab.yaml'))).toBe(false)
   })
 })
 
@@ -125,7 +132,7 @@ describe('svcops lab up interrupted while the hosts start', () => {
     const result = await svcops(['lab', 'up', '--hosts', '2', '--recordings', '0'], env, (pid) => {
       const poll = setInterval(() => {
         // Interrupt once a host's supervisord runs: the moment when the most is half-started.
-        if (processesMentioning(join(env.TMPDIR!, 'svcops-lab-hosts-')).length > 0) {
+        if (processesMentioning(join(env.TMPDIR, 'svcops-lab-hosts-')).length > 0) {
           seen = true
           clearInterval(poll)
           process.kill(pid, 'SIGINT')
@@ -134,9 +141,9 @@ describe('svcops lab up interrupted while the hosts start', () => {
     })
     expect(seen, result.stderr).toBe(true)
     expect(result.code).toBe(130)
-    expect(psLinesMentioning(env.TMPDIR!)).toEqual([])
-    expect(psLinesMentioning(env.SVCOPS_LAB_DIR!)).toEqual([])
-    expect(leftIn(env.TMPDIR!)).toEqual([])
-    expect(existsSync(env.SVCOPS_LAB_DIR!)).toBe(false)
+    expect(psLinesMentioning(env.TMPDIR)).toEqual([])
+    expect(psLinesMentioning(env.SVCOPS_LAB_DIR)).toEqual([])
+    expect(leftIn(env.TMPDIR)).toEqual([])
+    expect(existsSync(env.SVCOPS_LAB_DIR)).toBe(false)
   })
 })
