@@ -50,8 +50,10 @@ export function parseEnvFile(text: string): EnvLine[] {
   return text.split('\n').map((raw, i) => {
     const m = LINE.exec(raw)
     if (!m || raw.trimStart().startsWith('#')) return { line: i + 1, raw }
-    let value = (m[4] ?? '').trim()
-    if (/^(["']).*\1$/.test(value)) value = value.slice(1, -1)
+    // A quoted value ends at its closing quote; an unquoted one at an inline ` #` comment.
+    const rest = (m[4] ?? '').trim()
+    const quoted = /^(["'])(.*?)\1(\s+#.*)?$/.exec(rest)
+    const value = quoted ? (quoted[2] ?? '') : rest.replace(/\s+#.*$/, '')
     return { line: i + 1, raw, key: m[2] ?? '', value }
   })
 }

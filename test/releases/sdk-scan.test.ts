@@ -1,0 +1,96 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { BadInputError } from '../../src/ops/errors.ts'
+import { LIVE_CHANGES } from '../../src/releases/live.ts'
+import { scanSdk, SdkScanner, sdkAllowedSymbols, sdkSymbolRules } from '../../src/releases/sdk-scan.ts'
+
+const scannerFor = (from: string, to: string): SdkScanner => new SdkScanner(sdkSymbolRules(from, to), sdkAllowedSymbols(from, to))
+const find = (code: string, from = '1.0.0', to = '7.0.0'): Array<[number, number, string]> => scannerFor(from, to).scanText(code, 'x.cpp').map((f) => [f.line, f.column, f.rule])
+
+describe('svcops scan sdk', () => {
+  // One case per catalog change the scanner handles: code that uses the old form.
+  const uses: Record<string, string> = {
+    '2.0.0/aligned-frame': 'AlignedData::DataFrame frame;',
+    '2.0.0/aligned-data-namespace': 'using namespace AlignedData;',
+    '2.0.0/compressed-video-format': 'AlignedData::CompressedVideoFormat f;',
+    '2.0.0/pixel-format-in-struct': 'auto p = AlignedData::PixelFormat::kNV12;',
+    '2.0.0/audio-sample-row': 'AlignedData::AudioSampleRow row;',
+    '2.0.0/mpts': 'int64_t t = frame->mPTS;',
+    '2.0.0/device-memory': 'void* p = frame->mVideoDataCudaPtr;',
+    '4.0.0/incoming-request': 'settings.mCallback = [](const IncomingRequest& r) {};',
+    '4.0.0/debug-video-audio': 'settings.mDebugAudio = true;',
+    '5.0.0/media-receiver-start': 'bool ok = MediaReceiver::start(settings);',
+    '5.0.0/aligned-frame-free-stream': 'MediaReceiver::Settings settings{};',
+    '5.0.0/media-streamer-configure': 'void MediaStreamer::configure(const Settings& s) {}',
+    '5.0.0/factory-ca-cert': 'PipelineSystemControllerInterfaceFactory factory(url, name);',
+    '6.0.0/pixel-format-top-level': 'AlignedFrame::PixelFormat fmt = AlignedFrame::PixelFormat::kUYVY;',
+    '6.0.0/send-message': 'auto reply = iface->sendRequest(msg, timeout);',
+    '7.0.0/sdk-interfaces': 'std::unique_ptr<ControlDataReceiver> receiver;',
+    '7.0.0/get-version': 'log(getBuildInfo());',
+    '7.0.0/reset-callback': 'MediaReceiver::Settings settings{};',
+    '7.0.0/start-receiver-settings': 'bool ok = MediaReceiver::start(settings);',
+  }
+
+  it('has a case for every catalog change the scanner handles', () => {
+    expect(LIVE_CHANGES.filter((c) => c.effect?.type === 'sdk-symbol' || c.effect?.type === 'custom-ca-cert').map((c) => c.id).sort()).toEqual(Object.keys(uses).sort())
+  })
+
+  it.each(Object.entries(uses))('finds %s', (rule, code) => {
+    const release = rule.split('/')[0] ?? ''
+    const before = `${Number(release.split('.')[0]) - 1}.0.0`
+    expect(find(code, before, release).map((f) => f[2])).toContain(rule)
+    expect(find(code, release, '7.9.0').map((f) => f[2])).not.toContain(rule)
+  })
+
+  it.each([
+    ['a line comment', '// AlignedData::DataFrame was used here; call sendRequest() later'],
+    ['a block comment', '/* frame->mPTS\n   MediaStreamer::configure */ int x;'],
+    ['a line comment continued with a backslash', '// old: \\\n mPTS = 0;'],
+    ['a string literal', 'log("mPTS is gone, use mCaptureTimestamp; sendRequest(\\"x\\")");'],
+    ['a raw string', 'auto s = R"sql(select mPTS, "sendRequest" from t)sql";'],
+    ['a raw string with a )" inside', 'auto s = R"x( ")" mDebugVideo )x";'],
+    ['a char literal next to a digit separator', "int n = 1'000'000; char c = 'm'; // mPTS"],
+    ['an include of a header with an old name', '#include <AlignedData.h>\n#include "AlignedData.h"'],
+    ['similarly named symbols', 'int mPTSOffset; void sendRequestAsync(); struct AlignedDataFrame {}; int my_mPTS; MediaStreamerConfig c; getBuildInfoString();'],
+    ['a member of an unrelated class', 'Foo::start(); Foo::configure(); Settings s;'],
+    ['7.0 names that stay valid', 'const ControlDataReceiver::Settings& receiverSettings = {};'],
+  ])('ignores %s', (_name, code) => {
+    expect(find(code)).toEqual([])
+  })
+
+  it('reports line and column of each use, after comments and strings on the same line', () => {
+    const code = ['#include <vector>', '/* mPTS */ auto t = f.mPTS; // mPTS', '  const char* s = "sendRequest"; iface.sendRequest(m);'].join('\n')
+    expect(find(code)).toEqual([
+      [2, 23, '2.0.0/mpts'],
+      [3, 41, '6.0.0/send-message'],
+    ])
+  })
+
+  it('reports both changes in a qualified name that holds two', () => {
+    expect(find('void on(const ControlDataReceiver::IncomingRequest& r);', '3.0.0', '7.0.0')).toEqual([
+      [1, 15, '7.0.0/sdk-interfaces'],
+      [1, 36, '4.0.0/incoming-request'],
+    ])
+  })
+
+  it('scans a tree of C++ files, skipping other files and .git', () => {
+    const root = mkdtempSync(join(tmpdir(), 'svcops-sdk-'))
+    try {
+      mkdirSync(join(root, 'src', 'engine'), { recursive: true })
+      mkdirSync(join(root, '.git'))
+      writeFileSync(join(root, 'src', 'engine', 'render.cpp'), 'void f(AlignedFrame& f) {\n  auto t = f.mPTS;\n}\n')
+      writeFileSync(join(root, 'src', 'engine', 'render.h'), '#pragma once\nstruct X { PixelFormat p; };\n')
+      writeFileSync(join(root, 'src', 'notes.md'), 'mPTS\n')
+      writeFileSync(join(root, '.git', 'x.cpp'), 'mPTS;\n')
+      const result = scanSdk(root, '1.0.0', '7.0.0')
+      expect(result.files).toBe(2)
+      expect(result.lines).toBe(5)
+      expect(result.findings).toEqual([expect.objectContaining({ file: join('src', 'engine', 'render.cpp'), line: 2, column: 14, symbol: 'mPTS', release: '2.0.0' })])
+      expect(() => scanSdk(join(root, 'nope'), '1.0.0', '7.0.0')).toThrow(BadInputError)
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+})
