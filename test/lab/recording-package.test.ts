@@ -97,13 +97,15 @@ describe('recording service packages', () => {
   it('names the package and folders after the product prefix and dir', async () => {
     const out = join(sandbox(), 'debs')
     mkdirSync(out)
-    const built = await buildRecordingPackages(out, { prefix: 'acme', dir: 'acme-media' })
+    const built = await buildRecordingPackages(out, { prefix: 'acme', dir: 'acme-media', versions: ['1.4.0'] })
+    expect(Object.keys(built)).toEqual(['1.4.0'])
     const deb = built['1.4.0'] as string
     expect(deb).toMatch(/\/acme-recording_1\.4\.0_all\.deb$/)
     const listing = await run(['dpkg-deb', '-c', deb])
     expect(listing).toMatch(/ \.\/opt\/acme-media\/recording\/service\.mjs$/m)
     expect(listing).toMatch(/ \.\/etc\/supervisor\/conf\.d\/acme-recording\.conf$/m)
     expect(await run(['dpkg-deb', '-I', deb, 'conffiles'])).toBe('/etc/opt/acme-media/recording.json\n')
+    await expect(buildRecordingPackages(out, { prefix: 'acme', dir: 'acme-media', versions: ['9.9.9'] })).rejects.toThrow(/^versions: 9\.9\.9 is not a lab release; expected some of 1\.4\.0, /)
   }, 30_000)
 })
 

@@ -8,7 +8,8 @@ import { createHash, randomBytes } from 'node:crypto'
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { requireBinary, local, runCommand } from '../../ops/runner.ts'
+import { BadInputError } from '../../ops/errors.ts'
+import { local, requireBinary, runCommand } from '../../ops/runner.ts'
 import { defaultServiceConfig } from './config.ts'
 import { RECORDING_RELEASES, type RecordingRelease } from './releases.ts'
 
@@ -19,6 +20,8 @@ export interface PackageOptions {
   prefix: string
   /** Product folder under /opt, /etc/opt, /var/opt and /var/log. */
   dir: string
+  /** Only these releases (default: every release in RECORDING_RELEASES). */
+  versions?: readonly string[]
 }
 
 /** Name of the recording service's package for a product prefix. */
@@ -147,7 +150,7 @@ async function buildPackage(release: RecordingRelease, options: PackageOptions, 
 }
 
 /** Hash over everything a package's content depends on. */
-function buildKey(options: PackageOptions): string {
+function buildKey(options: { prefix: string; dir: string }): string {
   const hash = createHash('sha256')
   hash.update(JSON.stringify({ options, releases: RECORDING_RELEASES, node: process.versions.node }))
   for (const file of readdirSync(here).sort()) if (file.endsWith('.ts')) hash.update(file).update(readFileSync(join(here, file)))
@@ -166,7 +169,9 @@ const pendingBuilds = new Map<string, Promise<Record<string, string>>>()
  * `outDir` already holds packages from the same sources and options.
  */
 export function buildRecordingPackages(outDir: string, options: PackageOptions = { prefix: 'svc', dir: 'svc' }): Promise<Record<string, string>> {
-  const id = `${resolve(outDir)}\n${options.prefix}\n${options.dir}`
+  const unknown = options.versions?.filter((version) => !RECORDING_RELEASES.some((release) => release.version === version)) ?? []
+  if (unknown.length > 0) return Promise.reject(new BadInputError(`versions: ${unknown.join(', ')} is not a lab release; expected some of ${RECORDING_RELEASES.map((release) => release.version).join(', ')}.`))
+  const id = `${resolve(outDir)}\n${options.prefix}\n${options.dir}\n${options.versions?.join(' ') ?? '*'}`
   let pending = pendingBuilds.get(id)
   if (!pending) {
     pending = buildMissingPackages(outDir, options).finally(() => pendingBuilds.delete(id))
@@ -179,12 +184,14 @@ async function buildMissingPackages(outDir: string, options: PackageOptions): Pr
   requireBinary('dpkg-deb', 'dpkg')
   mkdirSync(outDir, { recursive: true })
   const name = recordingPackageName(options.prefix)
-  const debs = Object.fromEntries(RECORDING_RELEASES.map((release) => [release.version, join(outDir, `${name}_${release.version}_all.deb`)]))
-  const stamp = join(outDir, `.${name}.stamp`)
-  const key = buildKey(options)
+  const releases = RECORDING_RELEASES.filter((release) => options.versions?.includes(release.version) ?? true)
+  const debs = Object.fromEntries(releases.map((release) => [release.version, join(outDir, `${name}_${release.version}_all.deb`)]))
+  // One stamp per set of releases, so a partial build never passes for a full one.
+  const stamp = join(outDir, `.${name}${options.versions ? `-${createHash('sha256').update(options.versions.join(' ')).digest('hex').slice(0, 8)}` : ''}.stamp`)
+  const key = buildKey({ prefix: options.prefix, dir: options.dir })
   const fresh = existsSync(stamp) && readFileSync(stamp, 'utf8') === key && Object.values(debs).every((deb) => existsSync(deb))
   if (!fresh) {
-    await Promise.all(RECORDING_RELEASES.map((release) => buildPackage(release, options, debs[release.version] as string)))
+    await Promise.all(releases.map((release) => buildPackage(release, options, debs[release.version] as string)))
     const temporary = `${stamp}.${process.pid}-${randomBytes(4).toString('hex')}`
     writeFileSync(temporary, key)
     renameSync(temporary, stamp)
