@@ -206,9 +206,7 @@ export function writeLabEnvironment(lab: LabRun, sections: Record<string, unknow
   const file = lab.paths.envFile
   const config = Object.fromEntries(Object.entries(sections).map(([key, value]) => [`svcops:${key}`, value]))
   parseEnvironment(config, 'lab', file)
-  if (existsSync(file) && !readFileSync(file, 'utf8').startsWith(ENV_FILE_HEADER)) {
-    throw new OperationError(`The environment file ${file} exists and was not written by svcops lab up; it is left alone.`, `Move it away, or set SVCOPS_STACKS_DIR to another directory.`)
-  }
+  refuseForeignEnvironmentFile(file)
   mkdirSync(dirname(file), { recursive: true })
   lab.record({ kind: 'files', name: 'environment file', info: {}, paths: [file], stop: 'nothing runs' })
   writeFileSync(file, `${ENV_FILE_HEADER}\n${toYaml({ config })}`)
@@ -351,7 +349,16 @@ export function labDownPlan(options: { dir?: string; stacksDir?: string } = {}):
 }
 
 /** Refuses when a lab runs in this dir; cleans up after a lab whose processes are all gone (a crash). */
+/** A stacks/Pulumi.lab.yaml that lab up did not write is someone's configuration: never overwritten. */
+function refuseForeignEnvironmentFile(file: string): void {
+  if (existsSync(file) && !readFileSync(file, 'utf8').startsWith(ENV_FILE_HEADER)) {
+    throw new OperationError(`The environment file ${file} exists and was not written by svcops lab up; it is left alone.`, `Move it away, or set SVCOPS_STACKS_DIR to another directory.`)
+  }
+}
+
 async function clearStaleLab(paths: LabPaths): Promise<void> {
+  // Checked before anything starts, so the refusal has no side effect.
+  refuseForeignEnvironmentFile(paths.envFile)
   const state = readLabState(paths)
   if (!state) return
   const status = labStatus({ dir: paths.dir, stacksDir: dirname(paths.envFile) })

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -119,9 +119,34 @@ describe('svcops lab up / status / down and auth check (manager as auth API revi
   })
 })
 
-describe('svcops lab up interrupted', () => {
+describe('svcops lab up interrupted, dry-run and refused', () => {
   const base = mkdtempSync(join(tmpdir(), 'svcops-labcore-int-'))
   afterAll(() => rmSync(base, { recursive: true, force: true }))
+
+  it('prints the steps with --dry-run and starts nothing', async () => {
+    const env = { SVCOPS_LAB_DIR: join(base, 'dry-lab'), SVCOPS_STACKS_DIR: join(base, 'dry-stacks') }
+    const plan = await svcops(['lab', 'up', ...SMALL, '--manager-revision', '1.4.1', '--dry-run', '--json'], env)
+    expect(plan.code, plan.stderr).toBe(0)
+    const { steps } = JSON.parse(plan.stdout) as { steps: string[] }
+    expect(steps[0]).toMatch(/^start PostgreSQL \(fsync on\)/)
+    expect(steps.some((s) => s.startsWith('start the manager emulator (auth API revision 1.4.1)'))).toBe(true)
+    expect(steps.at(-1)).toBe(`write the environment file ${join(env.SVCOPS_STACKS_DIR, 'Pulumi.lab.yaml')}`)
+    expect(existsSync(env.SVCOPS_LAB_DIR)).toBe(false)
+    expect(processesMentioning(env.SVCOPS_LAB_DIR)).toEqual([])
+  })
+
+  it('refuses to overwrite a Pulumi.lab.yaml it did not write, before starting anything', async () => {
+    const env = { SVCOPS_LAB_DIR: join(base, 'own-lab'), SVCOPS_STACKS_DIR: join(base, 'own-stacks') }
+    const own = join(env.SVCOPS_STACKS_DIR, 'Pulumi.lab.yaml')
+    mkdirSync(env.SVCOPS_STACKS_DIR, { recursive: true })
+    writeFileSync(own, 'config:\n  svcops:environment: lab\n')
+    const up = await svcops(['lab', 'up', ...SMALL], env)
+    expect(up.code).toBe(1)
+    expect(up.stderr.split('\n')[0]).toBe(`svcops: The environment file ${own} exists and was not written by svcops lab up; it is left alone.`)
+    expect(readFileSync(own, 'utf8')).toBe('config:\n  svcops:environment: lab\n')
+    expect(existsSync(join(env.SVCOPS_LAB_DIR, 'state.json'))).toBe(false)
+    expect(processesMentioning(env.SVCOPS_LAB_DIR)).toEqual([])
+  })
 
   it('stops what it already started when interrupted with Ctrl-C (SIGINT)', async () => {
     const env = { SVCOPS_LAB_DIR: join(base, 'int-lab'), SVCOPS_STACKS_DIR: join(base, 'int-stacks') }
