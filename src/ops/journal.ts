@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
-import { hostname } from 'node:os'
+import { hostname, userInfo } from 'node:os'
 import { join, resolve } from 'node:path'
 import { BadInputError } from './errors.ts'
 import { redactDeep } from './redact.ts'
@@ -75,7 +75,13 @@ export function newRunId(now = new Date()): string {
 
 /** `user@machine` of this process. */
 export function holderName(): string {
-  return `${process.env.USER ?? process.env.LOGNAME ?? `uid${process.getuid?.() ?? '?'}`}@${hostname()}`
+  let user = process.env.USER ?? process.env.LOGNAME
+  try {
+    user ??= userInfo().username
+  } catch {
+    user ??= `uid${process.getuid?.() ?? '?'}`
+  }
+  return `${user}@${hostname()}`
 }
 
 const RUN_ID = /^\d{8}T\d{6}Z-[0-9a-f]{6}$/

@@ -72,7 +72,7 @@ export async function planUpgrade(env: Environment, options: { to: string; hosts
   })
   for (const h of hosts) {
     const versions = [...new Set([options.to, current[h.name]].filter((v): v is string => !!v))]
-    steps.push({ step: 'stage', host: h.name, actions: versions.flatMap((v) => pkg.stageCommands(h, rec.package, v, file(v)).map(show)) })
+    steps.push({ step: 'stage', host: h.name, actions: [...new Set(versions.flatMap((v) => pkg.stageCommands(h, rec.package, v, file(v)).map(show)))] })
   }
   steps.push({ step: 'snapshot', actions: [`GET ${hosts[0]?.url ?? '?'}/api/v1/content?limit=${settings.contentLimit} (every recording's id)`, 'count the rows of every table of the database'] })
   steps.push({ step: 'backup', actions: ['pg_dump --format=custom of the database, encrypted (OpenPGP) into the backup store, manifest with schema fingerprint and row counts', 'verify the backup: checksum, decrypt, test restore into a scratch database, compare fingerprint and row counts'] })

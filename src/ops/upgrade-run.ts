@@ -275,7 +275,7 @@ export async function resumeRun(id: string, options: { rollback?: boolean; break
       }
       // An automatic rollback that was interrupted still ends as "the upgrade failed and was rolled back" (exit 4).
       const automatic = run.phase === 'rolling-back' && !options.rollback
-      ctx.journal.update({ phase: 'rolling-back', cause: run.cause ?? 'interrupted, then rolled back on request' })
+      ctx.journal.update({ phase: 'rolling-back', cause: run.cause ?? (run.phase === 'succeeded' ? `rolled back on request by ${holderName()}` : 'interrupted, then rolled back on request') })
       const summary = await finishRollback(ctx, {})
       if (automatic) throw new RolledBackError(`Upgrade to ${run.targetVersion} failed: ${run.cause ?? 'unknown cause'} It was ${summary}.`, `See the report: ${ctx.journal.file('report.md')}`)
       return

@@ -3,7 +3,8 @@
  * the typed client with bearer tokens from the manager client; schema fingerprint, row counts and
  * privileges from the database; the backup library for a verified backup and its restore.
  */
-import { statfsSync } from 'node:fs'
+import { existsSync, statfsSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
 import { managerClientFor } from '../clients/manager.ts'
 import { RecordingClient } from '../clients/recording.ts'
 import { requireSection } from '../config/load.ts'
@@ -94,7 +95,10 @@ export function openUpgradeDeps(env: Environment): Promise<UpgradeDeps> {
       },
       freeBytes() {
         const config = requireSection(env, 'backup')
-        const s = statfsSync(config.store.path)
+        // The store directory is created by the first backup; until then its nearest existing parent holds the space.
+        let dir = resolve(config.store.path)
+        while (!existsSync(dir) && dirname(dir) !== dir) dir = dirname(dir)
+        const s = statfsSync(dir)
         return Promise.resolve(s.bavail * s.bsize)
       },
     },

@@ -1,0 +1,136 @@
+/**
+ * One lab per test file for the upgrade tests: `labUp` (real PostgreSQL, manager emulator, sshd,
+ * sandboxed hosts with dpkg and supervisord, recordings created through the API), plus a backup
+ * key pair and store, written into an environment file of its own. Helpers read what a user would
+ * check: installed versions, service health, and every recording through the API.
+ */
+import { spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parse as parseYaml, stringify as toYaml } from 'yaml'
+import { managerClientFor } from '../../src/clients/manager.ts'
+import { RecordingClient } from '../../src/clients/recording.ts'
+import { loadEnvironmentFile } from '../../src/config/load.ts'
+import type { Environment } from '../../src/config/schema.ts'
+import { labDown, labUp } from '../../src/lab/lab.ts'
+import { generateBackupKey } from '../../src/ops/backup/keys.ts'
+import { connectDatabase, databaseTarget } from '../../src/ops/backup/postgres.ts'
+import { schemaFingerprint } from '../../src/ops/fingerprint.ts'
+import { transportFor } from '../../src/ops/hosts.ts'
+import { packageDriver, readInstalledVersion } from '../../src/ops/packages.ts'
+import type { Recording } from '../../src/ops/snapshot.ts'
+
+export interface UpgradeLab {
+  dir: string
+  envFile: string
+  runsDir: string
+  env(): Environment
+  versions(): Promise<Record<string, string | undefined>>
+  listAll(host?: number): Promise<Recording[]>
+  create(title: string, host?: number): Promise<Recording>
+  healthy(): Promise<boolean[]>
+  fingerprint(): Promise<string>
+  /** Edits the environment's recording section (e.g. health timeout) for the next runs. */
+  setRecording(fields: Record<string, unknown>): void
+  stop(): Promise<void>
+}
+
+/** Starts a lab with `hosts` hosts on `version` and `recordings` recordings. */
+export async function startUpgradeLab(options: { hosts: number; version: string; recordings: number }): Promise<UpgradeLab> {
+  const dir = mkdtempSync(join(tmpdir(), 'svcops-upgrade-'))
+  const labDir = join(dir, 'lab')
+  const stacksDir = join(dir, 'stacks')
+  await labUp({ dir: labDir, stacksDir, hosts: options.hosts, version: options.version, recordings: 0 })
+  const key = await generateBackupKey({ name: 'svcops upgrade test' })
+  const keyDir = join(dir, 'keys')
+  mkdirSync(keyDir, { mode: 0o700 })
+  writeFileSync(join(keyDir, 'backup.pub.asc'), key.publicKey)
+  writeFileSync(join(keyDir, 'backup.key.asc'), key.privateKey, { mode: 0o600 })
+  const doc = parseYaml(readFileSync(join(stacksDir, 'Pulumi.lab.yaml'), 'utf8')) as { config: Record<string, unknown> }
+  doc.config['svcops:backup'] = { store: { path: join(dir, 'backups') }, recipients: [join(keyDir, 'backup.pub.asc')], identity: { file: join(keyDir, 'backup.key.asc') } }
+  doc.config['svcops:recording'] = { ...(doc.config['svcops:recording'] as object), healthTimeoutSeconds: 10 }
+  const envFile = join(stacksDir, 'Pulumi.upgrade.yaml')
+  writeFileSync(envFile, toYaml(doc))
+  const runsDir = join(dir, 'runs')
+  process.env.SVCOPS_RUNS_DIR = runsDir
+  const env = () => loadEnvironmentFile(envFile, 'lab')
+  const manager = managerClientFor(env())
+  const client = (i: number) => {
+    const host = env().recording?.hosts[i]
+    if (!host) throw new Error(`no host ${i}`)
+    return new RecordingClient({ url: host.url, auth: manager })
+  }
+  shareRecordingStorage(env())
+  for (let i = 0; i < options.recordings; i++) {
+    await client(0).create({ channelName: `lab-channel-${(i % 3) + 1}`, title: `Lab recording ${i + 1}`, startTime: 1_700_000_000 + i * 3600, stopTime: 1_700_000_000 + i * 3600 + 1800 })
+  }
+  return {
+    dir,
+    envFile,
+    runsDir,
+    env,
+    async versions() {
+      const rec = env().recording!
+      const out: Record<string, string | undefined> = {}
+      for (const h of rec.hosts) {
+        const t = transportFor(h)
+        out[h.name] = await readInstalledVersion(packageDriver(rec.packageDriver), t, h, rec.package)
+        await t.close()
+      }
+      return out
+    },
+    listAll: (host = 0) => client(host).list(10_000),
+    create: (title, host = 0) => client(host).create({ channelName: 'test-channel', title, startTime: 1_700_000_000, stopTime: 1_700_000_600 }),
+    async healthy() {
+      return Promise.all(env().recording!.hosts.map(async (_h, i) => (await client(i).health()).healthy))
+    },
+    async fingerprint() {
+      const c = await connectDatabase(databaseTarget(env().recording!.database))
+      try {
+        return await schemaFingerprint(c)
+      } finally {
+        await c.end()
+      }
+    },
+    setRecording(fields) {
+      const d = parseYaml(readFileSync(envFile, 'utf8')) as { config: Record<string, unknown> }
+      d.config['svcops:recording'] = { ...(d.config['svcops:recording'] as object), ...fields }
+      writeFileSync(envFile, toYaml(d))
+    },
+    async stop() {
+      await manager.logout().catch(() => undefined)
+      await labDown({ dir: labDir, stacksDir })
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/**
+ * The hosts of one service share its recording storage (as real sites do, e.g. over NFS); lab hosts
+ * each get their own, so a recording created on one host would be unreadable on the others. The
+ * other hosts' storage becomes a symlink to the first host's.
+ */
+function shareRecordingStorage(env: Environment): void {
+  const hosts = env.recording?.hosts ?? []
+  const first = hosts[0]?.root
+  if (!first) return
+  const storage = `/var/opt/${env.product.dir}/recordings`
+  for (const h of hosts.slice(1)) {
+    if (!h.root) continue
+    rmSync(join(h.root, storage), { recursive: true, force: true })
+    symlinkSync(join(first, storage), join(h.root, storage))
+  }
+}
+
+/** Runs the CLI in a child process (as a scheduler would) and returns its exit code and output. */
+export function runCli(args: string[], extraEnv: Record<string, string> = {}): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(process.cwd(), 'src/cli.ts'), ...args], { env: { ...process.env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }))
+  })
+}
