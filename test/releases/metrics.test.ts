@@ -48,7 +48,8 @@ describe('svcops migrate metrics: Prometheus rule file', () => {
   })
 
   it('reports, and does not rewrite, a non-linear function of a split metric', () => {
-    expect(result.notRewritten).toEqual([expect.objectContaining({ line: 23, rule: '6.0.0/duplicated-frames', reason: expect.stringMatching(/max_over_time\(\) of a sum is not the sum/) })])
+    expect(result.notRewritten.map((n) => [n.line, n.rule])).toEqual([[23, '6.0.0/duplicated-frames']])
+    expect(result.notRewritten[0]?.reason).toMatch(/max_over_time\(\) of a sum is not the sum/)
   })
 
   it('leaves names in comments, annotations, string literals and label lists alone', () => {
@@ -84,7 +85,8 @@ describe('svcops migrate metrics: Grafana dashboard', () => {
 
   it('leaves the description alone and refuses label_values of a split metric', () => {
     expect(result.after).toContain('"description": "Frames dropped by the ingest (svc_ingest_source_dropped_frames)"')
-    expect(result.notRewritten).toEqual([expect.objectContaining({ line: 20, rule: '6.0.0/lost-frames', reason: expect.stringMatching(/label_values/) })])
+    expect(result.notRewritten.map((n) => [n.line, n.rule])).toEqual([[20, '6.0.0/lost-frames']])
+    expect(result.notRewritten[0]?.reason).toMatch(/label_values/)
   })
 })
 

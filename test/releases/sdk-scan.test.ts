@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { BadInputError } from '../../src/ops/errors.ts'
 import { LIVE_CHANGES } from '../../src/releases/live.ts'
 import { scanSdk, SdkScanner, sdkAllowedSymbols, sdkSymbolRules } from '../../src/releases/sdk-scan.ts'
@@ -64,7 +64,7 @@ describe('svcops scan sdk', () => {
     const code = ['#include <vector>', '/* mPTS */ auto t = f.mPTS; // mPTS', '  const char* s = "sendRequest"; iface.sendRequest(m);'].join('\n')
     expect(find(code)).toEqual([
       [2, 23, '2.0.0/mpts'],
-      [3, 41, '6.0.0/send-message'],
+      [3, 40, '6.0.0/send-message'],
     ])
   })
 
