@@ -9,6 +9,7 @@ export type Register = (program: Command) => void
 export const commandGroups: Array<() => Promise<{ register: Register }>> = [
   () => import('./auth.ts'),
   () => import('./lab.ts'),
+  () => import('./render.ts'),
   () => import('./plan.ts'),
   () => import('./migrate.ts'),
   () => import('./psk.ts'),

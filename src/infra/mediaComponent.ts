@@ -11,7 +11,7 @@ import { pskVariable, supportsCustomCaCert, tcpEndpointSingleValue, tcpEndpointV
 import type { AppIdentity } from './kube.ts'
 import { controllerVariables, type PskRef } from './systemController.ts'
 import { CA_FILE } from './tls.ts'
-import { createDeployment, type WorkloadArgs } from './workload.ts'
+import { createDeployment, createService, type WorkloadArgs } from './workload.ts'
 
 /** The kinds of media component, as `app.kubernetes.io/name`. */
 export type MediaKind = 'ingest' | 'pipeline' | 'control-panel'
@@ -55,6 +55,7 @@ export class MediaComponent extends pulumi.ComponentResource {
       }
       env.push({ name: tcpEndpointVariable(args.version, args.prefix), value: args.tcpEndpoints.join(',') })
     }
+    const controlPort = args.tcpEndpoints ? Number(args.tcpEndpoints[0]?.split(':')[1]) : undefined
     const useCa = args.ca !== undefined && supportsCustomCaCert(args.version)
     const caDir = caDirectory(args.productDir)
     if (useCa) env.push({ name: vars.caFile, value: `${caDir}/${CA_FILE}` })
@@ -67,7 +68,7 @@ export class MediaComponent extends pulumi.ComponentResource {
         annotations: { 'checksum/psk-settings': args.pskChecksum, ...(useCa && args.ca ? { 'checksum/tls': args.ca.checksum } : {}) },
         container: {
           env,
-          ...(args.tcpEndpoints ? { ports: [{ name: 'control', containerPort: Number(args.tcpEndpoints[0]?.split(':')[1]), protocol: 'TCP' }] } : {}),
+          ...(controlPort !== undefined ? { ports: [{ name: 'control', containerPort: controlPort, protocol: 'TCP' }] } : {}),
           volumeMounts: useCa ? [{ name: 'ca', mountPath: caDir, readOnly: true }] : [],
         },
         volumes: useCa && args.ca ? [{ name: 'ca', configMap: { name: args.ca.configMapName } }] : [],
@@ -75,6 +76,8 @@ export class MediaComponent extends pulumi.ComponentResource {
       this,
     )
     this.deploymentName = deployment.metadata.name
+    // Control panels reach the rendering engine's TCP endpoint through a Service.
+    if (controlPort !== undefined) createService(`${name}-service`, { identity, namespace: args.namespace, port: controlPort, portName: 'control' }, this)
     this.registerOutputs({ deploymentName: this.deploymentName })
   }
 }

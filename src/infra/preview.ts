@@ -5,7 +5,7 @@
  * certificates get stand-ins derived from the resource's name and inputs, so the same stack
  * renders the same objects and a changed `keepers` gives a new value, as the real provider does.
  */
-import { createHmac, randomBytes } from 'node:crypto'
+import { createHmac } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import * as pulumi from '@pulumi/pulumi'
 import { parse as parseYaml } from 'yaml'
@@ -165,7 +165,7 @@ export async function previewStack(options: PreviewOptions): Promise<PreviewResu
   // which a real run resolves from the operator's machine.
   for (const key of [...secure, 'svcops:databasePassword']) {
     if (config[key] === undefined && SECURE_KEYS.some((k) => `svcops:${k}` === key)) {
-      config[key] = registerSecret(randomBytes(32).toString('base64url'))
+      config[key] = registerSecret(derive(salt, `stand-in|${stack}|${key}`, 32).toString('base64url'))
       secretKeys.add(key)
       standIns.push(key)
     }
@@ -188,15 +188,24 @@ export async function previewStack(options: PreviewOptions): Promise<PreviewResu
   pulumi.runtime.setAllConfig(config, [...secretKeys])
   // Imported after setMocks, as the SDK expects.
   const { default: program } = await import('./index.ts')
+  // The program's error is caught inside the stack's init: thrown from there, the SDK would also
+  // reject a promise nobody awaits, and the process would die of an unhandled rejection.
+  let failure: unknown
   let outputs: Record<string, unknown>
   try {
-    outputs = (await pulumi.runtime.runInPulumiStack(() => Promise.resolve(program()))) ?? {}
-  } catch (error) {
-    if (error instanceof pulumi.RunError) throw new BadInputError(error.message)
-    throw error
+    outputs = (await pulumi.runtime.runInPulumiStack(() => {
+      try {
+        return Promise.resolve(program())
+      } catch (error) {
+        failure = error
+        return Promise.resolve({})
+      }
+    })) ?? {}
   } finally {
     await pulumi.runtime.disconnect()
   }
+  if (failure instanceof pulumi.RunError) throw new BadInputError(failure.message)
+  if (failure !== undefined) throw failure instanceof Error ? failure : new Error(JSON.stringify(failure))
   const objects = resources.filter((r) => r.type.startsWith('kubernetes:'))
   return { stack, resources, objects, outputs, standIns }
 }

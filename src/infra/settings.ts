@@ -4,6 +4,7 @@
  * stack fails `pulumi preview` before any resource is declared, naming the field's dot-path.
  */
 import * as pulumi from '@pulumi/pulumi'
+import * as runtimeConfig from '@pulumi/pulumi/runtime/config.js'
 import { stringify as toYaml } from 'yaml'
 import { SECURE_KEYS, type DeployConfig } from '../config/deploy.ts'
 import { parseEnvironment } from '../config/load.ts'
@@ -32,9 +33,14 @@ export interface StackSettings {
   publicConfig: Record<string, unknown>
 }
 
+// The SDK knows which keys were set with --secret but does not declare the function in its types.
+const isConfigSecret = (runtimeConfig as unknown as { isConfigSecret?: (key: string) => boolean }).isConfigSecret
+
 /** Reads and validates the running stack's configuration. */
 export function readStackSettings(): StackSettings {
-  return parseStackConfig(pulumi.runtime.allConfig(), pulumi.getStack())
+  const all = pulumi.runtime.allConfig()
+  const plain = isConfigSecret ? Object.keys(all).filter((key) => SECURE_KEYS.some((k) => `${NAMESPACE}${k}` === key) && !isConfigSecret(key)) : []
+  return parseStackConfig(all, pulumi.getStack(), plain)
 }
 
 function parseValue(raw: string): unknown {
@@ -49,9 +55,15 @@ function parseValue(raw: string): unknown {
   return raw
 }
 
-/** Validates a Pulumi configuration map (`svcops:manager` -> JSON text) of stack `stack`. */
-export function parseStackConfig(all: Record<string, string>, stack: string): StackSettings {
+/**
+ * Validates a Pulumi configuration map (`svcops:manager` -> JSON text) of stack `stack`.
+ * `plainText` lists secure keys that were not set with --secret: they are refused.
+ */
+export function parseStackConfig(all: Record<string, string>, stack: string, plainText: string[] = []): StackSettings {
   const file = `stacks/Pulumi.${stack}.yaml`
+  for (const key of plainText) {
+    throw new BadInputError(`${file}: ${key.slice(NAMESPACE.length)}: a value is stored in plain text; expected it set with \`pulumi config set --secret ${key}\`.`)
+  }
   const forSchema: Record<string, unknown> = {}
   const publicConfig: Record<string, unknown> = {}
   const decrypted: Partial<Record<(typeof SECURE_KEYS)[number], string>> = {}

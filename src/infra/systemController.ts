@@ -112,7 +112,7 @@ export class SystemController extends pulumi.ComponentResource {
       {
         annotations: { 'checksum/psk-settings': this.checksum, ...(args.tls ? { 'checksum/tls': args.tls.checksum } : {}) },
         container: {
-          args: flagged ? [settingsPathFlag(), directory] : [],
+          ...(flagged ? { args: [settingsPathFlag(), directory] } : {}),
           workingDir: directory,
           ports: [{ name: 'api', containerPort: args.port, protocol: 'TCP' }],
           env: [

@@ -1,0 +1,97 @@
+/**
+ * `svcops render`: the Kubernetes objects the Pulumi program would create for a stack, one YAML
+ * file each, secrets replaced by a marker, every object validated against the official schema.
+ * A preview for pull requests and for places without the Pulumi CLI — not what a cluster holds.
+ */
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { stringify as toYaml } from 'yaml'
+import { OperationError } from '../ops/errors.ts'
+import { events } from '../ops/events.ts'
+import { redact, redactDeep } from '../ops/redact.ts'
+import { previewStack, SECRET_MARKER, type DeclaredResource } from './preview.ts'
+import { validateObject } from './validate.ts'
+
+/** First line of every rendered file; also how a later render recognises files it may replace. */
+export const RENDER_HEADER = '# PREVIEW rendered by svcops render'
+
+export interface RenderOptions {
+  stack: string
+  stackFile: string
+  outDir: string
+}
+
+export interface RenderReport {
+  stack: string
+  outDir: string
+  preview: true
+  files: { file: string; kind: string; name: string; secretFields: string[] }[]
+  /** Secure config keys given stand-in values (they cannot be decrypted without Pulumi). */
+  standIns: string[]
+  outputs: Record<string, unknown>
+}
+
+// Apply order a person would read: where things live, what they read, then what runs.
+const KIND_ORDER = ['Namespace', 'Secret', 'ConfigMap', 'PersistentVolumeClaim', 'Service', 'Deployment', 'PodDisruptionBudget', 'NetworkPolicy', 'CronJob']
+
+function kindOf(o: DeclaredResource): string {
+  return String(o.shown.kind)
+}
+
+function nameOf(o: DeclaredResource): string {
+  const name = (o.shown.metadata as { name?: unknown } | undefined)?.name
+  return typeof name === 'string' ? name : o.name
+}
+
+function header(stack: string, secretFields: string[]): string {
+  return [
+    `${RENDER_HEADER} --stack ${stack}, through Pulumi's mock runtime: not read from a cluster, not a plan.`,
+    `# Secret values read "${SECRET_MARKER}"; generated keys, certificates and checksums are stand-ins.`,
+    '# Validated against the official Kubernetes schema (kubernetes-models). For the real plan: pulumi preview -s ' + stack,
+    ...(secretFields.length ? [`# Secret fields: ${secretFields.join(', ')}`] : []),
+  ].join('\n')
+}
+
+/** Removes files an earlier render wrote, so objects that no longer exist do not linger. */
+function clearEarlierRender(outDir: string): void {
+  for (const file of readdirSync(outDir)) {
+    if (!file.endsWith('.yaml')) continue
+    const path = join(outDir, file)
+    if (readFileSync(path, 'utf8').startsWith(RENDER_HEADER)) rmSync(path)
+  }
+}
+
+/** Renders stack `options.stack` into `options.outDir`. Writes nothing when any object is invalid. */
+export async function renderStack(options: RenderOptions): Promise<RenderReport> {
+  const outDir = resolve(options.outDir)
+  events.emit({ kind: 'step', step: 'run the program under the mock runtime', status: 'start', detail: options.stackFile })
+  const result = await previewStack({ stackFile: options.stackFile, stack: options.stack })
+  const objects = [...result.objects].sort((a, b) => KIND_ORDER.indexOf(kindOf(a)) - KIND_ORDER.indexOf(kindOf(b)) || nameOf(a).localeCompare(nameOf(b)))
+  events.emit({ kind: 'step', step: 'run the program under the mock runtime', status: 'ok', detail: `${objects.length} objects` })
+
+  const invalid: string[] = []
+  for (const o of objects) {
+    try {
+      validateObject(o.unwrapped)
+    } catch (error) {
+      invalid.push(redact((error as Error).message))
+    }
+  }
+  events.emit({ kind: 'check', check: `${objects.length - invalid.length} of ${objects.length} objects match the Kubernetes schema`, ok: invalid.length === 0 })
+  if (invalid.length > 0) throw new OperationError(`${invalid.length} rendered object(s) do not match the Kubernetes schema, nothing written: ${invalid.join(' ')}`)
+
+  mkdirSync(outDir, { recursive: true })
+  clearEarlierRender(outDir)
+  const files: RenderReport['files'] = []
+  objects.forEach((o, i) => {
+    const kind = kindOf(o)
+    const name = nameOf(o)
+    const file = `${String(i + 1).padStart(2, '0')}-${kind.toLowerCase()}-${name}.yaml`
+    // Redacted once more: a secret that reached a non-secret field must not reach the file either.
+    writeFileSync(join(outDir, file), `${header(options.stack, o.secretPaths)}\n${redact(toYaml(o.shown))}`)
+    files.push({ file, kind, name, secretFields: o.secretPaths })
+  })
+  const outputs = redactDeep(result.outputs)
+  writeFileSync(join(outDir, 'outputs.yaml'), `${header(options.stack, [])}\n# Stack outputs.\n${toYaml(outputs)}`)
+  return { stack: options.stack, outDir, preview: true, files, standIns: result.standIns, outputs }
+}
