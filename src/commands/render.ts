@@ -13,6 +13,7 @@ export function register(program: Command): void {
     .description('PREVIEW: write the Kubernetes objects of a stack as YAML (mock runtime, secrets masked, schema-validated).')
     .option('--stack <name>', 'stack to render (default: --env)')
     .requiredOption('--out <dir>', 'directory for the YAML files (files of an earlier render there are replaced)')
+    .option('--dry-run', 'build and validate, list the files, write nothing')
     .addHelpText(
       'after',
       `
@@ -25,19 +26,20 @@ What it is not: a plan or a diff against the cluster. For that run 'pulumi previ
 
 Examples:
   svcops render --stack dev --out rendered/dev
-  svcops render --env prod --out /tmp/prod --json`,
+  svcops render --env prod --out /tmp/prod --json
+  svcops render --stack staging --out rendered/staging --dry-run`,
     )
-    .action(async (options: { stack?: string; out: string }, command: Command) => {
+    .action(async (options: { stack?: string; out: string; dryRun?: boolean }, command: Command) => {
       const { renderStack } = await import('../infra/render.ts')
       const { env, envFile } = globals(command)
       const stack = options.stack ?? env
       if (!stack) throw new BadInputError('--stack: missing; expected the name of a stack in stacks/, for example --stack dev.')
       const stop = showProgress(command)
       try {
-        const report = await renderStack({ stack, stackFile: envFile ?? stackFilePath(stack), outDir: options.out })
+        const report = await renderStack({ stack, stackFile: envFile ?? stackFilePath(stack), outDir: options.out, dryRun: options.dryRun ?? false })
         printResult(command, { ok: true, ...report }, () =>
           [
-            `PREVIEW of stack ${stack} (mock runtime, not read from a cluster): ${report.files.length} objects written to ${report.outDir}, each valid against the Kubernetes schema.`,
+            `PREVIEW of stack ${stack} (mock runtime, not read from a cluster): ${report.files.length} objects ${report.dryRun ? 'would be written' : 'written'} to ${report.outDir}, each valid against the Kubernetes schema.`,
             ...report.files.map((f) => `  ${f.file}${f.secretFields.length ? `  (secret: ${f.secretFields.join(', ')})` : ''}`),
             ...(report.standIns.length ? [`Stand-ins used for secure values: ${report.standIns.join(', ')}.`] : []),
             `Real plan: pulumi preview -s ${stack}`,

@@ -19,12 +19,15 @@ export interface RenderOptions {
   stack: string
   stackFile: string
   outDir: string
+  /** Build and validate, list the files, write nothing. */
+  dryRun?: boolean
 }
 
 export interface RenderReport {
   stack: string
   outDir: string
   preview: true
+  dryRun: boolean
   files: { file: string; kind: string; name: string; secretFields: string[] }[]
   /** Secure config keys given stand-in values (they cannot be decrypted without Pulumi). */
   standIns: string[]
@@ -80,18 +83,21 @@ export async function renderStack(options: RenderOptions): Promise<RenderReport>
   events.emit({ kind: 'check', check: `${objects.length - invalid.length} of ${objects.length} objects match the Kubernetes schema`, ok: invalid.length === 0 })
   if (invalid.length > 0) throw new OperationError(`${invalid.length} rendered object(s) do not match the Kubernetes schema, nothing written: ${invalid.join(' ')}`)
 
-  mkdirSync(outDir, { recursive: true })
-  clearEarlierRender(outDir)
-  const files: RenderReport['files'] = []
-  objects.forEach((o, i) => {
-    const kind = kindOf(o)
-    const name = nameOf(o)
-    const file = `${String(i + 1).padStart(2, '0')}-${kind.toLowerCase()}-${name}.yaml`
-    // Redacted once more: a secret that reached a non-secret field must not reach the file either.
-    writeFileSync(join(outDir, file), `${header(options.stack, o.secretPaths)}\n${redact(toYaml(o.shown))}`)
-    files.push({ file, kind, name, secretFields: o.secretPaths })
-  })
+  const dryRun = options.dryRun ?? false
+  const files = objects.map((o, i) => ({
+    file: `${String(i + 1).padStart(2, '0')}-${kindOf(o).toLowerCase()}-${nameOf(o)}.yaml`,
+    kind: kindOf(o),
+    name: nameOf(o),
+    secretFields: o.secretPaths,
+    object: o,
+  }))
   const outputs = redactDeep(result.outputs)
-  writeFileSync(join(outDir, 'outputs.yaml'), `${header(options.stack, [])}\n# Stack outputs.\n${toYaml(outputs)}`)
-  return { stack: options.stack, outDir, preview: true, files, standIns: result.standIns, outputs }
+  if (!dryRun) {
+    mkdirSync(outDir, { recursive: true })
+    clearEarlierRender(outDir)
+    // Redacted once more: a secret that reached a non-secret field must not reach a file either.
+    for (const f of files) writeFileSync(join(outDir, f.file), `${header(options.stack, f.secretFields)}\n${redact(toYaml(f.object.shown))}`)
+    writeFileSync(join(outDir, 'outputs.yaml'), `${header(options.stack, [])}\n# Stack outputs.\n${toYaml(outputs)}`)
+  }
+  return { stack: options.stack, outDir, preview: true, dryRun, files: files.map(({ object: _object, ...rest }) => rest), standIns: result.standIns, outputs }
 }

@@ -73,7 +73,8 @@ export function parseStackConfig(all: Record<string, string>, stack: string, pla
     const secure = SECURE_KEYS.find((k) => k === short)
     if (secure) {
       // Pulumi decrypted it; the schema sees the shape the stack file has.
-      decrypted[secure] = registerSecret(raw)
+      // A value piped into `pulumi config set --secret` may end with the pipe's newline.
+      decrypted[secure] = registerSecret(raw.replace(/\r?\n$/, ''))
       forSchema[key] = { secure: 'decrypted-by-pulumi' }
       continue
     }

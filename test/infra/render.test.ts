@@ -62,6 +62,16 @@ describe('svcops render', () => {
     expect(existsSync(out)).toBe(false)
   })
 
+  it('writes nothing with --dry-run, but still validates and lists the files', () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'svcops-render-')), 'out')
+    const { code, stdout } = svcops(['render', '--stack', 'prod', '--out', out, '--dry-run', '--json'])
+    expect(code).toBe(0)
+    const report = JSON.parse(stdout) as { dryRun: boolean; files: { kind: string }[] }
+    expect(report.dryRun).toBe(true)
+    expect(report.files.map((f) => f.kind)).toContain('CronJob')
+    expect(existsSync(out)).toBe(false)
+  })
+
   it('teaches what it is and is not in --help', () => {
     const { code, stdout } = svcops(['render', '--help'])
     expect(code).toBe(0)
