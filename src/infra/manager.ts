@@ -14,6 +14,7 @@ import { createDeployment, createDisruptionBudget, createService, serviceUrl, ty
 export const SIGNING_KEY_FILE = 'signing-key.pem'
 
 export interface ManagerArgs extends WorkloadArgs {
+  /** Port of the auth API (1024 or more: the container is not root). */
   port: number
   /** URL of the identity and access management system. */
   identityUrl: string
@@ -21,7 +22,9 @@ export interface ManagerArgs extends WorkloadArgs {
   tokenLifetimeSeconds: number
   /** Auth API revision the manager serves. */
   apiRevision: string
+  /** Product prefix (`svc`) of the variable names. */
   prefix: string
+  /** Product folder, for the signing key's directory. */
   productDir: string
 }
 

@@ -23,9 +23,13 @@ export function caDirectory(productDir: string): string {
 
 /** `nodeSelector` and `tolerations` put the component on the nodes with its hardware: GPU for pipelines, capture cards for ingest. */
 export interface MediaComponentArgs extends WorkloadArgs {
+  /** Which component: ingest, pipeline (rendering engine) or control panel. */
   kind: MediaKind
+  /** Product prefix (`svc`) of the variable names. */
   prefix: string
+  /** Product folder, for the CA directory. */
   productDir: string
+  /** The one PSK Secret (read through `secretKeyRef`). */
   psk: PskRef
   /** Checksum of PSK and settings shared with the controller, so a rotation restarts everything at once. */
   pskChecksum: pulumi.Input<string>

@@ -13,11 +13,15 @@ import { createDeployment, createDisruptionBudget, createService, serviceUrl, ty
 export const RECORDINGS_DIR = '/var/lib/recordings'
 
 export interface RecordingServiceArgs extends WorkloadArgs {
+  /** Port of the HTTP API (1024 or more: the container is not root). */
   port: number
+  /** The recordings' volume claim; more than one replica needs ReadWriteMany. */
   storage: { size: string | number; storageClass?: string; accessMode: 'ReadWriteOnce' | 'ReadWriteMany' }
+  /** Where the database is (the password comes apart, as a secret). */
   database: { host: string; port: number; name: string; user: string }
   /** Database password (a Pulumi secret). */
   databasePassword: pulumi.Input<string>
+  /** Product prefix (`svc`) of the variable names. */
   prefix: string
 }
 

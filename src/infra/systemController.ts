@@ -52,12 +52,15 @@ export interface PskRef {
 }
 
 export interface SystemControllerArgs extends WorkloadArgs {
+  /** Port of the REST API (1024 or more: the container is not root). */
   port: number
   /** Health path under the release's API prefix. */
   healthPath: string
-  /** Product prefix (`svc`) and folder (`svc`). */
+  /** Product prefix (`svc`): names of the variables and of the settings file. */
   prefix: string
+  /** Product folder: the settings directory is `/etc/opt/<productDir>`. */
   productDir: string
+  /** The one PSK Secret and its value. */
   psk: PskRef
   /** Further settings-file keys from config. */
   settings: Record<string, unknown>

@@ -12,11 +12,13 @@ import { checksumOf, secretData } from './kube.ts'
 export const CA_FILE = 'ca.crt'
 
 export interface TlsArgs {
+  /** Namespace of the Secret and the ConfigMap. */
   namespace: pulumi.Input<string>
   /** DNS names the server certificate is valid for (the controller's Service names). */
   dnsNames: string[]
   /** Validity of the CA and the server certificate, in hours. */
   validityHours?: number
+  /** Labels of the Secret and the ConfigMap. */
   labels: Record<string, string>
 }
 

@@ -18,6 +18,7 @@ export function upgradeCommand(stack: string, to: string): string[] {
 }
 
 export interface UpgradeScheduleArgs {
+  /** Namespace of the CronJob and its ConfigMap. */
   namespace: pulumi.Input<string>
   /** Stack (environment) name passed to `--env`. */
   stack: string
@@ -27,11 +28,13 @@ export interface UpgradeScheduleArgs {
   to: string
   /** Cron expression of the maintenance window and its time zone. */
   schedule: string
+  /** IANA time zone of the schedule. */
   timeZone: string
   /** Image of svcops, with its tag. */
   image: string
   /** Existing Secret with the credentials the stack file references. */
   credentialsSecret: string
+  /** Secret for pulling from a private registry. */
   imagePullSecret?: string
 }
 

@@ -31,11 +31,13 @@ export interface WorkloadArgs {
   version: string
   /** Image repository without tag. */
   image: string
+  /** Number of pods. */
   replicas: number
   /** Requests and limits from config. */
   resources: Resources
   /** Nodes the pods may run on (GPU, capture cards). */
   nodeSelector: Record<string, string>
+  /** Taints of those nodes the pods accept. */
   tolerations: Toleration[]
   /** Secret for pulling from a private registry. */
   imagePullSecret?: string

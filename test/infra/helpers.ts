@@ -9,6 +9,9 @@ import type { z } from 'zod'
 import type { deploySchema } from '../../src/config/deploy.ts'
 import { previewStack, type DeclaredResource, type PreviewOptions, type PreviewResult } from '../../src/infra/preview.ts'
 
+/** Written by `svcops lab up` at run time (ignored by git); not one of the platform's stacks. */
+export const LAB_STACK = 'Pulumi.lab.yaml'
+
 /** A stack file's config map, loosely typed for edits in tests. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type LooseConfig = Record<string, any>
@@ -23,7 +26,7 @@ export function deployOf(config: LooseConfig): z.input<typeof deploySchema> {
 /** Stacks in stacks/ that deploy something (have svcops:deploy). */
 export function deployStacks(): string[] {
   return readdirSync(STACKS_DIR)
-    .filter((f) => /^Pulumi\.[^.]+\.yaml$/.test(f))
+    .filter((f) => /^Pulumi\.[^.]+\.yaml$/.test(f) && f !== LAB_STACK)
     .filter((f) => 'svcops:deploy' in ((parseYaml(readFileSync(join(STACKS_DIR, f), 'utf8')) as { config: object }).config ?? {}))
     .map((f) => f.replace(/^Pulumi\.|\.yaml$/g, ''))
 }
