@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
-import { createServiceDatabase, installDeb, READ, recordingDebs, runInstalledService, type ServiceDatabase, startRecordingHost, startTestIssuer, stopAllServices, type TestIssuer, waitForLog, WRITE } from './recording-fixture.ts'
+import type { PostgresCluster } from '../../src/lab/postgres.ts'
+import { createServiceDatabase, installDeb, recordingDebs, runInstalledService, type ServiceDatabase, startRecordingHost, startTestBed, type TestBed, type TestIssuer, waitForLog } from './recording-fixture.ts'
 
 type Host = Awaited<ReturnType<typeof startRecordingHost>>
 
@@ -9,16 +9,16 @@ let issuer: TestIssuer
 let token: string
 const hosts: Host[] = []
 
+let bed: TestBed
+
 beforeAll(async () => {
-  ;[pg, issuer] = await Promise.all([startPostgres({ fsync: false }), startTestIssuer(), recordingDebs()])
-  token = await issuer.sign({ scope: `${READ} ${WRITE}` })
+  bed = await startTestBed()
+  ;({ pg, issuer, token } = bed)
 }, 60_000)
 
 afterAll(async () => {
-  await stopAllServices()
   await Promise.all(hosts.map((host) => host.cleanup()))
-  await issuer?.close()
-  await pg?.stop()
+  await bed?.stop()
 })
 
 /** A host on 2.0.0 (schema 2) holding five recordings, stopped, then upgraded to `version` and started. */

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose'
-import type { PostgresCluster } from '../../src/lab/postgres.ts'
+import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
 import { freePort } from '../../src/lab/ports.ts'
 import { buildRecordingPackages, defaultServiceConfig, findRecordingRelease } from '../../src/lab/recording/index.ts'
 import { local, runCommand } from '../../src/ops/runner.ts'
@@ -187,4 +187,28 @@ export async function waitForLog(service: Pick<RunningService, 'log'>, pattern: 
     await new Promise((resolve) => setTimeout(resolve, 25))
   }
   return false
+}
+
+export interface TestBed {
+  pg: PostgresCluster
+  issuer: TestIssuer
+  /** A token with both scopes. */
+  token: string
+  /** Stops every service started, the issuer and PostgreSQL. */
+  stop(): Promise<void>
+}
+
+/** PostgreSQL, a token issuer and the packages, started side by side. */
+export async function startTestBed(): Promise<TestBed> {
+  const [pg, issuer] = await Promise.all([startPostgres({ fsync: false }), startTestIssuer(), recordingDebs()])
+  return {
+    pg,
+    issuer,
+    token: await issuer.sign({ scope: `${READ} ${WRITE}` }),
+    stop: async () => {
+      await stopAllServices()
+      await issuer.close()
+      await pg.stop()
+    },
+  }
 }

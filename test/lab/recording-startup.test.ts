@@ -2,22 +2,22 @@ import { chmodSync, chownSync, mkdirSync, readFileSync, rmSync, writeFileSync } 
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort } from '../../src/lab/ports.ts'
-import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
-import { createServiceDatabase, installDeb, READ, recordingDebs, runInstalledService, type ServiceDatabase, startRecordingHost, startTestIssuer, stopAllServices, type TestIssuer, WRITE } from './recording-fixture.ts'
+import type { PostgresCluster } from '../../src/lab/postgres.ts'
+import { createServiceDatabase, installDeb, recordingDebs, runInstalledService, type ServiceDatabase, startRecordingHost, startTestBed, type TestBed, type TestIssuer } from './recording-fixture.ts'
 
 let pg: PostgresCluster
 let issuer: TestIssuer
 let token: string
 
+let bed: TestBed
+
 beforeAll(async () => {
-  ;[pg, issuer] = await Promise.all([startPostgres({ fsync: false }), startTestIssuer(), recordingDebs()])
-  token = await issuer.sign({ scope: `${READ} ${WRITE}` })
+  bed = await startTestBed()
+  ;({ pg, issuer, token } = bed)
 }, 60_000)
 
 afterAll(async () => {
-  await stopAllServices()
-  await issuer?.close()
-  await pg?.stop()
+  await bed?.stop()
 })
 
 async function migrations(database: ServiceDatabase): Promise<{ version: number; release: string }[]> {
