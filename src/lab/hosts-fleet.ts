@@ -4,14 +4,14 @@
  * way an operator would (own port, the lab's database and manager), and the service started by
  * supervisor; then the lab waits until every host answers its health check.
  */
-import { chownSync, copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { OperationError } from '../ops/errors.ts'
 import { events } from '../ops/events.ts'
-import { dpkgArgv, supervisorctlArgv, transportFor } from '../ops/hosts.ts'
+import { dpkgArgv, transportFor } from '../ops/hosts.ts'
 import { registerSecret } from '../ops/redact.ts'
 import { runCommand, type Transport } from '../ops/runner.ts'
-import { createLabHost, labHostPaths, stopLabHost, type LabHostInfo } from './hosts.ts'
+import { createLabHostTree, labHostPaths, startSupervisord, stopLabHost, type LabHostInfo } from './hosts.ts'
 import { freePort } from './ports.ts'
 import { recordingPackageName, recordingPackagePaths, type PackageOptions } from './recording/index.ts'
 import { lookupUser } from './sshd.ts'
@@ -94,44 +94,72 @@ async function waitHealthy(url: string, timeoutMs: number, host: LabHostInfo, lo
   throw new OperationError(`The recording service on lab host ${host.name} did not become healthy at ${url} within ${timeoutMs} ms (${last}).`, `tail ${log}`)
 }
 
-/** Creates one host with `version` installed and its service running and healthy. */
-export async function provisionHost(name: string, options: ProvisionHostsOptions): Promise<LabRecordingHost> {
+/** What installing needs: everything but the database and the manager (so it can run before they are up). */
+export type InstallHostsOptions = Pick<ProvisionHostsOptions, 'dir' | 'count' | 'version' | 'packages' | 'product' | 'user' | 'namePrefix' | 'sharedStorage'>
+
+/** Creates one host's tree and installs `version` into it with dpkg; nothing runs yet. */
+export async function installHost(name: string, options: InstallHostsOptions): Promise<LabHostInfo> {
   const deb = options.packages[options.version]
   if (!deb) throw new OperationError(`No package of recording release ${options.version} was built; known: ${Object.keys(options.packages).join(', ')}.`)
   const owner = lookupUser(options.user)
   if (!owner) throw new OperationError(`The lab host user '${options.user}' does not exist.`)
   const root = join(options.dir, 'hosts', name)
-  const host = await createLabHost({ name, root, user: options.user, openUpTo: options.dir })
+  const host = createLabHostTree({ name, root, user: options.user, openUpTo: options.dir })
   const t: Transport = transportFor({ name, url: 'http://127.0.0.1:1', root, canary: false })
   try {
     const cached = join(labHostPaths(root).packageCache, basename(deb))
     copyFileSync(deb, cached)
     if (process.getuid?.() === 0) chownSync(cached, owner.uid, owner.gid)
     await runCommand(t, dpkgArgv(host, ['--force-confdef', '--force-confold', '-i', cached]))
-    const port = await freePort()
-    configureService(host, port, options, owner.uid, owner.gid)
-    // The package's program section autostarts; `update` makes supervisord read it and start it.
-    await runCommand(t, supervisorctlArgv(host, ['update']))
-    const url = `http://127.0.0.1:${port}`
-    await waitHealthy(url, options.healthTimeoutMs ?? 30_000, host, join(root, recordingPackagePaths(options.product).log))
-    return { ...host, url, port, version: options.version }
+    return host
   } finally {
     await t.close()
   }
 }
 
-/** Provisions `count` hosts in parallel; on any failure stops the ones already started and throws. */
-export async function provisionHosts(options: ProvisionHostsOptions): Promise<LabRecordingHost[]> {
-  registerSecret(options.database.password)
-  if (options.sharedStorage) createSharedStorage(options.sharedStorage, options.user)
-  const names = Array.from({ length: options.count }, (_, i) => labHostName(i, options.namePrefix))
-  const results = await Promise.allSettled(names.map((name) => events.step(`host ${name}: ${recordingPackageName(options.product.prefix)} ${options.version}`, () => provisionHost(name, options), name)))
+/** Points an installed host at the database and manager, starts its supervisord, waits for health. */
+export async function startHost(host: LabHostInfo, options: ProvisionHostsOptions): Promise<LabRecordingHost> {
+  const owner = lookupUser(options.user)
+  if (!owner) throw new OperationError(`The lab host user '${options.user}' does not exist.`)
+  const port = await freePort()
+  configureService(host, port, options, owner.uid, owner.gid)
+  // supervisord starts after the install, so it reads the package's program section at once and
+  // autostarts it (no `supervisorctl update`: one Python start less per host).
+  const supervisordPid = await startSupervisord(host)
+  const url = `http://127.0.0.1:${port}`
+  await waitHealthy(url, options.healthTimeoutMs ?? 30_000, host, join(host.root, recordingPackagePaths(options.product).log))
+  return { ...host, supervisordPid, url, port, version: options.version }
+}
+
+/** Runs `fn` for every item in parallel; if any fails, stops every host of `dir` and throws the first error. */
+async function allOrStop<I, O>(items: I[], dir: string, fn: (item: I) => Promise<O>): Promise<O[]> {
+  const results = await Promise.allSettled(items.map(fn))
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
   if (failed) {
-    await Promise.all(names.map((name) => stopLabHost({ root: join(options.dir, 'hosts', name) })))
+    const hosts = join(dir, 'hosts')
+    const roots = existsSync(hosts) ? readdirSync(hosts).map((n) => join(hosts, n)) : []
+    await Promise.all(roots.map((root) => stopLabHost({ root })))
     throw failed.reason
   }
-  return results.map((r) => (r as PromiseFulfilledResult<LabRecordingHost>).value)
+  return results.map((r) => (r as PromiseFulfilledResult<O>).value)
+}
+
+/** Creates `count` host trees with `version` installed, in parallel (needs neither database nor manager). */
+export async function installHosts(options: InstallHostsOptions): Promise<LabHostInfo[]> {
+  if (options.sharedStorage) createSharedStorage(options.sharedStorage, options.user)
+  const names = Array.from({ length: options.count }, (_, i) => labHostName(i, options.namePrefix))
+  return allOrStop(names, options.dir, (name) => events.step(`host ${name}: install ${recordingPackageName(options.product.prefix)} ${options.version}`, () => installHost(name, options), name))
+}
+
+/** Starts installed hosts in parallel; on any failure stops them all and throws. */
+export async function startHosts(hosts: LabHostInfo[], options: ProvisionHostsOptions): Promise<LabRecordingHost[]> {
+  registerSecret(options.database.password)
+  return allOrStop(hosts, options.dir, (host) => events.step(`host ${host.name}: start ${recordingPackageName(options.product.prefix)} ${options.version}`, () => startHost(host, options), host.name))
+}
+
+/** Installs and starts `count` hosts (both phases in parallel over the hosts). */
+export async function provisionHosts(options: ProvisionHostsOptions): Promise<LabRecordingHost[]> {
+  return startHosts(await installHosts(options), options)
 }
 
 /** The shared recordings directory with the default storage location, owned by the hosts' user. */

@@ -14,8 +14,8 @@ import { RecordingClient } from '../clients/recording.ts'
 import { BadInputError } from '../ops/errors.ts'
 import { events } from '../ops/events.ts'
 import { readSecret } from '../config/secrets.ts'
-import { provisionHosts, labHostName, type LabRecordingHost } from './hosts-fleet.ts'
-import { stopLabHost, supervisordPid } from './hosts.ts'
+import { installHosts, labHostName, startHosts, type LabRecordingHost } from './hosts-fleet.ts'
+import { stopLabHost, supervisordPid, type LabHostInfo } from './hosts.ts'
 import type { LabManager, LabRun } from './lab.ts'
 import type { PostgresCluster } from './postgres.ts'
 import { buildRecordingPackages, RECORDING_RELEASES, recordingPackageName, recordingPackagePaths, type PackageOptions } from './recording/index.ts'
@@ -91,19 +91,25 @@ export interface LabRecordingPart {
   recordingsCreated: number
 }
 
-/** Database, packages, sshd and hosts; records every host before it is created. */
-export async function startLabRecording(lab: LabRun, cluster: PostgresCluster, manager: LabManager, options: LabHostsOptions): Promise<LabRecordingPart> {
+/** What `prepareLabRecording` made: sshd up, host trees with the release installed, nothing serving yet. */
+export interface PreparedLabRecording {
+  options: Required<LabHostsOptions>
+  sshd: SshdInfo
+  hostsDir: string
+  hosts: LabHostInfo[]
+  entries: LabEntry[]
+}
+
+/**
+ * The part that needs neither PostgreSQL nor the manager, so `lab up` runs it while they start:
+ * packages, sshd, host trees with the release installed. Records every host before creating it.
+ */
+export async function prepareLabRecording(lab: LabRun, options: LabHostsOptions): Promise<PreparedLabRecording> {
   const o = checkLabHostsOptions(options)
-  const password = randomBytes(24).toString('base64url')
-  const passwordFile = lab.secret('recording-db-password', password)
-  // Independent of each other: one lab step (so Ctrl-C waits for all three), three events.
-  const [packages, sshd] = await lab.step('prepare the recording hosts', () =>
-    Promise.all([
-      events.step('build the recording service packages', () => buildRecordingPackages(labPackagesDir(lab.paths.dir), PRODUCT)),
-      events.step('start sshd', () => startLabSshd(lab)),
-      events.step(`create database ${DATABASE.name}`, () => cluster.createDatabase(DATABASE.name, { user: DATABASE.user, password })),
-    ]),
-  )
+  const [packages, sshd] = await Promise.all([
+    events.step('build the recording service packages', () => buildRecordingPackages(labPackagesDir(lab.paths.dir), PRODUCT)),
+    events.step('start sshd', () => startLabSshd(lab)),
+  ])
   // Host trees live in /tmp, which every user can reach; the project dir may not be readable by the test user.
   const hostsDir = mkdtempSync(join(tmpdir(), 'svcops-lab-hosts-'))
   chmodSync(hostsDir, 0o755)
@@ -113,13 +119,25 @@ export async function startLabRecording(lab: LabRun, cluster: PostgresCluster, m
   for (let i = 0; i < o.hosts; i++) {
     const name = labHostName(i)
     const root = join(hostsDir, 'hosts', name)
-    const entry: LabEntry = { kind: 'lab-host', name: `host ${name}`, info: { name, root, user: sshd.user, hostsDir }, paths: [], stop: `supervisorctl -c ${root}/etc/supervisor/supervisord.conf shutdown (SIGTERM to supervisord and its programs)` }
+    const entry: LabEntry = { kind: 'lab-host', name: `host ${name}`, info: { name, root, user: sshd.user, hostsDir }, paths: [], stop: `SIGTERM to the supervisord of ${root} and its programs` }
     entries.push(entry)
     lab.record(entry)
   }
+  const hosts = await events.step(`install ${recordingPackageName(PRODUCT.prefix)} ${o.version} on ${o.hosts} host${o.hosts === 1 ? '' : 's'}`, () =>
+    installHosts({ dir: hostsDir, sharedStorage: join(hostsDir, 'shared-recordings'), count: o.hosts, version: o.version, packages, product: PRODUCT, user: sshd.user }),
+  )
+  return { options: o, sshd, hostsDir, hosts, entries }
+}
+
+/** The rest, once PostgreSQL and the manager run: database, services started and healthy, recordings. */
+export async function finishLabRecording(lab: LabRun, prepared: PreparedLabRecording, cluster: PostgresCluster, manager: LabManager): Promise<LabRecordingPart> {
+  const { options: o, sshd, hostsDir, entries } = prepared
+  const password = randomBytes(24).toString('base64url')
+  const passwordFile = lab.secret('recording-db-password', password)
+  await lab.step(`create database ${DATABASE.name}`, () => cluster.createDatabase(DATABASE.name, { user: DATABASE.user, password }))
   const database = { host: cluster.info.host, port: cluster.info.port, ...DATABASE }
   const hosts = await lab.step(`start ${o.hosts} recording host${o.hosts === 1 ? '' : 's'} with ${recordingPackageName(PRODUCT.prefix)} ${o.version}`, () =>
-    provisionHosts({ dir: hostsDir, sharedStorage: join(hostsDir, 'shared-recordings'), count: o.hosts, version: o.version, packages, product: PRODUCT, user: sshd.user, database: { ...database, password }, managerUrl: manager.url }),
+    startHosts(prepared.hosts, { dir: hostsDir, sharedStorage: join(hostsDir, 'shared-recordings'), count: o.hosts, version: o.version, packages: {}, product: PRODUCT, user: sshd.user, database: { ...database, password }, managerUrl: manager.url }),
   )
   for (const [i, host] of hosts.entries()) {
     const entry = entries[i]
@@ -134,6 +152,12 @@ export async function startLabRecording(lab: LabRun, cluster: PostgresCluster, m
   writeLabState(lab.paths, lab.state)
   const created = o.recordings > 0 ? await lab.step(`create ${o.recordings} recordings through the API`, () => createLabRecordings(manager, hosts, o.recordings)) : 0
   return { version: o.version, hosts, sshd, packageDir: labPackagesDir(lab.paths.dir), database: { ...database, passwordFile }, recordingsCreated: created }
+}
+
+/** Both phases one after the other (for callers that start PostgreSQL and the manager first). */
+export async function startLabRecording(lab: LabRun, cluster: PostgresCluster, manager: LabManager, options: LabHostsOptions): Promise<LabRecordingPart> {
+  const prepared = await lab.step('prepare the recording hosts', () => prepareLabRecording(lab, options))
+  return finishLabRecording(lab, prepared, cluster, manager)
 }
 
 /** Creates `count` recordings through the recording client, spread over the hosts, as the lab operator. */

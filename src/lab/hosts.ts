@@ -121,6 +121,19 @@ export interface CreateLabHostOptions {
   openUpTo?: string
 }
 
+/** Creates the host tree (owned by `user`) without starting anything. */
+export function createLabHostTree(options: CreateLabHostOptions): LabHostInfo {
+  const info: LabHostInfo = { name: options.name, root: options.root, user: options.user }
+  initLabHostTree(info.root)
+  if (isRoot()) {
+    const owner = lookupUser(info.user)
+    if (!owner) throw new OperationError(`The lab host user '${info.user}' does not exist.`, `useradd -m -s /bin/bash ${info.user}`)
+    chownTree(info.root, owner.uid, owner.gid)
+    openParents(info.root, options.openUpTo ?? info.root)
+  }
+  return info
+}
+
 function isRoot(): boolean {
   return process.getuid?.() === 0
 }
@@ -134,18 +147,11 @@ function asUser(user: string, argv: string[]): string[] {
 
 /** Creates the host tree (owned by `user`) and starts its supervisord. */
 export async function createLabHost(options: CreateLabHostOptions): Promise<LabHostInfo & { supervisordPid: number }> {
-  const info: LabHostInfo = { name: options.name, root: options.root, user: options.user }
-  initLabHostTree(info.root)
-  if (isRoot()) {
-    const owner = lookupUser(info.user)
-    if (!owner) throw new OperationError(`The lab host user '${info.user}' does not exist.`, `useradd -m -s /bin/bash ${info.user}`)
-    chownTree(info.root, owner.uid, owner.gid)
-    openParents(info.root, options.openUpTo ?? info.root)
-  }
+  const info = createLabHostTree(options)
   return { ...info, supervisordPid: await startSupervisord(info) }
 }
 
-/** Starts the host's supervisord (it daemonizes after its socket listens). */
+/** Starts the host's supervisord (it daemonizes after its socket listens); it starts every autostart program in conf.d. */
 export async function startSupervisord(info: LabHostInfo): Promise<number> {
   const supervisord = requireBinary('supervisord', 'supervisor')
   const p = labHostPaths(info.root)

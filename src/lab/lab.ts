@@ -22,7 +22,7 @@ import { hashPassword } from './manager/passwords.ts'
 import { freePort } from './ports.ts'
 import { startPostgres, stopPostgres, type PostgresCluster, type PostgresInfo } from './postgres.ts'
 import { descendantsOf, isAlive, terminatePids } from './sshd.ts'
-import { checkLabHostsOptions, hostCheckers, hostStoppers, labHostsPlan, recordingSection, startLabRecording, type LabHostsOptions } from './hosts-lab.ts'
+import { checkLabHostsOptions, finishLabRecording, hostCheckers, hostStoppers, labHostsPlan, prepareLabRecording, recordingSection, type LabHostsOptions } from './hosts-lab.ts'
 import { labPaths, readLabState, writeLabSecret, writeLabState, type LabEntry, type LabPaths, type LabState } from './state.ts'
 
 export { labPaths, type LabEntry, type LabPaths, type LabState } from './state.ts'
@@ -63,7 +63,8 @@ export interface LabManager {
 export class LabRun {
   readonly state: LabState
   private aborted = false
-  private inFlight: Promise<unknown> | undefined
+  /** Steps running now (the hosts are prepared while PostgreSQL and the manager start). */
+  private readonly inFlight = new Set<Promise<unknown>>()
   private stopping: Promise<void> | undefined
 
   constructor(
@@ -78,7 +79,9 @@ export class LabRun {
   async step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
     if (this.aborted) throw new OperationError(`lab up was interrupted before '${name}'.`)
     const running = events.step(name, async () => fn())
-    this.inFlight = running
+    this.inFlight.add(running)
+    const settle = (): void => void this.inFlight.delete(running)
+    running.then(settle, settle)
     return running
   }
 
@@ -107,13 +110,12 @@ export class LabRun {
   /** Ctrl-C: let the start in progress finish (so what it starts is recorded), then stop everything. */
   async abort(): Promise<void> {
     this.aborted = true
-    await this.inFlight?.catch(() => undefined)
     await this.stopAll()
   }
 
-  /** Stops everything recorded, newest first. Safe to call twice. */
+  /** Waits for the steps in progress (what they start gets recorded), then stops everything recorded, newest first. Safe to call twice. */
   stopAll(): Promise<void> {
-    this.stopping ??= stopLab(this.paths, this.state)
+    this.stopping ??= Promise.allSettled([...this.inFlight]).then(() => stopLab(this.paths, this.state))
     return this.stopping
   }
 }
@@ -139,9 +141,13 @@ export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
   const release = onShutdown(() => lab.abort())
   try {
     lab.record({ kind: 'files', name: 'lab files', info: {}, paths: [paths.secretsDir, paths.logsDir], stop: 'nothing runs' })
+    // The hosts need neither PostgreSQL nor the manager until their services start: prepare them meanwhile.
+    const preparing = hostOptions.hosts > 0 ? lab.step('prepare the recording hosts', () => prepareLabRecording(lab, hostOptions)) : undefined
+    // Observed here so that a failure before it is awaited is not an unhandled rejection; stopAll waits for it.
+    preparing?.catch(() => undefined)
     const cluster = await lab.step('start PostgreSQL', () => startLabPostgres(lab))
     const manager = await lab.step('start the manager emulator', () => startLabManager(lab, { apiRevision: managerRevision }))
-    const recording = hostOptions.hosts > 0 ? await startLabRecording(lab, cluster, manager, hostOptions) : undefined
+    const recording = preparing ? await finishLabRecording(lab, await preparing, cluster, manager) : undefined
     await lab.step('write the lab environment file', () => writeLabEnvironment(lab, { environment: 'lab', manager: managerSection(manager), ...(recording ? { recording: recordingSection(recording) } : {}) }))
     lab.finish()
     return lab.state

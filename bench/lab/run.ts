@@ -1,0 +1,92 @@
+/**
+ * Time of `svcops lab up` (and `lab down`) for 1 and 10 hosts, run as a user runs it: the CLI as a
+ * subprocess, each run in its own lab dir and TMPDIR. The recording packages are built once before
+ * the first measured run (the lab caches them; a cold build adds a few seconds to the first lab up
+ * after a change of the service's sources). Prints a Markdown table plus the slowest steps.
+ *
+ *   npx tsx bench/lab/run.ts [--hosts 1,10] [--runs 3]
+ */
+import { spawn } from 'node:child_process'
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { cpus, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { buildRecordingPackages } from '../../src/lab/recording/index.ts'
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const CLI = join(ROOT, 'bin/svcops.js')
+
+const { values } = parseArgs({ options: { hosts: { type: 'string', default: '1,10' }, runs: { type: 'string', default: '3' } } })
+const hostCounts = values.hosts.split(',').map(Number)
+const runs = Number(values.runs)
+
+function svcops(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+  const started = performance.now()
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr, ms: performance.now() - started }))
+  })
+}
+
+/** Durations of the top-level steps from the progress lines ("✓ start PostgreSQL (1.9 s)"). */
+function stepTimes(stderr: string): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const m of stderr.matchAll(/^✓ (.+?) \((\d+(?:\.\d+)?) (ms|s)\)$/gm)) {
+    out.set(m[1] ?? '', Number(m[2]) * (m[3] === 's' ? 1000 : 1))
+  }
+  return out
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
+const s = (ms: number): string => (ms / 1000).toFixed(1)
+
+const packagesDir = join(tmpdir(), 'svcops-bench-lab-packages')
+await buildRecordingPackages(packagesDir)
+
+const rows: string[] = []
+const details: string[] = []
+for (const hosts of hostCounts) {
+  const up: number[] = []
+  const down: number[] = []
+  const steps = new Map<string, number[]>()
+  for (let i = 0; i < runs; i++) {
+    const base = mkdtempSync(join(tmpdir(), 'svcops-bench-lab-'))
+    chmodSync(base, 0o755)
+    mkdirSync(join(base, 'tmp'), { mode: 0o755 })
+    const env = { SVCOPS_LAB_DIR: join(base, 'lab'), SVCOPS_STACKS_DIR: join(base, 'stacks'), TMPDIR: join(base, 'tmp'), SVCOPS_LAB_PACKAGES_DIR: packagesDir }
+    try {
+      const result = await svcops(['lab', 'up', '--hosts', String(hosts), '--recordings', '0', '--json', '--verbose'], env)
+      if (result.code !== 0) throw new Error(`lab up --hosts ${hosts} failed (exit ${result.code}): ${result.stderr.slice(-2000)}`)
+      up.push(result.ms)
+      for (const [step, ms] of stepTimes(result.stderr)) steps.set(step, [...(steps.get(step) ?? []), ms])
+    } finally {
+      const result = await svcops(['lab', 'down'], env)
+      down.push(result.ms)
+      rmSync(base, { recursive: true, force: true })
+    }
+    process.stderr.write(`hosts=${hosts} run ${i + 1}/${runs}: up ${s(up.at(-1) ?? NaN)} s, down ${s(down.at(-1) ?? NaN)} s\n`)
+  }
+  rows.push(`| ${hosts} | ${runs} | ${s(median(up))} | ${s(Math.min(...up))} – ${s(Math.max(...up))} | ${s(median(down))} |`)
+  const top = [...steps.entries()].filter(([name]) => !/^host rec-/.test(name)).map(([name, xs]) => `${name} ${s(median(xs))} s`)
+  details.push(`- ${hosts} host${hosts === 1 ? '' : 's'}: ${top.join('; ')}`)
+}
+
+process.stdout.write(
+  [
+    `lab up/down on ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), packages prebuilt, --recordings 0, median of ${runs}:`,
+    '',
+    '| hosts | runs | lab up (s, median) | lab up (s, min – max) | lab down (s, median) |',
+    '|---:|---:|---:|---:|---:|',
+    ...rows,
+    '',
+    'Steps of lab up (median):',
+    ...details,
+    '',
+  ].join('\n'),
+)
