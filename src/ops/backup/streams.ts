@@ -1,0 +1,45 @@
+/**
+ * Stream plumbing for backups: bridges between Node streams (pg_dump, files, SFTP) and the web
+ * streams openpgp.js works with, pulled one chunk at a time so memory stays bounded however big
+ * the dump is, and a pass-through that hashes and counts what flows by.
+ */
+import { createHash, type Hash } from 'node:crypto'
+import { Transform, type Readable } from 'node:stream'
+
+/**
+ * A pull-based web stream over a Node stream: the next chunk is read only when the consumer asks,
+ * so a slow consumer slows the producer instead of buffering the dump in memory.
+ */
+export function toWebStream(readable: Readable): ReadableStream<Uint8Array> {
+  const iterator = readable[Symbol.asyncIterator]() as AsyncIterator<Buffer>
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const next: IteratorResult<Buffer> = await iterator.next()
+        if (next.done) controller.close()
+        else controller.enqueue(new Uint8Array(next.value.buffer, next.value.byteOffset, next.value.byteLength))
+      },
+      cancel(reason) {
+        readable.destroy(reason instanceof Error ? reason : undefined)
+      },
+    },
+    { highWaterMark: 0 },
+  )
+}
+
+/** A pass-through that computes the SHA-256 and the byte count of everything that flows through it. */
+export class HashingTap extends Transform {
+  readonly hash: Hash = createHash('sha256')
+  bytes = 0
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null, data?: Buffer) => void): void {
+    this.hash.update(chunk)
+    this.bytes += chunk.length
+    callback(null, chunk)
+  }
+
+  /** Hex digest; call once, after the stream finished. */
+  digest(): string {
+    return this.hash.digest('hex')
+  }
+}
