@@ -61,7 +61,7 @@ function wire(s: StackSettings): PlatformOutputs {
     ...(s.secrets.psk !== undefined ? { supplied: s.secrets.psk } : {}),
     labels: labelsOf({ name: 'psk', instance: `${prefix}-psk`, component: 'live-production', version: live.version }),
   })
-  const pskRef = { secretName: psk.secretName, secretKey: psk.secretKey, value: psk.value }
+  const pskRef = { secretName: psk.secretName, secretKey: psk.secretKey, value: psk.value, checksum: psk.checksum }
 
   const scName = `${prefix}-system-controller`
   const tls = deploy.tls
@@ -98,10 +98,9 @@ function wire(s: StackSettings): PlatformOutputs {
       prefix,
       productDir,
       psk: pskRef,
-      pskChecksum: controller.checksum,
       controllerUrl: controller.url,
       ...(tcpEndpoints ? { tcpEndpoints } : {}),
-      ...(tls ? { ca: { configMapName: tls.caConfigMapName, checksum: tls.checksum } } : {}),
+      ...(tls ? { ca: { configMapName: tls.caConfigMapName, checksum: tls.caChecksum } } : {}),
     })
   }
 

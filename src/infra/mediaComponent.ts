@@ -31,13 +31,11 @@ export interface MediaComponentArgs extends WorkloadArgs {
   productDir: string
   /** The one PSK Secret (read through `secretKeyRef`). */
   psk: PskRef
-  /** Checksum of PSK and settings shared with the controller, so a rotation restarts everything at once. */
-  pskChecksum: pulumi.Input<string>
   /** In-cluster URL of the system controller. */
   controllerUrl: pulumi.Input<string>
   /** Rendering engine only: where it listens for TCP control panels. */
   tcpEndpoints?: string[]
-  /** The CA of the controller's certificate, when TLS is on. */
+  /** The CA of the controller's certificate and its checksum, when TLS is on. */
   ca?: { configMapName: pulumi.Input<string>; checksum: pulumi.Input<string> }
 }
 
@@ -69,7 +67,8 @@ export class MediaComponent extends pulumi.ComponentResource {
       identity,
       args,
       {
-        annotations: { 'checksum/psk-settings': args.pskChecksum, ...(useCa && args.ca ? { 'checksum/tls': args.ca.checksum } : {}) },
+        // Same PSK checksum as the controller: a rotation restarts every reader together.
+        annotations: { 'checksum/psk': args.psk.checksum, ...(useCa && args.ca ? { 'checksum/ca': args.ca.checksum } : {}) },
         container: {
           env,
           ...(controlPort !== undefined ? { ports: [{ name: 'control', containerPort: controlPort, protocol: 'TCP' }] } : {}),

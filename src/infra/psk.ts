@@ -9,7 +9,7 @@ import * as pulumi from '@pulumi/pulumi'
 import * as random from '@pulumi/random'
 import { assertStrongPsk } from '../ops/psk.ts'
 import { registerSecret } from '../ops/redact.ts'
-import { secretData } from './kube.ts'
+import { checksumOf, secretData } from './kube.ts'
 
 /** Strength of a generated PSK. */
 export const PSK_BITS = 256
@@ -39,6 +39,8 @@ export class Psk extends pulumi.ComponentResource {
   readonly secretKey: string = PSK_KEY
   /** The PSK itself, always a Pulumi secret. */
   readonly value: pulumi.Output<string>
+  /** Checksum annotation value: changes exactly when the PSK does. */
+  readonly checksum: pulumi.Output<string>
 
   constructor(name: string, args: PskArgs, opts?: pulumi.ComponentResourceOptions) {
     super('svcops:infra:Psk', name, {}, opts)
@@ -65,6 +67,7 @@ export class Psk extends pulumi.ComponentResource {
       { parent: this },
     )
     this.secretName = secret.metadata.name
+    this.checksum = checksumOf(this.value)
     this.registerOutputs({ secretName: this.secretName })
   }
 }

@@ -47,8 +47,10 @@ export function controllerVariables(prefix: string): { url: string; caFile: stri
 export interface PskRef {
   secretName: pulumi.Input<string>
   secretKey: string
-  /** The value (a Pulumi secret), for the settings file and checksums. */
+  /** The value (a Pulumi secret), for the settings file. */
   value: pulumi.Output<string>
+  /** Checksum annotation of the PSK, the same on every pod that reads it. */
+  checksum: pulumi.Input<string>
 }
 
 export interface SystemControllerArgs extends WorkloadArgs {
@@ -77,8 +79,8 @@ export class SystemController extends pulumi.ComponentResource {
   readonly url: pulumi.Output<string>
   /** The Service's DNS name. */
   readonly host: pulumi.Output<string>
-  /** Checksum of PSK and settings on the pod template. */
-  readonly checksum: pulumi.Output<string>
+  /** Checksum of the settings file on the pod template. */
+  readonly settingsChecksum: pulumi.Output<string>
 
   constructor(name: string, args: SystemControllerArgs, opts?: pulumi.ComponentResourceOptions) {
     super('svcops:infra:SystemController', name, {}, opts)
@@ -96,7 +98,7 @@ export class SystemController extends pulumi.ComponentResource {
       { metadata: { name: `${name}-settings`, namespace: args.namespace, labels }, type: 'Opaque', stringData: secretData({ [fileName]: settingsJson }) },
       { parent: this },
     )
-    this.checksum = checksumOf(settingsJson)
+    this.settingsChecksum = checksumOf(settingsJson)
 
     const searched = settingsSearchPaths(args.version, args.productDir)
     const flagged = supportsSettingsPathFlag(args.version)
@@ -113,7 +115,9 @@ export class SystemController extends pulumi.ComponentResource {
       identity,
       args,
       {
-        annotations: { 'checksum/psk-settings': this.checksum, ...(args.tls ? { 'checksum/tls': args.tls.checksum } : {}) },
+        // The PSK's checksum is the one every media component carries too, so a rotation restarts
+        // them together; settings and TLS changes restart only the controller.
+        annotations: { 'checksum/psk': args.psk.checksum, 'checksum/settings': this.settingsChecksum, ...(args.tls ? { 'checksum/tls': args.tls.checksum } : {}) },
         container: {
           ...(flagged ? { args: [settingsPathFlag(), directory] } : {}),
           workingDir: directory,
@@ -163,6 +167,6 @@ export class SystemController extends pulumi.ComponentResource {
 
     this.host = pulumi.all([service.metadata.name, pulumi.output(args.namespace)]).apply(([svc, ns]) => serviceHost(svc, ns))
     this.url = this.host.apply((host) => `${args.tls ? 'https' : 'http'}://${host}:${args.port}${prefix}`)
-    this.registerOutputs({ url: this.url, checksum: this.checksum })
+    this.registerOutputs({ url: this.url, settingsChecksum: this.settingsChecksum })
   }
 }

@@ -29,8 +29,10 @@ export class Tls extends pulumi.ComponentResource {
   readonly caConfigMapName: pulumi.Output<string>
   /** The CA certificate (public). */
   readonly caCertPem: pulumi.Output<string>
-  /** Changes whenever the certificate or key changes; for checksum annotations. */
+  /** Changes whenever the server certificate, its key or the CA changes (the controller's annotation). */
   readonly checksum: pulumi.Output<string>
+  /** Changes only when the CA changes (the components' annotation: they read only the CA). */
+  readonly caChecksum: pulumi.Output<string>
 
   constructor(name: string, args: TlsArgs, opts?: pulumi.ComponentResourceOptions) {
     super('svcops:infra:Tls', name, {}, opts)
@@ -84,6 +86,7 @@ export class Tls extends pulumi.ComponentResource {
     this.secretName = secret.metadata.name
     this.caConfigMapName = caMap.metadata.name
     this.checksum = checksumOf(server.certPem, serverKeyPem, ca.certPem)
+    this.caChecksum = checksumOf(ca.certPem)
     this.registerOutputs({ secretName: this.secretName, caConfigMapName: this.caConfigMapName })
   }
 }

@@ -9,9 +9,24 @@ import { PSK_LENGTH } from '../../src/infra/psk.ts'
 import { BadInputError } from '../../src/ops/errors.ts'
 import { generatePsk } from '../../src/ops/psk.ts'
 import { buildStack, containerOf, deployOf, LAB_STACK, dataOf, deploymentsUsingSecret, envOf, nameOf, objectNamed, objectsOfKind, podOf, pskOf, STACKS_DIR, stackConfig, writeStack, type LooseConfig } from './helpers.ts'
-import { readdirSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { parse as parseYaml } from 'yaml'
 import { join } from 'node:path'
 
+
+describe('the Pulumi project', () => {
+  it('runs src/infra/index.ts as TypeScript with stacks/ as its config directory, the way the language host loads it', async () => {
+    const project = parseYaml(readFileSync(join(STACKS_DIR, '..', 'Pulumi.yaml'), 'utf8')) as { runtime: { name: string; options: { nodeargs: string } }; main: string; stackConfigDir: string }
+    expect(project.runtime.name).toBe('nodejs')
+    expect(project.runtime.options.nodeargs).toBe('--import tsx')
+    expect(project.stackConfigDir).toBe('stacks')
+    expect(existsSync(join(STACKS_DIR, '..', project.main))).toBe(true)
+    // The language host refuses an ES module with both a default export and named exports.
+    const entry = (await import('../../src/infra/index.ts')) as Record<string, unknown>
+    expect(Object.keys(entry)).toEqual(['default'])
+    expect(typeof entry.default).toBe('function')
+  })
+})
 
 describe('stack files and the CLI', () => {
   it('every stack file in stacks/ passes the environment schema svcops reads with --env', () => {
@@ -95,12 +110,25 @@ describe('the PSK', () => {
     const readers = deploymentsUsingSecret(before, 'svc-psk').map(nameOf)
     expect(readers).toHaveLength(4)
     for (const name of readers) {
-      expect(checksums(rotated)[name]?.['checksum/psk-settings'], name).toBeTruthy()
-      expect(checksums(rotated)[name]?.['checksum/psk-settings'], name).not.toBe(checksums(before)[name]?.['checksum/psk-settings'])
+      expect(checksums(rotated)[name]?.['checksum/psk'], name).toBeTruthy()
+      expect(checksums(rotated)[name]?.['checksum/psk'], name).not.toBe(checksums(before)[name]?.['checksum/psk'])
     }
     // All of them carry the same checksum, so they restart together; the rest do not restart at all.
-    expect(new Set(readers.map((n) => checksums(rotated)[n]?.['checksum/psk-settings'])).size).toBe(1)
+    expect(new Set(readers.map((n) => checksums(rotated)[n]?.['checksum/psk'])).size).toBe(1)
     for (const name of ['svc-manager', 'svc-recording']) expect(checksums(rotated)[name]).toEqual(checksums(before)[name])
+  })
+})
+
+describe('rollouts do not cascade', () => {
+  it('restarts only the system controller when only its settings change', async () => {
+    const before = await buildStack('staging')
+    const changed = await buildStack('staging', (c) => (deployOf(c).live.systemController.settings = { log_level: 'info' }))
+    const annotations = (r: typeof before) => Object.fromEntries(objectsOfKind(r, 'Deployment').map((d) => [nameOf(d), podOf(d).metadata?.annotations ?? {}]))
+    const [a, b] = [annotations(before), annotations(changed)]
+    expect(pskOf(changed)).toBe(pskOf(before))
+    expect(b['svc-system-controller']?.['checksum/settings']).not.toBe(a['svc-system-controller']?.['checksum/settings'])
+    expect(b['svc-system-controller']?.['checksum/psk']).toBe(a['svc-system-controller']?.['checksum/psk'])
+    for (const name of Object.keys(a).filter((n) => n !== 'svc-system-controller')) expect(b[name], name).toEqual(a[name])
   })
 })
 
