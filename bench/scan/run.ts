@@ -5,7 +5,7 @@
  * Prints a Markdown table: median wall time of the CLI as a user runs it, lines per second, and
  * findings; plus the scan phase of svcops measured in-process (without Node and tsx start-up).
  *
- *   npx tsx bench/scan/run.ts [--lines 400000] [--runs 5] [--from 1.0.0] [--to 7.0.0]
+ *   npx tsx bench/scan/run.ts [--lines 400000] [--runs 5] [--from 1.0.0] [--to 7.0.0] [--keep]
  */
 import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -18,7 +18,7 @@ import { CPP_EXTENSIONS, scanSdk, sdkSymbolRules } from '../../src/releases/sdk-
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const CLI = join(ROOT, 'bin/svcops.js')
-const { values } = parseArgs({ options: { lines: { type: 'string', default: '400000' }, runs: { type: 'string', default: '5' }, from: { type: 'string', default: '1.0.0' }, to: { type: 'string', default: '7.0.0' } } })
+const { values } = parseArgs({ options: { lines: { type: 'string', default: '400000' }, runs: { type: 'string', default: '5' }, from: { type: 'string', default: '1.0.0' }, to: { type: 'string', default: '7.0.0' }, keep: { type: 'boolean', default: false } } })
 const targetLines = Number(values.lines)
 const runs = Number(values.runs)
 
@@ -130,7 +130,8 @@ for (let r = 0; r < runs; r++) {
   scanFindings = scanSdk(dir, values.from, values.to).findings.length
   inProcess.push(performance.now() - started)
 }
-rmSync(dir, { recursive: true, force: true })
+if (values.keep) process.stderr.write(`tree kept in ${dir}\n`)
+else rmSync(dir, { recursive: true, force: true })
 
 const fmt = (ms: number): string => `${ms.toFixed(0)} ms`
 const rate = (ms: number): string => `${((lines / ms) * 1000 / 1e6).toFixed(2)} M`
