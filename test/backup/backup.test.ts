@@ -1,0 +1,93 @@
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { clientConfig, createBackup, listBackups, restoreBackup, rowCounts, schemaFingerprint, verifyBackup, type Manifest } from '../../src/ops/backup/index.ts'
+import { local, runCommand } from '../../src/ops/runner.ts'
+import { startBackupBed, type BackupBed } from './fixture.ts'
+
+describe('backup create, verify and restore on a real PostgreSQL', () => {
+  let bed: BackupBed
+  let manifest: Manifest
+
+  beforeAll(async () => {
+    bed = await startBackupBed(2000)
+    manifest = await createBackup(bed.options({ serviceVersions: { rec1: '1.6.0' } }))
+  })
+  afterAll(async () => {
+    await bed?.stop()
+  })
+
+  it('writes an encrypted dump and a manifest, both 0600, and lists the backup', async () => {
+    const files = readdirSync(bed.store.location).sort()
+    expect(files).toEqual([`${manifest.id}.dump.pgp`, `${manifest.id}.manifest.json`])
+    for (const f of files) expect(statSync(join(bed.store.location, f)).mode & 0o777).toBe(0o600)
+    // No plaintext: the pg_dump magic never appears in the stored file.
+    expect(readFileSync(join(bed.store.location, manifest.file)).includes(Buffer.from('PGDMP'))).toBe(false)
+    expect(manifest.rowCounts).toEqual({ 'public.recordings': 2000, 'public.schema_migrations': 3 })
+    expect(manifest.versions.pgDump).toMatch(/^\d+\.\d+$/)
+    expect(manifest.encryption.recipients[0]?.fingerprint).toBe(bed.recipients[0]?.fingerprint)
+    expect(manifest.serviceVersions).toEqual({ rec1: '1.6.0' })
+    expect((await listBackups(bed.store)).map((b) => b.id)).toEqual([manifest.id])
+  })
+
+  it('verifies with a full test restore whose row counts and fingerprint equal the manifest', async () => {
+    const report = await verifyBackup(bed.store, manifest.id, { identity: bed.identity, restoreTest: { server: bed.database } })
+    expect(report.checks.map((c) => [c.check, c.ok])).toEqual([
+      ['manifest', true],
+      ['checksum', true],
+      ['key', true],
+      ['decrypt', true],
+      ['restore', true],
+      ['row counts', true],
+      ['fingerprint', true],
+    ])
+    expect(report.ok).toBe(true)
+    const [entry] = await listBackups(bed.store)
+    expect(entry?.verified).toMatchObject({ ok: true, restoreTest: true })
+    const scratch = await bed.sql("SELECT datname FROM pg_database WHERE datname LIKE 'svcops_verify_%'", 'postgres')
+    expect(scratch).toEqual([])
+  })
+
+  it('is restorable without svcops: gpg --decrypt | pg_restore gives the same rows', async () => {
+    const gnupgHome = mkdtempSync(join(tmpdir(), 'svcops-gnupg-'))
+    await bed.cluster.query('CREATE DATABASE by_hand OWNER recorder')
+    const env = { GNUPGHOME: gnupgHome, PGHOST: bed.database.host, PGPORT: String(bed.database.port), PGUSER: 'recorder', PGPASSWORD: bed.database.password ?? '', PGDATABASE: 'by_hand' }
+    await runCommand(local, ['gpg', '--batch', '--import', bed.privateKeyFile], { env })
+    const restored = await runCommand(local, ['bash', '-c', `set -o pipefail; gpg --batch --decrypt '${join(bed.store.location, manifest.file)}' | pg_restore --no-owner --exit-on-error -d by_hand`], { env, check: false }).finally(async () => {
+      // gpg started an agent for the secret key; it must not outlive the test.
+      await runCommand(local, ['gpgconf', '--kill', 'gpg-agent'], { env, check: false })
+      rmSync(gnupgHome, { recursive: true, force: true })
+    })
+    expect(restored.stderr).toMatch(/encrypted with 255-bit ECDH key/)
+    expect(restored.code).toBe(0)
+    const config = clientConfig(bed.database, 'by_hand')
+    expect(await rowCounts(config)).toEqual(manifest.rowCounts)
+    expect(await schemaFingerprint(config)).toBe(manifest.fingerprint)
+  })
+
+  it('changes the fingerprint with a migration and restores the backed-up schema and rows over it', async () => {
+    await bed.sql("ALTER TABLE recordings ADD COLUMN codec text NOT NULL DEFAULT 'h264'; CREATE TABLE recording_tags (id int PRIMARY KEY); DELETE FROM recordings WHERE id % 2 = 0")
+    const migrated = await schemaFingerprint(clientConfig(bed.database))
+    expect(migrated).not.toBe(manifest.fingerprint)
+    const report = await restoreBackup(bed.store, manifest.id, bed.database, { identity: bed.identity, confirmed: true, expectFingerprint: manifest.fingerprint })
+    expect(report.fingerprint).toBe(manifest.fingerprint)
+    expect(report.rowCounts).toEqual(manifest.rowCounts)
+    expect(await bed.sql("SELECT to_regclass('recording_tags') AS t")).toEqual([{ t: null }])
+  })
+
+  it('refuses to restore without confirmation, into a busy database, or a backup of another schema', async () => {
+    const before = await rowCounts(clientConfig(bed.database))
+    await expect(restoreBackup(bed.store, manifest.id, bed.database, { identity: bed.identity, confirmed: false })).rejects.toThrow(/needs confirmation/)
+    await expect(restoreBackup(bed.store, manifest.id, bed.database, { identity: bed.identity, confirmed: true, expectFingerprint: 'f'.repeat(64) })).rejects.toThrow(/has schema fingerprint [0-9a-f]{64}; expected f{64}/)
+    const service = new pg.Client({ ...clientConfig(bed.database), application_name: 'svc-recording' })
+    await service.connect()
+    try {
+      await expect(restoreBackup(bed.store, manifest.id, bed.database, { identity: bed.identity, confirmed: true })).rejects.toThrow(/1 other session\(s\) are connected to recordings \(svc-recording\); stop the recording service/)
+    } finally {
+      await service.end()
+    }
+    expect(await rowCounts(clientConfig(bed.database))).toEqual(before)
+  })
+})
