@@ -10,6 +10,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose'
 import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
 import { freePort } from '../../src/lab/ports.ts'
@@ -19,9 +20,9 @@ import { local, runCommand } from '../../src/ops/runner.ts'
 export const READ = 'urn:svc:recorder:content:read'
 export const WRITE = 'urn:svc:recorder:content:write'
 
-/** The packages of every release; every test file shares one cached build. */
+/** The packages of every release; every test file shares one cached build (in the checkout's ignored .svcops/). */
 export function recordingDebs(): Promise<Record<string, string>> {
-  return buildRecordingPackages(join(tmpdir(), 'svcops-test-recording-debs'), { prefix: 'svc', dir: 'svc' })
+  return buildRecordingPackages(fileURLToPath(new URL('../../.svcops/cache/test-recording-packages', import.meta.url)), { prefix: 'svc', dir: 'svc' })
 }
 
 export interface TestIssuer {
@@ -60,9 +61,12 @@ export async function startTestIssuer(): Promise<TestIssuer> {
   }
 }
 
-/** An empty `dpkg --root` sandbox. */
+const sandboxes = new Set<string>()
+
+/** An empty `dpkg --root` sandbox (removed by stopAllServices). */
 export function createSandbox(): string {
   const root = mkdtempSync(join(tmpdir(), 'svcops-rec-host-'))
+  sandboxes.add(root)
   chmodSync(root, 0o755)
   mkdirSync(join(root, 'var/lib/dpkg/info'), { recursive: true })
   mkdirSync(join(root, 'var/lib/dpkg/updates'), { recursive: true })
@@ -120,9 +124,11 @@ export interface RunningService {
 
 const started = new Set<RunningService>()
 
-/** Stops every service this test file started (for afterAll: a failed assertion must not leave one running). */
+/** Stops every service and removes every sandbox this test file started (for afterAll: a failed assertion must leave nothing behind). */
 export async function stopAllServices(): Promise<void> {
   await Promise.all([...started].map((service) => service.stop()))
+  for (const root of sandboxes) rmSync(root, { recursive: true, force: true })
+  sandboxes.clear()
 }
 
 /** Starts the installed bundle in `root` like supervisor does, and waits until it listens or exits. */
