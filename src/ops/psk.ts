@@ -194,13 +194,13 @@ export function assessPsk(value: string): PskAssessment {
   const reasons: string[] = []
   if (chars.length < MIN_PSK_LENGTH) reasons.push(`The key has ${chars.length} characters; at least ${MIN_PSK_LENGTH} are required.`)
   const distinct = new Set(chars).size
-  if (distinct < MIN_DISTINCT) reasons.push(`The key uses only ${distinct} distinct characters; at least ${MIN_DISTINCT} are required.`)
+  if (distinct < MIN_DISTINCT) reasons.push(`The key uses only ${distinct} distinct character${distinct === 1 ? '' : 's'}; at least ${MIN_DISTINCT} are required.`)
   const pool = poolSize(value)
   const block = repeatedBlock(value)
   const patterns = [...findRuns(chars, pool), ...findSequences(chars, pool), ...findWords(chars)]
   let bits = estimateBits(chars, patterns)
   if (block !== undefined) {
-    reasons.push(`The key is a block of ${block} characters repeated ${chars.length / block} times.`)
+    reasons.push(`The key is a block of ${block} character${block === 1 ? '' : 's'} repeated ${chars.length / block} times.`)
     bits = Math.min(bits, estimateBits(chars.slice(0, block), patterns.filter((p) => p.end <= block)) + Math.log2(chars.length / block))
   }
   const longRun = patterns.find((p) => p.kind === 'run' && p.end - p.start >= 6)

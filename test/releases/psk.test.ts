@@ -25,7 +25,7 @@ describe('PSK generation and check', () => {
     ['a random base64url key', 'q8Vb3nZ1-Lm7xR2kT9pW4sY6hJ0cFgD5aE_uNiOoKvB', true, /^$/],
     ['a random hex key (openssl rand -hex 32)', '3f9a1c7e5b2d4086a1f3c9e7b5d20486f1a3c5e7092b4d6f8a0c2e4f6b8d0a1c', true, /^$/],
     ['a short key', 'Xk9#mQ2$vL7@', false, /has 12 characters; at least 24 are required/],
-    ['one repeated character', 'a'.repeat(48), false, /block of 1 characters repeated|repeats one character 48 times/],
+    ['one repeated character', 'a'.repeat(48), false, /block of 1 character repeated|repeats one character 48 times/],
     ['a repeated block', 'Ab3$Ab3$Ab3$Ab3$Ab3$Ab3$Ab3$Ab3$', false, /block of 4 characters repeated 8 times/],
     ['low variety', 'abababababbabababaabbbabababbaabab', false, /only 2 distinct characters/],
     ['dictionary words', 'Password-Welcome-Dragon-2024!', false, /dictionary word/],
