@@ -11,6 +11,7 @@ import * as pulumi from '@pulumi/pulumi'
 import { parse as parseYaml } from 'yaml'
 import { SECURE_KEYS } from '../config/deploy.ts'
 import { BadInputError } from '../ops/errors.ts'
+import { assessPsk } from '../ops/psk.ts'
 import { registerSecret } from '../ops/redact.ts'
 
 /** How Pulumi marks a secret value on the wire (what newResource receives). */
@@ -131,6 +132,14 @@ function computedState(type: string, name: string, inputs: Record<string, unknow
   }
 }
 
+/** A strong stand-in for a secure value, reproducible from `label`; drawn again until it passes the PSK check. */
+function standIn(salt: string, label: string): string {
+  for (let i = 0; ; i++) {
+    const candidate = derive(salt, `stand-in|${label}|${i}`, 32).toString('base64url')
+    if (assessPsk(candidate).ok) return candidate
+  }
+}
+
 /** The `config:` map of a stack file as Pulumi hands it to a program, plus the secure keys in it. */
 export function readStackConfig(stackFile: string): { config: Record<string, string>; secure: string[] } {
   let doc: unknown
@@ -165,7 +174,7 @@ export async function previewStack(options: PreviewOptions): Promise<PreviewResu
   // which a real run resolves from the operator's machine.
   for (const key of [...secure, 'svcops:databasePassword']) {
     if (config[key] === undefined && SECURE_KEYS.some((k) => `svcops:${k}` === key)) {
-      config[key] = registerSecret(derive(salt, `stand-in|${stack}|${key}`, 32).toString('base64url'))
+      config[key] = registerSecret(standIn(salt, `${stack}|${key}`))
       secretKeys.add(key)
       standIns.push(key)
     }

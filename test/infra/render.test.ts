@@ -62,12 +62,14 @@ describe('svcops render', () => {
     expect(existsSync(out)).toBe(false)
   })
 
-  it('writes nothing with --dry-run, but still validates and lists the files', () => {
+  it('writes nothing with --dry-run, but still validates and lists the files; a --secret PSK gets a listed stand-in', () => {
+    const file = writeStack('prod', { ...stackConfig('prod'), 'svcops:psk': { secure: 'v1:c3RhbmQtaW4tY2lwaGVydGV4dA==' } })
     const out = join(mkdtempSync(join(tmpdir(), 'svcops-render-')), 'out')
-    const { code, stdout } = svcops(['render', '--stack', 'prod', '--out', out, '--dry-run', '--json'])
-    expect(code).toBe(0)
-    const report = JSON.parse(stdout) as { dryRun: boolean; files: { kind: string }[] }
+    const { code, stdout, stderr } = svcops(['render', '--stack', 'prod', '--env-file', file, '--out', out, '--dry-run', '--json'])
+    expect(code, stderr).toBe(0)
+    const report = JSON.parse(stdout) as { dryRun: boolean; standIns: string[]; files: { kind: string }[] }
     expect(report.dryRun).toBe(true)
+    expect(report.standIns).toEqual(expect.arrayContaining(['svcops:psk', 'svcops:databasePassword']))
     expect(report.files.map((f) => f.kind)).toContain('CronJob')
     expect(existsSync(out)).toBe(false)
   })
