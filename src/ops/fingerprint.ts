@@ -9,6 +9,7 @@
  */
 import { createHash } from 'node:crypto'
 import pg from 'pg'
+import { OperationError } from './errors.ts'
 
 /** Schemas a fingerprint never covers. */
 const SYSTEM_SCHEMAS = "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp\\_%'"
@@ -99,7 +100,12 @@ export async function rowCounts(db: Queryable | pg.ClientConfig, options: Schema
     )
     const counts: Record<string, number> = {}
     for (const { schema, name } of tables.rows) {
-      const result = await client.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(name)}`)
+      let result: pg.QueryResult<{ n: string }>
+      try {
+        result = await client.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(name)}`)
+      } catch (error) {
+        throw new OperationError(`Could not count the rows of ${schema}.${name}: ${(error as Error).message}.`, 'The database user needs SELECT on every table of the service schema.')
+      }
       counts[`${schema}.${name}`] = Number(result.rows[0]?.n ?? 0)
     }
     return counts

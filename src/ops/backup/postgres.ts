@@ -135,7 +135,8 @@ export function spawnPgTool(argv: string[], env: Record<string, string>, stdio: 
   return { child: child as StreamingTool['child'], exited }
 }
 
-/** The last meaningful line of a tool's stderr, for one-sentence errors. */
+/** The line of a tool's stderr that says what went wrong (its last `error:` line, else its last line). */
 export function lastLine(stderr: string): string {
-  return stderr.trim().split('\n').filter(Boolean).slice(-1)[0] ?? ''
+  const lines = stderr.trim().split('\n').filter(Boolean)
+  return (lines.filter((l) => /\berror:/i.test(l)).at(-1) ?? lines.at(-1) ?? '').replace(/\s+/g, ' ')
 }

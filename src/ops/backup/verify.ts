@@ -55,6 +55,7 @@ export async function readManifest(store: BackupStore, id: string): Promise<Mani
 
 /** Verifies backup `id`; never throws for a failed check — the report says which one failed. */
 export async function verifyBackup(store: BackupStore, id: string, options: VerifyOptions = {}): Promise<VerifyReport> {
+  assertBackupId(id)
   const started = Date.now()
   const checks: VerifyCheck[] = []
   const pass = (check: string, detail: string): void => {
