@@ -74,6 +74,8 @@ export class SdkScanner {
    * marks a name that stays valid although a shorter one is broken (`ControlDataReceiver::Settings`).
    */
   private readonly bySymbol = new Map<string, SdkSymbolRule[]>()
+  /** Changed methods by type (`MediaReceiver` -> `start`), found through typed variables too. */
+  private readonly methods = new Map<string, string[]>()
 
   constructor(readonly rules: SdkSymbolRule[], allowed: string[] = []) {
     for (const a of allowed) this.bySymbol.set(a, [])
@@ -81,35 +83,31 @@ export class SdkScanner {
     this.heads = [...new Set(rules.map((r) => r.symbol.split('::')[0] ?? r.symbol))]
     const names = this.heads.map(escape).join('|') || '(?!)'
     this.prefilter = new RegExp(names)
-    // Order matters: comments, raw strings, strings, char literals and include names are consumed
-    // whole before an identifier can match inside them.
-    this.lexer = new RegExp(
-      [
-        String.raw`\/\/(?:[^\n\\]|\\[\s\S])*`,
-        String.raw`\/\*[\s\S]*?(?:\*\/|$)`,
-        String.raw`(?:u8|[uUL])?R"([^()\\\s"]{0,16})\([\s\S]*?\)\1"`,
-        String.raw`"(?:[^"\\\n]|\\[\s\S])*"`,
-        String.raw`(?<![\w'])'(?:[^'\\\n]|\\[\s\S])*'`,
-        String.raw`#[ \t]*(?:include|include_next|import)[ \t]*<[^>\n]*>`,
-        String.raw`(?<![\w$])(${names})(?![\w$])((?:\s*::\s*[A-Za-z_]\w*)*)`,
-      ].join('|'),
-      'g',
-    )
+    this.lexer = lexerFor(String.raw`(?<![\w$])(${names})(?![\w$])((?:\s*::\s*[A-Za-z_]\w*)*)`)
+    for (const r of rules) {
+      const [type, method, more] = r.symbol.split('::')
+      if (type && method && more === undefined && /^[a-z]/.test(method)) this.methods.set(type, [...(this.methods.get(type) ?? []), method])
+    }
   }
 
   /** Findings in one file's text (latin1, so columns are byte columns like other tools print). */
   scanText(text: string, file: string): SdkFinding[] {
     if (!this.prefilter.test(text)) return []
     const findings: SdkFinding[] = []
+    const add = (at: number, rules: SdkSymbolRule[], locate: (at: number) => [number, number]): void => {
+      const [line, column] = locate(at)
+      for (const rule of rules) findings.push({ file, line, column, symbol: rule.symbol, rule: rule.rule, release: rule.release, replacement: rule.replacement })
+    }
+    // Variables declared with a type whose methods changed (`std::shared_ptr<MediaReceiver> mReceiver`).
+    const typed = new Map<string, string>()
     const lexer = new RegExp(this.lexer)
-    let line = 1
-    let lineStart = 0
-    let counted = 0
+    const locate = locator(text)
     for (let m = lexer.exec(text); m; m = lexer.exec(text)) {
       const head = m[2]
       if (head === undefined) continue
       const parts = (m[3] ?? '').split('::').map((p) => p.trim())
       const chain = [head, ...parts.slice(1)]
+      if (this.methods.has(head)) this.recordVariable(text, m.index, m.index + m[0].length, head, chain.length, typed)
       // Every component can start a broken name (`ControlDataReceiver::IncomingRequest` holds two).
       let offset = 0
       for (let i = 0; i < chain.length; i++) {
@@ -121,18 +119,76 @@ export class SdkScanner {
           if (rules) break
           continue
         }
-        // Count lines only up to findings: most files have none.
-        const at = m.index + offset
-        for (let nl = text.indexOf('\n', counted); nl !== -1 && nl < at; nl = text.indexOf('\n', nl + 1)) {
-          line++
-          lineStart = nl + 1
-        }
-        counted = at
-        for (const rule of rules) findings.push({ file, line, column: at - lineStart + 1, symbol: rule.symbol, rule: rule.rule, release: rule.release, replacement: rule.replacement })
+        add(m.index + offset, rules, locate)
         i = n
       }
     }
-    return findings
+    if (typed.size) {
+      const locateMember = locator(text)
+      this.scanMemberCalls(text, typed, (at, rules) => add(at, rules, locateMember))
+    }
+    return findings.sort((a, b) => a.line - b.line || a.column - b.column)
+  }
+
+  /** Remembers `name` in `Type name`, `Type* name`, `ptr<Type> name` or `auto name = ...Type`. */
+  private recordVariable(text: string, start: number, end: number, type: string, chainLength: number, typed: Map<string, string>): void {
+    const before = /(?:auto|auto\s*[*&]+|const\s+auto\s*[*&]*)\s+([A-Za-z_]\w*)\s*=\s*(?:std::make_(?:shared|unique)\s*<\s*)?$/.exec(text.slice(Math.max(0, start - 80), start))
+    if (before?.[1]) typed.set(before[1], type)
+    if (chainLength !== 1) return
+    const after = /^\s*(?:>\s*)?(?:const\s*)?[*&\s]*([A-Za-z_]\w*)\s*[;=({,)[]/.exec(text.slice(end, end + 120))
+    if (after?.[1] && after[1] !== 'const') typed.set(after[1], type)
+  }
+
+  /** Finds `variable.method(` and `variable->method(` for the variables of changed types. */
+  private scanMemberCalls(text: string, typed: Map<string, string>, add: (at: number, rules: SdkSymbolRule[]) => void): void {
+    const methods = [...new Set([...typed.values()].flatMap((t) => this.methods.get(t) ?? []))]
+    const lexer = lexerFor(String.raw`(?<![\w$])(${[...typed.keys()].map(escape).join('|')})\s*(?:->|\.)\s*(${methods.map(escape).join('|')})\s*\(`)
+    for (let m = lexer.exec(text); m; m = lexer.exec(text)) {
+      const variable = m[2]
+      const method = m[3]
+      if (variable === undefined || method === undefined) continue
+      const rules = this.bySymbol.get(`${typed.get(variable) ?? ''}::${method}`)
+      if (rules?.length) add(m.index + m[0].lastIndexOf(method), rules)
+    }
+  }
+}
+
+/**
+ * The lexing expression: comments, raw strings, strings, char literals and include names are
+ * consumed whole (in this order) before `identifiers` (whose groups start at 2) can match inside them.
+ */
+function lexerFor(identifiers: string): RegExp {
+  return new RegExp(
+    [
+      String.raw`\/\/(?:[^\n\\]|\\[\s\S])*`,
+      String.raw`\/\*[\s\S]*?(?:\*\/|$)`,
+      String.raw`(?:u8|[uUL])?R"([^()\\\s"]{0,16})\([\s\S]*?\)\1"`,
+      String.raw`"(?:[^"\\\n]|\\[\s\S])*"`,
+      String.raw`(?<![\w'])'(?:[^'\\\n]|\\[\s\S])*'`,
+      String.raw`#[ \t]*(?:include|include_next|import)[ \t]*<[^>\n]*>`,
+      identifiers,
+    ].join('|'),
+    'g',
+  )
+}
+
+/** Line and column of increasing offsets, counting newlines only as far as asked. */
+function locator(text: string): (at: number) => [number, number] {
+  let line = 1
+  let lineStart = 0
+  let counted = 0
+  return (at) => {
+    if (at < counted) {
+      line = 1
+      lineStart = 0
+      counted = 0
+    }
+    for (let nl = text.indexOf('\n', counted); nl !== -1 && nl < at; nl = text.indexOf('\n', nl + 1)) {
+      line++
+      lineStart = nl + 1
+    }
+    counted = at
+    return [line, at - lineStart + 1]
   }
 }
 

@@ -94,3 +94,22 @@ describe('svcops scan sdk', () => {
     }
   })
 })
+
+describe('svcops scan sdk: calls through typed variables', () => {
+  it.each([
+    ['a shared pointer member', 'std::shared_ptr<MediaReceiver> mReceiver;\nvoid run() { mReceiver->start(settings); }', [[2, 25, '5.0.0/media-receiver-start']]],
+    ['a local object', 'MediaReceiver receiver(config);\nreceiver.start(settings);', [[2, 10, '5.0.0/media-receiver-start']]],
+    ['a reference parameter', 'void setup(MediaStreamer& streamer, int n) {\n  streamer.configure(s);\n}', [[2, 12, '5.0.0/media-streamer-configure']]],
+    ['auto with make_shared', 'auto rx = std::make_shared<MediaReceiver>(cfg);\nrx->start(s);', [[2, 5, '5.0.0/media-receiver-start']]],
+  ])('finds the changed method on %s', (_name, code, expected) => {
+    expect(find(code, '4.0.0', '5.0.0')).toEqual(expected)
+  })
+
+  it.each([
+    ['an object of another type', 'Encoder encoder;\nencoder.start(settings);'],
+    ['a call in a comment', 'MediaReceiver receiver;\n// receiver.start(settings);'],
+    ['a method that did not change', 'MediaReceiver receiver;\nreceiver.stop();'],
+  ])('ignores %s', (_name, code) => {
+    expect(find(code, '4.0.0', '5.0.0')).toEqual([])
+  })
+})
