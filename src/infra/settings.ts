@@ -61,8 +61,9 @@ function parseValue(raw: string): unknown {
  */
 export function parseStackConfig(all: Record<string, string>, stack: string, plainText: string[] = []): StackSettings {
   const file = `stacks/Pulumi.${stack}.yaml`
-  for (const key of plainText) {
-    throw new BadInputError(`${file}: ${key.slice(NAMESPACE.length)}: a value is stored in plain text; expected it set with \`pulumi config set --secret ${key}\`.`)
+  const plain = plainText[0]
+  if (plain !== undefined) {
+    throw new BadInputError(`${file}: ${plain.slice(NAMESPACE.length)}: a value is stored in plain text; expected it set with \`pulumi config set --secret ${plain}\`.`)
   }
   const forSchema: Record<string, unknown> = {}
   const publicConfig: Record<string, unknown> = {}
