@@ -39,6 +39,16 @@ describe('release commands end to end', () => {
     expect(down.stderr).toMatch(/^svcops: --from 7\.0\.0 is newer than --to 6\.0\.0/)
   })
 
+  it.concurrent('takes the product prefix and folder from the environment file', async () => {
+    const stack = join(dir, 'Pulumi.acme.yaml')
+    writeFileSync(stack, 'config:\n  svcops:product:\n    prefix: acme\n    dir: acme-live\n')
+    const run = await svcops(['plan', 'live', '--env-file', stack, '--from', '5.0.0', '--to', '6.0.0'])
+    expect(run.code).toBe(0)
+    expect(run.stdout).toContain('`ACME_TCP_ENDPOINTS` is renamed `ACME_TCP_ENDPOINT`')
+    expect(run.stdout).toContain('`/etc/opt/acme-live`')
+    expect(run.stdout).not.toMatch(/SVC_|svc_/)
+  })
+
   it.concurrent('scan sdk: exit 1 with file:line:column on findings, 0 when clean, 2 on a bad version', async () => {
     const src = join(dir, 'scan')
     const { mkdirSync } = await import('node:fs')
