@@ -76,7 +76,9 @@ export function migrateTo3(call: WorkingCall): void {
       return s
     })
     const last = out.at(-1)
-    if (ingestRead && last?.name === 'id') {
+    // Only the id of a source or stream itself: `id`, `[0].id`, `sources[2].id`, not `pipeline.id`.
+    const owner = out.length > 1 ? out[out.length - 2]?.name : ''
+    if (ingestRead && last?.name === 'id' && (owner === '' || owner === 'sources' || owner === 'streams' || owner === 'source')) {
       out = [...out.slice(0, -1), { ...last, name: 'source_id' }]
       call.apply('3.0.0/source-id')
     }
@@ -235,7 +237,8 @@ export function migrateTo7(call: WorkingCall): void {
     call.refuse('7.0.0/controlconnections-pipeline', '7.0 makes POST /controlconnections take the pipeline UUID instead of the control receiver UUID, and the release notes do not name the body fields, so the body must be rewritten by hand')
   }
   if (renameKeys(call.body, 'connected_to', 'outgoing_connections', call, '7.0.0/outgoing-connections') > 0) call.apply('7.0.0/outgoing-connections')
-  const flattenWholeResponse = isGet(call) && /^\/(controlpanels|controlreceivers)(\/|$)|^\/pipelines\/[^/]+\/outputs(\/|$)/.test(call.rel)
+  // Responses of a control panel, a control receiver or an output themselves (not of sub-resources such as an output's streams).
+  const flattenWholeResponse = isGet(call) && /^\/(controlpanels|controlreceivers)(\/[^/]+)?$|^\/pipelines\/[^/]+\/outputs(\/[^/]+)?$/.test(call.rel)
   mapReads(call, (segs, read) => {
     const out: ReadSegment[] = []
     segs.forEach((s, i) => {
