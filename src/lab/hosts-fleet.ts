@@ -89,7 +89,7 @@ async function waitHealthy(url: string, timeoutMs: number, host: LabHostInfo, lo
     } catch (error) {
       last = (error as Error).message
     }
-    await new Promise((r) => setTimeout(r, 50))
+    await new Promise((r) => setTimeout(r, 100))
   }
   throw new OperationError(`The recording service on lab host ${host.name} did not become healthy at ${url} within ${timeoutMs} ms (${last}).`, `tail ${log}`)
 }

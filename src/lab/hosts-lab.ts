@@ -73,11 +73,15 @@ export function labPackagesDir(labDir: string): string {
   return process.env.SVCOPS_LAB_PACKAGES_DIR ?? join(dirname(labDir), 'cache', 'recording-packages')
 }
 
-/** Starts the lab's sshd and records it. */
-export async function startLabSshd(lab: LabRun): Promise<Sshd> {
+/**
+ * Starts the lab's sshd and fills in `entry` (recorded by the caller before anything started, so
+ * that the order of the lab state, and of `lab down`, does not depend on timing).
+ */
+export async function startLabSshd(lab: LabRun, entry: LabEntry): Promise<Sshd> {
   const sshd = await startSshd()
   const info: SshdInfo = { host: sshd.host, port: sshd.port, user: sshd.user, privateKeyPath: sshd.privateKeyPath, dir: sshd.dir, pidFile: sshd.pidFile, logFile: sshd.logFile }
-  lab.record({ kind: 'sshd', name: 'sshd', info: { ...info }, port: sshd.port, url: `ssh://${sshd.user}@${sshd.host}:${sshd.port}`, log: sshd.logFile, paths: [sshd.dir], stop: `SIGTERM to the pid in ${sshd.pidFile} and its sessions` })
+  Object.assign(entry, { info: { ...info }, port: sshd.port, url: `ssh://${sshd.user}@${sshd.host}:${sshd.port}`, log: sshd.logFile, paths: [sshd.dir], stop: `SIGTERM to the pid in ${sshd.pidFile} and its sessions` })
+  writeLabState(lab.paths, lab.state)
   return sshd
 }
 
@@ -97,7 +101,6 @@ export interface PreparedLabRecording {
   sshd: SshdInfo
   hostsDir: string
   hosts: LabHostInfo[]
-  entries: LabEntry[]
 }
 
 /**
@@ -106,32 +109,30 @@ export interface PreparedLabRecording {
  */
 export async function prepareLabRecording(lab: LabRun, options: LabHostsOptions): Promise<PreparedLabRecording> {
   const o = checkLabHostsOptions(options)
-  const [packages, sshd] = await Promise.all([
-    events.step('build the recording service packages', () => buildRecordingPackages(labPackagesDir(lab.paths.dir), PRODUCT)),
-    events.step('start sshd', () => startLabSshd(lab)),
-  ])
+  // Recorded at once, before PostgreSQL and the manager (this runs synchronously up to the first
+  // await): lab down goes newest first, so trees and sshd go after the hosts and the servers.
   // Host trees live in /tmp, which every user can reach; the project dir may not be readable by the test user.
   const hostsDir = mkdtempSync(join(tmpdir(), 'svcops-lab-hosts-'))
   chmodSync(hostsDir, 0o755)
-  // Recorded before the hosts: lab down goes newest first, so the hosts stop before their trees go.
   lab.record({ kind: 'files', name: 'host trees', info: {}, paths: [hostsDir], stop: 'remove the files' })
-  const entries: LabEntry[] = []
-  for (let i = 0; i < o.hosts; i++) {
-    const name = labHostName(i)
-    const root = join(hostsDir, 'hosts', name)
-    const entry: LabEntry = { kind: 'lab-host', name: `host ${name}`, info: { name, root, user: sshd.user, hostsDir }, paths: [], stop: `SIGTERM to the supervisord of ${root} and its programs` }
-    entries.push(entry)
-    lab.record(entry)
-  }
+  const sshdEntry: LabEntry = { kind: 'sshd', name: 'sshd', info: {}, paths: [], stop: 'not started yet' }
+  lab.record(sshdEntry)
+  const [packages, sshd] = await Promise.all([
+    events.step('build the recording service packages', () => buildRecordingPackages(labPackagesDir(lab.paths.dir), PRODUCT)),
+    events.step('start sshd', () => startLabSshd(lab, sshdEntry)),
+  ])
   const hosts = await events.step(`install ${recordingPackageName(PRODUCT.prefix)} ${o.version} on ${o.hosts} host${o.hosts === 1 ? '' : 's'}`, () =>
     installHosts({ dir: hostsDir, sharedStorage: join(hostsDir, 'shared-recordings'), count: o.hosts, version: o.version, packages, product: PRODUCT, user: sshd.user }),
   )
-  return { options: o, sshd, hostsDir, hosts, entries }
+  return { options: o, sshd, hostsDir, hosts }
 }
 
 /** The rest, once PostgreSQL and the manager run: database, services started and healthy, recordings. */
 export async function finishLabRecording(lab: LabRun, prepared: PreparedLabRecording, cluster: PostgresCluster, manager: LabManager): Promise<LabRecordingPart> {
-  const { options: o, sshd, hostsDir, entries } = prepared
+  const { options: o, sshd, hostsDir } = prepared
+  // Recorded before any supervisord starts (nothing of the hosts runs before this phase).
+  const entries = prepared.hosts.map((host): LabEntry => ({ kind: 'lab-host', name: `host ${host.name}`, info: { name: host.name, root: host.root, user: host.user, hostsDir }, paths: [], stop: `SIGTERM to the supervisord of ${host.root} and its programs` }))
+  for (const entry of entries) lab.record(entry)
   const password = randomBytes(24).toString('base64url')
   const passwordFile = lab.secret('recording-db-password', password)
   await lab.step(`create database ${DATABASE.name}`, () => cluster.createDatabase(DATABASE.name, { user: DATABASE.user, password }))
@@ -199,7 +200,8 @@ export function recordingSection(part: LabRecordingPart): Record<string, unknown
 
 /** How `lab down` stops the kinds of entry this module records. */
 export const hostStoppers: Record<string, (entry: LabEntry) => Promise<void>> = {
-  sshd: (entry) => stopSshd(entry.info as unknown as SshdInfo),
+  // An entry recorded before sshd started has no pid file to follow (and nothing to stop).
+  sshd: (entry) => (typeof entry.info.pidFile === 'string' ? stopSshd(entry.info as unknown as SshdInfo) : Promise.resolve()),
   'lab-host': async (entry) => {
     // lab down stops entries one by one; a supervisord takes about a second to exit, so the first
     // host entry stops every host of its lab at once and the others find theirs already stopped.
@@ -212,7 +214,7 @@ export const hostStoppers: Record<string, (entry: LabEntry) => Promise<void>> = 
 export const hostCheckers: Record<string, (entry: LabEntry) => boolean> = {
   sshd: (entry) => {
     const info = entry.info as unknown as SshdInfo
-    return existsSync(info.pidFile) && isAlive(Number(readFileSync(info.pidFile, 'utf8').trim()))
+    return typeof info.pidFile === 'string' && existsSync(info.pidFile) && isAlive(Number(readFileSync(info.pidFile, 'utf8').trim()))
   },
   'lab-host': (entry) => supervisordPid({ root: String(entry.info.root) }, entry.pid) !== undefined,
 }
