@@ -18,6 +18,7 @@ declare -A needs=(
   [supervisord]=supervisor
   [ps]=procps
   [runuser]=util-linux
+  [useradd]=passwd
 )
 extra="${SVCOPS_EXTRA_PACKAGES:-}"
 
