@@ -15,4 +15,5 @@ export const commandGroups: Array<() => Promise<{ register: Register }>> = [
   () => import('./psk.ts'),
   () => import('./scan.ts'),
   () => import('./upgrade.ts'),
+  () => import('./backup.ts'),
 ]

@@ -45,7 +45,7 @@ export async function openBackupContext(env: Environment): Promise<BackupContext
   const database = databaseTarget(recording.database)
   const recipients = await readRecipients(backup.recipients)
   const store = await openStore(backup)
-  const level = (backup as BackupConfig & { compression?: number }).compression ?? DEFAULT_COMPRESSION_LEVEL
+  const level = backup.compression ?? DEFAULT_COMPRESSION_LEVEL
   const serviceVersions = Object.fromEntries(recording.hosts.map((h) => [h.name, recording.version]))
   return {
     environment: env.name,

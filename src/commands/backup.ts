@@ -1,0 +1,202 @@
+/**
+ * `svcops backup create|list|verify|restore|prune|keygen`: encrypted, verified backups of the
+ * recording service database that plain `gpg --decrypt | pg_restore` can restore too. The work
+ * lives in src/ops/backup; this file only declares commands and prints their results.
+ */
+import type { Command } from 'commander'
+import { BadInputError, ExitCode } from '../ops/errors.ts'
+import { environmentOf, globals, printResult, showProgress } from './context.ts'
+import { exitAfterOutput } from './plan.ts'
+
+/** Asks on the terminal unless --yes; without a terminal, --yes is required (a scheduler cannot answer). */
+async function confirmReplace(question: string, yes: boolean | undefined): Promise<boolean> {
+  if (yes) return true
+  if (!process.stdin.isTTY) throw new BadInputError('--yes: missing; restoring replaces the database and nobody is at a terminal to confirm it.', 'Add --yes in scripts, or --dry-run to see the steps.')
+  const { createInterface } = await import('node:readline/promises')
+  const rl = createInterface({ input: process.stdin, output: process.stderr })
+  try {
+    return /^y(es)?$/i.test((await rl.question(`${question} [y/N] `)).trim())
+  } finally {
+    rl.close()
+  }
+}
+
+function megabytes(bytes: number): string {
+  return `${(bytes / 1024 ** 2).toFixed(1)} MB`
+}
+
+function parseCount(value: string, flag: string): number {
+  const n = Number(value)
+  if (!/^\d+(\.\d+)?$/.test(value) || !Number.isFinite(n)) throw new BadInputError(`${flag}: '${value}' is not valid; expected a number, 0 or more.`)
+  return n
+}
+
+export function register(program: Command): void {
+  const backup = program
+    .command('backup')
+    .description("Back up, verify, restore and prune the recording service's database (OpenPGP-encrypted pg_dump).")
+    .addHelpText(
+      'after',
+      `
+Backups are pg_dump custom-format archives encrypted to the public keys in backup.recipients; a
+JSON manifest beside each one records checksums, row counts and the schema fingerprint. Any holder
+of a recipient's private key can restore one by hand: gpg --decrypt FILE | pg_restore -d DB.
+
+Examples:
+  svcops backup keygen --out-dir ./keys --name "svcops backups prod"
+  svcops backup create --env prod
+  svcops backup verify prod-20260101T020000Z-1a2b --restore-test --env prod`,
+    )
+
+  backup
+    .command('create')
+    .description('Dump the service database, encrypt it on the way into the store, write the manifest last.')
+    .option('--dry-run', 'show the steps without connecting or writing anything')
+    .addHelpText('after', '\nExamples:\n  svcops backup create --env prod\n  svcops backup create --env prod --dry-run --json')
+    .action(async (options: { dryRun?: boolean }, command: Command) => {
+      const { openBackupContext, createBackup, planBackup } = await import('../ops/backup/index.ts')
+      const ctx = await openBackupContext(environmentOf(command))
+      const stop = showProgress(command)
+      try {
+        if (options.dryRun) {
+          const steps = planBackup({ ...ctx.createOptions, storeLocation: ctx.store.location })
+          printResult(command, { ok: true, dryRun: true, steps }, ['Would:', ...steps.map((s, i) => `  ${i + 1}. ${s}`)].join('\n'))
+          return
+        }
+        const m = await createBackup(ctx.createOptions)
+        printResult(command, { ok: true, backup: m }, `Backup ${m.id}: ${megabytes(m.sizes.encrypted)} in ${ctx.store.location}, ${Object.values(m.rowCounts).reduce((a, b) => a + b, 0)} rows, fingerprint ${m.fingerprint.slice(0, 16)}…`)
+      } finally {
+        stop()
+        await ctx.store.close()
+      }
+    })
+
+  backup
+    .command('list')
+    .description('List the complete backups in the store, newest first, with their last verification.')
+    .addHelpText('after', '\nExamples:\n  svcops backup list --env prod\n  svcops backup list --env prod --json')
+    .action(async (_options: object, command: Command) => {
+      const { listBackups, openStore } = await import('../ops/backup/index.ts')
+      const { requireSection } = await import('../config/load.ts')
+      const store = await openStore(requireSection(environmentOf(command), 'backup'))
+      try {
+        const entries = await listBackups(store)
+        const rows = entries.map((e) => ({
+          id: e.id,
+          completedAt: e.manifest.completedAt,
+          size: e.manifest.sizes.encrypted,
+          rows: Object.values(e.manifest.rowCounts).reduce((a, b) => a + b, 0),
+          fingerprint: e.manifest.fingerprint,
+          verified: e.verified ? { at: e.verified.verifiedAt, ok: e.verified.ok, restoreTest: e.verified.restoreTest, ...(e.verified.failedCheck ? { failedCheck: e.verified.failedCheck } : {}) } : null,
+        }))
+        printResult(command, { ok: true, store: store.location, backups: rows }, () =>
+          rows.length === 0
+            ? `No backups in ${store.location}.`
+            : rows
+                .map((r) => `${r.id}  ${r.completedAt}  ${megabytes(r.size).padStart(10)}  ${String(r.rows).padStart(9)} rows  ${r.verified ? (r.verified.ok ? `verified${r.verified.restoreTest ? ' (restore test)' : ''} ${r.verified.at}` : `FAILED ${r.verified.failedCheck ?? ''}`) : 'not verified'}`)
+                .join('\n'),
+        )
+      } finally {
+        await store.close()
+      }
+    })
+
+  backup
+    .command('verify <id>')
+    .description('Check manifest and SHA-256, then decrypt; with --restore-test also restore into a scratch database and compare row counts and schema fingerprint.')
+    .option('--restore-test', "restore into a scratch database on the service's server (its user needs CREATEDB); dropped afterwards")
+    .addHelpText('after', '\nExits 1 naming the first failed check: manifest, file, size, checksum, key, decrypt, restore, row counts, fingerprint.\n\nExamples:\n  svcops backup verify prod-20260101T020000Z-1a2b --env prod\n  svcops backup verify prod-20260101T020000Z-1a2b --env prod --restore-test --json')
+    .action(async (id: string, options: { restoreTest?: boolean }, command: Command) => {
+      const { openBackupContext, readIdentity, verifyBackup } = await import('../ops/backup/index.ts')
+      const ctx = await openBackupContext(environmentOf(command))
+      const stop = showProgress(command)
+      try {
+        const identity = await readIdentity(ctx.backup)
+        const report = await verifyBackup(ctx.store, id, { identity, ...(options.restoreTest ? { restoreTest: { server: ctx.database } } : {}) })
+        const { manifest: _manifest, ...shown } = report
+        printResult(command, shown, () => [...report.checks.map((c) => `${c.ok ? 'ok  ' : 'FAIL'} ${c.check}: ${c.detail}`), report.ok ? `Backup ${id} verified.` : `Backup ${id} failed the check '${report.failedCheck ?? ''}'.`].join('\n'))
+        if (!report.ok) exitAfterOutput(ExitCode.failed)
+      } finally {
+        stop()
+        await ctx.store.close()
+      }
+    })
+
+  backup
+    .command('restore <id>')
+    .description('Verify the backup, then replace the service database with it in one transaction. Stop the recording service first.')
+    .option('-y, --yes', 'do not ask for confirmation (scripts)')
+    .option('--expect-fingerprint <sha256>', 'refuse unless the backup holds this schema fingerprint')
+    .option('--dry-run', 'show the steps without changing anything')
+    .addHelpText('after', '\nRefuses while other sessions are connected, when the server or pg_restore is older than the backup, or when\n--expect-fingerprint does not match. On any error the database is left as it was.\n\nExamples:\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --dry-run\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --yes --json')
+    .action(async (id: string, options: { yes?: boolean; expectFingerprint?: string; dryRun?: boolean }, command: Command) => {
+      const { openBackupContext, readIdentity, readManifest, restoreBackup, planRestore, assertFingerprintFits } = await import('../ops/backup/index.ts')
+      const ctx = await openBackupContext(environmentOf(command))
+      const stop = showProgress(command)
+      try {
+        const manifest = await readManifest(ctx.store, id)
+        assertFingerprintFits(manifest, options.expectFingerprint)
+        if (options.dryRun) {
+          const steps = planRestore(manifest, ctx.database)
+          printResult(command, { ok: true, dryRun: true, steps }, ['Would:', ...steps.map((s, i) => `  ${i + 1}. ${s}`)].join('\n'))
+          return
+        }
+        const identity = await readIdentity(ctx.backup)
+        const d = ctx.database
+        const confirmed = await confirmReplace(`Replace every table in ${d.name} on ${d.host}:${d.port} with backup ${id} (taken ${manifest.completedAt})?`, options.yes ?? globals(command).json)
+        if (!confirmed) throw new BadInputError('Not confirmed; nothing was changed.')
+        const report = await restoreBackup(ctx.store, id, d, { identity, confirmed, ...(options.expectFingerprint ? { expectFingerprint: options.expectFingerprint } : {}) })
+        printResult(command, { ok: true, ...report }, `Restored backup ${id} into ${d.name}: ${Object.values(report.rowCounts).reduce((a, b) => a + b, 0)} rows, fingerprint ${report.fingerprint.slice(0, 16)}… equal to the manifest.`)
+      } finally {
+        stop()
+        await ctx.store.close()
+      }
+    })
+
+  backup
+    .command('prune')
+    .description('Remove old backups: keep the newest N and those younger than D days — never the newest verified backup.')
+    .option('--keep-last <n>', 'keep the newest N backups')
+    .option('--keep-days <d>', 'keep backups younger than D days')
+    .option('--dry-run', 'show what would be removed')
+    .addHelpText('after', '\nExamples:\n  svcops backup prune --env prod --keep-last 7 --keep-days 30 --dry-run\n  svcops backup prune --env prod --keep-last 3 --json')
+    .action(async (options: { keepLast?: string; keepDays?: string; dryRun?: boolean }, command: Command) => {
+      const { openStore, pruneBackups } = await import('../ops/backup/index.ts')
+      const { requireSection } = await import('../config/load.ts')
+      const keepLast = options.keepLast === undefined ? undefined : parseCount(options.keepLast, '--keep-last')
+      const keepDays = options.keepDays === undefined ? undefined : parseCount(options.keepDays, '--keep-days')
+      const store = await openStore(requireSection(environmentOf(command), 'backup'))
+      const stop = showProgress(command)
+      try {
+        const plan = await pruneBackups(store, { ...(keepLast !== undefined ? { keepLast } : {}), ...(keepDays !== undefined ? { keepDays } : {}), dryRun: options.dryRun ?? false })
+        printResult(command, { ok: true, ...plan }, () =>
+          [...plan.keep.map((k) => `keep    ${k.id}  (${k.reasons.join(', ')})`), ...plan.remove.map((r) => `${plan.dryRun ? 'would remove' : 'removed'} ${r.id}`), plan.remove.length === 0 ? 'Nothing to remove.' : ''].filter(Boolean).join('\n'),
+        )
+      } finally {
+        stop()
+        await store.close()
+      }
+    })
+
+  backup
+    .command('keygen')
+    .description('Create an OpenPGP key pair for backups that GnuPG 2.2 can use too: the public key goes into backup.recipients, the private key into the vault.')
+    .requiredOption('--out-dir <dir>', 'directory for <name>.pub.asc (0644) and <name>.key.asc (0600)')
+    .option('--name <name>', 'user id of the key', 'svcops backups')
+    .option('--email <email>', 'e-mail address of the key')
+    .option('--passphrase-env <VAR>', 'protect the private key with the passphrase in this environment variable')
+    .option('--dry-run', 'show the files that would be written')
+    .addHelpText('after', '\nThe private key is never printed. Keep it (and its passphrase) in the vault; svcops needs it only to verify and restore.\n\nExamples:\n  svcops backup keygen --out-dir /etc/svcops/keys --name "svcops backups prod"\n  SVCOPS_BACKUP_PASSPHRASE=... svcops backup keygen --out-dir ./keys --passphrase-env SVCOPS_BACKUP_PASSPHRASE --json')
+    .action(async (options: { outDir: string; name: string; email?: string; passphraseEnv?: string; dryRun?: boolean }, command: Command) => {
+      const { writeKeyPairFiles, keyPairPaths } = await import('../ops/backup/keyfiles.ts')
+      const paths = keyPairPaths(options.outDir, options.name)
+      if (options.dryRun) {
+        printResult(command, { ok: true, dryRun: true, ...paths }, `Would write ${paths.publicKeyFile} (0644) and ${paths.privateKeyFile} (0600).`)
+        return
+      }
+      const { readSecret } = await import('../config/secrets.ts')
+      const passphrase = options.passphraseEnv ? readSecret({ env: options.passphraseEnv }, '--passphrase-env') : undefined
+      const written = await writeKeyPairFiles(paths, { name: options.name, ...(options.email ? { email: options.email } : {}), ...(passphrase ? { passphrase } : {}) })
+      printResult(command, { ok: true, ...written }, `Key ${written.fingerprint}\n  public:  ${written.publicKeyFile}  (put it in backup.recipients)\n  private: ${written.privateKeyFile}  (vault; backup.identity references it)`)
+    })
+}

@@ -1,0 +1,127 @@
+import { existsSync, statSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { stringify } from 'yaml'
+import { main } from '../../src/commands/program.ts'
+import { startBackupBed, SERVICE_PASSWORD, type BackupBed } from './fixture.ts'
+
+/** Runs `svcops ARGS` in this process and captures what it prints. */
+async function svcops(...args: string[]): Promise<{ code: number; stdout: string; stderr: string; json: () => Record<string, unknown> }> {
+  let stdout = ''
+  let stderr = ''
+  const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => ((stdout += String(chunk)), true))
+  const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => ((stderr += String(chunk)), true))
+  try {
+    const code = await main(args)
+    return { code, stdout, stderr, json: () => JSON.parse(stdout) as Record<string, unknown> }
+  } finally {
+    out.mockRestore()
+    err.mockRestore()
+  }
+}
+
+describe('svcops backup (CLI)', () => {
+  let bed: BackupBed
+  let envFile: string
+  const outputs: string[] = []
+  const run = async (...args: string[]): Promise<Awaited<ReturnType<typeof svcops>>> => {
+    const result = await svcops('--env-file', envFile, ...args)
+    outputs.push(result.stdout, result.stderr)
+    return result
+  }
+
+  beforeAll(async () => {
+    bed = await startBackupBed(300)
+    process.env.SVCOPS_TEST_DB_PASSWORD = SERVICE_PASSWORD
+    envFile = join(bed.dir, 'Pulumi.clitest.yaml')
+    writeFileSync(
+      envFile,
+      stringify({
+        config: {
+          'svcops:recording': {
+            version: '1.6.0',
+            hosts: [{ name: 'rec1', url: 'http://127.0.0.1:9' }],
+            database: { host: bed.database.host, port: bed.database.port, name: 'recordings', user: 'recorder', password: { env: 'SVCOPS_TEST_DB_PASSWORD' } },
+          },
+          'svcops:backup': { store: { path: join(bed.dir, 'cli-store') }, recipients: [bed.publicKeyFile], identity: { file: bed.privateKeyFile }, compression: 6 },
+        },
+      }),
+    )
+  })
+  afterAll(async () => {
+    delete process.env.SVCOPS_TEST_DB_PASSWORD
+    await bed?.stop()
+  })
+
+  it('creates, lists, verifies with a restore test, and restores with --yes', async () => {
+    const dry = await run('--json', 'backup', 'create', '--dry-run')
+    expect(dry.code).toBe(0)
+    expect(dry.json().steps).toContain('write the manifest last')
+    expect(existsSync(join(bed.dir, 'cli-store'))).toBe(false)
+
+    const created = await run('--json', 'backup', 'create')
+    expect(created.code).toBe(0)
+    const backup = created.json().backup as { id: string; compression: { level: number }; serviceVersions: Record<string, string> }
+    expect(backup.compression.level).toBe(6)
+    expect(backup.serviceVersions).toEqual({ rec1: '1.6.0' })
+
+    const listed = await run('--json', 'backup', 'list')
+    expect((listed.json().backups as { id: string; verified: unknown }[]).map((b) => [b.id, b.verified])).toEqual([[backup.id, null]])
+
+    const verified = await run('--json', 'backup', 'verify', backup.id, '--restore-test')
+    expect(verified.code).toBe(0)
+    expect(verified.json()).toMatchObject({ ok: true, restoreTest: true })
+
+    const human = await run('backup', 'list')
+    expect(human.stdout).toMatch(new RegExp(`^${backup.id} .* 303 rows  verified \\(restore test\\)`))
+
+    const refused = await run('backup', 'restore', backup.id)
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toMatch(/--yes: missing; restoring replaces the database/)
+
+    const plan = await run('--json', 'backup', 'restore', backup.id, '--dry-run')
+    expect((plan.json().steps as string[])[2]).toMatch(/^in one transaction: drop the objects in recordings and load backup/)
+
+    await bed.sql('DELETE FROM recordings WHERE id > 100')
+    const restored = await run('--json', 'backup', 'restore', backup.id, '--yes')
+    expect(restored.code).toBe(0)
+    expect(restored.json().rowCounts).toEqual({ 'public.recordings': 300, 'public.schema_migrations': 3 })
+  })
+
+  it('fails verify with exit 1 naming the check, and prune keeps the newest verified backup', async () => {
+    const second = (await run('--json', 'backup', 'create')).json().backup as { id: string; file: string }
+    writeFileSync(join(bed.dir, 'cli-store', second.file), 'not a backup')
+    const failed = await run('backup', 'verify', second.id)
+    expect(failed.stdout).toMatch(/FAIL size: The file .* has 12 bytes/)
+    expect(failed.stdout).toMatch(new RegExp(`Backup ${second.id} failed the check 'size'`))
+
+    const dry = await run('--json', 'backup', 'prune', '--keep-last', '0', '--dry-run')
+    const plan = dry.json() as { keep: { id: string; reasons: string[] }[]; remove: { id: string }[] }
+    expect(plan.keep.map((k) => k.reasons)).toEqual([['the newest verified backup']])
+    expect(plan.remove.map((r) => r.id)).toEqual([second.id])
+    const pruned = await run('backup', 'prune', '--keep-last', '0')
+    expect(pruned.stdout).toMatch(new RegExp(`removed ${second.id}`))
+    expect(((await run('--json', 'backup', 'list')).json().backups as unknown[]).length).toBe(1)
+
+    const bad = await run('backup', 'prune', '--keep-last', 'many')
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toMatch(/--keep-last: 'many' is not valid/)
+  })
+
+  it('writes a key pair GnuPG can read, 0600 private, and never overwrites it', async () => {
+    const dir = join(bed.dir, 'keys')
+    const made = await svcops('--json', 'backup', 'keygen', '--out-dir', dir, '--name', 'svcops backups test')
+    expect(made.code).toBe(0)
+    const { privateKeyFile, publicKeyFile } = made.json() as { privateKeyFile: string; publicKeyFile: string }
+    expect(statSync(privateKeyFile).mode & 0o777).toBe(0o600)
+    expect(made.stdout).not.toMatch(/PRIVATE KEY/)
+    const again = await svcops('backup', 'keygen', '--out-dir', dir, '--name', 'svcops backups test')
+    expect(again.code).toBe(2)
+    expect(again.stderr).toMatch(/already exists; expected a new file/)
+    expect(existsSync(publicKeyFile)).toBe(true)
+  })
+
+  it('never prints the database password', () => {
+    expect(outputs.join('\n')).not.toContain(SERVICE_PASSWORD)
+  })
+})
