@@ -53,19 +53,54 @@ export function lookupUser(user: string): { uid: number; gid: number; home: stri
   return undefined
 }
 
+/** The password field of `user` in /etc/shadow ('!' while locked), or undefined. */
+function shadowPassword(user: string): string | undefined {
+  try {
+    for (const line of readFileSync('/etc/shadow', 'utf8').split('\n')) {
+      const [name, password] = line.split(':')
+      if (name === user) return password
+    }
+  } catch {
+    // Not readable (not root): usermod would fail anyway.
+    return undefined
+  }
+  return undefined
+}
+
 /**
  * Makes sure the lab user exists and can log in with a key: `useradd` leaves the account locked
  * ('!' password), which sshd refuses even for key logins, so the password is set to '*'.
  */
-export async function ensureLabUser(user = LAB_USER): Promise<{ uid: number; gid: number; home: string }> {
+export function ensureLabUser(user = LAB_USER): Promise<{ uid: number; gid: number; home: string }> {
+  let pending = ensuring.get(user)
+  if (!pending) {
+    pending = createLabUser(user)
+    ensuring.set(user, pending)
+    pending.catch(() => ensuring.delete(user))
+  }
+  return pending
+}
+
+const ensuring = new Map<string, Promise<{ uid: number; gid: number; home: string }>>()
+
+async function createLabUser(user: string): Promise<{ uid: number; gid: number; home: string }> {
+  if (!/^[a-z_][a-z0-9_-]*$/.test(user)) throw new OperationError(`The lab user name '${user}' is not a valid user name; expected lower-case letters, digits, '_' or '-'.`)
   if (!lookupUser(user)) {
     if (!isRoot()) throw new OperationError(`The lab user '${user}' does not exist and only root can create it.`, `sudo useradd -m -s /bin/bash ${user}`)
-    // Two labs starting at once may race on useradd; the second one's failure is harmless if the user now exists.
-    await runCommand(local, [requireBinary('useradd', 'passwd'), '-m', '-s', '/bin/bash', user], { check: false })
+    // Test workers and labs in other processes may create it at the same moment: one at a time,
+    // and only if it is still missing once the lock is held.
+    await runCommand(local, [requireBinary('flock', 'util-linux'), '/run/svcops-lab-user.lock', 'sh', '-c', `id -u ${user} >/dev/null 2>&1 || useradd -m -s /bin/bash ${user}`])
   }
   const found = lookupUser(user)
   if (!found) throw new OperationError(`The lab user '${user}' could not be created.`, `useradd -m -s /bin/bash ${user}`)
-  if (isRoot()) await runCommand(local, [requireBinary('usermod', 'passwd'), '-p', '*', user])
+  if (isRoot() && shadowPassword(user) !== '*') {
+    // Parallel test workers may hold the passwd lock for a moment: usermod then fails; try again.
+    for (let attempt = 1; ; attempt++) {
+      const result = await runCommand(local, [requireBinary('usermod', 'passwd'), '-p', '*', user], { check: attempt >= 5 })
+      if (result.code === 0 || shadowPassword(user) === '*') break
+      await new Promise((r) => setTimeout(r, 100 * attempt))
+    }
+  }
   return found
 }
 
