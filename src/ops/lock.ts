@@ -4,7 +4,9 @@
  * an open connection, so PostgreSQL releases it the moment the holder dies, even on SIGKILL) plus a
  * row in `svcops.run_lock` saying who holds it, since when, and for which run — which is what a
  * refused second run prints, and how a dead holder is recognised (row present, advisory lock free).
- * The host lock is a file on the host written with noclobber.
+ * The lock's session connects to the maintenance database, so a restore of the service database
+ * (which refuses while other sessions use it) can run under the lock. The host lock is a file on
+ * the host written with noclobber.
  */
 import pg from 'pg'
 import type { DatabaseConfig } from '../config/schema.ts'
@@ -20,9 +22,6 @@ export interface LockHolder {
   pid: number
   since: string
 }
-
-/** The advisory lock key of an environment (stable, derived in SQL from its name). */
-const KEY_SQL = `hashtext('svcops:env:' || $1)`
 
 export interface AcquireOptions {
   environment: string
@@ -42,14 +41,51 @@ export interface EnvironmentLock {
   release(): Promise<void>
 }
 
-async function readRow(client: pg.Client, environment: string): Promise<LockHolder | undefined> {
-  const rows = await client.query<{ run_id: string; holder: string; pid: number; since: Date }>('SELECT run_id, holder, pid, since FROM svcops.run_lock WHERE environment = $1', [environment])
+const CREATE_TABLE = 'CREATE TABLE IF NOT EXISTS svcops.run_lock (environment text PRIMARY KEY, run_id text NOT NULL, holder text NOT NULL, pid integer NOT NULL, since timestamptz NOT NULL, backend_pid integer NOT NULL)'
+
+/** The advisory lock key of an environment's database (stable, derived in SQL from the names). */
+const KEY_SQL = `hashtext('svcops:env:' || $1 || ':' || $2)`
+
+/**
+ * The session that holds the advisory lock. It connects to the server's maintenance database
+ * (`postgres`) when the role may, so that it is not a session on the service database: a restore
+ * during rollback refuses while other sessions use that database. Falls back to the service database.
+ */
+async function openLockSession(db: DatabaseConfig): Promise<pg.Client> {
+  const target = databaseTarget(db)
+  try {
+    return await connectDatabase(target, 'postgres')
+  } catch {
+    return connectDatabase(target)
+  }
+}
+
+/** Runs `fn` on a short connection to the service database (where the lock's row lives). */
+async function onServiceDb<T>(db: DatabaseConfig, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = await connectDatabase(databaseTarget(db))
+  try {
+    return await fn(client)
+  } finally {
+    await client.end()
+  }
+}
+
+async function tryLock(session: pg.Client, environment: string, db: DatabaseConfig): Promise<boolean> {
+  return (await session.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${KEY_SQL}) AS ok`, [environment, db.name])).rows[0]?.ok ?? false
+}
+
+async function readRow(client: pg.Client, environment: string): Promise<(LockHolder & { backendPid: number }) | undefined> {
+  const rows = await client.query<{ run_id: string; holder: string; pid: number; since: Date; backend_pid: number }>('SELECT run_id, holder, pid, since, backend_pid FROM svcops.run_lock WHERE environment = $1', [environment])
   const row = rows.rows[0]
-  return row ? { runId: row.run_id, holder: row.holder, pid: row.pid, since: row.since.toISOString() } : undefined
+  return row ? { runId: row.run_id, holder: row.holder, pid: row.pid, since: row.since.toISOString(), backendPid: row.backend_pid } : undefined
 }
 
 function describe(holder: LockHolder): string {
   return `run ${holder.runId} (${holder.holder}, pid ${holder.pid}) since ${holder.since}`
+}
+
+function plain(row: LockHolder & { backendPid?: number }): LockHolder {
+  return { runId: row.runId, holder: row.holder, pid: row.pid, since: row.since }
 }
 
 /**
@@ -58,37 +94,41 @@ function describe(holder: LockHolder): string {
  * resuming that very run, the caller must decide (its run may be half done).
  */
 export async function acquireEnvironmentLock(db: DatabaseConfig, options: AcquireOptions): Promise<EnvironmentLock> {
-  const client = await connectDatabase(databaseTarget(db))
+  const { environment, holder } = options
+  const session = await openLockSession(db)
   // The connection holds the lock; an error on it later (server restart) means we lost the lock.
-  client.on('error', (error) => events.emit({ kind: 'error', message: `The connection holding the run lock failed: ${error.message}` }))
+  session.on('error', (error) => events.emit({ kind: 'error', message: `The connection holding the run lock failed: ${error.message}` }))
   try {
-    await client.query('CREATE SCHEMA IF NOT EXISTS svcops')
-    await client.query('CREATE TABLE IF NOT EXISTS svcops.run_lock (environment text PRIMARY KEY, run_id text NOT NULL, holder text NOT NULL, pid integer NOT NULL, since timestamptz NOT NULL, backend_pid integer NOT NULL)')
-    let got = (await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${KEY_SQL}) AS ok`, [options.environment])).rows[0]?.ok ?? false
-    const row = await readRow(client, options.environment)
+    const row = await onServiceDb(db, async (c) => {
+      await c.query('CREATE SCHEMA IF NOT EXISTS svcops')
+      await c.query(CREATE_TABLE)
+      return readRow(c, environment)
+    })
+    let got = await tryLock(session, environment, db)
     let broken: LockHolder | undefined
     if (!got) {
       if (!options.breakLock || !row) {
-        await client.end()
         const who = row ? describe(row) : 'another session'
-        throw new LockedError(`Environment '${options.environment}' is locked by ${who}.`, row ? `Wait for it, inspect it with 'svcops runs show ${row.runId}', or if that run is truly gone: --break-lock` : 'Wait for the other run to finish.')
+        throw new LockedError(`Environment '${environment}' is locked by ${who}.`, row ? `Wait for it, inspect it with 'svcops runs show ${row.runId}', or if that run is truly gone: --break-lock` : 'Wait for the other run to finish.')
       }
-      events.warn(`--break-lock: taking the lock of environment '${options.environment}' from ${describe(row)}.`)
-      await client.query(`SELECT pg_terminate_backend(backend_pid) FROM svcops.run_lock WHERE environment = $1`, [options.environment])
+      events.warn(`--break-lock: taking the lock of environment '${environment}' from ${describe(row)}.`)
+      await session.query('SELECT pg_terminate_backend($1)', [row.backendPid])
       for (let i = 0; i < 50 && !got; i++) {
         await new Promise((r) => setTimeout(r, 100))
-        got = (await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${KEY_SQL}) AS ok`, [options.environment])).rows[0]?.ok ?? false
+        got = await tryLock(session, environment, db)
       }
-      if (!got) throw new LockedError(`The lock of environment '${options.environment}' could not be broken: its holder's session did not end.`)
-      broken = row
+      if (!got) throw new LockedError(`The lock of environment '${environment}' could not be broken: its holder's session did not end.`)
+      broken = plain(row)
     }
-    const dead = !broken && row && row.runId !== options.resuming ? row : undefined
-    if (dead) events.warn(`The previous holder of environment '${options.environment}' died without releasing the lock: ${describe(dead)}.`)
-    const { holder } = options
-    await client.query(
-      `INSERT INTO svcops.run_lock (environment, run_id, holder, pid, since, backend_pid) VALUES ($1, $2, $3, $4, $5, pg_backend_pid())
-       ON CONFLICT (environment) DO UPDATE SET run_id = $2, holder = $3, pid = $4, since = $5, backend_pid = pg_backend_pid()`,
-      [options.environment, holder.runId, holder.holder, holder.pid, holder.since],
+    const dead = !broken && row && row.runId !== options.resuming ? plain(row) : undefined
+    if (dead) events.warn(`The previous holder of environment '${environment}' died without releasing the lock: ${describe(dead)}.`)
+    const backendPid = (await session.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid ?? 0
+    await onServiceDb(db, (c) =>
+      c.query(
+        `INSERT INTO svcops.run_lock (environment, run_id, holder, pid, since, backend_pid) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (environment) DO UPDATE SET run_id = $2, holder = $3, pid = $4, since = $5, backend_pid = $6`,
+        [environment, holder.runId, holder.holder, holder.pid, holder.since, backendPid],
+      ),
     )
     let released = false
     return {
@@ -98,32 +138,61 @@ export async function acquireEnvironmentLock(db: DatabaseConfig, options: Acquir
         if (released) return
         released = true
         try {
-          await client.query('DELETE FROM svcops.run_lock WHERE environment = $1 AND run_id = $2', [options.environment, holder.runId])
-          await client.query(`SELECT pg_advisory_unlock(${KEY_SQL})`, [options.environment])
+          await onServiceDb(db, (c) => c.query('DELETE FROM svcops.run_lock WHERE environment = $1 AND run_id = $2', [environment, holder.runId]))
+          await session.query(`SELECT pg_advisory_unlock(${KEY_SQL})`, [environment, db.name])
         } finally {
-          await client.end()
+          await session.end()
         }
       },
     }
   } catch (error) {
-    await client.end().catch(() => undefined)
+    await session.end().catch(() => undefined)
     throw error
   }
 }
 
-/** The current holder of an environment's lock, if any (for `runs list` and messages). */
-export async function readEnvironmentLock(db: DatabaseConfig, environment: string): Promise<(LockHolder & { alive: boolean }) | undefined> {
-  const client = await connectDatabase(databaseTarget(db))
+/**
+ * Runs `restore` (a database restore) with the lock's own schema out of its way: a dump holds
+ * `svcops.run_lock` too, and loading it over an existing schema fails. The advisory lock stays
+ * held throughout; the row saying who holds it is written back afterwards, whatever happened.
+ */
+export async function withLockRowSuspended<T>(db: DatabaseConfig, environment: string, restore: () => Promise<T>): Promise<T> {
+  const row = await onServiceDb(db, async (c) => {
+    const saved = await readRow(c, environment).catch(() => undefined)
+    await c.query('DROP SCHEMA IF EXISTS svcops CASCADE')
+    return saved
+  })
   try {
-    const exists = await client.query(`SELECT 1 FROM pg_tables WHERE schemaname = 'svcops' AND tablename = 'run_lock'`)
-    if (exists.rowCount === 0) return undefined
-    const row = await readRow(client, environment)
-    if (!row) return undefined
-    const free = (await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${KEY_SQL}) AS ok`, [environment])).rows[0]?.ok ?? false
-    if (free) await client.query(`SELECT pg_advisory_unlock(${KEY_SQL})`, [environment])
-    return { ...row, alive: !free }
+    return await restore()
   } finally {
-    await client.end()
+    if (row) {
+      await onServiceDb(db, async (c) => {
+        await c.query('CREATE SCHEMA IF NOT EXISTS svcops')
+        await c.query(CREATE_TABLE)
+        await c.query(
+          `INSERT INTO svcops.run_lock (environment, run_id, holder, pid, since, backend_pid) VALUES ($1, $2, $3, $4, $5, $6)
+           ON CONFLICT (environment) DO UPDATE SET run_id = $2, holder = $3, pid = $4, since = $5, backend_pid = $6`,
+          [environment, row.runId, row.holder, row.pid, row.since, row.backendPid],
+        )
+      })
+    }
+  }
+}
+
+/** The current holder of an environment's lock, if any (for `runs list`, --dry-run and messages). */
+export async function readEnvironmentLock(db: DatabaseConfig, environment: string): Promise<(LockHolder & { alive: boolean }) | undefined> {
+  const row = await onServiceDb(db, async (c) => {
+    const exists = await c.query(`SELECT 1 FROM pg_tables WHERE schemaname = 'svcops' AND tablename = 'run_lock'`)
+    return exists.rowCount === 0 ? undefined : readRow(c, environment)
+  })
+  if (!row) return undefined
+  const session = await openLockSession(db)
+  try {
+    const free = await tryLock(session, environment, db)
+    if (free) await session.query(`SELECT pg_advisory_unlock(${KEY_SQL})`, [environment, db.name])
+    return { ...plain(row), alive: !free }
+  } finally {
+    await session.end()
   }
 }
 

@@ -8,9 +8,9 @@ import type { ContentApi } from './snapshot.ts'
 
 export interface BackupApi {
   /** Creates an encrypted backup and verifies it with a test restore; resolves with its id only when verified. */
-  createVerified(): Promise<{ id: string; fingerprint: string }>
-  /** Restores backup `id` into the service database (every service host is stopped by the caller). */
-  restore(id: string): Promise<void>
+  createVerified(serviceVersions: Record<string, string>): Promise<{ id: string; fingerprint: string }>
+  /** Restores backup `id` into the service database (every service host is stopped by the caller); refuses one whose schema is not `expectFingerprint`. */
+  restore(id: string, expectFingerprint?: string): Promise<void>
   /** Bytes free in the backup store. */
   freeBytes(): Promise<number>
 }

@@ -112,7 +112,7 @@ export async function backupStep(ctx: RunContext): Promise<void> {
     undefined,
     async () => {
       const fingerprintBefore = await ctx.deps.database.fingerprint()
-      const backup = await ctx.deps.backup.createVerified()
+      const backup = await ctx.deps.backup.createVerified(ctx.journal.run.previousVersions)
       if (backup.fingerprint !== fingerprintBefore) throw new OperationError(`The schema changed while the backup was taken (${fingerprintBefore.slice(0, 12)} -> ${backup.fingerprint.slice(0, 12)}); another process is migrating the database.`)
       ctx.journal.update({ backupId: backup.id, fingerprintBefore })
       return { changed: [`created and verified backup ${backup.id}`], data: { backupId: backup.id, fingerprint: fingerprintBefore } }

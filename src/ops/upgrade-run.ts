@@ -247,7 +247,7 @@ async function finishRollback(ctx: RunContext, options: { dataLoss?: boolean }):
     outcome = await rollBack(ctx, options)
   } catch (error) {
     ctx.journal.update({ phase: 'rollback-failed', finishedAt: new Date().toISOString() })
-    throw new OperationError(`The rollback of run ${run.id} failed: ${(error as Error).message} (the upgrade had failed: ${run.cause ?? 'unknown cause'})`, `Fix the cause, then continue the rollback with: svcops resume ${run.id}`)
+    throw new OperationError(`The rollback of run ${run.id} failed: ${(error as Error).message}${run.cause ? ` (why it rolled back: ${run.cause})` : ''}`, `Fix the cause, then continue the rollback with: svcops resume ${run.id}`)
   }
   ctx.journal.update({ phase: 'rolled-back', finishedAt: new Date().toISOString() })
   const versions = Object.entries(run.previousVersions).map(([h, v]) => `${h} ${v}`).join(', ')

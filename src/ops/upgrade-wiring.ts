@@ -9,13 +9,10 @@ import { managerClientFor } from '../clients/manager.ts'
 import { RecordingClient } from '../clients/recording.ts'
 import { requireSection } from '../config/load.ts'
 import type { Environment } from '../config/schema.ts'
-import { createBackup } from './backup/create.ts'
-import { readRecipients } from './backup/keys.ts'
 import { connectDatabase, databaseTarget } from './backup/postgres.ts'
-import { openStore } from './backup/store.ts'
 import { HttpError } from './errors.ts'
 import { rowCounts, schemaFingerprint } from './fingerprint.ts'
-import { restoreVerifiedBackup, verifyBackupWithRestore } from './upgrade-backup.ts'
+import { createVerifiedBackup, restoreVerifiedBackup } from './upgrade-backup.ts'
 import type { UpgradeDeps } from './upgrade-deps.ts'
 
 /** Opens the real dependencies for environment `env` (lazy: nothing connects until used). */
@@ -79,20 +76,8 @@ export function openUpgradeDeps(env: Environment): Promise<UpgradeDeps> {
       },
     },
     backup: {
-      async createVerified() {
-        const config = requireSection(env, 'backup')
-        const store = await openStore(config)
-        try {
-          const manifest = await createBackup({ store, database: target(), recipients: await readRecipients(config.recipients), environment: env.name })
-          await verifyBackupWithRestore(env, store, manifest.id)
-          return { id: manifest.id, fingerprint: manifest.fingerprint }
-        } finally {
-          await store.close()
-        }
-      },
-      async restore(id) {
-        await restoreVerifiedBackup(env, id)
-      },
+      createVerified: (versions) => createVerifiedBackup(env, versions),
+      restore: (id, expectFingerprint) => restoreVerifiedBackup(env, id, expectFingerprint),
       freeBytes() {
         const config = requireSection(env, 'backup')
         // The store directory is created by the first backup; until then its nearest existing parent holds the space.

@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import pg from 'pg'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { managerClientFor } from '../../src/clients/manager.ts'
 import { RecordingClient } from '../../src/clients/recording.ts'
@@ -62,6 +63,7 @@ export async function startUpgradeLab(options: { hosts: number; version: string;
     return new RecordingClient({ url: host.url, auth: manager })
   }
   shareRecordingStorage(env())
+  await tuneLabDatabase(labDir, env())
   for (let i = 0; i < options.recordings; i++) {
     await client(0).create({ channelName: `lab-channel-${(i % 3) + 1}`, title: `Lab recording ${i + 1}`, startTime: 1_700_000_000 + i * 3600, stopTime: 1_700_000_000 + i * 3600 + 1800 })
   }
@@ -120,6 +122,26 @@ function shareRecordingStorage(env: Environment): void {
     if (!h.root) continue
     rmSync(join(h.root, storage), { recursive: true, force: true })
     symlinkSync(join(first, storage), join(h.root, storage))
+  }
+}
+
+/**
+ * Test speed and the full backup check: fsync off (reloadable), and CREATEDB for the service role so
+ * that the backup's test restore into a scratch database runs (without it svcops falls back to a
+ * decrypt-only verification).
+ */
+async function tuneLabDatabase(labDir: string, env: Environment): Promise<void> {
+  const db = env.recording!.database
+  const password = readFileSync(join(labDir, 'secrets', 'postgres-password'), 'utf8').trim()
+  const client = new pg.Client({ host: db.host, port: db.port, user: 'postgres', password, database: 'postgres' })
+  await client.connect()
+  try {
+    await client.query('ALTER SYSTEM SET fsync = off')
+    await client.query('ALTER SYSTEM SET synchronous_commit = off')
+    await client.query('SELECT pg_reload_conf()')
+    await client.query(`ALTER ROLE ${pg.escapeIdentifier(db.user)} CREATEDB`)
+  } finally {
+    await client.end()
   }
 }
 

@@ -1,0 +1,95 @@
+/**
+ * One host, one lab, the whole story in order: a dry run changes nothing; 1.4.0 -> 1.5.0 (no
+ * schema change) and its rollback that keeps the database; 1.5.0 -> 2.0.0 (schema change) and its
+ * rollback that restores the database and keeps recordings written after the backup.
+ */
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { exitCodeFor } from '../../src/ops/errors.ts'
+import { Journal } from '../../src/ops/journal.ts'
+import { rollbackRecordingService } from '../../playbooks/rollback.ts'
+import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
+import { runCli, startUpgradeLab, type UpgradeLab } from './fixture.ts'
+
+let lab: UpgradeLab
+
+beforeAll(async () => {
+  lab = await startUpgradeLab({ hosts: 1, version: '1.4.0', recordings: 5 })
+}, 120_000)
+
+afterAll(async () => {
+  await lab?.stop()
+})
+
+/** Every file under the host's root with size and mtime, except logs that a running service appends to. */
+function hostTree(root: string): string {
+  return execFileSync('find', [root, '-path', `${root}/var/log`, '-prune', '-o', '-path', `${root}/run`, '-prune', '-o', '-printf', '%p %s %T@\\n'], { encoding: 'utf8' }).split('\n').sort().join('\n')
+}
+
+describe('upgrade of one host', () => {
+  it('--dry-run prints every step and command per host and changes nothing', async () => {
+    const root = lab.env().recording!.hosts[0]!.root!
+    const before = { tree: hostTree(root), versions: await lab.versions(), fingerprint: await lab.fingerprint(), dpkg: readFileSync(join(root, 'var/lib/dpkg/status'), 'utf8') }
+    const out = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', '2.0.0', '--dry-run'])
+    expect(out.code).toBe(0)
+    for (const step of ['preflight', 'stage', 'snapshot', 'backup', 'stop: supervisorctl', 'install 2.0.0 over 1.4.0: dpkg --root=', 'review-config', 'start: supervisorctl', 'wait-healthy', 'check-logs', 'verify-host', 'roll back']) expect(out.stdout).toContain(step)
+    const after = { tree: hostTree(root), versions: await lab.versions(), fingerprint: await lab.fingerprint(), dpkg: readFileSync(join(root, 'var/lib/dpkg/status'), 'utf8') }
+    expect(after).toEqual(before)
+  })
+
+  it('1.4.0 -> 1.5.0: verified backup first, every recording still there, a report with downtime and the config review', async () => {
+    const before = await lab.listAll()
+    const outcome = await upgradeRecordingService({ env: lab.env(), to: '1.5.0' })
+    expect(outcome.phase).toBe('succeeded')
+    expect(await lab.versions()).toEqual({ 'rec-1': '1.5.0' })
+    const after = await lab.listAll()
+    for (const r of before) expect(after.map((x) => x.id)).toContain(r.id)
+    const journal = Journal.open(outcome.runId)
+    const steps = journal.entries().filter((e) => e.status === 'ok').map((e) => e.step)
+    expect(steps.indexOf('backup')).toBeLessThan(steps.indexOf('stop'))
+    expect(steps.indexOf('stage')).toBeLessThan(steps.indexOf('stop'))
+    const md = readFileSync(journal.file('report.md'), 'utf8')
+    expect(md).toMatch(/\| rec-1 \| .* \| .* \| [\d.]+ s \|/)
+    expect(md).toContain('recording.json.dpkg-dist')
+    expect(md).toContain('contentInfoCacheTtlSeconds')
+    expect((JSON.parse(readFileSync(journal.file('report.json'), 'utf8')) as { downtime: Array<{ downtimeMs: number }> }).downtime[0]?.downtimeMs).toBeGreaterThan(0)
+  })
+
+  it('rolling back 1.5.0 keeps the database: the schema did not change', async () => {
+    const fingerprint = await lab.fingerprint()
+    const written = await lab.create('written on 1.5.0')
+    const outcome = await rollbackRecordingService(lab.env(), {})
+    expect(outcome.phase).toBe('rolled-back')
+    expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
+    expect(await lab.fingerprint()).toBe(fingerprint)
+    expect(outcome.report.rollback).toMatchObject({ restore: false })
+    expect((await lab.listAll()).map((r) => r.id)).toContain(written.id)
+    expect(outcome.report.timeline.some((e) => e.step === 'rollback:restore')).toBe(false)
+  })
+
+  it('1.5.0 -> 2.0.0 then rollback: the database is restored and recordings written after the backup are re-created', async () => {
+    await upgradeRecordingService({ env: lab.env(), to: '1.5.0' })
+    const before = await lab.fingerprint()
+    const outcome = await upgradeRecordingService({ env: lab.env(), to: '2.0.0' })
+    expect(outcome.phase).toBe('succeeded')
+    expect(await lab.fingerprint()).not.toBe(before)
+    const late = [await lab.create('after the backup 1'), await lab.create('after the backup 2')]
+    const back = await rollbackRecordingService(lab.env(), { runId: outcome.runId })
+    expect(back.phase).toBe('rolled-back')
+    expect(await lab.versions()).toEqual({ 'rec-1': '1.5.0' })
+    expect(await lab.fingerprint()).toBe(before)
+    expect(back.report.rollback).toMatchObject({ restore: true })
+    const titles = (await lab.listAll()).map((r) => r.title)
+    for (const r of late) expect(titles).toContain(r.title)
+    expect((back.report.recreated as Array<{ title: string }>).map((r) => r.title).sort()).toEqual(late.map((r) => r.title).sort())
+    expect(readFileSync(Journal.open(outcome.runId).file('report.md'), 'utf8')).toContain('after the backup 1')
+  })
+
+  it('refuses a version that does not exist before anything changes (exit 2)', async () => {
+    const error = await upgradeRecordingService({ env: lab.env(), to: 'latest' }).catch((e: unknown) => e)
+    expect(exitCodeFor(error)).toBe(2)
+    expect((error as Error).message).toMatch(/--to: 'latest' is not a version/)
+  })
+})
