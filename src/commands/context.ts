@@ -45,3 +45,20 @@ export function printResult(command: Command, data: unknown, human: string | (()
     if (text) process.stdout.write(redact(text.endsWith('\n') ? text : text + '\n'))
   }
 }
+
+let resultExitCode: number | undefined
+
+/**
+ * Makes the command exit with `code` although it printed its result normally: for results that
+ * need a person (scanner findings, untranslatable calls, a refused key). `main` returns it.
+ */
+export function setResultExitCode(code: number): void {
+  resultExitCode = code
+}
+
+/** The exit code a command asked for with `setResultExitCode`, if any. */
+export function takeResultExitCode(): number | undefined {
+  const code = resultExitCode
+  resultExitCode = undefined
+  return code
+}

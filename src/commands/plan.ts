@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander'
 import { DEFAULT_PRODUCT, type Product } from '../releases/types.ts'
-import { environmentOf, globals, printResult } from './context.ts'
+import { environmentOf, globals, printResult, setResultExitCode } from './context.ts'
 
 /** The product prefix and folder of `--env`/`--env-file`, or the defaults (`svc`, `svc`) without one. */
 export function productFor(command: Command): Product {
@@ -13,16 +13,8 @@ export function productFor(command: Command): Product {
   return env || envFile ? environmentOf(command).product : DEFAULT_PRODUCT
 }
 
-/**
- * Makes the process exit with `code` although the command printed its result normally: for
- * results that need a person (findings, untranslatable calls). The CLI's own exit code for a
- * successful run is 0, so this applies once the run has finished, and never hides a failure.
- */
-export function exitAfterOutput(code: number): void {
-  process.once('beforeExit', () => {
-    if (!process.exitCode) process.exitCode = code
-  })
-}
+/** Exit code for a result that needs a person; see `setResultExitCode`. */
+export const exitAfterOutput = setResultExitCode
 
 export function register(program: Command): void {
   const plan = program.command('plan').description('Plan upgrades from the release catalog; nothing is changed.')

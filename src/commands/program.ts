@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError, Option } from 'commander'
 import { readFileSync } from 'node:fs'
+import { takeResultExitCode } from './context.ts'
 import { commandGroups } from './registry.ts'
 import { ExitCode, exitCodeFor, isExpected } from '../ops/errors.ts'
 import { runCleanups } from '../ops/lifecycle.ts'
@@ -46,7 +47,7 @@ export async function main(argv: string[]): Promise<number> {
   const program = await buildProgram()
   try {
     await program.parseAsync(argv, { from: 'user' })
-    return ExitCode.ok
+    return takeResultExitCode() ?? ExitCode.ok
   } catch (error) {
     if (error instanceof CommanderError) {
       // Help and version "errors" are normal exits; anything else is a usage error.

@@ -3,6 +3,7 @@
  * and fails when a row has no change in the catalog, or a change quotes text that is not in its row.
  */
 import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { AUTH_API, AUTH_REVISIONS } from '../../src/releases/auth.ts'
 import { expandName, LIVE_CHANGES, LIVE_RELEASES } from '../../src/releases/live.ts'
@@ -10,7 +11,8 @@ import { planLive } from '../../src/releases/plan.ts'
 import { RECORDING_RULES } from '../../src/releases/recording.ts'
 import * as v from '../../src/releases/versions.ts'
 
-const SEED = process.env.SVCOPS_SEED ?? '/work/shared/seed/000_c9d1a7f7aced8b05.txt'
+// The specification lives in ../shared beside the checkout (as on CI); SVCOPS_SEED overrides it.
+const SEED = process.env.SVCOPS_SEED ?? fileURLToPath(new URL('../../../shared/seed/000_c9d1a7f7aced8b05.txt', import.meta.url))
 const seed = readFileSync(SEED, 'utf8')
 
 interface SeedRow {
