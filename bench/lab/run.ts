@@ -6,32 +6,22 @@
  *
  *   npx tsx bench/lab/run.ts [--hosts 1,10] [--runs 3]
  */
-import { spawn } from 'node:child_process'
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { buildRecordingPackages } from '../../src/lab/recording/index.ts'
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const CLI = join(ROOT, 'bin/svcops.js')
+import { svcops as runCli, type CliResult } from '../../test/lab/labcore-helpers.ts'
 
 const { values } = parseArgs({ options: { hosts: { type: 'string', default: '1,10' }, runs: { type: 'string', default: '3' } } })
 const hostCounts = values.hosts.split(',').map(Number)
 const runs = Number(values.runs)
 
-function svcops(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+/** The CLI as a subprocess (the lab tests' runner), timed. */
+async function svcops(args: string[], env: Record<string, string>): Promise<CliResult & { ms: number }> {
   const started = performance.now()
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr, ms: performance.now() - started }))
-  })
+  const result = await runCli(args, env)
+  return { ...result, ms: performance.now() - started }
 }
 
 /** Durations of the top-level steps from the progress lines ("✓ start PostgreSQL (1.9 s)"). */
