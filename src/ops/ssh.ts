@@ -19,8 +19,10 @@ interface ConnectSettings {
   privateKeyPath?: string
   agent?: string
 }
-interface NoDelay {
+interface ClientLike {
   setNoDelay(noDelay: boolean): unknown
+  once(event: 'close', listener: () => void): unknown
+  on(event: 'error', listener: (error: Error) => void): unknown
 }
 interface Closable {
   close(): unknown
@@ -49,6 +51,7 @@ export interface SshTransportOptions {
 export class SshTransport implements Transport {
   readonly host: string
   private connecting: Promise<NodeSSH> | undefined
+  private opened: NodeSSH | undefined
   private running = 0
   private readonly waiting: Array<() => void> = []
 
@@ -80,7 +83,19 @@ export class SshTransport implements Transport {
       try {
         await ssh.connect(config)
         // Without this every small command waits on Nagle's algorithm (~45 ms instead of ~3 ms).
-        ;(ssh.connection as unknown as NoDelay | null)?.setNoDelay(true)
+        const client = ssh.connection as unknown as ClientLike | null
+        client?.setNoDelay(true)
+        // A reset after the handshake (sshd stopped) must not crash the process: the command in
+        // flight fails on its own, and the next one reconnects.
+        client?.on('error', () => undefined)
+        // A dropped connection (sshd restarted, network) is opened again by the next command.
+        client?.once('close', () => {
+          if (this.opened === ssh) {
+            this.opened = undefined
+            this.connecting = undefined
+          }
+        })
+        this.opened = ssh
         return ssh
       } catch (error) {
         lastError = error
@@ -111,29 +126,20 @@ export class SshTransport implements Transport {
     await this.acquire()
     const started = Date.now()
     let timer: NodeJS.Timeout | undefined
-    let timedOut = false
     try {
-      const result = await ssh.execCommand(command, {
-        stdin: Readable.from([stdin]),
-        noTrim: true,
-        onChannel: (opened) => {
-          const channel = opened as unknown as Closable
-          if (options.timeoutMs) {
-            timer = setTimeout(() => {
-              timedOut = true
-              // Closing the channel hangs up the remote command (SIGHUP through sshd).
-              channel.close()
-            }, options.timeoutMs)
-          }
-        },
-      })
-      return {
-        code: timedOut ? null : result.code,
-        signal: timedOut ? 'SIGHUP' : result.signal,
-        stdout: result.stdout,
-        stderr: result.stderr,
-        durationMs: Date.now() - started,
+      // Without a tty, OpenSSH lets a command run on after its channel closes (and ignores signal
+      // requests here), so the host enforces the timeout itself with coreutils' `timeout`; the
+      // channel is closed too, a little later, in case the host has no `timeout`.
+      const onChannel = (opened: unknown): void => {
+        if (options.timeoutMs) timer = setTimeout(() => (opened as Closable).close(), options.timeoutMs + 5000)
       }
+      const result = await ssh.execCommand(command, { stdin: Readable.from([stdin]), noTrim: true, onChannel }).catch((error: unknown) => {
+        throw new OperationError(`Could not run a command on ${this.host} over SSH: ${error instanceof Error ? error.message : String(error)}.`)
+      })
+      const durationMs = Date.now() - started
+      // `timeout` exits 124 when it had to stop the command: report it as the local transport does.
+      const timedOut = options.timeoutMs !== undefined && (result.code === 124 || result.code === null) && durationMs >= options.timeoutMs
+      return { code: timedOut ? null : result.code, signal: timedOut ? 'SIGTERM' : result.signal, stdout: result.stdout, stderr: result.stderr, durationMs }
     } finally {
       if (timer) clearTimeout(timer)
       this.release()
@@ -154,6 +160,7 @@ export class SshTransport implements Transport {
   async close(): Promise<void> {
     const pending = this.connecting
     this.connecting = undefined
+    this.opened = undefined
     if (!pending) return
     try {
       ;(await pending).dispose()
@@ -170,7 +177,7 @@ export class SshTransport implements Transport {
  * bytes with `dd` and evaluates them, so values stay off every process's argument list, and the
  * rest of stdin is left for the command.
  */
-export function remoteCommand(argv: string[], options: Pick<RunOptions, 'cwd' | 'env' | 'input'>): { command: string; stdin: Buffer } {
+export function remoteCommand(argv: string[], options: Pick<RunOptions, 'cwd' | 'env' | 'input' | 'timeoutMs'>): { command: string; stdin: Buffer } {
   const input = typeof options.input === 'string' ? Buffer.from(options.input) : (options.input ?? Buffer.alloc(0))
   const parts: string[] = []
   let stdin = input
@@ -181,6 +188,7 @@ export function remoteCommand(argv: string[], options: Pick<RunOptions, 'cwd' | 
     stdin = Buffer.concat([exports, input])
   }
   if (options.cwd) parts.push(`cd ${shellQuote(options.cwd)}`)
-  parts.push(`exec ${shellJoin(argv)}`)
+  const limited = options.timeoutMs ? ['timeout', '--kill-after=2', `${Math.max(1, options.timeoutMs) / 1000}s`, ...argv] : argv
+  parts.push(`exec ${shellJoin(limited)}`)
   return { command: parts.join(' && '), stdin }
 }

@@ -93,6 +93,16 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     expect(log.events.some((e) => e.kind === 'command' && e.host === 'rec-1' && e.code === 7)).toBe(true)
   })
 
+  it('hangs up a command that outlives its timeout', async () => {
+    const result = await runCommand(overSsh, ['sleep', '7.31'], { timeoutMs: 300, check: false })
+    expect(result.code).toBeNull()
+    const deadline = Date.now() + 3000
+    while (execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes('sleep 7.31') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toContain('sleep 7.31')
+    // The connection is still usable afterwards.
+    expect((await runCommand(overSsh, ['echo', 'still here'])).stdout).toBe('still here\n')
+  })
+
   it('reuses one connection with low per-command latency', async () => {
     const started = Date.now()
     for (let i = 0; i < 30; i++) await runCommand(overSsh, ['true'])
