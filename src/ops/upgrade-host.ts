@@ -67,16 +67,18 @@ async function waitHealthy(ctx: RunContext, h: HostHandle, startedAt: string, st
     } catch (error) {
       lastError = (error as Error).message
     }
-    if (attempt % 4 === 0) {
+    if (attempt % 2 === 0) {
       const status = await readServiceStatus(ctx.svc, h.transport, h.config, ctx.settings.service)
-      notRunning = status.running || /STARTING|BACKOFF|activating/i.test(status.status) ? 0 : notRunning + 1
-      if (notRunning >= 2) {
+      // BACKOFF: the process exited and the supervisor retries it; FATAL/EXITED: it gave up. A crash, not a slow start.
+      const fatal = /FATAL|EXITED|failed/i.test(status.status)
+      notRunning = status.running || /STARTING|activating/i.test(status.status) ? 0 : notRunning + 1
+      if (fatal || notRunning >= 2) {
         const lines = linesSince(await readServiceLogs(ctx.svc, h.transport, h.config, ctx.settings.service, ctx.settings.logLines, ctx.settings.logPath), startedAt)
         const last = lines.filter((l) => /ERROR|FATAL/i.test(l)).at(-1) ?? lines.at(-1) ?? 'no log lines'
         throw new HostFailure(h.name, step, `${ctx.settings.service} on ${h.name} stopped running after the start (${status.status}); last log line: ${last}`)
       }
     }
-    if (Date.now() >= deadline) throw new HostFailure(h.name, step, `${ctx.settings.service} on ${h.name} did not become healthy within ${Math.round(ctx.settings.healthTimeoutMs / 1000)} s: ${lastError}`)
+    if (Date.now() >= deadline) throw new HostFailure(h.name, step, `${ctx.settings.service} on ${h.name} did not become healthy within ${Math.round(ctx.settings.healthTimeoutMs / 1000)} s: ${lastError.replace(/\.$/, '')}.`)
     await new Promise((r) => setTimeout(r, Math.min(250, Math.max(0, deadline - Date.now()))))
   }
 }

@@ -31,7 +31,7 @@ export function openUpgradeDeps(env: Environment): Promise<UpgradeDeps> {
     content: {
       async health(url) {
         const h = await client(url).health()
-        if (!h.healthy) throw new HttpError(`GET ${url}/ is not healthy: ${h.reason ?? `status ${h.status ?? 'none'}`}.`, h.status ?? undefined)
+        if (!h.healthy) throw new HttpError(`GET ${url}/ is not healthy: ${(h.reason ?? `status ${h.status ?? 'none'}`).replace(/\.$/, '')}.`, h.status ?? undefined)
       },
       list: (url, limit) => client(url).list(limit),
       create: (url, input) => client(url).create(input),

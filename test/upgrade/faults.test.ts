@@ -1,0 +1,51 @@
+/**
+ * Every fault release of the lab (seed: "Common upgrade problems") ends, after the automatic
+ * rollback, on the old version with every recording present: exit 4, and the report says why and
+ * whether the database was restored.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { exitCodeFor, RolledBackError } from '../../src/ops/errors.ts'
+import { Journal, listRuns } from '../../src/ops/journal.ts'
+import { buildReport } from '../../src/ops/report.ts'
+import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
+import { startUpgradeLab, type UpgradeLab } from './fixture.ts'
+
+let lab: UpgradeLab
+
+beforeAll(async () => {
+  lab = await startUpgradeLab({ hosts: 1, version: '2.0.0', recordings: 6 })
+  lab.setRecording({ healthTimeoutSeconds: 4 })
+}, 120_000)
+
+afterAll(async () => {
+  await lab?.stop()
+})
+
+const cases = [
+  { version: '2.1.0+migfail', restore: false, cause: /stopped running|not running|error line/ },
+  { version: '2.1.0+crash', restore: true, cause: /stopped running|not running|error line/ },
+  { version: '2.1.0+unhealthy', restore: true, cause: /did not become healthy within 4 s/ },
+  { version: '2.1.0+slowstart', restore: true, cause: /did not become healthy within 4 s/ },
+  { version: '2.1.0+lossy', restore: true, cause: /recordings of the snapshot are missing/ },
+]
+
+describe('fault releases are rolled back with nothing lost', () => {
+  for (const c of cases) {
+    it(`${c.version}: rolled back to 2.0.0 (exit 4), database ${c.restore ? 'restored' : 'kept'}, every recording present`, async () => {
+      const before = await lab.listAll()
+      const fingerprint = await lab.fingerprint()
+      const error = await upgradeRecordingService({ env: lab.env(), to: c.version }).catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(RolledBackError)
+      expect(exitCodeFor(error)).toBe(4)
+      expect((error as Error).message).toMatch(c.cause)
+      expect(await lab.versions()).toEqual({ 'rec-1': '2.0.0' })
+      expect(await lab.healthy()).toEqual([true])
+      expect(await lab.fingerprint()).toBe(fingerprint)
+      const ids = (await lab.listAll()).map((r) => r.id)
+      for (const r of before) expect(ids).toContain(r.id)
+      const report = buildReport(Journal.open(listRuns(lab.runsDir)[0]?.id ?? ''))
+      expect(report.run.phase).toBe('rolled-back')
+      expect(report.rollback?.restore).toBe(c.restore)
+    })
+  }
+})
