@@ -1,0 +1,54 @@
+/**
+ * Crash-resume: the run kills itself with SIGKILL (SVCOPS_TEST_KILL_AT=<step>[@host]) right after a
+ * step boundary; then `resume` (even cases) or `rollback --run` (odd cases) must end with a healthy
+ * service on one version, no recording lost, and no lock left behind.
+ */
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Journal, listRuns } from '../../src/ops/journal.ts'
+import { readEnvironmentLock } from '../../src/ops/lock.ts'
+import { rollbackRecordingService } from '../../playbooks/rollback.ts'
+import { resumeRecordingRun } from '../../playbooks/upgrade.ts'
+import { runCli, startUpgradeLab, type UpgradeLab } from './fixture.ts'
+
+/** Every boundary of an upgrade of one host, in order. */
+export const BOUNDARIES = ['preflight', 'stage@rec-1', 'snapshot', 'backup', 'stop@rec-1', 'install@rec-1', 'review-config@rec-1', 'start@rec-1', 'wait-healthy@rec-1', 'check-logs@rec-1', 'verify-host@rec-1', 'verify']
+
+/** Declares the crash-resume cases for `boundaries` on a lab of its own. */
+export function describeCrashResume(boundaries: string[], offset: number): void {
+  let lab: UpgradeLab
+  let initial: string[] = []
+
+  beforeAll(async () => {
+    lab = await startUpgradeLab({ hosts: 1, version: '1.4.0', recordings: 4 })
+    initial = (await lab.listAll()).map((r) => r.id)
+  }, 120_000)
+
+  afterAll(async () => {
+    await lab?.stop()
+  })
+
+  describe('kill -9 at a step boundary, then resume or roll back', () => {
+    boundaries.forEach((boundary, i) => {
+      const how = (offset + i) % 2 === 0 ? 'resume' : 'rollback'
+      it(`killed after ${boundary}: ${how} ends healthy on one version with every recording`, async () => {
+        const from = (await lab.versions())['rec-1'] as string
+        const to = from === '1.4.0' ? '1.5.0' : '1.4.0'
+        const killed = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', to, '--yes'], { SVCOPS_TEST_KILL_AT: boundary })
+        expect(killed.signal).toBe('SIGKILL')
+        const id = listRuns(lab.runsDir)[0]?.id as string
+        expect(Journal.open(id).run.phase).toBe('running')
+        const outcome = how === 'resume' ? await resumeRecordingRun(id, {}) : await rollbackRecordingService(lab.env(), { runId: id })
+        expect(outcome.phase).toBe(how === 'resume' ? 'succeeded' : Journal.open(id).entries().some((e) => e.step === 'stop') ? 'rolled-back' : 'failed')
+        const versions = await lab.versions()
+        expect(versions['rec-1']).toBe(how === 'resume' ? to : from)
+        expect(await lab.healthy()).toEqual([true])
+        const ids = (await lab.listAll()).map((r) => r.id)
+        for (const r of initial) expect(ids).toContain(r)
+        expect(await readEnvironmentLock(lab.env().recording!.database, 'lab')).toBeUndefined()
+        expect(existsSync(join(lab.env().recording!.hosts[0]!.root!, 'var/lib/svcops/upgrade.lock'))).toBe(false)
+      })
+    })
+  })
+}
