@@ -8,7 +8,7 @@ import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promis
 import { join, resolve } from 'node:path'
 import type { Readable, Writable } from 'node:stream'
 import type { BackupConfig } from '../../config/schema.ts'
-import { BadInputError, OperationError } from '../errors.ts'
+import { OperationError } from '../errors.ts'
 
 /** A file being written to the store; invisible until `commit`. */
 export interface StoreWriter {
@@ -148,10 +148,13 @@ export class LocalStore implements BackupStore {
  * Opens the store an environment's `backup.store` names: a local directory, or (with `ssh`) a
  * directory on that host over SFTP.
  */
-export function openStore(config: Pick<BackupConfig, 'store'>): Promise<BackupStore> {
+export async function openStore(config: Pick<BackupConfig, 'store'>): Promise<BackupStore> {
   const { path, ssh } = config.store
-  if (ssh) throw new BadInputError(`backup.store.ssh: a store on ${ssh.user}@${ssh.host} is not supported by this build; expected a local directory in backup.store.path.`)
-  return Promise.resolve(new LocalStore(path))
+  if (ssh) {
+    const { openSshStore } = await import('./ssh-store.ts')
+    return openSshStore(ssh, path)
+  }
+  return new LocalStore(path)
 }
 
 /** Raised when a name is missing from the store. */
