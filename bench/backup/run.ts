@@ -69,7 +69,7 @@ async function measure(name: string, script: string, env: Record<string, string>
 const rows: Row[] = []
 rows.push(await measure('`pg_dump -Fc > /dev/null`', 'pg_dump -Fc > /dev/null'))
 const gpgOut = join(work, 'usual.pgp')
-rows.push(await measure('`pg_dump -Fc | gpg --encrypt -r KEY`', `pg_dump -Fc | gpg --batch --trust-model always --encrypt -r ${key.fingerprint} > ${gpgOut}`, {}, gpgOut))
+rows.push(await measure('`pg_dump -Fc \| gpg --encrypt -r KEY`', `pg_dump -Fc | gpg --batch --trust-model always --encrypt -r ${key.fingerprint} > ${gpgOut}`, {}, gpgOut))
 rmSync(gpgOut)
 const create = await measure('`svcops backup create`', `node bin/svcops.js --env-file ${envFile} --json backup create`)
 const manifest = (JSON.parse(create.stdout) as { backup: { id: string; file: string; sizes: { encrypted: number } } }).backup

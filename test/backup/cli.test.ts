@@ -125,3 +125,23 @@ describe('svcops backup (CLI)', () => {
     expect(outputs.join('\n')).not.toContain(SERVICE_PASSWORD)
   })
 })
+
+describe('lab backup section', () => {
+  it('creates the lab key pair once and returns a backup section that references it', async () => {
+    const { mkdtempSync, readFileSync, rmSync } = await import('node:fs')
+    const { tmpdir } = await import('node:os')
+    const { prepareLabBackup } = await import('../../src/lab/backup.ts')
+    const { backupSchema } = await import('../../src/config/schema.ts')
+    const dir = mkdtempSync(join(tmpdir(), 'svcops-lab-backup-'))
+    try {
+      const section = await prepareLabBackup(dir)
+      expect(backupSchema.parse(section)).toEqual(section)
+      const publicKey = readFileSync(section.recipients[0] ?? '', 'utf8')
+      expect(await prepareLabBackup(dir)).toEqual(section)
+      expect(readFileSync(section.recipients[0] ?? '', 'utf8')).toBe(publicKey)
+      expect(section.identity && 'file' in section.identity && statSync(section.identity.file).mode & 0o777).toBe(0o600)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})

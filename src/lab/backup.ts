@@ -1,0 +1,27 @@
+/**
+ * Backups in the lab: a key pair of the lab's own (GnuPG 2.2 compatible) and the `svcops:backup`
+ * section of the lab's environment file, so `svcops backup create|verify|restore --env lab` work
+ * right after `svcops lab up`. The private key stays in the lab directory (0600); the section
+ * references it by path, never by value.
+ */
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import type { BackupConfig } from '../config/schema.ts'
+import { keyPairPaths, writeKeyPairFiles } from '../ops/backup/keyfiles.ts'
+
+/**
+ * Creates (once; reused on the next `lab up`) the lab's backup key pair under `labDir/keys` and
+ * returns the `svcops:backup` section with the store in `labDir/backups`. The lab database user
+ * needs CREATEDB for `backup verify --restore-test`.
+ */
+export async function prepareLabBackup(labDir: string): Promise<BackupConfig> {
+  const paths = keyPairPaths(join(labDir, 'keys'), 'svcops lab backups')
+  if (!existsSync(paths.privateKeyFile) || !existsSync(paths.publicKeyFile)) {
+    await writeKeyPairFiles(paths, { name: 'svcops lab backups', email: 'backups@lab.invalid' })
+  }
+  return {
+    store: { path: join(labDir, 'backups') },
+    recipients: [paths.publicKeyFile],
+    identity: { file: paths.privateKeyFile },
+  }
+}
