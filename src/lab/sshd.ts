@@ -153,13 +153,39 @@ export async function startSshd(options: StartSshdOptions = {}): Promise<Sshd> {
     const info: SshdInfo = { host: '127.0.0.1', port: await freePort(), user, privateKeyPath, dir, pidFile: join(dir, 'sshd.pid'), logFile: join(dir, 'sshd.log') }
     const config = join(dir, 'sshd_config')
     writeFileSync(config, sshdConfig(info, hostKey, authorized))
-    // Without -D sshd forks into the background only after it listens: when this returns, it is ready.
+    // Without -D sshd forks first and then binds; it writes its pid file once it listens. The
+    // parent's exit therefore says nothing: wait for the pid file (ready) or a log line (failed).
     const result = await runCommand(local, [sshd, '-f', config, '-E', info.logFile], { check: false })
-    if (result.code === 0 && existsSync(info.pidFile)) return { ...info, stop: () => stopSshd(info) }
-    lastError = new OperationError(`sshd on 127.0.0.1:${info.port} did not start: ${readLog(info.logFile) || result.stderr.trim()}`)
+    const pid = result.code === 0 ? await waitForPidFile(info) : undefined
+    if (pid) return { ...info, stop: () => stopSshd(info) }
+    lastError = new OperationError(`sshd on 127.0.0.1:${info.port} did not start: ${readLog(info.logFile) || result.stderr.trim() || 'no pid file within 10 s'}`)
   }
   rmSync(dir, { recursive: true, force: true })
   throw lastError
+}
+
+/** The pid sshd wrote once it listens, or undefined if it logged an error or took too long. */
+async function waitForPidFile(info: SshdInfo, timeoutMs = 10_000): Promise<number | undefined> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    const pid = readPidFile(info.pidFile)
+    if (pid) return pid
+    if (readLog(info.logFile)) return undefined
+    await new Promise((r) => setTimeout(r, 10))
+  }
+  return undefined
+}
+
+/** A complete pid file's pid (sshd writes "<pid>\n"; a half-written file does not count). */
+function readPidFile(file: string): number | undefined {
+  try {
+    const text = readFileSync(file, 'utf8')
+    const pid = Number(text.trim())
+    return text.endsWith('\n') && pid > 0 ? pid : undefined
+  } catch {
+    // Not written yet.
+    return undefined
+  }
 }
 
 function readLog(file: string): string {
@@ -237,9 +263,7 @@ function signal(pid: number, sig: NodeJS.Signals): void {
 
 /** Stops an sshd described by `info` (also from another process) and the sessions it serves. */
 export async function stopSshd(info: SshdInfo): Promise<void> {
-  if (existsSync(info.pidFile)) {
-    const pid = Number(readFileSync(info.pidFile, 'utf8').trim())
-    if (pid > 0 && isAlive(pid)) await terminatePids([pid, ...descendantsOf(pid)])
-  }
+  const pid = readPidFile(info.pidFile)
+  if (pid && isAlive(pid)) await terminatePids([pid, ...descendantsOf(pid)])
   rmSync(info.dir, { recursive: true, force: true })
 }
