@@ -67,31 +67,35 @@ async function measure(name: string, script: string, env: Record<string, string>
 }
 
 const rows: Row[] = []
-rows.push(await measure('`pg_dump -Fc > /dev/null`', 'pg_dump -Fc > /dev/null'))
-const gpgOut = join(work, 'usual.pgp')
-rows.push(await measure('`pg_dump -Fc \| gpg --encrypt -r KEY`', `pg_dump -Fc | gpg --batch --trust-model always --encrypt -r ${key.fingerprint} > ${gpgOut}`, {}, gpgOut))
-rmSync(gpgOut)
-const create = await measure('`svcops backup create`', `node bin/svcops.js --env-file ${envFile} --json backup create`)
-const manifest = (JSON.parse(create.stdout) as { backup: { id: string; file: string; sizes: { encrypted: number } } }).backup
-create.outBytes = manifest.sizes.encrypted
-rows.push(create)
-rows.push(await measure('`svcops backup verify --restore-test`', `node bin/svcops.js --env-file ${envFile} --json backup verify ${manifest.id} --restore-test`))
-const semi = await measure('`svcops backup create` (node --max-semi-space-size=1)', `NODE_OPTIONS=--max-semi-space-size=1 node bin/svcops.js --env-file ${envFile} --json backup create`)
-semi.outBytes = (JSON.parse(semi.stdout) as { backup: { sizes: { encrypted: number } } }).backup.sizes.encrypted
-rows.push(semi)
-rows.push(await measure('`svcops backup verify --restore-test` (node --max-semi-space-size=1)', `NODE_OPTIONS=--max-semi-space-size=1 node bin/svcops.js --env-file ${envFile} --json backup verify ${manifest.id} --restore-test`))
+try {
+  rows.push(await measure('`pg_dump -Fc > /dev/null`', 'pg_dump -Fc > /dev/null'))
+  const gpgOut = join(work, 'usual.pgp')
+  rows.push(await measure('`pg_dump -Fc \\| gpg --encrypt -r KEY`', `pg_dump -Fc | gpg --batch --trust-model always --encrypt -r ${key.fingerprint} > ${gpgOut}`, {}, gpgOut))
+  rmSync(gpgOut)
+  const create = await measure('`svcops backup create`', `node bin/svcops.js --env-file ${envFile} --json backup create`)
+  const manifest = (JSON.parse(create.stdout) as { backup: { id: string; file: string; sizes: { encrypted: number } } }).backup
+  create.outBytes = manifest.sizes.encrypted
+  rows.push(create)
+  rows.push(await measure('`svcops backup verify --restore-test`', `node bin/svcops.js --env-file ${envFile} --json backup verify ${manifest.id} --restore-test`))
+  const semi = await measure('`svcops backup create` (node --max-semi-space-size=1)', `NODE_OPTIONS=--max-semi-space-size=1 node bin/svcops.js --env-file ${envFile} --json backup create`)
+  semi.outBytes = (JSON.parse(semi.stdout) as { backup: { sizes: { encrypted: number } } }).backup.sizes.encrypted
+  rows.push(semi)
+  rows.push(await measure('`svcops backup verify --restore-test` (node --max-semi-space-size=1)', `NODE_OPTIONS=--max-semi-space-size=1 node bin/svcops.js --env-file ${envFile} --json backup verify ${manifest.id} --restore-test`))
 
-const mb = (b: number): string => (b / 1024 ** 2).toFixed(0)
-const usual = rows[1]
-const lines = [
-  `Database: ${mb(dbBytes)} MB (pg_database_size), PostgreSQL and pg_dump ${(await runCommand(local, ['pg_dump', '--version'])).stdout.trim().split(' ').at(-3) ?? ''}, ${(await runCommand(local, ['nproc'])).stdout.trim()} cores.`,
-  '',
-  '| row | wall time (s) | MB/s of database | output (MB) | peak RSS (MB) |',
-  '|---|---:|---:|---:|---:|',
-  ...rows.map((r) => `| ${r.name} | ${r.wallS.toFixed(1)} | ${(dbBytes / 1024 ** 2 / r.wallS).toFixed(1)} | ${r.outBytes !== undefined ? mb(r.outBytes) : '–'} | ${r.rssMb.toFixed(0)} |`),
-  '',
-  usual ? `svcops backup create vs the usual pipeline: ${(usual.wallS / create.wallS).toFixed(2)}x the throughput, ${((create.outBytes ?? 0) / (usual.outBytes ?? 1)).toFixed(3)}x the size.` : '',
-]
-process.stdout.write(lines.join('\n') + '\n')
-await runCommand(local, ['gpgconf', '--kill', 'gpg-agent'], { env: { GNUPGHOME: gnupgHome }, check: false })
-if (!values.keep) rmSync(work, { recursive: true, force: true })
+  const mb = (b: number): string => (b / 1024 ** 2).toFixed(0)
+  const usual = rows[1]
+  const lines = [
+    `Database: ${mb(dbBytes)} MB (pg_database_size), PostgreSQL and pg_dump ${(await runCommand(local, ['pg_dump', '--version'])).stdout.trim().split(' ').at(-3) ?? ''}, ${(await runCommand(local, ['nproc'])).stdout.trim()} cores.`,
+    '',
+    '| row | wall time (s) | MB/s of database | output (MB) | peak RSS (MB) |',
+    '|---|---:|---:|---:|---:|',
+    ...rows.map((r) => `| ${r.name} | ${r.wallS.toFixed(1)} | ${(dbBytes / 1024 ** 2 / r.wallS).toFixed(1)} | ${r.outBytes !== undefined ? mb(r.outBytes) : '–'} | ${r.rssMb.toFixed(0)} |`),
+    '',
+    usual ? `svcops backup create vs the usual pipeline: ${(usual.wallS / create.wallS).toFixed(2)}x the throughput, ${((create.outBytes ?? 0) / (usual.outBytes ?? 1)).toFixed(3)}x the size.` : '',
+  ]
+  process.stdout.write(lines.join('\n') + '\n')
+} finally {
+  // gpg started an agent for the bench's key ring; it must not outlive the run.
+  await runCommand(local, ['gpgconf', '--kill', 'gpg-agent'], { env: { GNUPGHOME: gnupgHome }, check: false })
+  if (!values.keep) rmSync(work, { recursive: true, force: true })
+}
