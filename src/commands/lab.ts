@@ -36,7 +36,8 @@ Examples:
     .addOption(new Option('--manager-revision <revision>', 'auth API revision the manager emulator runs as (1.4.1 issues 300 s tokens)').choices(REVISIONS).default('1.6.2'))
     .option('--hosts <n>', 'number of recording hosts (sandboxes with dpkg, supervisord, reachable over a loopback sshd)', parseInteger, 3)
     // Not --version: commander gives the root's -V/--version precedence anywhere on the command line.
-    .option('--release <version>', 'recording service release installed on every host (default: the oldest lab release, 1.4.0)')
+    .option('--version <version>', 'recording service release installed on every host (default: the oldest lab release, 1.4.0)')
+    .addOption(new Option('--release <version>', 'same as --version').hideHelp())
     .option('--recordings <k>', 'recordings created through the recording API once the hosts are up', parseInteger, 6)
     .option('--dry-run', 'print the steps without starting anything')
     .addHelpText(
@@ -47,13 +48,13 @@ Hosts are named rec-1, rec-2, ...; each runs its own service on its own port (se
 
 Examples:
   svcops lab up
-  svcops lab up --hosts 10 --release 1.5.0 --recordings 50
+  svcops lab up --hosts 10 --version 1.5.0 --recordings 50
   svcops lab up --manager-revision 1.4.1
   svcops lab up --dry-run --json`,
     )
-    .action(async (options: { managerRevision: (typeof REVISIONS)[number]; hosts: number; release?: string; recordings: number; dryRun?: boolean }, command: Command) => {
+    .action(async (options: { managerRevision: (typeof REVISIONS)[number]; hosts: number; release?: string; version?: string; recordings: number; dryRun?: boolean }, command: Command) => {
       const { labUp, labUpPlan } = await import('../lab/lab.ts')
-      const upOptions = { managerRevision: options.managerRevision, hosts: options.hosts, recordings: options.recordings, ...(options.release ? { version: options.release } : {}) }
+      const upOptions = { managerRevision: options.managerRevision, hosts: options.hosts, recordings: options.recordings, ...(options.version ?? options.release ? { version: options.version ?? options.release } : {}) }
       if (options.dryRun) {
         const steps = labUpPlan(upOptions)
         printResult(command, { dryRun: true, steps }, `lab up would:\n${steps.map((s, i) => `  ${i + 1}. ${s}`).join('\n')}`)

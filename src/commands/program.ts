@@ -16,7 +16,7 @@ const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.ur
 export async function buildProgram(): Promise<Command> {
   const program = new Command('svcops')
     .description('Deploy, back up, upgrade and roll back the media-production platform.\n\nEnvironments are Pulumi stack files: --env prod reads stacks/Pulumi.prod.yaml.')
-    .version(pkg.version, '-V, --version', 'print the svcops version')
+    .version(pkg.version, '-V', 'print the svcops version (also: svcops --version)')
     .addOption(new Option('-e, --env <name>', 'environment (stack) to act on: reads stacks/Pulumi.<name>.yaml').env('SVCOPS_ENV'))
     .option('--env-file <path>', 'read the environment from this stack file instead of stacks/')
     .option('--json', 'print one JSON document on stdout (for schedulers and scripts)')
@@ -44,6 +44,9 @@ function jsonRequested(argv: string[]): boolean {
 
 /** Runs the CLI with `argv` (without node and script) and returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
+  // `--version` belongs to the program only in first position, so that subcommands may have a
+  // --version option of their own (`svcops lab up --version 1.5.0`).
+  if (argv[0] === '--version') argv = ['-V', ...argv.slice(1)]
   const program = await buildProgram()
   try {
     await program.parseAsync(argv, { from: 'user' })
