@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, openSync, readdirSync, closeSync, writeSync, readSync, truncateSync, statSync, rmSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { existsSync, mkdirSync, readFileSync, writeFileSync, openSync, readdirSync, closeSync, writeSync, readSync, truncateSync, statSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import * as openpgp from 'openpgp'
@@ -133,6 +134,25 @@ describe('backup errors, each against the real components', () => {
 
     rmSync(file)
     expect((await verifyBackup(bed.store, manifest.id, { identity: bed.identity })).failedCheck).toBe('file')
+  })
+
+  it('names the decrypt check when the data fails the OpenPGP integrity check although the checksum was rewritten', async () => {
+    const other = await createBackup(bed.options())
+    const file = join(bed.store.location, other.file)
+    const data = readFileSync(file)
+    const at = data.length - 40
+    data[at] = (data[at] ?? 0) ^ 0x01
+    writeFileSync(file, data)
+    const tampered = { ...other, checksums: { ...other.checksums, encryptedSha256: createHash('sha256').update(data).digest('hex') } }
+    writeFileSync(join(bed.store.location, `${other.id}.manifest.json`), JSON.stringify(tampered))
+    const report = await verifyBackup(bed.store, other.id, { identity: bed.identity })
+    expect(report.checks.map((c) => [c.check, c.ok])).toEqual([
+      ['manifest', true],
+      ['checksum', true],
+      ['key', true],
+      ['decrypt', false],
+    ])
+    expect(report.checks.at(-1)?.detail).toMatch(/^Decrypting backup .* failed: .*(Modification detected|integrity|MDC)/i)
   })
 
   it('refuses an id that is not a backup id before touching the store', async () => {
