@@ -93,7 +93,7 @@ export async function preflight(ctx: RunContext, target: string): Promise<void> 
     'snapshot',
     undefined,
     async () => {
-      const source = ctx.hosts[0] as HostHandle
+      const source = await firstHealthy(ctx, [...ctx.hosts, ...ctx.allHosts])
       const rowCounts = await ctx.deps.database.rowCounts()
       const snapshot = await snapshotContent(ctx.deps.content, source.url, ctx.settings.contentLimit, rowCounts)
       ctx.journal.update({ snapshotIds: snapshot.keys })
@@ -102,6 +102,19 @@ export async function preflight(ctx: RunContext, target: string): Promise<void> 
     { once: true },
   )
   if (!run.snapshotIds && !ctx.journal.run.snapshotIds) throw new OperationError('The content snapshot was not recorded.')
+}
+
+/** The first host that answers `GET /` (the snapshot needs one; a host being repaired may be down). */
+async function firstHealthy(ctx: RunContext, hosts: HostHandle[]): Promise<HostHandle> {
+  for (const h of hosts) {
+    try {
+      await ctx.deps.content.health(h.url)
+      return h
+    } catch (error) {
+      events.emit({ kind: 'check', check: 'host answers for the content snapshot', ok: false, host: h.name, detail: (error as Error).message })
+    }
+  }
+  throw new OperationError(`No host of ${ctx.env.name} answers GET /, so the content cannot be listed before the upgrade.`, `Check the service: svcops verify recording --env ${ctx.env.name}`)
 }
 
 /** Backup and its verification: the gate before anything stops. */

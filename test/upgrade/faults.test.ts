@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exitCodeFor, RolledBackError } from '../../src/ops/errors.ts'
 import { Journal, listRuns } from '../../src/ops/journal.ts'
 import { buildReport } from '../../src/ops/report.ts'
+import { rollbackRecordingService } from '../../playbooks/rollback.ts'
 import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
 import { startUpgradeLab, type UpgradeLab } from './fixture.ts'
 
@@ -49,3 +50,22 @@ describe('fault releases are rolled back with nothing lost', () => {
     })
   }
 })
+
+describe('--no-auto-rollback', () => {
+  it('keeps the broken state for inspection (exit 1, names the rollback command); rollback --run then restores the old version', async () => {
+    const before = await lab.listAll()
+    const error = await upgradeRecordingService({ env: lab.env(), to: '2.1.0+migfail', autoRollback: false }).catch((e: unknown) => e)
+    expect(exitCodeFor(error)).toBe(1)
+    expect((error as Error).message).toMatch(/left as they are \(--no-auto-rollback\)/)
+    const runId = listRuns(lab.runsDir)[0]?.id ?? ''
+    expect((error as { hint?: string }).hint).toContain(`svcops rollback recording --env lab --run ${runId}`)
+    expect(await lab.versions()).toEqual({ 'rec-1': '2.1.0+migfail' })
+    expect(await lab.healthy()).toEqual([false])
+    const back = await rollbackRecordingService(lab.env(), { runId })
+    expect(back.phase).toBe('rolled-back')
+    expect(await lab.versions()).toEqual({ 'rec-1': '2.0.0' })
+    const ids = (await lab.listAll()).map((r) => r.id)
+    for (const r of before) expect(ids).toContain(r.id)
+  })
+})
+

@@ -69,4 +69,20 @@ describe('fleet upgrade', () => {
     expect(run.run.phase).toBe('rolled-back')
     writeFileSync(configFile, JSON.stringify(config, null, 2))
   })
+  it('--max-fail 1 tolerates a failing host: the others stay upgraded, the failed one is left stopped (schema changed) and reported', async () => {
+    const rec3 = lab.env().recording!.hosts[2]!
+    const configFile = join(rec3.root!, 'etc/opt/svc/recording.json')
+    const config = JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>
+    writeFileSync(configFile, JSON.stringify({ ...config, logLevel: 'loud' }, null, 2))
+    const error = await upgradeRecordingService({ env: lab.env(), to: '2.0.0', batch: 2, maxFail: '1' }).catch((e: unknown) => e)
+    expect(exitCodeFor(error)).toBe(1)
+    expect((error as Error).message).toMatch(/Upgraded 2 of 3 hosts to 2\.0\.0; rec-3 failed \(within --max-fail 1\)/)
+    expect(await lab.healthy()).toEqual([true, true, false])
+    // The operator repairs rec-3's config and finishes it alone.
+    writeFileSync(configFile, JSON.stringify(config, null, 2))
+    const done = await upgradeRecordingService({ env: lab.env(), to: '2.0.0', hosts: ['rec-3'] })
+    expect(done.phase).toBe('succeeded')
+    expect(await lab.versions()).toEqual({ 'rec-1': '2.0.0', 'rec-2': '2.0.0', 'rec-3': '2.0.0' })
+    expect(await lab.healthy()).toEqual([true, true, true])
+  })
 })

@@ -22,7 +22,7 @@ export function describeCrashResume(boundaries: string[], offset: number): void 
 
   beforeAll(async () => {
     lab = await startUpgradeLab({ hosts: 1, version: '1.4.0', recordings: 4 })
-    initial = (await lab.listAll()).map((r) => r.id)
+    initial = (await lab.listAll()).map((r) => String(r.id))
   }, 120_000)
 
   afterAll(async () => {
@@ -44,7 +44,7 @@ export function describeCrashResume(boundaries: string[], offset: number): void 
         const versions = await lab.versions()
         expect(versions['rec-1']).toBe(how === 'resume' ? to : from)
         expect(await lab.healthy()).toEqual([true])
-        const ids = (await lab.listAll()).map((r) => r.id)
+        const ids = (await lab.listAll()).map((r) => String(r.id))
         for (const r of initial) expect(ids).toContain(r)
         expect(await readEnvironmentLock(lab.env().recording!.database, 'lab')).toBeUndefined()
         expect(existsSync(join(lab.env().recording!.hosts[0]!.root!, 'var/lib/svcops/upgrade.lock'))).toBe(false)
