@@ -46,7 +46,7 @@ export function checkLabHostsOptions(options: LabHostsOptions): Required<LabHost
   if (!Number.isInteger(hosts) || hosts < 0 || hosts > MAX_LAB_HOSTS) throw new BadInputError(`--hosts: ${String(options.hosts)} is not allowed; expected an integer from 0 (no recording hosts) to ${MAX_LAB_HOSTS}.`)
   if (!Number.isInteger(recordings) || recordings < 0) throw new BadInputError(`--recordings: ${String(options.recordings)} is not allowed; expected an integer of at least 0.`)
   if (!RECORDING_RELEASES.some((r) => r.version === version)) {
-    throw new BadInputError(`--release: ${version} is not a lab release; expected one of ${RECORDING_RELEASES.map((r) => r.version).join(', ')}.`)
+    throw new BadInputError(`--version: ${version} is not a lab release; expected one of ${RECORDING_RELEASES.map((r) => r.version).join(', ')}.`)
   }
   return { hosts, recordings, version }
 }

@@ -44,13 +44,13 @@ function labEnv(base: string, name: string): LabTestEnv {
   return { SVCOPS_LAB_DIR: join(base, `${name}-lab`), SVCOPS_STACKS_DIR: join(base, `${name}-stacks`), TMPDIR: tmp, SVCOPS_LAB_PACKAGES_DIR: join(tmpdir(), 'svcops-test-lab-packages') }
 }
 
-describe('svcops lab up --hosts 2 --release 1.5.0 --recordings 3', () => {
+describe('svcops lab up --hosts 2 --version 1.5.0 --recordings 3', () => {
   const base = mkdtempSync(join(tmpdir(), 'svcops-labup-'))
   const env = labEnv(base, 'a')
   let up: { code: number | null; stdout: string; stderr: string }
 
   beforeAll(async () => {
-    up = await svcops(['lab', 'up', '--hosts', '2', '--release', '1.5.0', '--recordings', '3', '--json'], env)
+    up = await svcops(['lab', 'up', '--hosts', '2', '--version', '1.5.0', '--recordings', '3', '--json'], env)
   })
   afterAll(async () => {
     await svcops(['lab', 'down'], env)
