@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander'
 import { BadInputError, ExitCode } from '../ops/errors.ts'
-import { environmentOf, globals, printResult, showProgress } from './context.ts'
+import { environmentOf, printResult, showProgress } from './context.ts'
 import { exitAfterOutput } from './plan.ts'
 
 /** Asks on the terminal unless --yes; without a terminal, --yes is required (a scheduler cannot answer). */
@@ -143,7 +143,7 @@ Examples:
         }
         const identity = await readIdentity(ctx.backup)
         const d = ctx.database
-        const confirmed = await confirmReplace(`Replace every table in ${d.name} on ${d.host}:${d.port} with backup ${id} (taken ${manifest.completedAt})?`, options.yes ?? globals(command).json)
+        const confirmed = await confirmReplace(`Replace every table in ${d.name} on ${d.host}:${d.port} with backup ${id} (taken ${manifest.completedAt})?`, options.yes)
         if (!confirmed) throw new BadInputError('Not confirmed; nothing was changed.')
         const report = await restoreBackup(ctx.store, id, d, { identity, confirmed, ...(options.expectFingerprint ? { expectFingerprint: options.expectFingerprint } : {}) })
         printResult(command, { ok: true, ...report }, `Restored backup ${id} into ${d.name}: ${Object.values(report.rowCounts).reduce((a, b) => a + b, 0)} rows, fingerprint ${report.fingerprint.slice(0, 16)}… equal to the manifest.`)

@@ -78,6 +78,7 @@ describe('svcops backup (CLI)', () => {
     const refused = await run('backup', 'restore', backup.id)
     expect(refused.code).toBe(2)
     expect(refused.stderr).toMatch(/--yes: missing; restoring replaces the database/)
+    expect((await run('--json', 'backup', 'restore', backup.id)).code).toBe(2)
 
     const plan = await run('--json', 'backup', 'restore', backup.id, '--dry-run')
     expect((plan.json().steps as string[])[2]).toMatch(/^in one transaction: drop the objects in recordings and load backup/)
