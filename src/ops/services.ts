@@ -17,8 +17,10 @@ export interface ServiceDriver {
   statusCommand(host: Host, service: string): PlannedCommand
   /** True when the status command's answer says the service runs. */
   parseRunning(code: number | null, stdout: string): boolean
-  /** The last `lines` log lines of the service. */
-  logsCommand(host: Host, service: string, lines: number, logPath: string): PlannedCommand
+  /** The last `lines` log lines of the service; with `cursor`, only lines written after it. */
+  logsCommand(host: Host, service: string, lines: number, logPath: string, cursor?: string): PlannedCommand
+  /** A command printing a position in the log (taken before a start, so only that start's lines are judged). */
+  logCursorCommand(host: Host, service: string, logPath: string): PlannedCommand
 }
 
 /** systemd units: `systemctl stop|start|is-active`, `journalctl -u UNIT -n N`. */
@@ -28,7 +30,9 @@ export const systemdDriver: ServiceDriver = {
   startCommand: (_h, unit) => ({ argv: ['systemctl', 'start', unit], mutates: true }),
   statusCommand: (_h, unit) => ({ argv: ['systemctl', 'is-active', unit], mutates: false }),
   parseRunning: (code, stdout) => code === 0 && stdout.trim() === 'active',
-  logsCommand: (_h, unit, lines) => ({ argv: ['journalctl', '-u', unit, '-n', String(lines), '--no-pager', '-o', 'short-iso'], mutates: false }),
+  logsCommand: (_h, unit, lines, _logPath, cursor) => ({ argv: ['journalctl', '-u', unit, '-n', String(lines), '--no-pager', '-o', 'short-iso', ...(cursor ? [`--since=@${cursor}`] : [])], mutates: false }),
+  // The host's own clock: a position in time that journalctl --since understands, immune to clock skew.
+  logCursorCommand: () => ({ argv: ['date', '+%s.%N'], mutates: false }),
 }
 
 /** Programs of a supervisord (the lab's): `supervisorctl -c CONF stop|start|status PROGRAM`. */
@@ -38,7 +42,12 @@ export const supervisorDriver: ServiceDriver = {
   startCommand: (h, program) => ({ argv: supervisorctlArgv(h, ['start', program]), mutates: true }),
   statusCommand: (h, program) => ({ argv: supervisorctlArgv(h, ['status', program]), mutates: false }),
   parseRunning: (_code, stdout) => /\bRUNNING\b/.test(stdout),
-  logsCommand: (h, _program, lines, logPath) => ({ argv: ['tail', '-n', String(lines), hostPath(h, logPath)], mutates: false }),
+  logsCommand: (h, _program, lines, logPath, cursor) =>
+    cursor === undefined
+      ? { argv: ['tail', '-n', String(lines), hostPath(h, logPath)], mutates: false }
+      : { argv: ['sh', '-c', 'tail -c +"$1" "$2" | tail -n "$3"', 'sh', String(Number(cursor) + 1), hostPath(h, logPath), String(lines)], mutates: false },
+  // The log file's size in bytes: what the service writes after it is this start's.
+  logCursorCommand: (h, _program, logPath) => ({ argv: ['sh', '-c', 'stat -c %s "$1" 2>/dev/null || echo 0', 'sh', hostPath(h, logPath)], mutates: false }),
 }
 
 /** The driver named in the environment file. */
@@ -76,9 +85,16 @@ export async function readServiceStatus(driver: ServiceDriver, transport: Transp
   return { running: driver.parseRunning(result.code, result.stdout), status: result.stdout.trim() || result.stderr.trim() }
 }
 
-/** The last `lines` lines of the service's log (empty when there is no log yet). */
-export async function readServiceLogs(driver: ServiceDriver, transport: Transport, host: Host, service: string, lines: number, logPath: string): Promise<string[]> {
-  const cmd = driver.logsCommand(host, service, lines, logPath)
+/** A position in the service's log, read before a start (see `readServiceLogs`). */
+export async function readLogCursor(driver: ServiceDriver, transport: Transport, host: Host, service: string, logPath: string): Promise<string | undefined> {
+  const result = await runCommand(transport, driver.logCursorCommand(host, service, logPath).argv, { check: false })
+  const cursor = result.stdout.trim()
+  return result.code === 0 && /^\d+(\.\d+)?$/.test(cursor) ? cursor : undefined
+}
+
+/** The last `lines` lines of the service's log (empty when there is no log yet); with `cursor`, only lines written after it. */
+export async function readServiceLogs(driver: ServiceDriver, transport: Transport, host: Host, service: string, lines: number, logPath: string, cursor?: string): Promise<string[]> {
+  const cmd = driver.logsCommand(host, service, lines, logPath, cursor)
   const result = await runCommand(transport, cmd.argv, { check: false })
   return result.code === 0 ? result.stdout.split('\n').filter((l) => l.trim() !== '') : []
 }

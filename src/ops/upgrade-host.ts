@@ -6,7 +6,7 @@
  */
 import { events } from './events.ts'
 import { installPackage, readInstalledVersion } from './packages.ts'
-import { findLogErrors, linesSince, readServiceLogs, readServiceStatus, startService, stopService } from './services.ts'
+import { findLogErrors, readLogCursor, readServiceLogs, readServiceStatus, startService, stopService } from './services.ts'
 import { reviewConfig } from './upgrade-config.ts'
 import { HostFailure, runStep, type HostHandle, type RunContext } from './upgrade-steps.ts'
 import { assertVerified, verifyHost } from './verify.ts'
@@ -34,15 +34,17 @@ export async function installStep(ctx: RunContext, h: HostHandle, version: strin
 /** Starts the service, waits until `GET /` answers (bounded), then checks status and new log lines. */
 export async function startAndCheckSteps(ctx: RunContext, h: HostHandle, prefix = ''): Promise<void> {
   const startedAt = new Date().toISOString()
+  // Only this start's log lines are judged: earlier errors (the failed release a rollback replaces) are not its fault.
+  const cursor = await readLogCursor(ctx.svc, h.transport, h.config, ctx.settings.service, ctx.settings.logPath)
   await runStep(ctx, `${prefix}start`, h.name, async () => {
     const started = await startService(ctx.svc, h.transport, h.config, ctx.settings.service)
     if (!started.ok) events.warn(`start of ${ctx.settings.service} reported: ${started.output}`, h.name)
-    return { changed: [`started ${ctx.settings.service}`], data: { startedAt } }
+    return { changed: [`started ${ctx.settings.service}`], data: { startedAt, ...(cursor ? { logCursor: cursor } : {}) } }
   })
-  await runStep(ctx, `${prefix}wait-healthy`, h.name, () => waitHealthy(ctx, h, startedAt, `${prefix}wait-healthy`))
+  await runStep(ctx, `${prefix}wait-healthy`, h.name, () => waitHealthy(ctx, h, cursor, `${prefix}wait-healthy`))
   await runStep(ctx, `${prefix}check-logs`, h.name, async () => {
     const status = await readServiceStatus(ctx.svc, h.transport, h.config, ctx.settings.service)
-    const lines = linesSince(await readServiceLogs(ctx.svc, h.transport, h.config, ctx.settings.service, ctx.settings.logLines, ctx.settings.logPath), startedAt)
+    const lines = await readServiceLogs(ctx.svc, h.transport, h.config, ctx.settings.service, ctx.settings.logLines, ctx.settings.logPath, cursor)
     const errors = findLogErrors(lines, ctx.settings.errorPatterns)
     const data = { status: status.status, lastLines: lines.slice(-10) }
     if (!status.running) throw new HostFailure(h.name, `${prefix}check-logs`, `${ctx.settings.service} on ${h.name} is not running after the start: ${status.status}.`)
@@ -55,7 +57,7 @@ export async function startAndCheckSteps(ctx: RunContext, h: HostHandle, prefix 
  * Polls `GET /` until it answers success, at most `healthTimeoutMs`. Fails early when the
  * supervisor says the service is no longer running (crashed at start), with the last log lines.
  */
-async function waitHealthy(ctx: RunContext, h: HostHandle, startedAt: string, step: string): Promise<{ data: Record<string, unknown> }> {
+async function waitHealthy(ctx: RunContext, h: HostHandle, cursor: string | undefined, step: string): Promise<{ data: Record<string, unknown> }> {
   const deadline = Date.now() + ctx.settings.healthTimeoutMs
   const begun = Date.now()
   let lastError = 'no answer yet'
@@ -73,7 +75,7 @@ async function waitHealthy(ctx: RunContext, h: HostHandle, startedAt: string, st
       const fatal = /FATAL|EXITED|failed/i.test(status.status)
       notRunning = status.running || /STARTING|activating/i.test(status.status) ? 0 : notRunning + 1
       if (fatal || notRunning >= 2) {
-        const lines = linesSince(await readServiceLogs(ctx.svc, h.transport, h.config, ctx.settings.service, ctx.settings.logLines, ctx.settings.logPath), startedAt)
+        const lines = await readServiceLogs(ctx.svc, h.transport, h.config, ctx.settings.service, ctx.settings.logLines, ctx.settings.logPath, cursor)
         const last = lines.filter((l) => /ERROR|FATAL/i.test(l)).at(-1) ?? lines.at(-1) ?? 'no log lines'
         throw new HostFailure(h.name, step, `${ctx.settings.service} on ${h.name} stopped running after the start (${status.status}); last log line: ${last}`)
       }

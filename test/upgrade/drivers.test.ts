@@ -77,6 +77,12 @@ describe('service drivers build the exact commands', () => {
     expect(supervisorDriver.parseRunning(3, 'svc-recording   FATAL     Exited too quickly')).toBe(false)
   })
 
+  it('reads only what the service logged after a cursor taken before the start', () => {
+    expect(supervisorDriver.logCursorCommand(lab, 'svc-recording', '/var/log/svc/recording.log').argv).toEqual(['sh', '-c', 'stat -c %s "$1" 2>/dev/null || echo 0', 'sh', '/tmp/h1/var/log/svc/recording.log'])
+    expect(supervisorDriver.logsCommand(lab, 'svc-recording', 50, '/var/log/svc/recording.log', '1200').argv).toEqual(['sh', '-c', 'tail -c +"$1" "$2" | tail -n "$3"', 'sh', '1201', '/tmp/h1/var/log/svc/recording.log', '50'])
+    expect(systemdDriver.logsCommand(real, 'svc-recording', 50, '/x', '1700000000.5').argv).toContain('--since=@1700000000.5')
+  })
+
   it('judges only the log lines written since the start', () => {
     const lines = ['2026-11-22T03:00:00.000Z ERROR old failure', '2026-11-22T03:10:00.000Z INFO listening', '2026-11-22T03:10:01.000Z ERROR migration failed']
     const recent = linesSince(lines, '2026-11-22T03:09:59.000Z')

@@ -36,7 +36,7 @@ describe('fault releases are rolled back with nothing lost', () => {
       const before = await lab.listAll()
       const fingerprint = await lab.fingerprint()
       const error = await upgradeRecordingService({ env: lab.env(), to: c.version }).catch((e: unknown) => e)
-      expect(error).toBeInstanceOf(RolledBackError)
+      expect(error, (error as Error).message).toBeInstanceOf(RolledBackError)
       expect(exitCodeFor(error)).toBe(4)
       expect((error as Error).message).toMatch(c.cause)
       expect(await lab.versions()).toEqual({ 'rec-1': '2.0.0' })

@@ -87,6 +87,19 @@ describe('upgrade of one host', () => {
     expect(readFileSync(Journal.open(outcome.runId).file('report.md'), 'utf8')).toContain('after the backup 1')
   })
 
+  it('verify recording checks every host; runs list and runs show give the journal to people and machines', async () => {
+    const verified = await runCli(['--env-file', lab.envFile, '--json', 'verify', 'recording'])
+    expect(verified.code).toBe(0)
+    const v = JSON.parse(verified.stdout) as { ok: boolean; hosts: Array<{ checks: Array<{ check: string; ok: boolean }> }> }
+    expect(v.ok).toBe(true)
+    expect(v.hosts[0]?.checks.map((c) => c.check)).toEqual(expect.arrayContaining(['GET / (health)', 'service status', 'POST /api/v1/content (test recording) and seen in the list']))
+    const list = await runCli(['runs', 'list'], { SVCOPS_RUNS_DIR: lab.runsDir })
+    expect(list.stdout).toMatch(/upgrade to 2\.0\.0 {2}rolled-back/)
+    const id = /^(\S+)/.exec(list.stdout.trim())?.[1] ?? ''
+    const shown = await runCli(['--json', 'runs', 'show', id], { SVCOPS_RUNS_DIR: lab.runsDir })
+    expect((JSON.parse(shown.stdout) as { run: { id: string } }).run.id).toBe(id)
+  })
+
   it('refuses a version that does not exist before anything changes (exit 2)', async () => {
     const error = await upgradeRecordingService({ env: lab.env(), to: 'latest' }).catch((e: unknown) => e)
     expect(exitCodeFor(error)).toBe(2)
