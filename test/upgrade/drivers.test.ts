@@ -148,3 +148,26 @@ describe('journal and report', () => {
     expect(after.map((r) => r.title)).toEqual(['new'])
   })
 })
+
+describe('progress', () => {
+  it('redraws one line per host on a terminal, and writes plain lines otherwise', async () => {
+    const { progressSink } = await import('../../src/ops/upgrade-progress.ts')
+    const { EventLog } = await import('../../src/ops/events.ts')
+    const written: string[] = []
+    const tty = Object.assign(new (await import('node:stream')).Writable({ write: (c: Buffer, _e, cb) => (written.push(c.toString()), cb()) }), { isTTY: true }) as unknown as NodeJS.WriteStream
+    const log = new EventLog()
+    log.subscribe(progressSink(tty))
+    log.emit({ kind: 'step', step: 'stop', status: 'start', host: 'rec-1' })
+    log.emit({ kind: 'step', step: 'stop', status: 'start', host: 'rec-2' })
+    log.emit({ kind: 'step', step: 'stop', status: 'ok', host: 'rec-1', durationMs: 300 })
+    const screen = written.join('')
+    expect(screen).toContain('\x1b[3F') // moved up over the run line and two host lines to redraw them
+    expect(screen).toContain('rec-1  \x1b[32m✓ stop (300 ms)')
+    const plain: string[] = []
+    const pipe = Object.assign(new (await import('node:stream')).Writable({ write: (c: Buffer, _e, cb) => (plain.push(c.toString()), cb()) }), { isTTY: false }) as unknown as NodeJS.WriteStream
+    const log2 = new EventLog()
+    log2.subscribe(progressSink(pipe))
+    log2.emit({ kind: 'step', step: 'stop', status: 'ok', host: 'rec-1', durationMs: 300 })
+    expect(plain.join('')).toBe('[rec-1] ✓ stop (300 ms)\n')
+  })
+})

@@ -100,6 +100,13 @@ describe('upgrade of one host', () => {
     expect((JSON.parse(shown.stdout) as { run: { id: string } }).run.id).toBe(id)
   })
 
+  it('rollback --to an explicit version goes through the upgrade path (backup, verify)', async () => {
+    const outcome = await rollbackRecordingService(lab.env(), { to: '1.4.0' })
+    expect(outcome.phase).toBe('succeeded')
+    expect(outcome.report.run.backupId).toBeDefined()
+    expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
+  })
+
   it('refuses a version that does not exist before anything changes (exit 2)', async () => {
     const error = await upgradeRecordingService({ env: lab.env(), to: 'latest' }).catch((e: unknown) => e)
     expect(exitCodeFor(error)).toBe(2)
