@@ -107,6 +107,18 @@ describe('upgrade of one host', () => {
     expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
   })
 
+  it('no secret reaches a journal or a report', () => {
+    const env = lab.env()
+    const secrets = [env.manager!.password, env.recording!.database.password!].map((ref) => readFileSync((ref as { file: string }).file, 'utf8').trim())
+    const files = execFileSync('find', [lab.runsDir, '-type', 'f'], { encoding: 'utf8' }).trim().split('\n')
+    expect(files.length).toBeGreaterThan(10)
+    for (const file of files) {
+      const text = readFileSync(file, 'utf8')
+      for (const secret of secrets) expect(text.includes(secret), `${file} holds a secret`).toBe(false)
+      expect(text).not.toMatch(/eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\./)
+    }
+  })
+
   it('refuses a version that does not exist before anything changes (exit 2)', async () => {
     const error = await upgradeRecordingService({ env: lab.env(), to: 'latest' }).catch((e: unknown) => e)
     expect(exitCodeFor(error)).toBe(2)
