@@ -5,6 +5,7 @@
  * report, syntax-checks the active config (the service reads JSON), and warns on options the active
  * config sets that the new default no longer has (likely obsolete or renamed).
  */
+import { randomBytes } from 'node:crypto'
 import type { RecordingHostConfig } from '../config/schema.ts'
 import { events } from './events.ts'
 import { hostPath } from './hosts.ts'
@@ -50,29 +51,58 @@ function parseJson(text: string): { ok: true; value: unknown } | { ok: false; er
   }
 }
 
+// One remote command reads the active config, every new default beside it and their diffs, so the
+// review adds one round trip to the downtime window, not one per file.
+const READ_ALL = [
+  'f="$1"; m="$2"; shift 2',
+  'if [ -r "$f" ]; then printf "%s active\\n" "$m"; cat "$f"; else printf "%s missing\\n" "$m"; fi',
+  'for s in "$@"; do if [ -f "$f$s" ]; then printf "\\n%s default %s\\n" "$m" "$s"; cat "$f$s"; printf "\\n%s diff %s\\n" "$m" "$s"; diff -u "$f" "$f$s"; fi; done',
+  'true',
+].join('\n')
+
+/** Splits the output of READ_ALL into its sections: `active`, `default <suffix>`, `diff <suffix>`. */
+function splitSections(text: string, marker: string): Map<string, string> {
+  const out = new Map<string, string>()
+  let key: string | undefined
+  let lines: string[] = []
+  const flush = () => {
+    if (key !== undefined) out.set(key, lines.join('\n'))
+  }
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${marker} `)) {
+      flush()
+      key = line.slice(marker.length + 1)
+      lines = []
+    } else lines.push(line)
+  }
+  flush()
+  return out
+}
+
 /** Reviews the configuration on a host after an install. Read-only. */
 export async function reviewConfig(transport: Transport, host: Host, configPath: string, suffixes: readonly string[]): Promise<ConfigReview> {
   const active = hostPath(host, configPath)
   const review: ConfigReview = { configPath, newDefaults: [], syntaxOk: true, obsoleteOptions: [], newOptions: [] }
-  const activeText = await runCommand(transport, ['cat', active], { check: false })
-  if (activeText.code !== 0) {
+  const marker = `--svcops-${randomBytes(6).toString('hex')}--`
+  const result = await runCommand(transport, ['sh', '-c', READ_ALL, 'sh', active, marker, ...suffixes], { check: false, display: `review ${active}{${suffixes.join(',')}}` })
+  const sections = splitSections(result.stdout, marker)
+  const activeText = sections.get('active')
+  if (result.code !== 0 || activeText === undefined) {
     review.syntaxOk = false
-    review.syntaxError = `the active config ${configPath} cannot be read: ${activeText.stderr.trim()}`
+    review.syntaxError = `the active config ${configPath} cannot be read${result.stderr.trim() ? `: ${result.stderr.trim()}` : ''}`
     return review
   }
-  const parsed = parseJson(activeText.stdout)
+  const parsed = parseJson(activeText)
   if (!parsed.ok) {
     review.syntaxOk = false
     review.syntaxError = `${configPath} is not valid JSON: ${parsed.error}`
   }
   const activeKeys = new Set(parsed.ok ? optionPaths(parsed.value) : [])
   for (const suffix of suffixes) {
-    const candidate = active + suffix
-    const text = await runCommand(transport, ['cat', candidate], { check: false })
-    if (text.code !== 0) continue
-    const diff = await runCommand(transport, ['diff', '-u', active, candidate], { check: false })
-    review.newDefaults.push({ path: configPath + suffix, diff: maskSecrets(diff.stdout) })
-    const dflt = parseJson(text.stdout)
+    const text = sections.get(`default ${suffix}`)
+    if (text === undefined) continue
+    review.newDefaults.push({ path: configPath + suffix, diff: maskSecrets(sections.get(`diff ${suffix}`) ?? '') })
+    const dflt = parseJson(text)
     if (dflt.ok && parsed.ok) {
       const defaultKeys = new Set(optionPaths(dflt.value))
       review.obsoleteOptions.push(...[...activeKeys].filter((k) => !defaultKeys.has(k) && ![...defaultKeys].some((d) => d.startsWith(`${k}.`))))
