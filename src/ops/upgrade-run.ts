@@ -114,6 +114,8 @@ async function withLockedRun(env: Environment, journal: Journal, lock: Environme
     await fn(ctx)
   } catch (error) {
     failure = error
+    // A failure before any host stopped (preflight, backup, host locks) ends the run: nothing changed, nothing to resume.
+    if (journal.run.phase === 'running') journal.update({ phase: 'failed', finishedAt: new Date().toISOString(), cause: error instanceof Error ? error.message : String(error) })
   }
   const report = writeReport(journal)
   await closeContext(ctx)
