@@ -51,6 +51,8 @@ writeFileSync(
 interface Row {
   name: string
   wallS: number
+  /** CPU seconds of the client processes (user + system; the database server's own work is not included). */
+  cpuS: number
   rssMb: number
   outBytes?: number
   stdout: string
@@ -59,9 +61,9 @@ interface Row {
 /** Runs a shell command line under /usr/bin/time; secrets only in the environment. */
 async function measure(name: string, script: string, env: Record<string, string> = {}, outFile?: string): Promise<Row> {
   const timeFile = join(work, 'time.txt')
-  const result = await runCommand(local, ['/usr/bin/time', '-f', '%e %M', '-o', timeFile, 'bash', '-c', `set -o pipefail; ${script}`], { env: { ...libpq, GNUPGHOME: gnupgHome, ...env }, cwd: root, timeoutMs: 3_600_000 })
-  const [wall, rss] = readFileSync(timeFile, 'utf8').trim().split('\n').at(-1)?.split(' ').map(Number) ?? []
-  const row: Row = { name, wallS: wall ?? NaN, rssMb: (rss ?? NaN) / 1024, stdout: result.stdout, ...(outFile ? { outBytes: statSync(outFile).size } : {}) }
+  const result = await runCommand(local, ['/usr/bin/time', '-f', '%e %M %U %S', '-o', timeFile, 'bash', '-c', `set -o pipefail; ${script}`], { env: { ...libpq, GNUPGHOME: gnupgHome, ...env }, cwd: root, timeoutMs: 3_600_000 })
+  const [wall, rss, user, sys] = readFileSync(timeFile, 'utf8').trim().split('\n').at(-1)?.split(' ').map(Number) ?? []
+  const row: Row = { name, wallS: wall ?? NaN, cpuS: (user ?? NaN) + (sys ?? NaN), rssMb: (rss ?? NaN) / 1024, stdout: result.stdout, ...(outFile ? { outBytes: statSync(outFile).size } : {}) }
   process.stderr.write(`${name}: ${row.wallS} s, ${row.rssMb.toFixed(0)} MB RSS\n`)
   return row
 }
@@ -85,11 +87,11 @@ try {
   const mb = (b: number): string => (b / 1024 ** 2).toFixed(0)
   const usual = rows[1]
   const lines = [
-    `Database: ${mb(dbBytes)} MB (pg_database_size), PostgreSQL and pg_dump ${(await runCommand(local, ['pg_dump', '--version'])).stdout.trim().split(' ').at(-3) ?? ''}, ${(await runCommand(local, ['nproc'])).stdout.trim()} cores.`,
+    `Load average at the end: ${(await runCommand(local, ['cat', '/proc/loadavg'])).stdout.split(' ').slice(0, 3).join(' ')}. Database: ${mb(dbBytes)} MB (pg_database_size), PostgreSQL and pg_dump ${(await runCommand(local, ['pg_dump', '--version'])).stdout.trim().split(' ').at(-3) ?? ''}, ${(await runCommand(local, ['nproc'])).stdout.trim()} cores.`,
     '',
-    '| row | wall time (s) | MB/s of database | output (MB) | peak RSS (MB) |',
-    '|---|---:|---:|---:|---:|',
-    ...rows.map((r) => `| ${r.name} | ${r.wallS.toFixed(1)} | ${(dbBytes / 1024 ** 2 / r.wallS).toFixed(1)} | ${r.outBytes !== undefined ? mb(r.outBytes) : '–'} | ${r.rssMb.toFixed(0)} |`),
+    '| row | wall time (s) | MB/s of database | output (MB) | peak RSS (MB) | client CPU (s) |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...rows.map((r) => `| ${r.name} | ${r.wallS.toFixed(1)} | ${(dbBytes / 1024 ** 2 / r.wallS).toFixed(1)} | ${r.outBytes !== undefined ? mb(r.outBytes) : '–'} | ${r.rssMb.toFixed(0)} | ${r.cpuS.toFixed(1)} |`),
     '',
     usual ? `svcops backup create vs the usual pipeline: ${(usual.wallS / create.wallS).toFixed(2)}x the throughput, ${((create.outBytes ?? 0) / (usual.outBytes ?? 1)).toFixed(3)}x the size.` : '',
   ]
