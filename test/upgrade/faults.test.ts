@@ -9,7 +9,7 @@ import { Journal, listRuns } from '../../src/ops/journal.ts'
 import { buildReport } from '../../src/ops/report.ts'
 import { rollbackRecordingService } from '../../playbooks/rollback.ts'
 import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
-import { startUpgradeLab, type UpgradeLab } from './fixture.ts'
+import { runCli, startUpgradeLab, type UpgradeLab } from './fixture.ts'
 
 let lab: UpgradeLab
 
@@ -64,6 +64,24 @@ describe('--no-auto-rollback', () => {
     const back = await rollbackRecordingService(lab.env(), { runId })
     expect(back.phase).toBe('rolled-back')
     expect(await lab.versions()).toEqual({ 'rec-1': '2.0.0' })
+    const ids = (await lab.listAll()).map((r) => r.id)
+    for (const r of before) expect(ids).toContain(r.id)
+  })
+})
+
+describe('a rollback that was itself killed', () => {
+  it('resume continues it: restored, on 2.0.0, every recording present, exit 4', async () => {
+    const before = await lab.listAll()
+    const fingerprint = await lab.fingerprint()
+    const killed = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', '2.1.0+crash', '--yes'], { SVCOPS_TEST_KILL_AT: 'rollback:export' })
+    expect(killed.signal).toBe('SIGKILL')
+    const id = listRuns(lab.runsDir)[0]?.id ?? ''
+    expect(Journal.open(id).run.phase).toBe('rolling-back')
+    const resumed = await runCli(['--json', 'resume', id])
+    expect(resumed.code, resumed.stderr.slice(-400)).toBe(4)
+    expect(Journal.open(id).run.phase).toBe('rolled-back')
+    expect(await lab.versions()).toEqual({ 'rec-1': '2.0.0' })
+    expect(await lab.fingerprint()).toBe(fingerprint)
     const ids = (await lab.listAll()).map((r) => r.id)
     for (const r of before) expect(ids).toContain(r.id)
   })
