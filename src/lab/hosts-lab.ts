@@ -135,7 +135,7 @@ export async function finishLabRecording(lab: LabRun, prepared: PreparedLabRecor
   for (const entry of entries) lab.record(entry)
   const password = randomBytes(24).toString('base64url')
   const passwordFile = lab.secret('recording-db-password', password)
-  await lab.step(`create database ${DATABASE.name}`, () => cluster.createDatabase(DATABASE.name, { user: DATABASE.user, password }))
+  await lab.step(`create database ${DATABASE.name}`, () => cluster.createDatabase(DATABASE.name, { user: DATABASE.user, password, createdb: true }))
   const database = { host: cluster.info.host, port: cluster.info.port, ...DATABASE }
   const hosts = await lab.step(`start ${o.hosts} recording host${o.hosts === 1 ? '' : 's'} with ${recordingPackageName(PRODUCT.prefix)} ${o.version}`, () =>
     startHosts(prepared.hosts, { dir: hostsDir, sharedStorage: join(hostsDir, 'shared-recordings'), count: o.hosts, version: o.version, packages: {}, product: PRODUCT, user: sshd.user, database: { ...database, password }, managerUrl: manager.url }),

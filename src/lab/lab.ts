@@ -22,6 +22,7 @@ import { hashPassword } from './manager/passwords.ts'
 import { freePort } from './ports.ts'
 import { startPostgres, stopPostgres, type PostgresCluster, type PostgresInfo } from './postgres.ts'
 import { descendantsOf, isAlive, terminatePids } from './sshd.ts'
+import { prepareLabBackup } from './backup.ts'
 import { checkLabHostsOptions, finishLabRecording, hostCheckers, hostStoppers, labHostsPlan, prepareLabRecording, recordingSection, type LabHostsOptions } from './hosts-lab.ts'
 import { labPaths, readLabState, writeLabSecret, writeLabState, type LabEntry, type LabPaths, type LabState } from './state.ts'
 
@@ -127,6 +128,7 @@ export function labUpPlan(options: LabUpOptions = {}): string[] {
     `start PostgreSQL (fsync on) on a free loopback port, in a temp dir`,
     `start the manager emulator (auth API revision ${options.managerRevision ?? '1.6.2'}) with users ${LAB_USERS.map((u) => `${u.email} (${u.scopes.join(' ')})`).join(' and ')}; passwords in 0600 files under ${paths.secretsDir}`,
     ...labHostsPlan(options),
+    ...((options.hosts ?? 3) > 0 ? [`create the backup key pair (OpenPGP, private key 0600) and the backup store under ${paths.dir}`] : []),
     `write the environment file ${paths.envFile}`,
   ]
 }
@@ -148,7 +150,18 @@ export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
     const cluster = await lab.step('start PostgreSQL', () => startLabPostgres(lab))
     const manager = await lab.step('start the manager emulator', () => startLabManager(lab, { apiRevision: managerRevision }))
     const recording = preparing ? await finishLabRecording(lab, await preparing, cluster, manager) : undefined
-    await lab.step('write the lab environment file', () => writeLabEnvironment(lab, { environment: 'lab', manager: managerSection(manager), ...(recording ? { recording: recordingSection(recording) } : {}) }))
+    // Backups need the recording database; the key pair is the lab's own, the private key 0600 in the lab dir.
+    const backup = recording
+      ? await lab.step('create the backup key pair and store', () => {
+          const store = join(paths.dir, 'backups')
+          lab.record({ kind: 'files', name: 'backup keys and store', info: {}, paths: [join(paths.dir, 'keys'), store], stop: 'nothing runs' })
+          mkdirSync(store, { recursive: true, mode: 0o700 })
+          return prepareLabBackup(paths.dir)
+        })
+      : undefined
+    await lab.step('write the lab environment file', () =>
+      writeLabEnvironment(lab, { environment: 'lab', manager: managerSection(manager), ...(recording ? { recording: recordingSection(recording) } : {}), ...(backup ? { backup } : {}) }),
+    )
     lab.finish()
     return lab.state
   } catch (error) {

@@ -88,11 +88,14 @@ export class PostgresCluster {
     }
   }
 
-  /** Creates a login role with a password (registered as a secret) and a database it owns. */
-  async createDatabase(name: string, owner?: { user: string; password: string }): Promise<void> {
+  /**
+   * Creates a login role with a password (registered as a secret) and a database it owns.
+   * `createdb` lets the role create scratch databases (what a backup's test restore needs).
+   */
+  async createDatabase(name: string, owner?: { user: string; password: string; createdb?: boolean }): Promise<void> {
     if (owner) {
       registerSecret(owner.password)
-      await this.query(`CREATE ROLE ${pg.escapeIdentifier(owner.user)} LOGIN PASSWORD ${pg.escapeLiteral(owner.password)}`)
+      await this.query(`CREATE ROLE ${pg.escapeIdentifier(owner.user)} LOGIN ${owner.createdb ? 'CREATEDB ' : ''}PASSWORD ${pg.escapeLiteral(owner.password)}`)
       await this.query(`CREATE DATABASE ${pg.escapeIdentifier(name)} OWNER ${pg.escapeIdentifier(owner.user)}`)
     } else {
       await this.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`)

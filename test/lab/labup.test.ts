@@ -109,7 +109,7 @@ describe('svcops lab up --hosts 2 --version 1.5.0 --recordings 3', () => {
 
     const down = await svcops(['lab', 'down'], env)
     expect(down.code, down.stderr).toBe(0)
-    expect(down.stdout).toMatch(/^Stopped: environment file, host rec-2, host rec-1, manager emulator, PostgreSQL, sshd, host trees, lab files\.$/m)
+    expect(down.stdout).toMatch(/^Stopped: environment file, backup keys and store, host rec-2, host rec-1, manager emulator, PostgreSQL, sshd, host trees, lab files\.$/m)
     expect(pids.filter(isRunning)).toEqual([])
     expect(psLinesMentioning(env.TMPDIR)).toEqual([])
     expect(psLinesMentioning(env.SVCOPS_LAB_DIR)).toEqual([])
