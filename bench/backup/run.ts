@@ -2,7 +2,7 @@
  * Backup throughput and memory, side by side in one run on the same generated database:
  *   pg_dump -Fc > /dev/null                  (the floor: pg_dump alone at its default compression)
  *   pg_dump -Fc | gpg --encrypt -r KEY       (the usual pipeline)
- *   svcops backup create                     (as users run it: node bin/svcops.js)
+ *   svcops backup create                     (as users run it: bin/svcops.js, whose shebang sets the node flags)
  *   svcops backup verify --restore-test      (checksum, decrypt, full restore into a scratch database)
  * Each row runs under /usr/bin/time (wall time, peak RSS of the largest process). MB/s is the
  * database's size (pg_database_size) over the wall time. Prints a Markdown table.
@@ -74,15 +74,11 @@ try {
   const gpgOut = join(work, 'usual.pgp')
   rows.push(await measure('`pg_dump -Fc \\| gpg --encrypt -r KEY`', `pg_dump -Fc | gpg --batch --trust-model always --encrypt -r ${key.fingerprint} > ${gpgOut}`, {}, gpgOut))
   rmSync(gpgOut)
-  const create = await measure('`svcops backup create`', `node bin/svcops.js --env-file ${envFile} --json backup create`)
+  const create = await measure('`svcops backup create`', `bin/svcops.js --env-file ${envFile} --json backup create`)
   const manifest = (JSON.parse(create.stdout) as { backup: { id: string; file: string; sizes: { encrypted: number } } }).backup
   create.outBytes = manifest.sizes.encrypted
   rows.push(create)
-  rows.push(await measure('`svcops backup verify --restore-test`', `node bin/svcops.js --env-file ${envFile} --json backup verify ${manifest.id} --restore-test`))
-  const semi = await measure('`svcops backup create` (node --max-semi-space-size=1)', `NODE_OPTIONS=--max-semi-space-size=1 node bin/svcops.js --env-file ${envFile} --json backup create`)
-  semi.outBytes = (JSON.parse(semi.stdout) as { backup: { sizes: { encrypted: number } } }).backup.sizes.encrypted
-  rows.push(semi)
-  rows.push(await measure('`svcops backup verify --restore-test` (node --max-semi-space-size=1)', `NODE_OPTIONS=--max-semi-space-size=1 node bin/svcops.js --env-file ${envFile} --json backup verify ${manifest.id} --restore-test`))
+  rows.push(await measure('`svcops backup verify --restore-test`', `bin/svcops.js --env-file ${envFile} --json backup verify ${manifest.id} --restore-test`))
 
   const mb = (b: number): string => (b / 1024 ** 2).toFixed(0)
   const usual = rows[1]
