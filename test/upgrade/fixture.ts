@@ -5,7 +5,7 @@
  * check: installed versions, service health, and every recording through the API.
  */
 import { spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
@@ -43,7 +43,7 @@ export async function startUpgradeLab(options: { hosts: number; version: string;
   const dir = mkdtempSync(join(tmpdir(), 'svcops-upgrade-'))
   const labDir = join(dir, 'lab')
   const stacksDir = join(dir, 'stacks')
-  await labUp({ dir: labDir, stacksDir, hosts: options.hosts, version: options.version, recordings: 0 })
+  await labUp({ dir: labDir, stacksDir, hosts: options.hosts, version: options.version, recordings: options.recordings })
   const key = await generateBackupKey({ name: 'svcops upgrade test' })
   const keyDir = join(dir, 'keys')
   mkdirSync(keyDir, { mode: 0o700 })
@@ -63,14 +63,10 @@ export async function startUpgradeLab(options: { hosts: number; version: string;
     if (!host) throw new Error(`no host ${i}`)
     return new RecordingClient({ url: host.url, auth: manager })
   }
-  shareRecordingStorage(env())
   await tuneLabDatabase(labDir, env())
   // The first lock creates svcops' own table (part of the schema fingerprint from then on); take it once so tests compare like with like.
   const lock = await acquireEnvironmentLock(env().recording!.database, { environment: 'lab', holder: { runId: '19700101T000000Z-000000', holder: 'fixture', pid: process.pid, since: new Date().toISOString() } })
   await lock.release()
-  for (let i = 0; i < options.recordings; i++) {
-    await client(0).create({ channelName: `lab-channel-${(i % 3) + 1}`, title: `Lab recording ${i + 1}`, startTime: 1_700_000_000 + i * 3600, stopTime: 1_700_000_000 + i * 3600 + 1800 })
-  }
   return {
     dir,
     envFile,
@@ -109,23 +105,6 @@ export async function startUpgradeLab(options: { hosts: number; version: string;
       await labDown({ dir: labDir, stacksDir })
       rmSync(dir, { recursive: true, force: true })
     },
-  }
-}
-
-/**
- * The hosts of one service share its recording storage (as real sites do, e.g. over NFS); lab hosts
- * each get their own, so a recording created on one host would be unreadable on the others. The
- * other hosts' storage becomes a symlink to the first host's.
- */
-function shareRecordingStorage(env: Environment): void {
-  const hosts = env.recording?.hosts ?? []
-  const first = hosts[0]?.root
-  if (!first) return
-  const storage = `/var/opt/${env.product.dir}/recordings`
-  for (const h of hosts.slice(1)) {
-    if (!h.root) continue
-    rmSync(join(h.root, storage), { recursive: true, force: true })
-    symlinkSync(join(first, storage), join(h.root, storage))
   }
 }
 
