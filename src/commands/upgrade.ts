@@ -5,9 +5,9 @@
  */
 import { createInterface } from 'node:readline/promises'
 import { Option, type Command } from 'commander'
-import { BadInputError } from '../ops/errors.ts'
+import { BadInputError, ExitCode } from '../ops/errors.ts'
 import { events } from '../ops/events.ts'
-import { environmentOf, globals, printResult } from './context.ts'
+import { environmentOf, globals, printResult, setResultExitCode } from './context.ts'
 
 function toInt(flag: string) {
   return (value: string): number => {
@@ -105,6 +105,7 @@ Examples:
     .description('Roll back the recording service: the last (or given) upgrade run from its journal, or to an explicit version.')
     .option('--run <id>', 'the run to roll back (default: the newest upgrade run of the environment)')
     .option('--to <version>', 'move every host to this version instead, through the upgrade path (backup, verify, auto-rollback)')
+    .option('--dry-run', 'print what the rollback would do, per host, with the exact commands; change nothing')
     .option('-y, --yes', 'do not ask for confirmation')
     .option('--break-lock', "take the environment's lock even though another run holds it (logged)")
     .addHelpText(
@@ -116,13 +117,27 @@ recording written since the backup, re-created after the restore and listed in t
 verify. Exit 4 means the rollback succeeded (the failure it undid is in the report).
 
 Examples:
+  svcops rollback recording --env prod --dry-run
   svcops rollback recording --env prod
   svcops rollback recording --env prod --run 20261122T031500Z-3fa9c1 --yes
   svcops rollback recording --env staging --to 1.5.0`,
     )
-    .action(async (flags: { run?: string; to?: string; yes?: boolean; breakLock?: boolean }, command: Command) => {
+    .action(async (flags: { run?: string; to?: string; dryRun?: boolean; yes?: boolean; breakLock?: boolean }, command: Command) => {
       if (flags.run && flags.to) throw new BadInputError('--run and --to: both given; expected one of them (a run to undo, or a version to go to).')
       const env = environmentOf(command)
+      if (flags.dryRun) {
+        if (flags.to) {
+          const { planUpgrade, renderPlan } = await import('../ops/upgrade-plan.ts')
+          const plan = await planUpgrade(env, { to: flags.to })
+          printResult(command, { ok: true, dryRun: true, plan }, () => renderPlan(plan))
+          return
+        }
+        const { findRunToRollBack } = await import('../ops/upgrade-run.ts')
+        const { planRunContinuation, renderRunPlan } = await import('../ops/rollback-plan.ts')
+        const plan = await planRunContinuation(await findRunToRollBack(env, flags.run), { rollback: true })
+        printResult(command, { ok: true, dryRun: true, plan }, () => renderRunPlan(plan))
+        return
+      }
       await confirm(`Roll back the recording service of '${env.name}'${flags.run ? ` (run ${flags.run})` : flags.to ? ` to ${flags.to}` : ''}?`, flags.yes)
       const stop = await progress(command)
       try {
@@ -155,7 +170,7 @@ Examples:
         const play = await import('../../playbooks/verify.ts')
         const result = await play.verifyRecordingService(env, { testRecording: flags.testRecording })
         printResult(command, result, () => play.renderVerification(result))
-        if (!result.ok) process.exitCode = 1
+        if (!result.ok) setResultExitCode(ExitCode.failed)
       } finally {
         stop()
       }
@@ -188,6 +203,7 @@ Examples:
     .description('Continue a run that was interrupted (killed, machine lost), or roll it back with --rollback.')
     .argument('<id>', 'run id (see svcops runs list)')
     .option('--rollback', 'roll the run back instead of continuing it')
+    .option('--dry-run', 'print what is left to do (or what the rollback would do), per host, with the exact commands; change nothing')
     .addOption(new Option('--break-lock', "take the environment's lock even though another run holds it (logged)"))
     .addHelpText(
       'after',
@@ -197,10 +213,17 @@ stopped service, installing an installed version). A run that was rolling back c
 rollback.
 
 Examples:
+  svcops resume 20261122T031500Z-3fa9c1 --dry-run
   svcops resume 20261122T031500Z-3fa9c1
   svcops resume 20261122T031500Z-3fa9c1 --rollback --json`,
     )
-    .action(async (id: string, flags: { rollback?: boolean; breakLock?: boolean }, command: Command) => {
+    .action(async (id: string, flags: { rollback?: boolean; dryRun?: boolean; breakLock?: boolean }, command: Command) => {
+      if (flags.dryRun) {
+        const { planRunContinuation, renderRunPlan } = await import('../ops/rollback-plan.ts')
+        const plan = await planRunContinuation(id, { rollback: flags.rollback ?? false })
+        printResult(command, { ok: true, dryRun: true, plan }, () => renderRunPlan(plan))
+        return
+      }
       const stop = await progress(command)
       try {
         const play = await import('../../playbooks/upgrade.ts')

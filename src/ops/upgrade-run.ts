@@ -292,11 +292,17 @@ export async function resumeRun(id: string, options: { rollback?: boolean; break
  */
 export async function rollbackRun(env: Environment, options: { runId?: string; to?: string; breakLock?: boolean }, openDeps: DepsFactory): Promise<RunOutcome> {
   if (options.to) return upgradeRecording({ env, to: options.to, ...(options.breakLock ? { breakLock: true } : {}) }, openDeps)
+  const id = await findRunToRollBack(env, options.runId)
+  return resumeRun(id, { rollback: true, ...(options.breakLock ? { breakLock: true } : {}) }, openDeps)
+}
+
+/** The run `svcops rollback recording` acts on: `runId`, or the environment's newest upgrade run not yet rolled back. */
+export async function findRunToRollBack(env: Environment, runId?: string): Promise<string> {
   const { listRuns } = await import('./journal.ts')
-  const id = options.runId ?? listRuns().find((r) => r.environment === env.name && r.kind === 'upgrade' && r.phase !== 'rolled-back')?.id
+  const id = runId ?? listRuns().find((r) => r.environment === env.name && r.kind === 'upgrade' && r.phase !== 'rolled-back')?.id
   if (!id) throw new BadInputError(`There is no upgrade run of environment '${env.name}' to roll back.`, `Give a version instead: svcops rollback recording --env ${env.name} --to VERSION`)
   const run = Journal.open(id).run
   if (run.environment !== env.name) throw new BadInputError(`Run ${id} belongs to environment '${run.environment}', not '${env.name}'.`)
   if (run.phase === 'rolled-back') throw new BadInputError(`Run ${id} was already rolled back.`)
-  return resumeRun(id, { rollback: true, ...(options.breakLock ? { breakLock: true } : {}) }, openDeps)
+  return id
 }

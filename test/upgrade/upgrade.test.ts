@@ -8,6 +8,8 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exitCodeFor } from '../../src/ops/errors.ts'
+import { supervisorctlArgv, transportFor } from '../../src/ops/hosts.ts'
+import { runCommand } from '../../src/ops/runner.ts'
 import { Journal } from '../../src/ops/journal.ts'
 import { rollbackRecordingService } from '../../playbooks/rollback.ts'
 import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
@@ -76,6 +78,19 @@ describe('upgrade of one host', () => {
     expect(outcome.phase).toBe('succeeded')
     expect(await lab.fingerprint()).not.toBe(before)
     const late = [await lab.create('after the backup 1'), await lab.create('after the backup 2')]
+    // The on-call engineer looks first: the dry run says the database will be restored, and changes nothing.
+    const fingerprintNow = await lab.fingerprint()
+    const dry = await runCli(['--env-file', lab.envFile, 'rollback', 'recording', '--run', outcome.runId, '--dry-run'], { SVCOPS_RUNS_DIR: lab.runsDir })
+    expect(dry.code, dry.stderr).toBe(0)
+    expect(dry.stdout).toContain('restore the database: the schema fingerprint changed')
+    expect(dry.stdout).toMatch(/install 1\.5\.0 \(now 2\.0\.0\): dpkg --root=/)
+    expect(dry.stdout).toContain(`restore backup ${Journal.open(outcome.runId).run.backupId ?? '?'}`)
+    expect(await lab.versions()).toEqual({ 'rec-1': '2.0.0' })
+    expect(await lab.fingerprint()).toBe(fingerprintNow)
+    expect(Journal.open(outcome.runId).run.phase).toBe('succeeded')
+    const finished = await runCli(['resume', outcome.runId, '--dry-run'], { SVCOPS_RUNS_DIR: lab.runsDir })
+    expect(finished.code).toBe(2)
+    expect(finished.stderr).toContain(`Run ${outcome.runId} is finished (succeeded); there is nothing to resume.`)
     const back = await rollbackRecordingService(lab.env(), { runId: outcome.runId })
     expect(back.phase).toBe('rolled-back')
     expect(await lab.versions()).toEqual({ 'rec-1': '1.5.0' })
@@ -93,6 +108,19 @@ describe('upgrade of one host', () => {
     const v = JSON.parse(verified.stdout) as { ok: boolean; hosts: Array<{ checks: Array<{ check: string; ok: boolean }> }> }
     expect(v.ok).toBe(true)
     expect(v.hosts[0]?.checks.map((c) => c.check)).toEqual(expect.arrayContaining(['GET / (health)', 'service status', 'POST /api/v1/content (test recording) and seen in the list']))
+    // A host that does not answer fails the verification: exit 1, the failed check named.
+    const host = lab.env().recording?.hosts[0]
+    if (!host) throw new Error('the lab has no host')
+    const transport = transportFor(host)
+    try {
+      await runCommand(transport, supervisorctlArgv(host, ['stop', 'svc-recording']))
+      const failed = await runCli(['--env-file', lab.envFile, 'verify', 'recording', '--no-test-recording'])
+      expect(failed.code).toBe(1)
+      expect(failed.stdout).toMatch(/FAIL.*GET \/ \(health\)|GET \/ \(health\).*FAIL/i)
+    } finally {
+      await runCommand(transport, supervisorctlArgv(host, ['start', 'svc-recording']))
+      await transport.close()
+    }
     const list = await runCli(['runs', 'list'], { SVCOPS_RUNS_DIR: lab.runsDir })
     expect(list.stdout).toMatch(/upgrade to 2\.0\.0 {2}rolled-back/)
     const id = /^(\S+)/.exec(list.stdout.trim())?.[1] ?? ''
