@@ -8,13 +8,11 @@ import { loadEnvironmentFile, requireSection } from '../config/load.ts'
 import type { Environment } from '../config/schema.ts'
 import { connectDatabase, databaseTarget } from './backup/postgres.ts'
 import { schemaFingerprint } from './fingerprint.ts'
-import { transportFor } from './hosts.ts'
 import { BadInputError } from './errors.ts'
 import { isFinished, Journal, type RunRecord } from './journal.ts'
-import { findDebFile, packageDriver, readInstalledVersion, type PlannedCommand } from './packages.ts'
-import { shellJoin } from './runner.ts'
+import { findDebFile, packageDriver } from './packages.ts'
 import { serviceDriver } from './services.ts'
-import type { PlannedStep } from './upgrade-plan.ts'
+import { readInstalledVersions, showCommand as show, type PlannedStep } from './upgrade-plan.ts'
 import { settingsFor } from './upgrade-steps.ts'
 
 /** The steps a host goes through in an upgrade, in order (as the journal names them). */
@@ -30,10 +28,6 @@ export interface RunPlan {
   steps: PlannedStep[]
 }
 
-function show(c: PlannedCommand): string {
-  return `${c.env ? `${Object.entries(c.env).map(([k, v]) => `${k}=${v}`).join(' ')} ` : ''}${shellJoin(c.argv)}`
-}
-
 async function currentFingerprint(env: Environment): Promise<string> {
   const client = await connectDatabase(databaseTarget(requireSection(env, 'recording').database))
   try {
@@ -41,23 +35,6 @@ async function currentFingerprint(env: Environment): Promise<string> {
   } finally {
     await client.end()
   }
-}
-
-async function installedVersions(env: Environment): Promise<Record<string, string | null>> {
-  const rec = requireSection(env, 'recording')
-  const pkg = packageDriver(rec.packageDriver)
-  const out: Record<string, string | null> = {}
-  await Promise.all(
-    rec.hosts.map(async (h) => {
-      const t = transportFor(h)
-      try {
-        out[h.name] = (await readInstalledVersion(pkg, t, h, rec.package)) ?? null
-      } finally {
-        await t.close()
-      }
-    }),
-  )
-  return out
 }
 
 /** Plans `svcops resume ID` (continue) or `svcops resume ID --rollback` / `svcops rollback recording`. */
@@ -72,7 +49,7 @@ export async function planRunContinuation(id: string, options: { rollback: boole
   const svc = serviceDriver(rec.serviceDriver)
   const entries = journal.entries()
   const done = (step: string, host?: string) => entries.some((e) => e.step === step && e.host === host && (e.status === 'ok' || e.status === 'skipped'))
-  const current = await installedVersions(env)
+  const current = await readInstalledVersions(env)
   const steps: PlannedStep[] = [{ step: 'journal', actions: [`run ${id} (${run.kind} to ${run.targetVersion}) is ${run.phase}${run.cause ? `: ${run.cause}` : ''}`, `${entries.filter((e) => e.status === 'ok').length} step(s) finished; last: ${entries.at(-1) ? `${entries.at(-1)?.step}${entries.at(-1)?.host ? ` on ${entries.at(-1)?.host}` : ''} (${entries.at(-1)?.status})` : 'none'}`, `take the run lock of environment '${env.name}' again as this run`] }]
   const hosts = rec.hosts.filter((h) => run.hosts.includes(h.name))
   const file = (v: string) => (rec.packageDriver === 'dpkg' ? findDebFile(rec.packageDir, rec.package, v) : undefined)

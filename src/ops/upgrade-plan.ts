@@ -31,19 +31,15 @@ export interface UpgradePlan {
   steps: PlannedStep[]
 }
 
-function show(c: PlannedCommand): string {
+/** A planned command as a person would type it (environment first). */
+export function showCommand(c: PlannedCommand): string {
   return `${c.env ? `${Object.entries(c.env).map(([k, v]) => `${k}=${v}`).join(' ')} ` : ''}${shellJoin(c.argv)}`
 }
 
-/** Builds the plan of `svcops upgrade recording --to target` without changing anything. */
-export async function planUpgrade(env: Environment, options: { to: string; hosts?: string[]; batch?: number; maxFail?: string; autoRollback?: boolean }): Promise<UpgradePlan> {
+/** The installed version of the recording package on every host (null where it is not installed). */
+export async function readInstalledVersions(env: Environment): Promise<Record<string, string | null>> {
   const rec = requireSection(env, 'recording')
-  const settings = settingsFor(env, rec)
   const pkg = packageDriver(rec.packageDriver)
-  const svc = serviceDriver(rec.serviceDriver)
-  const hosts = selectHosts(rec.hosts, options.hosts, env.file)
-  const batches = planBatches(hosts, options.batch ?? 1)
-  const maxFail = parseMaxFail(options.maxFail ?? '0', hosts.length)
   const current: Record<string, string | null> = {}
   await Promise.all(
     rec.hosts.map(async (h) => {
@@ -55,6 +51,19 @@ export async function planUpgrade(env: Environment, options: { to: string; hosts
       }
     }),
   )
+  return current
+}
+
+/** Builds the plan of `svcops upgrade recording --to target` without changing anything. */
+export async function planUpgrade(env: Environment, options: { to: string; hosts?: string[]; batch?: number; maxFail?: string; autoRollback?: boolean }): Promise<UpgradePlan> {
+  const rec = requireSection(env, 'recording')
+  const settings = settingsFor(env, rec)
+  const pkg = packageDriver(rec.packageDriver)
+  const svc = serviceDriver(rec.serviceDriver)
+  const hosts = selectHosts(rec.hosts, options.hosts, env.file)
+  const batches = planBatches(hosts, options.batch ?? 1)
+  const maxFail = parseMaxFail(options.maxFail ?? '0', hosts.length)
+  const current = await readInstalledVersions(env)
   const holder = await readEnvironmentLock(rec.database, env.name).catch((error: unknown) => {
     events.warn(`The lock could not be read: ${(error as Error).message}`)
     return undefined
@@ -67,12 +76,12 @@ export async function planUpgrade(env: Environment, options: { to: string; hosts
       `take the run lock of environment '${env.name}' in ${rec.database.host}:${rec.database.port}/${rec.database.name} (advisory lock + row in svcops.run_lock) and the host lock ${settings.hostLockPath} on ${rec.hosts.map((h) => h.name).join(', ')}`,
       `log in to the manager and check the scopes ${rec.scopes.read} ${rec.scopes.write}`,
       `check the database role may change the schema (CREATE on database and schema public); check the backup store has room for the database`,
-      `read the installed version on every host: ${show(pkg.queryVersionCommand(hosts[0] ?? rec.hosts[0]!, rec.package))}`,
+      `read the installed version on every host: ${showCommand(pkg.queryVersionCommand(hosts[0] ?? rec.hosts[0]!, rec.package))}`,
     ],
   })
   for (const h of hosts) {
     const versions = [...new Set([options.to, current[h.name]].filter((v): v is string => !!v))]
-    steps.push({ step: 'stage', host: h.name, actions: [...new Set(versions.flatMap((v) => pkg.stageCommands(h, rec.package, v, file(v)).map(show)))] })
+    steps.push({ step: 'stage', host: h.name, actions: [...new Set(versions.flatMap((v) => pkg.stageCommands(h, rec.package, v, file(v)).map(showCommand)))] })
   }
   steps.push({ step: 'snapshot', actions: [`GET ${hosts[0]?.url ?? '?'}/api/v1/content?limit=${settings.contentLimit} (every recording's id)`, 'count the rows of every table of the database'] })
   steps.push({ step: 'backup', actions: ['pg_dump --format=custom of the database, encrypted (OpenPGP) into the backup store, manifest with schema fingerprint and row counts', 'verify the backup: checksum, decrypt, test restore into a scratch database, compare fingerprint and row counts'] })
@@ -84,12 +93,12 @@ export async function planUpgrade(env: Environment, options: { to: string; hosts
         step: `upgrade (${label})`,
         host: h.name,
         actions: [
-          `stop: ${show(svc.stopCommand(h, settings.service))}`,
-          `install ${options.to} over ${current[h.name] ?? 'nothing'}: ${pkg.installCommands(h, rec.package, options.to, f).map(show).join(' && ')}`,
+          `stop: ${showCommand(svc.stopCommand(h, settings.service))}`,
+          `install ${options.to} over ${current[h.name] ?? 'nothing'}: ${pkg.installCommands(h, rec.package, options.to, f).map(showCommand).join(' && ')}`,
           `review-config: look for ${pkg.newConfigSuffixes.map((s) => settings.configPath + s).join(', ')}; diff -u against ${settings.configPath}; check its JSON syntax; warn on options the new default no longer has`,
-          `start: ${show(svc.startCommand(h, settings.service))}${i === 0 ? ' (this host runs the migrations on the shared database)' : ''}`,
+          `start: ${showCommand(svc.startCommand(h, settings.service))}${i === 0 ? ' (this host runs the migrations on the shared database)' : ''}`,
           `wait-healthy: GET ${h.url}/ until it answers, at most ${Math.round(settings.healthTimeoutMs / 1000)} s`,
-          `check-logs: ${show(svc.statusCommand(h, settings.service))}; ${show(svc.logsCommand(h, settings.service, settings.logLines, settings.logPath))}; fail on ${settings.errorPatterns.join(' | ')}`,
+          `check-logs: ${showCommand(svc.statusCommand(h, settings.service))}; ${showCommand(svc.logsCommand(h, settings.service, settings.logLines, settings.logPath))}; fail on ${settings.errorPatterns.join(' | ')}`,
           `verify-host: GET ${h.url}/; GET ${h.url}/api/v1/content?limit=${settings.contentLimit}; every snapshot recording present; POST ${h.url}/api/v1/content (test recording marked with the run id) and see it listed`,
         ],
       })

@@ -2,22 +2,20 @@
  * `svcops render` as a reviewer uses it: the real CLI in a child process, YAML files on disk that
  * are labelled a preview, valid against the official schema, and free of secret values.
  */
-import { spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import { describe, expect, it } from 'vitest'
+import { runSvcops } from '../support/cli.ts'
 import { SECRET_MARKER } from '../../src/infra/preview.ts'
 import { validateObject } from '../../src/infra/validate.ts'
 import { buildStack, dataOf, deployOf, objectNamed, pskOf, stackConfig, writeStack, type LooseConfig } from './helpers.ts'
 
-const bin = new URL('../../bin/svcops.js', import.meta.url).pathname
 const cwd = new URL('../..', import.meta.url).pathname
 
 function svcops(args: string[]) {
-  const result = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', cwd, env: { ...process.env, SVCOPS_STACKS_DIR: join(cwd, 'stacks') } })
-  return { code: result.status, stdout: result.stdout, stderr: result.stderr }
+  return runSvcops(args, { cwd, env: { SVCOPS_STACKS_DIR: join(cwd, 'stacks') } })
 }
 
 describe('svcops render', () => {
@@ -25,7 +23,7 @@ describe('svcops render', () => {
     const out = mkdtempSync(join(tmpdir(), 'svcops-render-'))
     writeFileSync(join(out, '99-deployment-gone.yaml'), '# PREVIEW rendered by svcops render --stack dev (an object that no longer exists)\n')
     writeFileSync(join(out, 'notes.yaml'), 'kept: true\n')
-    const { code, stdout, stderr } = svcops(['render', '--stack', 'dev', '--out', out, '--json'])
+    const { code, stdout, stderr } = await svcops(['render', '--stack', 'dev', '--out', out, '--json'])
     expect(code, stderr).toBe(0)
     const report = JSON.parse(stdout) as { ok: boolean; preview: boolean; files: { file: string; kind: string }[] }
     expect(report).toMatchObject({ ok: true, preview: true })
@@ -51,21 +49,21 @@ describe('svcops render', () => {
     expect(dataOf(objectNamed(await buildStack('dev'), 'Secret', 'svc-psk')).psk).toBe(psk)
   })
 
-  it('exits 2 naming the field of an invalid stack, and writes nothing', () => {
+  it('exits 2 naming the field of an invalid stack, and writes nothing', async () => {
     const config: LooseConfig = structuredClone(stackConfig('dev'))
     deployOf(config).live.version = '5.x'
     const file = writeStack('dev', config)
     const out = join(mkdtempSync(join(tmpdir(), 'svcops-render-')), 'out')
-    const { code, stderr } = svcops(['render', '--stack', 'dev', '--env-file', file, '--out', out])
+    const { code, stderr } = await svcops(['render', '--stack', 'dev', '--env-file', file, '--out', out])
     expect(code).toBe(2)
     expect(stderr).toMatch(/deploy\.live\.version: "5\.x" is not valid; expected a release number/)
     expect(existsSync(out)).toBe(false)
   })
 
-  it('writes nothing with --dry-run, but still validates and lists the files; a --secret PSK gets a listed stand-in', () => {
+  it('writes nothing with --dry-run, but still validates and lists the files; a --secret PSK gets a listed stand-in', async () => {
     const file = writeStack('prod', { ...stackConfig('prod'), 'svcops:psk': { secure: 'v1:c3RhbmQtaW4tY2lwaGVydGV4dA==' } })
     const out = join(mkdtempSync(join(tmpdir(), 'svcops-render-')), 'out')
-    const { code, stdout, stderr } = svcops(['render', '--stack', 'prod', '--env-file', file, '--out', out, '--dry-run', '--json'])
+    const { code, stdout, stderr } = await svcops(['render', '--stack', 'prod', '--env-file', file, '--out', out, '--dry-run', '--json'])
     expect(code, stderr).toBe(0)
     const report = JSON.parse(stdout) as { dryRun: boolean; standIns: string[]; files: { kind: string }[] }
     expect(report.dryRun).toBe(true)
@@ -74,8 +72,8 @@ describe('svcops render', () => {
     expect(existsSync(out)).toBe(false)
   })
 
-  it('teaches what it is and is not in --help', () => {
-    const { code, stdout } = svcops(['render', '--help'])
+  it('teaches what it is and is not in --help', async () => {
+    const { code, stdout } = await svcops(['render', '--help'])
     expect(code).toBe(0)
     expect(stdout).toContain('PREVIEW')
     expect(stdout).toContain('pulumi preview -s')

@@ -1,28 +1,12 @@
-import { spawn } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
+import { runSvcops, type CliRun } from '../support/cli.ts'
 
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const CLI = fileURLToPath(new URL('../../bin/svcops.js', import.meta.url))
-
-export interface CliResult {
-  code: number | null
-  stdout: string
-  stderr: string
-}
+export { ROOT } from '../support/cli.ts'
+export type CliResult = CliRun
 
 /** Runs `svcops ...args` as a subprocess, the way a user does. */
 export function svcops(args: string[], env: Record<string, string>, onSpawn?: (pid: number) => void): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-    if (child.pid !== undefined) onSpawn?.(child.pid)
-  })
+  return runSvcops(args, { env, ...(onSpawn ? { onSpawn } : {}) })
 }
 
 /** Pids of live (non-zombie) processes whose command line contains `needle`. */

@@ -1,32 +1,15 @@
 /** The release commands run as a user runs them: `node bin/svcops.js ...`, exit codes and --json. */
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { runSvcops, type CliRun } from '../support/cli.ts'
 
-const bin = new URL('../../bin/svcops.js', import.meta.url).pathname
 const dir = mkdtempSync(join(tmpdir(), 'svcops-releases-cli-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-interface Run {
-  code: number | null
-  stdout: string
-  stderr: string
-}
-
-function svcops(args: string[], options: { input?: string; env?: Record<string, string> } = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-    child.stdin.end(options.input ?? '')
-  })
-}
+type Run = CliRun
+const svcops = runSvcops
 
 const json = (run: Run): Record<string, unknown> => JSON.parse(run.stdout) as Record<string, unknown>
 

@@ -4,7 +4,6 @@
  * key pair and store, written into an environment file of its own. Helpers read what a user would
  * check: installed versions, service health, and every recording through the API.
  */
-import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -22,6 +21,7 @@ import { transportFor } from '../../src/ops/hosts.ts'
 import { acquireEnvironmentLock } from '../../src/ops/lock.ts'
 import { packageDriver, readInstalledVersion } from '../../src/ops/packages.ts'
 import type { Recording } from '../../src/ops/snapshot.ts'
+import { runSvcops, type CliRun } from '../support/cli.ts'
 
 export interface UpgradeLab {
   dir: string
@@ -129,13 +129,6 @@ async function tuneLabDatabase(labDir: string, env: Environment): Promise<void> 
 }
 
 /** Runs the CLI in a child process (as a scheduler would) and returns its exit code and output. */
-export function runCli(args: string[], extraEnv: Record<string, string> = {}): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(process.cwd(), 'src/cli.ts'), ...args], { env: { ...process.env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }))
-  })
+export function runCli(args: string[], extraEnv: Record<string, string> = {}): Promise<CliRun> {
+  return runSvcops(args, { env: extraEnv, cwd: process.cwd() })
 }
