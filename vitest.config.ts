@@ -3,6 +3,7 @@ import { defineConfig } from 'vitest/config'
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    globalSetup: ['test/support/tmpdir.ts'],
     // Suites start real PostgreSQL clusters, sshd and supervisors; two cores are the budget.
     pool: 'forks',
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
