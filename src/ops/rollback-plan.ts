@@ -6,7 +6,7 @@
  */
 import { loadEnvironmentFile, requireSection } from '../config/load.ts'
 import type { Environment } from '../config/schema.ts'
-import { connectDatabase, databaseTarget } from './backup/postgres.ts'
+import { databaseTarget, withDatabase } from './backup/postgres.ts'
 import { schemaFingerprint } from './fingerprint.ts'
 import { BadInputError } from './errors.ts'
 import { isFinished, Journal, type RunRecord } from './journal.ts'
@@ -28,13 +28,8 @@ export interface RunPlan {
   steps: PlannedStep[]
 }
 
-async function currentFingerprint(env: Environment): Promise<string> {
-  const client = await connectDatabase(databaseTarget(requireSection(env, 'recording').database))
-  try {
-    return await schemaFingerprint(client)
-  } finally {
-    await client.end()
-  }
+function currentFingerprint(env: Environment): Promise<string> {
+  return withDatabase(databaseTarget(requireSection(env, 'recording').database), (c) => schemaFingerprint(c))
 }
 
 /** Plans `svcops resume ID` (continue) or `svcops resume ID --rollback` / `svcops rollback recording`. */

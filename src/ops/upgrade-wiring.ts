@@ -9,7 +9,7 @@ import { managerClientFor } from '../clients/manager.ts'
 import { RecordingClient } from '../clients/recording.ts'
 import { requireSection } from '../config/load.ts'
 import type { Environment } from '../config/schema.ts'
-import { connectDatabase, databaseTarget } from './backup/postgres.ts'
+import { databaseTarget, withDatabase } from './backup/postgres.ts'
 import { HttpError } from './errors.ts'
 import { rowCounts, schemaFingerprint } from './fingerprint.ts'
 import { createVerifiedBackup, restoreVerifiedBackup } from './upgrade-backup.ts'
@@ -40,40 +40,15 @@ export function openUpgradeDeps(env: Environment): Promise<UpgradeDeps> {
       },
     },
     database: {
-      async fingerprint() {
-        const c = await connectDatabase(target())
-        try {
-          return await schemaFingerprint(c)
-        } finally {
-          await c.end()
-        }
-      },
-      async rowCounts() {
-        const c = await connectDatabase(target())
-        try {
-          return await rowCounts(c)
-        } finally {
-          await c.end()
-        }
-      },
-      async sizeBytes() {
-        const c = await connectDatabase(target())
-        try {
-          return Number((await c.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]?.n ?? 0)
-        } finally {
-          await c.end()
-        }
-      },
-      async mayChangeSchema() {
-        const c = await connectDatabase(target())
-        try {
+      fingerprint: () => withDatabase(target(), (c) => schemaFingerprint(c)),
+      rowCounts: () => withDatabase(target(), (c) => rowCounts(c)),
+      sizeBytes: () => withDatabase(target(), async (c) => Number((await c.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]?.n ?? 0)),
+      mayChangeSchema: () =>
+        withDatabase(target(), async (c) => {
           const row = (await c.query<{ db: boolean; schema: boolean; who: string }>(`SELECT has_database_privilege(current_user, current_database(), 'CREATE') AS db, has_schema_privilege(current_user, 'public', 'CREATE') AS schema, current_user AS who`)).rows[0]
           const ok = !!row?.db && !!row.schema
           return { ok, detail: `role ${row?.who ?? '?'}: CREATE on the database ${row?.db ? 'yes' : 'no'}, CREATE on schema public ${row?.schema ? 'yes' : 'no'}` }
-        } finally {
-          await c.end()
-        }
-      },
+        }),
     },
     backup: {
       createVerified: (versions) => createVerifiedBackup(env, versions),

@@ -42,6 +42,16 @@ function where(target: DatabaseTarget, database = target.name): string {
   return `${target.user}@${target.host}:${target.port}/${database}`
 }
 
+/** Runs `fn` on a fresh connection to `target` and closes it whatever happens. */
+export async function withDatabase<T>(target: DatabaseTarget, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = await connectDatabase(target)
+  try {
+    return await fn(client)
+  } finally {
+    await client.end()
+  }
+}
+
 /** Connects, turning refusals and timeouts into one sentence naming the server. */
 export async function connectDatabase(target: DatabaseTarget, database = target.name): Promise<pg.Client> {
   const client = new pg.Client(clientConfig(target, database))
