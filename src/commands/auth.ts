@@ -24,7 +24,7 @@ Examples:
     )
     .action(async (options: { scope?: string[] }, command: Command) => {
       const { checkAuth } = await import('../clients/manager-check.ts')
-      const env = environmentOf(command)
+      const env = await environmentOf(command)
       const stop = showProgress(command)
       try {
         const report = await checkAuth(env, options.scope)

@@ -55,7 +55,7 @@ Examples:
     .addHelpText('after', '\nExamples:\n  svcops backup create --env prod\n  svcops backup create --env prod --dry-run --json')
     .action(async (options: { dryRun?: boolean }, command: Command) => {
       const { openBackupContext, createBackup, planBackup } = await import('../ops/backup/index.ts')
-      const ctx = await openBackupContext(environmentOf(command))
+      const ctx = await openBackupContext(await environmentOf(command))
       const stop = showProgress(command)
       try {
         if (options.dryRun) {
@@ -78,7 +78,7 @@ Examples:
     .action(async (_options: object, command: Command) => {
       const { listBackups, openStore } = await import('../ops/backup/index.ts')
       const { requireSection } = await import('../config/load.ts')
-      const store = await openStore(requireSection(environmentOf(command), 'backup'))
+      const store = await openStore(requireSection((await environmentOf(command)), 'backup'))
       try {
         const entries = await listBackups(store)
         const rows = entries.map((e) => ({
@@ -108,7 +108,7 @@ Examples:
     .addHelpText('after', '\nExits 1 naming the first failed check: manifest, file, size, checksum, key, decrypt, restore, row counts, fingerprint.\n\nExamples:\n  svcops backup verify prod-20260101T020000Z-1a2b --env prod\n  svcops backup verify prod-20260101T020000Z-1a2b --env prod --restore-test --json')
     .action(async (id: string, options: { restoreTest?: boolean }, command: Command) => {
       const { openBackupContext, readIdentity, verifyBackup } = await import('../ops/backup/index.ts')
-      const ctx = await openBackupContext(environmentOf(command))
+      const ctx = await openBackupContext(await environmentOf(command))
       const stop = showProgress(command)
       try {
         const identity = await readIdentity(ctx.backup)
@@ -131,7 +131,7 @@ Examples:
     .addHelpText('after', '\nRefuses while other sessions are connected, when the server or pg_restore is older than the backup, or when\n--expect-fingerprint does not match. On any error the database is left as it was.\n\nExamples:\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --dry-run\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --yes --json')
     .action(async (id: string, options: { yes?: boolean; expectFingerprint?: string; dryRun?: boolean }, command: Command) => {
       const { openBackupContext, readIdentity, readManifest, restoreBackup, planRestore, assertFingerprintFits } = await import('../ops/backup/index.ts')
-      const ctx = await openBackupContext(environmentOf(command))
+      const ctx = await openBackupContext(await environmentOf(command))
       const stop = showProgress(command)
       try {
         const manifest = await readManifest(ctx.store, id)
@@ -165,7 +165,7 @@ Examples:
       const { requireSection } = await import('../config/load.ts')
       const keepLast = options.keepLast === undefined ? undefined : parseCount(options.keepLast, '--keep-last')
       const keepDays = options.keepDays === undefined ? undefined : parseCount(options.keepDays, '--keep-days')
-      const store = await openStore(requireSection(environmentOf(command), 'backup'))
+      const store = await openStore(requireSection((await environmentOf(command)), 'backup'))
       const stop = showProgress(command)
       try {
         const plan = await pruneBackups(store, { ...(keepLast !== undefined ? { keepLast } : {}), ...(keepDays !== undefined ? { keepDays } : {}), dryRun: options.dryRun ?? false })

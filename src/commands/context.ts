@@ -3,7 +3,6 @@
  * answering — readable text for people, one JSON document on stdout for machines (`--json`).
  */
 import type { Command } from 'commander'
-import { loadEnvironment } from '../config/load.ts'
 import type { Environment } from '../config/schema.ts'
 import { consoleSink, events } from '../ops/events.ts'
 import { redact, redactDeep } from '../ops/redact.ts'
@@ -20,8 +19,12 @@ export function globals(command: Command): GlobalOptions {
   return command.optsWithGlobals<GlobalOptions>()
 }
 
-/** Loads the environment named by --env / --env-file. */
-export function environmentOf(command: Command): Environment {
+/**
+ * Loads the environment named by --env / --env-file. The loader (zod, yaml) is imported here, not
+ * at start-up: commands that need no environment (scan, plan, psk) start without it.
+ */
+export async function environmentOf(command: Command): Promise<Environment> {
+  const { loadEnvironment } = await import('../config/load.ts')
   const { env, envFile } = globals(command)
   return loadEnvironment({ ...(env ? { env } : {}), ...(envFile ? { envFile } : {}) })
 }

@@ -48,7 +48,7 @@ Examples:
       const read = (path: string): string => readInput(readFileSync, path)
       const calls = parseCalls(read(file), file)
       const ids = options.ids ? parseIdMap(read(options.ids), options.ids) : {}
-      const result = migrateRequests(calls, options.from, options.to, { ids, product: productFor(command) })
+      const result = migrateRequests(calls, options.from, options.to, { ids, product: await productFor(command) })
       const doc = translatedDocument(result)
       const target = options.out ?? file
       const text = /\.ya?ml$/i.test(target) ? stringify(doc) : JSON.stringify(doc, null, 2) + '\n'
@@ -84,7 +84,7 @@ Examples:
     .action(async (files: string[], options: Range & { write?: boolean; dryRun?: boolean }, command: Command) => {
       const { migrateMetricFiles, formatMetricResults } = await import('../releases/metrics.ts')
       const write = Boolean(options.write && !options.dryRun)
-      const results = migrateMetricFiles(files, options.from, options.to, { write, product: productFor(command) })
+      const results = migrateMetricFiles(files, options.from, options.to, { write, product: await productFor(command) })
       const refused = results.reduce((n, r) => n + r.notRewritten.length, 0)
       const data = results.map(({ after: _after, ...r }) => r)
       printResult(command, { ok: refused === 0, from: options.from, to: options.to, written: write, files: data }, () => formatMetricResults(results, { diff: !write, wrote: write }))
@@ -120,7 +120,7 @@ Examples:
       const { writeFileSync } = await import('node:fs')
       const { migrateEnvFile, formatEnvMigration } = await import('../releases/env.ts')
       const result = migrateEnvFile(file, options.from, options.to, {
-        product: productFor(command),
+        product: await productFor(command),
         ...(options.settings ? { settings: options.settings } : {}),
         ...(options.workdir ? { workdir: options.workdir } : {}),
       })

@@ -8,9 +8,9 @@ import { DEFAULT_PRODUCT, type Product } from '../releases/types.ts'
 import { environmentOf, globals, printResult, setResultExitCode } from './context.ts'
 
 /** The product prefix and folder of `--env`/`--env-file`, or the defaults (`svc`, `svc`) without one. */
-export function productFor(command: Command): Product {
+export async function productFor(command: Command): Promise<Product> {
   const { env, envFile } = globals(command)
-  return env || envFile ? environmentOf(command).product : DEFAULT_PRODUCT
+  return env || envFile ? (await environmentOf(command)).product : DEFAULT_PRODUCT
 }
 
 /** Exit code for a result that needs a person; see `setResultExitCode`. */
@@ -38,7 +38,7 @@ Examples:
     )
     .action(async (options: { from: string; to: string }, command: Command) => {
       const { planLive, formatPlan } = await import('../releases/plan.ts')
-      const result = planLive(options.from, options.to, productFor(command))
+      const result = planLive(options.from, options.to, await productFor(command))
       printResult(command, { ok: true, ...result }, () => formatPlan(result))
     })
 }

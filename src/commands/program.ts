@@ -5,15 +5,16 @@
 import { Command, CommanderError, Option } from 'commander'
 import { readFileSync } from 'node:fs'
 import { takeResultExitCode } from './context.ts'
-import { commandGroups } from './registry.ts'
+import { groupsFor } from './registry.ts'
 import { ExitCode, exitCodeFor, isExpected } from '../ops/errors.ts'
 import { runCleanups } from '../ops/lifecycle.ts'
 import { redact } from '../ops/redact.ts'
+import { projectPath } from '../paths.ts'
 
-const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+const pkg = JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version: string }
 
-/** Builds the program with every command group registered. */
-export async function buildProgram(): Promise<Command> {
+/** Builds the program with the command groups `argv` needs (all of them when it is omitted). */
+export async function buildProgram(argv: string[] = []): Promise<Command> {
   const program = new Command('svcops')
     .description('Deploy, back up, upgrade and roll back the media-production platform.\n\nEnvironments are Pulumi stack files: --env prod reads stacks/Pulumi.prod.yaml.')
     .version(pkg.version, '-V', 'print the svcops version (also: svcops --version)')
@@ -24,7 +25,7 @@ export async function buildProgram(): Promise<Command> {
     .showHelpAfterError('(run with --help for usage)')
     .configureHelp({ sortSubcommands: true, showGlobalOptions: true })
     .exitOverride()
-  for (const load of commandGroups) (await load()).register(program)
+  for (const group of groupsFor(argv)) (await group.load()).register(program)
   program.addHelpText(
     'after',
     `
@@ -47,7 +48,7 @@ export async function main(argv: string[]): Promise<number> {
   // `--version` belongs to the program only in first position, so that subcommands may have a
   // --version option of their own (`svcops lab up --version 1.5.0`).
   if (argv[0] === '--version') argv = ['-V', ...argv.slice(1)]
-  const program = await buildProgram()
+  const program = await buildProgram(argv)
   try {
     await program.parseAsync(argv, { from: 'user' })
     return takeResultExitCode() ?? ExitCode.ok

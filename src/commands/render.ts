@@ -3,7 +3,6 @@
  * YAML, through Pulumi's mock runtime — for review in pull requests and where no Pulumi CLI is.
  */
 import type { Command } from 'commander'
-import { stackFilePath } from '../config/load.ts'
 import { BadInputError } from '../ops/errors.ts'
 import { globals, printResult, showProgress } from './context.ts'
 
@@ -31,6 +30,7 @@ Examples:
     )
     .action(async (options: { stack?: string; out: string; dryRun?: boolean }, command: Command) => {
       const { renderStack } = await import('../infra/render.ts')
+      const { stackFilePath } = await import('../config/load.ts')
       const { env, envFile } = globals(command)
       const stack = options.stack ?? env
       if (!stack) throw new BadInputError('--stack: missing; expected the name of a stack in stacks/, for example --stack dev.')

@@ -80,7 +80,7 @@ Examples:
   svcops upgrade recording --env staging --to 2.1.0 --hosts rec-2 --no-auto-rollback`,
     )
     .action(async (flags: UpgradeFlags, command: Command) => {
-      const env = environmentOf(command)
+      const env = await environmentOf(command)
       const hosts = flags.hosts?.split(',').map((h) => h.trim()).filter(Boolean)
       const request = { env, to: flags.to, ...(hosts ? { hosts } : {}), batch: flags.batch ?? 1, maxFail: flags.maxFail ?? '0', autoRollback: flags.autoRollback, ...(flags.breakLock ? { breakLock: true } : {}) }
       const play = await import('../../playbooks/upgrade.ts')
@@ -124,7 +124,7 @@ Examples:
     )
     .action(async (flags: { run?: string; to?: string; dryRun?: boolean; yes?: boolean; breakLock?: boolean }, command: Command) => {
       if (flags.run && flags.to) throw new BadInputError('--run and --to: both given; expected one of them (a run to undo, or a version to go to).')
-      const env = environmentOf(command)
+      const env = await environmentOf(command)
       if (flags.dryRun) {
         if (flags.to) {
           const { planUpgrade, renderPlan } = await import('../ops/upgrade-plan.ts')
@@ -164,7 +164,7 @@ Examples:
   svcops verify recording --env prod --no-test-recording --json`,
     )
     .action(async (flags: { testRecording: boolean }, command: Command) => {
-      const env = environmentOf(command)
+      const env = await environmentOf(command)
       const stop = await progress(command)
       try {
         const play = await import('../../playbooks/verify.ts')

@@ -10,7 +10,6 @@ import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { stringify as toYaml } from 'yaml'
 import { parseEnvironment } from '../config/load.ts'
 import { OperationError } from '../ops/errors.ts'
@@ -20,6 +19,7 @@ import type { AuthRevision } from '../releases/auth.ts'
 import type { EmulatorConfig } from './manager/main.ts'
 import { hashPassword } from './manager/passwords.ts'
 import { freePort } from './ports.ts'
+import { PROJECT_ROOT, projectPath } from '../paths.ts'
 import { startPostgres, stopPostgres, type PostgresCluster, type PostgresInfo } from './postgres.ts'
 import { descendantsOf, isAlive, terminatePids } from './sshd.ts'
 import { prepareLabBackup } from './backup.ts'
@@ -37,7 +37,6 @@ export const LAB_USERS = [
   { key: 'reader', email: 'reader@lab.svcops.test', scopes: [LAB_SCOPES.read] },
 ] as const
 
-const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const ENV_FILE_HEADER = '# Written by `svcops lab up`; removed by `svcops lab down`. Use it as --env lab.'
 
 export interface LabUpOptions extends LabHostsOptions {
@@ -200,7 +199,7 @@ export async function startLabManager(lab: LabRun, options: { apiRevision: AuthR
     const config: EmulatorConfig = { host: '127.0.0.1', port, apiRevision: options.apiRevision, users: configUsers }
     writeFileSync(configFile, JSON.stringify(config, null, 2), { mode: 0o600 })
     const url = `http://127.0.0.1:${port}`
-    const argv = [process.execPath, '--import', 'tsx', fileURLToPath(new URL('./manager/main.ts', import.meta.url)), '--config', configFile]
+    const argv = [process.execPath, '--import', 'tsx', projectPath('src/lab/manager/main.ts'), '--config', configFile]
     const pid = spawnDetached(argv, log)
     const entry: LabEntry = { kind: 'process', name: 'manager emulator', info: { startTicks: processStartTicks(pid) ?? '' }, pid, port, url, log, paths: [dir], stop: `SIGTERM to pid ${pid}` }
     lab.record(entry)

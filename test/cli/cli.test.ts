@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { commandGroups, groupsFor } from '../../src/commands/registry.ts'
 import { runSvcops as svcops } from '../support/cli.ts'
 
 describe('svcops CLI', () => {
@@ -19,5 +20,27 @@ describe('svcops CLI', () => {
   it('exits 2 on an unknown option or command', async () => {
     expect((await svcops(['--no-such-option'])).code).toBe(2)
     expect((await svcops(['no-such-command'])).code).toBe(2)
+  })
+})
+
+describe('svcops start-up: only the command group a run needs is loaded', () => {
+  it.each([
+    [['scan', 'sdk', '.', '--from', '1.0.0', '--to', '7.0.0'], ['scan']],
+    [['--env', 'lab', 'rollback', 'recording'], ['upgrade', 'rollback', 'verify', 'runs', 'resume']],
+    [['-e', 'prod', '--json', 'resume', 'ID'], ['upgrade', 'rollback', 'verify', 'runs', 'resume']],
+    [['--env-file', 'x.yaml', 'backup', 'list'], ['backup']],
+  ])('%j loads the group of %j', (argv, commands) => {
+    expect(groupsFor(argv).map((g) => g.commands)).toEqual([commands])
+  })
+
+  it.each([[[]], [['--help']], [['help', 'scan']], [['no-such-command']], [['-V']]])('%j loads every group (help, version and unknown commands see all of them)', (argv) => {
+    expect(groupsFor(argv)).toHaveLength(commandGroups.length)
+  })
+
+  it('answers a command --help from its group alone', async () => {
+    const { code, stdout } = await svcops(['scan', 'sdk', '--help'])
+    expect(code).toBe(0)
+    expect(stdout).toContain('Usage: svcops scan sdk')
+    expect(stdout).toContain('Exit codes (for CI)')
   })
 })

@@ -7,13 +7,14 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { BadInputError } from '../../ops/errors.ts'
 import { local, requireBinary, runCommand } from '../../ops/runner.ts'
+import { projectPath } from '../../paths.ts'
 import { defaultServiceConfig } from './config.ts'
 import { RECORDING_RELEASES, type RecordingRelease } from './releases.ts'
 
-const here = dirname(fileURLToPath(import.meta.url))
+// The service's sources are bundled into each package, so this reads them from the project's src/.
+const here = projectPath('src/lab/recording')
 
 export interface PackageOptions {
   /** Product prefix: the package is `<prefix>-recording`. */

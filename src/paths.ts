@@ -1,0 +1,23 @@
+/**
+ * Where the project's own files are. The CLI runs either from the TypeScript sources (tsx) or from
+ * the build in dist/ (see scripts/build.ts), so a path relative to a module's own URL would differ
+ * between the two; everything resolves from the project root found here instead.
+ */
+import { existsSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+function findProjectRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir
+    if (dirname(dir) === dir) throw new Error(`No package.json above ${from}: svcops is not installed as a project folder.`)
+  }
+}
+
+/** The folder holding package.json, src/ and bin/. */
+export const PROJECT_ROOT = findProjectRoot(dirname(fileURLToPath(import.meta.url)))
+
+/** An absolute path inside the project, from path segments relative to its root. */
+export function projectPath(...segments: string[]): string {
+  return join(PROJECT_ROOT, ...segments)
+}
