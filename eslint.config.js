@@ -4,7 +4,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.svcops/**', 'coverage/**', '**/*.d.ts'] },
+  { ignores: ['node_modules/**', 'dist/**', '.dist-*/**', '.svcops/**', 'coverage/**', '**/*.d.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
