@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { BadInputError } from '../../src/ops/errors.ts'
 import { LIVE_CHANGES } from '../../src/releases/live.ts'
-import { scanSdk, SdkScanner, sdkAllowedSymbols, sdkSymbolRules } from '../../src/releases/sdk-scan.ts'
+import { prepareScan, scanFiles, scanSdk, SdkScanner, sdkAllowedSymbols, sdkSymbolRules } from '../../src/releases/sdk-scan.ts'
 
 const scannerFor = (from: string, to: string): SdkScanner => new SdkScanner(sdkSymbolRules(from, to), sdkAllowedSymbols(from, to))
 const find = (code: string, from = '1.0.0', to = '7.0.0'): Array<[number, number, string]> => scannerFor(from, to).scanText(code, 'x.cpp').map((f) => [f.line, f.column, f.rule])
@@ -89,6 +89,26 @@ describe('svcops scan sdk', () => {
       expect(result.lines).toBe(5)
       expect(result.findings).toEqual([expect.objectContaining({ file: join('src', 'engine', 'render.cpp'), line: 2, column: 14, symbol: 'mPTS', release: '2.0.0' })])
       expect(() => scanSdk(join(root, 'nope'), '1.0.0', '7.0.0')).toThrow(BadInputError)
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+
+  it('reads files larger than its read buffer whole, and names a file it cannot read', () => {
+    const root = mkdtempSync(join(tmpdir(), 'svcops-sdk-'))
+    try {
+      // 3 MB of ordinary code, then a use on the last line: found only if the whole file was read.
+      const filler = '  int value = compute(frame, options);\n'.repeat(Math.ceil((3 << 20) / 39))
+      const lines = filler.split('\n').length - 1
+      writeFileSync(join(root, 'big.cpp'), `${filler}  auto t = frame->mPTS;\n`)
+      const result = scanSdk(`${root}/`, '1.0.0', '7.0.0')
+      expect(result.lines).toBe(lines + 1)
+      expect(result.findings).toEqual([expect.objectContaining({ file: 'big.cpp', line: lines + 1, column: 19, symbol: 'mPTS' })])
+      writeFileSync(join(root, 'locked.cpp'), 'mPTS;\n', { mode: 0o000 })
+      // root reads any file; the check needs a file that is gone between listing and reading instead.
+      const job = prepareScan(root, '1.0.0', '7.0.0')
+      rmSync(join(root, 'locked.cpp'))
+      expect(() => scanFiles(job)).toThrow(`The file '${root}/locked.cpp' cannot be read: ENOENT.`)
     } finally {
       rmSync(root, { recursive: true, force: true })
     }
