@@ -1,7 +1,7 @@
 /**
  * Crash-resume: the run kills itself with SIGKILL (SVCOPS_TEST_KILL_AT=<step>[@host]) right after a
- * step boundary; then `resume` (even cases) or `rollback --run` (odd cases) must end with a healthy
- * service on one version, no recording lost, and no lock left behind.
+ * step boundary; then `resume`, and in a second case after the same kill `rollback --run`, must each
+ * end with a healthy service on one version, no recording lost, and no lock left behind.
  */
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
@@ -16,7 +16,7 @@ import { runCli, startUpgradeLab, type UpgradeLab } from './fixture.ts'
 export const BOUNDARIES = ['preflight', 'stage@rec-1', 'snapshot', 'backup', 'stop@rec-1', 'install@rec-1', 'review-config@rec-1', 'start@rec-1', 'wait-healthy@rec-1', 'check-logs@rec-1', 'verify-host@rec-1', 'verify']
 
 /** Declares the crash-resume cases for `boundaries` on a lab of its own. */
-export function describeCrashResume(boundaries: string[], offset: number): void {
+export function describeCrashResume(boundaries: string[]): void {
   let lab: UpgradeLab
   let initial: string[] = []
 
@@ -30,9 +30,8 @@ export function describeCrashResume(boundaries: string[], offset: number): void 
   })
 
   describe('kill -9 at a step boundary, then resume or roll back', () => {
-    boundaries.forEach((boundary, i) => {
-      const how = (offset + i) % 2 === 0 ? 'resume' : 'rollback'
-      it(`killed after ${boundary}: ${how} ends healthy on one version with every recording`, async () => {
+    describe.each(boundaries)('killed after %s', (boundary) => {
+      it.each(['resume', 'rollback'] as const)('%s ends healthy on one version with every recording', async (how) => {
         const from = (await lab.versions())['rec-1'] as string
         const to = from === '1.4.0' ? '1.5.0' : '1.4.0'
         const killed = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', to, '--yes'], { SVCOPS_TEST_KILL_AT: boundary })

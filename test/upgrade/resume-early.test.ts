@@ -1,3 +1,3 @@
 import { BOUNDARIES, describeCrashResume } from './resume-cases.ts'
 
-describeCrashResume(BOUNDARIES.slice(0, 6), 0)
+describeCrashResume(BOUNDARIES.slice(0, 6))
