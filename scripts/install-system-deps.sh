@@ -19,6 +19,7 @@ declare -A needs=(
   [ps]=procps
   [runuser]=util-linux
   [useradd]=passwd
+  [curl]=curl
 )
 extra="${SVCOPS_EXTRA_PACKAGES:-}"
 

@@ -22,6 +22,8 @@ type Host = Pick<RecordingHostConfig, 'root' | 'name'>
 export interface PlannedCommand {
   argv: string[]
   env?: Record<string, string>
+  /** Written to the command's stdin; `shown` says what it is in plans and logs. */
+  input?: { data: string; shown: string }
   mutates: boolean
 }
 

@@ -33,7 +33,7 @@ export interface UpgradePlan {
 
 /** A planned command as a person would type it (environment first). */
 export function showCommand(c: PlannedCommand): string {
-  return `${c.env ? `${Object.entries(c.env).map(([k, v]) => `${k}=${v}`).join(' ')} ` : ''}${shellJoin(c.argv)}`
+  return `${c.env ? `${Object.entries(c.env).map(([k, v]) => `${k}=${v}`).join(' ')} ` : ''}${shellJoin(c.argv)}${c.input ? ` <<< ${c.input.shown}` : ''}`
 }
 
 /** The installed version of the recording package on every host (null where it is not installed). */

@@ -8,9 +8,11 @@ import { aptDriver, dnfDriver, dpkgDriver, findDebFile } from '../../src/ops/pac
 import { findLogErrors, linesSince, supervisorDriver, systemdDriver } from '../../src/ops/services.ts'
 import { downtimeOf } from '../../src/ops/report.ts'
 import { recordingsAfter } from '../../src/ops/snapshot.ts'
+import type { CommandResult } from '../../src/ops/runner.ts'
+import { showCommand } from '../../src/ops/upgrade-plan.ts'
 
 const real = { name: 'rec-1' }
-const lab = { name: 'lab-1', root: '/tmp/h1' }
+const lab = { name: 'h1', root: '/tmp/h1' }
 
 describe('package drivers build the exact commands', () => {
   it('apt installs the pinned version, allows downgrades and keeps modified conffiles', () => {
@@ -66,15 +68,33 @@ describe('service drivers build the exact commands', () => {
     expect(systemdDriver.startCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'start', 'svc-recording'])
     expect(systemdDriver.statusCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'is-active', 'svc-recording'])
     expect(systemdDriver.logsCommand(real, 'svc-recording', 50, '/ignored').argv).toEqual(['journalctl', '-u', 'svc-recording', '-n', '50', '--no-pager', '-o', 'short-iso'])
-    expect(systemdDriver.parseRunning(0, 'active\n')).toBe(true)
-    expect(systemdDriver.parseRunning(3, 'failed\n')).toBe(false)
+    expect(systemdDriver.parseStatus(result(0, 'active\n'), real)).toEqual({ running: true, status: 'active' })
+    expect(systemdDriver.parseStatus(result(3, 'failed\n'), real)).toEqual({ running: false, status: 'failed' })
+    expect(systemdDriver.stopOutcome(result(0, ''), real).ok).toBe(true)
+    expect(systemdDriver.startOutcome(result(1, '', 'Job for svc-recording.service failed.'), real)).toEqual({ ok: false, detail: 'Job for svc-recording.service failed.' })
   })
 
-  it("supervisor uses the sandbox's supervisord config and the service's log file", () => {
-    expect(supervisorDriver.stopCommand(lab, 'svc-recording').argv).toEqual(['supervisorctl', '-c', '/tmp/h1/etc/supervisor/supervisord.conf', 'stop', 'svc-recording'])
+  it("supervisor posts supervisorctl's XML-RPC calls to the sandbox's supervisord socket with curl", () => {
+    const curl = ['curl', '--silent', '--show-error', '--max-time', '120', '--unix-socket', '/tmp/h1/run/supervisor.sock', '--header', 'Content-Type: text/xml', '--data-binary', '@-', 'http://localhost/RPC2']
+    const stop = supervisorDriver.stopCommand(lab, 'svc-recording')
+    expect(stop.argv).toEqual(curl)
+    expect(stop.input?.shown).toBe('supervisor.stopProcess("svc-recording", true)')
+    expect(stop.input?.data).toBe('<?xml version="1.0"?><methodCall><methodName>supervisor.stopProcess</methodName><params><param><value><string>svc-recording</string></value></param><param><value><boolean>1</boolean></value></param></params></methodCall>')
+    expect(supervisorDriver.startCommand(lab, 'svc-recording').input?.shown).toBe('supervisor.startProcess("svc-recording", true)')
+    expect(supervisorDriver.statusCommand(real, 'svc-recording').argv).toContain('/run/supervisor.sock')
+    expect(showCommand(stop)).toBe(`${curl.slice(0, 8).join(' ')} 'Content-Type: text/xml' --data-binary @- http://localhost/RPC2 <<< supervisor.stopProcess("svc-recording", true)`)
     expect(supervisorDriver.logsCommand(lab, 'svc-recording', 20, '/var/log/svc/recording.log').argv).toEqual(['tail', '-n', '20', '/tmp/h1/var/log/svc/recording.log'])
-    expect(supervisorDriver.parseRunning(0, 'svc-recording   RUNNING   pid 12, uptime 0:00:03')).toBe(true)
-    expect(supervisorDriver.parseRunning(3, 'svc-recording   FATAL     Exited too quickly')).toBe(false)
+  })
+
+  it("reads supervisord's answers: process state, faults that are fine (not running, already started) and faults that are not", () => {
+    expect(supervisorDriver.parseStatus(result(0, processInfo('RUNNING', 'pid 8262, uptime 0:00:04')), lab)).toEqual({ running: true, status: 'RUNNING pid 8262, uptime 0:00:04' })
+    expect(supervisorDriver.parseStatus(result(0, processInfo('FATAL', 'Exited too quickly (process log may have details)')), lab)).toEqual({ running: false, status: 'FATAL Exited too quickly (process log may have details)' })
+    expect(supervisorDriver.parseStatus(result(7, '', 'curl: (7) Failed to connect to localhost port 80: Connection refused'), lab)).toEqual({ running: false, status: 'supervisord does not answer on /tmp/h1/run/supervisor.sock: curl: (7) Failed to connect to localhost port 80: Connection refused' })
+    expect(supervisorDriver.stopOutcome(result(0, fault(70, 'NOT_RUNNING: svc-recording')), lab).ok).toBe(true)
+    expect(supervisorDriver.stopOutcome(result(0, BOOLEAN_TRUE), lab).ok).toBe(true)
+    expect(supervisorDriver.startOutcome(result(0, fault(60, 'ALREADY_STARTED: svc-recording')), lab).ok).toBe(true)
+    expect(supervisorDriver.startOutcome(result(0, fault(50, 'SPAWN_ERROR: svc-recording')), lab)).toEqual({ ok: false, detail: 'SPAWN_ERROR: svc-recording' })
+    expect(() => supervisorDriver.parseStatus(result(0, '<html>502 Bad Gateway</html>'), lab)).toThrow("supervisord at h1:/tmp/h1/run/supervisor.sock did not answer with XML-RPC: '<html>502 Bad Gateway</html>'.")
   })
 
   it('reads only what the service logged after a cursor taken before the start', () => {
@@ -194,3 +214,20 @@ describe('config review', () => {
     expect(broken.syntaxError).toMatch(/is not valid JSON/)
   })
 })
+
+/** A finished command, as the runner reports it. */
+function result(code: number, stdout: string, stderr = ''): CommandResult {
+  return { code, signal: null, stdout, stderr, durationMs: 1 }
+}
+
+// Answers in the exact layout supervisord 4 (Python's xmlrpc.client) sends them.
+const BOOLEAN_TRUE = "<?xml version='1.0'?>\n<methodResponse>\n<params>\n<param>\n<value><boolean>1</boolean></value>\n</param>\n</params>\n</methodResponse>\n"
+
+function fault(code: number, message: string): string {
+  return `<?xml version='1.0'?>\n<methodResponse>\n<fault>\n<value><struct>\n<member>\n<name>faultCode</name>\n<value><int>${code}</int></value>\n</member>\n<member>\n<name>faultString</name>\n<value><string>${message}</string></value>\n</member>\n</struct></value>\n</fault>\n</methodResponse>\n`
+}
+
+function processInfo(state: string, description: string): string {
+  const members: Array<[string, string]> = [['name', '<string>svc-recording</string>'], ['start', '<int>1795451111</int>'], ['state', '<int>20</int>'], ['statename', `<string>${state}</string>`], ['spawnerr', '<string></string>'], ['exitstatus', '<int>0</int>'], ['pid', '<int>8262</int>'], ['description', `<string>${description}</string>`]]
+  return `<?xml version='1.0'?>\n<methodResponse>\n<params>\n<param>\n<value><struct>\n${members.map(([n, v]) => `<member>\n<name>${n}</name>\n<value>${v}</value>\n</member>\n`).join('')}</struct></value>\n</param>\n</params>\n</methodResponse>\n`
+}

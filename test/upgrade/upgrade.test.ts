@@ -36,7 +36,7 @@ describe('upgrade of one host', () => {
     const before = { tree: hostTree(root), versions: await lab.versions(), fingerprint: await lab.fingerprint(), dpkg: readFileSync(join(root, 'var/lib/dpkg/status'), 'utf8') }
     const out = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', '2.0.0', '--dry-run'])
     expect(out.code).toBe(0)
-    for (const step of ['preflight', 'stage', 'snapshot', 'backup', 'stop: supervisorctl', 'install 2.0.0 over 1.4.0: dpkg --root=', 'review-config', 'start: supervisorctl', 'wait-healthy', 'check-logs', 'verify-host', 'roll back']) expect(out.stdout).toContain(step)
+    for (const step of ['preflight', 'stage', 'snapshot', 'backup', 'stop: curl', 'supervisor.stopProcess("svc-recording", true)', 'install 2.0.0 over 1.4.0: dpkg --root=', 'review-config', 'start: curl', 'supervisor.startProcess("svc-recording", true)', 'wait-healthy', 'check-logs', 'verify-host', 'roll back']) expect(out.stdout).toContain(step)
     const after = { tree: hostTree(root), versions: await lab.versions(), fingerprint: await lab.fingerprint(), dpkg: readFileSync(join(root, 'var/lib/dpkg/status'), 'utf8') }
     expect(after).toEqual(before)
   })
