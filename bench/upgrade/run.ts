@@ -10,21 +10,26 @@
  *    playbook (serial [1, 5], forks 5, pipelining on; pg_dump once, then per host: copy the .deb,
  *    stop, dpkg -i, start, wait for GET /, status, last log lines).
  *
- *   npx tsx bench/upgrade/run.ts [--rounds 3] [--fleet 10]
+ *   npx tsx bench/upgrade/run.ts [--rounds 3] [--fleet 10] [--fleet-rounds 3]
+ *
+ * Each fleet round runs both tools 1.4.0 -> 1.5.0 (svcops puts the fleet back on 1.4.0 between
+ * runs, unmeasured); the table gives the median and the range.
  */
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { findDebFile } from '../../src/ops/packages.ts'
 import { runCli, startUpgradeLab, type UpgradeLab } from '../../test/upgrade/fixture.ts'
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, fleet: { type: 'string', default: '10' } } })
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, fleet: { type: 'string', default: '10' }, 'fleet-rounds': { type: 'string', default: '3' } } })
 const rounds = Number(values.rounds)
 const fleetSize = Number(values.fleet)
+const fleetRounds = Number(values['fleet-rounds'])
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
 const s = (ms: number): string => (ms / 1000).toFixed(2)
+const range = (xs: number[]): string => `${s(Math.min(...xs))} – ${s(Math.max(...xs))}`
 
 interface SshFacts {
   port: number
@@ -111,8 +116,7 @@ try {
 
 // ---- 2. fleet: svcops --batch 5 vs Ansible serial [1, 5], forks 5
 const fleet = await startUpgradeLab({ hosts: fleetSize, version: '1.4.0', recordings: 20 })
-let ansibleMs = NaN
-let svcopsMs = NaN
+const fleetRows = { ansible: [] as number[], svcops: [] as number[] }
 try {
   const env = fleet.env()
   const rec = env.recording!
@@ -158,15 +162,17 @@ try {
       ansible.builtin.command: tail -n 50 {{ root }}/var/log/svc/recording.log
 `,
   )
-  const t0 = performance.now()
-  const a = spawnSync('ansible-playbook', ['-i', 'inventory.ini', 'upgrade.yml'], { cwd: dir, encoding: 'utf8', env: { ...process.env, ANSIBLE_CONFIG: join(dir, 'ansible.cfg'), BENCH_PGPASSWORD: dbPassword } })
-  ansibleMs = performance.now() - t0
-  if (a.status !== 0) throw new Error(`ansible-playbook failed: ${a.stdout.slice(-2000)}`)
-  const after = await fleet.versions()
-  if (Object.values(after).some((v) => v !== '1.5.0')) throw new Error(`Ansible left versions ${JSON.stringify(after)}`)
-  await svcopsUpgrade(fleet, '1.4.0', ['--batch', '5'])
-  svcopsMs = (await svcopsUpgrade(fleet, '1.5.0', ['--batch', '5'])).wall
-  readdirSync(dir)
+  for (let r = 0; r < fleetRounds; r++) {
+    if (r > 0) await svcopsUpgrade(fleet, '1.4.0', ['--batch', '5'])
+    const t0 = performance.now()
+    const a = spawnSync('ansible-playbook', ['-i', 'inventory.ini', 'upgrade.yml'], { cwd: dir, encoding: 'utf8', env: { ...process.env, ANSIBLE_CONFIG: join(dir, 'ansible.cfg'), BENCH_PGPASSWORD: dbPassword } })
+    fleetRows.ansible.push(performance.now() - t0)
+    if (a.status !== 0) throw new Error(`ansible-playbook failed: ${a.stdout.slice(-2000)}`)
+    const after = await fleet.versions()
+    if (Object.values(after).some((v) => v !== '1.5.0')) throw new Error(`Ansible left versions ${JSON.stringify(after)}`)
+    await svcopsUpgrade(fleet, '1.4.0', ['--batch', '5'])
+    fleetRows.svcops.push((await svcopsUpgrade(fleet, '1.5.0', ['--batch', '5'])).wall)
+  }
 } finally {
   await fleet.stop()
 }
@@ -180,11 +186,13 @@ const table = [
   `| bare shell, package copied inside the window | ${s(median(rows.bareCopy))} | — |`,
   `| svcops upgrade recording (staged before the stop; review-config, check-logs, verify-host) | ${s(median(rows.svcHealthy))} | ${s(median(rows.svcVerified))} |`,
   '',
-  `Fleet of ${fleetSize} lab hosts, batch 5 (wall time, s):`,
+  `Fleet of ${fleetSize} lab hosts, batch 5, median of ${fleetRounds} rounds (wall time, s):`,
   '',
-  '| tool | wall time | ratio |',
-  '|---|---:|---:|',
-  `| ansible-playbook (serial [1, 5], forks 5, pipelining; pg_dump + copy, stop, dpkg -i, start, wait GET /, status, log) | ${s(ansibleMs)} | 1.00 |`,
-  `| svcops upgrade recording --batch 5 (canary + batches; verified backup with test restore; full verification) | ${s(svcopsMs)} | ${(svcopsMs / ansibleMs).toFixed(2)} |`,
+  '| tool | median | min – max | ratio (medians) |',
+  '|---|---:|---:|---:|',
+  `| ansible-playbook (serial [1, 5], forks 5, pipelining; pg_dump + copy, stop, dpkg -i, start, wait GET /, status, log) | ${s(median(fleetRows.ansible))} | ${range(fleetRows.ansible)} | 1.00 |`,
+  `| svcops upgrade recording --batch 5 (canary + batches; verified backup with test restore; full verification) | ${s(median(fleetRows.svcops))} | ${range(fleetRows.svcops)} | ${(median(fleetRows.svcops) / median(fleetRows.ansible)).toFixed(2)} |`,
+  '',
+  `Per round, svcops / Ansible: ${fleetRows.svcops.map((v, i) => (v / (fleetRows.ansible[i] ?? NaN)).toFixed(2)).join(', ')}.`,
 ].join('\n')
 process.stdout.write(table + '\n')
