@@ -8,7 +8,7 @@ import { takeResultExitCode } from './context.ts'
 import { groupsFor } from './registry.ts'
 import { ExitCode, exitCodeFor, isExpected } from '../ops/errors.ts'
 import { runCleanups } from '../ops/lifecycle.ts'
-import { redact } from '../ops/redact.ts'
+import { redact, redactDeep } from '../ops/redact.ts'
 import { projectPath } from '../paths.ts'
 
 const pkg = JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version: string }
@@ -61,7 +61,8 @@ export async function main(argv: string[]): Promise<number> {
     const message = redact(error instanceof Error ? error.message : String(error))
     const hint = isExpected(error) && error.hint ? redact(error.hint) : undefined
     if (jsonRequested(argv)) {
-      process.stdout.write(JSON.stringify({ ok: false, error: { type: error instanceof Error ? error.name : 'Error', message, ...(hint ? { hint } : {}) }, exitCode: code }, null, 2) + '\n')
+      const facts = isExpected(error) ? redactDeep(error.facts) : {}
+      process.stdout.write(JSON.stringify({ ok: false, error: { type: error instanceof Error ? error.name : 'Error', message, ...(hint ? { hint } : {}) }, exitCode: code, ...facts }, null, 2) + '\n')
     }
     process.stderr.write(`svcops: ${message}\n${hint ? `${hint}\n` : ''}`)
     if (!isExpected(error) && process.env.SVCOPS_DEBUG && error instanceof Error && error.stack) {

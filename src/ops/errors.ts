@@ -21,9 +21,14 @@ export const ExitCode = {
 } as const
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode]
 
-/** Base class: `message` is one sentence a person can act on; `hint` is the command to run next. */
+/**
+ * Base class: `message` is one sentence a person can act on; `hint` is the command to run next;
+ * `facts` are what a machine needs to act on it (run id, report, lock holder), printed as fields of
+ * the `--json` answer next to the error.
+ */
 export class SvcopsError extends Error {
   readonly exitCode: ExitCodeValue = ExitCode.failed
+  facts: Record<string, unknown> = {}
   constructor(
     message: string,
     readonly hint?: string,
@@ -97,6 +102,12 @@ export class MissingBinaryError extends SvcopsError {
       `Install it with: sudo apt-get update && sudo apt-get install -y ${aptPackage}`,
     )
   }
+}
+
+/** Adds machine-readable facts to an error on its way to the edge; returns it for `throw`. */
+export function withFacts<E>(error: E, facts: Record<string, unknown>): E {
+  if (error instanceof SvcopsError) error.facts = { ...error.facts, ...facts }
+  return error
 }
 
 /** Maps any thrown value to an exit code. Unknown errors are failures, never "bad input". */

@@ -11,7 +11,7 @@
 import pg from 'pg'
 import type { DatabaseConfig } from '../config/schema.ts'
 import { connectDatabase, databaseTarget } from './backup/postgres.ts'
-import { LockedError, OperationError } from './errors.ts'
+import { LockedError, OperationError, withFacts } from './errors.ts'
 import { events } from './events.ts'
 import { runCommand, type Transport } from './runner.ts'
 
@@ -109,7 +109,7 @@ export async function acquireEnvironmentLock(db: DatabaseConfig, options: Acquir
     if (!got) {
       if (!options.breakLock || !row) {
         const who = row ? describe(row) : 'another session'
-        throw new LockedError(`Environment '${environment}' is locked by ${who}.`, row ? `Wait for it, inspect it with 'svcops runs show ${row.runId}', or if that run is truly gone: --break-lock` : 'Wait for the other run to finish.')
+        throw withFacts(new LockedError(`Environment '${environment}' is locked by ${who}.`, row ? `Wait for it, inspect it with 'svcops runs show ${row.runId}', or if that run is truly gone: --break-lock` : 'Wait for the other run to finish.'), { lockedBy: row ? plain(row) : null })
       }
       events.warn(`--break-lock: taking the lock of environment '${environment}' from ${describe(row)}.`)
       await session.query('SELECT pg_terminate_backend($1)', [row.backendPid])
@@ -215,7 +215,7 @@ export async function acquireHostLock(transport: Transport, path: string, holder
     return
   }
   if (current.code !== 0) throw new OperationError(`The host lock ${path} on ${transport.host} cannot be written: ${first.stderr.trim()}.`)
-  throw new LockedError(`Host ${transport.host} is locked by run ${runId} (${who}, pid ${pid}) since ${since}.`, `Inspect it with 'svcops runs show ${runId}'; if that run is gone, rerun with --break-lock.`)
+  throw withFacts(new LockedError(`Host ${transport.host} is locked by run ${runId} (${who}, pid ${pid}) since ${since}.`, `Inspect it with 'svcops runs show ${runId}'; if that run is gone, rerun with --break-lock.`), { lockedBy: { runId, holder: who, pid: Number(pid), since, host: transport.host } })
 }
 
 /** Removes the host lock if it is ours. */

@@ -6,7 +6,7 @@
  */
 import { loadEnvironmentFile, requireSection } from '../config/load.ts'
 import type { Environment } from '../config/schema.ts'
-import { BadInputError, LockedError, OperationError, RolledBackError } from './errors.ts'
+import { BadInputError, LockedError, OperationError, RolledBackError, withFacts } from './errors.ts'
 import { events } from './events.ts'
 import { parseMaxFail, planBatches, runConcurrently } from './fleet.ts'
 import { holderName, isFinished, Journal, newRunId, type RunRecord } from './journal.ts'
@@ -94,7 +94,7 @@ async function lockFor(env: Environment, run: Pick<RunRecord, 'id' | 'holder' | 
     }
     if (unfinished) {
       await lock.release()
-      throw new LockedError(`Environment '${env.name}': run ${dead.runId} (${dead.holder}, since ${dead.since}) died during ${where} without finishing.`, `Resume it: svcops resume ${dead.runId}   or roll it back: svcops rollback recording --env ${env.name} --run ${dead.runId}   (or --break-lock to ignore it)`)
+      throw withFacts(new LockedError(`Environment '${env.name}': run ${dead.runId} (${dead.holder}, since ${dead.since}) died during ${where} without finishing.`, `Resume it: svcops resume ${dead.runId}   or roll it back: svcops rollback recording --env ${env.name} --run ${dead.runId}   (or --break-lock to ignore it)`), { lockedBy: dead, unfinishedRun: dead.runId })
     }
   }
   return { lock, takeOver: [dead?.runId, lock.broken?.runId].filter((x): x is string => !!x) }
@@ -122,7 +122,8 @@ async function withLockedRun(env: Environment, journal: Journal, lock: Environme
   await lock.release()
   unregister()
   events.info(`Report: ${journal.file('report.md')}`)
-  if (failure !== undefined) throw failure instanceof Error ? failure : new OperationError(`The run failed: ${JSON.stringify(failure)}.`)
+  // A scheduler reading --json gets the same fields whether the run succeeded or not.
+  if (failure !== undefined) throw withFacts(failure instanceof Error ? failure : new OperationError(`The run failed: ${JSON.stringify(failure)}.`), { runId: journal.run.id, phase: journal.run.phase, reportPath: journal.file('report.md'), report })
   return { runId: journal.run.id, phase: journal.run.phase, report }
 }
 

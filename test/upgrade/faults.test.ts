@@ -3,6 +3,7 @@
  * rollback, on the old version with every recording present: exit 4, and the report says why and
  * whether the database was restored.
  */
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exitCodeFor, RolledBackError } from '../../src/ops/errors.ts'
 import { Journal, listRuns } from '../../src/ops/journal.ts'
@@ -79,6 +80,11 @@ describe('a rollback that was itself killed', () => {
     expect(Journal.open(id).run.phase).toBe('rolling-back')
     const resumed = await runCli(['--json', 'resume', id])
     expect(resumed.code, resumed.stderr.slice(-400)).toBe(4)
+    // A scheduler reads the run, its outcome and its report as fields, as on success.
+    const answer = JSON.parse(resumed.stdout) as { ok: boolean; exitCode: number; runId: string; phase: string; reportPath: string; report: { run: { id: string }; timeline: unknown[] } }
+    expect(answer).toMatchObject({ ok: false, exitCode: 4, runId: id, phase: 'rolled-back', report: { run: { id } } })
+    expect(answer.reportPath).toBe(join(lab.runsDir, id, 'report.md'))
+    expect(answer.report.timeline.length).toBeGreaterThan(5)
     expect(Journal.open(id).run.phase).toBe('rolled-back')
     expect(await lab.versions()).toEqual({ 'rec-1': '2.0.0' })
     expect(await lab.fingerprint()).toBe(fingerprint)

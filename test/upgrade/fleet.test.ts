@@ -37,6 +37,7 @@ describe('fleet upgrade', () => {
     expect(error).toBeInstanceOf(LockedError)
     expect(exitCodeFor(error)).toBe(3)
     expect((error as Error).message).toMatch(new RegExp(`locked by run ${first as string} \\(\\S+@\\S+, pid \\d+\\) since \\d{4}-`))
+    expect((error as LockedError).facts).toMatchObject({ lockedBy: { runId: first, pid: expect.any(Number) as number, since: expect.stringMatching(/^\d{4}-/) as string } })
     expect(await exited).toBe(0)
     expect(Journal.open(first as string).run.phase).toBe('succeeded')
   })
