@@ -152,16 +152,12 @@ export async function acquireEnvironmentLock(db: DatabaseConfig, options: Acquir
 }
 
 /**
- * Runs `restore` (a database restore) with the lock's own schema out of its way: a dump holds
- * `svcops.run_lock` too, and loading it over an existing schema fails. The advisory lock stays
- * held throughout; the row saying who holds it is written back afterwards, whatever happened.
+ * Runs `restore` (a database restore) and keeps the lock row true: the dump holds `svcops.run_lock`
+ * as it was at backup time, and a restore replaces it with that. The advisory lock stays held
+ * throughout; the row saying who holds it now is written back afterwards, whatever happened.
  */
-export async function withLockRowSuspended<T>(db: DatabaseConfig, environment: string, restore: () => Promise<T>): Promise<T> {
-  const row = await onServiceDb(db, async (c) => {
-    const saved = await readRow(c, environment).catch(() => undefined)
-    await c.query('DROP SCHEMA IF EXISTS svcops CASCADE')
-    return saved
-  })
+export async function withLockRowKept<T>(db: DatabaseConfig, environment: string, restore: () => Promise<T>): Promise<T> {
+  const row = await onServiceDb(db, (c) => readRow(c, environment).catch(() => undefined))
   try {
     return await restore()
   } finally {

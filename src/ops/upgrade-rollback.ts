@@ -9,7 +9,7 @@ import { writeFileSync, existsSync, readFileSync } from 'node:fs'
 import { OperationError } from './errors.ts'
 import { events } from './events.ts'
 import { runConcurrently } from './fleet.ts'
-import { withLockRowSuspended } from './lock.ts'
+import { withLockRowKept } from './lock.ts'
 import { contentKey, recordingsAfter, type Recording, type RecordingInput } from './snapshot.ts'
 import { installStep, startAndCheckSteps, stopStep, verifyHostStep } from './upgrade-host.ts'
 import { runStep, type HostHandle, type RunContext } from './upgrade-steps.ts'
@@ -118,7 +118,7 @@ export async function rollBack(ctx: RunContext, options: { dataLoss?: boolean } 
       'rollback:restore',
       undefined,
       async () => {
-        await withLockRowSuspended(ctx.rec.database, ctx.env.name, () => ctx.deps.backup.restore(run.backupId as string, run.fingerprintBefore))
+        await withLockRowKept(ctx.rec.database, ctx.env.name, () => ctx.deps.backup.restore(run.backupId as string, run.fingerprintBefore))
         const now = await ctx.deps.database.fingerprint()
         if (run.fingerprintBefore && now !== run.fingerprintBefore) throw new OperationError(`After restoring backup ${run.backupId as string}, the schema fingerprint is ${now.slice(0, 12)}, not ${run.fingerprintBefore.slice(0, 12)} as before the upgrade.`)
         return { changed: [`restored the database from backup ${run.backupId as string}`] }

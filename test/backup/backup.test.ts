@@ -90,4 +90,17 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
     }
     expect(await rowCounts(clientConfig(bed.database))).toEqual(before)
   })
+
+  it('restores over schemas of its own that exist again in the database, and removes schemas made after the backup', async () => {
+    const asService = `SET ROLE ${pg.escapeIdentifier(bed.database.user)};`
+    await bed.sql(`${asService} CREATE SCHEMA audit; CREATE TABLE audit.events (id int PRIMARY KEY, what text); INSERT INTO audit.events SELECT g, 'e' || g FROM generate_series(1, 7) g`)
+    const withAudit = await createBackup(bed.options({}))
+    expect(withAudit.rowCounts['audit.events']).toBe(7)
+    await bed.sql(`${asService} DELETE FROM audit.events WHERE id > 2; CREATE TABLE audit.later (id int); CREATE SCHEMA scratch; CREATE TABLE scratch.notes (id int)`)
+    // pg_restore creates every schema but public itself; one left in place used to fail the restore.
+    const report = await restoreBackup(bed.store, withAudit.id, bed.database, { identity: bed.identity, confirmed: true, expectFingerprint: withAudit.fingerprint })
+    expect(report.rowCounts).toEqual(withAudit.rowCounts)
+    expect(await bed.sql("SELECT to_regclass('audit.later') AS later, to_regnamespace('scratch')::text AS scratch")).toEqual([{ later: null, scratch: null }])
+    expect(await rowCounts(clientConfig(bed.database))).toEqual(withAudit.rowCounts)
+  })
 })

@@ -51,7 +51,7 @@ export async function loadIntoEmptyDatabase(manifest: Manifest, dump: Readable, 
   return { dumpBytes: tap.bytes, dumpSha256: tap.digest() }
 }
 
-/** SQL that drops every table, view, sequence, type and function in the non-system schemas `target` owns. */
+/** SQL that drops every table, view, sequence, type and function in the non-system schemas, and the schemas (but `public`) the role owns. */
 export async function dropStatements(client: Pick<pg.ClientBase, 'query'>, schemas: string[]): Promise<string[]> {
   const filter = schemas.length > 0 ? 'n.nspname = ANY($1::text[])' : "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'"
   const params = schemas.length > 0 ? [schemas] : []
@@ -74,10 +74,19 @@ export async function dropStatements(client: Pick<pg.ClientBase, 'query'>, schem
     `SELECT o.oid::regprocedure::text AS name FROM pg_proc o JOIN pg_namespace n ON n.oid = o.pronamespace WHERE o.prokind IN ('f', 'p') AND ${filter} AND ${notExtension}`,
     params,
   )
+  // pg_restore creates every schema of the dump but `public` (which it expects to exist): one left in
+  // place fails the load. The role's own schemas go whole, so the result is the dump and nothing else.
+  const owned = await client.query<{ name: string }>(
+    `SELECT quote_ident(n.nspname) AS name FROM pg_namespace n
+      WHERE n.nspowner = (SELECT oid FROM pg_roles WHERE rolname = current_user) AND n.nspname <> 'public' AND ${filter} AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = n.oid AND d.deptype = 'e')
+      ORDER BY 1`,
+    params,
+  )
   return [
     ...relations.rows.map((r) => `DROP ${r.kind} IF EXISTS ${r.name} CASCADE;`),
     ...types.rows.map((t) => `DROP ${t.kind} IF EXISTS ${t.name} CASCADE;`),
     ...functions.rows.map((f) => `DROP ROUTINE IF EXISTS ${f.name} CASCADE;`),
+    ...owned.rows.map((n) => `DROP SCHEMA IF EXISTS ${n.name} CASCADE;`),
   ]
 }
 
