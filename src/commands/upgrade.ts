@@ -6,6 +6,7 @@
 import { createInterface } from 'node:readline/promises'
 import { Option, type Command } from 'commander'
 import { BadInputError, ExitCode } from '../ops/errors.ts'
+import { parseWindow } from '../ops/fleet.ts'
 import { events } from '../ops/events.ts'
 import { environmentOf, globals, printResult, setResultExitCode } from './context.ts'
 
@@ -46,6 +47,7 @@ interface UpgradeFlags {
   dryRun?: boolean
   yes?: boolean
   breakLock?: boolean
+  window?: number
 }
 
 export function register(program: Command): void {
@@ -57,6 +59,7 @@ export function register(program: Command): void {
     .option('--hosts <names>', 'only these hosts (comma-separated names from the environment file)')
     .option('--batch <n>', 'hosts upgraded at once after the canary', toInt('--batch'), 1)
     .option('--max-fail <n|p%>', 'host failures tolerated after the canary before the rollout stops and rolls back', '0')
+    .option('--window <duration>', 'maintenance window from the start, e.g. 90m or 1h30m: a batch starts only if, judged by the longest batch so far, it ends inside it; otherwise the run rolls back what it changed', (v: string) => parseWindow(v))
     .option('--no-auto-rollback', 'on failure, keep the broken state for inspection instead of rolling back')
     .option('--dry-run', 'print every step and command per host; change nothing')
     .option('-y, --yes', 'do not ask for confirmation (schedulers, scripts)')
@@ -76,13 +79,13 @@ Exit codes: 0 upgraded, 1 failed (see the report), 2 bad input, 3 locked by anot
 
 Examples:
   svcops upgrade recording --env lab --to 2.0.0 --dry-run
-  svcops upgrade recording --env prod --to 2.0.0 --batch 5 --max-fail 10% --yes --json
+  svcops upgrade recording --env prod --to 2.0.0 --batch 5 --max-fail 10% --window 90m --yes --json
   svcops upgrade recording --env staging --to 2.1.0 --hosts rec-2 --no-auto-rollback`,
     )
     .action(async (flags: UpgradeFlags, command: Command) => {
       const env = await environmentOf(command)
       const hosts = flags.hosts?.split(',').map((h) => h.trim()).filter(Boolean)
-      const request = { env, to: flags.to, ...(hosts ? { hosts } : {}), batch: flags.batch ?? 1, maxFail: flags.maxFail ?? '0', autoRollback: flags.autoRollback, ...(flags.breakLock ? { breakLock: true } : {}) }
+      const request = { env, to: flags.to, ...(hosts ? { hosts } : {}), batch: flags.batch ?? 1, maxFail: flags.maxFail ?? '0', autoRollback: flags.autoRollback, ...(flags.breakLock ? { breakLock: true } : {}), ...(flags.window ? { windowMs: flags.window } : {}) }
       const play = await import('../../playbooks/upgrade.ts')
       if (flags.dryRun) {
         const plan = await play.planRecordingUpgrade(request)

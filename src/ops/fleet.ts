@@ -29,6 +29,22 @@ export function parseMaxFail(text: string, total: number): number {
   return n
 }
 
+/** A maintenance window as milliseconds: "90m", "2h", "1h30m", "45s". */
+export function parseWindow(text: string): number {
+  const m = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/.exec(text.trim())
+  const ms = m ? (Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0)) * 1000 : 0
+  if (!m || ms <= 0) throw new BadInputError(`--window: '${text}' is not a duration; expected hours, minutes or seconds like 2h, 90m, 1h30m or 45s.`)
+  return ms
+}
+
+/**
+ * Whether the next batch may start inside the maintenance window: the deadline has not passed, and
+ * judged by the longest batch so far (none yet: the canary only needs the window open) it ends before it.
+ */
+export function batchFitsWindow(now: number, deadline: number, longestBatchMs: number): boolean {
+  return now < deadline && now + longestBatchMs <= deadline
+}
+
 /** Runs `fn` on every item at once, at most `limit` at a time; results in input order, never rejects. */
 export async function runConcurrently<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<PromiseSettledResult<R>[]> {
   const results: PromiseSettledResult<R>[] = new Array<PromiseSettledResult<R>>(items.length)

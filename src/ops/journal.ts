@@ -43,6 +43,8 @@ export interface RunRecord {
   snapshotIds?: string[]
   /** Why the run failed, in one sentence. */
   cause?: string
+  /** End of the maintenance window (`--window`): no batch starts that would end after it. */
+  deadline?: string
   /** Run this one rolls back (for rollback runs). */
   rollsBack?: string
 }

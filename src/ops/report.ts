@@ -71,6 +71,7 @@ export function renderMarkdown(report: RunReport): string {
   const lines: string[] = [`# ${run.kind === 'upgrade' ? 'Upgrade' : 'Rollback'} run ${run.id}`, '']
   lines.push(`- environment: ${run.environment}`, `- target version: ${run.targetVersion}`, `- previous versions: ${Object.entries(run.previousVersions).map(([h, v]) => `${h} ${v}`).join(', ') || 'unknown'}`)
   lines.push(`- outcome: **${run.phase}**${run.cause ? ` — cause: ${run.cause}` : ''}`, `- started: ${run.startedAt}${run.finishedAt ? `, finished: ${run.finishedAt}` : ''}`, `- by: ${run.holder}`)
+  if (run.deadline) lines.push(`- maintenance window until: ${run.deadline}`)
   if (run.backupId) lines.push(`- backup: ${run.backupId} (verified before anything stopped)`)
   if (run.fingerprintBefore) lines.push(`- schema fingerprint: before ${run.fingerprintBefore.slice(0, 16)}${run.fingerprintAfter ? `, after ${run.fingerprintAfter.slice(0, 16)}` : ''}`)
   if (report.rollback) {

@@ -28,6 +28,8 @@ export interface UpgradePlan {
   currentVersions: Record<string, string | null>
   lock: string
   batches: string[][]
+  /** The maintenance window and what it means for the rollout. */
+  window: string
   steps: PlannedStep[]
 }
 
@@ -55,7 +57,7 @@ export async function readInstalledVersions(env: Environment): Promise<Record<st
 }
 
 /** Builds the plan of `svcops upgrade recording --to target` without changing anything. */
-export async function planUpgrade(env: Environment, options: { to: string; hosts?: string[]; batch?: number; maxFail?: string; autoRollback?: boolean }): Promise<UpgradePlan> {
+export async function planUpgrade(env: Environment, options: { to: string; hosts?: string[]; batch?: number; maxFail?: string; autoRollback?: boolean; windowMs?: number }): Promise<UpgradePlan> {
   const rec = requireSection(env, 'recording')
   const settings = settingsFor(env, rec)
   const pkg = packageDriver(rec.packageDriver)
@@ -120,13 +122,19 @@ export async function planUpgrade(env: Environment, options: { to: string; hosts
     currentVersions: current,
     lock: holder ? `held by run ${holder.runId} (${holder.holder}, pid ${holder.pid}) since ${holder.since}${holder.alive ? '' : ' — that holder died'}` : 'free',
     batches: batches.map((b) => b.map((h) => h.name)),
+    window: options.windowMs ? `${formatWindow(options.windowMs)} from the start: a batch starts only if, judged by the longest batch so far, it ends inside the window; otherwise what changed is rolled back` : 'none (--window not given)',
     steps,
   }
 }
 
+function formatWindow(ms: number): string {
+  const s = Math.round(ms / 1000)
+  return [s >= 3600 ? `${Math.floor(s / 3600)}h` : '', s % 3600 >= 60 ? `${Math.floor((s % 3600) / 60)}m` : '', s % 60 ? `${s % 60}s` : ''].join('')
+}
+
 /** The plan as text, one step per block. */
 export function renderPlan(plan: UpgradePlan): string {
-  const lines = [`Dry run: upgrade of environment '${plan.environment}' to ${plan.target} (nothing will be changed).`, `Current versions: ${Object.entries(plan.currentVersions).map(([h, v]) => `${h} ${v ?? 'not installed'}`).join(', ')}`, `Lock: ${plan.lock}`, `Rollout: ${plan.batches.map((b, i) => `${i === 0 ? 'canary' : `batch ${i}`} [${b.join(', ')}]`).join(' -> ')}`, '']
+  const lines = [`Dry run: upgrade of environment '${plan.environment}' to ${plan.target} (nothing will be changed).`, `Current versions: ${Object.entries(plan.currentVersions).map(([h, v]) => `${h} ${v ?? 'not installed'}`).join(', ')}`, `Lock: ${plan.lock}`, `Window: ${plan.window}`, `Rollout: ${plan.batches.map((b, i) => `${i === 0 ? 'canary' : `batch ${i}`} [${b.join(', ')}]`).join(' -> ')}`, '']
   for (const s of plan.steps) {
     lines.push(`${s.host ? `[${s.host}] ` : ''}${s.step}`)
     for (const a of s.actions) lines.push(`    ${a}`)

@@ -8,7 +8,7 @@ import { loadEnvironmentFile, requireSection } from '../config/load.ts'
 import type { Environment } from '../config/schema.ts'
 import { BadInputError, LockedError, OperationError, RolledBackError, withFacts } from './errors.ts'
 import { events } from './events.ts'
-import { parseMaxFail, planBatches, runConcurrently } from './fleet.ts'
+import { batchFitsWindow, parseMaxFail, planBatches, runConcurrently } from './fleet.ts'
 import { holderName, isFinished, Journal, newRunId, type RunRecord } from './journal.ts'
 import { acquireEnvironmentLock, releaseHostLock, type EnvironmentLock } from './lock.ts'
 import { onShutdown } from './lifecycle.ts'
@@ -30,6 +30,8 @@ export interface UpgradeRequest {
   maxFail?: string
   autoRollback?: boolean
   breakLock?: boolean
+  /** Maintenance window from the start of the run, in ms (`--window`). */
+  windowMs?: number
 }
 
 /** How a run ended. `report` is also written as report.json and report.md in the run folder. */
@@ -152,27 +154,40 @@ export async function upgradeRecording(req: UpgradeRequest, openDeps: DepsFactor
     startedAt: new Date().toISOString(),
     holder: holderName(),
     pid: process.pid,
+    ...(req.windowMs ? { deadline: new Date(Date.now() + req.windowMs).toISOString() } : {}),
   }
   const { lock, takeOver } = await lockFor(req.env, run, { ...(req.breakLock ? { breakLock: true } : {}) })
   const journal = Journal.create(run)
   events.runId = run.id
   events.info(`Run ${run.id}: upgrade ${rec.package} to ${req.to} on ${run.hosts.join(', ')} (environment ${req.env.name}).`)
-  return withLockedRun(req.env, journal, lock, takeOver, req.breakLock ?? false, openDeps, (ctx) => executeUpgrade(ctx))
+  return withLockedRun(req.env, journal, lock, takeOver, req.breakLock ?? false, openDeps, (ctx) => executeUpgrade(ctx, { keepWindow: true }))
 }
 
-/** The upgrade itself (also what resume re-enters: finished steps are skipped by the journal). */
-async function executeUpgrade(ctx: RunContext): Promise<void> {
+/**
+ * The upgrade itself (also what resume re-enters: finished steps are skipped by the journal).
+ * `keepWindow`: hold to the run's maintenance window. A resume does not: the window was the
+ * scheduler's, and a person resuming later chose to go on.
+ */
+async function executeUpgrade(ctx: RunContext, options: { keepWindow?: boolean } = {}): Promise<void> {
   const run = ctx.journal.run
   await preflight(ctx, run.targetVersion)
   await backupStep(ctx)
   const batches = planBatches(ctx.hosts, run.batchSize)
   const maxFail = parseMaxFail(run.maxFail, ctx.hosts.length)
   const failures: HostFailure[] = []
+  const deadline = options.keepWindow && run.deadline ? Date.parse(run.deadline) : undefined
+  let longestBatchMs = 0
   try {
     for (const [i, batch] of batches.entries()) {
+      const name = i === 0 ? 'the canary' : `batch ${i}`
+      if (deadline !== undefined && !batchFitsWindow(Date.now(), deadline, longestBatchMs)) {
+        throw new OperationError(`The maintenance window ends at ${run.deadline ?? '?'}; ${name} (${batch.map((h) => h.name).join(', ')}) ${longestBatchMs ? `would not end before it (a batch has taken ${Math.round(longestBatchMs / 1000)} s)` : 'cannot start after it'}.`)
+      }
+      const batchStarted = Date.now()
       await saveContentBeforeStop(ctx)
       events.info(`${i === 0 ? 'Canary' : `Batch ${i}`}: ${batch.map((h) => h.name).join(', ')}`)
       const results = await runConcurrently(batch, batch.length, (h) => upgradeHost(ctx, h, run.targetVersion))
+      longestBatchMs = Math.max(longestBatchMs, Date.now() - batchStarted)
       const failedNow = results.flatMap((r, j) => (r.status === 'rejected' ? [asHostFailure(r.reason, batch[j] as HostHandle)] : []))
       failures.push(...failedNow)
       if (!failedNow.length) continue

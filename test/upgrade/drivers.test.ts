@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { parseMaxFail, planBatches, runConcurrently } from '../../src/ops/fleet.ts'
+import { batchFitsWindow, parseMaxFail, parseWindow, planBatches, runConcurrently } from '../../src/ops/fleet.ts'
 import { Journal, listRuns, newRunId, type RunRecord } from '../../src/ops/journal.ts'
 import { aptDriver, dnfDriver, dpkgDriver, findDebFile } from '../../src/ops/packages.ts'
 import { findLogErrors, linesSince, supervisorDriver, systemdDriver } from '../../src/ops/services.ts'
@@ -123,6 +123,28 @@ describe('fleet rollout', () => {
     expect(parseMaxFail('25%', 10)).toBe(2)
     expect(() => parseMaxFail('many', 10)).toThrow(/--max-fail: 'many' is not valid/)
     expect(() => planBatches(hosts, 0)).toThrow(/--batch/)
+  })
+
+  it.each([
+    ['90m', 5_400_000],
+    ['2h', 7_200_000],
+    ['1h30m', 5_400_000],
+    ['45s', 45_000],
+    ['1h0m5s', 3_605_000],
+  ])('reads --window %s as %i ms', (text, ms) => {
+    expect(parseWindow(text)).toBe(ms)
+  })
+
+  it.each(['', '0m', '90', '1.5h', 'soon', '30m1h'])('refuses --window %j with one sentence', (text) => {
+    expect(() => parseWindow(text)).toThrow(`--window: '${text}' is not a duration; expected hours, minutes or seconds like 2h, 90m, 1h30m or 45s.`)
+  })
+
+  it('starts a batch only inside the window, and only if a batch as long as the longest so far ends inside it', () => {
+    const deadline = 1_000_000
+    expect(batchFitsWindow(900_000, deadline, 0)).toBe(true) // the canary: the window is open
+    expect(batchFitsWindow(1_000_000, deadline, 0)).toBe(false) // closed
+    expect(batchFitsWindow(900_000, deadline, 100_000)).toBe(true) // ends exactly at the deadline
+    expect(batchFitsWindow(900_001, deadline, 100_000)).toBe(false) // would overrun it
   })
 
   it('runs a batch concurrently and reports each outcome in order', async () => {

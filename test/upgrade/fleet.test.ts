@@ -70,6 +70,24 @@ describe('fleet upgrade', () => {
     expect(run.run.phase).toBe('rolled-back')
     writeFileSync(configFile, JSON.stringify(config, null, 2))
   })
+  it('--window: a batch that would end after the maintenance window does not start, and the canary is rolled back with the database', async () => {
+    const before = await lab.listAll()
+    const fingerprint = await lab.fingerprint()
+    // The canary (6 s to listen, then verified) starts inside a 12 s window; batch 1 would take as long again and is not started.
+    const error = await upgradeRecordingService({ env: lab.env(), to: '2.1.0+slowstart', batch: 1, windowMs: 12_000 }).catch((e: unknown) => e)
+    expect(exitCodeFor(error), String(error)).toBe(4)
+    expect((error as Error).message).toMatch(/The maintenance window ends at \S+; batch 1 \(rec-2\) would not end before it \(a batch has taken \d+ s\)/)
+    const run = Journal.open(listRuns(lab.runsDir)[0]?.id ?? '')
+    expect(run.run.deadline).toBeDefined()
+    expect(run.entries().some((e) => e.step === 'stop' && e.host === 'rec-2')).toBe(false)
+    expect(run.entries().some((e) => e.step === 'rollback:restore' && e.status === 'ok')).toBe(true)
+    expect(await lab.versions()).toEqual({ 'rec-1': '1.5.0', 'rec-2': '1.5.0', 'rec-3': '1.5.0' })
+    expect(await lab.healthy()).toEqual([true, true, true])
+    expect(await lab.fingerprint()).toBe(fingerprint)
+    const ids = (await lab.listAll()).map((r) => r.id)
+    for (const r of before) expect(ids).toContain(r.id)
+  })
+
   it('--max-fail 1 tolerates a failing host: the others stay upgraded, the failed one is left stopped (schema changed) and reported', async () => {
     const rec3 = lab.env().recording!.hosts[2]!
     const configFile = join(rec3.root!, 'etc/opt/svc/recording.json')

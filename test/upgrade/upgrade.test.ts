@@ -34,8 +34,9 @@ describe('upgrade of one host', () => {
   it('--dry-run prints every step and command per host and changes nothing', async () => {
     const root = lab.env().recording!.hosts[0]!.root!
     const before = { tree: hostTree(root), versions: await lab.versions(), fingerprint: await lab.fingerprint(), dpkg: readFileSync(join(root, 'var/lib/dpkg/status'), 'utf8') }
-    const out = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', '2.0.0', '--dry-run'])
+    const out = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', '2.0.0', '--window', '1h30m', '--dry-run'])
     expect(out.code).toBe(0)
+    expect(out.stdout).toContain('Window: 1h30m from the start: a batch starts only if')
     for (const step of ['preflight', 'stage', 'snapshot', 'backup', 'stop: curl', 'supervisor.stopProcess("svc-recording", true)', 'install 2.0.0 over 1.4.0: dpkg --root=', 'review-config', 'start: curl', 'supervisor.startProcess("svc-recording", true)', 'wait-healthy', 'check-logs', 'verify-host', 'roll back']) expect(out.stdout).toContain(step)
     const after = { tree: hostTree(root), versions: await lab.versions(), fingerprint: await lab.fingerprint(), dpkg: readFileSync(join(root, 'var/lib/dpkg/status'), 'utf8') }
     expect(after).toEqual(before)
