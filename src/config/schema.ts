@@ -39,6 +39,11 @@ export const sshSchema = z.strictObject({
   user: z.string().min(1),
   /** Private key file for the connection (0600). */
   keyFile: z.string().min(1).optional(),
+  /**
+   * The host's key, pinned: its SHA-256 fingerprint as `ssh-keygen -lf` prints it. A host that
+   * shows another key is refused; without it the connection warns and names the key it saw.
+   */
+  hostKey: z.string().regex(/^SHA256:[A-Za-z0-9+/]{43}$/, { error: 'expected a SHA-256 host key fingerprint as ssh-keygen -lf prints it, like SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8' }).optional(),
 })
 
 export const recordingHostSchema = z

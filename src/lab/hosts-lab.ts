@@ -79,7 +79,7 @@ export function labPackagesDir(labDir: string): string {
  */
 export async function startLabSshd(lab: LabRun, entry: LabEntry): Promise<Sshd> {
   const sshd = await startSshd()
-  const info: SshdInfo = { host: sshd.host, port: sshd.port, user: sshd.user, privateKeyPath: sshd.privateKeyPath, dir: sshd.dir, pidFile: sshd.pidFile, logFile: sshd.logFile }
+  const info: SshdInfo = { host: sshd.host, port: sshd.port, user: sshd.user, privateKeyPath: sshd.privateKeyPath, hostKey: sshd.hostKey, dir: sshd.dir, pidFile: sshd.pidFile, logFile: sshd.logFile }
   Object.assign(entry, { info: { ...info }, port: sshd.port, url: `ssh://${sshd.user}@${sshd.host}:${sshd.port}`, log: sshd.logFile, paths: [sshd.dir], stop: `SIGTERM to the pid in ${sshd.pidFile} and its sessions` })
   writeLabState(lab.paths, lab.state)
   return sshd
@@ -190,7 +190,7 @@ export function recordingSection(part: LabRecordingPart): Record<string, unknown
     hosts: part.hosts.map((h, i) => ({
       name: h.name,
       url: h.url,
-      ssh: { host: part.sshd.host, port: part.sshd.port, user: part.sshd.user, keyFile: part.sshd.privateKeyPath },
+      ssh: { host: part.sshd.host, port: part.sshd.port, user: part.sshd.user, keyFile: part.sshd.privateKeyPath, hostKey: part.sshd.hostKey },
       root: h.root,
       canary: i === 0,
     })),

@@ -8,6 +8,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, 
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { OperationError } from '../ops/errors.ts'
+import { publicKeyFingerprint } from '../ops/ssh.ts'
 import { local, requireBinary, runCommand } from '../ops/runner.ts'
 import { freePort } from './ports.ts'
 
@@ -21,6 +22,8 @@ export interface SshdInfo {
   user: string
   /** Client private key (0600) accepted for `user`. */
   privateKeyPath: string
+  /** SHA-256 fingerprint of the server's host key (`SHA256:...`), for pinning. */
+  hostKey: string
   /** Temp dir holding config, keys, pid file and log. */
   dir: string
   pidFile: string
@@ -150,7 +153,7 @@ export async function startSshd(options: StartSshdOptions = {}): Promise<Sshd> {
   if (isRoot() && found) chownSync(authorized, found.uid, found.gid)
   let lastError: unknown
   for (let attempt = 1; attempt <= 3; attempt++) {
-    const info: SshdInfo = { host: '127.0.0.1', port: await freePort(), user, privateKeyPath, dir, pidFile: join(dir, 'sshd.pid'), logFile: join(dir, 'sshd.log') }
+    const info: SshdInfo = { host: '127.0.0.1', port: await freePort(), user, privateKeyPath, hostKey: publicKeyFingerprint(readFileSync(`${hostKey}.pub`, 'utf8')), dir, pidFile: join(dir, 'sshd.pid'), logFile: join(dir, 'sshd.log') }
     const config = join(dir, 'sshd_config')
     writeFileSync(config, sshdConfig(info, hostKey, authorized))
     // Without -D sshd forks first and then binds; it writes its pid file once it listens. The

@@ -54,7 +54,7 @@ function userOfUid(uid: number): string | undefined {
  */
 export function transportFor(host: RecordingHostConfig): Transport {
   if (host.ssh) {
-    return new SshTransport({ host: host.ssh.host, port: host.ssh.port, user: host.ssh.user, keyFile: host.ssh.keyFile }, { name: host.name })
+    return new SshTransport({ host: host.ssh.host, port: host.ssh.port, user: host.ssh.user, keyFile: host.ssh.keyFile, hostKey: host.ssh.hostKey }, { name: host.name })
   }
   if (host.root && process.getuid?.() === 0) {
     const { uid, gid } = statSync(host.root)

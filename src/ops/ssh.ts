@@ -5,9 +5,11 @@
  * the remote command through stdin only: even `env` values travel inside stdin and are read by the
  * remote shell, because anything put on the remote command line shows in the host's process table.
  */
+import { createHash } from 'node:crypto'
 import { Readable } from 'node:stream'
 import { NodeSSH } from 'node-ssh'
 import { OperationError } from './errors.ts'
+import { events } from './events.ts'
 import { shellJoin, shellQuote, type CommandResult, type RunOptions, type Transport } from './runner.ts'
 
 // The few members of ssh2's objects used here (ssh2 ships no type declarations of its own).
@@ -18,6 +20,8 @@ interface ConnectSettings {
   readyTimeout: number
   privateKeyPath?: string
   agent?: string
+  /** Called with the server's host key (its raw public key blob) during the handshake. */
+  hostVerifier?: (key: Buffer) => boolean
 }
 interface ClientLike {
   setNoDelay(noDelay: boolean): unknown
@@ -35,6 +39,20 @@ export interface SshTarget {
   user: string
   /** Private key file; without it the SSH agent (SSH_AUTH_SOCK) is used. */
   keyFile?: string | undefined
+  /** Pinned host key fingerprint (`SHA256:...`); another key is refused. */
+  hostKey?: string | undefined
+}
+
+/** `SHA256:...` of a raw public key blob, as `ssh-keygen -lf` and OpenSSH's prompts print it. */
+export function hostKeyFingerprint(blob: Buffer): string {
+  return `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`
+}
+
+/** The fingerprint of an OpenSSH public key line (`ssh-ed25519 AAAA... comment`). */
+export function publicKeyFingerprint(line: string): string {
+  const blob = line.trim().split(/\s+/)[1]
+  if (!blob) throw new OperationError(`'${line.trim().slice(0, 40)}' is not an OpenSSH public key line.`)
+  return hostKeyFingerprint(Buffer.from(blob, 'base64'))
 }
 
 export interface SshTransportOptions {
@@ -53,6 +71,7 @@ export class SshTransport implements Transport {
   private connecting: Promise<NodeSSH> | undefined
   private opened: NodeSSH | undefined
   private running = 0
+  private warnedUnpinned = false
   private readonly waiting: Array<() => void> = []
 
   constructor(
@@ -72,8 +91,18 @@ export class SshTransport implements Transport {
   }
 
   private async openConnection(): Promise<NodeSSH> {
-    const { host, port, user, keyFile } = this.target
-    const config: ConnectSettings = { host, port, username: user, readyTimeout: this.options.connectTimeoutMs ?? 10_000 }
+    const { host, port, user, keyFile, hostKey } = this.target
+    let seen: string | undefined
+    const config: ConnectSettings = {
+      host,
+      port,
+      username: user,
+      readyTimeout: this.options.connectTimeoutMs ?? 10_000,
+      hostVerifier: (key) => {
+        seen = hostKeyFingerprint(key)
+        return hostKey === undefined || seen === hostKey
+      },
+    }
     if (keyFile) config.privateKeyPath = keyFile
     else if (process.env.SSH_AUTH_SOCK) config.agent = process.env.SSH_AUTH_SOCK
     const attempts = this.options.connectAttempts ?? 4
@@ -95,11 +124,21 @@ export class SshTransport implements Transport {
             this.connecting = undefined
           }
         })
+        if (hostKey === undefined && !this.warnedUnpinned) {
+          this.warnedUnpinned = true
+          events.warn(`The SSH host key of ${this.host} (${host}:${port}) is not pinned; it is ${seen ?? 'unknown'}. Check it out of band and pin it: ssh.hostKey: ${seen ?? 'SHA256:...'}`, this.host)
+        }
         this.opened = ssh
         return ssh
       } catch (error) {
-        lastError = error
         ssh.dispose()
+        if (hostKey !== undefined && seen !== undefined && seen !== hostKey) {
+          throw new OperationError(
+            `The SSH host key of ${this.host} (${host}:${port}) is ${seen}, not the ${hostKey} pinned in the environment file; refusing to connect.`,
+            'If the host was reinstalled, check its new key out of band (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host) and update ssh.hostKey.',
+          )
+        }
+        lastError = error
         if (attempt < attempts) await new Promise((r) => setTimeout(r, 100 * 2 ** attempt))
       }
     }

@@ -45,6 +45,7 @@ describe('environment loader', () => {
     ['a password given as a value', { ...valid, 'svcops:manager': { ...valid['svcops:manager'], password: 'hunter2hunter2' } }, /manager\.password: a value is not valid; expected a reference/],
     ['an unknown field', { ...valid, 'svcops:manager': { ...valid['svcops:manager'], token: 'x' } }, /manager: unknown field token; secrets are given by reference/],
     ['a bad version', { ...valid, 'svcops:recording': { ...valid['svcops:recording'], version: 'latest' } }, /recording\.version: "latest" is not valid; expected a version like 1\.5\.0/],
+    ['a host key that is not a SHA-256 fingerprint', { ...valid, 'svcops:recording': { ...valid['svcops:recording'], hosts: [{ name: 'rec-1', url: 'http://a', ssh: { host: 'a', user: 'svcops', hostKey: 'MD5:16:27:ac' } }] } }, /recording\.hosts\[0\]\.ssh\.hostKey: "MD5:16:27:ac" is not valid; expected a SHA-256 host key fingerprint as ssh-keygen -lf prints it/],
     ['two hosts with one name', { ...valid, 'svcops:recording': { ...valid['svcops:recording'], hosts: [{ name: 'a', url: 'http://a' }, { name: 'a', url: 'http://b' }] } }, /recording\.hosts\[1\]\.name: "a" is used twice/],
   ]
   it.each(invalid)('refuses %s with the dot-path of the field', (_what, config, message) => {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -28,7 +28,7 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     deb = await buildProbePackage('1.0.0', join(dir, 'debs'))
     host = await createLabHost({ name: 'rec-1', root: join(dir, 'rec-1'), user: sshd.user, openUpTo: dir })
     const base: RecordingHostConfig = { name: 'rec-1', url: 'http://127.0.0.1:1', root: host.root, canary: false }
-    overSsh = transportFor({ ...base, ssh: { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath } })
+    overSsh = transportFor({ ...base, ssh: { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath, hostKey: sshd.hostKey } })
     locally = transportFor(base)
   })
   afterAll(async () => {
@@ -118,6 +118,28 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     } finally {
       await Promise.all(many.map((t) => t.close()))
     }
+  })
+
+  it("pins the host key: the fingerprint is OpenSSH's own, another key is refused before any command, none pinned warns with the key seen", async () => {
+    const openssh = execFileSync('ssh-keygen', ['-lf', join(sshd.dir, 'host_ed25519_key.pub')], { encoding: 'utf8' }).split(' ')[1]
+    expect(sshd.hostKey).toBe(openssh)
+    const mark = join(dir, 'ran-on-an-impostor')
+    const wrong = 'SHA256:' + 'A'.repeat(43)
+    const pinnedWrong = new SshTransport({ host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath, hostKey: wrong }, { name: 'rec-1', connectAttempts: 3 })
+    await expect(runCommand(pinnedWrong, ['touch', mark])).rejects.toThrow(`The SSH host key of rec-1 (127.0.0.1:${sshd.port}) is ${sshd.hostKey}, not the ${wrong} pinned in the environment file; refusing to connect.`)
+    expect(existsSync(mark)).toBe(false)
+    const log = collect()
+    const unpinned = new SshTransport({ host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath }, { name: 'rec-1' })
+    try {
+      await runCommand(unpinned, ['true'])
+      await runCommand(unpinned, ['true'])
+    } finally {
+      log.stop()
+      await unpinned.close()
+    }
+    const warnings = log.events.filter((e) => e.kind === 'warn')
+    expect(warnings).toHaveLength(1)
+    expect(JSON.stringify(warnings[0])).toContain(`is not pinned; it is ${sshd.hostKey}`)
   })
 
   it('names the host and the command to try when it cannot connect', async () => {

@@ -137,6 +137,6 @@ export class SshStore implements BackupStore {
 
 /** Opens the store `path` on the host `ssh` names (backup.store.ssh). */
 export function openSshStore(ssh: z.infer<typeof sshSchema>, path: string): SshStore {
-  const transport = new SshTransport({ host: ssh.host, port: ssh.port, user: ssh.user, keyFile: ssh.keyFile }, { name: `backup store ${ssh.host}` })
+  const transport = new SshTransport({ host: ssh.host, port: ssh.port, user: ssh.user, keyFile: ssh.keyFile, hostKey: ssh.hostKey }, { name: `backup store ${ssh.host}` })
   return new SshStore(transport, path, { user: ssh.user, host: ssh.host, port: ssh.port })
 }
