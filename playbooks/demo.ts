@@ -9,12 +9,16 @@
  *   5. back up the database (encrypted, checksummed) and verify it with a test restore
  *   6. plan the upgrade to 2.0.0 (a schema change) with --dry-run: nothing changes
  *   7. upgrade to 2.0.0: canary first, then the other hosts; verified
- *   8. roll the run back: 1.5.0 again, database restored, recordings written since kept
- *   9. list the runs (each has a journal and a report under .svcops/runs/)
- *  10. stop the lab (also when a step failed)
+ *   8. record on the upgraded service: a recording the pre-upgrade backup does not hold
+ *   9. roll the run back: 1.5.0 again, database restored, that recording re-created and listed
+ *  10. list the runs (each has a journal and a report under .svcops/runs/)
+ *  11. stop the lab (also when a step failed)
  */
 import { fileURLToPath } from 'node:url'
 import { $ } from 'zx'
+import { managerClientFor } from '../src/clients/manager.ts'
+import { RecordingClient } from '../src/clients/recording.ts'
+import { loadEnvironment } from '../src/config/load.ts'
 import { consoleSink, events } from '../src/ops/events.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -59,9 +63,33 @@ async function demo(): Promise<void> {
     })
     await events.step('6. plan the upgrade to 2.0.0 without changing anything', () => run`${svcops} upgrade recording --env lab --to 2.0.0 --dry-run`)
     await events.step('7. upgrade the recording service to 2.0.0 (schema change)', () => run`${svcops} upgrade recording --env lab --to 2.0.0 --yes`)
-    await events.step('8. roll the upgrade back (database restored, later recordings kept)', () => run`${svcops} rollback recording --env lab --yes`)
-    await events.step('9. show the runs and their reports', () => run`${svcops} runs list --env lab`)
+    const title = `Evening news, recorded on 2.0.0 at ${new Date().toISOString()}`
+    await events.step('8. record on the upgraded service (after the backup the rollback restores)', async () => {
+      const made = await withRecordings((hosts) => {
+        if (!hosts[0]) throw new Error('the lab environment lists no recording host.')
+        return hosts[0].create({ channelName: 'studio-a', title, startTime: 1_800_000_000, stopTime: 1_800_003_600 })
+      })
+      events.info(`Created recording ${made.id}: ${title}`)
+    })
+    await events.step('9. roll the upgrade back (database restored, the later recording kept)', async () => {
+      await run`${svcops} rollback recording --env lab --yes`
+      const seen = await withRecordings((hosts) => Promise.all(hosts.map(async (h) => (await h.list(10_000)).some((r) => r.title === title))))
+      if (!seen.every(Boolean)) throw new Error(`the recording made after the backup is missing on ${seen.filter((s) => !s).length} host(s) after the rollback.`)
+      events.info(`Every host lists "${title}" on 1.5.0 again.`)
+    })
+    await events.step('10. show the runs and their reports', () => run`${svcops} runs list --env lab`)
   } finally {
-    await events.step('10. stop the lab', () => run`${svcops} lab down`)
+    await events.step('11. stop the lab', () => run`${svcops} lab down`)
+  }
+}
+
+/** Runs `fn` with a recording-service client per lab host, logged in as the lab's operator. */
+async function withRecordings<T>(fn: (hosts: RecordingClient[]) => Promise<T>): Promise<T> {
+  const env = loadEnvironment({ env: 'lab' })
+  const auth = managerClientFor(env)
+  try {
+    return await fn((env.recording?.hosts ?? []).map((h) => new RecordingClient({ url: h.url, auth })))
+  } finally {
+    await auth.logout()
   }
 }
