@@ -9,7 +9,8 @@
  *                             --force-script-chrootless --force-not-root --force-bad-path
  *                             [--force-confdef --force-confold] -i file.deb      (`dpkgArgv` in src/ops/hosts.ts)
  *   package cache           R/var/cache/svcops/packages/
- *   supervisord config      R/etc/supervisor/supervisord.conf, socket R/run/supervisor.sock,
+ *   supervisord config      R/etc/supervisor/supervisord.conf, socket R/run/supervisor.sock (a short
+ *                           name in /tmp when R is too deep for a socket path: `supervisorSocketPath`),
  *                           pid R/run/supervisord.pid, own log R/var/log/supervisor/
  *   program sections        R/etc/supervisor/conf.d/*.conf (the package ships svc-recording.conf;
  *                           `%(here)s` expands to conf.d in included files, so it can point into R)
@@ -22,6 +23,7 @@
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { OperationError } from '../ops/errors.ts'
+import { supervisorSocketPath } from '../ops/hosts.ts'
 import { local, requireBinary, runCommand } from '../ops/runner.ts'
 import { lookupUser, descendantsOf, isAlive, terminatePids } from './sshd.ts'
 
@@ -44,7 +46,7 @@ export function labHostPaths(root: string): {
 } {
   return {
     supervisordConf: join(root, 'etc/supervisor/supervisord.conf'),
-    socket: join(root, 'run/supervisor.sock'),
+    socket: supervisorSocketPath({ root }),
     pidFile: join(root, 'run/supervisord.pid'),
     confDir: join(root, 'etc/supervisor/conf.d'),
     packageCache: join(root, 'var/cache/svcops/packages'),
@@ -192,5 +194,8 @@ export function supervisordPid(info: Pick<LabHostInfo, 'root'>, knownPid?: numbe
 export async function stopLabHost(info: Pick<LabHostInfo, 'root'>, options: { removeFiles?: boolean; pid?: number } = {}): Promise<void> {
   const pid = supervisordPid(info, options.pid)
   if (pid) await terminatePids([pid, ...descendantsOf(pid)], 5000)
+  // A stopped supervisord's socket is useless; the short name in /tmp that a deep R uses would
+  // otherwise stay behind when the tree goes.
+  rmSync(supervisorSocketPath(info), { force: true })
   if (options.removeFiles) rmSync(info.root, { recursive: true, force: true })
 }

@@ -5,6 +5,7 @@
  * directory, and local commands run as the directory's owner so that files and processes are the
  * same whether the host is reached locally or over SSH as that user.
  */
+import { createHash } from 'node:crypto'
 import { chownSync, copyFileSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { RecordingHostConfig } from '../config/schema.ts'
@@ -95,6 +96,21 @@ export function dpkgQueryArgv(host: Pick<RecordingHostConfig, 'root'>, args: str
 /** The supervisorctl command line for a host (the sandbox's own supervisord on a lab host). */
 export function supervisorctlArgv(host: Pick<RecordingHostConfig, 'root'>, args: string[]): string[] {
   return host.root ? ['supervisorctl', '-c', join(host.root, 'etc/supervisor/supervisord.conf'), ...args] : ['supervisorctl', ...args]
+}
+
+/** Longest unix socket path that fits `sun_path` (108 bytes with its NUL) with room to spare. */
+const SOCKET_PATH_MAX = 100
+
+/**
+ * supervisord's unix socket on a host: `/run/supervisor.sock` (Debian's), `R/run/supervisor.sock` on a
+ * lab host — unless R is so deep that the path would not fit a socket address, when it is a short
+ * name derived from R in /tmp (fixed, not $TMPDIR: the lab's SSH user and the CLI must agree on it).
+ */
+export function supervisorSocketPath(host: Pick<RecordingHostConfig, 'root'>): string {
+  if (!host.root) return '/run/supervisor.sock'
+  const inRoot = join(host.root, 'run/supervisor.sock')
+  if (Buffer.byteLength(inRoot) <= SOCKET_PATH_MAX) return inRoot
+  return `/tmp/svcops-supervisor-${createHash('sha256').update(host.root).digest('hex').slice(0, 16)}.sock`
 }
 
 /** A path on the host: under the sandbox root on a lab host, as is on a real host. */

@@ -6,7 +6,7 @@
  */
 import type { RecordingHostConfig } from '../config/schema.ts'
 import { OperationError } from './errors.ts'
-import { hostPath } from './hosts.ts'
+import { hostPath, supervisorSocketPath } from './hosts.ts'
 import type { PlannedCommand } from './packages.ts'
 import { runCommand, type CommandResult, type Transport } from './runner.ts'
 import { describeCall, encodeCall, parseAnswer, SupervisorFault, type RpcParam } from './supervisor-rpc.ts'
@@ -53,15 +53,10 @@ export const systemdDriver: ServiceDriver = {
   logCursorCommand: () => ({ argv: ['date', '+%s.%N'], mutates: false }),
 }
 
-/** supervisord's unix socket on a host (the sandbox's own on a lab host). */
-export function supervisorSocket(host: Pick<RecordingHostConfig, 'root'>): string {
-  return hostPath(host, '/run/supervisor.sock')
-}
-
 /** `curl` posting one XML-RPC call (on stdin) to supervisord's socket. */
 function supervisorCall(host: Host, method: string, params: RpcParam[], mutates: boolean): PlannedCommand {
   return {
-    argv: ['curl', '--silent', '--show-error', '--max-time', '120', '--unix-socket', supervisorSocket(host), '--header', 'Content-Type: text/xml', '--data-binary', '@-', 'http://localhost/RPC2'],
+    argv: ['curl', '--silent', '--show-error', '--max-time', '120', '--unix-socket', supervisorSocketPath(host), '--header', 'Content-Type: text/xml', '--data-binary', '@-', 'http://localhost/RPC2'],
     input: { data: encodeCall(method, params), shown: describeCall(method, params) },
     mutates,
   }
@@ -69,8 +64,8 @@ function supervisorCall(host: Host, method: string, params: RpcParam[], mutates:
 
 /** The fault or value of a call's answer; a curl failure (no supervisord on the socket) as a fault of its own. */
 function supervisorAnswer(r: CommandResult, host: Host): ReturnType<typeof parseAnswer> {
-  if (r.code !== 0) return { fault: { code: -1, message: `supervisord does not answer on ${supervisorSocket(host)}: ${r.stderr.trim() || `curl exited with code ${r.code}`}` } }
-  return parseAnswer(r.stdout, `${host.name}:${supervisorSocket(host)}`)
+  if (r.code !== 0) return { fault: { code: -1, message: `supervisord does not answer on ${supervisorSocketPath(host)}: ${r.stderr.trim() || `curl exited with code ${r.code}`}` } }
+  return parseAnswer(r.stdout, `${host.name}:${supervisorSocketPath(host)}`)
 }
 
 function supervisorOutcome(r: CommandResult, host: Host, fine: number): ActionOutcome {

@@ -4,11 +4,37 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLabHost, stopLabHost, supervisordPid, type LabHostInfo } from '../../src/lab/hosts.ts'
 import { ensureLabUser, isAlive, LAB_USER } from '../../src/lab/sshd.ts'
-import { dpkgArgv, dpkgQueryArgv, supervisorctlArgv, transportFor } from '../../src/ops/hosts.ts'
+import { dpkgArgv, dpkgQueryArgv, supervisorctlArgv, supervisorSocketPath, transportFor } from '../../src/ops/hosts.ts'
+import { supervisorDriver } from '../../src/ops/services.ts'
 import { runCommand, type Transport } from '../../src/ops/runner.ts'
 import { buildProbePackage, PROBE } from './hosts-fixture.ts'
 
 const nonInteractive = ['--force-confdef', '--force-confold']
+
+describe('lab host under a root too deep for a socket path', () => {
+  it("runs its supervisord on a short socket in /tmp that the service driver finds, and removes it when stopped", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svcops-deep-'))
+    const root = join(dir, 'a-folder-name-long-enough'.repeat(3), 'hosts', 'rec-1')
+    const user = process.getuid?.() === 0 ? (await ensureLabUser(), LAB_USER) : (await import('node:os')).userInfo().username
+    const host = await createLabHost({ name: 'rec-1', root, user, openUpTo: dir })
+    try {
+      expect(Buffer.byteLength(join(root, 'run/supervisor.sock'))).toBeGreaterThan(108)
+      const socket = supervisorSocketPath(host)
+      expect(socket).toMatch(/^\/tmp\/svcops-supervisor-[0-9a-f]{16}\.sock$/)
+      expect(statSync(socket).isSocket()).toBe(true)
+      const t = transportFor({ name: 'rec-1', url: 'http://127.0.0.1:1', root, canary: false })
+      const cmd = supervisorDriver.statusCommand(host, 'no-such-program')
+      const answer = await runCommand(t, cmd.argv, { check: false, ...(cmd.input ? { input: cmd.input.data } : {}) })
+      // supervisord itself answered: a BAD_NAME fault, not a failed connection.
+      expect(supervisorDriver.parseStatus(answer, host).status).toMatch(/^BAD_NAME: no-such-program/)
+      await stopLabHost(host, { removeFiles: true })
+      expect(existsSync(socket)).toBe(false)
+    } finally {
+      await stopLabHost(host, { removeFiles: true })
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
 
 describe('lab host: a sandbox with its own dpkg database and supervisord', () => {
   let dir: string
