@@ -16,7 +16,7 @@
  * runs, unmeasured); the table gives the median and the range.
  */
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -112,16 +112,18 @@ try {
   }
 } finally {
   await single.stop()
+  for (const v of ['1.4.0', '1.5.0']) rmSync(`${tmpdir()}/svcops-bench-svc-recording_${v}_all.deb`, { force: true })
 }
 
 // ---- 2. fleet: svcops --batch 5 vs Ansible serial [1, 5], forks 5
 const fleet = await startUpgradeLab({ hosts: fleetSize, version: '1.4.0', recordings: 20 })
 const fleetRows = { ansible: [] as number[], svcops: [] as number[] }
+let dir: string | undefined
 try {
   const env = fleet.env()
   const rec = env.recording!
   const f = sshFacts(fleet)
-  const dir = mkdtempSync(join(tmpdir(), 'svcops-bench-ansible-'))
+  dir = mkdtempSync(join(tmpdir(), 'svcops-bench-ansible-'))
   const inventory = ['[recording]', ...rec.hosts.map((h) => `${h.name} ansible_host=127.0.0.1 ansible_port=${f.port} ansible_user=${f.user} ansible_ssh_private_key_file=${f.key} root=${h.root!} url=${h.url}`)].join('\n')
   writeFileSync(join(dir, 'inventory.ini'), inventory + '\n')
   writeFileSync(join(dir, 'ansible.cfg'), ['[defaults]', 'forks = 5', 'host_key_checking = False', 'interpreter_python = /usr/bin/python3', 'stdout_callback = default', '[ssh_connection]', 'pipelining = True', 'ssh_args = -o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=/dev/null'].join('\n') + '\n')
@@ -175,6 +177,7 @@ try {
   }
 } finally {
   await fleet.stop()
+  if (dir) rmSync(dir, { recursive: true, force: true })
 }
 
 const table = [
