@@ -6,10 +6,8 @@
  */
 import { ProtocolError } from './errors.ts'
 
-/** supervisord's fault codes that the driver tells apart (supervisor/xmlrpc.py `Faults`). */
+/** supervisord's fault codes that mean "already so" (supervisor/xmlrpc.py `Faults`); others are failures. */
 export const SupervisorFault = {
-  abnormalTermination: 40,
-  spawnError: 50,
   alreadyStarted: 60,
   notRunning: 70,
 } as const

@@ -224,7 +224,7 @@ function treeBase(root: string): string {
  * Reads files through one reused buffer. readFileSync allocates a new buffer per file (and an fstat),
  * and thousands of short-lived external buffers cost more in garbage collection than the reading.
  */
-export class SourceReader {
+class SourceReader {
   private buffer = Buffer.allocUnsafe(1 << 20)
 
   /** The whole file as a latin1 string (one byte, one character: columns are byte columns). */

@@ -4,9 +4,8 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { BadInputError } from '../../src/ops/errors.ts'
 import { LIVE_CHANGES } from '../../src/releases/live.ts'
-import { prepareScan, scanFiles, scanSdk, SdkScanner, sdkAllowedSymbols, sdkSymbolRules } from '../../src/releases/sdk-scan.ts'
+import { prepareScan, scanFiles, scannerFor, scanSdk } from '../../src/releases/sdk-scan.ts'
 
-const scannerFor = (from: string, to: string): SdkScanner => new SdkScanner(sdkSymbolRules(from, to), sdkAllowedSymbols(from, to))
 const find = (code: string, from = '1.0.0', to = '7.0.0'): Array<[number, number, string]> => scannerFor(from, to).scanText(code, 'x.cpp').map((f) => [f.line, f.column, f.rule])
 
 describe('svcops scan sdk', () => {
