@@ -10,9 +10,8 @@
  * edited checkout never runs stale code.
  */
 import { build } from 'esbuild'
-import { mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { readFileSync } from 'node:fs'
 import { PROJECT_ROOT } from '../src/paths.ts'
 
 const started = performance.now()

@@ -9,10 +9,11 @@
  *   npx tsx bench/scan/run.ts [--lines 400000,2000000] [--runs 11] [--from 1.0.0] [--to 7.0.0] [--keep]
  */
 import { spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { currentBuild } from '../../bin/build-state.js'
 import { parseArgs } from 'node:util'
 import { findBinary } from '../../src/ops/runner.ts'
 import { CPP_EXTENSIONS, scanSdk, sdkSymbolRules } from '../../src/releases/sdk-scan.ts'
@@ -84,19 +85,7 @@ function makeFile(index: number): string {
 }
 
 
-/** Whether bin/svcops.js will run the build (dist/) rather than the TypeScript sources through tsx. */
-function buildIsCurrent(): boolean {
-  try {
-    const manifest = JSON.parse(readFileSync(join(ROOT, 'dist/sources.json'), 'utf8')) as { inputs: Record<string, { size: number; mtimeMs: number }> }
-    return Object.entries(manifest.inputs).every(([file, seen]) => {
-      const now = statSync(join(ROOT, file), { throwIfNoEntry: false })
-      return now?.size === seen.size && now.mtimeMs === seen.mtimeMs
-    })
-  } catch {
-    return false // no build at all
-  }
-}
-const fromBuild = buildIsCurrent()
+const fromBuild = currentBuild(pathToFileURL(ROOT)) !== undefined
 if (!fromBuild) process.stderr.write('dist/ is missing or older than the sources: the CLI rows measure the tsx path. Run `npm run build` first.\n')
 
 /** Generates a tree of at least `target` lines; returns its folder, files and lines. */

@@ -78,7 +78,7 @@ Examples:
     .action(async (_options: object, command: Command) => {
       const { listBackups, openStore } = await import('../ops/backup/index.ts')
       const { requireSection } = await import('../config/load.ts')
-      const store = await openStore(requireSection((await environmentOf(command)), 'backup'))
+      const store = await openStore(requireSection(await environmentOf(command), 'backup'))
       try {
         const entries = await listBackups(store)
         const rows = entries.map((e) => ({
@@ -165,7 +165,7 @@ Examples:
       const { requireSection } = await import('../config/load.ts')
       const keepLast = options.keepLast === undefined ? undefined : parseCount(options.keepLast, '--keep-last')
       const keepDays = options.keepDays === undefined ? undefined : parseCount(options.keepDays, '--keep-days')
-      const store = await openStore(requireSection((await environmentOf(command)), 'backup'))
+      const store = await openStore(requireSection(await environmentOf(command), 'backup'))
       const stop = showProgress(command)
       try {
         const plan = await pruneBackups(store, { ...(keepLast !== undefined ? { keepLast } : {}), ...(keepDays !== undefined ? { keepDays } : {}), dryRun: options.dryRun ?? false })

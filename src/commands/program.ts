@@ -13,6 +13,11 @@ import { projectPath } from '../paths.ts'
 
 const pkg = JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version: string }
 
+/** The flags of `command`'s own options that take a value (the word after one is not a command name). */
+export function valueFlagsOf(command: Command): string[] {
+  return command.options.filter((o) => o.required || o.optional).flatMap((o) => [o.short, o.long].filter((f): f is string => !!f))
+}
+
 /** Builds the program with the command groups `argv` needs (all of them when it is omitted). */
 export async function buildProgram(argv: string[] = []): Promise<Command> {
   const program = new Command('svcops')
@@ -25,7 +30,7 @@ export async function buildProgram(argv: string[] = []): Promise<Command> {
     .showHelpAfterError('(run with --help for usage)')
     .configureHelp({ sortSubcommands: true, showGlobalOptions: true })
     .exitOverride()
-  for (const group of groupsFor(argv)) (await group.load()).register(program)
+  for (const group of groupsFor(argv, valueFlagsOf(program))) (await group.load()).register(program)
   program.addHelpText(
     'after',
     `

@@ -26,15 +26,15 @@ export const commandGroups: CommandGroup[] = [
   { commands: ['backup'], load: () => import('./backup.ts') },
 ]
 
-/** Global options that take a value (the word after them is not a command name). */
-const VALUE_OPTIONS = new Set(['-e', '--env', '--env-file'])
-
-/** The groups `argv` needs: the one declaring its command, or every group when that is unclear. */
-export function groupsFor(argv: string[]): CommandGroup[] {
+/**
+ * The groups `argv` needs: the one declaring its command, or every group when that is unclear.
+ * `valueFlags` are the global options that take a value (the word after one is not a command).
+ */
+export function groupsFor(argv: string[], valueFlags: readonly string[]): CommandGroup[] {
   let name: string | undefined
   for (let i = 0; i < argv.length; i++) {
     const word = argv[i] ?? ''
-    if (VALUE_OPTIONS.has(word)) i++
+    if (valueFlags.includes(word)) i++
     else if (!word.startsWith('-')) {
       name = word
       break

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { buildProgram, valueFlagsOf } from '../../src/commands/program.ts'
 import { commandGroups, groupsFor } from '../../src/commands/registry.ts'
 import { runSvcops as svcops } from '../support/cli.ts'
 
@@ -29,12 +30,12 @@ describe('svcops start-up: only the command group a run needs is loaded', () => 
     [['--env', 'lab', 'rollback', 'recording'], ['upgrade', 'rollback', 'verify', 'runs', 'resume']],
     [['-e', 'prod', '--json', 'resume', 'ID'], ['upgrade', 'rollback', 'verify', 'runs', 'resume']],
     [['--env-file', 'x.yaml', 'backup', 'list'], ['backup']],
-  ])('%j loads the group of %j', (argv, commands) => {
-    expect(groupsFor(argv).map((g) => g.commands)).toEqual([commands])
+  ])('%j loads the group of %j', async (argv, commands) => {
+    expect(groupsFor(argv, valueFlagsOf(await buildProgram())).map((g) => g.commands)).toEqual([commands])
   })
 
-  it.each([[[]], [['--help']], [['help', 'scan']], [['no-such-command']], [['-V']]])('%j loads every group (help, version and unknown commands see all of them)', (argv) => {
-    expect(groupsFor(argv)).toHaveLength(commandGroups.length)
+  it.each([[[]], [['--help']], [['help', 'scan']], [['no-such-command']], [['-V']]])('%j loads every group (help, version and unknown commands see all of them)', async (argv) => {
+    expect(groupsFor(argv, valueFlagsOf(await buildProgram()))).toHaveLength(commandGroups.length)
   })
 
   it('answers a command --help from its group alone', async () => {
