@@ -5,6 +5,7 @@
  */
 import type { Command } from 'commander'
 import { BadInputError, ExitCode } from '../ops/errors.ts'
+import { formatBytes } from '../ops/units.ts'
 import { environmentOf, printResult, showProgress } from './context.ts'
 import { exitAfterOutput } from './plan.ts'
 
@@ -19,10 +20,6 @@ async function confirmReplace(question: string, yes: boolean | undefined): Promi
   } finally {
     rl.close()
   }
-}
-
-function megabytes(bytes: number): string {
-  return `${(bytes / 1024 ** 2).toFixed(1)} MB`
 }
 
 function parseCount(value: string, flag: string): number {
@@ -64,7 +61,7 @@ Examples:
           return
         }
         const m = await createBackup(ctx.createOptions)
-        printResult(command, { ok: true, backup: m }, `Backup ${m.id}: ${megabytes(m.sizes.encrypted)} in ${ctx.store.location}, ${Object.values(m.rowCounts).reduce((a, b) => a + b, 0)} rows, fingerprint ${m.fingerprint.slice(0, 16)}…`)
+        printResult(command, { ok: true, backup: m }, `Backup ${m.id}: ${formatBytes(m.sizes.encrypted)} in ${ctx.store.location}, ${Object.values(m.rowCounts).reduce((a, b) => a + b, 0)} rows, fingerprint ${m.fingerprint.slice(0, 16)}…`)
       } finally {
         stop()
         await ctx.store.close()
@@ -93,7 +90,7 @@ Examples:
           rows.length === 0
             ? `No backups in ${store.location}.`
             : rows
-                .map((r) => `${r.id}  ${r.completedAt}  ${megabytes(r.size).padStart(10)}  ${String(r.rows).padStart(9)} rows  ${r.verified ? (r.verified.ok ? `verified${r.verified.restoreTest ? ' (restore test)' : ''} ${r.verified.at}` : `FAILED ${r.verified.failedCheck ?? ''}`) : 'not verified'}`)
+                .map((r) => `${r.id}  ${r.completedAt}  ${formatBytes(r.size).padStart(10)}  ${String(r.rows).padStart(9)} rows  ${r.verified ? (r.verified.ok ? `verified${r.verified.restoreTest ? ' (restore test)' : ''} ${r.verified.at}` : `FAILED ${r.verified.failedCheck ?? ''}`) : 'not verified'}`)
                 .join('\n'),
         )
       } finally {

@@ -12,11 +12,8 @@ import { runConcurrently } from './fleet.ts'
 import { acquireHostLock } from './lock.ts'
 import { readInstalledVersion, stagePackage } from './packages.ts'
 import { snapshotContent } from './snapshot.ts'
+import { formatBytes } from './units.ts'
 import { runStep, type HostHandle, type RunContext } from './upgrade-steps.ts'
-
-function formatBytes(n: number): string {
-  return n >= 1 << 30 ? `${(n / (1 << 30)).toFixed(1)} GiB` : `${(n / (1 << 20)).toFixed(1)} MiB`
-}
 
 /** Takes the host lock of every host of the run (the dead run we take over may hold them). */
 export async function lockHosts(ctx: RunContext, takeOver: string[], breakLock: boolean): Promise<void> {

@@ -1,12 +1,15 @@
 /**
  * `svcops scan sdk`: finds C++ SDK usages that the crossed majors break. The symbols come from the
- * catalog (`sdk-symbol` and `custom-ca-cert` effects). Comments, string and character literals,
- * raw strings and `#include <...>` names are skipped by one lexing regular expression, which runs
- * only on files that contain a candidate name at all (one alternation test first), so a large
- * tree costs little more than reading it.
+ * catalog (`sdk-symbol` and `custom-ca-cert` effects). Each file is read into one reused buffer and
+ * asked first, still as bytes, whether it holds a candidate name at all (`NameFilter`); most files
+ * don't, and cost little more than reading them. Only the others are decoded and lexed: comments,
+ * string and character literals, raw strings and `#include <...>` names are skipped by one lexing
+ * regular expression.
  */
 import { closeSync, openSync, readdirSync, readSync } from 'node:fs'
 import { BadInputError } from '../ops/errors.ts'
+import { formatBytes } from '../ops/units.ts'
+import { NameFilter } from './name-filter.ts'
 import { FIRST_LIVE_RELEASE, LIVE_CHANGES } from './live.ts'
 import { assertUpgradeRange, majorOf } from './versions.ts'
 
@@ -37,7 +40,6 @@ export interface SdkScanResult {
   to: string
   root: string
   files: number
-  lines: number
   bytes: number
   findings: SdkFinding[]
 }
@@ -66,13 +68,8 @@ const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 export class SdkScanner {
   private readonly heads: string[]
   private readonly lexer: RegExp
-  /**
-   * Whether a file can hold a finding at all: one alternation over the long names, includes() for
-   * the short ones. Irregexp skips ahead by the alternatives' shortest length, so one 4-letter name
-   * (`mPTS`) in the alternation makes it ~1.5x slower over a whole tree (measured).
-   */
-  private readonly prefilter: RegExp
-  private readonly shortHeads: string[]
+  /** Whether a file can hold a finding at all: one of the names that start a broken symbol. */
+  private readonly filter: NameFilter
   /**
    * Rules by full symbol; the longest symbol that prefixes a qualified name wins. An empty list
    * marks a name that stays valid although a shorter one is broken (`ControlDataReceiver::Settings`).
@@ -86,8 +83,7 @@ export class SdkScanner {
     for (const r of rules) if (!allowed.includes(r.symbol)) this.bySymbol.set(r.symbol, [...(this.bySymbol.get(r.symbol) ?? []), r])
     this.heads = [...new Set(rules.map((r) => r.symbol.split('::')[0] ?? r.symbol))]
     const names = this.heads.map(escape).join('|') || '(?!)'
-    this.prefilter = new RegExp(this.heads.filter((h) => h.length >= 8).map(escape).join('|') || '(?!)')
-    this.shortHeads = this.heads.filter((h) => h.length < 8)
+    this.filter = new NameFilter(this.heads)
     this.lexer = lexerFor(String.raw`(?<![\w$])(${names})(?![\w$])((?:\s*::\s*[A-Za-z_]\w*)*)`)
     for (const r of rules) {
       const [type, method, more] = r.symbol.split('::')
@@ -97,7 +93,15 @@ export class SdkScanner {
 
   /** Findings in one file's text (latin1, so columns are byte columns like other tools print). */
   scanText(text: string, file: string): SdkFinding[] {
-    if (!this.prefilter.test(text) && !this.shortHeads.some((h) => text.includes(h))) return []
+    return this.filter.test(Buffer.from(text, 'latin1')) ? this.findIn(text, file) : []
+  }
+
+  /** Findings in the first `length` bytes of `bytes`, decoded only when they hold a candidate name. */
+  scanBytes(bytes: Buffer, length: number, file: string): SdkFinding[] {
+    return this.filter.test(bytes, length) ? this.findIn(bytes.toString('latin1', 0, length), file) : []
+  }
+
+  private findIn(text: string, file: string): SdkFinding[] {
     const findings: SdkFinding[] = []
     const add = (at: number, rules: SdkSymbolRule[], locate: (at: number) => [number, number]): void => {
       const [line, column] = locate(at)
@@ -227,8 +231,13 @@ function treeBase(root: string): string {
 class SourceReader {
   private buffer = Buffer.allocUnsafe(1 << 20)
 
-  /** The whole file as a latin1 string (one byte, one character: columns are byte columns). */
-  readLatin1(file: string): string {
+  /** The bytes read by the last `read`. */
+  get bytes(): Buffer {
+    return this.buffer
+  }
+
+  /** Reads the whole file into `bytes` and returns its length. */
+  read(file: string): number {
     let fd: number
     try {
       fd = openSync(file, 'r')
@@ -247,7 +256,7 @@ class SourceReader {
         if (n === 0) break
         length += n
       }
-      return this.buffer.toString('latin1', 0, length)
+      return length
     } finally {
       closeSync(fd)
     }
@@ -288,16 +297,13 @@ export function scanFiles(job: ScanJob): SdkScanResult {
   const single = job.files.length === 1 && job.files[0] === job.root
   const prefix = treeBase(job.root).length + 1
   const findings: SdkFinding[] = []
-  let lines = 0
   let bytes = 0
   for (const file of job.files) {
-    const text = reader.readLatin1(file)
-    bytes += text.length
-    // String indexOf stays in the engine; a Buffer's crosses into C++ once per line.
-    for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) lines++
-    findings.push(...job.scanner.scanText(text, single ? file : file.slice(prefix)))
+    const length = reader.read(file)
+    bytes += length
+    findings.push(...job.scanner.scanBytes(reader.bytes, length, single ? file : file.slice(prefix)))
   }
-  return { from: job.from, to: job.to, root: job.root, files: job.files.length, lines, bytes, findings }
+  return { from: job.from, to: job.to, root: job.root, files: job.files.length, bytes, findings }
 }
 
 /** Scans a directory (or one file) for SDK usages broken between `from` and `to`. */
@@ -308,6 +314,6 @@ export function scanSdk(root: string, from: string, to: string): SdkScanResult {
 /** The findings as `file:line:column: release symbol -> replacement` lines, grep-style. */
 export function formatSdkFindings(result: SdkScanResult): string {
   const lines = result.findings.map((f) => `${f.file}:${f.line}:${f.column}: ${f.release} ${f.symbol} -> ${f.replacement} (${f.rule})`)
-  lines.push(`${result.findings.length} finding${result.findings.length === 1 ? '' : 's'} in ${result.files} C++ files (${result.lines} lines), SDK ${result.from} -> ${result.to}.`)
+  lines.push(`${result.findings.length} finding${result.findings.length === 1 ? '' : 's'} in ${result.files} C++ files (${formatBytes(result.bytes)}), SDK ${result.from} -> ${result.to}.`)
   return lines.join('\n')
 }

@@ -85,7 +85,7 @@ describe('svcops scan sdk', () => {
       writeFileSync(join(root, '.git', 'x.cpp'), 'mPTS;\n')
       const result = scanSdk(root, '1.0.0', '7.0.0')
       expect(result.files).toBe(2)
-      expect(result.lines).toBe(5)
+      expect(result.bytes).toBe(Buffer.byteLength('void f(AlignedFrame& f) {\n  auto t = f.mPTS;\n}\n#pragma once\nstruct X { PixelFormat p; };\n'))
       expect(result.findings).toEqual([expect.objectContaining({ file: join('src', 'engine', 'render.cpp'), line: 2, column: 14, symbol: 'mPTS', release: '2.0.0' })])
       expect(() => scanSdk(join(root, 'nope'), '1.0.0', '7.0.0')).toThrow(BadInputError)
     } finally {
@@ -101,7 +101,7 @@ describe('svcops scan sdk', () => {
       const lines = filler.split('\n').length - 1
       writeFileSync(join(root, 'big.cpp'), `${filler}  auto t = frame->mPTS;\n`)
       const result = scanSdk(`${root}/`, '1.0.0', '7.0.0')
-      expect(result.lines).toBe(lines + 1)
+      expect(result.bytes).toBe(filler.length + '  auto t = frame->mPTS;\n'.length)
       expect(result.findings).toEqual([expect.objectContaining({ file: 'big.cpp', line: lines + 1, column: 19, symbol: 'mPTS' })])
       writeFileSync(join(root, 'locked.cpp'), 'mPTS;\n', { mode: 0o000 })
       // root reads any file; the check needs a file that is gone between listing and reading instead.
