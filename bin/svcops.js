@@ -1,9 +1,8 @@
-#!/usr/bin/env -S node --max-semi-space-size=1
+#!/usr/bin/env node
 // The `svcops` entry. It runs the build in dist/ (made by `npm install`, scripts/build.ts) while every
 // source file it was made from is unchanged, and the TypeScript sources through tsx otherwise (an
 // edited checkout, or SVCOPS_FROM_SOURCE=1), so no build step is ever needed and none is ever stale.
-// A 1 MB young generation keeps streaming backups and restores in bounded memory (peak RSS under
-// 150 MB for a backup, docs/benchmarks.md); a CLI loses nothing to the extra minor collections.
+// Users run it through bin/svcops, which adds the Node flags a command needs.
 import process from 'node:process'
 import { URL } from 'node:url'
 import { currentBuild } from './build-state.js'

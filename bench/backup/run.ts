@@ -2,7 +2,7 @@
  * Backup throughput and memory, side by side in one run on the same generated database:
  *   pg_dump -Fc > /dev/null                  (the floor: pg_dump alone at its default compression)
  *   pg_dump -Fc | gpg --encrypt -r KEY       (the usual pipeline)
- *   svcops backup create                     (as users run it: bin/svcops.js, whose shebang sets the node flags)
+ *   svcops backup create                     (as users run it: bin/svcops, which sets the node flags)
  *   svcops backup verify --restore-test      (checksum, decrypt, full restore into a scratch database)
  * Each row runs under /usr/bin/time (wall time, peak RSS of the largest process). MB/s is the
  * database's size (pg_database_size) over the wall time. Prints a Markdown table.
@@ -74,11 +74,11 @@ try {
   const gpgOut = join(work, 'usual.pgp')
   rows.push(await measure('`pg_dump -Fc \\| gpg --encrypt -r KEY`', `pg_dump -Fc | gpg --batch --trust-model always --encrypt -r ${key.fingerprint} > ${gpgOut}`, {}, gpgOut))
   rmSync(gpgOut)
-  const create = await measure('`svcops backup create`', `bin/svcops.js --env-file ${envFile} --json backup create`)
+  const create = await measure('`svcops backup create`', `bin/svcops --env-file ${envFile} --json backup create`)
   const manifest = (JSON.parse(create.stdout) as { backup: { id: string; file: string; sizes: { encrypted: number } } }).backup
   create.outBytes = manifest.sizes.encrypted
   rows.push(create)
-  rows.push(await measure('`svcops backup verify --restore-test`', `bin/svcops.js --env-file ${envFile} --json backup verify ${manifest.id} --restore-test`))
+  rows.push(await measure('`svcops backup verify --restore-test`', `bin/svcops --env-file ${envFile} --json backup verify ${manifest.id} --restore-test`))
 
   const mb = (b: number): string => (b / 1024 ** 2).toFixed(0)
   const usual = rows[1]

@@ -2,7 +2,7 @@
  * `svcops scan sdk` against `rg` on the same generated C++ tree with the same symbol list, side by
  * side in one run. The tree is deterministic (seeded): ordinary code, comments and string literals
  * that mention the symbols (traps), similarly named identifiers, and real uses in a few files.
- * Prints a Markdown table per tree size: median wall time of the CLI as a user runs it (bin/svcops.js,
+ * Prints a Markdown table per tree size: median wall time of the CLI as a user runs it (bin/svcops,
  * from the build in dist/ when it is current), lines per second and findings; the scan phase of
  * svcops measured in-process (warm, no start-up); and the start-up of Node alone and of svcops.
  *
@@ -19,7 +19,7 @@ import { findBinary } from '../../src/ops/runner.ts'
 import { CPP_EXTENSIONS, scanSdk, sdkSymbolRules } from '../../src/releases/sdk-scan.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const CLI = join(ROOT, 'bin/svcops.js')
+const CLI = join(ROOT, 'bin/svcops')
 const { values } = parseArgs({ options: { lines: { type: 'string', default: '400000,2000000' }, runs: { type: 'string', default: '11' }, from: { type: 'string', default: '1.0.0' }, to: { type: 'string', default: '7.0.0' }, keep: { type: 'boolean', default: false } } })
 const sizes = values.lines.split(',').map(Number)
 const runs = Number(values.runs)
@@ -129,7 +129,7 @@ const out: string[] = [`${cpus().length} CPUs; median of ${runs} runs; symbols $
 for (const target of sizes) {
   const tree = generateTree(target)
   const rgArgv = ['rg', '--no-heading', '--line-number', '--column', '--word-regexp', '--fixed-strings', ...globs, ...symbols.flatMap((s) => ['-e', s]), tree.dir]
-  // As a user runs it: the executable itself, so its shebang's Node flags apply.
+  // As a user runs it: the executable itself, bin/svcops, with the Node flags it chooses.
   const svcopsArgv = [CLI, 'scan', 'sdk', tree.dir, '--from', values.from, '--to', values.to]
   const results: Record<'rg' | 'svcops', { ms: number[]; findings: number }> = { rg: { ms: [], findings: 0 }, svcops: { ms: [], findings: 0 } }
   await timed(rgArgv) // warm the page cache for both
