@@ -1,10 +1,18 @@
-// Whether dist/ holds a build of the sources as they are now: dist/sources.json (written by
-// scripts/build.ts) lists every file the bundle was made from with its size and modification time.
+// The build in dist/ and how it is loaded. dist/sources.json (written by scripts/build.ts) lists every
+// file the bundle was made from with its size and modification time; the bundle is one CommonJS file,
+// compiled here with V8's code cache (dist/cli.cjs.cache, made at build time by
+// scripts/train-code-cache.js), so a start neither parses nor compiles what the cache holds.
 // Plain JavaScript with no imports of the project, so bin/svcops.js can use it before anything loads.
 import { readFileSync, statSync } from 'node:fs'
-import { URL } from 'node:url'
+import { createRequire } from 'node:module'
+import { dirname } from 'node:path'
+import { fileURLToPath, URL } from 'node:url'
+import vm from 'node:vm'
 
-/** The build's entry URL when every source matches its record, else undefined. `root` is the project folder's URL. */
+/**
+ * The build when every source matches its record, else undefined. `root` is the project folder's URL.
+ * `entry` is the bundle, `cache` its code cache (which may be missing).
+ */
 export function currentBuild(root) {
   let manifest
   try {
@@ -16,5 +24,28 @@ export function currentBuild(root) {
     const now = statSync(new URL(file, root), { throwIfNoEntry: false })
     if (!now || now.size !== seen.size || now.mtimeMs !== seen.mtimeMs) return undefined
   }
-  return new URL(`dist/${manifest.entry}`, root)
+  return { entry: new URL(`dist/${manifest.entry}`, root), cache: new URL(`dist/${manifest.entry}.cache`, root) }
+}
+
+/**
+ * Loads the bundle of `build` and returns its exports and compiled script. The code cache is used
+ * when V8 accepts it: V8 refuses a cache made by another V8 version, with other V8 flags or for another
+ * source, and then the bundle is simply compiled. `useCache: false` compiles without it (the training run).
+ */
+export function loadBuild(build, { useCache = true } = {}) {
+  const filename = fileURLToPath(build.entry)
+  let cachedData
+  if (useCache) {
+    try {
+      cachedData = readFileSync(build.cache)
+    } catch {
+      cachedData = undefined // built without a cache (training failed): compile
+    }
+  }
+  // The same wrapper as Node's own CommonJS loader. The bundle holds no import() (scripts/build.ts
+  // turns them into require()), which a vm.Script could not resolve.
+  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${readFileSync(filename, 'utf8')}\n})`, { filename, cachedData })
+  const module = { exports: {} }
+  script.runInThisContext()(module.exports, createRequire(filename), module, filename, dirname(filename))
+  return { exports: module.exports, script, cacheRejected: cachedData !== undefined && script.cachedDataRejected === true }
 }

@@ -14,17 +14,14 @@
  * journal; `--to V` moves the hosts to V through the upgrade's own path instead.
  *   npx tsx playbooks/rollback.ts --env lab
  */
-import { pathToFileURL } from 'node:url'
 import type { Environment } from '../src/config/schema.ts'
 import { rollbackRun, type RunOutcome } from '../src/ops/upgrade-run.ts'
 import { openUpgradeDeps } from '../src/ops/upgrade-wiring.ts'
+import { runAsScript } from './as-script.ts'
 
 /** Rolls back run `runId` (or the newest), or moves to version `to`. Throws RolledBackError (exit 4) on success of a rollback. */
 export function rollbackRecordingService(env: Environment, options: { runId?: string; to?: string; breakLock?: boolean }): Promise<RunOutcome> {
   return rollbackRun(env, options, openUpgradeDeps)
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const { main } = await import('../src/commands/program.ts')
-  process.exitCode = await main(['rollback', 'recording', ...process.argv.slice(2)])
-}
+runAsScript(import.meta.url, ['rollback', 'recording'])

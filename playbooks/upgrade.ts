@@ -17,11 +17,11 @@
  * Run it through the CLI (`svcops upgrade recording ...`) or directly with the same flags:
  *   npx tsx playbooks/upgrade.ts --env lab --to 2.0.0 --dry-run
  */
-import { pathToFileURL } from 'node:url'
 import type { Environment } from '../src/config/schema.ts'
 import { planUpgrade, renderPlan, type UpgradePlan } from '../src/ops/upgrade-plan.ts'
 import { resumeRun, upgradeRecording, type RunOutcome, type UpgradeRequest } from '../src/ops/upgrade-run.ts'
 import { openUpgradeDeps } from '../src/ops/upgrade-wiring.ts'
+import { runAsScript } from './as-script.ts'
 
 /** Upgrades the recording service of `request.env`; throws RolledBackError (exit 4) when it failed and was rolled back. */
 export function upgradeRecordingService(request: UpgradeRequest): Promise<RunOutcome> {
@@ -41,7 +41,4 @@ export function resumeRecordingRun(id: string, options: { rollback?: boolean; br
   return resumeRun(id, options, openUpgradeDeps)
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const { main } = await import('../src/commands/program.ts')
-  process.exitCode = await main(['upgrade', 'recording', ...process.argv.slice(2)])
-}
+runAsScript(import.meta.url, ['upgrade', 'recording'])

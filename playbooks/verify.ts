@@ -9,7 +9,6 @@
  *
  *   npx tsx playbooks/verify.ts --env lab
  */
-import { pathToFileURL } from 'node:url'
 import { requireSection } from '../src/config/load.ts'
 import type { Environment } from '../src/config/schema.ts'
 import { transportFor } from '../src/ops/hosts.ts'
@@ -18,6 +17,7 @@ import { packageDriver, readInstalledVersion } from '../src/ops/packages.ts'
 import { settingsFor } from '../src/ops/upgrade-steps.ts'
 import { openUpgradeDeps } from '../src/ops/upgrade-wiring.ts'
 import { verifyHost, type HostVerification } from '../src/ops/verify.ts'
+import { runAsScript } from './as-script.ts'
 
 export interface ServiceVerification {
   ok: boolean
@@ -68,7 +68,4 @@ export function renderVerification(v: ServiceVerification): string {
   return lines.join('\n')
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const { main } = await import('../src/commands/program.ts')
-  process.exitCode = await main(['verify', 'recording', ...process.argv.slice(2)])
-}
+runAsScript(import.meta.url, ['verify', 'recording'])

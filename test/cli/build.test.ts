@@ -4,9 +4,10 @@
  * Tested on a copy of the project, so the real checkout's build is never touched.
  */
 import { spawnSync } from 'node:child_process'
-import { appendFileSync, cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { appendFileSync, cpSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ROOT } from '../support/cli.ts'
 
@@ -15,6 +16,18 @@ let copy: string
 function svcopsIn(dir: string, args: string[], env: Record<string, string> = {}): { code: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [join(dir, 'bin/svcops.js'), ...args], { cwd: dir, encoding: 'utf8', env: { ...process.env, ...env } })
   return { code: r.status, stdout: r.stdout, stderr: r.stderr }
+}
+
+/** Loads the copy's build as bin/svcops.js does, in a child process (here it would run in the test's). */
+function loadInChild(): { entry: string; cacheRejected: boolean; main: string } {
+  const state = pathToFileURL(join(copy, 'bin/build-state.js')).href
+  const code = `import { currentBuild, loadBuild } from ${JSON.stringify(state)}
+const build = currentBuild(new URL(${JSON.stringify(pathToFileURL(`${copy}/`).href)}))
+const loaded = loadBuild(build)
+console.log(JSON.stringify({ entry: build.entry.pathname, cacheRejected: loaded.cacheRejected, main: typeof loaded.exports.main }))`
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8' })
+  expect(r.status, r.stderr).toBe(0)
+  return JSON.parse(r.stdout) as { entry: string; cacheRejected: boolean; main: string }
 }
 
 describe('the svcops build (dist/)', () => {
@@ -30,6 +43,11 @@ describe('the svcops build (dist/)', () => {
     if (copy) rmSync(copy, { recursive: true, force: true })
   })
 
+  it('writes a code cache that V8 accepts for the bundle', () => {
+    expect(statSync(join(copy, 'dist/cli.cjs.cache')).size).toBeGreaterThan(100_000)
+    expect(loadInChild()).toEqual({ entry: join(copy, 'dist/cli.cjs'), cacheRejected: false, main: 'function' })
+  })
+
   it('records every bundled source with its size and time, and runs commands from the bundle', () => {
     const manifest = JSON.parse(readFileSync(join(copy, 'dist/sources.json'), 'utf8')) as { entry: string; inputs: Record<string, unknown> }
     expect(Object.keys(manifest.inputs)).toEqual(expect.arrayContaining(['package.json', 'src/cli.ts', 'src/commands/program.ts', 'src/releases/sdk-scan.ts']))
@@ -39,6 +57,8 @@ describe('the svcops build (dist/)', () => {
     expect(run.code).toBe(0)
     expect(run.stdout).toContain('Usage: svcops psk check')
     expect(run.stderr).toContain('ran from dist')
+    // The cache no longer fits the changed bundle: V8 refuses it and the bundle is compiled instead.
+    expect(loadInChild()).toMatchObject({ cacheRejected: true, main: 'function' })
   })
 
   it('runs the sources instead once a source file changed, or with SVCOPS_FROM_SOURCE=1', () => {
