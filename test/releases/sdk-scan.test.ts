@@ -51,12 +51,17 @@ describe('svcops scan sdk', () => {
     ['a raw string', 'auto s = R"sql(select mPTS, "sendRequest" from t)sql";'],
     ['a raw string with a )" inside', 'auto s = R"x( ")" mDebugVideo )x";'],
     ['a char literal next to a digit separator', "int n = 1'000'000; char c = 'm'; // mPTS"],
+    ['escaped quotes in char literals', "char q = '\\''; char d = '\"'; // mPTS \"sendRequest\""],
     ['an include of a header with an old name', '#include <AlignedData.h>\n#include "AlignedData.h"'],
     ['similarly named symbols', 'int mPTSOffset; void sendRequestAsync(); struct AlignedDataFrame {}; int my_mPTS; MediaStreamerConfig c; getBuildInfoString();'],
     ['a member of an unrelated class', 'Foo::start(); Foo::configure(); Settings s;'],
     ['7.0 names that stay valid', 'const ControlDataReceiver::Settings& receiverSettings = {};'],
   ])('ignores %s', (_name, code) => {
     expect(find(code)).toEqual([])
+  })
+
+  it('finds a use right after a literal that ends in an escaped backslash', () => {
+    expect(find('const char* p = "C:\\\\"; char b = \'\\\\\'; auto t = f.mPTS;')).toEqual([[1, 51, '2.0.0/mpts']])
   })
 
   it('reports line and column of each use, after comments and strings on the same line', () => {
