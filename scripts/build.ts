@@ -5,10 +5,10 @@
  *
  * One CommonJS bundle of src/cli.ts, dist/cli.cjs: commands still load lazily (each command group's
  * module is initialised on first use), npm packages stay external (loaded from node_modules when a
- * command needs them). CommonJS because V8's code cache can be given to it (bin/build-state.js); ES
+ * command needs them). CommonJS because V8's code cache can be given to it (bin/build-state.cjs); ES
  * modules have no such door in Node 20. Then a training run (scripts/train-code-cache.js) writes
  * dist/cli.cjs.cache. dist/sources.json lists every source file the bundle was made from with its
- * size and modification time: bin/svcops.js runs the build only while all of them are unchanged, and
+ * size and modification time: bin/svcops.cjs runs the build only while all of them are unchanged, and
  * the sources through tsx otherwise, so an edited checkout never runs stale code.
  */
 import { build } from 'esbuild'

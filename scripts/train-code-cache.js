@@ -8,9 +8,9 @@ import process from 'node:process'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath, URL } from 'node:url'
-import { currentBuild, loadBuild } from '../bin/build-state.js'
+import { currentBuild, loadBuild } from '../bin/build-state.cjs'
 
-const build = currentBuild(new URL('../', import.meta.url))
+const build = currentBuild(fileURLToPath(new URL('..', import.meta.url)))
 if (!build) throw new Error('dist/ does not hold a current build; run `npm run build`.')
 const { exports: cli, script } = loadBuild(build, { useCache: false })
 
@@ -27,6 +27,6 @@ try {
   ;[process.stdout.write, process.stderr.write] = writes
   rmSync(tree, { recursive: true, force: true })
 }
-const cache = fileURLToPath(build.cache)
+const cache = build.cache
 writeFileSync(`${cache}.tmp`, script.createCachedData())
 renameSync(`${cache}.tmp`, cache)

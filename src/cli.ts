@@ -1,4 +1,4 @@
-/** `svcops`: the one entry point. bin/svcops.js calls `run`, from the build in dist/ or from here. */
+/** `svcops`: the one entry point. bin/svcops.cjs calls `run`, from the build in dist/ or from here. */
 import { main } from './commands/program.ts'
 
 export { main }

@@ -12,8 +12,8 @@ import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
-import { currentBuild } from '../../bin/build-state.js'
+import { fileURLToPath } from 'node:url'
+import { currentBuild } from '../../bin/build-state.cjs'
 import { parseArgs } from 'node:util'
 import { findBinary } from '../../src/ops/runner.ts'
 import { CPP_EXTENSIONS, scanSdk, sdkSymbolRules } from '../../src/releases/sdk-scan.ts'
@@ -85,7 +85,7 @@ function makeFile(index: number): string {
 }
 
 
-const fromBuild = currentBuild(pathToFileURL(ROOT)) !== undefined
+const fromBuild = currentBuild(ROOT) !== undefined
 if (!fromBuild) process.stderr.write('dist/ is missing or older than the sources: the CLI rows measure the tsx path. Run `npm run build` first.\n')
 
 /** Generates a tree of at least `target` lines; returns its folder, files and lines. */

@@ -14,17 +14,17 @@ import { ROOT } from '../support/cli.ts'
 let copy: string
 
 function svcopsIn(dir: string, args: string[], env: Record<string, string> = {}): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [join(dir, 'bin/svcops.js'), ...args], { cwd: dir, encoding: 'utf8', env: { ...process.env, ...env } })
+  const r = spawnSync(process.execPath, [join(dir, 'bin/svcops.cjs'), ...args], { cwd: dir, encoding: 'utf8', env: { ...process.env, ...env } })
   return { code: r.status, stdout: r.stdout, stderr: r.stderr }
 }
 
-/** Loads the copy's build as bin/svcops.js does, in a child process (here it would run in the test's). */
+/** Loads the copy's build as bin/svcops.cjs does, in a child process (here it would run in the test's). */
 function loadInChild(): { entry: string; cacheRejected: boolean; main: string } {
-  const state = pathToFileURL(join(copy, 'bin/build-state.js')).href
+  const state = pathToFileURL(join(copy, 'bin/build-state.cjs')).href
   const code = `import { currentBuild, loadBuild } from ${JSON.stringify(state)}
-const build = currentBuild(new URL(${JSON.stringify(pathToFileURL(`${copy}/`).href)}))
+const build = currentBuild(${JSON.stringify(copy)})
 const loaded = loadBuild(build)
-console.log(JSON.stringify({ entry: build.entry.pathname, cacheRejected: loaded.cacheRejected, main: typeof loaded.exports.main }))`
+console.log(JSON.stringify({ entry: build.entry, cacheRejected: loaded.cacheRejected, main: typeof loaded.exports.main }))`
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8' })
   expect(r.status, r.stderr).toBe(0)
   return JSON.parse(r.stdout) as { entry: string; cacheRejected: boolean; main: string }

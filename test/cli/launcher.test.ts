@@ -1,5 +1,5 @@
 /**
- * `bin/svcops`, the executable users run: it starts Node on bin/svcops.js by exec, with the young-
+ * `bin/svcops`, the executable users run: it starts Node on bin/svcops.cjs by exec, with the young-
  * generation cap only for the commands that stream a dump. A `node` placed first on PATH prints the
  * arguments it was given, which is exactly what the launcher decides; the real Node runs it last.
  */
@@ -43,16 +43,16 @@ describe('bin/svcops', () => {
   ]
   it.each(cases)('%s', (_name, args, capped) => {
     const argv = nodeArgsFor(args)
-    const entry = argv.indexOf(join(ROOT, 'bin/svcops.js'))
+    const entry = argv.indexOf(join(ROOT, 'bin/svcops.cjs'))
     expect(entry, JSON.stringify(argv)).toBeGreaterThanOrEqual(0)
     expect(argv.slice(0, entry)).toEqual(capped ? [CAP] : [])
     expect(argv.slice(entry + 1)).toEqual(args)
   })
 
-  it('finds bin/svcops.js through a symlink, as npm installs it', () => {
+  it('finds bin/svcops.cjs through a symlink, as npm installs it', () => {
     const link = join(fakeBin, 'svcops')
     symlinkSync(LAUNCHER, link)
-    expect(nodeArgsFor(['scan', 'sdk', '.'], link)).toEqual([join(ROOT, 'bin/svcops.js'), 'scan', 'sdk', '.'])
+    expect(nodeArgsFor(['scan', 'sdk', '.'], link)).toEqual([join(ROOT, 'bin/svcops.cjs'), 'scan', 'sdk', '.'])
   })
 
   it('skips the same global options with a value as the program has, and caps only commands that exist', async () => {

@@ -2,29 +2,30 @@
 // file the bundle was made from with its size and modification time; the bundle is one CommonJS file,
 // compiled here with V8's code cache (dist/cli.cjs.cache, made at build time by
 // scripts/train-code-cache.js), so a start neither parses nor compiles what the cache holds.
-// Plain JavaScript with no imports of the project, so bin/svcops.js can use it before anything loads.
-import { readFileSync, statSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import { dirname } from 'node:path'
-import { fileURLToPath, URL } from 'node:url'
-import vm from 'node:vm'
+// Plain CommonJS with no imports of the project, so bin/svcops.cjs can use it before anything loads.
+'use strict'
+const { readFileSync, statSync } = require('node:fs')
+const { createRequire } = require('node:module')
+const { dirname, join } = require('node:path')
+const vm = require('node:vm')
 
 /**
- * The build when every source matches its record, else undefined. `root` is the project folder's URL.
- * `entry` is the bundle, `cache` its code cache (which may be missing).
+ * The build when every source matches its record, else undefined. `root` is the project folder.
+ * `entry` is the bundle's path, `cache` its code cache's (which may be missing).
  */
-export function currentBuild(root) {
+function currentBuild(root) {
   let manifest
   try {
-    manifest = JSON.parse(readFileSync(new URL('dist/sources.json', root), 'utf8'))
+    manifest = JSON.parse(readFileSync(join(root, 'dist/sources.json'), 'utf8'))
   } catch {
     return undefined // no build (a checkout without `npm install`)
   }
   for (const [file, seen] of Object.entries(manifest.inputs)) {
-    const now = statSync(new URL(file, root), { throwIfNoEntry: false })
+    const now = statSync(join(root, file), { throwIfNoEntry: false })
     if (!now || now.size !== seen.size || now.mtimeMs !== seen.mtimeMs) return undefined
   }
-  return { entry: new URL(`dist/${manifest.entry}`, root), cache: new URL(`dist/${manifest.entry}.cache`, root) }
+  const entry = join(root, 'dist', manifest.entry)
+  return { entry, cache: `${entry}.cache` }
 }
 
 /**
@@ -32,8 +33,8 @@ export function currentBuild(root) {
  * when V8 accepts it: V8 refuses a cache made by another V8 version, with other V8 flags or for another
  * source, and then the bundle is simply compiled. `useCache: false` compiles without it (the training run).
  */
-export function loadBuild(build, { useCache = true } = {}) {
-  const filename = fileURLToPath(build.entry)
+function loadBuild(build, { useCache = true } = {}) {
+  const filename = build.entry
   let cachedData
   if (useCache) {
     try {
@@ -49,3 +50,5 @@ export function loadBuild(build, { useCache = true } = {}) {
   script.runInThisContext()(module.exports, createRequire(filename), module, filename, dirname(filename))
   return { exports: module.exports, script, cacheRejected: cachedData !== undefined && script.cachedDataRejected === true }
 }
+
+module.exports = { currentBuild, loadBuild }
