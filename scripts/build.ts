@@ -11,7 +11,7 @@
  * size and modification time: bin/svcops.cjs runs the build only while all of them are unchanged, and
  * the sources through tsx otherwise, so an edited checkout never runs stale code.
  */
-import { build } from 'esbuild'
+import { build, type Plugin } from 'esbuild'
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -19,6 +19,26 @@ import { PROJECT_ROOT } from '../src/paths.ts'
 
 /** Packages bundled into dist/cli.cjs instead of loaded from node_modules. */
 const BUNDLED_PACKAGES = ['commander', 'jose']
+
+/**
+ * commander requires child_process when it loads, for executable subcommands, which svcops does not
+ * have; loading it (with net, dgram and streams) costs every start ~4 ms. The require is deferred to
+ * the first spawn. Should commander change that line, the build keeps it as it is and says so.
+ */
+const lazyChildProcess: Plugin = {
+  name: 'commander-lazy-child-process',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]commander[\\/]lib[\\/]command\.js$/ }, (args) => {
+      const text = readFileSync(args.path, 'utf8')
+      const eager = "const childProcess = require('node:child_process');"
+      if (!text.includes(eager)) {
+        process.stderr.write(`svcops: ${args.path} no longer holds \`${eager}\`; child_process stays loaded at start.\n`)
+        return { contents: text, loader: 'js' }
+      }
+      return { contents: text.replace(eager, "const childProcess = { spawn: (...a) => require('node:child_process').spawn(...a) };"), loader: 'js' }
+    })
+  },
+}
 
 const started = performance.now()
 const out = join(PROJECT_ROOT, 'dist')
@@ -44,6 +64,7 @@ try {
     banner: { js: "const __svcopsUrl = require('node:url').pathToFileURL(__filename).href;" },
     outExtension: { '.js': '.cjs' },
     sourcemap: 'linked',
+    plugins: [lazyChildProcess],
     metafile: true,
     legalComments: 'none',
     logLevel: 'warning',
