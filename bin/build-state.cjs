@@ -20,8 +20,10 @@ function currentBuild(root) {
   } catch {
     return undefined // no build (a checkout without `npm install`)
   }
+  // Joined by hand: path.join would normalize each of the ~120 paths again, at every start.
+  const base = root.endsWith('/') ? root : `${root}/`
   for (const [file, seen] of Object.entries(manifest.inputs)) {
-    const now = statSync(join(root, file), { throwIfNoEntry: false })
+    const now = statSync(base + file, { throwIfNoEntry: false })
     if (!now || now.size !== seen.size || now.mtimeMs !== seen.mtimeMs) return undefined
   }
   const entry = join(root, 'dist', manifest.entry)
