@@ -46,6 +46,17 @@ describe('the svcops build (dist/)', () => {
   it('writes a code cache that V8 accepts for the bundle', () => {
     expect(statSync(join(copy, 'dist/cli.cjs.cache')).size).toBeGreaterThan(100_000)
     expect(loadInChild()).toEqual({ entry: join(copy, 'dist/cli.cjs'), cacheRejected: false, main: 'function' })
+    // Without its cache (a training run that failed) the bundle is compiled and runs all the same.
+    const cache = readFileSync(join(copy, 'dist/cli.cjs.cache'))
+    rmSync(join(copy, 'dist/cli.cjs.cache'))
+    try {
+      expect(loadInChild()).toMatchObject({ cacheRejected: false, main: 'function' })
+      const run = svcopsIn(copy, ['--version'])
+      expect(run.code, run.stderr).toBe(0)
+      expect(run.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/)
+    } finally {
+      writeFileSync(join(copy, 'dist/cli.cjs.cache'), cache)
+    }
   })
 
   it('records every bundled source with its size and time, and runs commands from the bundle', () => {
