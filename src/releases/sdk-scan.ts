@@ -66,7 +66,6 @@ const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 /** A compiled scanner for a set of symbol rules. */
 export class SdkScanner {
-  private readonly heads: string[]
   private readonly lexer: RegExp
   /** Whether a file can hold a finding at all: one of the names that start a broken symbol. */
   private readonly filter: NameFilter
@@ -81,9 +80,9 @@ export class SdkScanner {
   constructor(readonly rules: SdkSymbolRule[], allowed: string[] = []) {
     for (const a of allowed) this.bySymbol.set(a, [])
     for (const r of rules) if (!allowed.includes(r.symbol)) this.bySymbol.set(r.symbol, [...(this.bySymbol.get(r.symbol) ?? []), r])
-    this.heads = [...new Set(rules.map((r) => r.symbol.split('::')[0] ?? r.symbol))]
-    const names = this.heads.map(escape).join('|') || '(?!)'
-    this.filter = new NameFilter(this.heads)
+    const heads = [...new Set(rules.map((r) => r.symbol.split('::')[0] ?? r.symbol))]
+    const names = heads.map(escape).join('|') || '(?!)'
+    this.filter = new NameFilter(heads)
     this.lexer = lexerFor(String.raw`(?<![\w$])(${names})(?![\w$])((?:\s*::\s*[A-Za-z_]\w*)*)`)
     for (const r of rules) {
       const [type, method, more] = r.symbol.split('::')
@@ -119,7 +118,7 @@ export class SdkScanner {
    * are rare; `onName` handles them out of line.
    */
   private lexNames(text: string, found: FoundNames): void {
-    // One expression for every file (a new RegExp per file cost a deoptimization here, measured).
+    // One expression for every file: no RegExp object is made per file.
     const lexer = this.lexer
     lexer.lastIndex = 0
     for (let m = lexer.exec(text); m !== null; m = lexer.exec(text)) {
@@ -144,7 +143,7 @@ export class SdkScanner {
         if (rules) break
         continue
       }
-      found.add(m.index + offset, rules, found.locate)
+      found.add(m.index + offset, rules)
       i = n
     }
   }
@@ -177,7 +176,7 @@ class FoundNames {
   readonly findings: SdkFinding[] = []
   /** Variable name -> type (`std::shared_ptr<MediaReceiver> mReceiver`). */
   readonly typed = new Map<string, string>()
-  readonly locate: (at: number) => [number, number]
+  private readonly locate: (at: number) => [number, number]
 
   constructor(
     text: string,
@@ -186,7 +185,8 @@ class FoundNames {
     this.locate = locator(text)
   }
 
-  add(at: number, rules: SdkSymbolRule[], locate: (at: number) => [number, number]): void {
+  /** Findings of `rules` at offset `at`; `locate` for offsets that start over (a second pass). */
+  add(at: number, rules: SdkSymbolRule[], locate = this.locate): void {
     const [line, column] = locate(at)
     for (const rule of rules) this.findings.push({ file: this.file, line, column, symbol: rule.symbol, rule: rule.rule, release: rule.release, replacement: rule.replacement })
   }
