@@ -93,11 +93,6 @@ export function dpkgQueryArgv(host: Pick<RecordingHostConfig, 'root'>, args: str
   return host.root ? ['dpkg-query', `--admindir=${join(host.root, 'var/lib/dpkg')}`, ...args] : ['dpkg-query', ...args]
 }
 
-/** The supervisorctl command line for a host (the sandbox's own supervisord on a lab host). */
-export function supervisorctlArgv(host: Pick<RecordingHostConfig, 'root'>, args: string[]): string[] {
-  return host.root ? ['supervisorctl', '-c', join(host.root, 'etc/supervisor/supervisord.conf'), ...args] : ['supervisorctl', ...args]
-}
-
 /** Longest unix socket path that fits `sun_path` (108 bytes with its NUL) with room to spare. */
 const SOCKET_PATH_MAX = 100
 
