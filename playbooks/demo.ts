@@ -19,7 +19,7 @@ import { $ } from 'zx'
 import { managerClientFor } from '../src/clients/manager.ts'
 import { RecordingClient } from '../src/clients/recording.ts'
 import { loadEnvironment } from '../src/config/load.ts'
-import { consoleSink, events } from '../src/ops/events.ts'
+import { consoleSink, events } from '../src/core/events.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const svcops = ['node', fileURLToPath(new URL('../bin/svcops.cjs', import.meta.url))]

@@ -15,8 +15,8 @@
  *   npx tsx playbooks/rollback.ts --env lab
  */
 import type { Environment } from '../src/config/schema.ts'
-import { rollbackRun, type RunOutcome } from '../src/ops/upgrade-run.ts'
-import { openUpgradeDeps } from '../src/ops/upgrade-wiring.ts'
+import { rollbackRun, type RunOutcome } from '../src/upgrade/run.ts'
+import { openUpgradeDeps } from '../src/upgrade/wiring.ts'
 import { runAsScript } from './as-script.ts'
 
 /** Rolls back run `runId` (or the newest), or moves to version `to`. Throws RolledBackError (exit 4) on success of a rollback. */

@@ -18,9 +18,9 @@
  *   npx tsx playbooks/upgrade.ts --env lab --to 2.0.0 --dry-run
  */
 import type { Environment } from '../src/config/schema.ts'
-import { planUpgrade, renderPlan, type UpgradePlan } from '../src/ops/upgrade-plan.ts'
-import { resumeRun, upgradeRecording, type RunOutcome, type UpgradeRequest } from '../src/ops/upgrade-run.ts'
-import { openUpgradeDeps } from '../src/ops/upgrade-wiring.ts'
+import { planUpgrade, renderPlan, type UpgradePlan } from '../src/upgrade/plan.ts'
+import { resumeRun, upgradeRecording, type RunOutcome, type UpgradeRequest } from '../src/upgrade/run.ts'
+import { openUpgradeDeps } from '../src/upgrade/wiring.ts'
 import { runAsScript } from './as-script.ts'
 
 /** Upgrades the recording service of `request.env`; throws RolledBackError (exit 4) when it failed and was rolled back. */

@@ -11,12 +11,12 @@
  */
 import { requireSection } from '../src/config/load.ts'
 import type { Environment } from '../src/config/schema.ts'
-import { transportFor } from '../src/ops/hosts.ts'
-import { findLogErrors, linesSince, readServiceLogs, readServiceStatus, serviceDriver } from '../src/ops/services.ts'
-import { packageDriver, readInstalledVersion } from '../src/ops/packages.ts'
-import { settingsFor } from '../src/ops/upgrade-steps.ts'
-import { openUpgradeDeps } from '../src/ops/upgrade-wiring.ts'
-import { verifyHost, type HostVerification } from '../src/ops/verify.ts'
+import { transportFor } from '../src/drivers/transports.ts'
+import { findLogErrors, linesSince, readServiceLogs, readServiceStatus, serviceDriver } from '../src/drivers/services.ts'
+import { packageDriver, readInstalledVersion } from '../src/drivers/packages.ts'
+import { settingsFor } from '../src/runs/steps.ts'
+import { openUpgradeDeps } from '../src/upgrade/wiring.ts'
+import { verifyHost, type HostVerification } from '../src/upgrade/verify-host.ts'
 import { runAsScript } from './as-script.ts'
 
 export interface ServiceVerification {

@@ -15,7 +15,7 @@ import { build, type Plugin } from 'esbuild'
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { PROJECT_ROOT } from '../src/paths.ts'
+import { PROJECT_ROOT } from '../src/core/paths.ts'
 
 /** Packages bundled into dist/cli.cjs instead of loaded from node_modules. */
 const BUNDLED_PACKAGES = ['commander', 'jose']

@@ -16,8 +16,8 @@ import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
 import { stringify } from 'yaml'
-import { generateBackupKey } from '../../src/ops/backup/keys.ts'
-import { local, runCommand } from '../../src/ops/runner.ts'
+import { generateBackupKey } from '../../src/backup/keys.ts'
+import { local, runCommand } from '../../src/core/runner.ts'
 
 const { values } = parseArgs({ options: { info: { type: 'string', default: '/tmp/svcops-bench-1g.json' }, keep: { type: 'boolean', default: false } } })
 const info = JSON.parse(readFileSync(values.info, 'utf8')) as { host: string; port: number; user: string; password: string; database: string }

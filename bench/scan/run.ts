@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { currentBuild } from '../../bin/build-state.cjs'
 import { parseArgs } from 'node:util'
-import { findBinary } from '../../src/ops/runner.ts'
+import { findBinary } from '../../src/core/runner.ts'
 import { CPP_EXTENSIONS, scanSdk, sdkSymbolRules } from '../../src/releases/sdk-scan.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))

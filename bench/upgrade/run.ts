@@ -20,7 +20,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { findDebFile } from '../../src/ops/packages.ts'
+import { findDebFile } from '../../src/drivers/packages.ts'
 import { runCli, startUpgradeLab, type UpgradeLab } from '../../test/upgrade/fixture.ts'
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, fleet: { type: 'string', default: '10' }, 'fleet-rounds': { type: 'string', default: '3' } } })

@@ -4,9 +4,9 @@
  * even a shape error can leak one). Retries, caching and renewal live in `manager.ts`.
  */
 import { z } from 'zod'
-import { AuthError, HttpError } from '../ops/errors.ts'
-import { parseAnswer, sendRequest, type HttpResponse } from '../ops/http.ts'
-import { registerSecret } from '../ops/redact.ts'
+import { AuthError, HttpError } from '../core/errors.ts'
+import { parseAnswer, sendRequest, type HttpResponse } from '../core/http.ts'
+import { registerSecret } from '../core/redact.ts'
 import { AUTH_API_PREFIX } from '../releases/auth.ts'
 
 const timestamp = z.iso.datetime({ offset: true, error: 'expected an ISO 8601 timestamp with UTC offset' })

@@ -16,10 +16,10 @@
 import { readSecret } from '../config/secrets.ts'
 import { requireSection } from '../config/load.ts'
 import type { Environment } from '../config/schema.ts'
-import { AuthError, BadInputError, HttpError } from '../ops/errors.ts'
-import { events } from '../ops/events.ts'
-import { sendRequest, type HttpRequest, type HttpResponse } from '../ops/http.ts'
-import { retry, type RetryOptions } from '../ops/retry.ts'
+import { AuthError, BadInputError, HttpError } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import { sendRequest, type HttpRequest, type HttpResponse } from '../core/http.ts'
+import { retry, type RetryOptions } from '../core/retry.ts'
 import { requestAccessToken, requestLogout, requestSession, SessionRejectedError, type ManagerSession } from './manager-api.ts'
 
 export interface ManagerClientOptions {

@@ -8,9 +8,9 @@
 import { z } from 'zod'
 import type { Environment } from '../config/schema.ts'
 import { requireSection } from '../config/load.ts'
-import { AuthError, BadInputError, HttpError, ProtocolError } from '../ops/errors.ts'
-import { parseAnswer, sendRequest, type HttpRequest, type HttpResponse } from '../ops/http.ts'
-import { redact } from '../ops/redact.ts'
+import { AuthError, BadInputError, HttpError, ProtocolError } from '../core/errors.ts'
+import { parseAnswer, sendRequest, type HttpRequest, type HttpResponse } from '../core/http.ts'
+import { redact } from '../core/redact.ts'
 
 /** Default scopes in the seed's URN shape; environments may name others (`svcops:recording.scopes`). */
 export const DEFAULT_RECORDING_SCOPES = { read: 'urn:svc:recorder:content:read', write: 'urn:svc:recorder:content:write' } as const

@@ -4,8 +4,8 @@
  * lives in src/ops/backup; this file only declares commands and prints their results.
  */
 import type { Command } from 'commander'
-import { BadInputError, ExitCode } from '../ops/errors.ts'
-import { formatBytes } from '../ops/units.ts'
+import { BadInputError, ExitCode } from '../core/errors.ts'
+import { formatBytes } from '../core/units.ts'
 import { environmentOf, printResult, showProgress } from './context.ts'
 import { exitAfterOutput } from './plan.ts'
 
@@ -51,7 +51,7 @@ Examples:
     .option('--dry-run', 'show the steps without connecting or writing anything')
     .addHelpText('after', '\nExamples:\n  svcops backup create --env prod\n  svcops backup create --env prod --dry-run --json')
     .action(async (options: { dryRun?: boolean }, command: Command) => {
-      const { openBackupContext, createBackup, planBackup } = await import('../ops/backup/index.ts')
+      const { openBackupContext, createBackup, planBackup } = await import('../backup/index.ts')
       const ctx = await openBackupContext(await environmentOf(command))
       const stop = showProgress(command)
       try {
@@ -73,7 +73,7 @@ Examples:
     .description('List the complete backups in the store, newest first, with their last verification.')
     .addHelpText('after', '\nExamples:\n  svcops backup list --env prod\n  svcops backup list --env prod --json')
     .action(async (_options: object, command: Command) => {
-      const { listBackups, openStore } = await import('../ops/backup/index.ts')
+      const { listBackups, openStore } = await import('../backup/index.ts')
       const { requireSection } = await import('../config/load.ts')
       const store = await openStore(requireSection(await environmentOf(command), 'backup'))
       try {
@@ -104,7 +104,7 @@ Examples:
     .option('--restore-test', "restore into a scratch database on the service's server (its user needs CREATEDB); dropped afterwards")
     .addHelpText('after', '\nExits 1 naming the first failed check: manifest, file, size, checksum, key, decrypt, restore, row counts, fingerprint.\n\nExamples:\n  svcops backup verify prod-20260101T020000Z-1a2b --env prod\n  svcops backup verify prod-20260101T020000Z-1a2b --env prod --restore-test --json')
     .action(async (id: string, options: { restoreTest?: boolean }, command: Command) => {
-      const { openBackupContext, readIdentity, verifyBackup } = await import('../ops/backup/index.ts')
+      const { openBackupContext, readIdentity, verifyBackup } = await import('../backup/index.ts')
       const ctx = await openBackupContext(await environmentOf(command))
       const stop = showProgress(command)
       try {
@@ -127,7 +127,7 @@ Examples:
     .option('--dry-run', 'show the steps without changing anything')
     .addHelpText('after', '\nRefuses while other sessions are connected, when the server or pg_restore is older than the backup, or when\n--expect-fingerprint does not match. On any error the database is left as it was.\n\nExamples:\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --dry-run\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --yes --json')
     .action(async (id: string, options: { yes?: boolean; expectFingerprint?: string; dryRun?: boolean }, command: Command) => {
-      const { openBackupContext, readIdentity, readManifest, restoreBackup, planRestore, assertFingerprintFits } = await import('../ops/backup/index.ts')
+      const { openBackupContext, readIdentity, readManifest, restoreBackup, planRestore, assertFingerprintFits } = await import('../backup/index.ts')
       const ctx = await openBackupContext(await environmentOf(command))
       const stop = showProgress(command)
       try {
@@ -158,7 +158,7 @@ Examples:
     .option('--dry-run', 'show what would be removed')
     .addHelpText('after', '\nExamples:\n  svcops backup prune --env prod --keep-last 7 --keep-days 30 --dry-run\n  svcops backup prune --env prod --keep-last 3 --json')
     .action(async (options: { keepLast?: string; keepDays?: string; dryRun?: boolean }, command: Command) => {
-      const { openStore, pruneBackups } = await import('../ops/backup/index.ts')
+      const { openStore, pruneBackups } = await import('../backup/index.ts')
       const { requireSection } = await import('../config/load.ts')
       const keepLast = options.keepLast === undefined ? undefined : parseCount(options.keepLast, '--keep-last')
       const keepDays = options.keepDays === undefined ? undefined : parseCount(options.keepDays, '--keep-days')
@@ -185,7 +185,7 @@ Examples:
     .option('--dry-run', 'show the files that would be written')
     .addHelpText('after', '\nThe private key is never printed. Keep it (and its passphrase) in the vault; svcops needs it only to verify and restore.\n\nExamples:\n  svcops backup keygen --out-dir /etc/svcops/keys --name "svcops backups prod"\n  SVCOPS_BACKUP_PASSPHRASE=... svcops backup keygen --out-dir ./keys --passphrase-env SVCOPS_BACKUP_PASSPHRASE --json')
     .action(async (options: { outDir: string; name: string; email?: string; passphraseEnv?: string; dryRun?: boolean }, command: Command) => {
-      const { writeKeyPairFiles, keyPairPaths } = await import('../ops/backup/keyfiles.ts')
+      const { writeKeyPairFiles, keyPairPaths } = await import('../backup/keyfiles.ts')
       const paths = keyPairPaths(options.outDir, options.name)
       if (options.dryRun) {
         printResult(command, { ok: true, dryRun: true, ...paths }, `Would write ${paths.publicKeyFile} (0644) and ${paths.privateKeyFile} (0600).`)

@@ -4,8 +4,8 @@
  */
 import type { Command } from 'commander'
 import type { Environment } from '../config/schema.ts'
-import { consoleSink, events } from '../ops/events.ts'
-import { redact, redactDeep } from '../ops/redact.ts'
+import { consoleSink, events } from '../core/events.ts'
+import { redact, redactDeep } from '../core/redact.ts'
 
 export interface GlobalOptions {
   env?: string

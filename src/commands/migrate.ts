@@ -4,7 +4,7 @@
  * Anything the release notes do not allow to rewrite safely is reported with the reason.
  */
 import type { Command } from 'commander'
-import { BadInputError, ExitCode } from '../ops/errors.ts'
+import { BadInputError, ExitCode } from '../core/errors.ts'
 import { printResult } from './context.ts'
 import { exitAfterOutput, productFor } from './plan.ts'
 

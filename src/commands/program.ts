@@ -6,10 +6,10 @@ import { Command, CommanderError, Option } from 'commander'
 import { readFileSync } from 'node:fs'
 import { takeResultExitCode } from './context.ts'
 import { groupsFor } from './registry.ts'
-import { ExitCode, exitCodeFor, isExpected } from '../ops/errors.ts'
-import { runCleanups } from '../ops/lifecycle.ts'
-import { redact, redactDeep } from '../ops/redact.ts'
-import { projectPath } from '../paths.ts'
+import { ExitCode, exitCodeFor, isExpected } from '../core/errors.ts'
+import { runCleanups } from '../core/lifecycle.ts'
+import { redact, redactDeep } from '../core/redact.ts'
+import { projectPath } from '../core/paths.ts'
 
 const pkg = JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version: string }
 

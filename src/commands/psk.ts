@@ -1,6 +1,6 @@
 /** `svcops psk`: the system controller's pre-shared key — generate one, or check one's strength. */
 import type { Command } from 'commander'
-import { ExitCode } from '../ops/errors.ts'
+import { ExitCode } from '../core/errors.ts'
 import { globals, printResult } from './context.ts'
 import { exitAfterOutput } from './plan.ts'
 
@@ -24,7 +24,7 @@ Examples:
   svcops psk generate | kubectl create secret generic svc-psk --from-file=psk=/dev/stdin`,
     )
     .action(async (options: { bits: string; out?: string; dryRun?: boolean }, command: Command) => {
-      const { generatePsk, assessPsk, writePskFile } = await import('../ops/psk.ts')
+      const { generatePsk, assessPsk, writePskFile } = await import('../releases/pre-shared-key.ts')
       const bits = Number(options.bits)
       if (options.dryRun) {
         printResult(command, { ok: true, dryRun: true, bits, ...(options.out ? { file: options.out } : {}) }, `Would generate a ${bits}-bit PSK${options.out ? ` into ${options.out} (mode 0600)` : ' on stdout'}.`)
@@ -62,7 +62,7 @@ Examples:
   SVC_SYSTEM_CONTROLLER_PSK=... svcops psk check --env-var SVC_SYSTEM_CONTROLLER_PSK --json`,
     )
     .action(async (options: { envVar?: string }, command: Command) => {
-      const { assessPsk, readPskInput, MIN_PSK_BITS } = await import('../ops/psk.ts')
+      const { assessPsk, readPskInput, MIN_PSK_BITS } = await import('../releases/pre-shared-key.ts')
       const verdict = assessPsk(await readPskInput(options.envVar))
       printResult(command, { ...verdict, threshold: MIN_PSK_BITS }, () =>
         verdict.ok ? `The key is strong enough: about ${verdict.bits} bits (threshold ${MIN_PSK_BITS}).` : ['The key is refused:', ...verdict.reasons.map((r) => `  - ${r}`), 'Generate a new one with: svcops psk generate'].join('\n'),

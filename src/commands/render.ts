@@ -3,7 +3,7 @@
  * YAML, through Pulumi's mock runtime — for review in pull requests and where no Pulumi CLI is.
  */
 import type { Command } from 'commander'
-import { BadInputError } from '../ops/errors.ts'
+import { BadInputError } from '../core/errors.ts'
 import { globals, printResult, showProgress } from './context.ts'
 
 export function register(program: Command): void {

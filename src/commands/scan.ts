@@ -1,6 +1,6 @@
 /** `svcops scan sdk`: finds C++ SDK usages that an upgrade of the live production system breaks. */
 import type { Command } from 'commander'
-import { ExitCode } from '../ops/errors.ts'
+import { ExitCode } from '../core/errors.ts'
 import { printResult } from './context.ts'
 import { exitAfterOutput } from './plan.ts'
 

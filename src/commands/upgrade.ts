@@ -5,9 +5,9 @@
  */
 import { createInterface } from 'node:readline/promises'
 import { Option, type Command } from 'commander'
-import { BadInputError, ExitCode } from '../ops/errors.ts'
-import { parseWindow } from '../ops/fleet.ts'
-import { events } from '../ops/events.ts'
+import { BadInputError, ExitCode } from '../core/errors.ts'
+import { parseWindow } from '../runs/rollout.ts'
+import { events } from '../core/events.ts'
 import { environmentOf, globals, printResult, setResultExitCode } from './context.ts'
 
 function toInt(flag: string) {
@@ -21,7 +21,7 @@ function toInt(flag: string) {
 async function progress(command: Command): Promise<() => void> {
   const { json, verbose } = globals(command)
   if (json && !verbose) return () => undefined
-  const { progressSink } = await import('../ops/upgrade-progress.ts')
+  const { progressSink } = await import('../runs/progress.ts')
   return events.subscribe(progressSink(process.stderr, { verbose: verbose ?? false }))
 }
 
@@ -130,13 +130,13 @@ Examples:
       const env = await environmentOf(command)
       if (flags.dryRun) {
         if (flags.to) {
-          const { planUpgrade, renderPlan } = await import('../ops/upgrade-plan.ts')
+          const { planUpgrade, renderPlan } = await import('../upgrade/plan.ts')
           const plan = await planUpgrade(env, { to: flags.to })
           printResult(command, { ok: true, dryRun: true, plan }, () => renderPlan(plan))
           return
         }
-        const { findRunToRollBack } = await import('../ops/upgrade-run.ts')
-        const { planRunContinuation, renderRunPlan } = await import('../ops/rollback-plan.ts')
+        const { findRunToRollBack } = await import('../upgrade/run.ts')
+        const { planRunContinuation, renderRunPlan } = await import('../upgrade/rollback-plan.ts')
         const plan = await planRunContinuation(await findRunToRollBack(env, flags.run), { rollback: true })
         printResult(command, { ok: true, dryRun: true, plan }, () => renderRunPlan(plan))
         return
@@ -185,7 +185,7 @@ Examples:
     .description('List runs, newest first: id, environment, kind, target, phase, holder.')
     .addHelpText('after', '\nExamples:\n  svcops runs list\n  svcops runs list --json')
     .action(async (_flags: unknown, command: Command) => {
-      const { listRuns } = await import('../ops/journal.ts')
+      const { listRuns } = await import('../runs/journal.ts')
       const list = listRuns()
       printResult(command, { ok: true, runs: list }, () => (list.length ? list.map((r) => `${r.id}  ${r.environment}  ${r.kind} to ${r.targetVersion}  ${r.phase}  ${r.holder}${r.cause ? `  — ${r.cause}` : ''}`).join('\n') : 'No runs yet.'))
     })
@@ -195,8 +195,8 @@ Examples:
     .argument('<id>', 'run id (see svcops runs list)')
     .addHelpText('after', '\nExamples:\n  svcops runs show 20261122T031500Z-3fa9c1\n  svcops runs show 20261122T031500Z-3fa9c1 --json')
     .action(async (id: string, _flags: unknown, command: Command) => {
-      const { Journal } = await import('../ops/journal.ts')
-      const { buildReport, renderMarkdown } = await import('../ops/report.ts')
+      const { Journal } = await import('../runs/journal.ts')
+      const { buildReport, renderMarkdown } = await import('../runs/report.ts')
       const report = buildReport(Journal.open(id))
       printResult(command, { ok: true, ...report }, () => renderMarkdown(report))
     })
@@ -222,7 +222,7 @@ Examples:
     )
     .action(async (id: string, flags: { rollback?: boolean; dryRun?: boolean; breakLock?: boolean }, command: Command) => {
       if (flags.dryRun) {
-        const { planRunContinuation, renderRunPlan } = await import('../ops/rollback-plan.ts')
+        const { planRunContinuation, renderRunPlan } = await import('../upgrade/rollback-plan.ts')
         const plan = await planRunContinuation(id, { rollback: flags.rollback ?? false })
         printResult(command, { ok: true, dryRun: true, plan }, () => renderRunPlan(plan))
         return

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { basename, resolve } from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import type { z } from 'zod'
-import { BadInputError } from '../ops/errors.ts'
+import { BadInputError } from '../core/errors.ts'
 import { environmentSchema, type Environment } from './schema.ts'
 
 const NAMESPACE = 'svcops:'

@@ -3,8 +3,8 @@
  * read, so it cannot reach any output afterwards. Files must be private (0600 or stricter).
  */
 import { readFileSync, statSync } from 'node:fs'
-import { BadInputError } from '../ops/errors.ts'
-import { registerSecret } from '../ops/redact.ts'
+import { BadInputError } from '../core/errors.ts'
+import { registerSecret } from '../core/redact.ts'
 import type { SecretRef } from './schema.ts'
 
 /** Refuses a file that its group or others can read or write. */

@@ -6,7 +6,7 @@
  */
 import type * as k8s from '@pulumi/kubernetes'
 import * as pulumi from '@pulumi/pulumi'
-import { BadInputError } from '../ops/errors.ts'
+import { BadInputError } from '../core/errors.ts'
 import { pskVariable, supportsCustomCaCert, tcpEndpointSingleValue, tcpEndpointVariable } from '../releases/versions.ts'
 import type { AppIdentity } from './kube.ts'
 import { controllerVariables, type PskRef } from './systemController.ts'

@@ -10,9 +10,9 @@ import { readFileSync } from 'node:fs'
 import * as pulumi from '@pulumi/pulumi'
 import { parse as parseYaml } from 'yaml'
 import { SECURE_KEYS } from '../config/deploy.ts'
-import { BadInputError } from '../ops/errors.ts'
-import { assessPsk } from '../ops/psk.ts'
-import { registerSecret } from '../ops/redact.ts'
+import { BadInputError } from '../core/errors.ts'
+import { assessPsk } from '../releases/pre-shared-key.ts'
+import { registerSecret } from '../core/redact.ts'
 
 /** How Pulumi marks a secret value on the wire (what newResource receives). */
 const SECRET_SIG_KEY = '4dabf18193072939515e22adb298388d'

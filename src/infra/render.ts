@@ -6,9 +6,9 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { stringify as toYaml } from 'yaml'
-import { OperationError } from '../ops/errors.ts'
-import { events } from '../ops/events.ts'
-import { redact, redactDeep } from '../ops/redact.ts'
+import { OperationError } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import { redact, redactDeep } from '../core/redact.ts'
 import { previewStack, SECRET_MARKER, type DeclaredResource } from './preview.ts'
 import { validateObject } from './validate.ts'
 

@@ -7,7 +7,7 @@
  */
 import * as k8s from '@pulumi/kubernetes'
 import * as pulumi from '@pulumi/pulumi'
-import { BadInputError } from '../ops/errors.ts'
+import { BadInputError } from '../core/errors.ts'
 import {
   apiPrefix,
   pskVariable,

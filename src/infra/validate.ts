@@ -7,7 +7,7 @@ import { Deployment } from 'kubernetes-models/apps/v1'
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1'
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1'
 import { ConfigMap, Namespace, PersistentVolumeClaim, Secret, Service } from 'kubernetes-models/v1'
-import { BadInputError } from '../ops/errors.ts'
+import { BadInputError } from '../core/errors.ts'
 
 interface Model {
   validate(): void

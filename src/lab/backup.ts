@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import type { BackupConfig } from '../config/schema.ts'
-import { keyPairPaths, writeKeyPairFiles } from '../ops/backup/keyfiles.ts'
+import { keyPairPaths, writeKeyPairFiles } from '../backup/keyfiles.ts'
 
 /**
  * Creates (once; reused on the next `lab up`) the lab's backup key pair under `labDir/keys` and

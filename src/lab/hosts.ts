@@ -22,9 +22,9 @@
  */
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { OperationError } from '../ops/errors.ts'
-import { supervisorSocketPath } from '../ops/hosts.ts'
-import { local, requireBinary, runCommand } from '../ops/runner.ts'
+import { OperationError } from '../core/errors.ts'
+import { supervisorSocketPath } from '../drivers/transports.ts'
+import { local, requireBinary, runCommand } from '../core/runner.ts'
 import { lookupUser, descendantsOf, isAlive, terminatePids } from './sshd.ts'
 
 /** What identifies a lab host on disk (serialisable: `lab down` runs in another process). */

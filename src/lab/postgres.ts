@@ -8,9 +8,9 @@ import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, wri
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { MissingBinaryError, OperationError } from '../ops/errors.ts'
-import { registerSecret } from '../ops/redact.ts'
-import { local, runCommand } from '../ops/runner.ts'
+import { MissingBinaryError, OperationError } from '../core/errors.ts'
+import { registerSecret } from '../core/redact.ts'
+import { local, runCommand } from '../core/runner.ts'
 import { freePort } from './ports.ts'
 
 /** Directory of the newest installed PostgreSQL server binaries. */

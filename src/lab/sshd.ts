@@ -7,9 +7,9 @@
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
-import { OperationError } from '../ops/errors.ts'
-import { publicKeyFingerprint } from '../ops/ssh.ts'
-import { local, requireBinary, runCommand } from '../ops/runner.ts'
+import { OperationError } from '../core/errors.ts'
+import { publicKeyFingerprint } from '../drivers/ssh.ts'
+import { local, requireBinary, runCommand } from '../core/runner.ts'
 import { freePort } from './ports.ts'
 
 /** The lab's SSH test user (created when missing, when we are root). */

@@ -7,8 +7,8 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync 
 import { join, resolve } from 'node:path'
 import { z } from 'zod'
 import { defaultStacksDir } from '../config/load.ts'
-import { BadInputError } from '../ops/errors.ts'
-import { registerSecret } from '../ops/redact.ts'
+import { BadInputError } from '../core/errors.ts'
+import { registerSecret } from '../core/redact.ts'
 
 /** Where the lab keeps its files. */
 export interface LabPaths {

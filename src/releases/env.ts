@@ -5,9 +5,9 @@
  */
 import { readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { BadInputError } from '../ops/errors.ts'
-import { assessPsk } from '../ops/psk.ts'
-import { registerSecret } from '../ops/redact.ts'
+import { BadInputError } from '../core/errors.ts'
+import { assessPsk } from './pre-shared-key.ts'
+import { registerSecret } from '../core/redact.ts'
 import { changesWithEffect, FIRST_LIVE_RELEASE } from './live.ts'
 import { DEFAULT_PRODUCT, type Product } from './types.ts'
 import {

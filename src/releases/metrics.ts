@@ -8,7 +8,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { extname } from 'node:path'
 import { parseAllDocuments, isScalar, visit, Scalar } from 'yaml'
-import { BadInputError } from '../ops/errors.ts'
+import { BadInputError } from '../core/errors.ts'
 import { FIRST_LIVE_RELEASE } from './live.ts'
 import { applyEdits, metricTargets, rewritePromql } from './promql.ts'
 import { DEFAULT_PRODUCT, type Product } from './types.ts'

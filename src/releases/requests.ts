@@ -4,7 +4,7 @@
  * release notes do not allow to translate safely is returned untranslated with the reason.
  */
 import { parse as parseYaml } from 'yaml'
-import { BadInputError } from '../ops/errors.ts'
+import { BadInputError } from '../core/errors.ts'
 import { Untranslatable, WorkingCall, type IdMap, type SavedCall } from './calls.ts'
 import { changesWithEffect, FIRST_LIVE_RELEASE } from './live.ts'
 import { migrateTo3, migrateTo4, migrateTo5, migrateTo6, migrateTo7 } from './requests-rules.ts'

@@ -7,8 +7,8 @@
  * regular expression.
  */
 import { closeSync, openSync, readdirSync, readSync } from 'node:fs'
-import { BadInputError } from '../ops/errors.ts'
-import { formatBytes } from '../ops/units.ts'
+import { BadInputError } from '../core/errors.ts'
+import { formatBytes } from '../core/units.ts'
 import { NameFilter } from './name-filter.ts'
 import { FIRST_LIVE_RELEASE, LIVE_CHANGES } from './live.ts'
 import { assertUpgradeRange, majorOf } from './versions.ts'

@@ -3,7 +3,7 @@
  * answer is derived from the catalog's effects (live.ts, auth.ts): no other module compares
  * versions of the live production system by hand.
  */
-import { BadInputError } from '../ops/errors.ts'
+import { BadInputError } from '../core/errors.ts'
 import { authRevisionFacts, type AuthRevision } from './auth.ts'
 import { changesWithEffect, expandName } from './live.ts'
 import { DEFAULT_PRODUCT, type Effect } from './types.ts'

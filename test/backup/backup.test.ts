@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { clientConfig, createBackup, listBackups, restoreBackup, rowCounts, schemaFingerprint, verifyBackup, type Manifest } from '../../src/ops/backup/index.ts'
-import { local, runCommand } from '../../src/ops/runner.ts'
+import { clientConfig, createBackup, listBackups, restoreBackup, rowCounts, schemaFingerprint, verifyBackup, type Manifest } from '../../src/backup/index.ts'
+import { local, runCommand } from '../../src/core/runner.ts'
 import { startBackupBed, type BackupBed } from './fixture.ts'
 
 describe('backup create, verify and restore on a real PostgreSQL', () => {

@@ -3,11 +3,11 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync, openSync, readdirSy
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import * as openpgp from 'openpgp'
-import { createBackup, generateBackupKey, listBackups, LocalStore, readIdentity, verifyBackup, type Manifest } from '../../src/ops/backup/index.ts'
-import { assertToolFits, findPgTool } from '../../src/ops/backup/postgres.ts'
-import { BadInputError, MissingBinaryError, OperationError } from '../../src/ops/errors.ts'
+import { createBackup, generateBackupKey, listBackups, LocalStore, readIdentity, verifyBackup, type Manifest } from '../../src/backup/index.ts'
+import { assertToolFits, findPgTool } from '../../src/drivers/postgres.ts'
+import { BadInputError, MissingBinaryError, OperationError } from '../../src/core/errors.ts'
 import { freePort } from '../../src/lab/ports.ts'
-import { local, runCommand } from '../../src/ops/runner.ts'
+import { local, runCommand } from '../../src/core/runner.ts'
 import { startBackupBed, type BackupBed } from './fixture.ts'
 
 describe('backup errors, each against the real components', () => {

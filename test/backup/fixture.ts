@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as openpgp from 'openpgp'
-import { generateBackupKey, LocalStore, readRecipients, type CreateBackupOptions, type DatabaseTarget, type Recipient } from '../../src/ops/backup/index.ts'
+import { generateBackupKey, LocalStore, readRecipients, type CreateBackupOptions, type DatabaseTarget, type Recipient } from '../../src/backup/index.ts'
 import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
 
 export const SERVICE_PASSWORD = 'recorder-password-7Hq2'

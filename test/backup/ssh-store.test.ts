@@ -1,7 +1,7 @@
 import { chmodSync, chownSync, mkdirSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createBackup, listBackups, openStore, pruneBackups, verifyBackup, type BackupStore } from '../../src/ops/backup/index.ts'
+import { createBackup, listBackups, openStore, pruneBackups, verifyBackup, type BackupStore } from '../../src/backup/index.ts'
 import { lookupUser, startSshd, type Sshd } from '../../src/lab/sshd.ts'
 import { startBackupBed, type BackupBed } from './fixture.ts'
 

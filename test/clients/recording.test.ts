@@ -5,8 +5,8 @@ import { extractRecordingList, RecordingClient, recordingClientFor, recordingSch
 import { parseEnvironment } from '../../src/config/load.ts'
 import type { ManagerEmulator } from '../../src/lab/manager/server.ts'
 import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
-import { AuthError, BadInputError, HttpError, ProtocolError } from '../../src/ops/errors.ts'
-import { parseAnswer } from '../../src/ops/http.ts'
+import { AuthError, BadInputError, HttpError, ProtocolError } from '../../src/core/errors.ts'
+import { parseAnswer } from '../../src/core/http.ts'
 import { createServiceDatabase, READ, startRecordingHost, startTestIssuer, stopAllServices, WRITE, type TestIssuer } from '../lab/recording-fixture.ts'
 import { OPERATOR, startTestManager } from '../manager/helpers.ts'
 

@@ -4,8 +4,8 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { loadEnvironment, loadEnvironmentFile } from '../../src/config/load.ts'
 import { readSecret } from '../../src/config/secrets.ts'
-import { BadInputError } from '../../src/ops/errors.ts'
-import { redact } from '../../src/ops/redact.ts'
+import { BadInputError } from '../../src/core/errors.ts'
+import { redact } from '../../src/core/redact.ts'
 
 const valid = {
   'svcops:manager': { url: 'https://manager.test', email: 'ops@example.test', password: { env: 'SVCOPS_TEST_PASSWORD' } },

@@ -5,9 +5,9 @@
  */
 import { describe, expect, it } from 'vitest'
 import { loadEnvironmentFile } from '../../src/config/load.ts'
-import { PSK_LENGTH } from '../../src/infra/psk.ts'
-import { BadInputError } from '../../src/ops/errors.ts'
-import { generatePsk } from '../../src/ops/psk.ts'
+import { PSK_LENGTH } from '../../src/infra/pskSecret.ts'
+import { BadInputError } from '../../src/core/errors.ts'
+import { generatePsk } from '../../src/releases/pre-shared-key.ts'
 import { buildStack, containerOf, deployOf, LAB_STACK, dataOf, deploymentsUsingSecret, envOf, nameOf, objectNamed, objectsOfKind, podOf, pskOf, STACKS_DIR, stackConfig, writeStack, type LooseConfig } from './helpers.ts'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { parse as parseYaml } from 'yaml'

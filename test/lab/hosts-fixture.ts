@@ -5,7 +5,7 @@
 import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { local, runCommand } from '../../src/ops/runner.ts'
+import { local, runCommand } from '../../src/core/runner.ts'
 
 export const PROBE = 'lab-probe'
 

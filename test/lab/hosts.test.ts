@@ -4,10 +4,10 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLabHost, stopLabHost, supervisordPid, type LabHostInfo } from '../../src/lab/hosts.ts'
 import { ensureLabUser, isAlive, LAB_USER } from '../../src/lab/sshd.ts'
-import { dpkgArgv, dpkgQueryArgv, supervisorSocketPath, transportFor } from '../../src/ops/hosts.ts'
+import { dpkgArgv, dpkgQueryArgv, supervisorSocketPath, transportFor } from '../../src/drivers/transports.ts'
 import { supervisorctlArgv } from '../support/supervisorctl.ts'
-import { supervisorDriver } from '../../src/ops/services.ts'
-import { runCommand, type Transport } from '../../src/ops/runner.ts'
+import { supervisorDriver } from '../../src/drivers/services.ts'
+import { runCommand, type Transport } from '../../src/core/runner.ts'
 import { buildProbePackage, PROBE } from './hosts-fixture.ts'
 
 const nonInteractive = ['--force-confdef', '--force-confold']

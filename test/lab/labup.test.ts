@@ -7,10 +7,10 @@ import { managerClientFor } from '../../src/clients/manager.ts'
 import { recordingClientFor } from '../../src/clients/recording.ts'
 import { loadEnvironment, requireSection } from '../../src/config/load.ts'
 import type { LabState } from '../../src/lab/state.ts'
-import { dpkgQueryArgv, transportFor } from '../../src/ops/hosts.ts'
+import { dpkgQueryArgv, transportFor } from '../../src/drivers/transports.ts'
 import { supervisorctlArgv } from '../support/supervisorctl.ts'
-import { runCommand } from '../../src/ops/runner.ts'
-import { SshTransport } from '../../src/ops/ssh.ts'
+import { runCommand } from '../../src/core/runner.ts'
+import { SshTransport } from '../../src/drivers/ssh.ts'
 import { isRunning, processesMentioning, svcops } from './labcore-helpers.ts'
 
 /** Live processes (ps -eo pid,stat,args) whose command line mentions `needle`; zombies are not running. */

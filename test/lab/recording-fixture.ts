@@ -15,7 +15,7 @@ import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose'
 import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
 import { freePort } from '../../src/lab/ports.ts'
 import { buildRecordingPackages, defaultServiceConfig, findRecordingRelease } from '../../src/lab/recording/index.ts'
-import { local, runCommand } from '../../src/ops/runner.ts'
+import { local, runCommand } from '../../src/core/runner.ts'
 
 export const READ = 'urn:svc:recorder:content:read'
 export const WRITE = 'urn:svc:recorder:content:write'

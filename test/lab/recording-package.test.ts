@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
 import { buildRecordingPackages, RECORDING_RELEASES } from '../../src/lab/recording/index.ts'
-import { local, runCommand } from '../../src/ops/runner.ts'
+import { local, runCommand } from '../../src/core/runner.ts'
 import { createSandbox, createServiceDatabase, installDeb, recordingDebs, startTestIssuer, stopAllServices, type TestIssuer, writeServiceConfig } from './recording-fixture.ts'
 
 let debs: Record<string, string>

@@ -2,8 +2,8 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { generatePsk } from '../../src/ops/psk.ts'
-import { clearSecretsForTests } from '../../src/ops/redact.ts'
+import { generatePsk } from '../../src/releases/pre-shared-key.ts'
+import { clearSecretsForTests } from '../../src/core/redact.ts'
 import { migrateEnvFile, migrateEnvText } from '../../src/releases/env.ts'
 
 const strong = generatePsk()

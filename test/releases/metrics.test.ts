@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { BadInputError } from '../../src/ops/errors.ts'
+import { BadInputError } from '../../src/core/errors.ts'
 import { migrateMetricFiles, migrateMetricsText } from '../../src/releases/metrics.ts'
 
 const fixture = (name: string): string => readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8')

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest'
-import { BadInputError } from '../../src/ops/errors.ts'
-import { assertStrongPsk, assessPsk, generatePsk, MIN_PSK_BITS } from '../../src/ops/psk.ts'
-import { clearSecretsForTests, redact } from '../../src/ops/redact.ts'
+import { BadInputError } from '../../src/core/errors.ts'
+import { assertStrongPsk, assessPsk, generatePsk, MIN_PSK_BITS } from '../../src/releases/pre-shared-key.ts'
+import { clearSecretsForTests, redact } from '../../src/core/redact.ts'
 
 afterAll(() => clearSecretsForTests())
 

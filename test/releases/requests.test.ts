@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { BadInputError } from '../../src/ops/errors.ts'
+import { BadInputError } from '../../src/core/errors.ts'
 import { LIVE_CHANGES } from '../../src/releases/live.ts'
 import { migrateRequests, parseCalls, parseIdMap, type SavedCall } from '../../src/releases/requests.ts'
 

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { BadInputError } from '../../src/ops/errors.ts'
+import { BadInputError } from '../../src/core/errors.ts'
 import { LIVE_CHANGES } from '../../src/releases/live.ts'
 import { prepareScan, scanFiles, scannerFor, scanSdk } from '../../src/releases/sdk-scan.ts'
 

@@ -2,14 +2,14 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { batchFitsWindow, parseMaxFail, parseWindow, planBatches, runConcurrently } from '../../src/ops/fleet.ts'
-import { Journal, listRuns, newRunId, type RunRecord } from '../../src/ops/journal.ts'
-import { aptDriver, dnfDriver, dpkgDriver, findDebFile } from '../../src/ops/packages.ts'
-import { findLogErrors, linesSince, supervisorDriver, systemdDriver } from '../../src/ops/services.ts'
-import { downtimeOf } from '../../src/ops/report.ts'
-import { recordingsAfter } from '../../src/ops/snapshot.ts'
-import type { CommandResult } from '../../src/ops/runner.ts'
-import { showCommand } from '../../src/ops/upgrade-plan.ts'
+import { batchFitsWindow, parseMaxFail, parseWindow, planBatches, runConcurrently } from '../../src/runs/rollout.ts'
+import { Journal, listRuns, newRunId, type RunRecord } from '../../src/runs/journal.ts'
+import { aptDriver, dnfDriver, dpkgDriver, findDebFile } from '../../src/drivers/packages.ts'
+import { findLogErrors, linesSince, supervisorDriver, systemdDriver } from '../../src/drivers/services.ts'
+import { downtimeOf } from '../../src/runs/report.ts'
+import { recordingsAfter } from '../../src/upgrade/snapshot.ts'
+import type { CommandResult } from '../../src/core/runner.ts'
+import { showCommand } from '../../src/upgrade/plan.ts'
 
 const real = { name: 'rec-1' }
 const lab = { name: 'h1', root: '/tmp/h1' }
@@ -193,8 +193,8 @@ describe('journal and report', () => {
 
 describe('progress', () => {
   it('redraws one line per host on a terminal, and writes plain lines otherwise', async () => {
-    const { progressSink } = await import('../../src/ops/upgrade-progress.ts')
-    const { EventLog } = await import('../../src/ops/events.ts')
+    const { progressSink } = await import('../../src/runs/progress.ts')
+    const { EventLog } = await import('../../src/core/events.ts')
     const written: string[] = []
     const tty = Object.assign(new (await import('node:stream')).Writable({ write: (c: Buffer, _e, cb) => (written.push(c.toString()), cb()) }), { isTTY: true }) as unknown as NodeJS.WriteStream
     const log = new EventLog()
@@ -216,8 +216,8 @@ describe('progress', () => {
 
 describe('config review', () => {
   it('diffs the new default left beside a kept config, checks the syntax, and names obsolete and new options', async () => {
-    const { reviewConfig } = await import('../../src/ops/upgrade-config.ts')
-    const { local } = await import('../../src/ops/runner.ts')
+    const { reviewConfig } = await import('../../src/upgrade/config-review.ts')
+    const { local } = await import('../../src/core/runner.ts')
     const root = mkdtempSync(join(tmpdir(), 'svcops-review-'))
     const { mkdirSync } = await import('node:fs')
     mkdirSync(join(root, 'etc/opt/svc'), { recursive: true })

@@ -5,9 +5,9 @@
  */
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { exitCodeFor, RolledBackError } from '../../src/ops/errors.ts'
-import { Journal, listRuns } from '../../src/ops/journal.ts'
-import { buildReport } from '../../src/ops/report.ts'
+import { exitCodeFor, RolledBackError } from '../../src/core/errors.ts'
+import { Journal, listRuns } from '../../src/runs/journal.ts'
+import { buildReport } from '../../src/runs/report.ts'
 import { rollbackRecordingService } from '../../playbooks/rollback.ts'
 import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
 import { runCli, startUpgradeLab, type UpgradeLab } from './fixture.ts'

@@ -5,9 +5,9 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DatabaseConfig } from '../../src/config/schema.ts'
 import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
-import { LockedError } from '../../src/ops/errors.ts'
-import { acquireEnvironmentLock, acquireHostLock, readEnvironmentLock, releaseHostLock } from '../../src/ops/lock.ts'
-import { local } from '../../src/ops/runner.ts'
+import { LockedError } from '../../src/core/errors.ts'
+import { acquireEnvironmentLock, acquireHostLock, readEnvironmentLock, releaseHostLock } from '../../src/runs/lock.ts'
+import { local } from '../../src/core/runner.ts'
 
 let pg: PostgresCluster
 let db: DatabaseConfig

@@ -7,9 +7,9 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
-import { BadInputError } from '../../ops/errors.ts'
-import { local, requireBinary, runCommand } from '../../ops/runner.ts'
-import { projectPath } from '../../paths.ts'
+import { BadInputError } from '../../core/errors.ts'
+import { local, requireBinary, runCommand } from '../../core/runner.ts'
+import { projectPath } from '../../core/paths.ts'
 import { defaultServiceConfig } from './config.ts'
 import { RECORDING_RELEASES, type RecordingRelease } from './releases.ts'
 

@@ -1,0 +1,163 @@
+/**
+ * Creating a backup: `pg_dump` (custom format) streamed through OpenPGP encryption into the store,
+ * hashed on the way. No plaintext touches disk and memory stays bounded. Row counts and the schema
+ * fingerprint are read inside the very snapshot pg_dump dumps (`pg_export_snapshot`), so the
+ * manifest describes exactly the rows in the file. The manifest is written last, only after
+ * pg_dump exited 0 and the file was synced: a backup without a manifest does not exist.
+ */
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import type { ReadableStream as NodeWebStream } from 'node:stream/web'
+import * as openpgp from 'openpgp'
+import { CommandError, OperationError } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import { describeSchema, rowCounts } from '../drivers/fingerprint.ts'
+import { createHash } from 'node:crypto'
+import { GNUPG22_CONFIG, type Recipient } from './keys.ts'
+import { backupFiles, MANIFEST_FORMAT, newBackupId, type Manifest } from './manifest.ts'
+import { assertToolFits, connectDatabase, findPgTool, lastLine, libpqEnv, majorOf, serverVersion, spawnPgTool, type DatabaseTarget } from '../drivers/postgres.ts'
+import type { BackupStore } from './store.ts'
+import { HashingTap, toWebStream } from './streams.ts'
+
+/** pg_dump's zlib level: 1 is about twice as fast as the default 6 for a few percent more bytes. */
+export const DEFAULT_COMPRESSION_LEVEL = 1
+
+export interface CreateBackupOptions {
+  store: BackupStore
+  database: DatabaseTarget
+  recipients: Recipient[]
+  /** Environment name; the first part of the backup id. */
+  environment: string
+  /** pg_dump --compress level 0-9 (default 1). */
+  compressionLevel?: number
+  /** Schemas covered by fingerprint and row counts (default: every non-system schema). */
+  schemas?: string[]
+  /** Recording service version per host, and whether it was read from the hosts or the config. */
+  serviceVersions?: Record<string, string>
+  serviceVersionsSource?: Manifest['serviceVersionsSource']
+}
+
+/** The steps `createBackup` takes, for --dry-run. */
+export function planBackup(options: Omit<CreateBackupOptions, 'store'> & { storeLocation: string }): string[] {
+  const d = options.database
+  return [
+    `check that pg_dump is installed and not older than the server at ${d.host}:${d.port}`,
+    `open a read-only snapshot of ${d.name} and record its schema fingerprint and row counts`,
+    `stream pg_dump --format=custom --compress=${options.compressionLevel ?? DEFAULT_COMPRESSION_LEVEL} of that snapshot through OpenPGP encryption to ${options.recipients.map((r) => r.fingerprint).join(', ')}`,
+    `write the encrypted dump to ${options.storeLocation} (0600), computing its SHA-256 on the way, and sync it`,
+    `write the manifest last`,
+  ]
+}
+
+/** Creates an encrypted, checksummed backup of `database` in `store` and returns its manifest. */
+export async function createBackup(options: CreateBackupOptions): Promise<Manifest> {
+  const { store, database } = options
+  const level = options.compressionLevel ?? DEFAULT_COMPRESSION_LEVEL
+  const schemaOptions = options.schemas ? { schemas: options.schemas } : {}
+  const pgDump = await findPgTool('pg_dump')
+  const client = await connectDatabase(database)
+  try {
+    const server = await serverVersion(client)
+    assertToolFits(pgDump, server.text, majorOf(server.num), `the database server at ${database.host}:${database.port}`)
+    const startedAt = new Date()
+    const id = newBackupId(options.environment, startedAt)
+    const files = backupFiles(id)
+
+    // One snapshot for the counts, the fingerprint and pg_dump: the manifest describes the dump exactly.
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+    const snapshot = (await client.query<{ s: string }>('SELECT pg_export_snapshot() AS s')).rows[0]?.s ?? ''
+    const { fingerprint, counts } = await events.step('record schema fingerprint and row counts', async () => {
+      const lines = await describeSchema(client, schemaOptions)
+      return { fingerprint: createHash('sha256').update(lines.join('\n')).digest('hex'), counts: await rowCounts(client, schemaOptions) }
+    })
+
+    const streamed = await events.step(`stream pg_dump of ${database.name} encrypted to ${store.location}/${files.dump}`, () => streamDump({ store, file: files.dump, database, pgDumpPath: pgDump.path, level, snapshot, recipients: options.recipients }))
+    await client.query('COMMIT')
+
+    const manifest: Manifest = {
+      format: MANIFEST_FORMAT,
+      id,
+      environment: options.environment,
+      startedAt: startedAt.toISOString(),
+      completedAt: new Date().toISOString(),
+      file: files.dump,
+      database: { host: database.host, port: database.port, name: database.name, user: database.user },
+      serviceVersions: options.serviceVersions ?? {},
+      serviceVersionsSource: options.serviceVersionsSource ?? (options.serviceVersions ? 'config' : 'unknown'),
+      versions: { server: server.text, serverNum: server.num, pgDump: pgDump.version },
+      schemas: options.schemas ?? [],
+      fingerprint,
+      rowCounts: counts,
+      compression: { method: 'pg_dump-zlib', level },
+      encryption: { standard: 'OpenPGP', recipients: options.recipients.map((r) => ({ fingerprint: r.fingerprint, userIds: r.userIds })) },
+      sizes: { dump: streamed.dumpBytes, encrypted: streamed.encryptedBytes },
+      checksums: { encryptedSha256: streamed.encryptedSha256, dumpSha256: streamed.dumpSha256 },
+    }
+    await events.step('write the manifest', () => store.writeText(files.manifest, JSON.stringify(manifest, null, 2) + '\n'))
+    return manifest
+  } finally {
+    await client.end().catch(() => undefined)
+  }
+}
+
+interface StreamDumpOptions {
+  store: BackupStore
+  file: string
+  database: DatabaseTarget
+  pgDumpPath: string
+  level: number
+  snapshot: string
+  recipients: Recipient[]
+}
+
+interface Streamed {
+  dumpBytes: number
+  dumpSha256: string
+  encryptedBytes: number
+  encryptedSha256: string
+}
+
+/** pg_dump -> SHA-256 -> OpenPGP -> SHA-256 -> store; removes the partial file on any failure. */
+async function streamDump(o: StreamDumpOptions): Promise<Streamed> {
+  const argv = [o.pgDumpPath, '--format=custom', `--compress=${o.level}`, `--snapshot=${o.snapshot}`, '--no-password']
+  const writer = await o.store.createWriter(o.file)
+  const dump = spawnPgTool(argv, libpqEnv(o.database), { stdin: false, stdout: true })
+  const stdout = dump.child.stdout
+  if (!stdout) throw new OperationError('pg_dump was started without an output stream.')
+  const plainTap = new HashingTap()
+  const cipherTap = new HashingTap()
+  try {
+    const plain = stdout.pipe(plainTap)
+    const message = await openpgp.createMessage({ binary: toWebStream(plain), format: 'binary' })
+    // The declared return type depends on which ReadableStream the input was; it is a web stream of bytes.
+    const encrypted: unknown = await openpgp.encrypt({
+      message,
+      encryptionKeys: o.recipients.map((r) => r.key),
+      format: 'binary',
+      config: { ...GNUPG22_CONFIG, preferredCompressionAlgorithm: openpgp.enums.compression.uncompressed },
+    })
+    const [, exit] = await Promise.all([pipeline(Readable.fromWeb(encrypted as NodeWebStream<Uint8Array>), cipherTap, writer.stream), dump.exited])
+    if (exit.code !== 0) {
+      throw new CommandError(`pg_dump of ${o.database.name} at ${o.database.host}:${o.database.port} ${exit.code === null ? `was killed by ${exit.signal ?? 'a signal'}` : `exited with code ${exit.code}`}: ${lastLine(exit.stderr) || 'no message'}; the partial file was removed.`, exit.code, exit.stderr)
+    }
+    await writer.commit()
+  } catch (error) {
+    dump.child.kill('SIGTERM')
+    await writer.abort()
+    await dump.exited.catch(() => undefined)
+    throw explainWriteError(error, o.store.location, cipherTap.bytes)
+  }
+  return { dumpBytes: plainTap.bytes, dumpSha256: plainTap.digest(), encryptedBytes: cipherTap.bytes, encryptedSha256: cipherTap.digest() }
+}
+
+/** Disk full and friends become one sentence naming the store; other errors pass through. */
+function explainWriteError(error: unknown, location: string, written: number): unknown {
+  const code = (error as NodeJS.ErrnoException).code
+  if (code === 'ENOSPC' || code === 'EDQUOT') {
+    return new OperationError(`The backup store ${location} ran out of space (${code}) after ${(written / 1024 ** 2).toFixed(1)} MB of the backup; the partial file was removed and no backup was listed.`, 'Free space in the store (svcops backup prune --keep-last N) or point backup.store.path at a larger disk.')
+  }
+  if (code === 'EACCES' || code === 'EROFS') {
+    return new OperationError(`The backup store ${location} is not writable (${code}); no backup was listed.`)
+  }
+  return error
+}

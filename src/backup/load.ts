@@ -1,0 +1,113 @@
+/**
+ * Loading a decrypted dump into a database with the standard tools. Two ways:
+ *  - into an empty scratch database (test restores): `pg_restore -d`;
+ *  - over the service database (restores): `pg_restore -f -` turned into SQL and run by
+ *    `psql --single-transaction` after statements that drop the current objects, so the database
+ *    ends up exactly as in the backup (also tables a later migration added) — or, on any error,
+ *    exactly as before. Nothing is lost half-way.
+ */
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import pg from 'pg'
+import { CommandError } from '../core/errors.ts'
+import { requireBinary } from '../core/runner.ts'
+import { decryptFailure } from './decrypt.ts'
+import type { Manifest } from './manifest.ts'
+import { lastLine, libpqEnv, spawnPgTool, type DatabaseTarget, type PgTool } from '../drivers/postgres.ts'
+import { HashingTap } from './streams.ts'
+
+export interface LoadResult {
+  dumpBytes: number
+  dumpSha256: string
+}
+
+type Exit = { code: number | null; signal: string | null; stderr: string }
+
+function failed(tool: string, exit: Exit, database: string): CommandError {
+  const how = exit.code === null ? `was killed by ${exit.signal ?? 'a signal'}` : `exited with code ${exit.code}`
+  return new CommandError(`${tool} into ${database} ${how}: ${lastLine(exit.stderr) || 'no message'}.`, exit.code, exit.stderr)
+}
+
+/** Waits for the data pipeline and the tools; a tool's own error explains more than a broken pipe. */
+async function settle(manifest: Manifest, flow: Promise<void>, tools: { name: string; exited: Promise<Exit> }[], database: string): Promise<void> {
+  const [flowResult, ...exits] = await Promise.allSettled([flow, ...tools.map((t) => t.exited)])
+  for (const [i, result] of exits.entries()) {
+    const tool = tools[i]
+    if (!tool) continue
+    if (result.status === 'rejected') throw result.reason
+    if (result.value.code !== 0) throw failed(tool.name, result.value, database)
+  }
+  if (flowResult?.status === 'rejected') throw decryptFailure(manifest, flowResult.reason)
+}
+
+/** Restores the decrypted dump into an empty database (`pg_restore -d`, owners and grants left out). */
+export async function loadIntoEmptyDatabase(manifest: Manifest, dump: Readable, pgRestore: PgTool, target: DatabaseTarget, database: string): Promise<LoadResult> {
+  const tap = new HashingTap()
+  const tool = spawnPgTool([pgRestore.path, '--no-owner', '--no-privileges', '--exit-on-error', `--dbname=${database}`], libpqEnv(target, database), { stdin: true, stdout: false })
+  const stdin = tool.child.stdin
+  if (!stdin) throw new CommandError('pg_restore was started without an input stream.', null, '')
+  const flow = pipeline(dump, tap, stdin)
+  await settle(manifest, flow, [{ name: 'pg_restore', exited: tool.exited }], database)
+  return { dumpBytes: tap.bytes, dumpSha256: tap.digest() }
+}
+
+/** SQL that drops every table, view, sequence, type and function in the non-system schemas, and the schemas (but `public`) the role owns. */
+export async function dropStatements(client: Pick<pg.ClientBase, 'query'>, schemas: string[]): Promise<string[]> {
+  const filter = schemas.length > 0 ? 'n.nspname = ANY($1::text[])' : "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'"
+  const params = schemas.length > 0 ? [schemas] : []
+  const notExtension = "NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = o.oid AND d.deptype = 'e')"
+  const relations = await client.query<{ kind: string; name: string }>(
+    `SELECT CASE o.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'S' THEN 'SEQUENCE' WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END AS kind,
+            quote_ident(n.nspname) || '.' || quote_ident(o.relname) AS name
+       FROM pg_class o JOIN pg_namespace n ON n.oid = o.relnamespace
+      WHERE o.relkind IN ('r', 'p', 'v', 'm', 'S', 'f') AND NOT o.relispartition AND ${filter} AND ${notExtension}
+      ORDER BY 1, 2`,
+    params,
+  )
+  const types = await client.query<{ name: string; kind: string }>(
+    `SELECT quote_ident(n.nspname) || '.' || quote_ident(o.typname) AS name, CASE o.typtype WHEN 'd' THEN 'DOMAIN' ELSE 'TYPE' END AS kind
+       FROM pg_type o JOIN pg_namespace n ON n.oid = o.typnamespace
+      WHERE o.typtype IN ('e', 'd', 'r', 'm') AND ${filter} AND ${notExtension}`,
+    params,
+  )
+  const functions = await client.query<{ name: string }>(
+    `SELECT o.oid::regprocedure::text AS name FROM pg_proc o JOIN pg_namespace n ON n.oid = o.pronamespace WHERE o.prokind IN ('f', 'p') AND ${filter} AND ${notExtension}`,
+    params,
+  )
+  // pg_restore creates every schema of the dump but `public` (which it expects to exist): one left in
+  // place fails the load. The role's own schemas go whole, so the result is the dump and nothing else.
+  const owned = await client.query<{ name: string }>(
+    `SELECT quote_ident(n.nspname) AS name FROM pg_namespace n
+      WHERE n.nspowner = (SELECT oid FROM pg_roles WHERE rolname = current_user) AND n.nspname <> 'public' AND ${filter} AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = n.oid AND d.deptype = 'e')
+      ORDER BY 1`,
+    params,
+  )
+  return [
+    ...relations.rows.map((r) => `DROP ${r.kind} IF EXISTS ${r.name} CASCADE;`),
+    ...types.rows.map((t) => `DROP ${t.kind} IF EXISTS ${t.name} CASCADE;`),
+    ...functions.rows.map((f) => `DROP ROUTINE IF EXISTS ${f.name} CASCADE;`),
+    ...owned.rows.map((n) => `DROP SCHEMA IF EXISTS ${n.name} CASCADE;`),
+  ]
+}
+
+/**
+ * Replaces the contents of `target` with the dump, all or nothing: the drop statements and the
+ * dump's SQL run in one transaction of `psql --single-transaction -v ON_ERROR_STOP=1`.
+ */
+export async function loadOverDatabase(manifest: Manifest, dump: Readable, pgRestore: PgTool, target: DatabaseTarget, drops: string[]): Promise<LoadResult> {
+  const psqlPath = requireBinary('psql', 'postgresql-client')
+  const tap = new HashingTap()
+  const restore = spawnPgTool([pgRestore.path, '--no-owner', '--no-privileges', '--file=-'], {}, { stdin: true, stdout: true })
+  const psql = spawnPgTool([psqlPath, '-X', '-q', '-v', 'ON_ERROR_STOP=1', '--single-transaction', '-f', '-'], libpqEnv(target), { stdin: true, stdout: false })
+  const { stdin: restoreIn, stdout: restoreOut } = restore.child
+  const psqlIn = psql.child.stdin
+  if (!restoreIn || !restoreOut || !psqlIn) throw new CommandError('pg_restore or psql was started without its streams.', null, '')
+  const preamble = Buffer.from(drops.join('\n') + '\n')
+  async function* sql(): AsyncGenerator<Buffer> {
+    yield preamble
+    for await (const chunk of restoreOut as AsyncIterable<Buffer>) yield chunk
+  }
+  const flow = Promise.all([pipeline(dump, tap, restoreIn), pipeline(Readable.from(sql()), psqlIn)]).then(() => undefined)
+  await settle(manifest, flow, [{ name: 'pg_restore', exited: restore.exited }, { name: 'psql', exited: psql.exited }], target.name)
+  return { dumpBytes: tap.bytes, dumpSha256: tap.digest() }
+}

@@ -1,0 +1,142 @@
+/**
+ * A backup store in a directory on another host, over SFTP on the SSH transport's connection. The
+ * same rules as the local store: files 0600 under a `.partial` name until they are synced
+ * (coreutils `sync FILE` on the host) and renamed (`mv`, atomic on one file system).
+ */
+import type { Readable, Writable } from 'node:stream'
+import { posix } from 'node:path'
+import type { z } from 'zod'
+import type { sshSchema } from '../config/schema.ts'
+import { OperationError } from '../core/errors.ts'
+import { runCommand } from '../core/runner.ts'
+import { SshTransport } from '../drivers/ssh.ts'
+import type { BackupStore, StoreWriter } from './store.ts'
+
+// The members of ssh2's SFTP session used here (ssh2 ships no type declarations of its own).
+interface SftpLike {
+  readdir(path: string, cb: (error: Error | undefined, list: { filename: string }[]) => void): void
+  stat(path: string, cb: (error: (Error & { code?: number }) | undefined, stats: { size: number }) => void): void
+  createReadStream(path: string, options?: { highWaterMark?: number }): Readable
+  createWriteStream(path: string, options: { flags: string; mode: number }): Writable
+  unlink(path: string, cb: (error: (Error & { code?: number }) | undefined) => void): void
+  end(): void
+}
+
+const PARTIAL = '.partial'
+// SFTP status code for "no such file".
+const NO_SUCH_FILE = 2
+
+function callback<T>(fn: (cb: (error: (Error & { code?: number }) | undefined, value: T) => void) => void): Promise<T> {
+  return new Promise((resolve, reject) => fn((error, value) => (error ? reject(error) : resolve(value))))
+}
+
+/** A directory on a host reached over SSH. */
+export class SshStore implements BackupStore {
+  readonly location: string
+  private sftpSession: Promise<SftpLike> | undefined
+
+  constructor(
+    private readonly transport: SshTransport,
+    private readonly dir: string,
+    target: { user: string; host: string; port: number },
+  ) {
+    this.location = `${target.user}@${target.host}:${target.port}:${dir}`
+  }
+
+  private path(name: string): string {
+    return posix.join(this.dir, name)
+  }
+
+  private sftp(): Promise<SftpLike> {
+    this.sftpSession ??= this.transport.connect().then(async (ssh) => (await ssh.requestSFTP()) as unknown as SftpLike)
+    return this.sftpSession
+  }
+
+  private async ensure(): Promise<void> {
+    await runCommand(this.transport, ['mkdir', '-p', '-m', '0700', '--', this.dir])
+  }
+
+  async names(): Promise<string[]> {
+    const sftp = await this.sftp()
+    try {
+      const list = await callback<{ filename: string }[]>((cb) => sftp.readdir(this.dir, cb))
+      return list.map((e) => e.filename).filter((n) => !n.endsWith(PARTIAL)).sort()
+    } catch (error) {
+      if ((error as { code?: number }).code === NO_SUCH_FILE) return []
+      throw error
+    }
+  }
+
+  async readText(name: string): Promise<string> {
+    const chunks: Buffer[] = []
+    for await (const chunk of await this.openRead(name)) chunks.push(chunk as Buffer)
+    return Buffer.concat(chunks).toString('utf8')
+  }
+
+  async writeText(name: string, text: string): Promise<void> {
+    const writer = await this.createWriter(name)
+    await new Promise<void>((resolve, reject) => {
+      writer.stream.once('error', reject)
+      writer.stream.end(text, resolve)
+    })
+    await writer.commit()
+  }
+
+  async openRead(name: string): Promise<Readable> {
+    return (await this.sftp()).createReadStream(this.path(name), { highWaterMark: 1 << 20 })
+  }
+
+  async createWriter(name: string): Promise<StoreWriter> {
+    await this.ensure()
+    const partial = this.path(name + PARTIAL)
+    const final = this.path(name)
+    const stream = (await this.sftp()).createWriteStream(partial, { flags: 'wx', mode: 0o600 })
+    const closed = new Promise<void>((resolve) => stream.once('close', () => resolve()))
+    return {
+      stream,
+      commit: async () => {
+        await closed
+        await runCommand(this.transport, ['sync', '--', partial])
+        await runCommand(this.transport, ['mv', '-f', '--', partial, final])
+        await runCommand(this.transport, ['sync', '--', this.dir])
+      },
+      abort: async () => {
+        stream.destroy()
+        await closed
+        await this.remove(name + PARTIAL)
+      },
+    }
+  }
+
+  async size(name: string): Promise<number | undefined> {
+    const sftp = await this.sftp()
+    try {
+      return (await callback<{ size: number }>((cb) => sftp.stat(this.path(name), cb))).size
+    } catch (error) {
+      if ((error as { code?: number }).code === NO_SUCH_FILE) return undefined
+      throw error
+    }
+  }
+
+  async remove(name: string): Promise<void> {
+    const sftp = await this.sftp()
+    try {
+      await callback<undefined>((cb) => sftp.unlink(this.path(name), (error) => cb(error, undefined)))
+    } catch (error) {
+      if ((error as { code?: number }).code !== NO_SUCH_FILE) throw new OperationError(`Could not remove ${name} from ${this.location}: ${(error as Error).message}.`)
+    }
+  }
+
+  async close(): Promise<void> {
+    const session = this.sftpSession
+    this.sftpSession = undefined
+    if (session) (await session.catch(() => undefined))?.end()
+    await this.transport.close()
+  }
+}
+
+/** Opens the store `path` on the host `ssh` names (backup.store.ssh). */
+export function openSshStore(ssh: z.infer<typeof sshSchema>, path: string): SshStore {
+  const transport = new SshTransport({ host: ssh.host, port: ssh.port, user: ssh.user, keyFile: ssh.keyFile, hostKey: ssh.hostKey }, { name: `backup store ${ssh.host}` })
+  return new SshStore(transport, path, { user: ssh.user, host: ssh.host, port: ssh.port })
+}

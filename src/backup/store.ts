@@ -1,0 +1,163 @@
+/**
+ * Backup stores: where encrypted dumps and their manifests live. One interface, two places — a
+ * local directory, or a directory on a host over SSH (`ssh-store.ts`). Writes go to a `.partial`
+ * name and become visible only after they are synced and renamed, so a reader never sees half a file.
+ */
+import { createReadStream, createWriteStream, type WriteStream } from 'node:fs'
+import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import type { Readable, Writable } from 'node:stream'
+import type { BackupConfig } from '../config/schema.ts'
+import { OperationError } from '../core/errors.ts'
+
+/** A file being written to the store; invisible until `commit`. */
+export interface StoreWriter {
+  readonly stream: Writable
+  /** Syncs the file to stable storage and gives it its final name. Call after `stream` finished. */
+  commit(): Promise<void>
+  /** Removes the partial file (after a failure). Safe to call twice. */
+  abort(): Promise<void>
+}
+
+/** Where backups are kept. Names are plain file names (no directories). */
+export interface BackupStore {
+  /** Human-readable place, for messages: a path, or user@host:path. */
+  readonly location: string
+  /** Names of the complete files in the store. */
+  names(): Promise<string[]>
+  readText(name: string): Promise<string>
+  /** Writes a small file atomically (0600, synced, then renamed into place). */
+  writeText(name: string, text: string): Promise<void>
+  openRead(name: string): Promise<Readable>
+  createWriter(name: string): Promise<StoreWriter>
+  /** Size in bytes, or undefined when the file does not exist. */
+  size(name: string): Promise<number | undefined>
+  remove(name: string): Promise<void>
+  close(): Promise<void>
+}
+
+const PARTIAL = '.partial'
+
+/** A directory on this machine, created 0700 when missing. */
+export class LocalStore implements BackupStore {
+  readonly location: string
+  constructor(dir: string) {
+    this.location = resolve(dir)
+  }
+
+  private path(name: string): string {
+    return join(this.location, name)
+  }
+
+  async ensure(): Promise<void> {
+    await mkdir(this.location, { recursive: true, mode: 0o700 })
+  }
+
+  async names(): Promise<string[]> {
+    try {
+      return (await readdir(this.location)).filter((n) => !n.endsWith(PARTIAL)).sort()
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return []
+      throw error
+    }
+  }
+
+  readText(name: string): Promise<string> {
+    return readFile(this.path(name), 'utf8')
+  }
+
+  async writeText(name: string, text: string): Promise<void> {
+    await this.ensure()
+    const partial = this.path(name + PARTIAL)
+    const handle = await open(partial, 'w', 0o600)
+    try {
+      await handle.writeFile(text)
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+    await rename(partial, this.path(name))
+    await this.syncDir()
+  }
+
+  openRead(name: string): Promise<Readable> {
+    const stream = createReadStream(this.path(name), { highWaterMark: 1 << 20 })
+    return new Promise((resolveStream, reject) => {
+      stream.once('open', () => resolveStream(stream))
+      stream.once('error', reject)
+    })
+  }
+
+  async createWriter(name: string): Promise<StoreWriter> {
+    await this.ensure()
+    const partial = this.path(name + PARTIAL)
+    const final = this.path(name)
+    const stream: WriteStream = createWriteStream(partial, { flags: 'wx', mode: 0o600, highWaterMark: 1 << 20 })
+    const closed = new Promise<void>((resolveClosed) => stream.once('close', () => resolveClosed()))
+    return {
+      stream,
+      commit: async () => {
+        await closed
+        // fsync through a second descriptor syncs the same inode: the data is on disk before the rename.
+        const handle = await open(partial, 'r')
+        try {
+          await handle.sync()
+        } finally {
+          await handle.close()
+        }
+        await rename(partial, final)
+        await this.syncDir()
+      },
+      abort: async () => {
+        stream.destroy()
+        await closed
+        await rm(partial, { force: true })
+      },
+    }
+  }
+
+  async size(name: string): Promise<number | undefined> {
+    try {
+      return (await stat(this.path(name))).size
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+      throw error
+    }
+  }
+
+  async remove(name: string): Promise<void> {
+    await rm(this.path(name), { force: true })
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve()
+  }
+
+  /** A rename is durable only once the directory entry is synced too. */
+  private async syncDir(): Promise<void> {
+    const dir = await open(this.location, 'r')
+    try {
+      await dir.sync()
+    } finally {
+      await dir.close()
+    }
+  }
+}
+
+/**
+ * Opens the store an environment's `backup.store` names: a local directory, or (with `ssh`) a
+ * directory on that host over SFTP.
+ */
+export async function openStore(config: Pick<BackupConfig, 'store'>): Promise<BackupStore> {
+  const { path, ssh } = config.store
+  if (ssh) {
+    const { openSshStore } = await import('./ssh-store.ts')
+    return openSshStore(ssh, path)
+  }
+  return new LocalStore(path)
+}
+
+/** Raised when a name is missing from the store. */
+export function missingInStore(store: BackupStore, name: string): OperationError {
+  return new OperationError(`The file '${name}' is missing from the backup store ${store.location}.`, 'Run: svcops backup list --env <env>')
+}

@@ -1,0 +1,152 @@
+/**
+ * The database side of backups: connection settings from the environment (password via
+ * `readSecret`, to libpq only through PGPASSWORD), clear errors for an unreachable server, and the
+ * PostgreSQL client tools (pg_dump, pg_restore) with their version rules.
+ */
+import { spawn, type ChildProcessByStdio } from 'node:child_process'
+import type { Readable, Writable } from 'node:stream'
+import pg from 'pg'
+import type { DatabaseConfig } from '../config/schema.ts'
+import { readSecret } from '../config/secrets.ts'
+import { AuthError, BadInputError, CommandError, OperationError } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import { redact } from '../core/redact.ts'
+import { findBinary, local, requireBinary, runCommand, shellJoin } from '../core/runner.ts'
+
+/** A database to back up from, restore into, or test-restore into. */
+export interface DatabaseTarget {
+  host: string
+  port: number
+  name: string
+  user: string
+  password?: string
+}
+
+/** The target an environment's `recording.database` names; reads (and registers) the password. */
+export function databaseTarget(config: DatabaseConfig, field = 'recording.database'): DatabaseTarget {
+  const password = config.password ? readSecret(config.password, `${field}.password`) : undefined
+  return { host: config.host, port: config.port, name: config.name, user: config.user, ...(password !== undefined ? { password } : {}) }
+}
+
+/** Settings for node-postgres. */
+export function clientConfig(target: DatabaseTarget, database = target.name): pg.ClientConfig {
+  return { host: target.host, port: target.port, user: target.user, database, connectionTimeoutMillis: 10_000, ...(target.password !== undefined ? { password: target.password } : {}) }
+}
+
+/** Environment for libpq tools: the password travels in PGPASSWORD, never in argv. */
+export function libpqEnv(target: DatabaseTarget, database = target.name): Record<string, string> {
+  return { PGHOST: target.host, PGPORT: String(target.port), PGUSER: target.user, PGDATABASE: database, PGCONNECT_TIMEOUT: '10', ...(target.password !== undefined ? { PGPASSWORD: target.password } : {}) }
+}
+
+function where(target: DatabaseTarget, database = target.name): string {
+  return `${target.user}@${target.host}:${target.port}/${database}`
+}
+
+/** Runs `fn` on a fresh connection to `target` and closes it whatever happens. */
+export async function withDatabase<T>(target: DatabaseTarget, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = await connectDatabase(target)
+  try {
+    return await fn(client)
+  } finally {
+    await client.end()
+  }
+}
+
+/** Connects, turning refusals and timeouts into one sentence naming the server. */
+export async function connectDatabase(target: DatabaseTarget, database = target.name): Promise<pg.Client> {
+  const client = new pg.Client(clientConfig(target, database))
+  try {
+    await client.connect()
+  } catch (error) {
+    await client.end().catch(() => undefined)
+    const e = error as NodeJS.ErrnoException & { code?: string }
+    const message = redact(e.message)
+    if (e.code === '28P01' || e.code === '28000') {
+      throw new AuthError(`The database server refused the login ${where(target, database)}: ${message}.`, [], 'Check recording.database.user and its password reference.')
+    }
+    if (e.code === '3D000') throw new OperationError(`The database ${where(target, database)} does not exist: ${message}.`)
+    throw new OperationError(`The database server ${target.host}:${target.port} is unreachable (${e.code ?? message}); could not connect as ${target.user} to ${database}.`, 'Check that PostgreSQL runs and that recording.database.host/port are right.')
+  }
+  return client
+}
+
+/** Server version text and number (`SHOW server_version_num`, e.g. 150018). */
+export async function serverVersion(client: Pick<pg.ClientBase, 'query'>): Promise<{ text: string; num: number }> {
+  const rows = await client.query<{ v: string; n: string }>("SELECT current_setting('server_version') AS v, current_setting('server_version_num') AS n")
+  const row = rows.rows[0]
+  return { text: (row?.v ?? '').split(' ')[0] ?? '', num: Number(row?.n ?? 0) }
+}
+
+/** Major version of a `server_version_num` (>= 10: two digits of major). */
+export function majorOf(num: number): number {
+  return num >= 100_000 ? Math.floor(num / 10_000) : Math.floor(num / 100)
+}
+
+export interface PgTool {
+  name: 'pg_dump' | 'pg_restore'
+  path: string
+  /** e.g. "15.18" */
+  version: string
+  major: number
+}
+
+/** Finds pg_dump or pg_restore on PATH and reads its version; fails with the install command. */
+export async function findPgTool(name: PgTool['name']): Promise<PgTool> {
+  const path = requireBinary(name, 'postgresql-client')
+  const result = await runCommand(local, [path, '--version'])
+  const match = /\(PostgreSQL\)\s+(\d+)(?:\.(\d+))?/.exec(result.stdout)
+  if (!match?.[1]) throw new OperationError(`'${path} --version' printed '${result.stdout.trim()}'; expected 'pg_dump (PostgreSQL) <version>'.`)
+  return { name, path, version: match[2] ? `${match[1]}.${match[2]}` : match[1], major: Number(match[1]) }
+}
+
+/**
+ * Refuses a client tool older than the server it talks to (pg_dump cannot dump a newer server;
+ * pg_restore cannot read an archive made by a newer pg_dump). Names both versions.
+ */
+export function assertToolFits(tool: PgTool, otherVersion: string, otherMajor: number, other: string): void {
+  if (tool.major < otherMajor) {
+    throw new OperationError(`${tool.name} ${tool.version} (${tool.path}) is older than ${other} ${otherVersion}; ${tool.name} must be of major version ${otherMajor} or newer.`, `Install it with: sudo apt-get install -y postgresql-client-${otherMajor}`)
+  }
+}
+
+/** True when the PATH has this tool (for doctor-style checks). */
+export function hasPgTool(name: PgTool['name']): boolean {
+  return findBinary(name) !== undefined
+}
+
+export interface StreamingTool {
+  child: ChildProcessByStdio<Writable | null, Readable | null, Readable>
+  /** Resolves when the process exited, with its code and the tail of stderr. */
+  exited: Promise<{ code: number | null; signal: string | null; stderr: string }>
+}
+
+/**
+ * Starts a client tool whose stdin/stdout carry a dump (too big for `runCommand`, which buffers).
+ * Emits the same `command` event as the runner when it exits.
+ */
+export function spawnPgTool(argv: string[], env: Record<string, string>, stdio: { stdin: boolean; stdout: boolean }): StreamingTool {
+  const [file, ...args] = argv
+  if (!file) throw new BadInputError('spawnPgTool needs a command.')
+  const started = Date.now()
+  const child = spawn(file, args, { env: { ...process.env, ...env }, stdio: [stdio.stdin ? 'pipe' : 'ignore', stdio.stdout ? 'pipe' : 'ignore', 'pipe'] })
+  let stderr = ''
+  child.stderr?.setEncoding('utf8')
+  child.stderr?.on('data', (d: string) => {
+    stderr = (stderr + d).slice(-16_384)
+  })
+  const exited = new Promise<{ code: number | null; signal: string | null; stderr: string }>((resolve, reject) => {
+    child.on('error', (error: NodeJS.ErrnoException) => reject(error.code === 'ENOENT' ? new CommandError(`The program '${file}' was not found.`, null, '') : error))
+    child.on('close', (code, signal) => {
+      const tail = redact(stderr.trimEnd().split('\n').slice(-5).join('\n'))
+      events.emit({ kind: 'command', host: 'local', command: redact(shellJoin(argv)), code, durationMs: Date.now() - started, ...(code !== 0 && tail ? { stderrTail: tail } : {}) })
+      resolve({ code, signal, stderr: redact(stderr) })
+    })
+  })
+  return { child: child as StreamingTool['child'], exited }
+}
+
+/** The line of a tool's stderr that says what went wrong (its last `error:` line, else its last line). */
+export function lastLine(stderr: string): string {
+  const lines = stderr.trim().split('\n').filter(Boolean)
+  return (lines.filter((l) => /\berror:/i.test(l)).at(-1) ?? lines.at(-1) ?? '').replace(/\s+/g, ' ')
+}

@@ -1,0 +1,205 @@
+/**
+ * The run journal. Every upgrade or rollback run has an id and a folder `.svcops/runs/<id>/` with
+ * `run.json` (what the run is: environment, versions, hosts, backup, phase) and `journal.jsonl`
+ * (one line per step start and end: outcome and what it changed). Lines are appended and synced
+ * before the step's effect is relied on, so a run killed with SIGKILL leaves a journal that
+ * `svcops resume ID` can continue from. Everything written passes through the redaction layer.
+ */
+import { randomBytes } from 'node:crypto'
+import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { hostname, userInfo } from 'node:os'
+import { join, resolve } from 'node:path'
+import { BadInputError } from '../core/errors.ts'
+import { redactDeep } from '../core/redact.ts'
+
+export type RunKind = 'upgrade' | 'rollback'
+export type RunPhase = 'running' | 'rolling-back' | 'succeeded' | 'failed' | 'rolled-back' | 'rollback-failed'
+
+/** What a run is about; written at start, updated as facts are learned (backup id, fingerprints). */
+export interface RunRecord {
+  id: string
+  kind: RunKind
+  environment: string
+  envFile: string
+  /** Version every host should end on when the run succeeds. */
+  targetVersion: string
+  /** Version per host before the run (what a rollback returns to). */
+  previousVersions: Record<string, string>
+  /** Host names in rollout order (canary first). */
+  hosts: string[]
+  batchSize: number
+  maxFail: string
+  autoRollback: boolean
+  phase: RunPhase
+  startedAt: string
+  finishedAt?: string
+  /** Who runs it: user@machine and pid, for the lock and for people reading `runs list`. */
+  holder: string
+  pid: number
+  backupId?: string
+  fingerprintBefore?: string
+  fingerprintAfter?: string
+  /** Recording ids seen in the content snapshot before anything stopped. */
+  snapshotIds?: string[]
+  /** Why the run failed, in one sentence. */
+  cause?: string
+  /** End of the maintenance window (`--window`): no batch starts that would end after it. */
+  deadline?: string
+  /** Run this one rolls back (for rollback runs). */
+  rollsBack?: string
+}
+
+export type StepOutcome = 'start' | 'ok' | 'failed' | 'skipped'
+
+/** One line of `journal.jsonl`. */
+export interface JournalEntry {
+  time: string
+  step: string
+  host?: string
+  status: StepOutcome
+  /** What the step changed ("stopped svc-recording", "installed 2.0.0 over 1.5.0"). */
+  changed?: string[]
+  detail?: string
+  durationMs?: number
+  /** Facts the step learned that later steps (or a resume) need. */
+  data?: Record<string, unknown>
+}
+
+/** `.svcops/runs` under the working directory, or `SVCOPS_RUNS_DIR`. */
+export function runsDir(): string {
+  return resolve(process.env.SVCOPS_RUNS_DIR ?? join('.svcops', 'runs'))
+}
+
+/** A sortable, unique run id: `20261122T031500Z-3fa9c1`. */
+export function newRunId(now = new Date()): string {
+  return `${now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`
+}
+
+/** `user@machine` of this process. */
+export function holderName(): string {
+  let user = process.env.USER ?? process.env.LOGNAME
+  try {
+    user ??= userInfo().username
+  } catch {
+    user ??= `uid${process.getuid?.() ?? '?'}`
+  }
+  return `${user}@${hostname()}`
+}
+
+const RUN_ID = /^\d{8}T\d{6}Z-[0-9a-f]{6}$/
+
+function writeSynced(path: string, text: string): void {
+  const tmp = `${path}.tmp`
+  writeFileSync(tmp, text, { mode: 0o600 })
+  const fd = openSync(tmp, 'r')
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+  renameSync(tmp, path)
+}
+
+/** An open journal: the run record plus its append-only step log. */
+export class Journal {
+  private constructor(
+    readonly dir: string,
+    public run: RunRecord,
+  ) {}
+
+  /** Creates the folder of a new run and writes its record. */
+  static create(run: RunRecord, base = runsDir()): Journal {
+    const dir = join(base, run.id)
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    const journal = new Journal(dir, run)
+    journal.save()
+    return journal
+  }
+
+  /** Opens the journal of run `id`; a clear error when there is none. */
+  static open(id: string, base = runsDir()): Journal {
+    if (!RUN_ID.test(id)) throw new BadInputError(`Run id '${id}' is not valid; expected an id like 20261122T031500Z-3fa9c1 (see 'svcops runs list').`)
+    const file = join(base, id, 'run.json')
+    if (!existsSync(file)) throw new BadInputError(`There is no run '${id}' in ${base}.`, `List the runs with: svcops runs list`)
+    return new Journal(join(base, id), JSON.parse(readFileSync(file, 'utf8')) as RunRecord)
+  }
+
+  /** Updates fields of the run record and writes it (synced). */
+  update(fields: Partial<RunRecord>): void {
+    this.run = { ...this.run, ...fields }
+    this.save()
+  }
+
+  private save(): void {
+    writeSynced(join(this.dir, 'run.json'), JSON.stringify(redactDeep(this.run), null, 2) + '\n')
+  }
+
+  /** Appends one entry and syncs it: after this returns, a kill cannot lose it. */
+  append(entry: Omit<JournalEntry, 'time'>): JournalEntry {
+    const full: JournalEntry = redactDeep({ time: new Date().toISOString(), ...entry })
+    const file = join(this.dir, 'journal.jsonl')
+    appendFileSync(file, JSON.stringify(full) + '\n', { mode: 0o600 })
+    const fd = openSync(file, 'r')
+    try {
+      fsyncSync(fd)
+    } finally {
+      closeSync(fd)
+    }
+    return full
+  }
+
+  /** Every entry so far, oldest first. A torn last line (killed mid-write) is ignored. */
+  entries(): JournalEntry[] {
+    const file = join(this.dir, 'journal.jsonl')
+    if (!existsSync(file)) return []
+    const out: JournalEntry[] = []
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      if (!line.trim()) continue
+      try {
+        out.push(JSON.parse(line) as JournalEntry)
+      } catch {
+        // Only the last line can be torn by a kill; everything before it was synced whole.
+        break
+      }
+    }
+    return out
+  }
+
+  /** The last `ok` entry of `step` (on `host`), if the step finished in this run. */
+  finished(step: string, host?: string): JournalEntry | undefined {
+    return this.entries()
+      .filter((e) => e.step === step && e.host === host && e.status === 'ok')
+      .at(-1)
+  }
+
+  /** Path of a file in the run folder (report.json, report.md, exports). */
+  file(name: string): string {
+    return join(this.dir, name)
+  }
+}
+
+/** Every run in `base`, newest first. Unreadable folders are skipped (they are not runs). */
+export function listRuns(base = runsDir()): RunRecord[] {
+  if (!existsSync(base)) return []
+  const runs: RunRecord[] = []
+  for (const id of readdirSync(base).filter((d) => RUN_ID.test(d))) {
+    const file = join(base, id, 'run.json')
+    if (existsSync(file)) runs.push(JSON.parse(readFileSync(file, 'utf8')) as RunRecord)
+  }
+  return runs.sort((a, b) => b.id.localeCompare(a.id))
+}
+
+/** True when the process `pid` on this machine is alive (a run's holder that died is not). */
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/** True when a run's phase is final (nothing left to resume). */
+export function isFinished(run: RunRecord): boolean {
+  return run.phase !== 'running' && run.phase !== 'rolling-back'
+}

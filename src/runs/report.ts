@@ -1,0 +1,113 @@
+/**
+ * The report of a run, built from its journal alone (so a resumed or rolled-back run gets the same
+ * report as one that ran straight through): `report.json` for machines and `report.md` for people,
+ * with the outcome and its cause, the timeline of every step, the downtime of each host (from the
+ * start of its stop to its verified state), configuration reviews, and the recordings a rollback
+ * re-created. Both files pass through the redaction layer.
+ */
+import { writeFileSync } from 'node:fs'
+import { formatDuration } from '../core/events.ts'
+import type { Journal, JournalEntry, RunRecord } from './journal.ts'
+import { redact, redactDeep } from '../core/redact.ts'
+
+export interface HostDowntime {
+  host: string
+  /** Start of the first stop of this host. */
+  stoppedAt?: string
+  /** End of the last verification of this host (upgrade or rollback). */
+  verifiedAt?: string
+  downtimeMs?: number
+  /** Version the host ended on, per the journal. */
+  endedOn?: string
+}
+
+export interface RunReport {
+  run: RunRecord
+  downtime: HostDowntime[]
+  timeline: JournalEntry[]
+  configReviews: Array<{ host: string; review: unknown }>
+  recreated: unknown[]
+  rollback?: { restore: boolean; reason: string; hosts: string[] }
+}
+
+const VERIFIED = new Set(['verify-host', 'rollback:verify', 'host-rollback:verify'])
+
+/** Downtime per host: stop (start) -> verification (ok), the window users could not reach it. */
+export function downtimeOf(entries: JournalEntry[], hosts: string[]): HostDowntime[] {
+  return hosts.map((host) => {
+    const mine = entries.filter((e) => e.host === host)
+    const stop = mine.find((e) => e.step.endsWith('stop') && e.status === 'start')
+    const verified = mine.filter((e) => VERIFIED.has(e.step) && e.status === 'ok').at(-1)
+    const installs = mine.filter((e) => e.step.endsWith('install') && e.status === 'ok' && e.data && 'to' in e.data)
+    const lastInstall = installs.at(-1)
+    const out: HostDowntime = { host }
+    if (stop) out.stoppedAt = stop.time
+    if (verified) out.verifiedAt = verified.time
+    if (stop && verified) out.downtimeMs = Date.parse(verified.time) - Date.parse(stop.time)
+    if (typeof lastInstall?.data?.to === 'string') out.endedOn = lastInstall.data.to
+    return out
+  })
+}
+
+/** Builds the report of a run from its journal. */
+export function buildReport(journal: Journal): RunReport {
+  const entries = journal.entries()
+  const run = journal.run
+  const decide = entries.filter((e) => e.step === 'rollback:decide' && e.status === 'ok').at(-1)
+  const recreate = entries.filter((e) => e.step === 'rollback:recreate' && e.status === 'ok').at(-1)
+  return {
+    run,
+    downtime: downtimeOf(entries, run.hosts),
+    timeline: entries,
+    configReviews: entries.filter((e) => e.step === 'review-config' && e.status === 'ok' && e.host).map((e) => ({ host: e.host as string, review: e.data?.review })),
+    recreated: (recreate?.data?.recreated as unknown[] | undefined) ?? [],
+    ...(decide?.data ? { rollback: { restore: decide.data.restore === true, reason: typeof decide.data.reason === 'string' ? decide.data.reason : '', hosts: (decide.data.hosts as string[] | undefined) ?? [] } } : {}),
+  }
+}
+
+/** The readable report. */
+export function renderMarkdown(report: RunReport): string {
+  const { run } = report
+  const lines: string[] = [`# ${run.kind === 'upgrade' ? 'Upgrade' : 'Rollback'} run ${run.id}`, '']
+  lines.push(`- environment: ${run.environment}`, `- target version: ${run.targetVersion}`, `- previous versions: ${Object.entries(run.previousVersions).map(([h, v]) => `${h} ${v}`).join(', ') || 'unknown'}`)
+  lines.push(`- outcome: **${run.phase}**${run.cause ? ` — cause: ${run.cause}` : ''}`, `- started: ${run.startedAt}${run.finishedAt ? `, finished: ${run.finishedAt}` : ''}`, `- by: ${run.holder}`)
+  if (run.deadline) lines.push(`- maintenance window until: ${run.deadline}`)
+  if (run.backupId) lines.push(`- backup: ${run.backupId} (verified before anything stopped)`)
+  if (run.fingerprintBefore) lines.push(`- schema fingerprint: before ${run.fingerprintBefore.slice(0, 16)}${run.fingerprintAfter ? `, after ${run.fingerprintAfter.slice(0, 16)}` : ''}`)
+  if (report.rollback) {
+    lines.push('', '## Rollback', '', `- database ${report.rollback.restore ? 'restored' : 'kept'}: ${report.rollback.reason}`, `- hosts: ${report.rollback.hosts.join(', ')}`)
+    if (report.recreated.length) {
+      lines.push(`- recordings written after the backup, exported and re-created (${report.recreated.length}):`)
+      for (const r of report.recreated as Array<Record<string, unknown>>) lines.push(`  - ${String(r.channelName)} — ${String(r.title)} (${String(r.startTime)}–${String(r.stopTime)})`)
+    }
+  }
+  lines.push('', '## Downtime per host', '', '| host | stopped | verified | downtime |', '|---|---|---|---|')
+  for (const d of report.downtime) lines.push(`| ${d.host} | ${d.stoppedAt ?? '—'} | ${d.verifiedAt ?? (d.stoppedAt ? 'not verified' : '—')} | ${d.downtimeMs !== undefined ? formatDuration(d.downtimeMs) : '—'} |`)
+  const reviews = report.configReviews.filter((c) => c.review && typeof c.review === 'object')
+  if (reviews.length) {
+    lines.push('', '## Configuration review', '')
+    for (const { host, review } of reviews) {
+      const r = review as { configPath: string; newDefaults: Array<{ path: string; diff: string }>; obsoleteOptions: string[]; newOptions: string[] }
+      lines.push(`### ${host}: ${r.configPath}`, '')
+      if (!r.newDefaults.length) lines.push('No new default configuration was left beside the active one.')
+      if (r.newOptions.length) lines.push(`New options (defaults apply): ${r.newOptions.join(', ')}`)
+      if (r.obsoleteOptions.length) lines.push(`**Warning** — set but no longer in the new default: ${r.obsoleteOptions.join(', ')}`)
+      for (const d of r.newDefaults) lines.push('', `\`${d.path}\`:`, '', '```diff', d.diff.trimEnd(), '```')
+      lines.push('')
+    }
+  }
+  lines.push('', '## Timeline', '', '| time | host | step | outcome | what changed / detail |', '|---|---|---|---|---|')
+  for (const e of report.timeline.filter((x) => x.status !== 'start')) {
+    const what = [...(e.changed ?? []), ...(e.detail ? [e.detail] : [])].join('; ').replace(/\|/g, '\\|').replace(/\n/g, ' ')
+    lines.push(`| ${e.time} | ${e.host ?? ''} | ${e.step} | ${e.status}${e.durationMs !== undefined ? ` (${formatDuration(e.durationMs)})` : ''} | ${what} |`)
+  }
+  return redact(lines.join('\n') + '\n')
+}
+
+/** Writes report.json and report.md into the run folder and returns the report. */
+export function writeReport(journal: Journal): RunReport {
+  const report = redactDeep(buildReport(journal))
+  writeFileSync(journal.file('report.json'), JSON.stringify(report, null, 2) + '\n', { mode: 0o600 })
+  writeFileSync(journal.file('report.md'), renderMarkdown(report), { mode: 0o600 })
+  return report
+}
