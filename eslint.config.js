@@ -26,7 +26,11 @@ export default tseslint.config(
   {
     // The launcher is CommonJS (bin/svcops.cjs): it starts faster than an ES module entry.
     files: ['**/*.cjs'],
-    languageOptions: { sourceType: 'commonjs', globals: { __dirname: 'readonly', __filename: 'readonly' }, parserOptions: { projectService: false } },
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: { __dirname: 'readonly', __filename: 'readonly' },
+      parserOptions: { projectService: false },
+    },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
 )

@@ -47,7 +47,10 @@ function loadBuild(build, { useCache = true } = {}) {
   }
   // The same wrapper as Node's own CommonJS loader. The bundle holds no import() (scripts/build.ts
   // turns them into require()), which a vm.Script could not resolve.
-  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${readFileSync(filename, 'utf8')}\n})`, { filename, cachedData })
+  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${readFileSync(filename, 'utf8')}\n})`, {
+    filename,
+    cachedData,
+  })
   const module = { exports: {} }
   script.runInThisContext()(module.exports, createRequire(filename), module, filename, dirname(filename))
   return { exports: module.exports, script, cacheRejected: cachedData !== undefined && script.cachedDataRejected === true }

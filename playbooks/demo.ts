@@ -45,14 +45,20 @@ try {
 }
 
 async function demo(): Promise<void> {
-  await events.step('1. start the lab with 3 recording hosts on 1.5.0', () => run`${svcops} lab up --hosts 3 --version 1.5.0 --recordings 6`)
+  await events.step(
+    '1. start the lab with 3 recording hosts on 1.5.0',
+    () => run`${svcops} lab up --hosts 3 --version 1.5.0 --recordings 6`,
+  )
   try {
     await events.step('2. check the operator credentials and scopes at the lab manager', () => run`${svcops} auth check --env lab`)
     await events.step('3. ask for a scope the operator lacks (expected to be refused)', async () => {
       const refused = await shell`${svcops} auth check --env lab --scope urn:svc:recorder:admin:write`
       if (refused.exitCode !== 1) throw new Error(`auth check with a missing scope exited ${refused.exitCode}; expected 1.`)
     })
-    await events.step('4. verify the recording service on every host (health, content, a test recording)', () => run`${svcops} verify recording --env lab`)
+    await events.step(
+      '4. verify the recording service on every host (health, content, a test recording)',
+      () => run`${svcops} verify recording --env lab`,
+    )
     await events.step('5. back up the database and verify the backup with a test restore', async () => {
       await run`${svcops} backup create --env lab`
       const list = await $({ cwd: root, verbose: false })`${svcops} backup list --env lab --json`
@@ -61,8 +67,14 @@ async function demo(): Promise<void> {
       if (!newest) throw new Error('backup list shows no backup after backup create.')
       await run`${svcops} backup verify ${newest} --env lab --restore-test`
     })
-    await events.step('6. plan the upgrade to 2.0.0 without changing anything', () => run`${svcops} upgrade recording --env lab --to 2.0.0 --dry-run`)
-    await events.step('7. upgrade the recording service to 2.0.0 (schema change)', () => run`${svcops} upgrade recording --env lab --to 2.0.0 --yes`)
+    await events.step(
+      '6. plan the upgrade to 2.0.0 without changing anything',
+      () => run`${svcops} upgrade recording --env lab --to 2.0.0 --dry-run`,
+    )
+    await events.step(
+      '7. upgrade the recording service to 2.0.0 (schema change)',
+      () => run`${svcops} upgrade recording --env lab --to 2.0.0 --yes`,
+    )
     const title = `Evening news, recorded on 2.0.0 at ${new Date().toISOString()}`
     await events.step('8. record on the upgraded service (after the backup the rollback restores)', async () => {
       const made = await withRecordings((hosts) => {
@@ -73,8 +85,11 @@ async function demo(): Promise<void> {
     })
     await events.step('9. roll the upgrade back (database restored, the later recording kept)', async () => {
       await run`${svcops} rollback recording --env lab --yes`
-      const seen = await withRecordings((hosts) => Promise.all(hosts.map(async (h) => (await h.list(10_000)).some((r) => r.title === title))))
-      if (!seen.every(Boolean)) throw new Error(`the recording made after the backup is missing on ${seen.filter((s) => !s).length} host(s) after the rollback.`)
+      const seen = await withRecordings((hosts) =>
+        Promise.all(hosts.map(async (h) => (await h.list(10_000)).some((r) => r.title === title))),
+      )
+      if (!seen.every(Boolean))
+        throw new Error(`the recording made after the backup is missing on ${seen.filter((s) => !s).length} host(s) after the rollback.`)
       events.info(`Every host lists "${title}" on 1.5.0 again.`)
     })
     await events.step('10. show the runs and their reports', () => run`${svcops} runs list --env lab`)

@@ -20,7 +20,10 @@ import { openUpgradeDeps } from '../src/upgrade/wiring.ts'
 import { runAsScript } from './as-script.ts'
 
 /** Rolls back run `runId` (or the newest), or moves to version `to`. Throws RolledBackError (exit 4) on success of a rollback. */
-export function rollbackRecordingService(env: Environment, options: { runId?: string; to?: string; breakLock?: boolean }): Promise<RunOutcome> {
+export function rollbackRecordingService(
+  env: Environment,
+  options: { runId?: string; to?: string; breakLock?: boolean },
+): Promise<RunOutcome> {
   return rollbackRun(env, options, openUpgradeDeps)
 }
 

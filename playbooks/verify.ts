@@ -38,11 +38,22 @@ export async function verifyRecordingService(env: Environment, options: { testRe
       rec.hosts.map(async (h) => {
         const t = transportFor(h)
         try {
-          const v = await verifyHost(deps.content, h.url, { host: h.name, limit: settings.contentLimit, ...(options.testRecording === false ? {} : { runId: checkId }) })
+          const v = await verifyHost(deps.content, h.url, {
+            host: h.name,
+            limit: settings.contentLimit,
+            ...(options.testRecording === false ? {} : { runId: checkId }),
+          })
           const status = await readServiceStatus(svc, t, h, settings.service)
           const lines = await readServiceLogs(svc, t, h, settings.service, settings.logLines, settings.logPath)
           const errors = findLogErrors(linesSince(lines, new Date(Date.now() - 600_000).toISOString()), settings.errorPatterns)
-          v.checks.push({ check: 'service status', ok: status.running, detail: status.status }, { check: 'no error lines in the last 10 minutes of the log', ok: errors.length === 0, ...(errors.length ? { detail: errors.at(-1) } : {}) })
+          v.checks.push(
+            { check: 'service status', ok: status.running, detail: status.status },
+            {
+              check: 'no error lines in the last 10 minutes of the log',
+              ok: errors.length === 0,
+              ...(errors.length ? { detail: errors.at(-1) } : {}),
+            },
+          )
           v.ok = v.checks.every((c) => c.ok)
           const version = await readInstalledVersion(packageDriver(rec.packageDriver), t, h, rec.package)
           return { ...v, ...(version ? { version } : {}), status: status.status, lastLines: lines.slice(-10) }
@@ -60,7 +71,9 @@ export async function verifyRecordingService(env: Environment, options: { testRe
 
 /** The verification as text: one block per host, each check on a line. */
 export function renderVerification(v: ServiceVerification): string {
-  const lines = [`Recording service of '${v.environment}': ${v.ok ? 'every check passed' : 'CHECKS FAILED'}; schema fingerprint ${v.fingerprint?.slice(0, 16) ?? '?'}`]
+  const lines = [
+    `Recording service of '${v.environment}': ${v.ok ? 'every check passed' : 'CHECKS FAILED'}; schema fingerprint ${v.fingerprint?.slice(0, 16) ?? '?'}`,
+  ]
   for (const h of v.hosts) {
     lines.push(`[${h.host}] ${h.version ?? 'version unknown'}: ${h.ok ? 'ok' : 'FAILED'}`)
     for (const c of h.checks) lines.push(`    ${c.ok ? 'ok  ' : 'FAIL'} ${c.check}${c.detail ? `: ${c.detail}` : ''}`)

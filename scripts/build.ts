@@ -35,7 +35,10 @@ const lazyChildProcess: Plugin = {
         process.stderr.write(`svcops: ${args.path} no longer holds \`${eager}\`; child_process stays loaded at start.\n`)
         return { contents: text, loader: 'js' }
       }
-      return { contents: text.replace(eager, "const childProcess = { spawn: (...a) => require('node:child_process').spawn(...a) };"), loader: 'js' }
+      return {
+        contents: text.replace(eager, "const childProcess = { spawn: (...a) => require('node:child_process').spawn(...a) };"),
+        loader: 'js',
+      }
     })
   },
 }
@@ -55,7 +58,9 @@ try {
     target: 'node20',
     // commander is in every start, so it is bundled; jose is an ES module only (require() of it fails
     // in Node 20), so it is bundled too. Everything else loads from node_modules when a command needs it.
-    external: Object.keys((JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies).filter((d) => !BUNDLED_PACKAGES.includes(d)),
+    external: Object.keys(
+      (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies,
+    ).filter((d) => !BUNDLED_PACKAGES.includes(d)),
     // The sources are ES modules: import.meta.url becomes the bundle's own URL.
     define: { 'import.meta.url': '__svcopsUrl' },
     // import() of a package becomes require(): the bundle runs as a vm.Script, whose import() would
@@ -80,8 +85,13 @@ try {
   // The training run loads the bundle where it now lies: the cache is made for that file.
   const trained = spawnSync(process.execPath, [join(PROJECT_ROOT, 'scripts/train-code-cache.js')], { encoding: 'utf8' })
   const cache = trained.status === 0 ? `, code cache ${Math.round(statSync(join(out, 'cli.cjs.cache')).size / 1024)} KiB` : ''
-  if (trained.status !== 0) process.stderr.write(`svcops: no code cache for dist/cli.cjs (the CLI works, and starts ~20 ms slower): ${trained.stderr.trim().split('\n').at(-1) ?? 'no message'}\n`)
-  process.stderr.write(`svcops: built dist/ from ${Object.keys(inputs).length} source files in ${Math.round(performance.now() - started)} ms${cache}.\n`)
+  if (trained.status !== 0)
+    process.stderr.write(
+      `svcops: no code cache for dist/cli.cjs (the CLI works, and starts ~20 ms slower): ${trained.stderr.trim().split('\n').at(-1) ?? 'no message'}\n`,
+    )
+  process.stderr.write(
+    `svcops: built dist/ from ${Object.keys(inputs).length} source files in ${Math.round(performance.now() - started)} ms${cache}.\n`,
+  )
 } finally {
   rmSync(staging, { recursive: true, force: true })
 }

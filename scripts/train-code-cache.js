@@ -17,10 +17,19 @@ const { exports: cli, script } = loadBuild(build, { useCache: false })
 const tree = mkdtempSync(join(tmpdir(), 'svcops-train-'))
 const writes = [process.stdout.write, process.stderr.write]
 try {
-  writeFileSync(join(tree, 'render.cpp'), '// AlignedData in a comment\nvoid f(AlignedFrame& f) {\n  auto t = f.mPTS; // "mPTS"\n  std::shared_ptr<MediaReceiver> r;\n  r->start(settings);\n}\n')
+  writeFileSync(
+    join(tree, 'render.cpp'),
+    '// AlignedData in a comment\nvoid f(AlignedFrame& f) {\n  auto t = f.mPTS; // "mPTS"\n  std::shared_ptr<MediaReceiver> r;\n  r->start(settings);\n}\n',
+  )
   // Commands print; the cache is what counts here.
   process.stdout.write = process.stderr.write = () => true
-  for (const argv of [['--help'], ['scan', 'sdk', tree, '--from', '1.0.0', '--to', '7.0.0'], ['--json', 'scan', 'sdk', tree, '--from', '1.0.0', '--to', '7.0.0'], ['plan', 'live', '--from', '1.0.0', '--to', '7.0.0'], ['psk', 'check', '--help']]) {
+  for (const argv of [
+    ['--help'],
+    ['scan', 'sdk', tree, '--from', '1.0.0', '--to', '7.0.0'],
+    ['--json', 'scan', 'sdk', tree, '--from', '1.0.0', '--to', '7.0.0'],
+    ['plan', 'live', '--from', '1.0.0', '--to', '7.0.0'],
+    ['psk', 'check', '--help'],
+  ]) {
     await cli.main(argv)
   }
 } finally {

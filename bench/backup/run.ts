@@ -19,8 +19,16 @@ import { stringify } from 'yaml'
 import { generateBackupKey } from '../../src/backup/keys.ts'
 import { local, runCommand } from '../../src/core/runner.ts'
 
-const { values } = parseArgs({ options: { info: { type: 'string', default: '/tmp/svcops-bench-1g.json' }, keep: { type: 'boolean', default: false } } })
-const info = JSON.parse(readFileSync(values.info, 'utf8')) as { host: string; port: number; user: string; password: string; database: string }
+const { values } = parseArgs({
+  options: { info: { type: 'string', default: '/tmp/svcops-bench-1g.json' }, keep: { type: 'boolean', default: false } },
+})
+const info = JSON.parse(readFileSync(values.info, 'utf8')) as {
+  host: string
+  port: number
+  user: string
+  password: string
+  database: string
+}
 const root = resolve(new URL('../..', import.meta.url).pathname)
 const work = mkdtempSync(join(tmpdir(), 'svcops-bench-backup-'))
 const gnupgHome = join(work, 'gnupg')
@@ -42,8 +50,16 @@ writeFileSync(
   envFile,
   stringify({
     config: {
-      'svcops:recording': { version: '1.6.0', hosts: [{ name: 'rec1', url: 'http://127.0.0.1:9' }], database: { host: info.host, port: info.port, name: info.database, user: info.user, password: { file: join(work, 'db.pw') } } },
-      'svcops:backup': { store: { path: join(work, 'store') }, recipients: [join(work, 'bench.pub.asc')], identity: { file: join(work, 'bench.key.asc') } },
+      'svcops:recording': {
+        version: '1.6.0',
+        hosts: [{ name: 'rec1', url: 'http://127.0.0.1:9' }],
+        database: { host: info.host, port: info.port, name: info.database, user: info.user, password: { file: join(work, 'db.pw') } },
+      },
+      'svcops:backup': {
+        store: { path: join(work, 'store') },
+        recipients: [join(work, 'bench.pub.asc')],
+        identity: { file: join(work, 'bench.key.asc') },
+      },
     },
   }),
 )
@@ -61,9 +77,20 @@ interface Row {
 /** Runs a shell command line under /usr/bin/time; secrets only in the environment. */
 async function measure(name: string, script: string, env: Record<string, string> = {}, outFile?: string): Promise<Row> {
   const timeFile = join(work, 'time.txt')
-  const result = await runCommand(local, ['/usr/bin/time', '-f', '%e %M %U %S', '-o', timeFile, 'bash', '-c', `set -o pipefail; ${script}`], { env: { ...libpq, GNUPGHOME: gnupgHome, ...env }, cwd: root, timeoutMs: 3_600_000 })
+  const result = await runCommand(
+    local,
+    ['/usr/bin/time', '-f', '%e %M %U %S', '-o', timeFile, 'bash', '-c', `set -o pipefail; ${script}`],
+    { env: { ...libpq, GNUPGHOME: gnupgHome, ...env }, cwd: root, timeoutMs: 3_600_000 },
+  )
   const [wall, rss, user, sys] = readFileSync(timeFile, 'utf8').trim().split('\n').at(-1)?.split(' ').map(Number) ?? []
-  const row: Row = { name, wallS: wall ?? NaN, cpuS: (user ?? NaN) + (sys ?? NaN), rssMb: (rss ?? NaN) / 1024, stdout: result.stdout, ...(outFile ? { outBytes: statSync(outFile).size } : {}) }
+  const row: Row = {
+    name,
+    wallS: wall ?? NaN,
+    cpuS: (user ?? NaN) + (sys ?? NaN),
+    rssMb: (rss ?? NaN) / 1024,
+    stdout: result.stdout,
+    ...(outFile ? { outBytes: statSync(outFile).size } : {}),
+  }
   process.stderr.write(`${name}: ${row.wallS} s, ${row.rssMb.toFixed(0)} MB RSS\n`)
   return row
 }
@@ -72,13 +99,25 @@ const rows: Row[] = []
 try {
   rows.push(await measure('`pg_dump -Fc > /dev/null`', 'pg_dump -Fc > /dev/null'))
   const gpgOut = join(work, 'usual.pgp')
-  rows.push(await measure('`pg_dump -Fc \\| gpg --encrypt -r KEY`', `pg_dump -Fc | gpg --batch --trust-model always --encrypt -r ${key.fingerprint} > ${gpgOut}`, {}, gpgOut))
+  rows.push(
+    await measure(
+      '`pg_dump -Fc \\| gpg --encrypt -r KEY`',
+      `pg_dump -Fc | gpg --batch --trust-model always --encrypt -r ${key.fingerprint} > ${gpgOut}`,
+      {},
+      gpgOut,
+    ),
+  )
   rmSync(gpgOut)
   const create = await measure('`svcops backup create`', `bin/svcops --env-file ${envFile} --json backup create`)
   const manifest = (JSON.parse(create.stdout) as { backup: { id: string; file: string; sizes: { encrypted: number } } }).backup
   create.outBytes = manifest.sizes.encrypted
   rows.push(create)
-  rows.push(await measure('`svcops backup verify --restore-test`', `bin/svcops --env-file ${envFile} --json backup verify ${manifest.id} --restore-test`))
+  rows.push(
+    await measure(
+      '`svcops backup verify --restore-test`',
+      `bin/svcops --env-file ${envFile} --json backup verify ${manifest.id} --restore-test`,
+    ),
+  )
 
   const mb = (b: number): string => (b / 1024 ** 2).toFixed(0)
   const usual = rows[1]
@@ -87,9 +126,14 @@ try {
     '',
     '| row | wall time (s) | MB/s of database | output (MB) | peak RSS (MB) | client CPU (s) |',
     '|---|---:|---:|---:|---:|---:|',
-    ...rows.map((r) => `| ${r.name} | ${r.wallS.toFixed(1)} | ${(dbBytes / 1024 ** 2 / r.wallS).toFixed(1)} | ${r.outBytes !== undefined ? mb(r.outBytes) : '–'} | ${r.rssMb.toFixed(0)} | ${r.cpuS.toFixed(1)} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${r.wallS.toFixed(1)} | ${(dbBytes / 1024 ** 2 / r.wallS).toFixed(1)} | ${r.outBytes !== undefined ? mb(r.outBytes) : '–'} | ${r.rssMb.toFixed(0)} | ${r.cpuS.toFixed(1)} |`,
+    ),
     '',
-    usual ? `svcops backup create vs the usual pipeline: ${(usual.wallS / create.wallS).toFixed(2)}x the throughput, ${((create.outBytes ?? 0) / (usual.outBytes ?? 1)).toFixed(3)}x the size.` : '',
+    usual
+      ? `svcops backup create vs the usual pipeline: ${(usual.wallS / create.wallS).toFixed(2)}x the throughput, ${((create.outBytes ?? 0) / (usual.outBytes ?? 1)).toFixed(3)}x the size.`
+      : '',
   ]
   process.stdout.write(lines.join('\n') + '\n')
 } finally {

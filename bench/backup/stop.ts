@@ -12,7 +12,9 @@ let info: PostgresInfo
 try {
   info = JSON.parse(readFileSync(values.info, 'utf8')) as PostgresInfo
 } catch (error) {
-  process.stderr.write(`--info: '${values.info}' cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); expected the file generate.ts wrote.\n`)
+  process.stderr.write(
+    `--info: '${values.info}' cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); expected the file generate.ts wrote.\n`,
+  )
   process.exit(2)
 }
 await stopPostgres(info)

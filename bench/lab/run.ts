@@ -49,7 +49,12 @@ for (const hosts of hostCounts) {
     const base = mkdtempSync(join(tmpdir(), 'svcops-bench-lab-'))
     chmodSync(base, 0o755)
     mkdirSync(join(base, 'tmp'), { mode: 0o755 })
-    const env = { SVCOPS_LAB_DIR: join(base, 'lab'), SVCOPS_STACKS_DIR: join(base, 'stacks'), TMPDIR: join(base, 'tmp'), SVCOPS_LAB_PACKAGES_DIR: packagesDir }
+    const env = {
+      SVCOPS_LAB_DIR: join(base, 'lab'),
+      SVCOPS_STACKS_DIR: join(base, 'stacks'),
+      TMPDIR: join(base, 'tmp'),
+      SVCOPS_LAB_PACKAGES_DIR: packagesDir,
+    }
     try {
       const result = await svcops(['lab', 'up', '--hosts', String(hosts), '--recordings', '0', '--json', '--verbose'], env)
       if (result.code !== 0) throw new Error(`lab up --hosts ${hosts} failed (exit ${result.code}): ${result.stderr.slice(-2000)}`)

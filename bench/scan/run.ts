@@ -20,7 +20,15 @@ import { CPP_EXTENSIONS, scanSdk, sdkSymbolRules } from '../../src/releases/sdk-
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const CLI = join(ROOT, 'bin/svcops')
-const { values } = parseArgs({ options: { lines: { type: 'string', default: '400000,2000000' }, runs: { type: 'string', default: '11' }, from: { type: 'string', default: '1.0.0' }, to: { type: 'string', default: '7.0.0' }, keep: { type: 'boolean', default: false } } })
+const { values } = parseArgs({
+  options: {
+    lines: { type: 'string', default: '400000,2000000' },
+    runs: { type: 'string', default: '11' },
+    from: { type: 'string', default: '1.0.0' },
+    to: { type: 'string', default: '7.0.0' },
+    keep: { type: 'boolean', default: false },
+  },
+})
 const sizes = values.lines.split(',').map(Number)
 const runs = Number(values.runs)
 
@@ -50,7 +58,7 @@ const ordinary = [
   '  auto result = encoder->encode(frame, mOptions);',
   '  mStats.framesRendered++;',
   '  return std::make_shared<Renderer>(config, device);',
-  '  uint64_t timestampOffset = 1\'000\'000;',
+  "  uint64_t timestampOffset = 1'000'000;",
 ]
 const traps = [
   (s: string) => `  // TODO: ${s} is gone after the upgrade, see the release notes`,
@@ -65,7 +73,15 @@ const uses = [
 ]
 
 function makeFile(index: number): string {
-  const lines = [`// Generated file ${index} of the scan benchmark.`, '#include <memory>', '#include <vector>', `#include "engine/module_${index % 97}.h"`, '', `namespace engine::module${index} {`, '']
+  const lines = [
+    `// Generated file ${index} of the scan benchmark.`,
+    '#include <memory>',
+    '#include <vector>',
+    `#include "engine/module_${index % 97}.h"`,
+    '',
+    `namespace engine::module${index} {`,
+    '',
+  ]
   const functions = 6 + Math.floor(random() * 6)
   const hasTraps = random() < 0.25
   const hasUses = random() < 0.05
@@ -84,9 +100,9 @@ function makeFile(index: number): string {
   return lines.join('\n')
 }
 
-
 const fromBuild = currentBuild(ROOT) !== undefined
-if (!fromBuild) process.stderr.write('dist/ is missing or older than the sources: the CLI rows measure the tsx path. Run `npm run build` first.\n')
+if (!fromBuild)
+  process.stderr.write('dist/ is missing or older than the sources: the CLI rows measure the tsx path. Run `npm run build` first.\n')
 
 /** Generates a tree of at least `target` lines; returns its folder, files and lines. */
 function generateTree(target: number): { dir: string; files: number; lines: number } {
@@ -125,13 +141,29 @@ for (let r = 0; r < runs; r++) {
   startup.svcops.push((await timed([CLI, '--version'])).ms)
 }
 
-const out: string[] = [`${cpus().length} CPUs; median of ${runs} runs; symbols ${values.from} -> ${values.to}; svcops CLI from ${fromBuild ? 'the build (dist/)' : 'the sources (tsx)'}.`, '']
+const out: string[] = [
+  `${cpus().length} CPUs; median of ${runs} runs; symbols ${values.from} -> ${values.to}; svcops CLI from ${fromBuild ? 'the build (dist/)' : 'the sources (tsx)'}.`,
+  '',
+]
 for (const target of sizes) {
   const tree = generateTree(target)
-  const rgArgv = ['rg', '--no-heading', '--line-number', '--column', '--word-regexp', '--fixed-strings', ...globs, ...symbols.flatMap((s) => ['-e', s]), tree.dir]
+  const rgArgv = [
+    'rg',
+    '--no-heading',
+    '--line-number',
+    '--column',
+    '--word-regexp',
+    '--fixed-strings',
+    ...globs,
+    ...symbols.flatMap((s) => ['-e', s]),
+    tree.dir,
+  ]
   // As a user runs it: the executable itself, bin/svcops, with the Node flags it chooses.
   const svcopsArgv = [CLI, 'scan', 'sdk', tree.dir, '--from', values.from, '--to', values.to]
-  const results: Record<'rg' | 'svcops', { ms: number[]; findings: number }> = { rg: { ms: [], findings: 0 }, svcops: { ms: [], findings: 0 } }
+  const results: Record<'rg' | 'svcops', { ms: number[]; findings: number }> = {
+    rg: { ms: [], findings: 0 },
+    svcops: { ms: [], findings: 0 },
+  }
   await timed(rgArgv) // warm the page cache for both
   await timed(svcopsArgv)
   for (let r = 0; r < runs; r++) {
@@ -139,7 +171,8 @@ for (const target of sizes) {
     for (const tool of r % 2 ? (['svcops', 'rg'] as const) : (['rg', 'svcops'] as const)) {
       const run = await timed(tool === 'rg' ? rgArgv : svcopsArgv)
       results[tool].ms.push(run.ms)
-      results[tool].findings = tool === 'rg' ? run.stdout.split('\n').filter(Boolean).length : run.stdout.split('\n').filter((l) => /:\d+:\d+: /.test(l)).length
+      results[tool].findings =
+        tool === 'rg' ? run.stdout.split('\n').filter(Boolean).length : run.stdout.split('\n').filter((l) => /:\d+:\d+: /.test(l)).length
     }
   }
   const inProcess: number[] = []
@@ -152,7 +185,7 @@ for (const target of sizes) {
   if (values.keep) process.stderr.write(`tree kept in ${tree.dir}\n`)
   else rmSync(tree.dir, { recursive: true, force: true })
 
-  const rate = (ms: number): string => `${((tree.lines / ms) * 1000 / 1e6).toFixed(2)} M`
+  const rate = (ms: number): string => `${(((tree.lines / ms) * 1000) / 1e6).toFixed(2)} M`
   const rg = median(results.rg.ms)
   const sv = median(results.svcops.ms)
   const phase = median(inProcess)
@@ -167,5 +200,8 @@ for (const target of sizes) {
     '',
   )
 }
-out.push(`Start-up: node -e 0 ${fmt(median(startup.node))}; svcops --version ${fmt(median(startup.svcops))}. Target: svcops at least 0.5x rg's speed.`, '')
+out.push(
+  `Start-up: node -e 0 ${fmt(median(startup.node))}; svcops --version ${fmt(median(startup.svcops))}. Target: svcops at least 0.5x rg's speed.`,
+  '',
+)
 process.stdout.write(out.join('\n'))

@@ -23,7 +23,13 @@ import { parseArgs } from 'node:util'
 import { findDebFile } from '../../src/drivers/packages.ts'
 import { runCli, startUpgradeLab, type UpgradeLab } from '../../test/upgrade/fixture.ts'
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, fleet: { type: 'string', default: '10' }, 'fleet-rounds': { type: 'string', default: '3' } } })
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    fleet: { type: 'string', default: '10' },
+    'fleet-rounds': { type: 'string', default: '3' },
+  },
+})
 const rounds = Number(values.rounds)
 const fleetSize = Number(values.fleet)
 const fleetRounds = Number(values['fleet-rounds'])
@@ -42,7 +48,18 @@ function sshFacts(lab: UpgradeLab): SshFacts {
   return { port: ssh.port, user: ssh.user, key: ssh.keyFile! }
 }
 
-const sshOpts = (f: SshFacts) => ['-i', f.key, '-p', String(f.port), '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR']
+const sshOpts = (f: SshFacts) => [
+  '-i',
+  f.key,
+  '-p',
+  String(f.port),
+  '-o',
+  'StrictHostKeyChecking=no',
+  '-o',
+  'UserKnownHostsFile=/dev/null',
+  '-o',
+  'LogLevel=ERROR',
+]
 
 /** The bare procedure on one host over SSH; prints the window (stop -> healthy) in ms. */
 function bareScript(root: string, url: string, deb: string, copyFrom?: string): string {
@@ -76,12 +93,25 @@ function runBare(lab: UpgradeLab, version: string, copyInside: boolean): number 
   const p = spawnSync('ssh', [...sshOpts(f), `${f.user}@127.0.0.1`, prep], { encoding: 'utf8' })
   if (p.status !== 0) throw new Error(`staging failed: ${p.stderr}`)
   const staging = copyInside ? shared : undefined
-  const r = spawnSync('ssh', [...sshOpts(f), `${f.user}@127.0.0.1`, 'bash -s'], { input: bareScript(host.root!, host.url, name, staging), encoding: 'utf8' })
+  const r = spawnSync('ssh', [...sshOpts(f), `${f.user}@127.0.0.1`, 'bash -s'], {
+    input: bareScript(host.root!, host.url, name, staging),
+    encoding: 'utf8',
+  })
   if (r.status !== 0) throw new Error(`bare script failed: ${r.stderr}`)
   return Number(r.stdout.trim())
 }
 
-async function svcopsUpgrade(lab: UpgradeLab, to: string, extra: string[] = []): Promise<{ wall: number; report: { downtime: Array<{ downtimeMs?: number; host: string }>; timeline: Array<{ step: string; host?: string; status: string; time: string }> } }> {
+async function svcopsUpgrade(
+  lab: UpgradeLab,
+  to: string,
+  extra: string[] = [],
+): Promise<{
+  wall: number
+  report: {
+    downtime: Array<{ downtimeMs?: number; host: string }>
+    timeline: Array<{ step: string; host?: string; status: string; time: string }>
+  }
+}> {
   const t0 = performance.now()
   const r = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', to, '--yes', '--json', ...extra])
   const wall = performance.now() - t0
@@ -124,9 +154,27 @@ try {
   const rec = env.recording!
   const f = sshFacts(fleet)
   dir = mkdtempSync(join(tmpdir(), 'svcops-bench-ansible-'))
-  const inventory = ['[recording]', ...rec.hosts.map((h) => `${h.name} ansible_host=127.0.0.1 ansible_port=${f.port} ansible_user=${f.user} ansible_ssh_private_key_file=${f.key} root=${h.root!} url=${h.url}`)].join('\n')
+  const inventory = [
+    '[recording]',
+    ...rec.hosts.map(
+      (h) =>
+        `${h.name} ansible_host=127.0.0.1 ansible_port=${f.port} ansible_user=${f.user} ansible_ssh_private_key_file=${f.key} root=${h.root!} url=${h.url}`,
+    ),
+  ].join('\n')
   writeFileSync(join(dir, 'inventory.ini'), inventory + '\n')
-  writeFileSync(join(dir, 'ansible.cfg'), ['[defaults]', 'forks = 5', 'host_key_checking = False', 'interpreter_python = /usr/bin/python3', 'stdout_callback = default', '[ssh_connection]', 'pipelining = True', 'ssh_args = -o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=/dev/null'].join('\n') + '\n')
+  writeFileSync(
+    join(dir, 'ansible.cfg'),
+    [
+      '[defaults]',
+      'forks = 5',
+      'host_key_checking = False',
+      'interpreter_python = /usr/bin/python3',
+      'stdout_callback = default',
+      '[ssh_connection]',
+      'pipelining = True',
+      'ssh_args = -o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=/dev/null',
+    ].join('\n') + '\n',
+  )
   const db = rec.database
   const dbPassword = readFileSync((db.password as { file: string }).file, 'utf8').trim()
   const deb = findDebFile(rec.packageDir, rec.package, '1.5.0')
@@ -167,7 +215,11 @@ try {
   for (let r = 0; r < fleetRounds; r++) {
     if (r > 0) await svcopsUpgrade(fleet, '1.4.0', ['--batch', '5'])
     const t0 = performance.now()
-    const a = spawnSync('ansible-playbook', ['-i', 'inventory.ini', 'upgrade.yml'], { cwd: dir, encoding: 'utf8', env: { ...process.env, ANSIBLE_CONFIG: join(dir, 'ansible.cfg'), BENCH_PGPASSWORD: dbPassword } })
+    const a = spawnSync('ansible-playbook', ['-i', 'inventory.ini', 'upgrade.yml'], {
+      cwd: dir,
+      encoding: 'utf8',
+      env: { ...process.env, ANSIBLE_CONFIG: join(dir, 'ansible.cfg'), BENCH_PGPASSWORD: dbPassword },
+    })
     fleetRows.ansible.push(performance.now() - t0)
     if (a.status !== 0) throw new Error(`ansible-playbook failed: ${a.stdout.slice(-2000)}`)
     const after = await fleet.versions()

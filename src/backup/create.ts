@@ -15,7 +15,17 @@ import { describeSchema, rowCounts } from '../drivers/fingerprint.ts'
 import { createHash } from 'node:crypto'
 import { GNUPG22_CONFIG, type Recipient } from './keys.ts'
 import { backupFiles, MANIFEST_FORMAT, newBackupId, type Manifest } from './manifest.ts'
-import { assertToolFits, connectDatabase, findPgTool, lastLine, libpqEnv, majorOf, serverVersion, spawnPgTool, type DatabaseTarget } from '../drivers/postgres.ts'
+import {
+  assertToolFits,
+  connectDatabase,
+  findPgTool,
+  lastLine,
+  libpqEnv,
+  majorOf,
+  serverVersion,
+  spawnPgTool,
+  type DatabaseTarget,
+} from '../drivers/postgres.ts'
 import type { BackupStore } from './store.ts'
 import { HashingTap, toWebStream } from './streams.ts'
 
@@ -71,7 +81,9 @@ export async function createBackup(options: CreateBackupOptions): Promise<Manife
       return { fingerprint: createHash('sha256').update(lines.join('\n')).digest('hex'), counts: await rowCounts(client, schemaOptions) }
     })
 
-    const streamed = await events.step(`stream pg_dump of ${database.name} encrypted to ${store.location}/${files.dump}`, () => streamDump({ store, file: files.dump, database, pgDumpPath: pgDump.path, level, snapshot, recipients: options.recipients }))
+    const streamed = await events.step(`stream pg_dump of ${database.name} encrypted to ${store.location}/${files.dump}`, () =>
+      streamDump({ store, file: files.dump, database, pgDumpPath: pgDump.path, level, snapshot, recipients: options.recipients }),
+    )
     await client.query('COMMIT')
 
     const manifest: Manifest = {
@@ -136,9 +148,16 @@ async function streamDump(o: StreamDumpOptions): Promise<Streamed> {
       format: 'binary',
       config: { ...GNUPG22_CONFIG, preferredCompressionAlgorithm: openpgp.enums.compression.uncompressed },
     })
-    const [, exit] = await Promise.all([pipeline(Readable.fromWeb(encrypted as NodeWebStream<Uint8Array>), cipherTap, writer.stream), dump.exited])
+    const [, exit] = await Promise.all([
+      pipeline(Readable.fromWeb(encrypted as NodeWebStream<Uint8Array>), cipherTap, writer.stream),
+      dump.exited,
+    ])
     if (exit.code !== 0) {
-      throw new CommandError(`pg_dump of ${o.database.name} at ${o.database.host}:${o.database.port} ${exit.code === null ? `was killed by ${exit.signal ?? 'a signal'}` : `exited with code ${exit.code}`}: ${lastLine(exit.stderr) || 'no message'}; the partial file was removed.`, exit.code, exit.stderr)
+      throw new CommandError(
+        `pg_dump of ${o.database.name} at ${o.database.host}:${o.database.port} ${exit.code === null ? `was killed by ${exit.signal ?? 'a signal'}` : `exited with code ${exit.code}`}: ${lastLine(exit.stderr) || 'no message'}; the partial file was removed.`,
+        exit.code,
+        exit.stderr,
+      )
     }
     await writer.commit()
   } catch (error) {
@@ -154,7 +173,10 @@ async function streamDump(o: StreamDumpOptions): Promise<Streamed> {
 function explainWriteError(error: unknown, location: string, written: number): unknown {
   const code = (error as NodeJS.ErrnoException).code
   if (code === 'ENOSPC' || code === 'EDQUOT') {
-    return new OperationError(`The backup store ${location} ran out of space (${code}) after ${(written / 1024 ** 2).toFixed(1)} MB of the backup; the partial file was removed and no backup was listed.`, 'Free space in the store (svcops backup prune --keep-last N) or point backup.store.path at a larger disk.')
+    return new OperationError(
+      `The backup store ${location} ran out of space (${code}) after ${(written / 1024 ** 2).toFixed(1)} MB of the backup; the partial file was removed and no backup was listed.`,
+      'Free space in the store (svcops backup prune --keep-last N) or point backup.store.path at a larger disk.',
+    )
   }
   if (code === 'EACCES' || code === 'EROFS') {
     return new OperationError(`The backup store ${location} is not writable (${code}); no backup was listed.`)

@@ -32,15 +32,22 @@ export function discard(): Writable {
 /** Size and SHA-256 of the stored file against the manifest. */
 export async function checkStoredFile(store: BackupStore, manifest: Manifest): Promise<{ size: number; sha256: string }> {
   const size = await store.size(manifest.file)
-  if (size === undefined) throw new CheckFailedError('file', `The file ${manifest.file} of backup ${manifest.id} is missing from ${store.location}.`)
+  if (size === undefined)
+    throw new CheckFailedError('file', `The file ${manifest.file} of backup ${manifest.id} is missing from ${store.location}.`)
   if (size !== manifest.sizes.encrypted) {
-    throw new CheckFailedError('size', `The file ${manifest.file} has ${size} bytes; the manifest says ${manifest.sizes.encrypted} (truncated or replaced).`)
+    throw new CheckFailedError(
+      'size',
+      `The file ${manifest.file} has ${size} bytes; the manifest says ${manifest.sizes.encrypted} (truncated or replaced).`,
+    )
   }
   const tap = new HashingTap()
   await pipeline(await store.openRead(manifest.file), tap, discard())
   const sha256 = tap.digest()
   if (sha256 !== manifest.checksums.encryptedSha256) {
-    throw new CheckFailedError('checksum', `The SHA-256 of ${manifest.file} is ${sha256}; the manifest says ${manifest.checksums.encryptedSha256} (the file is corrupted).`)
+    throw new CheckFailedError(
+      'checksum',
+      `The SHA-256 of ${manifest.file} is ${sha256}; the manifest says ${manifest.checksums.encryptedSha256} (the file is corrupted).`,
+    )
   }
   return { size, sha256 }
 }
@@ -72,14 +79,23 @@ async function readStoredMessage(store: BackupStore, manifest: Manifest): Promis
  * truncated file) surface as stream errors naming the `decrypt` check.
  */
 export async function openDecrypted(store: BackupStore, manifest: Manifest, identity: openpgp.PrivateKey): Promise<Readable> {
-  if (!identity.isDecrypted()) throw new BadInputError('backup.identity: the private key is still locked; expected it unlocked with backup.passphrase.')
+  if (!identity.isDecrypted())
+    throw new BadInputError('backup.identity: the private key is still locked; expected it unlocked with backup.passphrase.')
   const message = await readStoredMessage(store, manifest)
   let data: ReadableStream<Uint8Array>
   try {
-    const result = await openpgp.decrypt({ message, decryptionKeys: identity, format: 'binary', config: { ...GNUPG22_CONFIG, allowUnauthenticatedStream: true } })
+    const result = await openpgp.decrypt({
+      message,
+      decryptionKeys: identity,
+      format: 'binary',
+      config: { ...GNUPG22_CONFIG, allowUnauthenticatedStream: true },
+    })
     data = result.data as ReadableStream<Uint8Array>
   } catch (error) {
-    throw new CheckFailedError('decrypt', `Backup ${manifest.id} could not be decrypted with the key ${identity.getFingerprint().toUpperCase()}: ${(error as Error).message}.`)
+    throw new CheckFailedError(
+      'decrypt',
+      `Backup ${manifest.id} could not be decrypted with the key ${identity.getFingerprint().toUpperCase()}: ${(error as Error).message}.`,
+    )
   }
   return Readable.fromWeb(data)
 }

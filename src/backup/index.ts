@@ -52,6 +52,14 @@ export async function openBackupContext(env: Environment): Promise<BackupContext
     backup,
     store,
     database,
-    createOptions: { store, database, recipients, environment: env.name, compressionLevel: level, serviceVersions, serviceVersionsSource: 'config' },
+    createOptions: {
+      store,
+      database,
+      recipients,
+      environment: env.name,
+      compressionLevel: level,
+      serviceVersions,
+      serviceVersionsSource: 'config',
+    },
   }
 }

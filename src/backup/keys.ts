@@ -24,7 +24,11 @@ export interface Recipient {
 
 /** Reads the armored public keys that backups are encrypted to (`backup.recipients`). */
 export async function readRecipients(paths: string[]): Promise<Recipient[]> {
-  if (paths.length === 0) throw new BadInputError('backup.recipients: is empty; expected at least one armored OpenPGP public key file.', 'Create one with: svcops backup keygen --out-dir <dir>')
+  if (paths.length === 0)
+    throw new BadInputError(
+      'backup.recipients: is empty; expected at least one armored OpenPGP public key file.',
+      'Create one with: svcops backup keygen --out-dir <dir>',
+    )
   const recipients: Recipient[] = []
   for (const [i, path] of paths.entries()) {
     const field = `backup.recipients[${i}]`
@@ -35,7 +39,9 @@ export async function readRecipients(paths: string[]): Promise<Recipient[]> {
       throw new BadInputError(`${field}: the file '${path}' does not exist or cannot be read; expected an armored OpenPGP public key.`)
     }
     if (/PRIVATE KEY BLOCK/.test(armored)) {
-      throw new BadInputError(`${field}: the file '${path}' holds a private key; expected the public key only (backing up needs no secret).`)
+      throw new BadInputError(
+        `${field}: the file '${path}' holds a private key; expected the public key only (backing up needs no secret).`,
+      )
     }
     let key: openpgp.PublicKey
     try {
@@ -46,7 +52,9 @@ export async function readRecipients(paths: string[]): Promise<Recipient[]> {
     try {
       await key.getEncryptionKey()
     } catch {
-      throw new BadInputError(`${field}: the key ${key.getFingerprint().toUpperCase()} in '${path}' has no valid encryption subkey (expired or revoked?).`)
+      throw new BadInputError(
+        `${field}: the key ${key.getFingerprint().toUpperCase()} in '${path}' has no valid encryption subkey (expired or revoked?).`,
+      )
     }
     recipients.push({ key, fingerprint: key.getFingerprint().toUpperCase(), userIds: key.getUserIDs(), source: path })
   }
@@ -59,7 +67,10 @@ export async function readRecipients(paths: string[]): Promise<Recipient[]> {
  */
 export async function readIdentity(config: Pick<BackupConfig, 'identity' | 'passphrase'>): Promise<openpgp.PrivateKey> {
   if (!config.identity) {
-    throw new BadInputError('backup.identity: missing; verify and restore need the private key of a recipient (a reference { file: PATH } or { env: VARIABLE }).', 'Set backup.identity in the environment file to the private key created by: svcops backup keygen')
+    throw new BadInputError(
+      'backup.identity: missing; verify and restore need the private key of a recipient (a reference { file: PATH } or { env: VARIABLE }).',
+      'Set backup.identity in the environment file to the private key created by: svcops backup keygen',
+    )
   }
   const armored = readSecret(config.identity, 'backup.identity')
   let key: openpgp.PrivateKey
@@ -70,13 +81,17 @@ export async function readIdentity(config: Pick<BackupConfig, 'identity' | 'pass
   }
   if (key.isDecrypted()) return key
   if (!config.passphrase) {
-    throw new BadInputError(`backup.passphrase: missing; the private key ${key.getFingerprint().toUpperCase()} is protected by a passphrase.`)
+    throw new BadInputError(
+      `backup.passphrase: missing; the private key ${key.getFingerprint().toUpperCase()} is protected by a passphrase.`,
+    )
   }
   const passphrase = readSecret(config.passphrase, 'backup.passphrase')
   try {
     return await openpgp.decryptKey({ privateKey: key, passphrase })
   } catch {
-    throw new BadInputError(`backup.passphrase: does not unlock the private key ${key.getFingerprint().toUpperCase()}; expected its passphrase.`)
+    throw new BadInputError(
+      `backup.passphrase: does not unlock the private key ${key.getFingerprint().toUpperCase()}; expected its passphrase.`,
+    )
   }
 }
 
@@ -108,5 +123,10 @@ export async function generateBackupKey(options: { name: string; email?: string;
   })
   registerSecret(pair.privateKey)
   const key = await openpgp.readKey({ armoredKey: pair.publicKey })
-  return { publicKey: pair.publicKey, privateKey: pair.privateKey, fingerprint: key.getFingerprint().toUpperCase(), revocationCertificate: pair.revocationCertificate }
+  return {
+    publicKey: pair.publicKey,
+    privateKey: pair.privateKey,
+    fingerprint: key.getFingerprint().toUpperCase(),
+    revocationCertificate: pair.revocationCertificate,
+  }
 }

@@ -29,7 +29,12 @@ function failed(tool: string, exit: Exit, database: string): CommandError {
 }
 
 /** Waits for the data pipeline and the tools; a tool's own error explains more than a broken pipe. */
-async function settle(manifest: Manifest, flow: Promise<void>, tools: { name: string; exited: Promise<Exit> }[], database: string): Promise<void> {
+async function settle(
+  manifest: Manifest,
+  flow: Promise<void>,
+  tools: { name: string; exited: Promise<Exit> }[],
+  database: string,
+): Promise<void> {
   const [flowResult, ...exits] = await Promise.allSettled([flow, ...tools.map((t) => t.exited)])
   for (const [i, result] of exits.entries()) {
     const tool = tools[i]
@@ -41,9 +46,19 @@ async function settle(manifest: Manifest, flow: Promise<void>, tools: { name: st
 }
 
 /** Restores the decrypted dump into an empty database (`pg_restore -d`, owners and grants left out). */
-export async function loadIntoEmptyDatabase(manifest: Manifest, dump: Readable, pgRestore: PgTool, target: DatabaseTarget, database: string): Promise<LoadResult> {
+export async function loadIntoEmptyDatabase(
+  manifest: Manifest,
+  dump: Readable,
+  pgRestore: PgTool,
+  target: DatabaseTarget,
+  database: string,
+): Promise<LoadResult> {
   const tap = new HashingTap()
-  const tool = spawnPgTool([pgRestore.path, '--no-owner', '--no-privileges', '--exit-on-error', `--dbname=${database}`], libpqEnv(target, database), { stdin: true, stdout: false })
+  const tool = spawnPgTool(
+    [pgRestore.path, '--no-owner', '--no-privileges', '--exit-on-error', `--dbname=${database}`],
+    libpqEnv(target, database),
+    { stdin: true, stdout: false },
+  )
   const stdin = tool.child.stdin
   if (!stdin) throw new CommandError('pg_restore was started without an input stream.', null, '')
   const flow = pipeline(dump, tap, stdin)
@@ -53,7 +68,10 @@ export async function loadIntoEmptyDatabase(manifest: Manifest, dump: Readable, 
 
 /** SQL that drops every table, view, sequence, type and function in the non-system schemas, and the schemas (but `public`) the role owns. */
 export async function dropStatements(client: Pick<pg.ClientBase, 'query'>, schemas: string[]): Promise<string[]> {
-  const filter = schemas.length > 0 ? 'n.nspname = ANY($1::text[])' : "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'"
+  const filter =
+    schemas.length > 0
+      ? 'n.nspname = ANY($1::text[])'
+      : "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'"
   const params = schemas.length > 0 ? [schemas] : []
   const notExtension = "NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = o.oid AND d.deptype = 'e')"
   const relations = await client.query<{ kind: string; name: string }>(
@@ -94,11 +112,20 @@ export async function dropStatements(client: Pick<pg.ClientBase, 'query'>, schem
  * Replaces the contents of `target` with the dump, all or nothing: the drop statements and the
  * dump's SQL run in one transaction of `psql --single-transaction -v ON_ERROR_STOP=1`.
  */
-export async function loadOverDatabase(manifest: Manifest, dump: Readable, pgRestore: PgTool, target: DatabaseTarget, drops: string[]): Promise<LoadResult> {
+export async function loadOverDatabase(
+  manifest: Manifest,
+  dump: Readable,
+  pgRestore: PgTool,
+  target: DatabaseTarget,
+  drops: string[],
+): Promise<LoadResult> {
   const psqlPath = requireBinary('psql', 'postgresql-client')
   const tap = new HashingTap()
   const restore = spawnPgTool([pgRestore.path, '--no-owner', '--no-privileges', '--file=-'], {}, { stdin: true, stdout: true })
-  const psql = spawnPgTool([psqlPath, '-X', '-q', '-v', 'ON_ERROR_STOP=1', '--single-transaction', '-f', '-'], libpqEnv(target), { stdin: true, stdout: false })
+  const psql = spawnPgTool([psqlPath, '-X', '-q', '-v', 'ON_ERROR_STOP=1', '--single-transaction', '-f', '-'], libpqEnv(target), {
+    stdin: true,
+    stdout: false,
+  })
   const { stdin: restoreIn, stdout: restoreOut } = restore.child
   const psqlIn = psql.child.stdin
   if (!restoreIn || !restoreOut || !psqlIn) throw new CommandError('pg_restore or psql was started without its streams.', null, '')
@@ -108,6 +135,14 @@ export async function loadOverDatabase(manifest: Manifest, dump: Readable, pgRes
     for await (const chunk of restoreOut as AsyncIterable<Buffer>) yield chunk
   }
   const flow = Promise.all([pipeline(dump, tap, restoreIn), pipeline(Readable.from(sql()), psqlIn)]).then(() => undefined)
-  await settle(manifest, flow, [{ name: 'pg_restore', exited: restore.exited }, { name: 'psql', exited: psql.exited }], target.name)
+  await settle(
+    manifest,
+    flow,
+    [
+      { name: 'pg_restore', exited: restore.exited },
+      { name: 'psql', exited: psql.exited },
+    ],
+    target.name,
+  )
   return { dumpBytes: tap.bytes, dumpSha256: tap.digest() }
 }

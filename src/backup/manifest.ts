@@ -64,13 +64,20 @@ const ID = /^[a-z0-9][a-z0-9_-]*-\d{8}T\d{6}Z-[0-9a-f]{4}$/
 
 /** A new backup id: environment, UTC time to the second, and a random suffix (two runs in one second). */
 export function newBackupId(environment: string, at = new Date()): string {
-  const stamp = at.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')
+  const stamp = at
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z')
   return `${environment}-${stamp}-${randomBytes(2).toString('hex')}`
 }
 
 /** Refuses anything that is not a backup id (ids become file names in the store). */
 export function assertBackupId(id: string): string {
-  if (!ID.test(id)) throw new BadInputError(`backup id: '${id}' is not a backup id; expected one like prod-20260101T020000Z-1a2b, as printed by 'svcops backup list'.`, 'Run: svcops backup list --env <env>')
+  if (!ID.test(id))
+    throw new BadInputError(
+      `backup id: '${id}' is not a backup id; expected one like prod-20260101T020000Z-1a2b, as printed by 'svcops backup list'.`,
+      'Run: svcops backup list --env <env>',
+    )
   return id
 }
 
@@ -85,7 +92,9 @@ export function parseManifest(text: string, where: string): Manifest {
   const result = manifestSchema.safeParse(raw)
   if (!result.success) {
     const issue = result.error.issues[0]
-    throw new BadInputError(`${where}: ${issue ? `${issue.path.join('.') || '(root)'}: ${issue.message}` : 'invalid'}; expected a ${MANIFEST_FORMAT} manifest.`)
+    throw new BadInputError(
+      `${where}: ${issue ? `${issue.path.join('.') || '(root)'}: ${issue.message}` : 'invalid'}; expected a ${MANIFEST_FORMAT} manifest.`,
+    )
   }
   return result.data
 }

@@ -62,9 +62,12 @@ export interface PrunePlan {
 /** Decides what to keep and why; pure, so the dry run shows exactly what a real run removes. */
 export function planPrune(entries: BackupEntry[], options: PruneOptions): PrunePlan {
   const { keepLast, keepDays } = options
-  if (keepLast === undefined && keepDays === undefined) throw new BadInputError('prune: neither --keep-last nor --keep-days was given; expected at least one retention rule.')
-  if (keepLast !== undefined && (!Number.isInteger(keepLast) || keepLast < 0)) throw new BadInputError(`--keep-last: '${keepLast}' is not valid; expected a whole number of backups, 0 or more.`)
-  if (keepDays !== undefined && (!Number.isFinite(keepDays) || keepDays < 0)) throw new BadInputError(`--keep-days: '${keepDays}' is not valid; expected a number of days, 0 or more.`)
+  if (keepLast === undefined && keepDays === undefined)
+    throw new BadInputError('prune: neither --keep-last nor --keep-days was given; expected at least one retention rule.')
+  if (keepLast !== undefined && (!Number.isInteger(keepLast) || keepLast < 0))
+    throw new BadInputError(`--keep-last: '${keepLast}' is not valid; expected a whole number of backups, 0 or more.`)
+  if (keepDays !== undefined && (!Number.isFinite(keepDays) || keepDays < 0))
+    throw new BadInputError(`--keep-days: '${keepDays}' is not valid; expected a number of days, 0 or more.`)
   const now = (options.now ?? new Date()).getTime()
   const newestVerified = entries.find((e) => e.verified?.ok)
   const plan: PrunePlan = { keep: [], remove: [], dryRun: options.dryRun ?? false }

@@ -12,7 +12,15 @@ import { compareRowCounts, rowCounts, schemaFingerprint } from '../drivers/finge
 import { checkRecipientKey, checkStoredFile, openDecrypted, CheckFailedError } from './decrypt.ts'
 import { dropStatements, loadOverDatabase } from './load.ts'
 import type { Manifest } from './manifest.ts'
-import { assertToolFits, clientConfig, connectDatabase, findPgTool, majorOf, serverVersion, type DatabaseTarget } from '../drivers/postgres.ts'
+import {
+  assertToolFits,
+  clientConfig,
+  connectDatabase,
+  findPgTool,
+  majorOf,
+  serverVersion,
+  type DatabaseTarget,
+} from '../drivers/postgres.ts'
 import type { BackupStore } from './store.ts'
 import { readManifest } from './verify-backup.ts'
 
@@ -48,16 +56,27 @@ export function planRestore(manifest: Manifest, target: DatabaseTarget): string[
 /** Refuses a backup whose schema is not the expected one, naming both fingerprints. */
 export function assertFingerprintFits(manifest: Manifest, expected: string | undefined): void {
   if (expected !== undefined && expected !== manifest.fingerprint) {
-    throw new BadInputError(`Backup ${manifest.id} has schema fingerprint ${manifest.fingerprint}; expected ${expected} — it holds a different schema than the one asked for.`, 'Pick a backup taken with that schema: svcops backup list --env <env>')
+    throw new BadInputError(
+      `Backup ${manifest.id} has schema fingerprint ${manifest.fingerprint}; expected ${expected} — it holds a different schema than the one asked for.`,
+      'Pick a backup taken with that schema: svcops backup list --env <env>',
+    )
   }
 }
 
 /** Replaces the contents of `target` with backup `id`. */
-export async function restoreBackup(store: BackupStore, id: string, target: DatabaseTarget, options: RestoreOptions): Promise<RestoreReport> {
+export async function restoreBackup(
+  store: BackupStore,
+  id: string,
+  target: DatabaseTarget,
+  options: RestoreOptions,
+): Promise<RestoreReport> {
   const started = Date.now()
   const manifest = await readManifest(store, id)
   if (!options.confirmed) {
-    throw new BadInputError(`Restoring backup ${id} replaces every table in ${target.name} on ${target.host}:${target.port}; it needs confirmation.`, 'Answer the prompt, or pass --yes in scripts.')
+    throw new BadInputError(
+      `Restoring backup ${id} replaces every table in ${target.name} on ${target.host}:${target.port}; it needs confirmation.`,
+      'Answer the prompt, or pass --yes in scripts.',
+    )
   }
   assertFingerprintFits(manifest, options.expectFingerprint)
   const pgRestore = await findPgTool('pg_restore')
@@ -71,14 +90,19 @@ export async function restoreBackup(store: BackupStore, id: string, target: Data
   try {
     const version = await serverVersion(client)
     if (majorOf(version.num) < majorOf(manifest.versions.serverNum)) {
-      throw new OperationError(`The server ${target.host}:${target.port} runs PostgreSQL ${version.text}, older than ${manifest.versions.server} that backup ${id} was taken from; restore into a server of major version ${majorOf(manifest.versions.serverNum)} or newer.`)
+      throw new OperationError(
+        `The server ${target.host}:${target.port} runs PostgreSQL ${version.text}, older than ${manifest.versions.server} that backup ${id} was taken from; restore into a server of major version ${majorOf(manifest.versions.serverNum)} or newer.`,
+      )
     }
     const others = await client.query<{ n: string; apps: string | null }>(
       "SELECT count(*)::text AS n, string_agg(DISTINCT coalesce(nullif(application_name, ''), client_addr::text, 'local'), ', ') AS apps FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'",
     )
     const n = Number(others.rows[0]?.n ?? 0)
     if (n > 0) {
-      throw new OperationError(`${n} other session(s) are connected to ${target.name} (${others.rows[0]?.apps ?? ''}); stop the recording service before restoring.`, 'Stop the service on every host, then run the restore again.')
+      throw new OperationError(
+        `${n} other session(s) are connected to ${target.name} (${others.rows[0]?.apps ?? ''}); stop the recording service before restoring.`,
+        'Stop the service on every host, then run the restore again.',
+      )
     }
     const schemas = manifest.schemas
     const drops = await dropStatements(client, schemas)
@@ -86,18 +110,39 @@ export async function restoreBackup(store: BackupStore, id: string, target: Data
       const dump = await openDecrypted(store, manifest, options.identity)
       const loaded = await loadOverDatabase(manifest, dump, pgRestore, target, drops)
       if (loaded.dumpSha256 !== manifest.checksums.dumpSha256) {
-        throw new CheckFailedError('decrypt', `The decrypted dump's SHA-256 ${loaded.dumpSha256} differs from the manifest's ${manifest.checksums.dumpSha256}.`)
+        throw new CheckFailedError(
+          'decrypt',
+          `The decrypted dump's SHA-256 ${loaded.dumpSha256} differs from the manifest's ${manifest.checksums.dumpSha256}.`,
+        )
       }
     })
     const config = clientConfig(target)
     const schemaOptions = schemas.length > 0 ? { schemas } : {}
     const counts = await rowCounts(config, schemaOptions)
     const differences = compareRowCounts(manifest.rowCounts, counts)
-    if (differences.length > 0) throw new OperationError(`After restoring backup ${id}, ${target.name} differs from the manifest: ${differences.slice(0, 5).join('; ')}.`)
+    if (differences.length > 0)
+      throw new OperationError(
+        `After restoring backup ${id}, ${target.name} differs from the manifest: ${differences.slice(0, 5).join('; ')}.`,
+      )
     const fingerprint = await schemaFingerprint(config, schemaOptions)
-    if (fingerprint !== manifest.fingerprint) throw new OperationError(`After restoring backup ${id}, the schema fingerprint of ${target.name} is ${fingerprint}; the manifest says ${manifest.fingerprint}.`)
-    events.emit({ kind: 'check', check: 'restored database equals the manifest', ok: true, detail: `${Object.keys(counts).length} tables, fingerprint ${fingerprint.slice(0, 16)}…` })
-    return { id, target: { host: target.host, port: target.port, name: target.name }, fingerprint, rowCounts: counts, dropped: drops.length, durationMs: Date.now() - started }
+    if (fingerprint !== manifest.fingerprint)
+      throw new OperationError(
+        `After restoring backup ${id}, the schema fingerprint of ${target.name} is ${fingerprint}; the manifest says ${manifest.fingerprint}.`,
+      )
+    events.emit({
+      kind: 'check',
+      check: 'restored database equals the manifest',
+      ok: true,
+      detail: `${Object.keys(counts).length} tables, fingerprint ${fingerprint.slice(0, 16)}…`,
+    })
+    return {
+      id,
+      target: { host: target.host, port: target.port, name: target.name },
+      fingerprint,
+      rowCounts: counts,
+      dropped: drops.length,
+      durationMs: Date.now() - started,
+    }
   } finally {
     await client.end().catch(() => undefined)
   }

@@ -60,7 +60,10 @@ export class SshStore implements BackupStore {
     const sftp = await this.sftp()
     try {
       const list = await callback<{ filename: string }[]>((cb) => sftp.readdir(this.dir, cb))
-      return list.map((e) => e.filename).filter((n) => !n.endsWith(PARTIAL)).sort()
+      return list
+        .map((e) => e.filename)
+        .filter((n) => !n.endsWith(PARTIAL))
+        .sort()
     } catch (error) {
       if ((error as { code?: number }).code === NO_SUCH_FILE) return []
       throw error
@@ -123,7 +126,8 @@ export class SshStore implements BackupStore {
     try {
       await callback<undefined>((cb) => sftp.unlink(this.path(name), (error) => cb(error, undefined)))
     } catch (error) {
-      if ((error as { code?: number }).code !== NO_SUCH_FILE) throw new OperationError(`Could not remove ${name} from ${this.location}: ${(error as Error).message}.`)
+      if ((error as { code?: number }).code !== NO_SUCH_FILE)
+        throw new OperationError(`Could not remove ${name} from ${this.location}: ${(error as Error).message}.`)
     }
   }
 
@@ -137,6 +141,9 @@ export class SshStore implements BackupStore {
 
 /** Opens the store `path` on the host `ssh` names (backup.store.ssh). */
 export function openSshStore(ssh: z.infer<typeof sshSchema>, path: string): SshStore {
-  const transport = new SshTransport({ host: ssh.host, port: ssh.port, user: ssh.user, keyFile: ssh.keyFile, hostKey: ssh.hostKey }, { name: `backup store ${ssh.host}` })
+  const transport = new SshTransport(
+    { host: ssh.host, port: ssh.port, user: ssh.user, keyFile: ssh.keyFile, hostKey: ssh.hostKey },
+    { name: `backup store ${ssh.host}` },
+  )
   return new SshStore(transport, path, { user: ssh.user, host: ssh.host, port: ssh.port })
 }

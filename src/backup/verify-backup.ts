@@ -16,7 +16,15 @@ import { compareRowCounts, rowCounts, schemaFingerprint } from '../drivers/finge
 import { CheckFailedError, checkRecipientKey, checkStoredFile, decryptFailure, discard, openDecrypted } from './decrypt.ts'
 import { loadIntoEmptyDatabase } from './load.ts'
 import { assertBackupId, backupFiles, parseManifest, type Manifest, type VerifyRecord } from './manifest.ts'
-import { assertToolFits, clientConfig, connectDatabase, findPgTool, majorOf, serverVersion, type DatabaseTarget } from '../drivers/postgres.ts'
+import {
+  assertToolFits,
+  clientConfig,
+  connectDatabase,
+  findPgTool,
+  majorOf,
+  serverVersion,
+  type DatabaseTarget,
+} from '../drivers/postgres.ts'
 import { HashingTap } from './streams.ts'
 import type { BackupStore } from './store.ts'
 
@@ -49,7 +57,8 @@ export interface VerifyOptions {
 /** Reads the manifest of `id`, naming the store and the id when it is missing or invalid. */
 export async function readManifest(store: BackupStore, id: string): Promise<Manifest> {
   const name = backupFiles(assertBackupId(id)).manifest
-  if ((await store.size(name)) === undefined) throw new CheckFailedError('manifest', `There is no backup ${id} in ${store.location}.`, 'Run: svcops backup list --env <env>')
+  if ((await store.size(name)) === undefined)
+    throw new CheckFailedError('manifest', `There is no backup ${id} in ${store.location}.`, 'Run: svcops backup list --env <env>')
   return parseManifest(await store.readText(name), `${store.location}/${name}`)
 }
 
@@ -81,9 +90,23 @@ export async function verifyBackup(store: BackupStore, id: string, options: Veri
     events.emit({ kind: 'check', check, ok: false, detail: error.message })
   }
   const failed = checks.find((c) => !c.ok)
-  const report: VerifyReport = { id, ok: !failed, checks, restoreTest: Boolean(options.restoreTest), durationMs: Date.now() - started, ...(failed ? { failedCheck: failed.check } : {}), ...(manifest ? { manifest } : {}) }
+  const report: VerifyReport = {
+    id,
+    ok: !failed,
+    checks,
+    restoreTest: Boolean(options.restoreTest),
+    durationMs: Date.now() - started,
+    ...(failed ? { failedCheck: failed.check } : {}),
+    ...(manifest ? { manifest } : {}),
+  }
   if (manifest && (options.record ?? true) && (options.identity || failed)) {
-    const record: VerifyRecord = { id, verifiedAt: new Date().toISOString(), ok: report.ok, restoreTest: report.restoreTest, ...(failed ? { failedCheck: failed.check } : {}) }
+    const record: VerifyRecord = {
+      id,
+      verifiedAt: new Date().toISOString(),
+      ok: report.ok,
+      restoreTest: report.restoreTest,
+      ...(failed ? { failedCheck: failed.check } : {}),
+    }
     await store.writeText(backupFiles(id).verified, JSON.stringify(record, null, 2) + '\n')
   }
   return report
@@ -92,16 +115,28 @@ export async function verifyBackup(store: BackupStore, id: string, options: Veri
 /** Throws an OperationError naming the failed check (for callers that must stop on a bad backup). */
 export function assertVerified(report: VerifyReport): void {
   const failed = report.checks.find((c) => !c.ok)
-  if (failed) throw new OperationError(`Backup ${report.id} failed the check '${failed.check}': ${failed.detail}`, `Run: svcops backup verify ${report.id} --restore-test`)
+  if (failed)
+    throw new OperationError(
+      `Backup ${report.id} failed the check '${failed.check}': ${failed.detail}`,
+      `Run: svcops backup verify ${report.id} --restore-test`,
+    )
 }
 
 function checkDumpHash(manifest: Manifest, bytes: number, sha256: string): void {
   if (sha256 !== manifest.checksums.dumpSha256 || bytes !== manifest.sizes.dump) {
-    throw new CheckFailedError('decrypt', `The decrypted dump has ${bytes} bytes with SHA-256 ${sha256}; the manifest says ${manifest.sizes.dump} bytes with ${manifest.checksums.dumpSha256}.`)
+    throw new CheckFailedError(
+      'decrypt',
+      `The decrypted dump has ${bytes} bytes with SHA-256 ${sha256}; the manifest says ${manifest.sizes.dump} bytes with ${manifest.checksums.dumpSha256}.`,
+    )
   }
 }
 
-async function decryptOnly(store: BackupStore, manifest: Manifest, identity: openpgp.PrivateKey, pass: (check: string, detail: string) => void): Promise<void> {
+async function decryptOnly(
+  store: BackupStore,
+  manifest: Manifest,
+  identity: openpgp.PrivateKey,
+  pass: (check: string, detail: string) => void,
+): Promise<void> {
   const tap = new HashingTap()
   try {
     await pipeline(await openDecrypted(store, manifest, identity), tap, discard())
@@ -112,7 +147,13 @@ async function decryptOnly(store: BackupStore, manifest: Manifest, identity: ope
   pass('decrypt', `integrity check passed; ${tap.bytes} bytes of pg_dump output match the manifest's SHA-256`)
 }
 
-async function restoreTest(store: BackupStore, manifest: Manifest, identity: openpgp.PrivateKey, server: DatabaseTarget, pass: (check: string, detail: string) => void): Promise<void> {
+async function restoreTest(
+  store: BackupStore,
+  manifest: Manifest,
+  identity: openpgp.PrivateKey,
+  server: DatabaseTarget,
+  pass: (check: string, detail: string) => void,
+): Promise<void> {
   const pgRestore = await findPgTool('pg_restore')
   assertToolFits(pgRestore, manifest.versions.pgDump, Number(manifest.versions.pgDump.split('.')[0]), 'the pg_dump that made the backup')
   const admin = await connectDatabase(server)
@@ -120,12 +161,19 @@ async function restoreTest(store: BackupStore, manifest: Manifest, identity: ope
   try {
     const version = await serverVersion(admin)
     if (majorOf(version.num) < majorOf(manifest.versions.serverNum)) {
-      throw new CheckFailedError('restore', `The scratch server ${server.host}:${server.port} runs PostgreSQL ${version.text}, older than the backup's ${manifest.versions.server}.`)
+      throw new CheckFailedError(
+        'restore',
+        `The scratch server ${server.host}:${server.port} runs PostgreSQL ${version.text}, older than the backup's ${manifest.versions.server}.`,
+      )
     }
     try {
       await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(scratch)}`)
     } catch (error) {
-      throw new CheckFailedError('restore', `Could not create the scratch database ${scratch} on ${server.host}:${server.port} as ${server.user}: ${(error as Error).message}.`, `Grant it with: ALTER ROLE ${server.user} CREATEDB`)
+      throw new CheckFailedError(
+        'restore',
+        `Could not create the scratch database ${scratch} on ${server.host}:${server.port} as ${server.user}: ${(error as Error).message}.`,
+        `Grant it with: ALTER ROLE ${server.user} CREATEDB`,
+      )
     }
     const loaded = await events.step(`test restore into scratch database ${scratch}`, async () => {
       const dump = await openDecrypted(store, manifest, identity)
@@ -137,14 +185,21 @@ async function restoreTest(store: BackupStore, manifest: Manifest, identity: ope
     const config = clientConfig(server, scratch)
     const schemas = manifest.schemas.length > 0 ? { schemas: manifest.schemas } : {}
     const differences = compareRowCounts(manifest.rowCounts, await rowCounts(config, schemas))
-    if (differences.length > 0) throw new CheckFailedError('row counts', `The restored database differs from the manifest: ${differences.slice(0, 5).join('; ')}.`)
+    if (differences.length > 0)
+      throw new CheckFailedError('row counts', `The restored database differs from the manifest: ${differences.slice(0, 5).join('; ')}.`)
     const total = Object.values(manifest.rowCounts).reduce((a, b) => a + b, 0)
     pass('row counts', `${Object.keys(manifest.rowCounts).length} tables, ${total} rows, equal to the manifest`)
     const fingerprint = await schemaFingerprint(config, schemas)
-    if (fingerprint !== manifest.fingerprint) throw new CheckFailedError('fingerprint', `The restored schema's fingerprint is ${fingerprint}; the manifest says ${manifest.fingerprint}.`)
+    if (fingerprint !== manifest.fingerprint)
+      throw new CheckFailedError(
+        'fingerprint',
+        `The restored schema's fingerprint is ${fingerprint}; the manifest says ${manifest.fingerprint}.`,
+      )
     pass('fingerprint', `schema fingerprint ${fingerprint.slice(0, 16)}… equals the manifest`)
   } finally {
-    await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(scratch)} WITH (FORCE)`).catch((error: Error) => events.warn(`could not drop the scratch database ${scratch}: ${error.message}`))
+    await admin
+      .query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(scratch)} WITH (FORCE)`)
+      .catch((error: Error) => events.warn(`could not drop the scratch database ${scratch}: ${error.message}`))
     await admin.end().catch(() => undefined)
   }
 }

@@ -48,7 +48,12 @@ function registerAnswerSecrets(body: unknown): void {
 }
 
 async function post(baseUrl: string, endpoint: 'login' | 'token' | 'logout', body: unknown, timeoutMs: number): Promise<HttpResponse> {
-  const response = await sendRequest({ method: 'POST', url: `${baseUrl.replace(/\/+$/, '')}${AUTH_API_PREFIX}/${endpoint}`, body, timeoutMs })
+  const response = await sendRequest({
+    method: 'POST',
+    url: `${baseUrl.replace(/\/+$/, '')}${AUTH_API_PREFIX}/${endpoint}`,
+    body,
+    timeoutMs,
+  })
   registerAnswerSecrets(response.body)
   return response
 }
@@ -73,10 +78,22 @@ export async function requestSession(baseUrl: string, email: string, password: s
 export class SessionRejectedError extends AuthError {}
 
 /** POST /api/v1/auth/token with grant type `session`. */
-export async function requestAccessToken(baseUrl: string, session: ManagerSession, scopes: string[], timeoutMs = 15_000): Promise<TokenAnswer> {
-  const response = await post(baseUrl, 'token', { session_id: session.id, session_token: session.token, grant_type: 'session', scope: scopes.join(' ') }, timeoutMs)
+export async function requestAccessToken(
+  baseUrl: string,
+  session: ManagerSession,
+  scopes: string[],
+  timeoutMs = 15_000,
+): Promise<TokenAnswer> {
+  const response = await post(
+    baseUrl,
+    'token',
+    { session_id: session.id, session_token: session.token, grant_type: 'session', scope: scopes.join(' ') },
+    timeoutMs,
+  )
   if (response.status === 401) {
-    throw new SessionRejectedError(`The manager at ${baseUrl} rejected the session at token exchange (401: unknown, logged out or expired).`)
+    throw new SessionRejectedError(
+      `The manager at ${baseUrl} rejected the session at token exchange (401: unknown, logged out or expired).`,
+    )
   }
   if (response.status !== 200) throw unexpected('token', baseUrl, response)
   return parseAnswer(tokenAnswer, response.body, 'The manager token answer')

@@ -67,7 +67,8 @@ function isUnauthorized(value: unknown): boolean {
 
 function normalizeScopes(scopes: string[]): string[] {
   const list = [...new Set(scopes.flatMap((s) => s.split(/\s+/)).filter(Boolean))]
-  if (list.length === 0) throw new BadInputError('scopes: the list is empty; expected at least one scope, like urn:svc:recorder:content:read.')
+  if (list.length === 0)
+    throw new BadInputError('scopes: the list is empty; expected at least one scope, like urn:svc:recorder:content:read.')
   return list
 }
 
@@ -102,7 +103,13 @@ export class ManagerClient {
   async describeGrant(scopes: string[]): Promise<AccessGrant> {
     const requested = normalizeScopes(scopes)
     const cached = await this.obtain(requested)
-    return { requested, scopes: cached.scopes, expiresIn: cached.expiresIn, expiresAt: new Date(cached.expiresAt), sessionExpiresAt: new Date(this.session?.expiresAt ?? cached.expiresAt) }
+    return {
+      requested,
+      scopes: cached.scopes,
+      expiresIn: cached.expiresIn,
+      expiresAt: new Date(cached.expiresAt),
+      sessionExpiresAt: new Date(this.session?.expiresAt ?? cached.expiresAt),
+    }
   }
 
   /**
@@ -121,14 +128,18 @@ export class ManagerClient {
     }
     events.info(`A resource server refused the access token of '${this.options.email}' (401); authenticating again once.`)
     // Not left open until it expires; a failure to end it must not stop the retry.
-    await this.logout().catch((error: unknown) => events.warn(`Ending the old manager session failed: ${error instanceof Error ? error.message : String(error)}`))
+    await this.logout().catch((error: unknown) =>
+      events.warn(`Ending the old manager session failed: ${error instanceof Error ? error.message : String(error)}`),
+    )
     const second = await this.obtain(wanted, { freshSession: true })
     return fn(second.token)
   }
 
   /** Sends `request` with `Authorization: Bearer ...` for `scopes`, re-authenticating once on a 401. */
   authorizedRequest(scopes: string[], request: HttpRequest): Promise<HttpResponse> {
-    return this.withBearer(scopes, (token) => sendRequest({ ...request, headers: { ...request.headers, authorization: `Bearer ${token}` } }))
+    return this.withBearer(scopes, (token) =>
+      sendRequest({ ...request, headers: { ...request.headers, authorization: `Bearer ${token}` } }),
+    )
   }
 
   /**
@@ -142,7 +153,8 @@ export class ManagerClient {
     if (!session) return
     const ended = await this.withRetries('logout', () => requestLogout(this.options.url, session, this.options.timeoutMs))
     this.stats.logouts += 1
-    if (!ended) events.warn(`The manager at ${this.options.url} said the session of '${this.options.email}' was no longer valid at logout (400).`)
+    if (!ended)
+      events.warn(`The manager at ${this.options.url} said the session of '${this.options.email}' was no longer valid at logout (400).`)
   }
 
   private async obtain(scopes: string[], options: { freshSession?: boolean } = {}): Promise<CachedToken> {
@@ -171,7 +183,13 @@ export class ManagerClient {
     }
     const lifetimeMs = answer.expires_in * 1000
     const renewBeforeMs = Math.min((this.options.renewBeforeSeconds ?? 60) * 1000, lifetimeMs / 2)
-    const token: CachedToken = { token: answer.access_token, scopes: granted, expiresIn: answer.expires_in, expiresAt: now + lifetimeMs, renewAt: now + lifetimeMs - renewBeforeMs }
+    const token: CachedToken = {
+      token: answer.access_token,
+      scopes: granted,
+      expiresIn: answer.expires_in,
+      expiresAt: now + lifetimeMs,
+      renewAt: now + lifetimeMs - renewBeforeMs,
+    }
     this.tokens = [...this.tokens.filter((t) => now < t.renewAt), token]
     return token
   }
@@ -189,7 +207,9 @@ export class ManagerClient {
   private async login(): Promise<ManagerSession> {
     this.password ??= this.options.password()
     const password = this.password
-    const session = await this.withRetries('login', () => requestSession(this.options.url, this.options.email, password, this.options.timeoutMs))
+    const session = await this.withRetries('login', () =>
+      requestSession(this.options.url, this.options.email, password, this.options.timeoutMs),
+    )
     this.stats.logins += 1
     this.session = session
     return session
@@ -201,13 +221,25 @@ export class ManagerClient {
       return await retry(`manager ${what}`, fn, { attempts, ...this.options.retry, shouldRetry: isTransient })
     } catch (error) {
       if (!isTransient(error) || !(error instanceof HttpError)) throw error
-      throw new HttpError(`${error.message.replace(/\.$/, '')}, ${attempts} attempts in a row.`, error.status, `Check the manager's health (lab: svcops lab status) and retry.`)
+      throw new HttpError(
+        `${error.message.replace(/\.$/, '')}, ${attempts} attempts in a row.`,
+        error.status,
+        `Check the manager's health (lab: svcops lab status) and retry.`,
+      )
     }
   }
 }
 
 /** A client for the manager of environment `env` (`svcops:manager`), password read through `readSecret`. */
-export function managerClientFor(env: Environment, options: Partial<Omit<ManagerClientOptions, 'url' | 'email' | 'password'>> = {}): ManagerClient {
+export function managerClientFor(
+  env: Environment,
+  options: Partial<Omit<ManagerClientOptions, 'url' | 'email' | 'password'>> = {},
+): ManagerClient {
   const manager = requireSection(env, 'manager')
-  return new ManagerClient({ ...options, url: manager.url, email: manager.email, password: () => readSecret(manager.password, 'manager.password') })
+  return new ManagerClient({
+    ...options,
+    url: manager.url,
+    email: manager.email,
+    password: () => readSecret(manager.password, 'manager.password'),
+  })
 }

@@ -41,14 +41,13 @@ export const recordingRequestSchema = z.strictObject({
 export type RecordingRequest = z.infer<typeof recordingRequestSchema>
 
 /** A recording as the service answers it; `id` is normalized to a string, other fields pass through. */
-export const recordingSchema = z
-  .looseObject({
-    id: z.union([z.string().min(1), z.number().int()]).transform(String),
-    channelName: z.string(),
-    title: z.string(),
-    startTime: z.number().int(),
-    stopTime: z.number().int(),
-  })
+export const recordingSchema = z.looseObject({
+  id: z.union([z.string().min(1), z.number().int()]).transform(String),
+  channelName: z.string(),
+  title: z.string(),
+  startTime: z.number().int(),
+  stopTime: z.number().int(),
+})
 export type Recording = z.infer<typeof recordingSchema>
 
 /** Outcome of the health check; never throws for an unhealthy or unreachable service. */
@@ -73,7 +72,9 @@ export function extractRecordingList(body: unknown): unknown[] {
         : `The content list answer of the recording service holds ${arrays.length} arrays (${arrays.map(([key]) => key).join(', ')}); expected one array of recordings.`,
     )
   }
-  throw new ProtocolError(`The content list answer of the recording service is ${body === undefined ? 'empty' : typeof body}; expected an array of recordings or an object holding one.`)
+  throw new ProtocolError(
+    `The content list answer of the recording service is ${body === undefined ? 'empty' : typeof body}; expected an array of recordings or an object holding one.`,
+  )
 }
 
 /** Client of one host's recording service. */
@@ -94,7 +95,12 @@ export class RecordingClient {
     try {
       const answer = await sendRequest({ method: 'GET', url: this.endpoint('/'), timeoutMs: this.options.timeoutMs ?? 5000 })
       const healthy = answer.status >= 200 && answer.status < 300
-      return { healthy, status: answer.status, durationMs: Date.now() - started, ...(healthy ? {} : { reason: `GET / answered ${answer.status}` }) }
+      return {
+        healthy,
+        status: answer.status,
+        durationMs: Date.now() - started,
+        ...(healthy ? {} : { reason: `GET / answered ${answer.status}` }),
+      }
     } catch (error) {
       if (!(error instanceof HttpError)) throw error
       return { healthy: false, status: null, durationMs: Date.now() - started, reason: error.message }
@@ -103,7 +109,8 @@ export class RecordingClient {
 
   /** Lists at most `limit` recordings (`limit`: integer >= 1). */
   async list(limit: number): Promise<Recording[]> {
-    if (!Number.isInteger(limit) || limit < 1) throw new BadInputError(`limit: ${String(limit)} is not allowed; expected an integer of at least 1.`)
+    if (!Number.isInteger(limit) || limit < 1)
+      throw new BadInputError(`limit: ${String(limit)} is not allowed; expected an integer of at least 1.`)
     const answer = await this.authorized(this.scopes.read, { method: 'GET', url: this.endpoint(`/api/v1/content?limit=${limit}`) })
     this.expectStatus(answer, 200, `GET /api/v1/content?limit=${limit}`)
     return parseAnswer(z.array(recordingSchema), extractRecordingList(answer.body), 'The content list answer of the recording service')
@@ -115,9 +122,12 @@ export class RecordingClient {
     if (!checked.success) {
       const issue = checked.error.issues[0]
       const field = issue?.code === 'unrecognized_keys' ? issue.keys.join(', ') : issue?.path.map(String).join('.') || '(request)'
-      throw new BadInputError(`${field}: ${issue?.code === 'unrecognized_keys' ? 'unknown field' : (issue?.message ?? 'invalid')}; a recording needs channelName, title, startTime and stopTime.`)
+      throw new BadInputError(
+        `${field}: ${issue?.code === 'unrecognized_keys' ? 'unknown field' : (issue?.message ?? 'invalid')}; a recording needs channelName, title, startTime and stopTime.`,
+      )
     }
-    if (checked.data.stopTime <= checked.data.startTime) throw new BadInputError(`stopTime: ${checked.data.stopTime} is not after startTime ${checked.data.startTime}; expected a later time.`)
+    if (checked.data.stopTime <= checked.data.startTime)
+      throw new BadInputError(`stopTime: ${checked.data.stopTime} is not after startTime ${checked.data.startTime}; expected a later time.`)
     const answer = await this.authorized(this.scopes.write, { method: 'POST', url: this.endpoint('/api/v1/content'), body: checked.data })
     this.expectStatus(answer, 201, 'POST /api/v1/content')
     return parseAnswer(recordingSchema, answer.body, 'The created recording answered by the recording service')
@@ -129,7 +139,8 @@ export class RecordingClient {
 
   private async authorized(scope: string, request: HttpRequest): Promise<HttpResponse> {
     const timed: HttpRequest = { ...request, timeoutMs: this.options.timeoutMs ?? 15_000 }
-    const send = (token: string): Promise<HttpResponse> => sendRequest({ ...timed, headers: { ...timed.headers, authorization: `Bearer ${token}` } })
+    const send = (token: string): Promise<HttpResponse> =>
+      sendRequest({ ...timed, headers: { ...timed.headers, authorization: `Bearer ${token}` } })
     const auth = this.options.auth
     if (typeof auth !== 'function') return auth.withBearer([scope], send)
     const first = await send(await auth([scope]))
@@ -141,12 +152,25 @@ export class RecordingClient {
     if (answer.status === expected) return
     const said = describeErrorBody(answer.body)
     const detail = said ? `: ${said}` : ''
-    if (answer.status === 401) throw new AuthError(`The recording service at ${this.options.url} refused the access token for ${what} (401)${detail}.`, [], 'Check that the service trusts this manager (auth.jwksUrl and auth.issuer in its config).')
+    if (answer.status === 401)
+      throw new AuthError(
+        `The recording service at ${this.options.url} refused the access token for ${what} (401)${detail}.`,
+        [],
+        'Check that the service trusts this manager (auth.jwksUrl and auth.issuer in its config).',
+      )
     if (answer.status === 403) {
       const scope = what.startsWith('POST') ? this.scopes.write : this.scopes.read
-      throw new AuthError(`The recording service at ${this.options.url} refused ${what} (403): the token lacks the scope ${scope}.`, [scope], `Grant ${scope} to the manager user svcops logs in as.`)
+      throw new AuthError(
+        `The recording service at ${this.options.url} refused ${what} (403): the token lacks the scope ${scope}.`,
+        [scope],
+        `Grant ${scope} to the manager user svcops logs in as.`,
+      )
     }
-    throw new HttpError(`${what} at ${this.options.url} answered ${answer.status}, expected ${expected}${detail}.`, answer.status, answer.status >= 500 ? 'Read the last lines of the service log on that host.' : undefined)
+    throw new HttpError(
+      `${what} at ${this.options.url} answered ${answer.status}, expected ${expected}${detail}.`,
+      answer.status,
+      answer.status >= 500 ? 'Read the last lines of the service log on that host.' : undefined,
+    )
   }
 }
 
@@ -163,9 +187,17 @@ function describeErrorBody(body: unknown): string {
 }
 
 /** A client for host `hostName` of environment `env` (`svcops:recording`), with its configured scopes. */
-export function recordingClientFor(env: Environment, hostName: string, auth: AccessTokenFunction | BearerProvider, options: { timeoutMs?: number } = {}): RecordingClient {
+export function recordingClientFor(
+  env: Environment,
+  hostName: string,
+  auth: AccessTokenFunction | BearerProvider,
+  options: { timeoutMs?: number } = {},
+): RecordingClient {
   const recording = requireSection(env, 'recording')
   const host = recording.hosts.find((candidate) => candidate.name === hostName)
-  if (!host) throw new BadInputError(`recording.hosts: no host named '${hostName}'; expected one of ${recording.hosts.map((h) => h.name).join(', ')}.`)
+  if (!host)
+    throw new BadInputError(
+      `recording.hosts: no host named '${hostName}'; expected one of ${recording.hosts.map((h) => h.name).join(', ')}.`,
+    )
   return new RecordingClient({ url: host.url, auth, scopes: recording.scopes, ...options })
 }

@@ -12,7 +12,11 @@ import { exitAfterOutput } from './plan.ts'
 /** Asks on the terminal unless --yes; without a terminal, --yes is required (a scheduler cannot answer). */
 async function confirmReplace(question: string, yes: boolean | undefined): Promise<boolean> {
   if (yes) return true
-  if (!process.stdin.isTTY) throw new BadInputError('--yes: missing; restoring replaces the database and nobody is at a terminal to confirm it.', 'Add --yes in scripts, or --dry-run to see the steps.')
+  if (!process.stdin.isTTY)
+    throw new BadInputError(
+      '--yes: missing; restoring replaces the database and nobody is at a terminal to confirm it.',
+      'Add --yes in scripts, or --dry-run to see the steps.',
+    )
   const { createInterface } = await import('node:readline/promises')
   const rl = createInterface({ input: process.stdin, output: process.stderr })
   try {
@@ -24,7 +28,8 @@ async function confirmReplace(question: string, yes: boolean | undefined): Promi
 
 function parseCount(value: string, flag: string): number {
   const n = Number(value)
-  if (!/^\d+(\.\d+)?$/.test(value) || !Number.isFinite(n)) throw new BadInputError(`${flag}: '${value}' is not valid; expected a number, 0 or more.`)
+  if (!/^\d+(\.\d+)?$/.test(value) || !Number.isFinite(n))
+    throw new BadInputError(`${flag}: '${value}' is not valid; expected a number, 0 or more.`)
   return n
 }
 
@@ -61,7 +66,11 @@ Examples:
           return
         }
         const m = await createBackup(ctx.createOptions)
-        printResult(command, { ok: true, backup: m }, `Backup ${m.id}: ${formatBytes(m.sizes.encrypted)} in ${ctx.store.location}, ${Object.values(m.rowCounts).reduce((a, b) => a + b, 0)} rows, fingerprint ${m.fingerprint.slice(0, 16)}…`)
+        printResult(
+          command,
+          { ok: true, backup: m },
+          `Backup ${m.id}: ${formatBytes(m.sizes.encrypted)} in ${ctx.store.location}, ${Object.values(m.rowCounts).reduce((a, b) => a + b, 0)} rows, fingerprint ${m.fingerprint.slice(0, 16)}…`,
+        )
       } finally {
         stop()
         await ctx.store.close()
@@ -84,13 +93,23 @@ Examples:
           size: e.manifest.sizes.encrypted,
           rows: Object.values(e.manifest.rowCounts).reduce((a, b) => a + b, 0),
           fingerprint: e.manifest.fingerprint,
-          verified: e.verified ? { at: e.verified.verifiedAt, ok: e.verified.ok, restoreTest: e.verified.restoreTest, ...(e.verified.failedCheck ? { failedCheck: e.verified.failedCheck } : {}) } : null,
+          verified: e.verified
+            ? {
+                at: e.verified.verifiedAt,
+                ok: e.verified.ok,
+                restoreTest: e.verified.restoreTest,
+                ...(e.verified.failedCheck ? { failedCheck: e.verified.failedCheck } : {}),
+              }
+            : null,
         }))
         printResult(command, { ok: true, store: store.location, backups: rows }, () =>
           rows.length === 0
             ? `No backups in ${store.location}.`
             : rows
-                .map((r) => `${r.id}  ${r.completedAt}  ${formatBytes(r.size).padStart(10)}  ${String(r.rows).padStart(9)} rows  ${r.verified ? (r.verified.ok ? `verified${r.verified.restoreTest ? ' (restore test)' : ''} ${r.verified.at}` : `FAILED ${r.verified.failedCheck ?? ''}`) : 'not verified'}`)
+                .map(
+                  (r) =>
+                    `${r.id}  ${r.completedAt}  ${formatBytes(r.size).padStart(10)}  ${String(r.rows).padStart(9)} rows  ${r.verified ? (r.verified.ok ? `verified${r.verified.restoreTest ? ' (restore test)' : ''} ${r.verified.at}` : `FAILED ${r.verified.failedCheck ?? ''}`) : 'not verified'}`,
+                )
                 .join('\n'),
         )
       } finally {
@@ -100,18 +119,31 @@ Examples:
 
   backup
     .command('verify <id>')
-    .description('Check manifest and SHA-256, then decrypt; with --restore-test also restore into a scratch database and compare row counts and schema fingerprint.')
+    .description(
+      'Check manifest and SHA-256, then decrypt; with --restore-test also restore into a scratch database and compare row counts and schema fingerprint.',
+    )
     .option('--restore-test', "restore into a scratch database on the service's server (its user needs CREATEDB); dropped afterwards")
-    .addHelpText('after', '\nExits 1 naming the first failed check: manifest, file, size, checksum, key, decrypt, restore, row counts, fingerprint.\n\nExamples:\n  svcops backup verify prod-20260101T020000Z-1a2b --env prod\n  svcops backup verify prod-20260101T020000Z-1a2b --env prod --restore-test --json')
+    .addHelpText(
+      'after',
+      '\nExits 1 naming the first failed check: manifest, file, size, checksum, key, decrypt, restore, row counts, fingerprint.\n\nExamples:\n  svcops backup verify prod-20260101T020000Z-1a2b --env prod\n  svcops backup verify prod-20260101T020000Z-1a2b --env prod --restore-test --json',
+    )
     .action(async (id: string, options: { restoreTest?: boolean }, command: Command) => {
       const { openBackupContext, readIdentity, verifyBackup } = await import('../backup/index.ts')
       const ctx = await openBackupContext(await environmentOf(command))
       const stop = showProgress(command)
       try {
         const identity = await readIdentity(ctx.backup)
-        const report = await verifyBackup(ctx.store, id, { identity, ...(options.restoreTest ? { restoreTest: { server: ctx.database } } : {}) })
+        const report = await verifyBackup(ctx.store, id, {
+          identity,
+          ...(options.restoreTest ? { restoreTest: { server: ctx.database } } : {}),
+        })
         const { manifest: _manifest, ...shown } = report
-        printResult(command, shown, () => [...report.checks.map((c) => `${c.ok ? 'ok  ' : 'FAIL'} ${c.check}: ${c.detail}`), report.ok ? `Backup ${id} verified.` : `Backup ${id} failed the check '${report.failedCheck ?? ''}'.`].join('\n'))
+        printResult(command, shown, () =>
+          [
+            ...report.checks.map((c) => `${c.ok ? 'ok  ' : 'FAIL'} ${c.check}: ${c.detail}`),
+            report.ok ? `Backup ${id} verified.` : `Backup ${id} failed the check '${report.failedCheck ?? ''}'.`,
+          ].join('\n'),
+        )
         if (!report.ok) exitAfterOutput(ExitCode.failed)
       } finally {
         stop()
@@ -125,9 +157,13 @@ Examples:
     .option('-y, --yes', 'do not ask for confirmation (scripts)')
     .option('--expect-fingerprint <sha256>', 'refuse unless the backup holds this schema fingerprint')
     .option('--dry-run', 'show the steps without changing anything')
-    .addHelpText('after', '\nRefuses while other sessions are connected, when the server or pg_restore is older than the backup, or when\n--expect-fingerprint does not match. On any error the database is left as it was.\n\nExamples:\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --dry-run\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --yes --json')
+    .addHelpText(
+      'after',
+      '\nRefuses while other sessions are connected, when the server or pg_restore is older than the backup, or when\n--expect-fingerprint does not match. On any error the database is left as it was.\n\nExamples:\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --dry-run\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --yes --json',
+    )
     .action(async (id: string, options: { yes?: boolean; expectFingerprint?: string; dryRun?: boolean }, command: Command) => {
-      const { openBackupContext, readIdentity, readManifest, restoreBackup, planRestore, assertFingerprintFits } = await import('../backup/index.ts')
+      const { openBackupContext, readIdentity, readManifest, restoreBackup, planRestore, assertFingerprintFits } =
+        await import('../backup/index.ts')
       const ctx = await openBackupContext(await environmentOf(command))
       const stop = showProgress(command)
       try {
@@ -140,10 +176,21 @@ Examples:
         }
         const identity = await readIdentity(ctx.backup)
         const d = ctx.database
-        const confirmed = await confirmReplace(`Replace every table in ${d.name} on ${d.host}:${d.port} with backup ${id} (taken ${manifest.completedAt})?`, options.yes)
+        const confirmed = await confirmReplace(
+          `Replace every table in ${d.name} on ${d.host}:${d.port} with backup ${id} (taken ${manifest.completedAt})?`,
+          options.yes,
+        )
         if (!confirmed) throw new BadInputError('Not confirmed; nothing was changed.')
-        const report = await restoreBackup(ctx.store, id, d, { identity, confirmed, ...(options.expectFingerprint ? { expectFingerprint: options.expectFingerprint } : {}) })
-        printResult(command, { ok: true, ...report }, `Restored backup ${id} into ${d.name}: ${Object.values(report.rowCounts).reduce((a, b) => a + b, 0)} rows, fingerprint ${report.fingerprint.slice(0, 16)}… equal to the manifest.`)
+        const report = await restoreBackup(ctx.store, id, d, {
+          identity,
+          confirmed,
+          ...(options.expectFingerprint ? { expectFingerprint: options.expectFingerprint } : {}),
+        })
+        printResult(
+          command,
+          { ok: true, ...report },
+          `Restored backup ${id} into ${d.name}: ${Object.values(report.rowCounts).reduce((a, b) => a + b, 0)} rows, fingerprint ${report.fingerprint.slice(0, 16)}… equal to the manifest.`,
+        )
       } finally {
         stop()
         await ctx.store.close()
@@ -156,7 +203,10 @@ Examples:
     .option('--keep-last <n>', 'keep the newest N backups')
     .option('--keep-days <d>', 'keep backups younger than D days')
     .option('--dry-run', 'show what would be removed')
-    .addHelpText('after', '\nExamples:\n  svcops backup prune --env prod --keep-last 7 --keep-days 30 --dry-run\n  svcops backup prune --env prod --keep-last 3 --json')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  svcops backup prune --env prod --keep-last 7 --keep-days 30 --dry-run\n  svcops backup prune --env prod --keep-last 3 --json',
+    )
     .action(async (options: { keepLast?: string; keepDays?: string; dryRun?: boolean }, command: Command) => {
       const { openStore, pruneBackups } = await import('../backup/index.ts')
       const { requireSection } = await import('../config/load.ts')
@@ -165,9 +215,19 @@ Examples:
       const store = await openStore(requireSection(await environmentOf(command), 'backup'))
       const stop = showProgress(command)
       try {
-        const plan = await pruneBackups(store, { ...(keepLast !== undefined ? { keepLast } : {}), ...(keepDays !== undefined ? { keepDays } : {}), dryRun: options.dryRun ?? false })
+        const plan = await pruneBackups(store, {
+          ...(keepLast !== undefined ? { keepLast } : {}),
+          ...(keepDays !== undefined ? { keepDays } : {}),
+          dryRun: options.dryRun ?? false,
+        })
         printResult(command, { ok: true, ...plan }, () =>
-          [...plan.keep.map((k) => `keep    ${k.id}  (${k.reasons.join(', ')})`), ...plan.remove.map((r) => `${plan.dryRun ? 'would remove' : 'removed'} ${r.id}`), plan.remove.length === 0 ? 'Nothing to remove.' : ''].filter(Boolean).join('\n'),
+          [
+            ...plan.keep.map((k) => `keep    ${k.id}  (${k.reasons.join(', ')})`),
+            ...plan.remove.map((r) => `${plan.dryRun ? 'would remove' : 'removed'} ${r.id}`),
+            plan.remove.length === 0 ? 'Nothing to remove.' : '',
+          ]
+            .filter(Boolean)
+            .join('\n'),
         )
       } finally {
         stop()
@@ -177,23 +237,42 @@ Examples:
 
   backup
     .command('keygen')
-    .description('Create an OpenPGP key pair for backups that GnuPG 2.2 can use too: the public key goes into backup.recipients, the private key into the vault.')
+    .description(
+      'Create an OpenPGP key pair for backups that GnuPG 2.2 can use too: the public key goes into backup.recipients, the private key into the vault.',
+    )
     .requiredOption('--out-dir <dir>', 'directory for <name>.pub.asc (0644) and <name>.key.asc (0600)')
     .option('--name <name>', 'user id of the key', 'svcops backups')
     .option('--email <email>', 'e-mail address of the key')
     .option('--passphrase-env <VAR>', 'protect the private key with the passphrase in this environment variable')
     .option('--dry-run', 'show the files that would be written')
-    .addHelpText('after', '\nThe private key is never printed. Keep it (and its passphrase) in the vault; svcops needs it only to verify and restore.\n\nExamples:\n  svcops backup keygen --out-dir /etc/svcops/keys --name "svcops backups prod"\n  SVCOPS_BACKUP_PASSPHRASE=... svcops backup keygen --out-dir ./keys --passphrase-env SVCOPS_BACKUP_PASSPHRASE --json')
-    .action(async (options: { outDir: string; name: string; email?: string; passphraseEnv?: string; dryRun?: boolean }, command: Command) => {
-      const { writeKeyPairFiles, keyPairPaths } = await import('../backup/keyfiles.ts')
-      const paths = keyPairPaths(options.outDir, options.name)
-      if (options.dryRun) {
-        printResult(command, { ok: true, dryRun: true, ...paths }, `Would write ${paths.publicKeyFile} (0644) and ${paths.privateKeyFile} (0600).`)
-        return
-      }
-      const { readSecret } = await import('../config/secrets.ts')
-      const passphrase = options.passphraseEnv ? readSecret({ env: options.passphraseEnv }, '--passphrase-env') : undefined
-      const written = await writeKeyPairFiles(paths, { name: options.name, ...(options.email ? { email: options.email } : {}), ...(passphrase ? { passphrase } : {}) })
-      printResult(command, { ok: true, ...written }, `Key ${written.fingerprint}\n  public:  ${written.publicKeyFile}  (put it in backup.recipients)\n  private: ${written.privateKeyFile}  (vault; backup.identity references it)`)
-    })
+    .addHelpText(
+      'after',
+      '\nThe private key is never printed. Keep it (and its passphrase) in the vault; svcops needs it only to verify and restore.\n\nExamples:\n  svcops backup keygen --out-dir /etc/svcops/keys --name "svcops backups prod"\n  SVCOPS_BACKUP_PASSPHRASE=... svcops backup keygen --out-dir ./keys --passphrase-env SVCOPS_BACKUP_PASSPHRASE --json',
+    )
+    .action(
+      async (options: { outDir: string; name: string; email?: string; passphraseEnv?: string; dryRun?: boolean }, command: Command) => {
+        const { writeKeyPairFiles, keyPairPaths } = await import('../backup/keyfiles.ts')
+        const paths = keyPairPaths(options.outDir, options.name)
+        if (options.dryRun) {
+          printResult(
+            command,
+            { ok: true, dryRun: true, ...paths },
+            `Would write ${paths.publicKeyFile} (0644) and ${paths.privateKeyFile} (0600).`,
+          )
+          return
+        }
+        const { readSecret } = await import('../config/secrets.ts')
+        const passphrase = options.passphraseEnv ? readSecret({ env: options.passphraseEnv }, '--passphrase-env') : undefined
+        const written = await writeKeyPairFiles(paths, {
+          name: options.name,
+          ...(options.email ? { email: options.email } : {}),
+          ...(passphrase ? { passphrase } : {}),
+        })
+        printResult(
+          command,
+          { ok: true, ...written },
+          `Key ${written.fingerprint}\n  public:  ${written.publicKeyFile}  (put it in backup.recipients)\n  private: ${written.privateKeyFile}  (vault; backup.identity references it)`,
+        )
+      },
+    )
 }

@@ -33,7 +33,11 @@ Examples:
   lab
     .command('up')
     .description('Start PostgreSQL and the manager emulator as background processes and write the lab environment file.')
-    .addOption(new Option('--manager-revision <revision>', 'auth API revision the manager emulator runs as (1.4.1 issues 300 s tokens)').choices(REVISIONS).default('1.6.2'))
+    .addOption(
+      new Option('--manager-revision <revision>', 'auth API revision the manager emulator runs as (1.4.1 issues 300 s tokens)')
+        .choices(REVISIONS)
+        .default('1.6.2'),
+    )
     .option('--hosts <n>', 'number of recording hosts (sandboxes with dpkg, supervisord, reachable over a loopback sshd)', parseInteger, 3)
     // Not --version: commander gives the root's -V/--version precedence anywhere on the command line.
     .option('--version <version>', 'recording service release installed on every host (default: the oldest lab release, 1.4.0)')
@@ -52,30 +56,57 @@ Examples:
   svcops lab up --manager-revision 1.4.1
   svcops lab up --dry-run --json`,
     )
-    .action(async (options: { managerRevision: (typeof REVISIONS)[number]; hosts: number; release?: string; version?: string; recordings: number; dryRun?: boolean }, command: Command) => {
-      const { labUp, labUpPlan } = await import('../lab/lab.ts')
-      const upOptions = { managerRevision: options.managerRevision, hosts: options.hosts, recordings: options.recordings, ...(options.version ?? options.release ? { version: options.version ?? options.release } : {}) }
-      if (options.dryRun) {
-        const steps = labUpPlan(upOptions)
-        printResult(command, { dryRun: true, steps }, `lab up would:\n${steps.map((s, i) => `  ${i + 1}. ${s}`).join('\n')}`)
-        return
-      }
-      const stop = showProgress(command)
-      try {
-        const state = await labUp(upOptions)
-        const services = state.entries.filter((e) => e.kind !== 'files')
-        printResult(command, { ok: true, envFile: state.envFile, managerRevision: options.managerRevision, services: services.map(({ name, kind, pid, port, url }) => ({ name, kind, pid, port, url })) }, () =>
-          [
-            'The lab is up:',
-            ...services.map((e) => `  ${e.name.padEnd(20)} ${e.url ?? (e.port ? `127.0.0.1:${e.port}` : '')}${e.pid ? `  (pid ${e.pid})` : ''}`),
-            `Environment file: ${state.envFile ?? ''} (use --env lab)`,
-            'Next: svcops auth check --env lab; stop it with: svcops lab down',
-          ].join('\n'),
-        )
-      } finally {
-        stop()
-      }
-    })
+    .action(
+      async (
+        options: {
+          managerRevision: (typeof REVISIONS)[number]
+          hosts: number
+          release?: string
+          version?: string
+          recordings: number
+          dryRun?: boolean
+        },
+        command: Command,
+      ) => {
+        const { labUp, labUpPlan } = await import('../lab/lab.ts')
+        const upOptions = {
+          managerRevision: options.managerRevision,
+          hosts: options.hosts,
+          recordings: options.recordings,
+          ...((options.version ?? options.release) ? { version: options.version ?? options.release } : {}),
+        }
+        if (options.dryRun) {
+          const steps = labUpPlan(upOptions)
+          printResult(command, { dryRun: true, steps }, `lab up would:\n${steps.map((s, i) => `  ${i + 1}. ${s}`).join('\n')}`)
+          return
+        }
+        const stop = showProgress(command)
+        try {
+          const state = await labUp(upOptions)
+          const services = state.entries.filter((e) => e.kind !== 'files')
+          printResult(
+            command,
+            {
+              ok: true,
+              envFile: state.envFile,
+              managerRevision: options.managerRevision,
+              services: services.map(({ name, kind, pid, port, url }) => ({ name, kind, pid, port, url })),
+            },
+            () =>
+              [
+                'The lab is up:',
+                ...services.map(
+                  (e) => `  ${e.name.padEnd(20)} ${e.url ?? (e.port ? `127.0.0.1:${e.port}` : '')}${e.pid ? `  (pid ${e.pid})` : ''}`,
+                ),
+                `Environment file: ${state.envFile ?? ''} (use --env lab)`,
+                'Next: svcops auth check --env lab; stop it with: svcops lab down',
+              ].join('\n'),
+          )
+        } finally {
+          stop()
+        }
+      },
+    )
 
   lab
     .command('status')
@@ -87,7 +118,13 @@ Examples:
       printResult(command, status, () =>
         status.entries.length === 0
           ? `The lab is not up (no ${status.stateFile}).`
-          : [`The lab is ${status.up ? (status.complete ? 'up' : 'partly up') : 'down'}:`, ...status.entries.map((e) => `  ${e.kind === 'files' ? (e.running ? 'present' : 'missing') : e.running ? 'running' : 'stopped'}  ${e.name}${e.url ? `  ${e.url}` : e.port ? `  127.0.0.1:${e.port}` : ''}${e.pid ? `  (pid ${e.pid})` : ''}`)].join('\n'),
+          : [
+              `The lab is ${status.up ? (status.complete ? 'up' : 'partly up') : 'down'}:`,
+              ...status.entries.map(
+                (e) =>
+                  `  ${e.kind === 'files' ? (e.running ? 'present' : 'missing') : e.running ? 'running' : 'stopped'}  ${e.name}${e.url ? `  ${e.url}` : e.port ? `  127.0.0.1:${e.port}` : ''}${e.pid ? `  (pid ${e.pid})` : ''}`,
+              ),
+            ].join('\n'),
       )
     })
 
@@ -100,13 +137,21 @@ Examples:
       const { labDown, labDownPlan } = await import('../lab/lab.ts')
       if (options.dryRun) {
         const steps = labDownPlan()
-        printResult(command, { dryRun: true, steps }, steps.length ? `lab down would:\n${steps.map((s, i) => `  ${i + 1}. ${s}`).join('\n')}` : 'The lab is not up; nothing to stop.')
+        printResult(
+          command,
+          { dryRun: true, steps },
+          steps.length ? `lab down would:\n${steps.map((s, i) => `  ${i + 1}. ${s}`).join('\n')}` : 'The lab is not up; nothing to stop.',
+        )
         return
       }
       const stop = showProgress(command)
       try {
         const { stopped } = await labDown()
-        printResult(command, { ok: true, stopped }, stopped.length ? `Stopped: ${stopped.join(', ')}.` : 'The lab was not up; nothing to stop.')
+        printResult(
+          command,
+          { ok: true, stopped },
+          stopped.length ? `Stopped: ${stopped.join(', ')}.` : 'The lab was not up; nothing to stop.',
+        )
       } finally {
         stop()
       }

@@ -44,7 +44,8 @@ Examples:
     .action(async (file: string, options: Range & { ids?: string; out?: string; dryRun?: boolean }, command: Command) => {
       const { readFileSync, writeFileSync } = await import('node:fs')
       const { stringify } = await import('yaml')
-      const { parseCalls, parseIdMap, migrateRequests, formatRequestMigration, translatedDocument } = await import('../releases/requests.ts')
+      const { parseCalls, parseIdMap, migrateRequests, formatRequestMigration, translatedDocument } =
+        await import('../releases/requests.ts')
       const read = (path: string): string => readInput(readFileSync, path)
       const calls = parseCalls(read(file), file)
       const ids = options.ids ? parseIdMap(read(options.ids), options.ids) : {}
@@ -53,8 +54,14 @@ Examples:
       const target = options.out ?? file
       const text = /\.ya?ml$/i.test(target) ? stringify(doc) : JSON.stringify(doc, null, 2) + '\n'
       if (options.out && !options.dryRun) writeFileSync(options.out, text)
-      printResult(command, { ok: result.untranslatable === 0, ...result, ...(options.out ? { out: options.out, written: !options.dryRun } : {}) }, () =>
-        [formatRequestMigration(result), options.out ? (options.dryRun ? `Would write ${options.out}.` : `Wrote ${options.out}.`) : `\n${text.trimEnd()}`].join('\n'),
+      printResult(
+        command,
+        { ok: result.untranslatable === 0, ...result, ...(options.out ? { out: options.out, written: !options.dryRun } : {}) },
+        () =>
+          [
+            formatRequestMigration(result),
+            options.out ? (options.dryRun ? `Would write ${options.out}.` : `Wrote ${options.out}.`) : `\n${text.trimEnd()}`,
+          ].join('\n'),
       )
       if (result.untranslatable) exitAfterOutput(ExitCode.findings)
     })
@@ -62,7 +69,10 @@ Examples:
   migrate
     .command('metrics')
     .description('Rewrite metric names in Prometheus rule files, Grafana dashboards and PromQL files across majors.')
-    .argument('<files...>', 'rule files (.yml/.yaml: every expr), dashboards (.json: expr, query, definition), or PromQL files (anything else)')
+    .argument(
+      '<files...>',
+      'rule files (.yml/.yaml: every expr), dashboards (.json: expr, query, definition), or PromQL files (anything else)',
+    )
     .requiredOption('--from <version>', 'version the queries were written for')
     .requiredOption('--to <version>', 'version to rewrite them for')
     .option('--write', 'rewrite the files in place (default: print a diff)')
@@ -87,7 +97,9 @@ Examples:
       const results = migrateMetricFiles(files, options.from, options.to, { write, product: await productFor(command) })
       const refused = results.reduce((n, r) => n + r.notRewritten.length, 0)
       const data = results.map(({ after: _after, ...r }) => r)
-      printResult(command, { ok: refused === 0, from: options.from, to: options.to, written: write, files: data }, () => formatMetricResults(results, { diff: !write, wrote: write }))
+      printResult(command, { ok: refused === 0, from: options.from, to: options.to, written: write, files: data }, () =>
+        formatMetricResults(results, { diff: !write, wrote: write }),
+      )
       if (refused) exitAfterOutput(ExitCode.findings)
     })
 
@@ -116,20 +128,26 @@ Examples:
   svcops migrate env --from 5.3.0 --to 6.0.0 /etc/default/svc-rendering-engine
   svcops migrate env --from 5.3.0 --to 7.0.0 engine.env --settings /opt/svc/etc/svc_sc_settings.json --write`,
     )
-    .action(async (file: string, options: Range & { settings?: string; workdir?: string; write?: boolean; dryRun?: boolean }, command: Command) => {
-      const { writeFileSync } = await import('node:fs')
-      const { migrateEnvFile, formatEnvMigration } = await import('../releases/env.ts')
-      const result = migrateEnvFile(file, options.from, options.to, {
-        product: await productFor(command),
-        ...(options.settings ? { settings: options.settings } : {}),
-        ...(options.workdir ? { workdir: options.workdir } : {}),
-      })
-      const write = Boolean(options.write && !options.dryRun && !result.problems.length && result.changes.length)
-      if (write) writeFileSync(file, result.after)
-      const { after: _after, ...data } = result
-      printResult(command, { ok: result.problems.length === 0, ...data, written: write }, () => formatEnvMigration(result, write))
-      if (result.problems.length) exitAfterOutput(ExitCode.findings)
-    })
+    .action(
+      async (
+        file: string,
+        options: Range & { settings?: string; workdir?: string; write?: boolean; dryRun?: boolean },
+        command: Command,
+      ) => {
+        const { writeFileSync } = await import('node:fs')
+        const { migrateEnvFile, formatEnvMigration } = await import('../releases/env.ts')
+        const result = migrateEnvFile(file, options.from, options.to, {
+          product: await productFor(command),
+          ...(options.settings ? { settings: options.settings } : {}),
+          ...(options.workdir ? { workdir: options.workdir } : {}),
+        })
+        const write = Boolean(options.write && !options.dryRun && !result.problems.length && result.changes.length)
+        if (write) writeFileSync(file, result.after)
+        const { after: _after, ...data } = result
+        printResult(command, { ok: result.problems.length === 0, ...data, written: write }, () => formatEnvMigration(result, write))
+        if (result.problems.length) exitAfterOutput(ExitCode.findings)
+      },
+    )
 }
 
 /** Reads an input file, turning a missing or unreadable file into one sentence. */

@@ -21,7 +21,9 @@ export function register(program: Command): void {
 
   plan
     .command('live')
-    .description('List every breaking change of the live production system between two versions, grouped by who acts: svcops, operator configuration, API client code, SDK code.')
+    .description(
+      'List every breaking change of the live production system between two versions, grouped by who acts: svcops, operator configuration, API client code, SDK code.',
+    )
     .requiredOption('--from <version>', 'version running now, e.g. 3.2.0')
     .requiredOption('--to <version>', 'version to upgrade to, e.g. 7.0.0')
     .addHelpText(

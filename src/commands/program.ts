@@ -21,7 +21,9 @@ export function valueFlagsOf(command: Command): string[] {
 /** Builds the program with the command groups `argv` needs (all of them when it is omitted). */
 export async function buildProgram(argv: string[] = []): Promise<Command> {
   const program = new Command('svcops')
-    .description('Deploy, back up, upgrade and roll back the media-production platform.\n\nEnvironments are Pulumi stack files: --env prod reads stacks/Pulumi.prod.yaml.')
+    .description(
+      'Deploy, back up, upgrade and roll back the media-production platform.\n\nEnvironments are Pulumi stack files: --env prod reads stacks/Pulumi.prod.yaml.',
+    )
     .version(pkg.version, '-V', 'print the svcops version (also: svcops --version)')
     .addOption(new Option('-e, --env <name>', 'environment (stack) to act on: reads stacks/Pulumi.<name>.yaml').env('SVCOPS_ENV'))
     .option('--env-file <path>', 'read the environment from this stack file instead of stacks/')
@@ -60,14 +62,27 @@ export async function main(argv: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) {
       // Help and version "errors" are normal exits; anything else is a usage error.
-      return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? ExitCode.ok : ExitCode.badInput
+      return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help'
+        ? ExitCode.ok
+        : ExitCode.badInput
     }
     const code = exitCodeFor(error)
     const message = redact(error instanceof Error ? error.message : String(error))
     const hint = isExpected(error) && error.hint ? redact(error.hint) : undefined
     if (jsonRequested(argv)) {
       const facts = isExpected(error) ? redactDeep(error.facts) : {}
-      process.stdout.write(JSON.stringify({ ok: false, error: { type: error instanceof Error ? error.name : 'Error', message, ...(hint ? { hint } : {}) }, exitCode: code, ...facts }, null, 2) + '\n')
+      process.stdout.write(
+        JSON.stringify(
+          {
+            ok: false,
+            error: { type: error instanceof Error ? error.name : 'Error', message, ...(hint ? { hint } : {}) },
+            exitCode: code,
+            ...facts,
+          },
+          null,
+          2,
+        ) + '\n',
+      )
     }
     process.stderr.write(`svcops: ${message}\n${hint ? `${hint}\n` : ''}`)
     if (!isExpected(error) && process.env.SVCOPS_DEBUG && error instanceof Error && error.stack) {

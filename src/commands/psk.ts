@@ -27,14 +27,22 @@ Examples:
       const { generatePsk, assessPsk, writePskFile } = await import('../releases/pre-shared-key.ts')
       const bits = Number(options.bits)
       if (options.dryRun) {
-        printResult(command, { ok: true, dryRun: true, bits, ...(options.out ? { file: options.out } : {}) }, `Would generate a ${bits}-bit PSK${options.out ? ` into ${options.out} (mode 0600)` : ' on stdout'}.`)
+        printResult(
+          command,
+          { ok: true, dryRun: true, bits, ...(options.out ? { file: options.out } : {}) },
+          `Would generate a ${bits}-bit PSK${options.out ? ` into ${options.out} (mode 0600)` : ' on stdout'}.`,
+        )
         return
       }
       const key = generatePsk(bits)
       const estimated = assessPsk(key).bits
       if (options.out) {
         writePskFile(options.out, key)
-        printResult(command, { ok: true, bits, estimatedBits: estimated, file: options.out }, `Wrote a ${bits}-bit PSK to ${options.out} (mode 0600).`)
+        printResult(
+          command,
+          { ok: true, bits, estimatedBits: estimated, file: options.out },
+          `Wrote a ${bits}-bit PSK to ${options.out} (mode 0600).`,
+        )
       } else if (globals(command).json) {
         // The key is this command's output: written directly, not through the redacting printer.
         process.stdout.write(JSON.stringify({ ok: true, bits, estimatedBits: estimated, value: key }, null, 2) + '\n')
@@ -65,7 +73,9 @@ Examples:
       const { assessPsk, readPskInput, MIN_PSK_BITS } = await import('../releases/pre-shared-key.ts')
       const verdict = assessPsk(await readPskInput(options.envVar))
       printResult(command, { ...verdict, threshold: MIN_PSK_BITS }, () =>
-        verdict.ok ? `The key is strong enough: about ${verdict.bits} bits (threshold ${MIN_PSK_BITS}).` : ['The key is refused:', ...verdict.reasons.map((r) => `  - ${r}`), 'Generate a new one with: svcops psk generate'].join('\n'),
+        verdict.ok
+          ? `The key is strong enough: about ${verdict.bits} bits (threshold ${MIN_PSK_BITS}).`
+          : ['The key is refused:', ...verdict.reasons.map((r) => `  - ${r}`), 'Generate a new one with: svcops psk generate'].join('\n'),
       )
       if (!verdict.ok) exitAfterOutput(ExitCode.badInput)
     })

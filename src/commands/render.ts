@@ -36,7 +36,12 @@ Examples:
       if (!stack) throw new BadInputError('--stack: missing; expected the name of a stack in stacks/, for example --stack dev.')
       const stop = showProgress(command)
       try {
-        const report = await renderStack({ stack, stackFile: envFile ?? stackFilePath(stack), outDir: options.out, dryRun: options.dryRun ?? false })
+        const report = await renderStack({
+          stack,
+          stackFile: envFile ?? stackFilePath(stack),
+          outDir: options.out,
+          dryRun: options.dryRun ?? false,
+        })
         printResult(command, { ok: true, ...report }, () =>
           [
             `PREVIEW of stack ${stack} (mock runtime, not read from a cluster): ${report.files.length} objects ${report.dryRun ? 'would be written' : 'written'} to ${report.outDir}, each valid against the Kubernetes schema.`,

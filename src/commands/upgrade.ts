@@ -12,7 +12,8 @@ import { environmentOf, globals, printResult, setResultExitCode } from './contex
 
 function toInt(flag: string) {
   return (value: string): number => {
-    if (!/^\d+$/.test(value) || Number(value) < 1) throw new BadInputError(`${flag}: '${value}' is not valid; expected a whole number of at least 1.`)
+    if (!/^\d+$/.test(value) || Number(value) < 1)
+      throw new BadInputError(`${flag}: '${value}' is not valid; expected a whole number of at least 1.`)
     return Number(value)
   }
 }
@@ -28,7 +29,11 @@ async function progress(command: Command): Promise<() => void> {
 /** Asks on a terminal; refuses without --yes when nobody can answer (a scheduler must say --yes). */
 async function confirm(question: string, yes: boolean | undefined): Promise<void> {
   if (yes) return
-  if (!process.stdin.isTTY) throw new BadInputError('--yes: missing; this command changes the environment and nobody is at a terminal to confirm it.', 'Add --yes (schedulers and scripts), or --dry-run to see the plan.')
+  if (!process.stdin.isTTY)
+    throw new BadInputError(
+      '--yes: missing; this command changes the environment and nobody is at a terminal to confirm it.',
+      'Add --yes (schedulers and scripts), or --dry-run to see the plan.',
+    )
   const rl = createInterface({ input: process.stdin, output: process.stderr })
   try {
     const answer = await rl.question(`${question} [y/N] `)
@@ -54,12 +59,18 @@ export function register(program: Command): void {
   const upgrade = program.command('upgrade').description('Upgrade a part of the platform.')
   upgrade
     .command('recording')
-    .description('Upgrade the recording service on its hosts: preflight, verified backup, canary, batches, verification; automatic rollback on failure.')
+    .description(
+      'Upgrade the recording service on its hosts: preflight, verified backup, canary, batches, verification; automatic rollback on failure.',
+    )
     .requiredOption('--to <version>', 'version to install, e.g. 2.0.0')
     .option('--hosts <names>', 'only these hosts (comma-separated names from the environment file)')
     .option('--batch <n>', 'hosts upgraded at once after the canary', toInt('--batch'), 1)
     .option('--max-fail <n|p%>', 'host failures tolerated after the canary before the rollout stops and rolls back', '0')
-    .option('--window <duration>', 'maintenance window from the start, e.g. 90m or 1h30m: a batch starts only if, judged by the longest batch so far, it ends inside it; otherwise the run rolls back what it changed', (v: string) => parseWindow(v))
+    .option(
+      '--window <duration>',
+      'maintenance window from the start, e.g. 90m or 1h30m: a batch starts only if, judged by the longest batch so far, it ends inside it; otherwise the run rolls back what it changed',
+      (v: string) => parseWindow(v),
+    )
     .option('--no-auto-rollback', 'on failure, keep the broken state for inspection instead of rolling back')
     .option('--dry-run', 'print every step and command per host; change nothing')
     .option('-y, --yes', 'do not ask for confirmation (schedulers, scripts)')
@@ -84,8 +95,20 @@ Examples:
     )
     .action(async (flags: UpgradeFlags, command: Command) => {
       const env = await environmentOf(command)
-      const hosts = flags.hosts?.split(',').map((h) => h.trim()).filter(Boolean)
-      const request = { env, to: flags.to, ...(hosts ? { hosts } : {}), batch: flags.batch ?? 1, maxFail: flags.maxFail ?? '0', autoRollback: flags.autoRollback, ...(flags.breakLock ? { breakLock: true } : {}), ...(flags.window ? { windowMs: flags.window } : {}) }
+      const hosts = flags.hosts
+        ?.split(',')
+        .map((h) => h.trim())
+        .filter(Boolean)
+      const request = {
+        env,
+        to: flags.to,
+        ...(hosts ? { hosts } : {}),
+        batch: flags.batch ?? 1,
+        maxFail: flags.maxFail ?? '0',
+        autoRollback: flags.autoRollback,
+        ...(flags.breakLock ? { breakLock: true } : {}),
+        ...(flags.window ? { windowMs: flags.window } : {}),
+      }
       const play = await import('../../playbooks/upgrade.ts')
       if (flags.dryRun) {
         const plan = await play.planRecordingUpgrade(request)
@@ -96,7 +119,11 @@ Examples:
       const stop = await progress(command)
       try {
         const outcome = await play.upgradeRecordingService(request)
-        printResult(command, { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report }, () => `Run ${outcome.runId}: ${outcome.phase}. Report: .svcops/runs/${outcome.runId}/report.md`)
+        printResult(
+          command,
+          { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
+          () => `Run ${outcome.runId}: ${outcome.phase}. Report: .svcops/runs/${outcome.runId}/report.md`,
+        )
       } finally {
         stop()
       }
@@ -126,7 +153,8 @@ Examples:
   svcops rollback recording --env staging --to 1.5.0`,
     )
     .action(async (flags: { run?: string; to?: string; dryRun?: boolean; yes?: boolean; breakLock?: boolean }, command: Command) => {
-      if (flags.run && flags.to) throw new BadInputError('--run and --to: both given; expected one of them (a run to undo, or a version to go to).')
+      if (flags.run && flags.to)
+        throw new BadInputError('--run and --to: both given; expected one of them (a run to undo, or a version to go to).')
       const env = await environmentOf(command)
       if (flags.dryRun) {
         if (flags.to) {
@@ -141,12 +169,23 @@ Examples:
         printResult(command, { ok: true, dryRun: true, plan }, () => renderRunPlan(plan))
         return
       }
-      await confirm(`Roll back the recording service of '${env.name}'${flags.run ? ` (run ${flags.run})` : flags.to ? ` to ${flags.to}` : ''}?`, flags.yes)
+      await confirm(
+        `Roll back the recording service of '${env.name}'${flags.run ? ` (run ${flags.run})` : flags.to ? ` to ${flags.to}` : ''}?`,
+        flags.yes,
+      )
       const stop = await progress(command)
       try {
         const play = await import('../../playbooks/rollback.ts')
-        const outcome = await play.rollbackRecordingService(env, { ...(flags.run ? { runId: flags.run } : {}), ...(flags.to ? { to: flags.to } : {}), ...(flags.breakLock ? { breakLock: true } : {}) })
-        printResult(command, { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report }, `Run ${outcome.runId}: ${outcome.phase}.`)
+        const outcome = await play.rollbackRecordingService(env, {
+          ...(flags.run ? { runId: flags.run } : {}),
+          ...(flags.to ? { to: flags.to } : {}),
+          ...(flags.breakLock ? { breakLock: true } : {}),
+        })
+        printResult(
+          command,
+          { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
+          `Run ${outcome.runId}: ${outcome.phase}.`,
+        )
       } finally {
         stop()
       }
@@ -155,7 +194,9 @@ Examples:
   const verify = program.command('verify').description('Verify a part of the platform.')
   verify
     .command('recording')
-    .description("The seed's post-upgrade check alone, on every host: GET /, GET /api/v1/content?limit=N, POST a test recording, schema fingerprint, status and the last log lines.")
+    .description(
+      "The seed's post-upgrade check alone, on every host: GET /, GET /api/v1/content?limit=N, POST a test recording, schema fingerprint, status and the last log lines.",
+    )
     .option('--no-test-recording', 'do not create the test recording (read-only check)')
     .addHelpText(
       'after',
@@ -187,7 +228,16 @@ Examples:
     .action(async (_flags: unknown, command: Command) => {
       const { listRuns } = await import('../runs/journal.ts')
       const list = listRuns()
-      printResult(command, { ok: true, runs: list }, () => (list.length ? list.map((r) => `${r.id}  ${r.environment}  ${r.kind} to ${r.targetVersion}  ${r.phase}  ${r.holder}${r.cause ? `  — ${r.cause}` : ''}`).join('\n') : 'No runs yet.'))
+      printResult(command, { ok: true, runs: list }, () =>
+        list.length
+          ? list
+              .map(
+                (r) =>
+                  `${r.id}  ${r.environment}  ${r.kind} to ${r.targetVersion}  ${r.phase}  ${r.holder}${r.cause ? `  — ${r.cause}` : ''}`,
+              )
+              .join('\n')
+          : 'No runs yet.',
+      )
     })
   runs
     .command('show')
@@ -230,8 +280,15 @@ Examples:
       const stop = await progress(command)
       try {
         const play = await import('../../playbooks/upgrade.ts')
-        const outcome = await play.resumeRecordingRun(id, { ...(flags.rollback ? { rollback: true } : {}), ...(flags.breakLock ? { breakLock: true } : {}) })
-        printResult(command, { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report }, `Run ${outcome.runId}: ${outcome.phase}.`)
+        const outcome = await play.resumeRecordingRun(id, {
+          ...(flags.rollback ? { rollback: true } : {}),
+          ...(flags.breakLock ? { breakLock: true } : {}),
+        })
+        printResult(
+          command,
+          { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
+          `Run ${outcome.runId}: ${outcome.phase}.`,
+        )
       } finally {
         stop()
       }

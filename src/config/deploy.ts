@@ -23,7 +23,10 @@ const quantity = z.union([
 // pinned by construction and never drifts with `latest`.
 const imageRepository = z
   .string()
-  .regex(/^[a-z0-9]+([._-][a-z0-9]+)*(:\d+)?(\/[a-z0-9]+([._-][a-z0-9]+)*)*$/, 'expected an image repository without tag, like registry.example.internal/svc/manager')
+  .regex(
+    /^[a-z0-9]+([._-][a-z0-9]+)*(:\d+)?(\/[a-z0-9]+([._-][a-z0-9]+)*)*$/,
+    'expected an image repository without tag, like registry.example.internal/svc/manager',
+  )
 const labelMap = z.record(z.string().regex(/^([a-z0-9.-]+\/)?[A-Za-z0-9._-]+$/, 'expected a label key like example.com/gpu'), z.string())
 
 /** Requests and limits of a container, by resource name (cpu, memory, nvidia.com/gpu, ...). */
@@ -78,13 +81,19 @@ export const systemControllerDeploySchema = z.strictObject({
   ...workloadFields,
   port: port.default(8080),
   /** Path under the release's API prefix that answers health probes. */
-  healthPath: z.string().regex(/^\/[A-Za-z0-9/_-]*$/, 'expected a path like /status').default('/status'),
+  healthPath: z
+    .string()
+    .regex(/^\/[A-Za-z0-9/_-]*$/, 'expected a path like /status')
+    .default('/status'),
   /** Namespaces besides the platform's own whose pods may reach the system controller. */
   allowNamespaces: z.array(dnsLabel).default([]),
   /** Further keys of the settings file, merged with the PSK (which svcops sets, never the stack file). */
   settings: z.record(z.string(), z.unknown()).default({}),
   /** Before 6.0 the controller reads its settings from a fixed application directory the seed does not name: give it here. */
-  legacySettingsDir: z.string().regex(/^\/[^\s]*$/, 'expected an absolute directory path').optional(),
+  legacySettingsDir: z
+    .string()
+    .regex(/^\/[^\s]*$/, 'expected an absolute directory path')
+    .optional(),
 })
 
 export const mediaDeploySchema = z.strictObject({ ...workloadFields })
@@ -92,7 +101,10 @@ export const mediaDeploySchema = z.strictObject({ ...workloadFields })
 export const pipelineDeploySchema = z.strictObject({
   ...workloadFields,
   /** Where the rendering engine listens for TCP control panels (`host:port`); 6.0+ takes exactly one. */
-  tcpEndpoints: z.array(z.string().regex(/^[A-Za-z0-9.-]+:\d{1,5}$/, 'expected host:port like 0.0.0.0:7000')).min(1).default(['0.0.0.0:7000']),
+  tcpEndpoints: z
+    .array(z.string().regex(/^[A-Za-z0-9.-]+:\d{1,5}$/, 'expected host:port like 0.0.0.0:7000'))
+    .min(1)
+    .default(['0.0.0.0:7000']),
 })
 
 export const liveDeploySchema = z.strictObject({

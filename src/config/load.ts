@@ -16,7 +16,9 @@ const ENV_NAME = /^[a-z0-9][a-z0-9_-]*$/
 /** The stack file of environment `name` under `stacksDir`. */
 export function stackFilePath(name: string, stacksDir = defaultStacksDir()): string {
   if (!ENV_NAME.test(name)) {
-    throw new BadInputError(`--env: '${name}' is not an environment name; expected lower-case letters, digits, '-' or '_' (the stack name, as in stacks/Pulumi.<name>.yaml).`)
+    throw new BadInputError(
+      `--env: '${name}' is not an environment name; expected lower-case letters, digits, '-' or '_' (the stack name, as in stacks/Pulumi.<name>.yaml).`,
+    )
   }
   return resolve(stacksDir, `Pulumi.${name}.yaml`)
 }
@@ -89,17 +91,27 @@ function checkRules(env: Environment): void {
   const hosts = env.recording?.hosts ?? []
   const seen = new Set<string>()
   hosts.forEach((host, i) => {
-    if (seen.has(host.name)) throw new BadInputError(`${env.file}: recording.hosts[${i}].name: "${host.name}" is used twice; expected unique host names.`)
+    if (seen.has(host.name))
+      throw new BadInputError(`${env.file}: recording.hosts[${i}].name: "${host.name}" is used twice; expected unique host names.`)
     seen.add(host.name)
   })
   const canaries = hosts.filter((h) => h.canary)
-  if (canaries.length > 1) throw new BadInputError(`${env.file}: recording.hosts: ${canaries.length} hosts are marked canary; expected at most one.`)
+  if (canaries.length > 1)
+    throw new BadInputError(`${env.file}: recording.hosts: ${canaries.length} hosts are marked canary; expected at most one.`)
 }
 
 /** Reads and validates a stack file. */
-export function loadEnvironmentFile(file: string, name = basename(file).replace(/^Pulumi\./, '').replace(/\.ya?ml$/, '')): Environment {
+export function loadEnvironmentFile(
+  file: string,
+  name = basename(file)
+    .replace(/^Pulumi\./, '')
+    .replace(/\.ya?ml$/, ''),
+): Environment {
   if (!existsSync(file)) {
-    throw new BadInputError(`The environment file '${file}' does not exist.`, `Create it, or pass --env-file PATH (lab environments: run 'svcops lab up' first).`)
+    throw new BadInputError(
+      `The environment file '${file}' does not exist.`,
+      `Create it, or pass --env-file PATH (lab environments: run 'svcops lab up' first).`,
+    )
   }
   let doc: unknown
   try {
@@ -116,13 +128,15 @@ export function loadEnvironmentFile(file: string, name = basename(file).replace(
 /** Loads `--env-file` if given, else the stack file of `--env`. */
 export function loadEnvironment(options: { env?: string; envFile?: string }): Environment {
   if (options.envFile) return loadEnvironmentFile(resolve(options.envFile), options.env)
-  if (!options.env) throw new BadInputError('--env: missing; expected the name of an environment (a stack in stacks/), for example --env dev.')
+  if (!options.env)
+    throw new BadInputError('--env: missing; expected the name of an environment (a stack in stacks/), for example --env dev.')
   return loadEnvironmentFile(stackFilePath(options.env), options.env)
 }
 
 /** The section `key` of `env`, or a clear error saying the environment does not configure it. */
 export function requireSection<K extends 'manager' | 'recording' | 'backup'>(env: Environment, key: K): NonNullable<Environment[K]> {
   const section = env[key]
-  if (!section) throw new BadInputError(`${env.file}: svcops:${key}: missing; this command needs it configured for environment '${env.name}'.`)
+  if (!section)
+    throw new BadInputError(`${env.file}: svcops:${key}: missing; this command needs it configured for environment '${env.name}'.`)
   return section
 }

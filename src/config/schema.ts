@@ -20,9 +20,15 @@ export type SecretRef = z.infer<typeof secretRef>
 
 export const productSchema = z.strictObject({
   /** Prefix of metric, file and variable names (`svc_`, `SVC_`). */
-  prefix: z.string().regex(/^[a-z][a-z0-9]*$/, 'expected lower-case letters and digits, like svc').default('svc'),
+  prefix: z
+    .string()
+    .regex(/^[a-z][a-z0-9]*$/, 'expected lower-case letters and digits, like svc')
+    .default('svc'),
   /** Folder of the product under /etc/opt and /opt. */
-  dir: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'expected a folder name like svc').default('svc'),
+  dir: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9._-]*$/, 'expected a folder name like svc')
+    .default('svc'),
 })
 
 export const managerSchema = z.strictObject({
@@ -43,21 +49,25 @@ export const sshSchema = z.strictObject({
    * The host's key, pinned: its SHA-256 fingerprint as `ssh-keygen -lf` prints it. A host that
    * shows another key is refused; without it the connection warns and names the key it saw.
    */
-  hostKey: z.string().regex(/^SHA256:[A-Za-z0-9+/]{43}$/, { error: 'expected a SHA-256 host key fingerprint as ssh-keygen -lf prints it, like SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8' }).optional(),
+  hostKey: z
+    .string()
+    .regex(/^SHA256:[A-Za-z0-9+/]{43}$/, {
+      error: 'expected a SHA-256 host key fingerprint as ssh-keygen -lf prints it, like SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8',
+    })
+    .optional(),
 })
 
-export const recordingHostSchema = z
-  .strictObject({
-    name,
-    /** Base URL of the recording service on this host. */
-    url,
-    /** How commands reach the host: over SSH, or on this machine (lab hosts, local installs). */
-    ssh: sshSchema.optional(),
-    /** Root directory of a sandboxed lab host (dpkg --root); absent on real hosts. */
-    root: z.string().min(1).optional(),
-    /** Mark one host as the canary that is upgraded first. */
-    canary: z.boolean().default(false),
-  })
+export const recordingHostSchema = z.strictObject({
+  name,
+  /** Base URL of the recording service on this host. */
+  url,
+  /** How commands reach the host: over SSH, or on this machine (lab hosts, local installs). */
+  ssh: sshSchema.optional(),
+  /** Root directory of a sandboxed lab host (dpkg --root); absent on real hosts. */
+  root: z.string().min(1).optional(),
+  /** Mark one host as the canary that is upgraded first. */
+  canary: z.boolean().default(false),
+})
 
 export const databaseSchema = z.strictObject({
   host: z.string().min(1),

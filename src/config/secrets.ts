@@ -17,7 +17,10 @@ export function assertPrivateFile(path: string, field: string): void {
   }
   if ((mode & 0o077) !== 0) {
     const octal = (mode & 0o777).toString(8).padStart(4, '0')
-    throw new BadInputError(`${field}: the file '${path}' has mode ${octal}, readable by group or others; expected 0600.`, `Run: chmod 600 '${path}'`)
+    throw new BadInputError(
+      `${field}: the file '${path}' has mode ${octal}, readable by group or others; expected 0600.`,
+      `Run: chmod 600 '${path}'`,
+    )
   }
 }
 

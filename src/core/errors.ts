@@ -97,10 +97,7 @@ export class RolledBackError extends SvcopsError {
 /** A required system binary is missing; the message names the install command. */
 export class MissingBinaryError extends SvcopsError {
   constructor(binary: string, aptPackage: string) {
-    super(
-      `The program '${binary}' is not installed.`,
-      `Install it with: sudo apt-get update && sudo apt-get install -y ${aptPackage}`,
-    )
+    super(`The program '${binary}' is not installed.`, `Install it with: sudo apt-get update && sudo apt-get install -y ${aptPackage}`)
   }
 }
 

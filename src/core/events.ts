@@ -33,7 +33,11 @@ export class EventLog {
   }
 
   emit(body: EventBody): SvcopsEvent {
-    const event: SvcopsEvent = redactDeep<SvcopsEvent>({ ...body, time: new Date().toISOString(), ...(this.runId ? { runId: this.runId } : {}) })
+    const event: SvcopsEvent = redactDeep<SvcopsEvent>({
+      ...body,
+      time: new Date().toISOString(),
+      ...(this.runId ? { runId: this.runId } : {}),
+    })
     for (const sink of this.sinks) sink(event)
     return event
   }
@@ -74,7 +78,8 @@ export function collect(log: EventLog = events): { events: SvcopsEvent[]; stop: 
 }
 
 const formatters: { [K in SvcopsEvent['kind']]: (e: Extract<SvcopsEvent, { kind: K }>) => string } = {
-  step: (e) => `${e.status === 'start' ? '→' : e.status === 'ok' ? '✓' : e.status === 'skipped' ? '·' : '✗'} ${e.step}${e.durationMs !== undefined ? ` (${formatDuration(e.durationMs)})` : ''}${e.detail ? `: ${e.detail}` : ''}`,
+  step: (e) =>
+    `${e.status === 'start' ? '→' : e.status === 'ok' ? '✓' : e.status === 'skipped' ? '·' : '✗'} ${e.step}${e.durationMs !== undefined ? ` (${formatDuration(e.durationMs)})` : ''}${e.detail ? `: ${e.detail}` : ''}`,
   command: (e) => `$ ${e.command}  [exit ${e.code ?? 'signal'}, ${formatDuration(e.durationMs)}]`,
   retry: (e) => `retry ${e.attempt} of ${e.what} in ${formatDuration(e.delayMs)}: ${e.error}`,
   check: (e) => `${e.ok ? 'ok  ' : 'FAIL'} ${e.check}${e.detail ? `: ${e.detail}` : ''}`,

@@ -40,7 +40,10 @@ export async function sendRequest(request: HttpRequest): Promise<HttpResponse> {
     })
   } catch (error) {
     events.emit({ kind: 'http', method: request.method, url: shownUrl, status: null, durationMs: Date.now() - started })
-    const reason = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${request.timeoutMs ?? 15_000} ms` : describeNetworkError(error)
+    const reason =
+      error instanceof Error && error.name === 'TimeoutError'
+        ? `no answer within ${request.timeoutMs ?? 15_000} ms`
+        : describeNetworkError(error)
     throw new HttpError(`${request.method} ${shownUrl} failed: ${reason}.`, undefined)
   }
   const text = await response.text()

@@ -62,15 +62,31 @@ function tail(text: string, lines = 20): string {
  * Runs `argv` on `transport`, emits a `command` event, and (unless `check: false`) throws a
  * CommandError naming the command and the last lines of stderr when it exits non-zero.
  */
-export async function runCommand(transport: Transport, argv: string[], options: RunOptions = {}, log: EventLog = events): Promise<CommandResult> {
+export async function runCommand(
+  transport: Transport,
+  argv: string[],
+  options: RunOptions = {},
+  log: EventLog = events,
+): Promise<CommandResult> {
   const shown = redact(options.display ?? shellJoin(argv))
   const result = await transport.exec(argv, options)
   const stderrTail = tail(result.stderr, 5)
-  log.emit({ kind: 'command', host: transport.host, command: shown, code: result.code, durationMs: result.durationMs, ...(result.code !== 0 && stderrTail ? { stderrTail } : {}) })
+  log.emit({
+    kind: 'command',
+    host: transport.host,
+    command: shown,
+    code: result.code,
+    durationMs: result.durationMs,
+    ...(result.code !== 0 && stderrTail ? { stderrTail } : {}),
+  })
   if ((options.check ?? true) && result.code !== 0) {
     const how = result.code === null ? `was killed by ${result.signal ?? 'a signal'}` : `exited with code ${result.code}`
     const detail = tail(result.stderr) || tail(result.stdout)
-    throw new CommandError(redact(`The command '${shown}' on ${transport.host} ${how}${detail ? `: ${detail}` : '.'}`), result.code, redact(tail(result.stderr)))
+    throw new CommandError(
+      redact(`The command '${shown}' on ${transport.host} ${how}${detail ? `: ${detail}` : '.'}`),
+      result.code,
+      redact(tail(result.stderr)),
+    )
   }
   return result
 }
@@ -102,7 +118,13 @@ export class LocalTransport implements Transport {
         else reject(error)
       })
       child.on('close', (code, signal) => {
-        resolve({ code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), durationMs: Date.now() - started })
+        resolve({
+          code,
+          signal,
+          stdout: Buffer.concat(out).toString('utf8'),
+          stderr: Buffer.concat(err).toString('utf8'),
+          durationMs: Date.now() - started,
+        })
       })
       child.stdin.on('error', () => {
         // The command may exit without reading its input; its exit code tells what happened.

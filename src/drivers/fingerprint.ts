@@ -12,7 +12,8 @@ import pg from 'pg'
 import { OperationError } from '../core/errors.ts'
 
 /** Schemas a fingerprint never covers. */
-const SYSTEM_SCHEMAS = "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp\\_%'"
+const SYSTEM_SCHEMAS =
+  "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp\\_%'"
 
 type Queryable = Pick<pg.ClientBase, 'query'>
 
@@ -102,9 +103,14 @@ export async function rowCounts(db: Queryable | pg.ClientConfig, options: Schema
     for (const { schema, name } of tables.rows) {
       let result: pg.QueryResult<{ n: string }>
       try {
-        result = await client.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(name)}`)
+        result = await client.query<{ n: string }>(
+          `SELECT count(*)::text AS n FROM ${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(name)}`,
+        )
       } catch (error) {
-        throw new OperationError(`Could not count the rows of ${schema}.${name}: ${(error as Error).message}.`, 'The database user needs SELECT on every table of the service schema.')
+        throw new OperationError(
+          `Could not count the rows of ${schema}.${name}: ${(error as Error).message}.`,
+          'The database user needs SELECT on every table of the service schema.',
+        )
       }
       counts[`${schema}.${name}`] = Number(result.rows[0]?.n ?? 0)
     }

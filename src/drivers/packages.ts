@@ -48,8 +48,13 @@ export const dpkgDriver: PackageDriver = {
   name: 'dpkg',
   queryVersionCommand: (host, pkg) => ({ argv: dpkgQueryArgv(host, ['-W', '-f=${db:Status-Status} ${Version}', pkg]), mutates: false }),
   parseVersion: parseDpkgStatus,
-  stageCommands: (host, _pkg, _version, file) => [{ argv: ['mkdir', '-p', hostPath(host, PACKAGE_CACHE)], mutates: true }, { argv: ['upload', file ?? '(package file)', cachedPath(host, file ?? '')], mutates: true }],
-  installCommands: (host, _pkg, _version, file) => [{ argv: dpkgArgv(host, ['--force-confdef', '--force-confold', '-i', cachedPath(host, file ?? '')]), mutates: true }],
+  stageCommands: (host, _pkg, _version, file) => [
+    { argv: ['mkdir', '-p', hostPath(host, PACKAGE_CACHE)], mutates: true },
+    { argv: ['upload', file ?? '(package file)', cachedPath(host, file ?? '')], mutates: true },
+  ],
+  installCommands: (host, _pkg, _version, file) => [
+    { argv: dpkgArgv(host, ['--force-confdef', '--force-confold', '-i', cachedPath(host, file ?? '')]), mutates: true },
+  ],
   newConfigSuffixes: debianConf,
 }
 
@@ -65,7 +70,13 @@ export const aptDriver: PackageDriver = {
     { argv: ['apt-get', 'update'], env: aptEnv, mutates: true },
     { argv: ['apt-get', 'install', '--download-only', '-y', '--allow-downgrades', `${pkg}=${version}`], env: aptEnv, mutates: true },
   ],
-  installCommands: (_host, pkg, version) => [{ argv: ['apt-get', 'install', '-y', '--no-install-recommends', '--allow-downgrades', ...aptKeepConfig, `${pkg}=${version}`], env: aptEnv, mutates: true }],
+  installCommands: (_host, pkg, version) => [
+    {
+      argv: ['apt-get', 'install', '-y', '--no-install-recommends', '--allow-downgrades', ...aptKeepConfig, `${pkg}=${version}`],
+      env: aptEnv,
+      mutates: true,
+    },
+  ],
   newConfigSuffixes: debianConf,
 }
 
@@ -76,7 +87,9 @@ export const dnfDriver: PackageDriver = {
   parseVersion: (stdout) => (/^\d[\w.+~-]*$/.test(stdout.trim()) ? stdout.trim() : undefined),
   stageCommands: (_host, pkg, version) => [{ argv: ['dnf', 'install', '-y', '--downloadonly', `${pkg}-${version}`], mutates: true }],
   // `dnf install` refuses to go down; `dnf downgrade` refuses to go up; `--allowerasing` is never used (it could remove other packages).
-  installCommands: (_host, pkg, version) => [{ argv: ['sh', '-c', 'dnf install -y "$1" || dnf downgrade -y "$1"', 'sh', `${pkg}-${version}`], mutates: true }],
+  installCommands: (_host, pkg, version) => [
+    { argv: ['sh', '-c', 'dnf install -y "$1" || dnf downgrade -y "$1"', 'sh', `${pkg}-${version}`], mutates: true },
+  ],
   newConfigSuffixes: ['.rpmnew'],
 }
 
@@ -95,7 +108,12 @@ function cachedPath(host: Host, file: string): string {
 }
 
 /** The version installed on the host, or undefined when the package is not installed. */
-export async function readInstalledVersion(driver: PackageDriver, transport: Transport, host: Host, pkg: string): Promise<string | undefined> {
+export async function readInstalledVersion(
+  driver: PackageDriver,
+  transport: Transport,
+  host: Host,
+  pkg: string,
+): Promise<string | undefined> {
   const cmd = driver.queryVersionCommand(host, pkg)
   const result = await runCommand(transport, cmd.argv, { check: false, ...(cmd.env ? { env: cmd.env } : {}) })
   return result.code === 0 ? driver.parseVersion(result.stdout) : undefined
@@ -109,7 +127,11 @@ export function findDebFile(dir: string | undefined, pkg: string, version: strin
   if (!dir) throw new BadInputError(`recording.packageDir: missing; the dpkg driver needs the directory holding ${pkg}_${version}_*.deb.`)
   if (!existsSync(dir)) throw new BadInputError(`recording.packageDir: the directory '${dir}' does not exist.`)
   const found = readdirSync(dir).find((f) => f.startsWith(`${pkg}_${version}_`) && f.endsWith('.deb'))
-  if (!found) throw new BadInputError(`Version ${version} of ${pkg} is not in ${dir}; expected a file ${pkg}_${version}_<arch>.deb.`, `List the available versions with: ls ${dir}`)
+  if (!found)
+    throw new BadInputError(
+      `Version ${version} of ${pkg} is not in ${dir}; expected a file ${pkg}_${version}_<arch>.deb.`,
+      `List the available versions with: ls ${dir}`,
+    )
   return join(dir, found)
 }
 
@@ -124,7 +146,14 @@ export async function sha256File(path: string): Promise<string> {
  * Makes `version` available on the host without installing it. Idempotent: a `.deb` already in the
  * cache with the same checksum is not copied again. Returns what it changed.
  */
-export async function stagePackage(driver: PackageDriver, transport: Transport, host: Host, pkg: string, version: string, file?: string): Promise<string[]> {
+export async function stagePackage(
+  driver: PackageDriver,
+  transport: Transport,
+  host: Host,
+  pkg: string,
+  version: string,
+  file?: string,
+): Promise<string[]> {
   if (driver.name !== 'dpkg') {
     for (const cmd of driver.stageCommands(host, pkg, version)) await runCommand(transport, cmd.argv, cmd.env ? { env: cmd.env } : {})
     return [`downloaded ${pkg} ${version}`]
@@ -137,11 +166,20 @@ export async function stagePackage(driver: PackageDriver, transport: Transport, 
   await runCommand(transport, ['mkdir', '-p', hostPath(host, PACKAGE_CACHE)])
   await transport.upload(file, target)
   const check = await runCommand(transport, ['sha256sum', target])
-  if (check.stdout.split(/\s+/)[0] !== want) throw new OperationError(`The package copied to ${host.name}:${target} does not match ${file} (SHA-256 differs).`)
+  if (check.stdout.split(/\s+/)[0] !== want)
+    throw new OperationError(`The package copied to ${host.name}:${target} does not match ${file} (SHA-256 differs).`)
   return [`copied ${file.split('/').pop() ?? file} to ${target}`]
 }
 
 /** Installs exactly `version` (upgrade or downgrade), keeping modified conffiles. */
-export async function installPackage(driver: PackageDriver, transport: Transport, host: Host, pkg: string, version: string, file?: string): Promise<void> {
-  for (const cmd of driver.installCommands(host, pkg, version, file)) await runCommand(transport, cmd.argv, { timeoutMs: 600_000, ...(cmd.env ? { env: cmd.env } : {}) })
+export async function installPackage(
+  driver: PackageDriver,
+  transport: Transport,
+  host: Host,
+  pkg: string,
+  version: string,
+  file?: string,
+): Promise<void> {
+  for (const cmd of driver.installCommands(host, pkg, version, file))
+    await runCommand(transport, cmd.argv, { timeoutMs: 600_000, ...(cmd.env ? { env: cmd.env } : {}) })
 }

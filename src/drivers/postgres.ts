@@ -30,12 +30,26 @@ export function databaseTarget(config: DatabaseConfig, field = 'recording.databa
 
 /** Settings for node-postgres. */
 export function clientConfig(target: DatabaseTarget, database = target.name): pg.ClientConfig {
-  return { host: target.host, port: target.port, user: target.user, database, connectionTimeoutMillis: 10_000, ...(target.password !== undefined ? { password: target.password } : {}) }
+  return {
+    host: target.host,
+    port: target.port,
+    user: target.user,
+    database,
+    connectionTimeoutMillis: 10_000,
+    ...(target.password !== undefined ? { password: target.password } : {}),
+  }
 }
 
 /** Environment for libpq tools: the password travels in PGPASSWORD, never in argv. */
 export function libpqEnv(target: DatabaseTarget, database = target.name): Record<string, string> {
-  return { PGHOST: target.host, PGPORT: String(target.port), PGUSER: target.user, PGDATABASE: database, PGCONNECT_TIMEOUT: '10', ...(target.password !== undefined ? { PGPASSWORD: target.password } : {}) }
+  return {
+    PGHOST: target.host,
+    PGPORT: String(target.port),
+    PGUSER: target.user,
+    PGDATABASE: database,
+    PGCONNECT_TIMEOUT: '10',
+    ...(target.password !== undefined ? { PGPASSWORD: target.password } : {}),
+  }
 }
 
 function where(target: DatabaseTarget, database = target.name): string {
@@ -62,17 +76,26 @@ export async function connectDatabase(target: DatabaseTarget, database = target.
     const e = error as NodeJS.ErrnoException & { code?: string }
     const message = redact(e.message)
     if (e.code === '28P01' || e.code === '28000') {
-      throw new AuthError(`The database server refused the login ${where(target, database)}: ${message}.`, [], 'Check recording.database.user and its password reference.')
+      throw new AuthError(
+        `The database server refused the login ${where(target, database)}: ${message}.`,
+        [],
+        'Check recording.database.user and its password reference.',
+      )
     }
     if (e.code === '3D000') throw new OperationError(`The database ${where(target, database)} does not exist: ${message}.`)
-    throw new OperationError(`The database server ${target.host}:${target.port} is unreachable (${e.code ?? message}); could not connect as ${target.user} to ${database}.`, 'Check that PostgreSQL runs and that recording.database.host/port are right.')
+    throw new OperationError(
+      `The database server ${target.host}:${target.port} is unreachable (${e.code ?? message}); could not connect as ${target.user} to ${database}.`,
+      'Check that PostgreSQL runs and that recording.database.host/port are right.',
+    )
   }
   return client
 }
 
 /** Server version text and number (`SHOW server_version_num`, e.g. 150018). */
 export async function serverVersion(client: Pick<pg.ClientBase, 'query'>): Promise<{ text: string; num: number }> {
-  const rows = await client.query<{ v: string; n: string }>("SELECT current_setting('server_version') AS v, current_setting('server_version_num') AS n")
+  const rows = await client.query<{ v: string; n: string }>(
+    "SELECT current_setting('server_version') AS v, current_setting('server_version_num') AS n",
+  )
   const row = rows.rows[0]
   return { text: (row?.v ?? '').split(' ')[0] ?? '', num: Number(row?.n ?? 0) }
 }
@@ -95,7 +118,8 @@ export async function findPgTool(name: PgTool['name']): Promise<PgTool> {
   const path = requireBinary(name, 'postgresql-client')
   const result = await runCommand(local, [path, '--version'])
   const match = /\(PostgreSQL\)\s+(\d+)(?:\.(\d+))?/.exec(result.stdout)
-  if (!match?.[1]) throw new OperationError(`'${path} --version' printed '${result.stdout.trim()}'; expected 'pg_dump (PostgreSQL) <version>'.`)
+  if (!match?.[1])
+    throw new OperationError(`'${path} --version' printed '${result.stdout.trim()}'; expected 'pg_dump (PostgreSQL) <version>'.`)
   return { name, path, version: match[2] ? `${match[1]}.${match[2]}` : match[1], major: Number(match[1]) }
 }
 
@@ -105,7 +129,10 @@ export async function findPgTool(name: PgTool['name']): Promise<PgTool> {
  */
 export function assertToolFits(tool: PgTool, otherVersion: string, otherMajor: number, other: string): void {
   if (tool.major < otherMajor) {
-    throw new OperationError(`${tool.name} ${tool.version} (${tool.path}) is older than ${other} ${otherVersion}; ${tool.name} must be of major version ${otherMajor} or newer.`, `Install it with: sudo apt-get install -y postgresql-client-${otherMajor}`)
+    throw new OperationError(
+      `${tool.name} ${tool.version} (${tool.path}) is older than ${other} ${otherVersion}; ${tool.name} must be of major version ${otherMajor} or newer.`,
+      `Install it with: sudo apt-get install -y postgresql-client-${otherMajor}`,
+    )
   }
 }
 
@@ -128,17 +155,29 @@ export function spawnPgTool(argv: string[], env: Record<string, string>, stdio: 
   const [file, ...args] = argv
   if (!file) throw new BadInputError('spawnPgTool needs a command.')
   const started = Date.now()
-  const child = spawn(file, args, { env: { ...process.env, ...env }, stdio: [stdio.stdin ? 'pipe' : 'ignore', stdio.stdout ? 'pipe' : 'ignore', 'pipe'] })
+  const child = spawn(file, args, {
+    env: { ...process.env, ...env },
+    stdio: [stdio.stdin ? 'pipe' : 'ignore', stdio.stdout ? 'pipe' : 'ignore', 'pipe'],
+  })
   let stderr = ''
   child.stderr?.setEncoding('utf8')
   child.stderr?.on('data', (d: string) => {
     stderr = (stderr + d).slice(-16_384)
   })
   const exited = new Promise<{ code: number | null; signal: string | null; stderr: string }>((resolve, reject) => {
-    child.on('error', (error: NodeJS.ErrnoException) => reject(error.code === 'ENOENT' ? new CommandError(`The program '${file}' was not found.`, null, '') : error))
+    child.on('error', (error: NodeJS.ErrnoException) =>
+      reject(error.code === 'ENOENT' ? new CommandError(`The program '${file}' was not found.`, null, '') : error),
+    )
     child.on('close', (code, signal) => {
       const tail = redact(stderr.trimEnd().split('\n').slice(-5).join('\n'))
-      events.emit({ kind: 'command', host: 'local', command: redact(shellJoin(argv)), code, durationMs: Date.now() - started, ...(code !== 0 && tail ? { stderrTail: tail } : {}) })
+      events.emit({
+        kind: 'command',
+        host: 'local',
+        command: redact(shellJoin(argv)),
+        code,
+        durationMs: Date.now() - started,
+        ...(code !== 0 && tail ? { stderrTail: tail } : {}),
+      })
       resolve({ code, signal, stderr: redact(stderr) })
     })
   })

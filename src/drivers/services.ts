@@ -48,7 +48,10 @@ export const systemdDriver: ServiceDriver = {
   stopOutcome: (r) => ({ ok: r.code === 0, detail: output(r) }),
   startOutcome: (r) => ({ ok: r.code === 0, detail: output(r) }),
   parseStatus: (r) => ({ running: r.code === 0 && r.stdout.trim() === 'active', status: r.stdout.trim() || r.stderr.trim() }),
-  logsCommand: (_h, unit, lines, _logPath, cursor) => ({ argv: ['journalctl', '-u', unit, '-n', String(lines), '--no-pager', '-o', 'short-iso', ...(cursor ? [`--since=@${cursor}`] : [])], mutates: false }),
+  logsCommand: (_h, unit, lines, _logPath, cursor) => ({
+    argv: ['journalctl', '-u', unit, '-n', String(lines), '--no-pager', '-o', 'short-iso', ...(cursor ? [`--since=@${cursor}`] : [])],
+    mutates: false,
+  }),
   // The host's own clock: a position in time that journalctl --since understands, immune to clock skew.
   logCursorCommand: () => ({ argv: ['date', '+%s.%N'], mutates: false }),
 }
@@ -56,7 +59,20 @@ export const systemdDriver: ServiceDriver = {
 /** `curl` posting one XML-RPC call (on stdin) to supervisord's socket. */
 function supervisorCall(host: Host, method: string, params: RpcParam[], mutates: boolean): PlannedCommand {
   return {
-    argv: ['curl', '--silent', '--show-error', '--max-time', '120', '--unix-socket', supervisorSocketPath(host), '--header', 'Content-Type: text/xml', '--data-binary', '@-', 'http://localhost/RPC2'],
+    argv: [
+      'curl',
+      '--silent',
+      '--show-error',
+      '--max-time',
+      '120',
+      '--unix-socket',
+      supervisorSocketPath(host),
+      '--header',
+      'Content-Type: text/xml',
+      '--data-binary',
+      '@-',
+      'http://localhost/RPC2',
+    ],
     input: { data: encodeCall(method, params), shown: describeCall(method, params) },
     mutates,
   }
@@ -64,7 +80,13 @@ function supervisorCall(host: Host, method: string, params: RpcParam[], mutates:
 
 /** The fault or value of a call's answer; a curl failure (no supervisord on the socket) as a fault of its own. */
 function supervisorAnswer(r: CommandResult, host: Host): ReturnType<typeof parseAnswer> {
-  if (r.code !== 0) return { fault: { code: -1, message: `supervisord does not answer on ${supervisorSocketPath(host)}: ${r.stderr.trim() || `curl exited with code ${r.code}`}` } }
+  if (r.code !== 0)
+    return {
+      fault: {
+        code: -1,
+        message: `supervisord does not answer on ${supervisorSocketPath(host)}: ${r.stderr.trim() || `curl exited with code ${r.code}`}`,
+      },
+    }
   return parseAnswer(r.stdout, `${host.name}:${supervisorSocketPath(host)}`)
 }
 
@@ -96,14 +118,25 @@ export const supervisorDriver: ServiceDriver = {
   logsCommand: (h, _program, lines, logPath, cursor) =>
     cursor === undefined
       ? { argv: ['tail', '-n', String(lines), hostPath(h, logPath)], mutates: false }
-      : { argv: ['sh', '-c', 'tail -c +"$1" "$2" | tail -n "$3"', 'sh', String(Number(cursor) + 1), hostPath(h, logPath), String(lines)], mutates: false },
+      : {
+          argv: ['sh', '-c', 'tail -c +"$1" "$2" | tail -n "$3"', 'sh', String(Number(cursor) + 1), hostPath(h, logPath), String(lines)],
+          mutates: false,
+        },
   // The log file's size in bytes: what the service writes after it is this start's.
-  logCursorCommand: (h, _program, logPath) => ({ argv: ['sh', '-c', 'stat -c %s "$1" 2>/dev/null || echo 0', 'sh', hostPath(h, logPath)], mutates: false }),
+  logCursorCommand: (h, _program, logPath) => ({
+    argv: ['sh', '-c', 'stat -c %s "$1" 2>/dev/null || echo 0', 'sh', hostPath(h, logPath)],
+    mutates: false,
+  }),
 }
 
 /** Runs a planned command (its stdin too). */
 function runPlanned(transport: Transport, cmd: PlannedCommand, timeoutMs?: number): Promise<CommandResult> {
-  return runCommand(transport, cmd.argv, { check: false, ...(cmd.input ? { input: cmd.input.data } : {}), ...(cmd.env ? { env: cmd.env } : {}), ...(timeoutMs ? { timeoutMs } : {}) })
+  return runCommand(transport, cmd.argv, {
+    check: false,
+    ...(cmd.input ? { input: cmd.input.data } : {}),
+    ...(cmd.env ? { env: cmd.env } : {}),
+    ...(timeoutMs ? { timeoutMs } : {}),
+  })
 }
 
 /** The driver named in the environment file. */
@@ -122,26 +155,50 @@ export async function stopService(driver: ServiceDriver, transport: Transport, h
  * Starts the service. Does not throw when the start fails: a service that exits at once is
  * diagnosed by the health wait and the log check, which say why, not by a bare "spawn error".
  */
-export async function startService(driver: ServiceDriver, transport: Transport, host: Host, service: string): Promise<{ ok: boolean; output: string }> {
+export async function startService(
+  driver: ServiceDriver,
+  transport: Transport,
+  host: Host,
+  service: string,
+): Promise<{ ok: boolean; output: string }> {
   const result = await runPlanned(transport, driver.startCommand(host, service), 120_000)
   const outcome = driver.startOutcome(result, host)
   return { ok: outcome.ok, output: outcome.detail }
 }
 
 /** Whether the service runs, and the status line that says so. */
-export async function readServiceStatus(driver: ServiceDriver, transport: Transport, host: Host, service: string): Promise<{ running: boolean; status: string }> {
+export async function readServiceStatus(
+  driver: ServiceDriver,
+  transport: Transport,
+  host: Host,
+  service: string,
+): Promise<{ running: boolean; status: string }> {
   return driver.parseStatus(await runPlanned(transport, driver.statusCommand(host, service)), host)
 }
 
 /** A position in the service's log, read before a start (see `readServiceLogs`). */
-export async function readLogCursor(driver: ServiceDriver, transport: Transport, host: Host, service: string, logPath: string): Promise<string | undefined> {
+export async function readLogCursor(
+  driver: ServiceDriver,
+  transport: Transport,
+  host: Host,
+  service: string,
+  logPath: string,
+): Promise<string | undefined> {
   const result = await runCommand(transport, driver.logCursorCommand(host, service, logPath).argv, { check: false })
   const cursor = result.stdout.trim()
   return result.code === 0 && /^\d+(\.\d+)?$/.test(cursor) ? cursor : undefined
 }
 
 /** The last `lines` lines of the service's log (empty when there is no log yet); with `cursor`, only lines written after it. */
-export async function readServiceLogs(driver: ServiceDriver, transport: Transport, host: Host, service: string, lines: number, logPath: string, cursor?: string): Promise<string[]> {
+export async function readServiceLogs(
+  driver: ServiceDriver,
+  transport: Transport,
+  host: Host,
+  service: string,
+  lines: number,
+  logPath: string,
+  cursor?: string,
+): Promise<string[]> {
   const cmd = driver.logsCommand(host, service, lines, logPath, cursor)
   const result = await runCommand(transport, cmd.argv, { check: false })
   return result.code === 0 ? result.stdout.split('\n').filter((l) => l.trim() !== '') : []

@@ -126,7 +126,10 @@ export class SshTransport implements Transport {
         })
         if (hostKey === undefined && !this.warnedUnpinned) {
           this.warnedUnpinned = true
-          events.warn(`The SSH host key of ${this.host} (${host}:${port}) is not pinned; it is ${seen ?? 'unknown'}. Check it out of band and pin it: ssh.hostKey: ${seen ?? 'SHA256:...'}`, this.host)
+          events.warn(
+            `The SSH host key of ${this.host} (${host}:${port}) is not pinned; it is ${seen ?? 'unknown'}. Check it out of band and pin it: ssh.hostKey: ${seen ?? 'SHA256:...'}`,
+            this.host,
+          )
         }
         this.opened = ssh
         return ssh
@@ -143,7 +146,10 @@ export class SshTransport implements Transport {
       }
     }
     const reason = lastError instanceof Error ? lastError.message : String(lastError)
-    throw new OperationError(`Could not connect to ${this.host} over SSH as ${user}@${host}:${port}: ${reason}.`, `ssh -p ${port} ${user}@${host} true`)
+    throw new OperationError(
+      `Could not connect to ${this.host} over SSH as ${user}@${host}:${port}: ${reason}.`,
+      `ssh -p ${port} ${user}@${host} true`,
+    )
   }
 
   private async acquire(): Promise<void> {
@@ -173,12 +179,20 @@ export class SshTransport implements Transport {
         if (options.timeoutMs) timer = setTimeout(() => (opened as Closable).close(), options.timeoutMs + 5000)
       }
       const result = await ssh.execCommand(command, { stdin: Readable.from([stdin]), noTrim: true, onChannel }).catch((error: unknown) => {
-        throw new OperationError(`Could not run a command on ${this.host} over SSH: ${error instanceof Error ? error.message : String(error)}.`)
+        throw new OperationError(
+          `Could not run a command on ${this.host} over SSH: ${error instanceof Error ? error.message : String(error)}.`,
+        )
       })
       const durationMs = Date.now() - started
       // `timeout` exits 124 when it had to stop the command: report it as the local transport does.
       const timedOut = options.timeoutMs !== undefined && (result.code === 124 || result.code === null) && durationMs >= options.timeoutMs
-      return { code: timedOut ? null : result.code, signal: timedOut ? 'SIGTERM' : result.signal, stdout: result.stdout, stderr: result.stderr, durationMs }
+      return {
+        code: timedOut ? null : result.code,
+        signal: timedOut ? 'SIGTERM' : result.signal,
+        stdout: result.stdout,
+        stderr: result.stderr,
+        durationMs,
+      }
     } finally {
       if (timer) clearTimeout(timer)
       this.release()
@@ -216,7 +230,10 @@ export class SshTransport implements Transport {
  * bytes with `dd` and evaluates them, so values stay off every process's argument list, and the
  * rest of stdin is left for the command.
  */
-export function remoteCommand(argv: string[], options: Pick<RunOptions, 'cwd' | 'env' | 'input' | 'timeoutMs'>): { command: string; stdin: Buffer } {
+export function remoteCommand(
+  argv: string[],
+  options: Pick<RunOptions, 'cwd' | 'env' | 'input' | 'timeoutMs'>,
+): { command: string; stdin: Buffer } {
   const input = typeof options.input === 'string' ? Buffer.from(options.input) : (options.input ?? Buffer.alloc(0))
   const parts: string[] = []
   let stdin = input

@@ -23,11 +23,20 @@ export interface RpcFault {
 export type RpcAnswer = { fault: RpcFault } | { fault?: undefined; value: boolean | string | number | Record<string, string | number> }
 
 const escapeXml = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
-const unescapeXml = (s: string): string => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, '&')
+const unescapeXml = (s: string): string =>
+  s
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&apos;/g, "'")
+    .replace(/&amp;/g, '&')
 
 /** The request body of `method(params...)`. */
 export function encodeCall(method: string, params: RpcParam[]): string {
-  const values = params.map((p) => `<param><value>${typeof p === 'boolean' ? `<boolean>${p ? 1 : 0}</boolean>` : `<string>${escapeXml(p)}</string>`}</value></param>`)
+  const values = params.map(
+    (p) =>
+      `<param><value>${typeof p === 'boolean' ? `<boolean>${p ? 1 : 0}</boolean>` : `<string>${escapeXml(p)}</string>`}</value></param>`,
+  )
   return `<?xml version="1.0"?><methodCall><methodName>${escapeXml(method)}</methodName><params>${values.join('')}</params></methodCall>`
 }
 
@@ -46,7 +55,8 @@ const SCALAR = String.raw`<value>(?:<(string|int|i4|boolean)>([^<]*)</(?:string|
 
 /** Parses supervisord's answer: a fault, a scalar, or a struct of scalars (getProcessInfo). */
 export function parseAnswer(xml: string, where: string): RpcAnswer {
-  if (!/<methodResponse>/.test(xml)) throw new ProtocolError(`supervisord at ${where} did not answer with XML-RPC: '${xml.trim().slice(0, 120)}'.`)
+  if (!/<methodResponse>/.test(xml))
+    throw new ProtocolError(`supervisord at ${where} did not answer with XML-RPC: '${xml.trim().slice(0, 120)}'.`)
   if (/<fault>/.test(xml)) {
     const code = /<name>faultCode<\/name>\s*<value><(?:int|i4)>(-?\d+)<\//.exec(xml)
     const message = /<name>faultString<\/name>\s*<value>(?:<string>)?([^<]*)</.exec(xml)
@@ -62,6 +72,7 @@ export function parseAnswer(xml: string, where: string): RpcAnswer {
     return { value }
   }
   const one = new RegExp(`<param>\\s*${SCALAR}\\s*</param>`).exec(xml)
-  if (!one) throw new ProtocolError(`supervisord at ${where} answered an XML-RPC value svcops does not read: '${xml.trim().slice(0, 120)}'.`)
+  if (!one)
+    throw new ProtocolError(`supervisord at ${where} answered an XML-RPC value svcops does not read: '${xml.trim().slice(0, 120)}'.`)
   return { value: one[1] !== undefined ? scalar(one[1], one[2] ?? '') : unescapeXml(one[4] ?? '') }
 }

@@ -55,7 +55,10 @@ function userOfUid(uid: number): string | undefined {
  */
 export function transportFor(host: RecordingHostConfig): Transport {
   if (host.ssh) {
-    return new SshTransport({ host: host.ssh.host, port: host.ssh.port, user: host.ssh.user, keyFile: host.ssh.keyFile, hostKey: host.ssh.hostKey }, { name: host.name })
+    return new SshTransport(
+      { host: host.ssh.host, port: host.ssh.port, user: host.ssh.user, keyFile: host.ssh.keyFile, hostKey: host.ssh.hostKey },
+      { name: host.name },
+    )
   }
   if (host.root && process.getuid?.() === 0) {
     const { uid, gid } = statSync(host.root)
@@ -85,7 +88,16 @@ export async function closeTransports(transports: Map<string, Transport>): Promi
 export function dpkgArgv(host: Pick<RecordingHostConfig, 'root'>, args: string[]): string[] {
   if (!host.root) return ['dpkg', ...args]
   const r = host.root
-  return ['dpkg', `--root=${r}`, `--admindir=${join(r, 'var/lib/dpkg')}`, `--log=${join(r, 'var/log/dpkg.log')}`, '--force-script-chrootless', '--force-not-root', '--force-bad-path', ...args]
+  return [
+    'dpkg',
+    `--root=${r}`,
+    `--admindir=${join(r, 'var/lib/dpkg')}`,
+    `--log=${join(r, 'var/log/dpkg.log')}`,
+    '--force-script-chrootless',
+    '--force-not-root',
+    '--force-bad-path',
+    ...args,
+  ]
 }
 
 /** The dpkg-query command line for a host (reads the sandbox's database on a lab host). */

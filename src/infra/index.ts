@@ -50,7 +50,11 @@ function wire(s: StackSettings): PlatformOutputs {
   const ns = new k8s.core.v1.Namespace('namespace', {
     metadata: {
       name: deploy.namespace,
-      labels: { 'app.kubernetes.io/part-of': PART_OF, 'app.kubernetes.io/managed-by': 'pulumi', 'pod-security.kubernetes.io/enforce': 'restricted' },
+      labels: {
+        'app.kubernetes.io/part-of': PART_OF,
+        'app.kubernetes.io/managed-by': 'pulumi',
+        'pod-security.kubernetes.io/enforce': 'restricted',
+      },
     },
   })
   const namespace: pulumi.Output<string> = ns.metadata.name
@@ -67,7 +71,12 @@ function wire(s: StackSettings): PlatformOutputs {
   const tls = deploy.tls
     ? new Tls(`${prefix}-tls`, {
         namespace,
-        dnsNames: [scName, `${scName}.${deploy.namespace}`, `${scName}.${deploy.namespace}.svc`, `${scName}.${deploy.namespace}.svc.cluster.local`],
+        dnsNames: [
+          scName,
+          `${scName}.${deploy.namespace}`,
+          `${scName}.${deploy.namespace}.svc`,
+          `${scName}.${deploy.namespace}.svc.cluster.local`,
+        ],
         labels: labelsOf({ name: 'tls', instance: `${prefix}-tls`, component: 'live-production', version: live.version }),
       })
     : undefined

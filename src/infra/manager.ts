@@ -56,7 +56,11 @@ export class Manager extends pulumi.ComponentResource {
     const keyPem = pulumi.secret(key.privateKeyPem)
     const keySecret = new k8s.core.v1.Secret(
       `${name}-signing-key`,
-      { metadata: { name: `${name}-signing-key`, namespace: args.namespace, labels }, type: 'Opaque', stringData: secretData({ [SIGNING_KEY_FILE]: keyPem }) },
+      {
+        metadata: { name: `${name}-signing-key`, namespace: args.namespace, labels },
+        type: 'Opaque',
+        stringData: secretData({ [SIGNING_KEY_FILE]: keyPem }),
+      },
       { parent: this },
     )
 

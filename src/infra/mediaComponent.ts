@@ -53,7 +53,9 @@ export class MediaComponent extends pulumi.ComponentResource {
     ]
     if (args.tcpEndpoints) {
       if (tcpEndpointSingleValue(args.version) && args.tcpEndpoints.length !== 1) {
-        throw new BadInputError(`tcpEndpoints: ${args.tcpEndpoints.length} endpoints given for release ${args.version}; expected exactly one, since ${tcpEndpointVariable(args.version, args.prefix)} takes a single endpoint that accepts several connections.`)
+        throw new BadInputError(
+          `tcpEndpoints: ${args.tcpEndpoints.length} endpoints given for release ${args.version}; expected exactly one, since ${tcpEndpointVariable(args.version, args.prefix)} takes a single endpoint that accepts several connections.`,
+        )
       }
       env.push({ name: tcpEndpointVariable(args.version, args.prefix), value: args.tcpEndpoints.join(',') })
     }
@@ -80,7 +82,8 @@ export class MediaComponent extends pulumi.ComponentResource {
     )
     this.deploymentName = deployment.metadata.name
     // Control panels reach the rendering engine's TCP endpoint through a Service.
-    if (controlPort !== undefined) createService(`${name}-service`, { identity, namespace: args.namespace, port: controlPort, portName: 'control' }, this)
+    if (controlPort !== undefined)
+      createService(`${name}-service`, { identity, namespace: args.namespace, port: controlPort, portName: 'control' }, this)
     this.registerOutputs({ deploymentName: this.deploymentName })
   }
 }

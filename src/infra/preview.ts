@@ -85,7 +85,11 @@ function split(value: unknown, path: string, secretPaths: string[], inSecret: bo
 }
 
 /** Splits raw newResource inputs into what may be shown and the values themselves. */
-export function splitSecrets(inputs: Record<string, unknown>): { shown: Record<string, unknown>; unwrapped: Record<string, unknown>; secretPaths: string[] } {
+export function splitSecrets(inputs: Record<string, unknown>): {
+  shown: Record<string, unknown>
+  unwrapped: Record<string, unknown>
+  secretPaths: string[]
+} {
   const secretPaths: string[] = []
   const { shown, unwrapped } = split(inputs, '', secretPaths, false)
   return { shown: shown as Record<string, unknown>, unwrapped: unwrapped as Record<string, unknown>, secretPaths }
@@ -149,7 +153,8 @@ export function readStackConfig(stackFile: string): { config: Record<string, str
     throw new BadInputError(`${stackFile}: cannot be read as YAML: ${(error as Error).message.split('\n')[0]}`)
   }
   const map = (doc as { config?: unknown } | null)?.config
-  if (!map || typeof map !== 'object') throw new BadInputError(`${stackFile}: config: missing; expected a Pulumi stack file with a 'config:' map.`)
+  if (!map || typeof map !== 'object')
+    throw new BadInputError(`${stackFile}: config: missing; expected a Pulumi stack file with a 'config:' map.`)
   const config: Record<string, string> = {}
   const secure: string[] = []
   for (const [key, value] of Object.entries(map as Record<string, unknown>)) {
@@ -202,14 +207,15 @@ export async function previewStack(options: PreviewOptions): Promise<PreviewResu
   let failure: unknown
   let outputs: Record<string, unknown>
   try {
-    outputs = (await pulumi.runtime.runInPulumiStack(() => {
-      try {
-        return Promise.resolve(program())
-      } catch (error) {
-        failure = error
-        return Promise.resolve({})
-      }
-    })) ?? {}
+    outputs =
+      (await pulumi.runtime.runInPulumiStack(() => {
+        try {
+          return Promise.resolve(program())
+        } catch (error) {
+          failure = error
+          return Promise.resolve({})
+        }
+      })) ?? {}
   } finally {
     await pulumi.runtime.disconnect()
   }

@@ -44,7 +44,11 @@ export class RecordingService extends pulumi.ComponentResource {
     }
     const dbSecret = new k8s.core.v1.Secret(
       `${name}-database`,
-      { metadata: { name: `${name}-database`, namespace: args.namespace, labels }, type: 'Opaque', stringData: secretData({ ...connection, [`${p}_DB_PASSWORD`]: password }) },
+      {
+        metadata: { name: `${name}-database`, namespace: args.namespace, labels },
+        type: 'Opaque',
+        stringData: secretData({ ...connection, [`${p}_DB_PASSWORD`]: password }),
+      },
       { parent: this },
     )
     const claim = new k8s.core.v1.PersistentVolumeClaim(
@@ -78,7 +82,10 @@ export class RecordingService extends pulumi.ComponentResource {
           volumeMounts: [{ name: 'recordings', mountPath: RECORDINGS_DIR }],
         },
         volumes: [{ name: 'recordings', persistentVolumeClaim: { claimName: claim.metadata.name } }],
-        strategy: args.storage.accessMode === 'ReadWriteOnce' ? { type: 'Recreate' } : { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+        strategy:
+          args.storage.accessMode === 'ReadWriteOnce'
+            ? { type: 'Recreate' }
+            : { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
       },
       this,
     )

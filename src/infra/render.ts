@@ -35,7 +35,17 @@ export interface RenderReport {
 }
 
 // Apply order a person would read: where things live, what they read, then what runs.
-const KIND_ORDER = ['Namespace', 'Secret', 'ConfigMap', 'PersistentVolumeClaim', 'Service', 'Deployment', 'PodDisruptionBudget', 'NetworkPolicy', 'CronJob']
+const KIND_ORDER = [
+  'Namespace',
+  'Secret',
+  'ConfigMap',
+  'PersistentVolumeClaim',
+  'Service',
+  'Deployment',
+  'PodDisruptionBudget',
+  'NetworkPolicy',
+  'CronJob',
+]
 
 function kindOf(o: DeclaredResource): string {
   return String(o.shown.kind)
@@ -69,7 +79,9 @@ export async function renderStack(options: RenderOptions): Promise<RenderReport>
   const outDir = resolve(options.outDir)
   events.emit({ kind: 'step', step: 'run the program under the mock runtime', status: 'start', detail: options.stackFile })
   const result = await previewStack({ stackFile: options.stackFile, stack: options.stack })
-  const objects = [...result.objects].sort((a, b) => KIND_ORDER.indexOf(kindOf(a)) - KIND_ORDER.indexOf(kindOf(b)) || nameOf(a).localeCompare(nameOf(b)))
+  const objects = [...result.objects].sort(
+    (a, b) => KIND_ORDER.indexOf(kindOf(a)) - KIND_ORDER.indexOf(kindOf(b)) || nameOf(a).localeCompare(nameOf(b)),
+  )
   events.emit({ kind: 'step', step: 'run the program under the mock runtime', status: 'ok', detail: `${objects.length} objects` })
 
   const invalid: string[] = []
@@ -80,8 +92,15 @@ export async function renderStack(options: RenderOptions): Promise<RenderReport>
       invalid.push(redact((error as Error).message))
     }
   }
-  events.emit({ kind: 'check', check: `${objects.length - invalid.length} of ${objects.length} objects match the Kubernetes schema`, ok: invalid.length === 0 })
-  if (invalid.length > 0) throw new OperationError(`${invalid.length} rendered object(s) do not match the Kubernetes schema, nothing written: ${invalid.join(' ')}`)
+  events.emit({
+    kind: 'check',
+    check: `${objects.length - invalid.length} of ${objects.length} objects match the Kubernetes schema`,
+    ok: invalid.length === 0,
+  })
+  if (invalid.length > 0)
+    throw new OperationError(
+      `${invalid.length} rendered object(s) do not match the Kubernetes schema, nothing written: ${invalid.join(' ')}`,
+    )
 
   const dryRun = options.dryRun ?? false
   const files = objects.map((o, i) => ({
@@ -96,8 +115,17 @@ export async function renderStack(options: RenderOptions): Promise<RenderReport>
     mkdirSync(outDir, { recursive: true })
     clearEarlierRender(outDir)
     // Redacted once more: a secret that reached a non-secret field must not reach a file either.
-    for (const f of files) writeFileSync(join(outDir, f.file), `${header(options.stack, f.secretFields)}\n${redact(toYaml(f.object.shown))}`)
+    for (const f of files)
+      writeFileSync(join(outDir, f.file), `${header(options.stack, f.secretFields)}\n${redact(toYaml(f.object.shown))}`)
     writeFileSync(join(outDir, 'outputs.yaml'), `${header(options.stack, [])}\n# Stack outputs.\n${toYaml(outputs)}`)
   }
-  return { stack: options.stack, outDir, preview: true, dryRun, files: files.map(({ object: _object, ...rest }) => rest), standIns: result.standIns, outputs }
+  return {
+    stack: options.stack,
+    outDir,
+    preview: true,
+    dryRun,
+    files: files.map(({ object: _object, ...rest }) => rest),
+    standIns: result.standIns,
+    outputs,
+  }
 }

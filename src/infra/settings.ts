@@ -39,7 +39,9 @@ const isConfigSecret = (runtimeConfig as unknown as { isConfigSecret?: (key: str
 /** Reads and validates the running stack's configuration. */
 export function readStackSettings(): StackSettings {
   const all = pulumi.runtime.allConfig()
-  const plain = isConfigSecret ? Object.keys(all).filter((key) => SECURE_KEYS.some((k) => `${NAMESPACE}${k}` === key) && !isConfigSecret(key)) : []
+  const plain = isConfigSecret
+    ? Object.keys(all).filter((key) => SECURE_KEYS.some((k) => `${NAMESPACE}${k}` === key) && !isConfigSecret(key))
+    : []
   return parseStackConfig(all, pulumi.getStack(), plain)
 }
 
@@ -63,7 +65,9 @@ export function parseStackConfig(all: Record<string, string>, stack: string, pla
   const file = `stacks/Pulumi.${stack}.yaml`
   const plain = plainText[0]
   if (plain !== undefined) {
-    throw new BadInputError(`${file}: ${plain.slice(NAMESPACE.length)}: a value is stored in plain text; expected it set with \`pulumi config set --secret ${plain}\`.`)
+    throw new BadInputError(
+      `${file}: ${plain.slice(NAMESPACE.length)}: a value is stored in plain text; expected it set with \`pulumi config set --secret ${plain}\`.`,
+    )
   }
   const forSchema: Record<string, unknown> = {}
   const publicConfig: Record<string, unknown> = {}
@@ -84,7 +88,10 @@ export function parseStackConfig(all: Record<string, string>, stack: string, pla
   }
   const env = parseEnvironment(forSchema, stack, file)
   const deploy = env.deploy
-  if (!deploy) throw new BadInputError(`${file}: deploy: missing; expected the svcops:deploy section (namespace, manager, recording, live) to deploy this stack.`)
+  if (!deploy)
+    throw new BadInputError(
+      `${file}: deploy: missing; expected the svcops:deploy section (namespace, manager, recording, live) to deploy this stack.`,
+    )
   const fail: (path: string, text: string) => never = (path, text) => {
     throw new BadInputError(`${file}: ${path}: ${text}`)
   }
@@ -92,34 +99,50 @@ export function parseStackConfig(all: Record<string, string>, stack: string, pla
   if (decrypted.psk !== undefined) assertStrongPsk(decrypted.psk, `${file}: psk`)
 
   const recordingVersion = deploy.recording.version ?? env.recording?.version
-  if (!recordingVersion) fail('deploy.recording.version', 'missing; expected the release of the recording service image, here or in recording.version.')
+  if (!recordingVersion)
+    fail('deploy.recording.version', 'missing; expected the release of the recording service image, here or in recording.version.')
   const database = env.recording?.database
   if (!database) fail('recording.database', 'missing; expected the recording service database (host, name, user) in svcops:recording.')
 
   if (deploy.recording.replicas > 1 && deploy.recording.storage.accessMode === 'ReadWriteOnce') {
-    fail('deploy.recording.storage.accessMode', `"ReadWriteOnce" is not valid with ${deploy.recording.replicas} replicas; expected ReadWriteMany, since every replica reads and writes the recordings.`)
+    fail(
+      'deploy.recording.storage.accessMode',
+      `"ReadWriteOnce" is not valid with ${deploy.recording.replicas} replicas; expected ReadWriteMany, since every replica reads and writes the recordings.`,
+    )
   }
   const live = deploy.live
   const liveMajor = majorOf(live.version)
   for (const part of ['systemController', 'ingest', 'pipeline', 'controlPanel'] as const) {
     const own = live[part].version
     if (own !== undefined && majorOf(own) !== liveMajor) {
-      fail(`deploy.live.${part}.version`, `"${own}" is not valid; expected a release of major ${liveMajor} like deploy.live.version (${live.version}), since the components of one release share its API and PSK rules.`)
+      fail(
+        `deploy.live.${part}.version`,
+        `"${own}" is not valid; expected a release of major ${liveMajor} like deploy.live.version (${live.version}), since the components of one release share its API and PSK rules.`,
+      )
     }
   }
   const pipelineVersion = live.pipeline.version ?? live.version
   if (tcpEndpointSingleValue(pipelineVersion) && live.pipeline.tcpEndpoints.length !== 1) {
-    fail('deploy.live.pipeline.tcpEndpoints', `${live.pipeline.tcpEndpoints.length} endpoints are not valid for release ${pipelineVersion}; expected exactly one, since ${tcpEndpointVariable(pipelineVersion, env.product.prefix)} takes a single endpoint that accepts several connections.`)
+    fail(
+      'deploy.live.pipeline.tcpEndpoints',
+      `${live.pipeline.tcpEndpoints.length} endpoints are not valid for release ${pipelineVersion}; expected exactly one, since ${tcpEndpointVariable(pipelineVersion, env.product.prefix)} takes a single endpoint that accepts several connections.`,
+    )
   }
   if ('psk' in live.systemController.settings) {
-    fail('deploy.live.systemController.settings.psk', 'is not allowed; the PSK comes from svcops:psk (pulumi config set --secret) or is generated.')
+    fail(
+      'deploy.live.systemController.settings.psk',
+      'is not allowed; the PSK comes from svcops:psk (pulumi config set --secret) or is generated.',
+    )
   }
 
   const ref = database.password
   let databasePassword = decrypted.databasePassword
   if (databasePassword === undefined && ref) databasePassword = readSecret(ref, `${file}: recording.database.password`)
   if (databasePassword === undefined) {
-    fail('databasePassword', 'missing; expected `pulumi config set --secret svcops:databasePassword`, or a reference in recording.database.password.')
+    fail(
+      'databasePassword',
+      'missing; expected `pulumi config set --secret svcops:databasePassword`, or a reference in recording.database.password.',
+    )
   }
 
   return {

@@ -91,11 +91,18 @@ export class SystemController extends pulumi.ComponentResource {
     const prefix = apiPrefix(args.version)
     const scheme = args.tls ? 'HTTPS' : 'HTTP'
 
-    if ('psk' in args.settings) throw new BadInputError('svcops:deploy.live.systemController.settings.psk: the PSK is set by svcops from svcops:psk or the generated one; remove it from the settings.')
+    if ('psk' in args.settings)
+      throw new BadInputError(
+        'svcops:deploy.live.systemController.settings.psk: the PSK is set by svcops from svcops:psk or the generated one; remove it from the settings.',
+      )
     const settingsJson = args.psk.value.apply((psk) => JSON.stringify({ ...args.settings, psk }, null, 2))
     const settings = new k8s.core.v1.Secret(
       `${name}-settings`,
-      { metadata: { name: `${name}-settings`, namespace: args.namespace, labels }, type: 'Opaque', stringData: secretData({ [fileName]: settingsJson }) },
+      {
+        metadata: { name: `${name}-settings`, namespace: args.namespace, labels },
+        type: 'Opaque',
+        stringData: secretData({ [fileName]: settingsJson }),
+      },
       { parent: this },
     )
     this.settingsChecksum = checksumOf(settingsJson)
@@ -104,7 +111,10 @@ export class SystemController extends pulumi.ComponentResource {
     const flagged = supportsSettingsPathFlag(args.version)
     const extraDirs = !flagged && !searched.includes(directory) && args.legacySettingsDir ? [args.legacySettingsDir] : []
     if (!flagged && !searched.includes(directory) && !args.legacySettingsDir) {
-      void pulumi.log.warn(`Release ${args.version} of the system controller reads ${fileName} from a fixed application directory that is not documented; it is mounted at ${directory}. Set svcops:deploy.live.systemController.legacySettingsDir if the image looks elsewhere.`, this)
+      void pulumi.log.warn(
+        `Release ${args.version} of the system controller reads ${fileName} from a fixed application directory that is not documented; it is mounted at ${directory}. Set svcops:deploy.live.systemController.legacySettingsDir if the image looks elsewhere.`,
+        this,
+      )
     }
     const vars = controllerVariables(args.prefix)
     const tlsDir = tlsDirectory(args.productDir)
@@ -117,17 +127,31 @@ export class SystemController extends pulumi.ComponentResource {
       {
         // The PSK's checksum is the one every media component carries too, so a rotation restarts
         // them together; settings and TLS changes restart only the controller.
-        annotations: { 'checksum/psk': args.psk.checksum, 'checksum/settings': this.settingsChecksum, ...(args.tls ? { 'checksum/tls': args.tls.checksum } : {}) },
+        annotations: {
+          'checksum/psk': args.psk.checksum,
+          'checksum/settings': this.settingsChecksum,
+          ...(args.tls ? { 'checksum/tls': args.tls.checksum } : {}),
+        },
         container: {
           ...(flagged ? { args: [settingsPathFlag(), directory] } : {}),
           workingDir: directory,
           ports: [{ name: 'api', containerPort: args.port, protocol: 'TCP' }],
           env: [
             { name: pskVariable(args.prefix), valueFrom: { secretKeyRef: { name: args.psk.secretName, key: args.psk.secretKey } } },
-            ...(args.tls ? [{ name: vars.certFile, value: `${tlsDir}/tls.crt` }, { name: vars.keyFile, value: `${tlsDir}/tls.key` }] : []),
+            ...(args.tls
+              ? [
+                  { name: vars.certFile, value: `${tlsDir}/tls.crt` },
+                  { name: vars.keyFile, value: `${tlsDir}/tls.key` },
+                ]
+              : []),
           ],
           readinessProbe: { httpGet: { path: `${prefix}${args.healthPath}`, port: 'api', scheme }, periodSeconds: 10, failureThreshold: 3 },
-          livenessProbe: { httpGet: { path: `${prefix}${args.healthPath}`, port: 'api', scheme }, initialDelaySeconds: 15, periodSeconds: 20, failureThreshold: 3 },
+          livenessProbe: {
+            httpGet: { path: `${prefix}${args.healthPath}`, port: 'api', scheme },
+            initialDelaySeconds: 15,
+            periodSeconds: 20,
+            failureThreshold: 3,
+          },
           volumeMounts: [
             { name: 'settings', mountPath: directory, readOnly: true },
             ...extraDirs.map((dir, i) => ({ name: `settings-legacy-${i}`, mountPath: dir, readOnly: true })),

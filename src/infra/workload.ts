@@ -54,7 +54,13 @@ export interface PodSpec {
 }
 
 /** Creates the Deployment of workload `identity` (image tag = `identity.version`) as a child of `parent`. */
-export function createDeployment(name: string, identity: AppIdentity, args: WorkloadArgs, spec: PodSpec, parent: pulumi.Resource): k8s.apps.v1.Deployment {
+export function createDeployment(
+  name: string,
+  identity: AppIdentity,
+  args: WorkloadArgs,
+  spec: PodSpec,
+  parent: pulumi.Resource,
+): k8s.apps.v1.Deployment {
   const labels = labelsOf(identity)
   const container: Container = {
     ...spec.container,
@@ -111,15 +117,27 @@ export function createService(
 }
 
 /** `scheme://<service>.<namespace>.svc.cluster.local:<port><path>` once the Service is named. */
-export function serviceUrl(service: k8s.core.v1.Service, namespace: In<string>, scheme: 'http' | 'https', port: number, path = ''): pulumi.Output<string> {
-  return pulumi.all([service.metadata.name, pulumi.output(namespace)]).apply(([svc, ns]) => `${scheme}://${serviceHost(svc, ns)}:${port}${path}`)
+export function serviceUrl(
+  service: k8s.core.v1.Service,
+  namespace: In<string>,
+  scheme: 'http' | 'https',
+  port: number,
+  path = '',
+): pulumi.Output<string> {
+  return pulumi
+    .all([service.metadata.name, pulumi.output(namespace)])
+    .apply(([svc, ns]) => `${scheme}://${serviceHost(svc, ns)}:${port}${path}`)
 }
 
 /**
  * A PodDisruptionBudget allowing one pod down at a time: a drain proceeds, but never takes a
  * replicated workload down whole. With one replica it still lets a node drain.
  */
-export function createDisruptionBudget(name: string, args: { identity: AppIdentity; namespace: In<string> }, parent: pulumi.Resource): k8s.policy.v1.PodDisruptionBudget {
+export function createDisruptionBudget(
+  name: string,
+  args: { identity: AppIdentity; namespace: In<string> },
+  parent: pulumi.Resource,
+): k8s.policy.v1.PodDisruptionBudget {
   return new k8s.policy.v1.PodDisruptionBudget(
     name,
     {

@@ -61,7 +61,13 @@ function configureService(host: LabHostInfo, port: number, options: ProvisionHos
   const config = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>
   const passwordFile = `/etc/opt/${options.product.dir}/recording.dbpass`
   config.listen = { ...(config.listen as object), host: '127.0.0.1', port }
-  config.database = { host: options.database.host, port: options.database.port, name: options.database.name, user: options.database.user, passwordFile }
+  config.database = {
+    host: options.database.host,
+    port: options.database.port,
+    name: options.database.name,
+    user: options.database.user,
+    passwordFile,
+  }
   config.auth = { ...(config.auth as object), jwksUrl: `${options.managerUrl}/.well-known/jwks.json`, issuer: options.managerUrl }
   if (options.sharedStorage) {
     // Like mounting shared storage at /srv/<dir>/recordings and pointing the config at it.
@@ -91,16 +97,25 @@ async function waitHealthy(url: string, timeoutMs: number, host: LabHostInfo, lo
     }
     await new Promise((r) => setTimeout(r, 100))
   }
-  throw new OperationError(`The recording service on lab host ${host.name} did not become healthy at ${url} within ${timeoutMs} ms (${last}).`, `tail ${log}`)
+  throw new OperationError(
+    `The recording service on lab host ${host.name} did not become healthy at ${url} within ${timeoutMs} ms (${last}).`,
+    `tail ${log}`,
+  )
 }
 
 /** What installing needs: everything but the database and the manager (so it can run before they are up). */
-export type InstallHostsOptions = Pick<ProvisionHostsOptions, 'dir' | 'count' | 'version' | 'packages' | 'product' | 'user' | 'namePrefix' | 'sharedStorage'>
+export type InstallHostsOptions = Pick<
+  ProvisionHostsOptions,
+  'dir' | 'count' | 'version' | 'packages' | 'product' | 'user' | 'namePrefix' | 'sharedStorage'
+>
 
 /** Creates one host's tree and installs `version` into it with dpkg; nothing runs yet. */
 export async function installHost(name: string, options: InstallHostsOptions): Promise<LabHostInfo> {
   const deb = options.packages[options.version]
-  if (!deb) throw new OperationError(`No package of recording release ${options.version} was built; known: ${Object.keys(options.packages).join(', ')}.`)
+  if (!deb)
+    throw new OperationError(
+      `No package of recording release ${options.version} was built; known: ${Object.keys(options.packages).join(', ')}.`,
+    )
   const owner = lookupUser(options.user)
   if (!owner) throw new OperationError(`The lab host user '${options.user}' does not exist.`)
   const root = join(options.dir, 'hosts', name)
@@ -148,13 +163,25 @@ async function allOrStop<I, O>(items: I[], dir: string, fn: (item: I) => Promise
 export async function installHosts(options: InstallHostsOptions): Promise<LabHostInfo[]> {
   if (options.sharedStorage) createSharedStorage(options.sharedStorage, options.user)
   const names = Array.from({ length: options.count }, (_, i) => labHostName(i, options.namePrefix))
-  return allOrStop(names, options.dir, (name) => events.step(`host ${name}: install ${recordingPackageName(options.product.prefix)} ${options.version}`, () => installHost(name, options), name))
+  return allOrStop(names, options.dir, (name) =>
+    events.step(
+      `host ${name}: install ${recordingPackageName(options.product.prefix)} ${options.version}`,
+      () => installHost(name, options),
+      name,
+    ),
+  )
 }
 
 /** Starts installed hosts in parallel; on any failure stops them all and throws. */
 export async function startHosts(hosts: LabHostInfo[], options: ProvisionHostsOptions): Promise<LabRecordingHost[]> {
   registerSecret(options.database.password)
-  return allOrStop(hosts, options.dir, (host) => events.step(`host ${host.name}: start ${recordingPackageName(options.product.prefix)} ${options.version}`, () => startHost(host, options), host.name))
+  return allOrStop(hosts, options.dir, (host) =>
+    events.step(
+      `host ${host.name}: start ${recordingPackageName(options.product.prefix)} ${options.version}`,
+      () => startHost(host, options),
+      host.name,
+    ),
+  )
 }
 
 /** Installs and starts `count` hosts (both phases in parallel over the hosts). */

@@ -18,7 +18,13 @@ import { installHosts, labHostName, startHosts, type LabRecordingHost } from './
 import { stopLabHost, supervisordPid, type LabHostInfo } from './hosts.ts'
 import type { LabManager, LabRun } from './lab.ts'
 import type { PostgresCluster } from './postgres.ts'
-import { buildRecordingPackages, RECORDING_RELEASES, recordingPackageName, recordingPackagePaths, type PackageOptions } from './recording/index.ts'
+import {
+  buildRecordingPackages,
+  RECORDING_RELEASES,
+  recordingPackageName,
+  recordingPackagePaths,
+  type PackageOptions,
+} from './recording/index.ts'
 import { writeLabState, type LabEntry } from './state.ts'
 import { isAlive, startSshd, stopSshd, type Sshd, type SshdInfo } from './sshd.ts'
 
@@ -43,10 +49,16 @@ export function checkLabHostsOptions(options: LabHostsOptions): Required<LabHost
   const hosts = options.hosts ?? DEFAULT_LAB_HOSTS
   const recordings = options.recordings ?? DEFAULT_LAB_RECORDINGS
   const version = options.version ?? RECORDING_RELEASES[0]?.version ?? ''
-  if (!Number.isInteger(hosts) || hosts < 0 || hosts > MAX_LAB_HOSTS) throw new BadInputError(`--hosts: ${String(options.hosts)} is not allowed; expected an integer from 0 (no recording hosts) to ${MAX_LAB_HOSTS}.`)
-  if (!Number.isInteger(recordings) || recordings < 0) throw new BadInputError(`--recordings: ${String(options.recordings)} is not allowed; expected an integer of at least 0.`)
+  if (!Number.isInteger(hosts) || hosts < 0 || hosts > MAX_LAB_HOSTS)
+    throw new BadInputError(
+      `--hosts: ${String(options.hosts)} is not allowed; expected an integer from 0 (no recording hosts) to ${MAX_LAB_HOSTS}.`,
+    )
+  if (!Number.isInteger(recordings) || recordings < 0)
+    throw new BadInputError(`--recordings: ${String(options.recordings)} is not allowed; expected an integer of at least 0.`)
   if (!RECORDING_RELEASES.some((r) => r.version === version)) {
-    throw new BadInputError(`--version: ${version} is not a lab release; expected one of ${RECORDING_RELEASES.map((r) => r.version).join(', ')}.`)
+    throw new BadInputError(
+      `--version: ${version} is not a lab release; expected one of ${RECORDING_RELEASES.map((r) => r.version).join(', ')}.`,
+    )
   }
   return { hosts, recordings, version }
 }
@@ -79,8 +91,24 @@ export function labPackagesDir(labDir: string): string {
  */
 export async function startLabSshd(lab: LabRun, entry: LabEntry): Promise<Sshd> {
   const sshd = await startSshd()
-  const info: SshdInfo = { host: sshd.host, port: sshd.port, user: sshd.user, privateKeyPath: sshd.privateKeyPath, hostKey: sshd.hostKey, dir: sshd.dir, pidFile: sshd.pidFile, logFile: sshd.logFile }
-  Object.assign(entry, { info: { ...info }, port: sshd.port, url: `ssh://${sshd.user}@${sshd.host}:${sshd.port}`, log: sshd.logFile, paths: [sshd.dir], stop: `SIGTERM to the pid in ${sshd.pidFile} and its sessions` })
+  const info: SshdInfo = {
+    host: sshd.host,
+    port: sshd.port,
+    user: sshd.user,
+    privateKeyPath: sshd.privateKeyPath,
+    hostKey: sshd.hostKey,
+    dir: sshd.dir,
+    pidFile: sshd.pidFile,
+    logFile: sshd.logFile,
+  }
+  Object.assign(entry, {
+    info: { ...info },
+    port: sshd.port,
+    url: `ssh://${sshd.user}@${sshd.host}:${sshd.port}`,
+    log: sshd.logFile,
+    paths: [sshd.dir],
+    stop: `SIGTERM to the pid in ${sshd.pidFile} and its sessions`,
+  })
   writeLabState(lab.paths, lab.state)
   return sshd
 }
@@ -121,24 +149,59 @@ export async function prepareLabRecording(lab: LabRun, options: LabHostsOptions)
     events.step('build the recording service packages', () => buildRecordingPackages(labPackagesDir(lab.paths.dir), PRODUCT)),
     events.step('start sshd', () => startLabSshd(lab, sshdEntry)),
   ])
-  const hosts = await events.step(`install ${recordingPackageName(PRODUCT.prefix)} ${o.version} on ${o.hosts} host${o.hosts === 1 ? '' : 's'}`, () =>
-    installHosts({ dir: hostsDir, sharedStorage: join(hostsDir, 'shared-recordings'), count: o.hosts, version: o.version, packages, product: PRODUCT, user: sshd.user }),
+  const hosts = await events.step(
+    `install ${recordingPackageName(PRODUCT.prefix)} ${o.version} on ${o.hosts} host${o.hosts === 1 ? '' : 's'}`,
+    () =>
+      installHosts({
+        dir: hostsDir,
+        sharedStorage: join(hostsDir, 'shared-recordings'),
+        count: o.hosts,
+        version: o.version,
+        packages,
+        product: PRODUCT,
+        user: sshd.user,
+      }),
   )
   return { options: o, sshd, hostsDir, hosts }
 }
 
 /** The rest, once PostgreSQL and the manager run: database, services started and healthy, recordings. */
-export async function finishLabRecording(lab: LabRun, prepared: PreparedLabRecording, cluster: PostgresCluster, manager: LabManager): Promise<LabRecordingPart> {
+export async function finishLabRecording(
+  lab: LabRun,
+  prepared: PreparedLabRecording,
+  cluster: PostgresCluster,
+  manager: LabManager,
+): Promise<LabRecordingPart> {
   const { options: o, sshd, hostsDir } = prepared
   // Recorded before any supervisord starts (nothing of the hosts runs before this phase).
-  const entries = prepared.hosts.map((host): LabEntry => ({ kind: 'lab-host', name: `host ${host.name}`, info: { name: host.name, root: host.root, user: host.user, hostsDir }, paths: [], stop: `SIGTERM to the supervisord of ${host.root} and its programs` }))
+  const entries = prepared.hosts.map((host): LabEntry => ({
+    kind: 'lab-host',
+    name: `host ${host.name}`,
+    info: { name: host.name, root: host.root, user: host.user, hostsDir },
+    paths: [],
+    stop: `SIGTERM to the supervisord of ${host.root} and its programs`,
+  }))
   for (const entry of entries) lab.record(entry)
   const password = randomBytes(24).toString('base64url')
   const passwordFile = lab.secret('recording-db-password', password)
-  await lab.step(`create database ${DATABASE.name}`, () => cluster.createDatabase(DATABASE.name, { user: DATABASE.user, password, createdb: true }))
+  await lab.step(`create database ${DATABASE.name}`, () =>
+    cluster.createDatabase(DATABASE.name, { user: DATABASE.user, password, createdb: true }),
+  )
   const database = { host: cluster.info.host, port: cluster.info.port, ...DATABASE }
-  const hosts = await lab.step(`start ${o.hosts} recording host${o.hosts === 1 ? '' : 's'} with ${recordingPackageName(PRODUCT.prefix)} ${o.version}`, () =>
-    startHosts(prepared.hosts, { dir: hostsDir, sharedStorage: join(hostsDir, 'shared-recordings'), count: o.hosts, version: o.version, packages: {}, product: PRODUCT, user: sshd.user, database: { ...database, password }, managerUrl: manager.url }),
+  const hosts = await lab.step(
+    `start ${o.hosts} recording host${o.hosts === 1 ? '' : 's'} with ${recordingPackageName(PRODUCT.prefix)} ${o.version}`,
+    () =>
+      startHosts(prepared.hosts, {
+        dir: hostsDir,
+        sharedStorage: join(hostsDir, 'shared-recordings'),
+        count: o.hosts,
+        version: o.version,
+        packages: {},
+        product: PRODUCT,
+        user: sshd.user,
+        database: { ...database, password },
+        managerUrl: manager.url,
+      }),
   )
   for (const [i, host] of hosts.entries()) {
     const entry = entries[i]
@@ -151,12 +214,27 @@ export async function finishLabRecording(lab: LabRun, prepared: PreparedLabRecor
     entry.info = { ...entry.info, version: host.version }
   }
   writeLabState(lab.paths, lab.state)
-  const created = o.recordings > 0 ? await lab.step(`create ${o.recordings} recordings through the API`, () => createLabRecordings(manager, hosts, o.recordings)) : 0
-  return { version: o.version, hosts, sshd, packageDir: labPackagesDir(lab.paths.dir), database: { ...database, passwordFile }, recordingsCreated: created }
+  const created =
+    o.recordings > 0
+      ? await lab.step(`create ${o.recordings} recordings through the API`, () => createLabRecordings(manager, hosts, o.recordings))
+      : 0
+  return {
+    version: o.version,
+    hosts,
+    sshd,
+    packageDir: labPackagesDir(lab.paths.dir),
+    database: { ...database, passwordFile },
+    recordingsCreated: created,
+  }
 }
 
 /** Both phases one after the other (for callers that start PostgreSQL and the manager first). */
-export async function startLabRecording(lab: LabRun, cluster: PostgresCluster, manager: LabManager, options: LabHostsOptions): Promise<LabRecordingPart> {
+export async function startLabRecording(
+  lab: LabRun,
+  cluster: PostgresCluster,
+  manager: LabManager,
+  options: LabHostsOptions,
+): Promise<LabRecordingPart> {
   const prepared = await lab.step('prepare the recording hosts', () => prepareLabRecording(lab, options))
   return finishLabRecording(lab, prepared, cluster, manager)
 }
@@ -164,14 +242,23 @@ export async function startLabRecording(lab: LabRun, cluster: PostgresCluster, m
 /** Creates `count` recordings through the recording client, spread over the hosts, as the lab operator. */
 export async function createLabRecordings(manager: LabManager, hosts: LabRecordingHost[], count: number): Promise<number> {
   const operator = manager.users.operator
-  const auth = new ManagerClient({ url: manager.url, email: operator.email, password: () => readSecret({ file: operator.passwordFile }, 'manager.password') })
+  const auth = new ManagerClient({
+    url: manager.url,
+    email: operator.email,
+    password: () => readSecret({ file: operator.passwordFile }, 'manager.password'),
+  })
   const clients = hosts.map((h) => new RecordingClient({ url: h.url, auth }))
   const now = Math.floor(Date.now() / 1000)
   for (let i = 0; i < count; i++) {
     const client = clients[i % clients.length]
     if (!client) break
     const startTime = now - (count - i) * 3600
-    await client.create({ channelName: `lab-channel-${(i % 3) + 1}`, title: `Lab recording ${i + 1}`, startTime, stopTime: startTime + 1800 })
+    await client.create({
+      channelName: `lab-channel-${(i % 3) + 1}`,
+      title: `Lab recording ${i + 1}`,
+      startTime,
+      stopTime: startTime + 1800,
+    })
   }
   return count
 }
@@ -190,11 +277,23 @@ export function recordingSection(part: LabRecordingPart): Record<string, unknown
     hosts: part.hosts.map((h, i) => ({
       name: h.name,
       url: h.url,
-      ssh: { host: part.sshd.host, port: part.sshd.port, user: part.sshd.user, keyFile: part.sshd.privateKeyPath, hostKey: part.sshd.hostKey },
+      ssh: {
+        host: part.sshd.host,
+        port: part.sshd.port,
+        user: part.sshd.user,
+        keyFile: part.sshd.privateKeyPath,
+        hostKey: part.sshd.hostKey,
+      },
       root: h.root,
       canary: i === 0,
     })),
-    database: { host: part.database.host, port: part.database.port, name: part.database.name, user: part.database.user, password: { file: part.database.passwordFile } },
+    database: {
+      host: part.database.host,
+      port: part.database.port,
+      name: part.database.name,
+      user: part.database.user,
+      password: { file: part.database.passwordFile },
+    },
   }
 }
 
@@ -205,8 +304,14 @@ export const hostStoppers: Record<string, (entry: LabEntry) => Promise<void>> = 
   'lab-host': async (entry) => {
     // lab down stops entries one by one; a supervisord takes about a second to exit, so the first
     // host entry stops every host of its lab at once and the others find theirs already stopped.
-    const siblings = typeof entry.info.hostsDir === 'string' && existsSync(join(entry.info.hostsDir, 'hosts')) ? readdirSync(join(entry.info.hostsDir, 'hosts')).map((n) => join(String(entry.info.hostsDir), 'hosts', n)) : []
-    await Promise.all([stopLabHost({ root: String(entry.info.root) }, entry.pid !== undefined ? { pid: entry.pid } : {}), ...siblings.map((root) => stopLabHost({ root }))])
+    const siblings =
+      typeof entry.info.hostsDir === 'string' && existsSync(join(entry.info.hostsDir, 'hosts'))
+        ? readdirSync(join(entry.info.hostsDir, 'hosts')).map((n) => join(String(entry.info.hostsDir), 'hosts', n))
+        : []
+    await Promise.all([
+      stopLabHost({ root: String(entry.info.root) }, entry.pid !== undefined ? { pid: entry.pid } : {}),
+      ...siblings.map((root) => stopLabHost({ root })),
+    ])
   },
 }
 

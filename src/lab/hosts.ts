@@ -86,7 +86,16 @@ function supervisordConfig(root: string): string {
 /** Makes the empty host tree: dpkg database, supervisor config and the usual directories. */
 export function initLabHostTree(root: string): void {
   const p = labHostPaths(root)
-  for (const dir of [join(p.dpkgDir, 'info'), join(p.dpkgDir, 'updates'), join(p.dpkgDir, 'triggers'), p.confDir, p.packageCache, join(root, 'run'), join(root, 'var/log/supervisor'), join(root, 'tmp')]) {
+  for (const dir of [
+    join(p.dpkgDir, 'info'),
+    join(p.dpkgDir, 'updates'),
+    join(p.dpkgDir, 'triggers'),
+    p.confDir,
+    p.packageCache,
+    join(root, 'run'),
+    join(root, 'var/log/supervisor'),
+    join(root, 'tmp'),
+  ]) {
     mkdirSync(dir, { recursive: true })
   }
   for (const file of ['status', 'available']) {
@@ -143,7 +152,14 @@ function isRoot(): boolean {
 /** argv that runs `argv` as `user` with a clean environment (nothing of ours leaks into the service). */
 function asUser(user: string, argv: string[]): string[] {
   const home = lookupUser(user)?.home ?? '/'
-  const env = ['env', '-i', 'PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin', `HOME=${home}`, 'LANG=C.UTF-8', `USER=${user}`]
+  const env = [
+    'env',
+    '-i',
+    'PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin',
+    `HOME=${home}`,
+    'LANG=C.UTF-8',
+    `USER=${user}`,
+  ]
   return isRoot() ? ['runuser', '-u', user, '--', ...env, ...argv] : [...env, ...argv]
 }
 

@@ -23,7 +23,16 @@ import { PROJECT_ROOT, projectPath } from '../core/paths.ts'
 import { startPostgres, stopPostgres, type PostgresCluster, type PostgresInfo } from './postgres.ts'
 import { descendantsOf, isAlive, terminatePids } from './sshd.ts'
 import { prepareLabBackup } from './backup.ts'
-import { checkLabHostsOptions, finishLabRecording, hostCheckers, hostStoppers, labHostsPlan, prepareLabRecording, recordingSection, type LabHostsOptions } from './hosts-lab.ts'
+import {
+  checkLabHostsOptions,
+  finishLabRecording,
+  hostCheckers,
+  hostStoppers,
+  labHostsPlan,
+  prepareLabRecording,
+  recordingSection,
+  type LabHostsOptions,
+} from './hosts-lab.ts'
 import { labPaths, readLabState, writeLabSecret, writeLabState, type LabEntry, type LabPaths, type LabState } from './state.ts'
 
 export { labPaths, type LabEntry, type LabPaths, type LabState } from './state.ts'
@@ -143,7 +152,8 @@ export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
   try {
     lab.record({ kind: 'files', name: 'lab files', info: {}, paths: [paths.secretsDir, paths.logsDir], stop: 'nothing runs' })
     // The hosts need neither PostgreSQL nor the manager until their services start: prepare them meanwhile.
-    const preparing = hostOptions.hosts > 0 ? lab.step('prepare the recording hosts', () => prepareLabRecording(lab, hostOptions)) : undefined
+    const preparing =
+      hostOptions.hosts > 0 ? lab.step('prepare the recording hosts', () => prepareLabRecording(lab, hostOptions)) : undefined
     // Observed here so that a failure before it is awaited is not an unhandled rejection; stopAll waits for it.
     preparing?.catch(() => undefined)
     const cluster = await lab.step('start PostgreSQL', () => startLabPostgres(lab))
@@ -153,13 +163,24 @@ export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
     const backup = recording
       ? await lab.step('create the backup key pair and store', () => {
           const store = join(paths.dir, 'backups')
-          lab.record({ kind: 'files', name: 'backup keys and store', info: {}, paths: [join(paths.dir, 'keys'), store], stop: 'nothing runs' })
+          lab.record({
+            kind: 'files',
+            name: 'backup keys and store',
+            info: {},
+            paths: [join(paths.dir, 'keys'), store],
+            stop: 'nothing runs',
+          })
           mkdirSync(store, { recursive: true, mode: 0o700 })
           return prepareLabBackup(paths.dir)
         })
       : undefined
     await lab.step('write the lab environment file', () =>
-      writeLabEnvironment(lab, { environment: 'lab', manager: managerSection(manager), ...(recording ? { recording: recordingSection(recording) } : {}), ...(backup ? { backup } : {}) }),
+      writeLabEnvironment(lab, {
+        environment: 'lab',
+        manager: managerSection(manager),
+        ...(recording ? { recording: recordingSection(recording) } : {}),
+        ...(backup ? { backup } : {}),
+      }),
     )
     lab.finish()
     return lab.state
@@ -176,7 +197,15 @@ export async function startLabPostgres(lab: LabRun): Promise<PostgresCluster> {
   const cluster = await startPostgres({ fsync: true })
   const { password, ...info } = cluster.info
   const passwordFile = lab.secret('postgres-password', password)
-  lab.record({ kind: 'postgres', name: 'PostgreSQL', info: { ...info, passwordFile }, port: info.port, log: info.logFile, paths: [info.dir], stop: `pg_ctl -D ${info.dataDir} -m fast stop` })
+  lab.record({
+    kind: 'postgres',
+    name: 'PostgreSQL',
+    info: { ...info, passwordFile },
+    port: info.port,
+    log: info.logFile,
+    paths: [info.dir],
+    stop: `pg_ctl -D ${info.dataDir} -m fast stop`,
+  })
   return cluster
 }
 
@@ -201,19 +230,35 @@ export async function startLabManager(lab: LabRun, options: { apiRevision: AuthR
     const url = `http://127.0.0.1:${port}`
     const argv = [process.execPath, '--import', 'tsx', projectPath('src/lab/manager/main.ts'), '--config', configFile]
     const pid = spawnDetached(argv, log)
-    const entry: LabEntry = { kind: 'process', name: 'manager emulator', info: { startTicks: processStartTicks(pid) ?? '' }, pid, port, url, log, paths: [dir], stop: `SIGTERM to pid ${pid}` }
+    const entry: LabEntry = {
+      kind: 'process',
+      name: 'manager emulator',
+      info: { startTicks: processStartTicks(pid) ?? '' },
+      pid,
+      port,
+      url,
+      log,
+      paths: [dir],
+      stop: `SIGTERM to pid ${pid}`,
+    }
     lab.record(entry)
     if (await waitForHealth(`${url}/lab/health`, pid)) return { url, apiRevision: options.apiRevision, users }
     await stopProcess(entry)
     lab.forget(entry)
     const tail = readTail(log)
-    if (attempt >= 3 || !/EADDRINUSE/.test(tail)) throw new OperationError(`The manager emulator did not start on ${url}: ${tail || 'no output'} (log: ${log}).`)
+    if (attempt >= 3 || !/EADDRINUSE/.test(tail))
+      throw new OperationError(`The manager emulator did not start on ${url}: ${tail || 'no output'} (log: ${log}).`)
   }
 }
 
 /** The `svcops:manager` section for the lab's manager, logging in as `user`. */
 export function managerSection(manager: LabManager, user: keyof LabManager['users'] = 'operator'): Record<string, unknown> {
-  return { url: manager.url, apiRevision: manager.apiRevision, email: manager.users[user].email, password: { file: manager.users[user].passwordFile } }
+  return {
+    url: manager.url,
+    apiRevision: manager.apiRevision,
+    email: manager.users[user].email,
+    password: { file: manager.users[user].passwordFile },
+  }
 }
 
 /**
@@ -335,7 +380,13 @@ export interface LabEntryStatus {
 }
 
 /** What the state file lists and whether each part still runs. */
-export function labStatus(options: { dir?: string; stacksDir?: string } = {}): { up: boolean; complete: boolean; stateFile: string; envFile?: string; entries: LabEntryStatus[] } {
+export function labStatus(options: { dir?: string; stacksDir?: string } = {}): {
+  up: boolean
+  complete: boolean
+  stateFile: string
+  envFile?: string
+  entries: LabEntryStatus[]
+} {
   const paths = labPaths(options)
   const state = readLabState(paths)
   if (!state) return { up: false, complete: false, stateFile: paths.stateFile, entries: [] }
@@ -347,7 +398,13 @@ export function labStatus(options: { dir?: string; stacksDir?: string } = {}): {
     ...(e.port !== undefined ? { port: e.port } : {}),
     ...(e.url ? { url: e.url } : {}),
   }))
-  return { up: entries.some((e) => e.running), complete: state.complete, stateFile: paths.stateFile, ...(state.envFile ? { envFile: state.envFile } : {}), entries }
+  return {
+    up: entries.some((e) => e.running),
+    complete: state.complete,
+    stateFile: paths.stateFile,
+    ...(state.envFile ? { envFile: state.envFile } : {}),
+    entries,
+  }
 }
 
 /** Stops what the state file lists. Idempotent: without a state file there is nothing to do. */
@@ -363,14 +420,19 @@ export async function labDown(options: { dir?: string; stacksDir?: string } = {}
 /** What `lab down` would stop (for --dry-run). */
 export function labDownPlan(options: { dir?: string; stacksDir?: string } = {}): string[] {
   const state = readLabState(labPaths(options))
-  return state ? [...state.entries].reverse().map((e) => `${e.name}: ${e.stop}${e.paths.length ? `; then remove ${e.paths.join(', ')}` : ''}`) : []
+  return state
+    ? [...state.entries].reverse().map((e) => `${e.name}: ${e.stop}${e.paths.length ? `; then remove ${e.paths.join(', ')}` : ''}`)
+    : []
 }
 
 /** Refuses when a lab runs in this dir; cleans up after a lab whose processes are all gone (a crash). */
 /** A stacks/Pulumi.lab.yaml that lab up did not write is someone's configuration: never overwritten. */
 function refuseForeignEnvironmentFile(file: string): void {
   if (existsSync(file) && !readFileSync(file, 'utf8').startsWith(ENV_FILE_HEADER)) {
-    throw new OperationError(`The environment file ${file} exists and was not written by svcops lab up; it is left alone.`, `Move it away, or set SVCOPS_STACKS_DIR to another directory.`)
+    throw new OperationError(
+      `The environment file ${file} exists and was not written by svcops lab up; it is left alone.`,
+      `Move it away, or set SVCOPS_STACKS_DIR to another directory.`,
+    )
   }
 }
 

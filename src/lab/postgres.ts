@@ -74,7 +74,13 @@ export class PostgresCluster {
 
   /** Environment for libpq tools (psql, pg_dump): the password travels in PGPASSWORD, never in argv. */
   libpqEnv(database = 'postgres'): Record<string, string> {
-    return { PGHOST: this.info.host, PGPORT: String(this.info.port), PGUSER: this.info.user, PGPASSWORD: this.info.password, PGDATABASE: database }
+    return {
+      PGHOST: this.info.host,
+      PGPORT: String(this.info.port),
+      PGUSER: this.info.user,
+      PGPASSWORD: this.info.password,
+      PGDATABASE: database,
+    }
   }
 
   /** Runs SQL as the superuser and returns the rows. */
@@ -95,7 +101,9 @@ export class PostgresCluster {
   async createDatabase(name: string, owner?: { user: string; password: string; createdb?: boolean }): Promise<void> {
     if (owner) {
       registerSecret(owner.password)
-      await this.query(`CREATE ROLE ${pg.escapeIdentifier(owner.user)} LOGIN ${owner.createdb ? 'CREATEDB ' : ''}PASSWORD ${pg.escapeLiteral(owner.password)}`)
+      await this.query(
+        `CREATE ROLE ${pg.escapeIdentifier(owner.user)} LOGIN ${owner.createdb ? 'CREATEDB ' : ''}PASSWORD ${pg.escapeLiteral(owner.password)}`,
+      )
       await this.query(`CREATE DATABASE ${pg.escapeIdentifier(name)} OWNER ${pg.escapeIdentifier(owner.user)}`)
     } else {
       await this.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`)
@@ -131,24 +139,61 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
   try {
     if (isRoot()) {
       const pwuid = await runCommand(local, ['id', '-u', osUser], { check: false })
-      if (pwuid.code !== 0) throw new OperationError(`The system user '${osUser}' does not exist; it comes with the Debian package postgresql.`, 'Install it with: sudo apt-get install -y postgresql')
+      if (pwuid.code !== 0)
+        throw new OperationError(
+          `The system user '${osUser}' does not exist; it comes with the Debian package postgresql.`,
+          'Install it with: sudo apt-get install -y postgresql',
+        )
       const uid = Number(pwuid.stdout.trim())
       const gid = Number((await runCommand(local, ['id', '-g', osUser])).stdout.trim())
       chownSync(dir, uid, gid)
       chownSync(pwFile, uid, gid)
     }
     chmodSync(dir, 0o700)
-    await runCommand(local, asServerUser(info, 'initdb', ['-D', dataDir, '-U', 'postgres', '--pwfile', pwFile, '--auth-local=trust', '--auth-host=scram-sha-256', '-E', 'UTF8', '--locale=C.UTF-8', '--no-instructions']))
+    await runCommand(
+      local,
+      asServerUser(info, 'initdb', [
+        '-D',
+        dataDir,
+        '-U',
+        'postgres',
+        '--pwfile',
+        pwFile,
+        '--auth-local=trust',
+        '--auth-host=scram-sha-256',
+        '-E',
+        'UTF8',
+        '--locale=C.UTF-8',
+        '--no-instructions',
+      ]),
+    )
     rmSync(pwFile)
-    await runCommand(local, isRoot() ? ['runuser', '-u', osUser, '--', 'mkdir', '-m', '0700', socketDir] : ['mkdir', '-m', '0700', socketDir])
+    await runCommand(
+      local,
+      isRoot() ? ['runuser', '-u', osUser, '--', 'mkdir', '-m', '0700', socketDir] : ['mkdir', '-m', '0700', socketDir],
+    )
     const fsync = options.fsync ?? true
     for (let attempt = 1; ; attempt++) {
       info.port = options.port ?? (await freePort())
-      const serverOptions = [`-p ${info.port}`, `-k ${socketDir}`, `-c listen_addresses=127.0.0.1`, `-c fsync=${fsync ? 'on' : 'off'}`, `-c synchronous_commit=${fsync ? 'on' : 'off'}`, `-c full_page_writes=${fsync ? 'on' : 'off'}`, `-c max_connections=200`].join(' ')
-      const started = await runCommand(local, asServerUser(info, 'pg_ctl', ['-D', dataDir, '-l', logFile, '-o', serverOptions, '-w', '-t', '60', 'start']), { check: false })
+      const serverOptions = [
+        `-p ${info.port}`,
+        `-k ${socketDir}`,
+        `-c listen_addresses=127.0.0.1`,
+        `-c fsync=${fsync ? 'on' : 'off'}`,
+        `-c synchronous_commit=${fsync ? 'on' : 'off'}`,
+        `-c full_page_writes=${fsync ? 'on' : 'off'}`,
+        `-c max_connections=200`,
+      ].join(' ')
+      const started = await runCommand(
+        local,
+        asServerUser(info, 'pg_ctl', ['-D', dataDir, '-l', logFile, '-o', serverOptions, '-w', '-t', '60', 'start']),
+        { check: false },
+      )
       if (started.code === 0) break
       if (attempt >= 3 || options.port) {
-        throw new OperationError(`PostgreSQL did not start on 127.0.0.1:${info.port}: ${started.stderr.trim() || started.stdout.trim()} (log: ${logFile}).`)
+        throw new OperationError(
+          `PostgreSQL did not start on 127.0.0.1:${info.port}: ${started.stderr.trim() || started.stdout.trim()} (log: ${logFile}).`,
+        )
       }
     }
     return new PostgresCluster(info)

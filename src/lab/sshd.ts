@@ -87,12 +87,20 @@ export function ensureLabUser(user = LAB_USER): Promise<{ uid: number; gid: numb
 const ensuring = new Map<string, Promise<{ uid: number; gid: number; home: string }>>()
 
 async function createLabUser(user: string): Promise<{ uid: number; gid: number; home: string }> {
-  if (!/^[a-z_][a-z0-9_-]*$/.test(user)) throw new OperationError(`The lab user name '${user}' is not a valid user name; expected lower-case letters, digits, '_' or '-'.`)
+  if (!/^[a-z_][a-z0-9_-]*$/.test(user))
+    throw new OperationError(`The lab user name '${user}' is not a valid user name; expected lower-case letters, digits, '_' or '-'.`)
   if (!lookupUser(user)) {
-    if (!isRoot()) throw new OperationError(`The lab user '${user}' does not exist and only root can create it.`, `sudo useradd -m -s /bin/bash ${user}`)
+    if (!isRoot())
+      throw new OperationError(`The lab user '${user}' does not exist and only root can create it.`, `sudo useradd -m -s /bin/bash ${user}`)
     // Test workers and labs in other processes may create it at the same moment: one at a time,
     // and only if it is still missing once the lock is held.
-    await runCommand(local, [requireBinary('flock', 'util-linux'), '/run/svcops-lab-user.lock', 'sh', '-c', `id -u ${user} >/dev/null 2>&1 || useradd -m -s /bin/bash ${user}`])
+    await runCommand(local, [
+      requireBinary('flock', 'util-linux'),
+      '/run/svcops-lab-user.lock',
+      'sh',
+      '-c',
+      `id -u ${user} >/dev/null 2>&1 || useradd -m -s /bin/bash ${user}`,
+    ])
   }
   const found = lookupUser(user)
   if (!found) throw new OperationError(`The lab user '${user}' could not be created.`, `useradd -m -s /bin/bash ${user}`)
@@ -148,12 +156,23 @@ export async function startSshd(options: StartSshdOptions = {}): Promise<Sshd> {
   await runCommand(local, [keygen, '-q', '-t', 'ed25519', '-N', '', '-C', 'svcops-lab-host', '-f', hostKey])
   await runCommand(local, [keygen, '-q', '-t', 'ed25519', '-N', '', '-C', 'svcops-lab-client', '-f', privateKeyPath])
   const authorized = join(dir, 'authorized_keys')
-  writeFileSync(authorized, [readFileSync(`${privateKeyPath}.pub`, 'utf8').trim(), ...(options.authorizedKeys ?? [])].join('\n') + '\n', { mode: 0o644 })
+  writeFileSync(authorized, [readFileSync(`${privateKeyPath}.pub`, 'utf8').trim(), ...(options.authorizedKeys ?? [])].join('\n') + '\n', {
+    mode: 0o644,
+  })
   const found = lookupUser(user)
   if (isRoot() && found) chownSync(authorized, found.uid, found.gid)
   let lastError: unknown
   for (let attempt = 1; attempt <= 3; attempt++) {
-    const info: SshdInfo = { host: '127.0.0.1', port: await freePort(), user, privateKeyPath, hostKey: publicKeyFingerprint(readFileSync(`${hostKey}.pub`, 'utf8')), dir, pidFile: join(dir, 'sshd.pid'), logFile: join(dir, 'sshd.log') }
+    const info: SshdInfo = {
+      host: '127.0.0.1',
+      port: await freePort(),
+      user,
+      privateKeyPath,
+      hostKey: publicKeyFingerprint(readFileSync(`${hostKey}.pub`, 'utf8')),
+      dir,
+      pidFile: join(dir, 'sshd.pid'),
+      logFile: join(dir, 'sshd.log'),
+    }
     const config = join(dir, 'sshd_config')
     writeFileSync(config, sshdConfig(info, hostKey, authorized))
     // Without -D sshd forks first and then binds; it writes its pid file once it listens. The
@@ -161,7 +180,9 @@ export async function startSshd(options: StartSshdOptions = {}): Promise<Sshd> {
     const result = await runCommand(local, [sshd, '-f', config, '-E', info.logFile], { check: false })
     const pid = result.code === 0 ? await waitForPidFile(info) : undefined
     if (pid) return { ...info, stop: () => stopSshd(info) }
-    lastError = new OperationError(`sshd on 127.0.0.1:${info.port} did not start: ${readLog(info.logFile) || result.stderr.trim() || 'no pid file within 10 s'}`)
+    lastError = new OperationError(
+      `sshd on 127.0.0.1:${info.port} did not start: ${readLog(info.logFile) || result.stderr.trim() || 'no pid file within 10 s'}`,
+    )
   }
   rmSync(dir, { recursive: true, force: true })
   throw lastError

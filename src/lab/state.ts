@@ -70,10 +70,16 @@ export function readLabState(paths: LabPaths): LabState | undefined {
   try {
     doc = JSON.parse(readFileSync(paths.stateFile, 'utf8'))
   } catch (error) {
-    throw new BadInputError(`${paths.stateFile}: is not valid JSON (${(error as Error).message}).`, `Stop what it lists by hand, then delete it.`)
+    throw new BadInputError(
+      `${paths.stateFile}: is not valid JSON (${(error as Error).message}).`,
+      `Stop what it lists by hand, then delete it.`,
+    )
   }
   const parsed = labStateSchema.safeParse(doc)
-  if (!parsed.success) throw new BadInputError(`${paths.stateFile}: does not have the shape of a lab state file (${parsed.error.issues[0]?.path.join('.') ?? ''}).`)
+  if (!parsed.success)
+    throw new BadInputError(
+      `${paths.stateFile}: does not have the shape of a lab state file (${parsed.error.issues[0]?.path.join('.') ?? ''}).`,
+    )
   return parsed.data
 }
 

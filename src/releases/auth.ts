@@ -24,12 +24,34 @@ export interface AuthRevisionFacts {
 /** The path prefix of the auth API in every revision. */
 export const AUTH_API_PREFIX = '/api/v1/auth'
 
-const RULES_FROM_1_6_1 = 'the scope resolution and scope naming rules, the documented error codes and the note that logout does not revoke access tokens are given from 1.6.1'
+const RULES_FROM_1_6_1 =
+  'the scope resolution and scope naming rules, the documented error codes and the note that logout does not revoke access tokens are given from 1.6.1'
 
 export const AUTH_API: readonly AuthRevisionFacts[] = [
-  { revision: '1.4.1', tokenLifetimeSeconds: 300, scopeRulesDocumented: false, errorCodesDocumented: false, logoutKeepsTokensDocumented: false, seed: 'the example token lifetime is 300 seconds in 1.4.1' },
-  { revision: '1.6.1', tokenLifetimeSeconds: 3600, scopeRulesDocumented: true, errorCodesDocumented: true, logoutKeepsTokensDocumented: true, seed: `3600 in 1.6.1; ${RULES_FROM_1_6_1}` },
-  { revision: '1.6.2', tokenLifetimeSeconds: 3600, scopeRulesDocumented: true, errorCodesDocumented: true, logoutKeepsTokensDocumented: true, seed: 'Revisions of this API are numbered 1.4.1, 1.6.1 and 1.6.2 (latest).' },
+  {
+    revision: '1.4.1',
+    tokenLifetimeSeconds: 300,
+    scopeRulesDocumented: false,
+    errorCodesDocumented: false,
+    logoutKeepsTokensDocumented: false,
+    seed: 'the example token lifetime is 300 seconds in 1.4.1',
+  },
+  {
+    revision: '1.6.1',
+    tokenLifetimeSeconds: 3600,
+    scopeRulesDocumented: true,
+    errorCodesDocumented: true,
+    logoutKeepsTokensDocumented: true,
+    seed: `3600 in 1.6.1; ${RULES_FROM_1_6_1}`,
+  },
+  {
+    revision: '1.6.2',
+    tokenLifetimeSeconds: 3600,
+    scopeRulesDocumented: true,
+    errorCodesDocumented: true,
+    logoutKeepsTokensDocumented: true,
+    seed: 'Revisions of this API are numbered 1.4.1, 1.6.1 and 1.6.2 (latest).',
+  },
 ]
 
 /** The documented error statuses of the auth API (from 1.6.1). */

@@ -40,7 +40,12 @@ export class WorkingCall {
   readonly rules: string[] = []
   readonly review: string[] = []
 
-  constructor(call: SavedCall, rel: string, query: string, readonly ids: IdMap) {
+  constructor(
+    call: SavedCall,
+    rel: string,
+    query: string,
+    readonly ids: IdMap,
+  ) {
     this.method = call.method.toUpperCase()
     this.rel = rel
     this.query = query
@@ -69,7 +74,8 @@ export class WorkingCall {
   /** The body as an object, or undefined when there is none (an array or scalar is refused). */
   objectBody(rule: string): Record<string, unknown> | undefined {
     if (this.body === undefined || this.body === null) return undefined
-    if (typeof this.body !== 'object' || Array.isArray(this.body)) this.refuse(rule, 'the body is not a JSON object, so its fields cannot be rewritten')
+    if (typeof this.body !== 'object' || Array.isArray(this.body))
+      this.refuse(rule, 'the body is not a JSON object, so its fields cannot be rewritten')
     return this.body as Record<string, unknown>
   }
 
@@ -81,7 +87,11 @@ export class WorkingCall {
   /** The stream UUID for an old connection id, or a refusal naming what to add to the id map. */
   streamUuid(connectionId: string, rule: string): string {
     const uuid = this.ids.streams?.[connectionId]
-    if (!uuid) this.refuse(rule, `3.0 addresses streams by stream_uuid, and connection_id '${connectionId}' has no entry under streams in the id map (--ids FILE)`)
+    if (!uuid)
+      this.refuse(
+        rule,
+        `3.0 addresses streams by stream_uuid, and connection_id '${connectionId}' has no entry under streams in the id map (--ids FILE)`,
+      )
     return uuid
   }
 }

@@ -85,11 +85,15 @@ export function migrateEnvText(text: string, file: string, from: string, to: str
   const newVar = tcpEndpointVariable(to, product.prefix)
   if (rename && oldVar !== newVar) {
     const olds = find(oldVar)
-    if (olds.length && find(newVar).length) problems.push({ rule: rename.id, message: `${file} sets both ${oldVar} and ${newVar}; keep only ${newVar}.` })
+    if (olds.length && find(newVar).length)
+      problems.push({ rule: rename.id, message: `${file} sets both ${oldVar} and ${newVar}; keep only ${newVar}.` })
     for (const l of olds) {
       const endpoints = listEndpoints(l.value ?? '')
       if (tcpEndpointSingleValue(to) && endpoints.length > 1) {
-        problems.push({ rule: rename.id, message: `${file}:${l.line}: ${oldVar} lists ${endpoints.length} endpoints (${endpoints.join(', ')}), but ${newVar} takes exactly one endpoint, which accepts many connections; keep one of them.` })
+        problems.push({
+          rule: rename.id,
+          message: `${file}:${l.line}: ${oldVar} lists ${endpoints.length} endpoints (${endpoints.join(', ')}), but ${newVar} takes exactly one endpoint, which accepts many connections; keep one of them.`,
+        })
         continue
       }
       changes.push({ line: l.line, rule: rename.id, from: oldVar, to: newVar })
@@ -104,12 +108,19 @@ export function migrateEnvText(text: string, file: string, from: string, to: str
     const value = found.at(-1)?.value
     if (value) registerSecret(value)
     if (!value) {
-      problems.push({ rule: pskRule, message: `${file} does not set ${psk}: from ${changesWithEffect('psk-required')[0]?.release ?? '2.0.0'} a component without it logs an error and stops.` })
+      problems.push({
+        rule: pskRule,
+        message: `${file} does not set ${psk}: from ${changesWithEffect('psk-required')[0]?.release ?? '2.0.0'} a component without it logs an error and stops.`,
+      })
     } else if (pskEntropyEnforced(to)) {
       const verdict = assessPsk(value)
       const rule = changesWithEffect('psk-entropy-enforced')[0]?.id ?? ''
       if (verdict.ok) checks.push(`${psk} is set and passes the entropy check (${verdict.bits} estimated bits).`)
-      else problems.push({ rule, message: `${file}: ${psk} would stop the system controller from starting in ${to}: ${(verdict.reasons[0] ?? '').replace(/^The key/, 'the key')}` })
+      else
+        problems.push({
+          rule,
+          message: `${file}: ${psk} would stop the system controller from starting in ${to}: ${(verdict.reasons[0] ?? '').replace(/^The key/, 'the key')}`,
+        })
     } else {
       checks.push(`${psk} is set.`)
     }
@@ -121,7 +132,11 @@ export function migrateEnvText(text: string, file: string, from: string, to: str
     const dir = where.endsWith('.json') ? dirname(where) : where
     const searched = settingsSearchPaths(to, product.dir).map((d) => (d === '.' ? resolve(options.workdir ?? '.') : resolve(d)))
     if (searched.includes(dir)) checks.push(`${settingsFileName(product.prefix)} in ${dir} is on the search path of ${to}.`)
-    else problems.push({ rule, message: `${settingsFileName(product.prefix)} in ${dir} is not searched from ${to}: move it to ${searched.join(' or ')}, or start the system controller with ${settingsPathFlag()} ${dir}.` })
+    else
+      problems.push({
+        rule,
+        message: `${settingsFileName(product.prefix)} in ${dir} is not searched from ${to}: move it to ${searched.join(' or ')}, or start the system controller with ${settingsPathFlag()} ${dir}.`,
+      })
   }
 
   const after = changes.length ? renameKeysInText(text, changes) : text
@@ -153,7 +168,9 @@ export function migrateEnvFile(file: string, from: string, to: string, options: 
 
 /** The migration as text for people. */
 export function formatEnvMigration(m: EnvMigration, wrote: boolean): string {
-  const lines = [`${m.file}: ${m.from} -> ${m.to}: ${m.changes.length} change${m.changes.length === 1 ? '' : 's'}, ${m.problems.length} problem${m.problems.length === 1 ? '' : 's'}${wrote ? ', written' : ''}`]
+  const lines = [
+    `${m.file}: ${m.from} -> ${m.to}: ${m.changes.length} change${m.changes.length === 1 ? '' : 's'}, ${m.problems.length} problem${m.problems.length === 1 ? '' : 's'}${wrote ? ', written' : ''}`,
+  ]
   for (const c of m.changes) lines.push(`  ${m.file}:${c.line} ${c.rule}: ${c.from} -> ${c.to}`)
   for (const p of m.problems) lines.push(`  problem (${p.rule}): ${p.message}`)
   for (const c of m.checks) lines.push(`  ok: ${c}`)

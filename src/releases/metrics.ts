@@ -78,7 +78,13 @@ function jsonRegions(text: string, file: string): Region[] {
     const after = /\S/.exec(text.slice(j + 1))?.[0]
     if (after === ':') lastKey = value
     else if (prev === ':' && lastKey !== undefined && JSON_KEYS.has(lastKey)) {
-      regions.push({ rawStart: i, rawEnd: j + 1, value, firstLineOffset: 0, encode: (v) => (JSON.stringify(value) === raw ? JSON.stringify(v) : undefined) })
+      regions.push({
+        rawStart: i,
+        rawEnd: j + 1,
+        value,
+        firstLineOffset: 0,
+        encode: (v) => (JSON.stringify(value) === raw ? JSON.stringify(v) : undefined),
+      })
     }
     prev = '"'
     i = j
@@ -89,7 +95,12 @@ function jsonRegions(text: string, file: string): Region[] {
 function blockEncoder(raw: string, value: string): (v: string) => string | undefined {
   const header = raw.slice(0, raw.indexOf('\n') + 1)
   const indent = /\n([ ]+)\S/.exec(raw)?.[1] ?? ''
-  const encode = (v: string): string => header + v.split('\n').map((l) => (l ? indent + l : l)).join('\n')
+  const encode = (v: string): string =>
+    header +
+    v
+      .split('\n')
+      .map((l) => (l ? indent + l : l))
+      .join('\n')
   const base = encode(value)
   // Chomping indicators and trailing blank lines decide whether the raw text ends in extra newlines.
   const tail = raw.startsWith(base) ? raw.slice(base.length) : undefined
@@ -100,10 +111,18 @@ function blockEncoder(raw: string, value: string): (v: string) => string | undef
 function yamlRegions(text: string, file: string): Region[] {
   const regions: Region[] = []
   for (const doc of parseAllDocuments(text)) {
-    if ('errors' in doc && doc.errors.length) throw new BadInputError(`${file} is not valid YAML: ${doc.errors[0]?.message.split('\n')[0] ?? 'parse error'}`)
+    if ('errors' in doc && doc.errors.length)
+      throw new BadInputError(`${file} is not valid YAML: ${doc.errors[0]?.message.split('\n')[0] ?? 'parse error'}`)
     visit(doc, {
       Pair(_, pair) {
-        if (!isScalar(pair.key) || !YAML_KEYS.has(String(pair.key.value)) || !isScalar(pair.value) || typeof pair.value.value !== 'string' || !pair.value.range) return
+        if (
+          !isScalar(pair.key) ||
+          !YAML_KEYS.has(String(pair.key.value)) ||
+          !isScalar(pair.value) ||
+          typeof pair.value.value !== 'string' ||
+          !pair.value.range
+        )
+          return
         const [start, end] = pair.value.range
         const raw = text.slice(start, end)
         const value = pair.value.value
@@ -142,27 +161,45 @@ export function metricFileFormat(file: string): MetricFileFormat {
 const lineAt = (text: string, offset: number): number => text.slice(0, offset).split('\n').length
 
 /** Rewrites one file's text for an upgrade from `from` to `to` (versions already checked). */
-export function migrateMetricsText(text: string, file: string, from: string, to: string, product: Product = DEFAULT_PRODUCT): MetricFileResult {
+export function migrateMetricsText(
+  text: string,
+  file: string,
+  from: string,
+  to: string,
+  product: Product = DEFAULT_PRODUCT,
+): MetricFileResult {
   const format = metricFileFormat(file)
   const majors: number[] = []
   for (let m = majorOf(from) + 1; m <= majorOf(to); m++) majors.push(m)
   const targets = metricTargets(majors, product)
   const regions: Region[] =
-    format === 'grafana-json' ? jsonRegions(text, file) : format === 'prometheus-yaml' ? yamlRegions(text, file) : [{ rawStart: 0, rawEnd: text.length, value: text, firstLineOffset: 0, encode: (v) => v }]
+    format === 'grafana-json'
+      ? jsonRegions(text, file)
+      : format === 'prometheus-yaml'
+        ? yamlRegions(text, file)
+        : [{ rawStart: 0, rawEnd: text.length, value: text, firstLineOffset: 0, encode: (v) => v }]
   const changes: MetricChange[] = []
   const notRewritten: MetricRefusal[] = []
   const replacements: Array<{ start: number; end: number; to: string }> = []
   for (const region of regions) {
     const edits = rewritePromql(region.value, targets)
     if (!edits.length) continue
-    const line = (e: { start: number }): number => lineAt(text, region.rawStart) + region.firstLineOffset + (region.value.slice(0, e.start).match(/\n/g)?.length ?? 0)
+    const line = (e: { start: number }): number =>
+      lineAt(text, region.rawStart) + region.firstLineOffset + (region.value.slice(0, e.start).match(/\n/g)?.length ?? 0)
     const encoded = region.encode(applyEdits(region.value, edits))
     for (const e of edits) {
       if (e.to === undefined) notRewritten.push({ line: line(e), rule: e.rule, from: e.from, reason: e.note ?? 'not rewritten' })
-      else if (encoded === undefined) notRewritten.push({ line: line(e), rule: e.rule, from: e.from, reason: 'the quoting of this expression cannot be reproduced byte for byte; rewrite it by hand' })
+      else if (encoded === undefined)
+        notRewritten.push({
+          line: line(e),
+          rule: e.rule,
+          from: e.from,
+          reason: 'the quoting of this expression cannot be reproduced byte for byte; rewrite it by hand',
+        })
       else changes.push({ line: line(e), rule: e.rule, from: e.from, to: e.to, ...(e.note ? { review: e.note } : {}) })
     }
-    if (encoded !== undefined && edits.some((e) => e.to !== undefined)) replacements.push({ start: region.rawStart, end: region.rawEnd, to: encoded })
+    if (encoded !== undefined && edits.some((e) => e.to !== undefined))
+      replacements.push({ start: region.rawStart, end: region.rawEnd, to: encoded })
   }
   const after = applyEdits(text, replacements)
   return { file, format, changes, notRewritten, changed: after !== text, diff: unifiedDiff(file, text, after), after }
@@ -173,7 +210,7 @@ export function unifiedDiff(file: string, before: string, after: string): string
   if (before === after) return ''
   const a = before.split('\n')
   const b = after.split('\n')
-  const shown = file.replace(/^\/+/, "")
+  const shown = file.replace(/^\/+/, '')
   const out = [`--- a/${shown}`, `+++ b/${shown}`]
   if (a.length !== b.length) {
     out.push(`@@ -1,${a.length} +1,${b.length} @@`, ...a.map((l) => `-${l}`), ...b.map((l) => `+${l}`))
@@ -190,9 +227,15 @@ export function unifiedDiff(file: string, before: string, after: string): string
 }
 
 /** Reads, rewrites and (with `write`) saves each file; nothing is written on bad input. */
-export function migrateMetricFiles(files: string[], from: string, to: string, options: { write?: boolean; product?: Product } = {}): MetricFileResult[] {
+export function migrateMetricFiles(
+  files: string[],
+  from: string,
+  to: string,
+  options: { write?: boolean; product?: Product } = {},
+): MetricFileResult[] {
   assertUpgradeRange(from, to, FIRST_LIVE_RELEASE, 'svcops migrate metrics')
-  if (!files.length) throw new BadInputError('No files given: expected one or more Prometheus rule files, Grafana dashboards or PromQL files.')
+  if (!files.length)
+    throw new BadInputError('No files given: expected one or more Prometheus rule files, Grafana dashboards or PromQL files.')
   const results = files.map((file) => {
     let text: string
     try {
@@ -211,8 +254,11 @@ export function migrateMetricFiles(files: string[], from: string, to: string, op
 export function formatMetricResults(results: MetricFileResult[], options: { diff: boolean; wrote: boolean }): string {
   const lines: string[] = []
   for (const r of results) {
-    lines.push(`${r.file} (${r.format}): ${r.changes.length} rewritten, ${r.notRewritten.length} not rewritten${r.changed && options.wrote ? ', written' : ''}`)
-    for (const c of r.changes) lines.push(`  ${r.file}:${c.line} ${c.rule}: ${c.from} -> ${c.to}${c.review ? `\n    review: ${c.review}` : ''}`)
+    lines.push(
+      `${r.file} (${r.format}): ${r.changes.length} rewritten, ${r.notRewritten.length} not rewritten${r.changed && options.wrote ? ', written' : ''}`,
+    )
+    for (const c of r.changes)
+      lines.push(`  ${r.file}:${c.line} ${c.rule}: ${c.from} -> ${c.to}${c.review ? `\n    review: ${c.review}` : ''}`)
     for (const n of r.notRewritten) lines.push(`  ${r.file}:${n.line} ${n.rule}: NOT REWRITTEN ${n.from}: ${n.reason}`)
   }
   if (options.diff) for (const r of results) if (r.diff) lines.push('', r.diff.trimEnd())

@@ -66,7 +66,7 @@ export class NameFilter {
 
   private hasLong(bytes: Buffer, length: number): boolean {
     const { window, shift } = this
-    for (let end = window - 1; end < length; ) {
+    for (let end = window - 1; end < length;) {
       const block = ((bytes[end - 1] as number) << 8) | (bytes[end] as number)
       const jump = shift[block] as number
       if (jump > 0) {

@@ -17,9 +17,18 @@ export const ACTOR_TITLES: Record<Actor, string> = {
 }
 
 const MIGRATORS: Record<Migrator, { does: string; command: string }> = {
-  'migrate-requests': { does: 'translates saved system controller calls', command: 'svcops migrate requests --from {from} --to {to} CALLS.yaml' },
-  'migrate-metrics': { does: 'rewrites Prometheus rules, Grafana dashboards and PromQL', command: 'svcops migrate metrics --from {from} --to {to} FILES' },
-  'migrate-env': { does: "checks and migrates a component's environment and settings", command: 'svcops migrate env --from {from} --to {to} ENV_FILE' },
+  'migrate-requests': {
+    does: 'translates saved system controller calls',
+    command: 'svcops migrate requests --from {from} --to {to} CALLS.yaml',
+  },
+  'migrate-metrics': {
+    does: 'rewrites Prometheus rules, Grafana dashboards and PromQL',
+    command: 'svcops migrate metrics --from {from} --to {to} FILES',
+  },
+  'migrate-env': {
+    does: "checks and migrates a component's environment and settings",
+    command: 'svcops migrate env --from {from} --to {to} ENV_FILE',
+  },
   psk: { does: 'generates and checks the pre-shared key', command: 'svcops psk generate / svcops psk check' },
   'scan-sdk': { does: 'finds the affected SDK usages (file:line:column)', command: 'svcops scan sdk DIR --from {from} --to {to}' },
   deploy: { does: 'sets it in the deployment for the target version', command: 'pulumi up' },
@@ -68,10 +77,16 @@ export function planLive(from: string, to: string, product: Product = DEFAULT_PR
   const items = crossed.flatMap((r) => r.changes.map((c) => toItem(expandChange(c, product), from, to)))
   const notes: string[] = []
   if (order === 0) notes.push(`--from and --to are both ${from}: there is nothing to upgrade.`)
-  else if (fromMajor === toMajor) notes.push(`${from} and ${to} are in the same major release: the catalog lists no breaking changes between them.`)
+  else if (fromMajor === toMajor)
+    notes.push(`${from} and ${to} are in the same major release: the catalog lists no breaking changes between them.`)
   const last = LIVE_RELEASES.at(-1)
-  if (last && toMajor > last.major) notes.push(`${to} is newer than the last release in the catalog (${last.version}): changes after ${last.version} are not known to svcops.`)
-  const groups = ACTORS.map((actor) => ({ actor, title: ACTOR_TITLES[actor], items: items.filter((i) => i.actor === actor) })).filter((g) => g.items.length > 0)
+  if (last && toMajor > last.major)
+    notes.push(
+      `${to} is newer than the last release in the catalog (${last.version}): changes after ${last.version} are not known to svcops.`,
+    )
+  const groups = ACTORS.map((actor) => ({ actor, title: ACTOR_TITLES[actor], items: items.filter((i) => i.actor === actor) })).filter(
+    (g) => g.items.length > 0,
+  )
   return { from, to, releases: crossed.map((r) => r.version), items, groups, notes }
 }
 
@@ -94,7 +109,9 @@ function toItem(change: ReturnType<typeof expandChange>, from: string, to: strin
 
 /** The plan as text for people: one section per group, each change with what to do. */
 export function formatPlan(plan: LivePlan): string {
-  const lines = [`Live production system: ${plan.from} -> ${plan.to}` + (plan.releases.length ? ` (crosses ${plan.releases.join(', ')})` : '')]
+  const lines = [
+    `Live production system: ${plan.from} -> ${plan.to}` + (plan.releases.length ? ` (crosses ${plan.releases.join(', ')})` : ''),
+  ]
   for (const note of plan.notes) lines.push(`note: ${note}`)
   for (const group of plan.groups) {
     lines.push('', `== ${group.title}: ${group.items.length} change${group.items.length === 1 ? '' : 's'}`)
@@ -103,6 +120,7 @@ export function formatPlan(plan: LivePlan): string {
       if (item.svcops) lines.push(`    svcops: ${item.svcops} -> ${item.command ?? ''}`)
     }
   }
-  if (plan.items.length) lines.push('', `${plan.items.length} changes; ${plan.items.filter((i) => i.svcops).length} handled or checked by svcops.`)
+  if (plan.items.length)
+    lines.push('', `${plan.items.length} changes; ${plan.items.filter((i) => i.svcops).length} handled or checked by svcops.`)
   return lines.join('\n')
 }

@@ -46,7 +46,9 @@ love lovely happy flower orange purple yellow silver golden diamond computer int
 pass word svcops change please open sesame alpha bravo charlie delta echo foxtrot tango whisky
 zulu omega apple banana cherry lemon mango coffee pizza chocolate cookie cheese money
 freedom dream tiger eagle falcon hunter killer ninja pirate wizard magic jordan michael
-thomas jessica ashley daniel matthew andrew joshua robert charles william`.split(/\s+/).filter((w) => w.length >= 4)
+thomas jessica ashley daniel matthew andrew joshua robert charles william`
+  .split(/\s+/)
+  .filter((w) => w.length >= 4)
 const DICTIONARY = new Set(WORDS)
 const LONGEST_WORD = Math.max(...WORDS.map((w) => w.length))
 
@@ -194,21 +196,34 @@ export function assessPsk(value: string): PskAssessment {
   const reasons: string[] = []
   if (chars.length < MIN_PSK_LENGTH) reasons.push(`The key has ${chars.length} characters; at least ${MIN_PSK_LENGTH} are required.`)
   const distinct = new Set(chars).size
-  if (distinct < MIN_DISTINCT) reasons.push(`The key uses only ${distinct} distinct character${distinct === 1 ? '' : 's'}; at least ${MIN_DISTINCT} are required.`)
+  if (distinct < MIN_DISTINCT)
+    reasons.push(`The key uses only ${distinct} distinct character${distinct === 1 ? '' : 's'}; at least ${MIN_DISTINCT} are required.`)
   const pool = poolSize(value)
   const block = repeatedBlock(value)
   const patterns = [...findRuns(chars, pool), ...findSequences(chars, pool), ...findWords(chars)]
   let bits = estimateBits(chars, patterns)
   if (block !== undefined) {
     reasons.push(`The key is a block of ${block} character${block === 1 ? '' : 's'} repeated ${chars.length / block} times.`)
-    bits = Math.min(bits, estimateBits(chars.slice(0, block), patterns.filter((p) => p.end <= block)) + Math.log2(chars.length / block))
+    bits = Math.min(
+      bits,
+      estimateBits(
+        chars.slice(0, block),
+        patterns.filter((p) => p.end <= block),
+      ) + Math.log2(chars.length / block),
+    )
   }
   const longRun = patterns.find((p) => p.kind === 'run' && p.end - p.start >= 6)
   if (longRun) reasons.push(`The key repeats one character ${longRun.end - longRun.start} times in a row at position ${longRun.start + 1}.`)
   const longSeq = patterns.find((p) => p.kind === 'sequence' && p.end - p.start >= 6)
-  if (longSeq) reasons.push(`The key contains a keyboard or alphabet sequence of ${longSeq.end - longSeq.start} characters at position ${longSeq.start + 1}.`)
+  if (longSeq)
+    reasons.push(
+      `The key contains a keyboard or alphabet sequence of ${longSeq.end - longSeq.start} characters at position ${longSeq.start + 1}.`,
+    )
   const words = patterns.filter((p) => p.kind === 'word' && p.end - p.start >= 5)
-  if (words.length) reasons.push(`The key contains ${words.length === 1 ? 'a dictionary word' : `${words.length} dictionary words`} (at position ${words.map((w) => w.start + 1).join(', ')}).`)
+  if (words.length)
+    reasons.push(
+      `The key contains ${words.length === 1 ? 'a dictionary word' : `${words.length} dictionary words`} (at position ${words.map((w) => w.start + 1).join(', ')}).`,
+    )
   const rounded = Math.floor(bits)
   if (rounded < MIN_PSK_BITS) reasons.push(`The key's estimated entropy is ${rounded} bits; at least ${MIN_PSK_BITS} are required.`)
   return { ok: reasons.length === 0, bits: rounded, reasons }
@@ -232,15 +247,21 @@ export function assertStrongPsk(value: string, field: string): void {
  */
 export async function readPskInput(envVar?: string): Promise<string> {
   if (envVar !== undefined) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(envVar)) throw new BadInputError(`--env-var '${envVar}' is not an environment variable name; expected letters, digits and _.`)
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(envVar))
+      throw new BadInputError(`--env-var '${envVar}' is not an environment variable name; expected letters, digits and _.`)
     const value = process.env[envVar]
     if (!value) throw new BadInputError(`The environment variable ${envVar} is not set or empty; expected the pre-shared key in it.`)
     return registerSecret(value)
   }
-  if (process.stdin.isTTY) throw new BadInputError('No key on stdin: pipe the pre-shared key in (svcops psk check < FILE) or name a variable with --env-var; it is never read from the command line.')
+  if (process.stdin.isTTY)
+    throw new BadInputError(
+      'No key on stdin: pipe the pre-shared key in (svcops psk check < FILE) or name a variable with --env-var; it is never read from the command line.',
+    )
   const chunks: Buffer[] = []
   for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Buffer))
-  const value = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '')
+  const value = Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '')
   if (!value) throw new BadInputError('stdin is empty: expected the pre-shared key.')
   return registerSecret(value)
 }

@@ -66,7 +66,17 @@ export function tokenizePromql(expr: string): Token[] {
 }
 
 // Functions over a range vector that distribute over a sum: f(a + b) == f(a) + f(b).
-const LINEAR_RANGE_FUNCTIONS = new Set(['rate', 'irate', 'increase', 'delta', 'idelta', 'deriv', 'sum_over_time', 'avg_over_time', 'last_over_time'])
+const LINEAR_RANGE_FUNCTIONS = new Set([
+  'rate',
+  'irate',
+  'increase',
+  'delta',
+  'idelta',
+  'deriv',
+  'sum_over_time',
+  'avg_over_time',
+  'last_over_time',
+])
 const LABEL_LIST_KEYWORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right'])
 
 interface Target {
@@ -85,7 +95,11 @@ export function metricTargets(majors: number[], product: Product): Target[] {
     const from = expandName(c.effect.from, product)
     const to = expandName(c.effect.to, product)
     // The seed names this metric without the prefix; product metrics carry it before a component name.
-    targets.push({ rule: c.id, matches: (n) => n === from || (n.startsWith(`${product.prefix}_`) && n.endsWith(`_${from}`)), rename: (n) => n.slice(0, n.length - from.length) + to })
+    targets.push({
+      rule: c.id,
+      matches: (n) => n === from || (n.startsWith(`${product.prefix}_`) && n.endsWith(`_${from}`)),
+      rename: (n) => n.slice(0, n.length - from.length) + to,
+    })
   }
   for (const c of changesWithEffect('metric-split')) {
     if (!majors.includes(c.major)) continue
@@ -164,24 +178,49 @@ function splitSelector(expr: string, tokens: Token[], k: number, target: Target)
     return { ...base, start, end, note: 'label_values takes one metric name, not a sum; list the variants by hand' }
   }
   if (!range) {
-    return { ...base, start, end, to: `(${variants.join(' + ')})`, note: 'rewritten to the sum of the audio and video variants; check the alert threshold or panel still means what it should' }
+    return {
+      ...base,
+      start,
+      end,
+      to: `(${variants.join(' + ')})`,
+      note: 'rewritten to the sum of the audio and video variants; check the alert threshold or panel still means what it should',
+    }
   }
   const closeParen = openParen >= 0 ? closing(tokens, openParen) : -1
   if (!fn || closeParen !== last + 1) {
-    return { ...base, start, end, note: 'a range selector of a split metric is only rewritten as the sole argument of a function like rate(); rewrite this one by hand' }
+    return {
+      ...base,
+      start,
+      end,
+      note: 'a range selector of a split metric is only rewritten as the sole argument of a function like rate(); rewrite this one by hand',
+    }
   }
   if (!LINEAR_RANGE_FUNCTIONS.has(fn.text)) {
-    return { ...base, start: fn.start, end: tokens[closeParen]?.end ?? end, from: expr.slice(fn.start, tokens[closeParen]?.end ?? end), note: `${fn.text}() of a sum is not the sum of ${fn.text}() of the variants; rewrite this one by hand` }
+    return {
+      ...base,
+      start: fn.start,
+      end: tokens[closeParen]?.end ?? end,
+      from: expr.slice(fn.start, tokens[closeParen]?.end ?? end),
+      note: `${fn.text}() of a sum is not the sum of ${fn.text}() of the variants; rewrite this one by hand`,
+    }
   }
   const callEnd = tokens[closeParen]?.end ?? end
   const full = expr.slice(fn.start, callEnd)
   const inside = (v: string): string => full.slice(0, start - fn.start) + v + full.slice(end - fn.start)
-  return { ...base, start: fn.start, end: callEnd, from: full, to: `(${variants.map(inside).join(' + ')})`, note: 'rewritten to the sum of the audio and video variants; check the alert threshold or panel still means what it should' }
+  return {
+    ...base,
+    start: fn.start,
+    end: callEnd,
+    from: full,
+    to: `(${variants.map(inside).join(' + ')})`,
+    note: 'rewritten to the sum of the audio and video variants; check the alert threshold or panel still means what it should',
+  }
 }
 
 /** Applies edits that have a replacement (non-overlapping, any order). */
 export function applyEdits(text: string, edits: Array<{ start: number; end: number; to?: string }>): string {
   let out = text
-  for (const e of [...edits].filter((x) => x.to !== undefined).sort((a, b) => b.start - a.start)) out = out.slice(0, e.start) + (e.to ?? '') + out.slice(e.end)
+  for (const e of [...edits].filter((x) => x.to !== undefined).sort((a, b) => b.start - a.start))
+    out = out.slice(0, e.start) + (e.to ?? '') + out.slice(e.end)
   return out
 }

@@ -28,23 +28,34 @@ export function migrateTo3(call: WorkingCall): void {
       const uuid = call.streamUuid(connectionId, '3.0.0/stream-info-paths')
       call.rel = `${ingestConn ? '/ingests' : '/pipelines'}/${owner}/streams/${uuid}`
       call.apply('3.0.0/stream-info-paths')
-      if (pipelineConn) call.flag('3.0.0/stream-info-paths', 'the 3.0 notes write the pipeline path as /pipeline/{uuid}/streams/{stream_uuid} and the 4.0 notes as /pipelines/{uuid}/streams/{stream_uuid}; svcops wrote /pipelines/, check it against the controller')
+      if (pipelineConn)
+        call.flag(
+          '3.0.0/stream-info-paths',
+          'the 3.0 notes write the pipeline path as /pipeline/{uuid}/streams/{stream_uuid} and the 4.0 notes as /pipelines/{uuid}/streams/{stream_uuid}; svcops wrote /pipelines/, check it against the controller',
+        )
     } else {
       call.refuse('3.0.0/stream-info-paths', `the release notes give no ${call.method} on stream connections after 3.0`)
     }
   }
   if (/^\/(controlpanels|controlreceivers)\/[^/]+\/[^/]*connection/i.test(call.rel)) {
     const rule = call.method === 'DELETE' ? '3.0.0/controlreceivers-delete' : '3.0.0/controlconnections-post'
-    call.refuse(rule, '3.0 replaced the per-control-panel control-connection endpoints with POST /controlconnections and DELETE /controlreceivers/{uuid}, and the release notes do not give the fields of the old calls, so this call must be rewritten by hand')
+    call.refuse(
+      rule,
+      '3.0 replaced the per-control-panel control-connection endpoints with POST /controlconnections and DELETE /controlreceivers/{uuid}, and the release notes do not give the fields of the old calls, so this call must be rewritten by hand',
+    )
   }
   if (/^\/(controlreceivers|outputs)(\/|$)/.test(call.rel)) {
-    call.refuse('3.0.0/under-pipelines', '3.0 moved control receivers and outputs under /pipelines/{uuid}, and this call does not name the pipeline that owns them')
+    call.refuse(
+      '3.0.0/under-pipelines',
+      '3.0 moved control receivers and outputs under /pipelines/{uuid}, and this call does not name the pipeline that owns them',
+    )
   }
   const thumb = matchRel(call, `/ingests/${SEG}/thumbnail`)
   if (thumb && call.method === 'POST') {
     const body = call.objectBody('3.0.0/thumbnail-path') ?? {}
     const source = body.source_id
-    if (typeof source !== 'string' && typeof source !== 'number') call.refuse('3.0.0/thumbnail-path', 'the thumbnail body has no source_id to move into the path')
+    if (typeof source !== 'string' && typeof source !== 'number')
+      call.refuse('3.0.0/thumbnail-path', 'the thumbnail body has no source_id to move into the path')
     delete body.source_id
     call.rel = `/ingests/${thumb[1] ?? ''}/sources/${encodeURIComponent(String(source))}/thumbnail`
     call.apply('3.0.0/thumbnail-path')
@@ -63,7 +74,11 @@ export function migrateTo3(call: WorkingCall): void {
       call.apply('3.0.0/source-id')
     }
   }
-  if (renameKeys(call.body, 'resolution_x', 'width', call, '3.0.0/width-height') + renameKeys(call.body, 'resoulution_y', 'height', call, '3.0.0/width-height') > 0) {
+  if (
+    renameKeys(call.body, 'resolution_x', 'width', call, '3.0.0/width-height') +
+      renameKeys(call.body, 'resoulution_y', 'height', call, '3.0.0/width-height') >
+    0
+  ) {
     call.apply('3.0.0/width-height')
   }
   const ingestRead = isGet(call) && /^\/ingests\/[^/]+\/(sources|streams)(\/|$)/.test(call.rel)
@@ -104,16 +119,32 @@ function splitAddress(call: WorkingCall, body: Record<string, unknown>): void {
     address = { ...(ip !== undefined ? { local_ip: ip } : {}), ...(port !== undefined ? { local_port: port } : {}) }
   } else if (mode === 'caller') {
     variant = '4.0.0/srt-caller'
-    address = { local_ip: '0.0.0.0', local_port: 0, ...(ip !== undefined ? { remote_ip: ip } : {}), ...(port !== undefined ? { remote_port: port } : {}) }
+    address = {
+      local_ip: '0.0.0.0',
+      local_port: 0,
+      ...(ip !== undefined ? { remote_ip: ip } : {}),
+      ...(port !== undefined ? { remote_port: port } : {}),
+    }
   } else if (mode !== undefined) {
     call.refuse(rule, `srt_mode ${JSON.stringify(mode)} is neither listener nor caller, the two SRT modes the 4.0 notes define`)
   } else if (hints.some((h) => /udp/i.test(h)) && !hints.some((h) => /srt/i.test(h))) {
     variant = '4.0.0/udp'
-    address = { local_ip: '0.0.0.0', local_port: 0, ...(ip !== undefined ? { remote_ip: ip } : {}), ...(port !== undefined ? { remote_port: port } : {}) }
+    address = {
+      local_ip: '0.0.0.0',
+      local_port: 0,
+      ...(ip !== undefined ? { remote_ip: ip } : {}),
+      ...(port !== undefined ? { remote_port: port } : {}),
+    }
   } else if (hints.some((h) => /srt/i.test(h))) {
-    call.refuse(rule, 'the output is SRT but has no srt_mode, so it cannot be told whether ip/port is the listen address (listener) or the address to connect to (caller)')
+    call.refuse(
+      rule,
+      'the output is SRT but has no srt_mode, so it cannot be told whether ip/port is the listen address (listener) or the address to connect to (caller)',
+    )
   } else {
-    call.refuse(rule, `the body says neither srt_mode nor a UDP transport (fields ${TRANSPORT_FIELDS.join(', ')}), so it cannot be told which of the SRT listener, SRT caller or UDP rules applies`)
+    call.refuse(
+      rule,
+      `the body says neither srt_mode nor a UDP transport (fields ${TRANSPORT_FIELDS.join(', ')}), so it cannot be told which of the SRT listener, SRT caller or UDP rules applies`,
+    )
   }
   // Put the new fields where ip/port were, so the diff reads naturally.
   const entries: Array<[string, unknown]> = []
@@ -151,14 +182,28 @@ export function migrateTo4(call: WorkingCall): void {
     if (body) splitAddress(call, body)
   }
   if ((outputStream || multiviews) && isGet(call)) {
-    if (call.reads.length) call.refuse('4.0.0/output-response-layout', 'the response layout of this endpoint changed in 4.0 and the release notes do not give the new layout, so the fields read cannot be mapped')
+    if (call.reads.length)
+      call.refuse(
+        '4.0.0/output-response-layout',
+        'the response layout of this endpoint changed in 4.0 and the release notes do not give the new layout, so the fields read cannot be mapped',
+      )
     call.flag('4.0.0/output-response-layout', 'the response layout changed in 4.0; check what the client reads')
   }
-  if (isGet(call) && matchRel(call, `/pipelines/${SEG}/streams/${SEG}`) && call.reads.some((r) => r.split('.').at(-1) === 'video_kilobit_rate')) {
-    call.refuse('4.0.0/video-kilobit-rate', 'video_kilobit_rate is removed from the pipeline stream in 4.0; read it from GET /ingests/{uuid}/streams/{stream_uuid}, whose ingest UUID this call does not name')
+  if (
+    isGet(call) &&
+    matchRel(call, `/pipelines/${SEG}/streams/${SEG}`) &&
+    call.reads.some((r) => r.split('.').at(-1) === 'video_kilobit_rate')
+  ) {
+    call.refuse(
+      '4.0.0/video-kilobit-rate',
+      'video_kilobit_rate is removed from the pipeline stream in 4.0; read it from GET /ingests/{uuid}/streams/{stream_uuid}, whose ingest UUID this call does not name',
+    )
   }
   if (isGet(call) && matchRel(call, `/ingests/${SEG}/streams/${SEG}`) && call.reads.some((r) => r.split('.').at(-1) === 'lost_packets')) {
-    call.refuse('4.0.0/lost-packets', 'lost_packets is removed from the ingest stream in 4.0; read lost_packets and dropped_packets of the pipeline stream, whose pipeline this call does not name')
+    call.refuse(
+      '4.0.0/lost-packets',
+      'lost_packets is removed from the ingest stream in 4.0; read lost_packets and dropped_packets of the pipeline stream, whose pipeline this call does not name',
+    )
   }
 }
 
@@ -167,14 +212,22 @@ export function migrateTo5(call: WorkingCall): void {
   const outputStream = matchRel(call, `/pipelines/${SEG}/outputs/${SEG}/stream`)
   if (outputStream) {
     if (call.method === 'DELETE') {
-      call.refuse('5.0.0/output-streams-delete', '5.0 stops one stream with DELETE .../outputs/{output_uuid}/streams/{stream_id}, and the stream ID (returned by POST since 5.0) is not in this call')
+      call.refuse(
+        '5.0.0/output-streams-delete',
+        '5.0 stops one stream with DELETE .../outputs/{output_uuid}/streams/{stream_id}, and the stream ID (returned by POST since 5.0) is not in this call',
+      )
     }
     call.rel = `${call.rel}s`
     call.apply('5.0.0/output-streams-path')
-    if (call.method === 'POST') call.flag('5.0.0/output-streams-post-returns-id', 'POST now returns the ID of the new stream; keep it to stop the stream later')
+    if (call.method === 'POST')
+      call.flag('5.0.0/output-streams-post-returns-id', 'POST now returns the ID of the new stream; keep it to stop the stream later')
     if (isGet(call)) {
       mapReads(call, (segs, read) => {
-        if (segs[0]?.name === 'active_stream') call.refuse('5.0.0/active-streams', `the response lists active_streams instead of one active stream, so '${read}' must choose a stream by hand`)
+        if (segs[0]?.name === 'active_stream')
+          call.refuse(
+            '5.0.0/active-streams',
+            `the response lists active_streams instead of one active stream, so '${read}' must choose a stream by hand`,
+          )
         return segs
       })
     }
@@ -206,10 +259,16 @@ export function migrateTo6(call: WorkingCall, product: Product): void {
       if (last.name === full) {
         call.apply('6.0.0/ingest-metrics-endpoints')
         call.flag(rule, `'${read}' is split into audio and video variants; the client must add both to keep the old total`)
-        return ['audio', 'video'].map((media) => [...segs.slice(0, -1), { ...last, name: expandName(`{prefix}_ingest_source_${kind}_${media}_frames`, product) }])
+        return ['audio', 'video'].map((media) => [
+          ...segs.slice(0, -1),
+          { ...last, name: expandName(`{prefix}_ingest_source_${kind}_${media}_frames`, product) },
+        ])
       }
       if (last.name.endsWith(`${kind}_frames`)) {
-        call.refuse(rule, `'${read}' looks like the ${kind} frames metric that 6.0 splits into audio and video variants, but its name is not ${full}, so svcops does not guess the new names`)
+        call.refuse(
+          rule,
+          `'${read}' looks like the ${kind} frames metric that 6.0 splits into audio and video variants, but its name is not ${full}, so svcops does not guess the new names`,
+        )
       }
     }
     return segs
@@ -223,28 +282,48 @@ export function migrateTo7(call: WorkingCall): void {
   const receiver = matchRel(call, `/pipelines/${SEG}/controlreceivers(/.*)?`)
   let readsUnderReceiver = false
   if (receiver) {
-    if (!isGet(call)) call.refuse('7.0.0/controlreceiver-endpoints-removed', `7.0 removes every endpoint under /pipelines/{uuid}/controlreceivers and gives no replacement for ${call.method}`)
+    if (!isGet(call))
+      call.refuse(
+        '7.0.0/controlreceiver-endpoints-removed',
+        `7.0 removes every endpoint under /pipelines/{uuid}/controlreceivers and gives no replacement for ${call.method}`,
+      )
     call.rel = `/pipelines/${receiver[1] ?? ''}`
     call.query = 'expand=true'
     readsUnderReceiver = true
-    call.flag('7.0.0/controlreceiver-endpoints-removed', 'control receiver statistics now come from the controlreceiver part of GET /pipelines/{uuid}?expand=true; check the fields read')
+    call.flag(
+      '7.0.0/controlreceiver-endpoints-removed',
+      'control receiver statistics now come from the controlreceiver part of GET /pipelines/{uuid}?expand=true; check the fields read',
+    )
     mapReads(call, (segs) => [{ name: 'controlreceiver', index: '' }, ...segs])
   }
   if (/^\/controlreceivers\/[^/]+$/.test(call.rel)) {
-    call.refuse('7.0.0/controlconnections-pipeline', '7.0 removes the UUID of control receivers, so a call addressed by it has no 7.0 form in the release notes')
+    call.refuse(
+      '7.0.0/controlconnections-pipeline',
+      '7.0 removes the UUID of control receivers, so a call addressed by it has no 7.0 form in the release notes',
+    )
   }
   if (call.rel === '/controlconnections' && call.method === 'POST') {
-    call.refuse('7.0.0/controlconnections-pipeline', '7.0 makes POST /controlconnections take the pipeline UUID instead of the control receiver UUID, and the release notes do not name the body fields, so the body must be rewritten by hand')
+    call.refuse(
+      '7.0.0/controlconnections-pipeline',
+      '7.0 makes POST /controlconnections take the pipeline UUID instead of the control receiver UUID, and the release notes do not name the body fields, so the body must be rewritten by hand',
+    )
   }
-  if (renameKeys(call.body, 'connected_to', 'outgoing_connections', call, '7.0.0/outgoing-connections') > 0) call.apply('7.0.0/outgoing-connections')
+  if (renameKeys(call.body, 'connected_to', 'outgoing_connections', call, '7.0.0/outgoing-connections') > 0)
+    call.apply('7.0.0/outgoing-connections')
   // Responses of a control panel, a control receiver or an output themselves (not of sub-resources such as an output's streams).
-  const flattenWholeResponse = isGet(call) && /^\/(controlpanels|controlreceivers)(\/[^/]+)?$|^\/pipelines\/[^/]+\/outputs(\/[^/]+)?$/.test(call.rel)
+  const flattenWholeResponse =
+    isGet(call) && /^\/(controlpanels|controlreceivers)(\/[^/]+)?$|^\/pipelines\/[^/]+\/outputs(\/[^/]+)?$/.test(call.rel)
   mapReads(call, (segs, read) => {
     const out: ReadSegment[] = []
     segs.forEach((s, i) => {
       const owner = i === 0 ? undefined : segs[i - 1]?.name
       const inReceiver = segs[0]?.name === 'controlreceiver'
-      if (s.name === 'status' && s.index === '' && i < segs.length - 1 && ((i === 0 && flattenWholeResponse) || (owner !== undefined && FLATTENED_OWNERS.has(owner)))) {
+      if (
+        s.name === 'status' &&
+        s.index === '' &&
+        i < segs.length - 1 &&
+        ((i === 0 && flattenWholeResponse) || (owner !== undefined && FLATTENED_OWNERS.has(owner)))
+      ) {
         call.apply('7.0.0/status-flattened')
         return
       }
@@ -254,7 +333,10 @@ export function migrateTo7(call: WorkingCall): void {
         return
       }
       if (s.name === 'listening_interface' && (inReceiver || readsUnderReceiver) && i < segs.length - 1) {
-        call.refuse('7.0.0/controlreceiver-connections', `'${read}' reads inside listening_interface, whose list of incoming connections moves out as incoming_connections in 7.0, and the notes do not name the old list`)
+        call.refuse(
+          '7.0.0/controlreceiver-connections',
+          `'${read}' reads inside listening_interface, whose list of incoming connections moves out as incoming_connections in 7.0, and the notes do not name the old list`,
+        )
       }
       out.push(s)
     })

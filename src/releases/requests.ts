@@ -47,14 +47,20 @@ export function parseCalls(text: string, source: string): SavedCall[] {
   } catch (error) {
     throw new BadInputError(`${source} is not valid JSON or YAML: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`)
   }
-  const list = Array.isArray(doc) ? doc : doc && typeof doc === 'object' && Array.isArray((doc as { calls?: unknown }).calls) ? (doc as { calls: unknown[] }).calls : undefined
+  const list = Array.isArray(doc)
+    ? doc
+    : doc && typeof doc === 'object' && Array.isArray((doc as { calls?: unknown }).calls)
+      ? (doc as { calls: unknown[] }).calls
+      : undefined
   if (!list) throw new BadInputError(`${source}: expected a list of calls, or an object with a list 'calls'.`)
   return list.map((raw, i) => {
     const at = `${source}: calls[${i}]`
     if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new BadInputError(`${at} is not an object with method and path.`)
     const c = raw as Record<string, unknown>
-    if (typeof c.method !== 'string' || !METHODS.has(c.method.toUpperCase())) throw new BadInputError(`${at}.method is ${JSON.stringify(c.method)}: expected one of ${[...METHODS].join(', ')}.`)
-    if (typeof c.path !== 'string' || !c.path.startsWith('/')) throw new BadInputError(`${at}.path is ${JSON.stringify(c.path)}: expected a path starting with /.`)
+    if (typeof c.method !== 'string' || !METHODS.has(c.method.toUpperCase()))
+      throw new BadInputError(`${at}.method is ${JSON.stringify(c.method)}: expected one of ${[...METHODS].join(', ')}.`)
+    if (typeof c.path !== 'string' || !c.path.startsWith('/'))
+      throw new BadInputError(`${at}.path is ${JSON.stringify(c.path)}: expected a path starting with /.`)
     if (c.reads !== undefined && (!Array.isArray(c.reads) || !c.reads.every((r) => typeof r === 'string' && r.length > 0))) {
       throw new BadInputError(`${at}.reads: expected a list of field paths like status.state.`)
     }
@@ -78,8 +84,14 @@ export function parseIdMap(text: string, source: string): IdMap {
     throw new BadInputError(`${source} is not valid JSON or YAML: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`)
   }
   const streams = doc && typeof doc === 'object' ? (doc as { streams?: unknown }).streams : undefined
-  const valid = streams === undefined || (streams !== null && typeof streams === 'object' && !Array.isArray(streams) && Object.values(streams).every((v) => typeof v === 'string'))
-  if (!doc || typeof doc !== 'object' || !valid) throw new BadInputError(`${source}: expected { streams: { <connection_id>: <stream_uuid> } }.`)
+  const valid =
+    streams === undefined ||
+    (streams !== null &&
+      typeof streams === 'object' &&
+      !Array.isArray(streams) &&
+      Object.values(streams).every((v) => typeof v === 'string'))
+  if (!doc || typeof doc !== 'object' || !valid)
+    throw new BadInputError(`${source}: expected { streams: { <connection_id>: <stream_uuid> } }.`)
   return streams ? { streams: streams as Record<string, string> } : {}
 }
 
@@ -118,7 +130,12 @@ function translateCall(call: SavedCall, from: string, to: string, ids: IdMap, pr
 }
 
 /** Translates every call; untranslatable ones carry the rule and the reason instead of an output. */
-export function migrateRequests(calls: SavedCall[], from: string, to: string, options: { ids?: IdMap; product?: Product } = {}): RequestMigration {
+export function migrateRequests(
+  calls: SavedCall[],
+  from: string,
+  to: string,
+  options: { ids?: IdMap; product?: Product } = {},
+): RequestMigration {
   assertUpgradeRange(from, to, FIRST_LIVE_RELEASE, 'svcops migrate requests')
   const results = calls.map((input, index): CallResult => {
     const base = { index, ...(input.name !== undefined ? { name: input.name } : {}), input }
@@ -130,7 +147,13 @@ export function migrateRequests(calls: SavedCall[], from: string, to: string, op
       throw error
     }
   })
-  return { from, to, calls: results, translated: results.filter((r) => r.output).length, untranslatable: results.filter((r) => r.untranslatable).length }
+  return {
+    from,
+    to,
+    calls: results,
+    translated: results.filter((r) => r.output).length,
+    untranslatable: results.filter((r) => r.untranslatable).length,
+  }
 }
 
 /** The migration as text: one line per call and what was done or why not. */
@@ -139,10 +162,15 @@ export function formatRequestMigration(m: RequestMigration): string {
   for (const r of m.calls) {
     const label = `#${r.index + 1}${r.name ? ` ${r.name}` : ''}`
     if (r.output) {
-      lines.push(`${label}: ${r.input.method.toUpperCase()} ${r.input.path} -> ${r.output.method} ${r.output.path}`, `    rules: ${r.output.rules.join(', ') || 'none'}`)
+      lines.push(
+        `${label}: ${r.input.method.toUpperCase()} ${r.input.path} -> ${r.output.method} ${r.output.path}`,
+        `    rules: ${r.output.rules.join(', ') || 'none'}`,
+      )
       for (const note of r.output.review ?? []) lines.push(`    review: ${note}`)
     } else if (r.untranslatable) {
-      lines.push(`${label}: ${r.input.method.toUpperCase()} ${r.input.path}: NOT TRANSLATED (${r.untranslatable.rule}): ${r.untranslatable.reason}.`)
+      lines.push(
+        `${label}: ${r.input.method.toUpperCase()} ${r.input.path}: NOT TRANSLATED (${r.untranslatable.rule}): ${r.untranslatable.reason}.`,
+      )
     }
   }
   return lines.join('\n')

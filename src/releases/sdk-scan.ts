@@ -14,7 +14,23 @@ import { FIRST_LIVE_RELEASE, LIVE_CHANGES } from './live.ts'
 import { assertUpgradeRange, majorOf } from './versions.ts'
 
 /** Extensions of the C++ (and CUDA) files that are scanned. */
-export const CPP_EXTENSIONS = ['.h', '.hh', '.hpp', '.hxx', '.h++', '.c', '.cc', '.cpp', '.cxx', '.c++', '.ipp', '.inl', '.tpp', '.cu', '.cuh']
+export const CPP_EXTENSIONS = [
+  '.h',
+  '.hh',
+  '.hpp',
+  '.hxx',
+  '.h++',
+  '.c',
+  '.cc',
+  '.cpp',
+  '.cxx',
+  '.c++',
+  '.ipp',
+  '.inl',
+  '.tpp',
+  '.cu',
+  '.cuh',
+]
 const SKIP_DIRS = new Set(['.git', 'node_modules', '.svn', '.hg'])
 
 export interface SdkSymbolRule {
@@ -59,7 +75,9 @@ export function sdkSymbolRules(from: string, to: string): SdkSymbolRule[] {
 
 /** Names that stay valid in `to` although a shorter name they start with is broken. */
 export function sdkAllowedSymbols(from: string, to: string): string[] {
-  return LIVE_CHANGES.filter((c) => c.major > majorOf(from) && c.major <= majorOf(to)).flatMap((c) => (c.effect?.type === 'sdk-symbol' ? (c.effect.except ?? []) : []))
+  return LIVE_CHANGES.filter((c) => c.major > majorOf(from) && c.major <= majorOf(to)).flatMap((c) =>
+    c.effect?.type === 'sdk-symbol' ? (c.effect.except ?? []) : [],
+  )
 }
 
 const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
@@ -77,7 +95,10 @@ export class SdkScanner {
   /** Changed methods by type (`MediaReceiver` -> `start`), found through typed variables too. */
   private readonly methods = new Map<string, string[]>()
 
-  constructor(readonly rules: SdkSymbolRule[], allowed: string[] = []) {
+  constructor(
+    readonly rules: SdkSymbolRule[],
+    allowed: string[] = [],
+  ) {
     for (const a of allowed) this.bySymbol.set(a, [])
     for (const r of rules) if (!allowed.includes(r.symbol)) this.bySymbol.set(r.symbol, [...(this.bySymbol.get(r.symbol) ?? []), r])
     const heads = [...new Set(rules.map((r) => r.symbol.split('::')[0] ?? r.symbol))]
@@ -150,7 +171,9 @@ export class SdkScanner {
 
   /** Remembers `name` in `Type name`, `Type* name`, `ptr<Type> name` or `auto name = ...Type`. */
   private recordVariable(text: string, start: number, end: number, type: string, chainLength: number, typed: Map<string, string>): void {
-    const before = /(?:auto|auto\s*[*&]+|const\s+auto\s*[*&]*)\s+([A-Za-z_]\w*)\s*=\s*(?:std::make_(?:shared|unique)\s*<\s*)?$/.exec(text.slice(Math.max(0, start - 80), start))
+    const before = /(?:auto|auto\s*[*&]+|const\s+auto\s*[*&]*)\s+([A-Za-z_]\w*)\s*=\s*(?:std::make_(?:shared|unique)\s*<\s*)?$/.exec(
+      text.slice(Math.max(0, start - 80), start),
+    )
     if (before?.[1]) typed.set(before[1], type)
     if (chainLength !== 1) return
     const after = /^\s*(?:>\s*)?(?:const\s*)?[*&\s]*([A-Za-z_]\w*)\s*[;=({,)[]/.exec(text.slice(end, end + 120))
@@ -160,7 +183,9 @@ export class SdkScanner {
   /** Finds `variable.method(` and `variable->method(` for the variables of changed types. */
   private scanMemberCalls(text: string, typed: Map<string, string>, add: (at: number, rules: SdkSymbolRule[]) => void): void {
     const methods = [...new Set([...typed.values()].flatMap((t) => this.methods.get(t) ?? []))]
-    const lexer = lexerFor(String.raw`(?<![\w$])(${[...typed.keys()].map(escape).join('|')})\s*(?:->|\.)\s*(${methods.map(escape).join('|')})\s*\(`)
+    const lexer = lexerFor(
+      String.raw`(?<![\w$])(${[...typed.keys()].map(escape).join('|')})\s*(?:->|\.)\s*(${methods.map(escape).join('|')})\s*\(`,
+    )
     for (let m = lexer.exec(text); m; m = lexer.exec(text)) {
       const variable = m[2]
       const method = m[3]
@@ -188,7 +213,16 @@ class FoundNames {
   /** Findings of `rules` at offset `at`; `locate` for offsets that start over (a second pass). */
   add(at: number, rules: SdkSymbolRule[], locate = this.locate): void {
     const [line, column] = locate(at)
-    for (const rule of rules) this.findings.push({ file: this.file, line, column, symbol: rule.symbol, rule: rule.rule, release: rule.release, replacement: rule.replacement })
+    for (const rule of rules)
+      this.findings.push({
+        file: this.file,
+        line,
+        column,
+        symbol: rule.symbol,
+        rule: rule.rule,
+        release: rule.release,
+        replacement: rule.replacement,
+      })
   }
 }
 
@@ -346,6 +380,8 @@ export function scanSdk(root: string, from: string, to: string): SdkScanResult {
 /** The findings as `file:line:column: release symbol -> replacement` lines, grep-style. */
 export function formatSdkFindings(result: SdkScanResult): string {
   const lines = result.findings.map((f) => `${f.file}:${f.line}:${f.column}: ${f.release} ${f.symbol} -> ${f.replacement} (${f.rule})`)
-  lines.push(`${result.findings.length} finding${result.findings.length === 1 ? '' : 's'} in ${result.files} C++ files (${formatBytes(result.bytes)}), SDK ${result.from} -> ${result.to}.`)
+  lines.push(
+    `${result.findings.length} finding${result.findings.length === 1 ? '' : 's'} in ${result.files} C++ files (${formatBytes(result.bytes)}), SDK ${result.from} -> ${result.to}.`,
+  )
   return lines.join('\n')
 }

@@ -67,7 +67,9 @@ export function pskEntropyEnforced(v: string): boolean {
  * fixed application directories", so the answer is empty: callers must not guess them.
  */
 export function settingsSearchPaths(v: string, productDir: string = DEFAULT_PRODUCT.dir): string[] {
-  const change = changesWithEffect('settings-search-path').filter((c) => compareVersions(v, c.release) >= 0).at(-1)
+  const change = changesWithEffect('settings-search-path')
+    .filter((c) => compareVersions(v, c.release) >= 0)
+    .at(-1)
   if (!change) return []
   return change.effect.directories.map((d) => expandName(d, { ...DEFAULT_PRODUCT, dir: productDir }))
 }
@@ -92,7 +94,9 @@ export function tcpEndpointVariable(v: string, prefix: string = DEFAULT_PRODUCT.
 
 /** True when the TCP endpoint variable takes exactly one endpoint. */
 export function tcpEndpointSingleValue(v: string): boolean {
-  return changesWithEffect('env-rename').some((c) => c.effect.singleValue && c.effect.from.endsWith('_TCP_ENDPOINTS') && compareVersions(v, c.release) >= 0)
+  return changesWithEffect('env-rename').some(
+    (c) => c.effect.singleValue && c.effect.from.endsWith('_TCP_ENDPOINTS') && compareVersions(v, c.release) >= 0,
+  )
 }
 
 /** The variable every component reads the PSK from (`SVC_SYSTEM_CONTROLLER_PSK`). */
@@ -126,9 +130,13 @@ export function authTokenLifetime(revision: AuthRevision): number {
 export function assertUpgradeRange(from: string, to: string, first: string, command: string): void {
   parseVersion(from)
   parseVersion(to)
-  if (compareVersions(from, first) < 0) throw new BadInputError(`--from ${from} is older than the first release the catalog describes (${first}).`)
+  if (compareVersions(from, first) < 0)
+    throw new BadInputError(`--from ${from} is older than the first release the catalog describes (${first}).`)
   if (compareVersions(from, to) > 0) {
-    throw new BadInputError(`--from ${from} is newer than --to ${to}: svcops plans and migrates upgrades only, and a downgrade of the live production system is a restore of the older release.`, `${command} --from ${to} --to ${from}`)
+    throw new BadInputError(
+      `--from ${from} is newer than --to ${to}: svcops plans and migrates upgrades only, and a downgrade of the live production system is a restore of the older release.`,
+      `${command} --from ${to} --to ${from}`,
+    )
   }
 }
 

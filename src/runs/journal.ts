@@ -6,7 +6,18 @@
  * `svcops resume ID` can continue from. Everything written passes through the redaction layer.
  */
 import { randomBytes } from 'node:crypto'
-import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+} from 'node:fs'
 import { hostname, userInfo } from 'node:os'
 import { join, resolve } from 'node:path'
 import { BadInputError } from '../core/errors.ts'
@@ -72,7 +83,10 @@ export function runsDir(): string {
 
 /** A sortable, unique run id: `20261122T031500Z-3fa9c1`. */
 export function newRunId(now = new Date()): string {
-  return `${now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`
+  return `${now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`
 }
 
 /** `user@machine` of this process. */
@@ -118,7 +132,8 @@ export class Journal {
 
   /** Opens the journal of run `id`; a clear error when there is none. */
   static open(id: string, base = runsDir()): Journal {
-    if (!RUN_ID.test(id)) throw new BadInputError(`Run id '${id}' is not valid; expected an id like 20261122T031500Z-3fa9c1 (see 'svcops runs list').`)
+    if (!RUN_ID.test(id))
+      throw new BadInputError(`Run id '${id}' is not valid; expected an id like 20261122T031500Z-3fa9c1 (see 'svcops runs list').`)
     const file = join(base, id, 'run.json')
     if (!existsSync(file)) throw new BadInputError(`There is no run '${id}' in ${base}.`, `List the runs with: svcops runs list`)
     return new Journal(join(base, id), JSON.parse(readFileSync(file, 'utf8')) as RunRecord)

@@ -41,7 +41,8 @@ export interface EnvironmentLock {
   release(): Promise<void>
 }
 
-const CREATE_TABLE = 'CREATE TABLE IF NOT EXISTS svcops.run_lock (environment text PRIMARY KEY, run_id text NOT NULL, holder text NOT NULL, pid integer NOT NULL, since timestamptz NOT NULL, backend_pid integer NOT NULL)'
+const CREATE_TABLE =
+  'CREATE TABLE IF NOT EXISTS svcops.run_lock (environment text PRIMARY KEY, run_id text NOT NULL, holder text NOT NULL, pid integer NOT NULL, since timestamptz NOT NULL, backend_pid integer NOT NULL)'
 
 /** The advisory lock key of an environment's database (stable, derived in SQL from the names). */
 const KEY_SQL = `hashtext('svcops:env:' || $1 || ':' || $2)`
@@ -71,13 +72,20 @@ async function onServiceDb<T>(db: DatabaseConfig, fn: (client: pg.Client) => Pro
 }
 
 async function tryLock(session: pg.Client, environment: string, db: DatabaseConfig): Promise<boolean> {
-  return (await session.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${KEY_SQL}) AS ok`, [environment, db.name])).rows[0]?.ok ?? false
+  return (
+    (await session.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${KEY_SQL}) AS ok`, [environment, db.name])).rows[0]?.ok ?? false
+  )
 }
 
 async function readRow(client: pg.Client, environment: string): Promise<(LockHolder & { backendPid: number }) | undefined> {
-  const rows = await client.query<{ run_id: string; holder: string; pid: number; since: Date; backend_pid: number }>('SELECT run_id, holder, pid, since, backend_pid FROM svcops.run_lock WHERE environment = $1', [environment])
+  const rows = await client.query<{ run_id: string; holder: string; pid: number; since: Date; backend_pid: number }>(
+    'SELECT run_id, holder, pid, since, backend_pid FROM svcops.run_lock WHERE environment = $1',
+    [environment],
+  )
   const row = rows.rows[0]
-  return row ? { runId: row.run_id, holder: row.holder, pid: row.pid, since: row.since.toISOString(), backendPid: row.backend_pid } : undefined
+  return row
+    ? { runId: row.run_id, holder: row.holder, pid: row.pid, since: row.since.toISOString(), backendPid: row.backend_pid }
+    : undefined
 }
 
 function describe(holder: LockHolder): string {
@@ -109,7 +117,15 @@ export async function acquireEnvironmentLock(db: DatabaseConfig, options: Acquir
     if (!got) {
       if (!options.breakLock || !row) {
         const who = row ? describe(row) : 'another session'
-        throw withFacts(new LockedError(`Environment '${environment}' is locked by ${who}.`, row ? `Wait for it, inspect it with 'svcops runs show ${row.runId}', or if that run is truly gone: --break-lock` : 'Wait for the other run to finish.'), { lockedBy: row ? plain(row) : null })
+        throw withFacts(
+          new LockedError(
+            `Environment '${environment}' is locked by ${who}.`,
+            row
+              ? `Wait for it, inspect it with 'svcops runs show ${row.runId}', or if that run is truly gone: --break-lock`
+              : 'Wait for the other run to finish.',
+          ),
+          { lockedBy: row ? plain(row) : null },
+        )
       }
       events.warn(`--break-lock: taking the lock of environment '${environment}' from ${describe(row)}.`)
       await session.query('SELECT pg_terminate_backend($1)', [row.backendPid])
@@ -138,7 +154,9 @@ export async function acquireEnvironmentLock(db: DatabaseConfig, options: Acquir
         if (released) return
         released = true
         try {
-          await onServiceDb(db, (c) => c.query('DELETE FROM svcops.run_lock WHERE environment = $1 AND run_id = $2', [environment, holder.runId]))
+          await onServiceDb(db, (c) =>
+            c.query('DELETE FROM svcops.run_lock WHERE environment = $1 AND run_id = $2', [environment, holder.runId]),
+          )
           await session.query(`SELECT pg_advisory_unlock(${KEY_SQL})`, [environment, db.name])
         } finally {
           await session.end()
@@ -197,7 +215,12 @@ export async function readEnvironmentLock(db: DatabaseConfig, environment: strin
  * A file left by `takeOver` (the dead run we replace or resume) is replaced; any other holder is
  * refused with its content unless `breakLock`.
  */
-export async function acquireHostLock(transport: Transport, path: string, holder: LockHolder, options: { takeOver?: string[]; breakLock?: boolean } = {}): Promise<void> {
+export async function acquireHostLock(
+  transport: Transport,
+  path: string,
+  holder: LockHolder,
+  options: { takeOver?: string[]; breakLock?: boolean } = {},
+): Promise<void> {
   const content = `${holder.runId} ${holder.holder} ${holder.pid} ${holder.since}`
   const dir = path.replace(/\/[^/]+$/, '')
   const write = ['sh', '-c', 'mkdir -p "$1" && set -C && printf "%s\\n" "$2" > "$3"', 'sh', dir, content, path]
@@ -206,15 +229,26 @@ export async function acquireHostLock(transport: Transport, path: string, holder
   const current = await runCommand(transport, ['cat', path], { check: false })
   const [runId = '', who = '', pid = '', since = ''] = current.stdout.trim().split(' ')
   if (runId === holder.runId || (options.takeOver ?? []).includes(runId) || options.breakLock) {
-    if (options.breakLock && runId !== holder.runId) events.warn(`--break-lock: replacing the host lock of ${transport.host} held by run ${runId}.`, transport.host)
+    if (options.breakLock && runId !== holder.runId)
+      events.warn(`--break-lock: replacing the host lock of ${transport.host} held by run ${runId}.`, transport.host)
     await runCommand(transport, ['sh', '-c', 'printf "%s\\n" "$1" > "$2"', 'sh', content, path])
     return
   }
   if (current.code !== 0) throw new OperationError(`The host lock ${path} on ${transport.host} cannot be written: ${first.stderr.trim()}.`)
-  throw withFacts(new LockedError(`Host ${transport.host} is locked by run ${runId} (${who}, pid ${pid}) since ${since}.`, `Inspect it with 'svcops runs show ${runId}'; if that run is gone, rerun with --break-lock.`), { lockedBy: { runId, holder: who, pid: Number(pid), since, host: transport.host } })
+  throw withFacts(
+    new LockedError(
+      `Host ${transport.host} is locked by run ${runId} (${who}, pid ${pid}) since ${since}.`,
+      `Inspect it with 'svcops runs show ${runId}'; if that run is gone, rerun with --break-lock.`,
+    ),
+    { lockedBy: { runId, holder: who, pid: Number(pid), since, host: transport.host } },
+  )
 }
 
 /** Removes the host lock if it is ours. */
 export async function releaseHostLock(transport: Transport, path: string, runId: string): Promise<void> {
-  await runCommand(transport, ['sh', '-c', 'if [ -f "$1" ] && [ "$(cut -d" " -f1 "$1")" = "$2" ]; then rm -f "$1"; fi', 'sh', path, runId], { check: false })
+  await runCommand(
+    transport,
+    ['sh', '-c', 'if [ -f "$1" ] && [ "$(cut -d" " -f1 "$1")" = "$2" ]; then rm -f "$1"; fi', 'sh', path, runId],
+    { check: false },
+  )
 }

@@ -29,10 +29,21 @@ export function progressSink(stream: NodeJS.WriteStream = process.stderr, option
       const key = event.host ?? ''
       const mark = event.status === 'start' ? '…' : event.status === 'ok' ? '✓' : event.status === 'skipped' ? '·' : '✗'
       const took = event.durationMs !== undefined ? ` (${formatDuration(event.durationMs)})` : ''
-      lines.set(key, { label: event.host ?? 'run', text: `${mark} ${event.step}${took}${event.status === 'failed' && event.detail ? `: ${event.detail}` : ''}`, ok: event.status === 'failed' ? false : event.status === 'start' ? undefined : true })
+      lines.set(key, {
+        label: event.host ?? 'run',
+        text: `${mark} ${event.step}${took}${event.status === 'failed' && event.detail ? `: ${event.detail}` : ''}`,
+        ok: event.status === 'failed' ? false : event.status === 'start' ? undefined : true,
+      })
       redraw()
       return
     }
-    if (event.kind === 'warn' || event.kind === 'error' || event.kind === 'info' || (event.kind === 'check' && !event.ok) || (options.verbose && event.kind !== 'progress')) redraw(formatEvent(event))
+    if (
+      event.kind === 'warn' ||
+      event.kind === 'error' ||
+      event.kind === 'info' ||
+      (event.kind === 'check' && !event.ok) ||
+      (options.verbose && event.kind !== 'progress')
+    )
+      redraw(formatEvent(event))
   }
 }

@@ -59,9 +59,19 @@ export function buildReport(journal: Journal): RunReport {
     run,
     downtime: downtimeOf(entries, run.hosts),
     timeline: entries,
-    configReviews: entries.filter((e) => e.step === 'review-config' && e.status === 'ok' && e.host).map((e) => ({ host: e.host as string, review: e.data?.review })),
+    configReviews: entries
+      .filter((e) => e.step === 'review-config' && e.status === 'ok' && e.host)
+      .map((e) => ({ host: e.host as string, review: e.data?.review })),
     recreated: (recreate?.data?.recreated as unknown[] | undefined) ?? [],
-    ...(decide?.data ? { rollback: { restore: decide.data.restore === true, reason: typeof decide.data.reason === 'string' ? decide.data.reason : '', hosts: (decide.data.hosts as string[] | undefined) ?? [] } } : {}),
+    ...(decide?.data
+      ? {
+          rollback: {
+            restore: decide.data.restore === true,
+            reason: typeof decide.data.reason === 'string' ? decide.data.reason : '',
+            hosts: (decide.data.hosts as string[] | undefined) ?? [],
+          },
+        }
+      : {}),
   }
 }
 
@@ -69,25 +79,55 @@ export function buildReport(journal: Journal): RunReport {
 export function renderMarkdown(report: RunReport): string {
   const { run } = report
   const lines: string[] = [`# ${run.kind === 'upgrade' ? 'Upgrade' : 'Rollback'} run ${run.id}`, '']
-  lines.push(`- environment: ${run.environment}`, `- target version: ${run.targetVersion}`, `- previous versions: ${Object.entries(run.previousVersions).map(([h, v]) => `${h} ${v}`).join(', ') || 'unknown'}`)
-  lines.push(`- outcome: **${run.phase}**${run.cause ? ` — cause: ${run.cause}` : ''}`, `- started: ${run.startedAt}${run.finishedAt ? `, finished: ${run.finishedAt}` : ''}`, `- by: ${run.holder}`)
+  lines.push(
+    `- environment: ${run.environment}`,
+    `- target version: ${run.targetVersion}`,
+    `- previous versions: ${
+      Object.entries(run.previousVersions)
+        .map(([h, v]) => `${h} ${v}`)
+        .join(', ') || 'unknown'
+    }`,
+  )
+  lines.push(
+    `- outcome: **${run.phase}**${run.cause ? ` — cause: ${run.cause}` : ''}`,
+    `- started: ${run.startedAt}${run.finishedAt ? `, finished: ${run.finishedAt}` : ''}`,
+    `- by: ${run.holder}`,
+  )
   if (run.deadline) lines.push(`- maintenance window until: ${run.deadline}`)
   if (run.backupId) lines.push(`- backup: ${run.backupId} (verified before anything stopped)`)
-  if (run.fingerprintBefore) lines.push(`- schema fingerprint: before ${run.fingerprintBefore.slice(0, 16)}${run.fingerprintAfter ? `, after ${run.fingerprintAfter.slice(0, 16)}` : ''}`)
+  if (run.fingerprintBefore)
+    lines.push(
+      `- schema fingerprint: before ${run.fingerprintBefore.slice(0, 16)}${run.fingerprintAfter ? `, after ${run.fingerprintAfter.slice(0, 16)}` : ''}`,
+    )
   if (report.rollback) {
-    lines.push('', '## Rollback', '', `- database ${report.rollback.restore ? 'restored' : 'kept'}: ${report.rollback.reason}`, `- hosts: ${report.rollback.hosts.join(', ')}`)
+    lines.push(
+      '',
+      '## Rollback',
+      '',
+      `- database ${report.rollback.restore ? 'restored' : 'kept'}: ${report.rollback.reason}`,
+      `- hosts: ${report.rollback.hosts.join(', ')}`,
+    )
     if (report.recreated.length) {
       lines.push(`- recordings written after the backup, exported and re-created (${report.recreated.length}):`)
-      for (const r of report.recreated as Array<Record<string, unknown>>) lines.push(`  - ${String(r.channelName)} — ${String(r.title)} (${String(r.startTime)}–${String(r.stopTime)})`)
+      for (const r of report.recreated as Array<Record<string, unknown>>)
+        lines.push(`  - ${String(r.channelName)} — ${String(r.title)} (${String(r.startTime)}–${String(r.stopTime)})`)
     }
   }
   lines.push('', '## Downtime per host', '', '| host | stopped | verified | downtime |', '|---|---|---|---|')
-  for (const d of report.downtime) lines.push(`| ${d.host} | ${d.stoppedAt ?? '—'} | ${d.verifiedAt ?? (d.stoppedAt ? 'not verified' : '—')} | ${d.downtimeMs !== undefined ? formatDuration(d.downtimeMs) : '—'} |`)
+  for (const d of report.downtime)
+    lines.push(
+      `| ${d.host} | ${d.stoppedAt ?? '—'} | ${d.verifiedAt ?? (d.stoppedAt ? 'not verified' : '—')} | ${d.downtimeMs !== undefined ? formatDuration(d.downtimeMs) : '—'} |`,
+    )
   const reviews = report.configReviews.filter((c) => c.review && typeof c.review === 'object')
   if (reviews.length) {
     lines.push('', '## Configuration review', '')
     for (const { host, review } of reviews) {
-      const r = review as { configPath: string; newDefaults: Array<{ path: string; diff: string }>; obsoleteOptions: string[]; newOptions: string[] }
+      const r = review as {
+        configPath: string
+        newDefaults: Array<{ path: string; diff: string }>
+        obsoleteOptions: string[]
+        newOptions: string[]
+      }
       lines.push(`### ${host}: ${r.configPath}`, '')
       if (!r.newDefaults.length) lines.push('No new default configuration was left beside the active one.')
       if (r.newOptions.length) lines.push(`New options (defaults apply): ${r.newOptions.join(', ')}`)
@@ -99,7 +139,9 @@ export function renderMarkdown(report: RunReport): string {
   lines.push('', '## Timeline', '', '| time | host | step | outcome | what changed / detail |', '|---|---|---|---|---|')
   for (const e of report.timeline.filter((x) => x.status !== 'start')) {
     const what = [...(e.changed ?? []), ...(e.detail ? [e.detail] : [])].join('; ').replace(/\|/g, '\\|').replace(/\n/g, ' ')
-    lines.push(`| ${e.time} | ${e.host ?? ''} | ${e.step} | ${e.status}${e.durationMs !== undefined ? ` (${formatDuration(e.durationMs)})` : ''} | ${what} |`)
+    lines.push(
+      `| ${e.time} | ${e.host ?? ''} | ${e.step} | ${e.status}${e.durationMs !== undefined ? ` (${formatDuration(e.durationMs)})` : ''} | ${what} |`,
+    )
   }
   return redact(lines.join('\n') + '\n')
 }

@@ -8,7 +8,8 @@ import { BadInputError } from '../core/errors.ts'
 
 /** Rollout batches: `[[canary], [b1...], [b2...]]`. The canary is the marked host, else the first. */
 export function planBatches<T extends { name: string; canary?: boolean }>(hosts: T[], batchSize: number): T[][] {
-  if (!Number.isInteger(batchSize) || batchSize < 1) throw new BadInputError(`--batch: '${batchSize}' is not valid; expected a whole number of hosts, at least 1.`)
+  if (!Number.isInteger(batchSize) || batchSize < 1)
+    throw new BadInputError(`--batch: '${batchSize}' is not valid; expected a whole number of hosts, at least 1.`)
   const canary = hosts.find((h) => h.canary) ?? hosts[0]
   if (!canary) return []
   const rest = hosts.filter((h) => h !== canary)
@@ -33,7 +34,8 @@ export function parseMaxFail(text: string, total: number): number {
 export function parseWindow(text: string): number {
   const m = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/.exec(text.trim())
   const ms = m ? (Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0)) * 1000 : 0
-  if (!m || ms <= 0) throw new BadInputError(`--window: '${text}' is not a duration; expected hours, minutes or seconds like 2h, 90m, 1h30m or 45s.`)
+  if (!m || ms <= 0)
+    throw new BadInputError(`--window: '${text}' is not a duration; expected hours, minutes or seconds like 2h, 90m, 1h30m or 45s.`)
   return ms
 }
 

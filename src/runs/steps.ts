@@ -87,13 +87,23 @@ function killHook(step: string, host: string | undefined): void {
  * failed with the reason; emits step events. With `once`, a step the journal records as finished
  * is skipped and its recorded result returned (resume).
  */
-export async function runStep(ctx: Pick<RunContext, 'journal'>, step: string, host: string | undefined, fn: () => Promise<StepResult>, options: { once?: boolean } = {}): Promise<StepResult> {
+export async function runStep(
+  ctx: Pick<RunContext, 'journal'>,
+  step: string,
+  host: string | undefined,
+  fn: () => Promise<StepResult>,
+  options: { once?: boolean } = {},
+): Promise<StepResult> {
   const at = host ? { host } : {}
   if (options.once) {
     const done: JournalEntry | undefined = ctx.journal.finished(step, host)
     if (done) {
       events.emit({ kind: 'step', step, status: 'skipped', detail: 'done before the interruption', ...at })
-      return { ...(done.changed ? { changed: done.changed } : {}), ...(done.data ? { data: done.data } : {}), skipped: 'done before the interruption' }
+      return {
+        ...(done.changed ? { changed: done.changed } : {}),
+        ...(done.data ? { data: done.data } : {}),
+        skipped: 'done before the interruption',
+      }
     }
   }
   const started = Date.now()
@@ -112,8 +122,23 @@ export async function runStep(ctx: Pick<RunContext, 'journal'>, step: string, ho
   const durationMs = Date.now() - started
   const status = result.skipped ? 'skipped' : 'ok'
   // A skipped step still counts as finished for resume: the journal stores it as ok with the reason.
-  ctx.journal.append({ step, status: 'ok', durationMs, ...at, ...(result.changed?.length ? { changed: result.changed } : {}), ...(result.data ? { data: result.data } : {}), ...(result.skipped ? { detail: result.skipped } : {}) })
-  events.emit({ kind: 'step', step, status, durationMs, ...at, ...(result.skipped ? { detail: result.skipped } : result.changed?.length ? { detail: result.changed.join('; ') } : {}) })
+  ctx.journal.append({
+    step,
+    status: 'ok',
+    durationMs,
+    ...at,
+    ...(result.changed?.length ? { changed: result.changed } : {}),
+    ...(result.data ? { data: result.data } : {}),
+    ...(result.skipped ? { detail: result.skipped } : {}),
+  })
+  events.emit({
+    kind: 'step',
+    step,
+    status,
+    durationMs,
+    ...at,
+    ...(result.skipped ? { detail: result.skipped } : result.changed?.length ? { detail: result.changed.join('; ') } : {}),
+  })
   killHook(step, host)
   return result
 }

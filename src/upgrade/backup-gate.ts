@@ -9,7 +9,10 @@ import { events } from '../core/events.ts'
 import { assertVerified, createBackup, openBackupContext, readIdentity, restoreBackup, verifyBackup } from '../backup/index.ts'
 
 /** Creates a backup of the environment's service database and verifies it with a test restore. */
-export async function createVerifiedBackup(env: Environment, serviceVersions: Record<string, string>): Promise<{ id: string; fingerprint: string }> {
+export async function createVerifiedBackup(
+  env: Environment,
+  serviceVersions: Record<string, string>,
+): Promise<{ id: string; fingerprint: string }> {
   const ctx = await openBackupContext(env)
   try {
     const manifest = await createBackup({ ...ctx.createOptions, serviceVersions, serviceVersionsSource: 'hosts' })
@@ -18,7 +21,9 @@ export async function createVerifiedBackup(env: Environment, serviceVersions: Re
     const denied = report.checks.find((c) => !c.ok && c.check === 'restore' && /permission denied to create database/i.test(c.detail))
     if (denied) {
       // A role without CREATEDB cannot test-restore; the decrypted dump is still checked byte for byte.
-      events.warn(`The test restore of backup ${manifest.id} needs CREATEDB for ${ctx.database.user}; verifying by checksum, key and a full decrypt against the manifest's dump hash instead.`)
+      events.warn(
+        `The test restore of backup ${manifest.id} needs CREATEDB for ${ctx.database.user}; verifying by checksum, key and a full decrypt against the manifest's dump hash instead.`,
+      )
       report = await verifyBackup(ctx.store, manifest.id, { identity })
     }
     assertVerified(report)
@@ -32,7 +37,11 @@ export async function createVerifiedBackup(env: Environment, serviceVersions: Re
 export async function restoreVerifiedBackup(env: Environment, id: string, expectFingerprint: string | undefined): Promise<void> {
   const ctx = await openBackupContext(env)
   try {
-    await restoreBackup(ctx.store, id, ctx.database, { identity: await readIdentity(ctx.backup), confirmed: true, ...(expectFingerprint ? { expectFingerprint } : {}) })
+    await restoreBackup(ctx.store, id, ctx.database, {
+      identity: await readIdentity(ctx.backup),
+      confirmed: true,
+      ...(expectFingerprint ? { expectFingerprint } : {}),
+    })
   } finally {
     await ctx.store.close()
   }

@@ -80,11 +80,19 @@ function splitSections(text: string, marker: string): Map<string, string> {
 }
 
 /** Reviews the configuration on a host after an install. Read-only. */
-export async function reviewConfig(transport: Transport, host: Host, configPath: string, suffixes: readonly string[]): Promise<ConfigReview> {
+export async function reviewConfig(
+  transport: Transport,
+  host: Host,
+  configPath: string,
+  suffixes: readonly string[],
+): Promise<ConfigReview> {
   const active = hostPath(host, configPath)
   const review: ConfigReview = { configPath, newDefaults: [], syntaxOk: true, obsoleteOptions: [], newOptions: [] }
   const marker = `--svcops-${randomBytes(6).toString('hex')}--`
-  const result = await runCommand(transport, ['sh', '-c', READ_ALL, 'sh', active, marker, ...suffixes], { check: false, display: `review ${active}{${suffixes.join(',')}}` })
+  const result = await runCommand(transport, ['sh', '-c', READ_ALL, 'sh', active, marker, ...suffixes], {
+    check: false,
+    display: `review ${active}{${suffixes.join(',')}}`,
+  })
   const sections = splitSections(result.stdout, marker)
   const activeText = sections.get('active')
   if (result.code !== 0 || activeText === undefined) {
@@ -105,11 +113,15 @@ export async function reviewConfig(transport: Transport, host: Host, configPath:
     const dflt = parseJson(text)
     if (dflt.ok && parsed.ok) {
       const defaultKeys = new Set(optionPaths(dflt.value))
-      review.obsoleteOptions.push(...[...activeKeys].filter((k) => !defaultKeys.has(k) && ![...defaultKeys].some((d) => d.startsWith(`${k}.`))))
+      review.obsoleteOptions.push(
+        ...[...activeKeys].filter((k) => !defaultKeys.has(k) && ![...defaultKeys].some((d) => d.startsWith(`${k}.`))),
+      )
       review.newOptions.push(...[...defaultKeys].filter((k) => !activeKeys.has(k) && ![...activeKeys].some((a) => a.startsWith(`${k}.`))))
     }
   }
-  for (const option of review.obsoleteOptions) events.warn(`${configPath}: option '${option}' is set but the new default configuration no longer has it.`, host.name)
-  for (const d of review.newDefaults) events.info(`${d.path}: new default configuration left beside the kept ${configPath} (diff in the report).`, host.name)
+  for (const option of review.obsoleteOptions)
+    events.warn(`${configPath}: option '${option}' is set but the new default configuration no longer has it.`, host.name)
+  for (const d of review.newDefaults)
+    events.info(`${d.path}: new default configuration left beside the kept ${configPath} (diff in the report).`, host.name)
   return review
 }

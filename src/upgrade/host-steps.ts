@@ -26,8 +26,16 @@ export async function installStep(ctx: RunContext, h: HostHandle, version: strin
     if (current === version) return { skipped: `${ctx.settings.package} ${version} is already installed`, data: { from: current } }
     await installPackage(ctx.pkg, h.transport, h.config, ctx.settings.package, version, ctx.packageFile(version))
     const now = await readInstalledVersion(ctx.pkg, h.transport, h.config, ctx.settings.package)
-    if (now !== version) throw new HostFailure(h.name, `${prefix}install`, `After installing ${ctx.settings.package} ${version} on ${h.name}, the installed version is ${now ?? 'none'}.`)
-    return { changed: [`installed ${ctx.settings.package} ${version} over ${current ?? 'nothing'}`], data: { from: current ?? null, to: version } }
+    if (now !== version)
+      throw new HostFailure(
+        h.name,
+        `${prefix}install`,
+        `After installing ${ctx.settings.package} ${version} on ${h.name}, the installed version is ${now ?? 'none'}.`,
+      )
+    return {
+      changed: [`installed ${ctx.settings.package} ${version} over ${current ?? 'nothing'}`],
+      data: { from: current ?? null, to: version },
+    }
   })
 }
 
@@ -44,11 +52,29 @@ export async function startAndCheckSteps(ctx: RunContext, h: HostHandle, prefix 
   await runStep(ctx, `${prefix}wait-healthy`, h.name, () => waitHealthy(ctx, h, cursor, `${prefix}wait-healthy`))
   await runStep(ctx, `${prefix}check-logs`, h.name, async () => {
     const status = await readServiceStatus(ctx.svc, h.transport, h.config, ctx.settings.service)
-    const lines = await readServiceLogs(ctx.svc, h.transport, h.config, ctx.settings.service, ctx.settings.logLines, ctx.settings.logPath, cursor)
+    const lines = await readServiceLogs(
+      ctx.svc,
+      h.transport,
+      h.config,
+      ctx.settings.service,
+      ctx.settings.logLines,
+      ctx.settings.logPath,
+      cursor,
+    )
     const errors = findLogErrors(lines, ctx.settings.errorPatterns)
     const data = { status: status.status, lastLines: lines.slice(-10) }
-    if (!status.running) throw new HostFailure(h.name, `${prefix}check-logs`, `${ctx.settings.service} on ${h.name} is not running after the start: ${status.status}.`)
-    if (errors.length) throw new HostFailure(h.name, `${prefix}check-logs`, `The log of ${ctx.settings.service} on ${h.name} has ${errors.length} error line(s) since the start, first: ${errors[0]}`)
+    if (!status.running)
+      throw new HostFailure(
+        h.name,
+        `${prefix}check-logs`,
+        `${ctx.settings.service} on ${h.name} is not running after the start: ${status.status}.`,
+      )
+    if (errors.length)
+      throw new HostFailure(
+        h.name,
+        `${prefix}check-logs`,
+        `The log of ${ctx.settings.service} on ${h.name} has ${errors.length} error line(s) since the start, first: ${errors[0]}`,
+      )
     return { data }
   })
 }
@@ -57,7 +83,12 @@ export async function startAndCheckSteps(ctx: RunContext, h: HostHandle, prefix 
  * Polls `GET /` until it answers success, at most `healthTimeoutMs`. Fails early when the
  * supervisor says the service is no longer running (crashed at start), with the last log lines.
  */
-async function waitHealthy(ctx: RunContext, h: HostHandle, cursor: string | undefined, step: string): Promise<{ data: Record<string, unknown> }> {
+async function waitHealthy(
+  ctx: RunContext,
+  h: HostHandle,
+  cursor: string | undefined,
+  step: string,
+): Promise<{ data: Record<string, unknown> }> {
   const deadline = Date.now() + ctx.settings.healthTimeoutMs
   const begun = Date.now()
   let lastError = 'no answer yet'
@@ -75,12 +106,29 @@ async function waitHealthy(ctx: RunContext, h: HostHandle, cursor: string | unde
       const fatal = /FATAL|EXITED|failed/i.test(status.status)
       notRunning = status.running || /STARTING|activating/i.test(status.status) ? 0 : notRunning + 1
       if (fatal || notRunning >= 2) {
-        const lines = await readServiceLogs(ctx.svc, h.transport, h.config, ctx.settings.service, ctx.settings.logLines, ctx.settings.logPath, cursor)
+        const lines = await readServiceLogs(
+          ctx.svc,
+          h.transport,
+          h.config,
+          ctx.settings.service,
+          ctx.settings.logLines,
+          ctx.settings.logPath,
+          cursor,
+        )
         const last = lines.filter((l) => /ERROR|FATAL/i.test(l)).at(-1) ?? lines.at(-1) ?? 'no log lines'
-        throw new HostFailure(h.name, step, `${ctx.settings.service} on ${h.name} stopped running after the start (${status.status}); last log line: ${last}`)
+        throw new HostFailure(
+          h.name,
+          step,
+          `${ctx.settings.service} on ${h.name} stopped running after the start (${status.status}); last log line: ${last}`,
+        )
       }
     }
-    if (Date.now() >= deadline) throw new HostFailure(h.name, step, `${ctx.settings.service} on ${h.name} did not become healthy within ${Math.round(ctx.settings.healthTimeoutMs / 1000)} s: ${lastError.replace(/\.$/, '')}.`)
+    if (Date.now() >= deadline)
+      throw new HostFailure(
+        h.name,
+        step,
+        `${ctx.settings.service} on ${h.name} did not become healthy within ${Math.round(ctx.settings.healthTimeoutMs / 1000)} s: ${lastError.replace(/\.$/, '')}.`,
+      )
     await new Promise((r) => setTimeout(r, Math.min(250, Math.max(0, deadline - Date.now()))))
   }
 }
@@ -95,7 +143,12 @@ export async function upgradeHost(ctx: RunContext, h: HostHandle, target: string
   await installStep(ctx, h, target)
   await runStep(ctx, 'review-config', h.name, async () => {
     const review = await reviewConfig(h.transport, h.config, ctx.settings.configPath, ctx.pkg.newConfigSuffixes)
-    if (!review.syntaxOk) throw new HostFailure(h.name, 'review-config', `The active configuration on ${h.name} is not valid: ${review.syntaxError ?? 'unknown error'}.`)
+    if (!review.syntaxOk)
+      throw new HostFailure(
+        h.name,
+        'review-config',
+        `The active configuration on ${h.name} is not valid: ${review.syntaxError ?? 'unknown error'}.`,
+      )
     return { data: { review } }
   })
   await startAndCheckSteps(ctx, h)
@@ -106,8 +159,19 @@ export async function upgradeHost(ctx: RunContext, h: HostHandle, target: string
 export async function verifyHostStep(ctx: RunContext, h: HostHandle, step: string, extraKeys: string[] = []): Promise<void> {
   await runStep(ctx, step, h.name, async () => {
     const keys = [...(ctx.journal.run.snapshotIds ?? []), ...extraKeys]
-    const v = await verifyHost(ctx.deps.content, h.url, { host: h.name, limit: ctx.settings.contentLimit, expectKeys: keys, runId: ctx.journal.run.id })
-    if (!v.ok && v.missing.length) throw new HostFailure(h.name, step, `Verification of ${h.name} failed: ${v.missing.length} of ${keys.length} recordings of the snapshot are missing after the upgrade.`, true)
+    const v = await verifyHost(ctx.deps.content, h.url, {
+      host: h.name,
+      limit: ctx.settings.contentLimit,
+      expectKeys: keys,
+      runId: ctx.journal.run.id,
+    })
+    if (!v.ok && v.missing.length)
+      throw new HostFailure(
+        h.name,
+        step,
+        `Verification of ${h.name} failed: ${v.missing.length} of ${keys.length} recordings of the snapshot are missing after the upgrade.`,
+        true,
+      )
     assertVerified(v)
     return { data: { checks: v.checks, listed: v.listed } }
   })

@@ -35,7 +35,13 @@ export interface UpgradePlan {
 
 /** A planned command as a person would type it (environment first). */
 export function showCommand(c: PlannedCommand): string {
-  return `${c.env ? `${Object.entries(c.env).map(([k, v]) => `${k}=${v}`).join(' ')} ` : ''}${shellJoin(c.argv)}${c.input ? ` <<< ${c.input.shown}` : ''}`
+  return `${
+    c.env
+      ? `${Object.entries(c.env)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(' ')} `
+      : ''
+  }${shellJoin(c.argv)}${c.input ? ` <<< ${c.input.shown}` : ''}`
 }
 
 /** The installed version of the recording package on every host (null where it is not installed). */
@@ -57,7 +63,10 @@ export async function readInstalledVersions(env: Environment): Promise<Record<st
 }
 
 /** Builds the plan of `svcops upgrade recording --to target` without changing anything. */
-export async function planUpgrade(env: Environment, options: { to: string; hosts?: string[]; batch?: number; maxFail?: string; autoRollback?: boolean; windowMs?: number }): Promise<UpgradePlan> {
+export async function planUpgrade(
+  env: Environment,
+  options: { to: string; hosts?: string[]; batch?: number; maxFail?: string; autoRollback?: boolean; windowMs?: number },
+): Promise<UpgradePlan> {
   const rec = requireSection(env, 'recording')
   const settings = settingsFor(env, rec)
   const pkg = packageDriver(rec.packageDriver)
@@ -83,10 +92,26 @@ export async function planUpgrade(env: Environment, options: { to: string; hosts
   })
   for (const h of hosts) {
     const versions = [...new Set([options.to, current[h.name]].filter((v): v is string => !!v))]
-    steps.push({ step: 'stage', host: h.name, actions: [...new Set(versions.flatMap((v) => pkg.stageCommands(h, rec.package, v, file(v)).map(showCommand)))] })
+    steps.push({
+      step: 'stage',
+      host: h.name,
+      actions: [...new Set(versions.flatMap((v) => pkg.stageCommands(h, rec.package, v, file(v)).map(showCommand)))],
+    })
   }
-  steps.push({ step: 'snapshot', actions: [`GET ${hosts[0]?.url ?? '?'}/api/v1/content?limit=${settings.contentLimit} (every recording's id)`, 'count the rows of every table of the database'] })
-  steps.push({ step: 'backup', actions: ['pg_dump --format=custom of the database, encrypted (OpenPGP) into the backup store, manifest with schema fingerprint and row counts', 'verify the backup: checksum, decrypt, test restore into a scratch database, compare fingerprint and row counts'] })
+  steps.push({
+    step: 'snapshot',
+    actions: [
+      `GET ${hosts[0]?.url ?? '?'}/api/v1/content?limit=${settings.contentLimit} (every recording's id)`,
+      'count the rows of every table of the database',
+    ],
+  })
+  steps.push({
+    step: 'backup',
+    actions: [
+      'pg_dump --format=custom of the database, encrypted (OpenPGP) into the backup store, manifest with schema fingerprint and row counts',
+      'verify the backup: checksum, decrypt, test restore into a scratch database, compare fingerprint and row counts',
+    ],
+  })
   for (const [i, batch] of batches.entries()) {
     for (const h of batch) {
       const label = i === 0 ? 'canary' : `batch ${i}`
@@ -112,7 +137,11 @@ export async function planUpgrade(env: Environment, options: { to: string; hosts
     actions: [
       options.autoRollback === false
         ? 'leave the hosts as they are (--no-auto-rollback); report the cause'
-        : `roll back: stop; reinstall the previous version (${Object.entries(current).map(([h, v]) => `${h} ${v ?? '?'}`).join(', ')}); restore the backup only if the schema fingerprint changed or recordings went missing — after exporting every recording written since the backup, re-created after the restore; start; verify`,
+        : `roll back: stop; reinstall the previous version (${Object.entries(current)
+            .map(([h, v]) => `${h} ${v ?? '?'}`)
+            .join(
+              ', ',
+            )}); restore the backup only if the schema fingerprint changed or recordings went missing — after exporting every recording written since the backup, re-created after the restore; start; verify`,
       `a failure on the canary always stops the rollout; later batches tolerate ${maxFail} failed host(s) (--max-fail)`,
     ],
   })
@@ -120,21 +149,38 @@ export async function planUpgrade(env: Environment, options: { to: string; hosts
     environment: env.name,
     target: options.to,
     currentVersions: current,
-    lock: holder ? `held by run ${holder.runId} (${holder.holder}, pid ${holder.pid}) since ${holder.since}${holder.alive ? '' : ' — that holder died'}` : 'free',
+    lock: holder
+      ? `held by run ${holder.runId} (${holder.holder}, pid ${holder.pid}) since ${holder.since}${holder.alive ? '' : ' — that holder died'}`
+      : 'free',
     batches: batches.map((b) => b.map((h) => h.name)),
-    window: options.windowMs ? `${formatWindow(options.windowMs)} from the start: a batch starts only if, judged by the longest batch so far, it ends inside the window; otherwise what changed is rolled back` : 'none (--window not given)',
+    window: options.windowMs
+      ? `${formatWindow(options.windowMs)} from the start: a batch starts only if, judged by the longest batch so far, it ends inside the window; otherwise what changed is rolled back`
+      : 'none (--window not given)',
     steps,
   }
 }
 
 function formatWindow(ms: number): string {
   const s = Math.round(ms / 1000)
-  return [s >= 3600 ? `${Math.floor(s / 3600)}h` : '', s % 3600 >= 60 ? `${Math.floor((s % 3600) / 60)}m` : '', s % 60 ? `${s % 60}s` : ''].join('')
+  return [
+    s >= 3600 ? `${Math.floor(s / 3600)}h` : '',
+    s % 3600 >= 60 ? `${Math.floor((s % 3600) / 60)}m` : '',
+    s % 60 ? `${s % 60}s` : '',
+  ].join('')
 }
 
 /** The plan as text, one step per block. */
 export function renderPlan(plan: UpgradePlan): string {
-  const lines = [`Dry run: upgrade of environment '${plan.environment}' to ${plan.target} (nothing will be changed).`, `Current versions: ${Object.entries(plan.currentVersions).map(([h, v]) => `${h} ${v ?? 'not installed'}`).join(', ')}`, `Lock: ${plan.lock}`, `Window: ${plan.window}`, `Rollout: ${plan.batches.map((b, i) => `${i === 0 ? 'canary' : `batch ${i}`} [${b.join(', ')}]`).join(' -> ')}`, '']
+  const lines = [
+    `Dry run: upgrade of environment '${plan.environment}' to ${plan.target} (nothing will be changed).`,
+    `Current versions: ${Object.entries(plan.currentVersions)
+      .map(([h, v]) => `${h} ${v ?? 'not installed'}`)
+      .join(', ')}`,
+    `Lock: ${plan.lock}`,
+    `Window: ${plan.window}`,
+    `Rollout: ${plan.batches.map((b, i) => `${i === 0 ? 'canary' : `batch ${i}`} [${b.join(', ')}]`).join(' -> ')}`,
+    '',
+  ]
   for (const s of plan.steps) {
     lines.push(`${s.host ? `[${s.host}] ` : ''}${s.step}`)
     for (const a of s.actions) lines.push(`    ${a}`)

@@ -19,7 +19,9 @@ import { runStep, type HostHandle, type RunContext } from '../runs/steps.ts'
 export async function lockHosts(ctx: RunContext, takeOver: string[], breakLock: boolean): Promise<void> {
   const run = ctx.journal.run
   const holder = { runId: run.id, holder: run.holder, pid: process.pid, since: run.startedAt }
-  const results = await runConcurrently(ctx.allHosts, ctx.allHosts.length, (h) => acquireHostLock(h.transport, hostLockFile(ctx, h), holder, { takeOver, breakLock }))
+  const results = await runConcurrently(ctx.allHosts, ctx.allHosts.length, (h) =>
+    acquireHostLock(h.transport, hostLockFile(ctx, h), holder, { takeOver, breakLock }),
+  )
   const failed = results.find((r) => r.status === 'rejected')
   if (failed && failed.status === 'rejected') throw failed.reason
 }
@@ -51,15 +53,26 @@ export async function preflight(ctx: RunContext, target: string): Promise<void> 
       events.emit({ kind: 'check', check: 'manager auth with the needed scopes', ok: true, detail: granted.join(' ') })
       const may = await ctx.deps.database.mayChangeSchema()
       events.emit({ kind: 'check', check: 'database reachable and the role may change the schema', ok: may.ok, detail: may.detail })
-      if (!may.ok) throw new OperationError(`The database role cannot change the schema, so migrations would fail: ${may.detail}.`, 'Grant the role CREATE on the database and its schema, or run as its owner.')
+      if (!may.ok)
+        throw new OperationError(
+          `The database role cannot change the schema, so migrations would fail: ${may.detail}.`,
+          'Grant the role CREATE on the database and its schema, or run as its owner.',
+        )
       const size = await ctx.deps.database.sizeBytes()
       const free = await ctx.deps.backup.freeBytes()
       const ok = free > size * 1.2
       events.emit({ kind: 'check', check: 'room for the backup', ok, detail: `${formatBytes(free)} free, database ${formatBytes(size)}` })
-      if (!ok) throw new OperationError(`The backup store has ${formatBytes(free)} free, less than the database's ${formatBytes(size)} plus 20%.`, 'Free space in the backup store (svcops backup prune) and run again.')
+      if (!ok)
+        throw new OperationError(
+          `The backup store has ${formatBytes(free)} free, less than the database's ${formatBytes(size)} plus 20%.`,
+          'Free space in the backup store (svcops backup prune) and run again.',
+        )
       const versions = await readVersions(ctx)
       for (const h of ctx.hosts) {
-        if (!versions[h.name]) throw new OperationError(`${ctx.settings.package} is not installed on ${h.name}; an upgrade needs a current version to roll back to.`)
+        if (!versions[h.name])
+          throw new OperationError(
+            `${ctx.settings.package} is not installed on ${h.name}; an upgrade needs a current version to roll back to.`,
+          )
       }
       ctx.journal.update({ previousVersions: versions })
       return { data: { versions, granted } }
@@ -108,10 +121,19 @@ async function firstHealthy(ctx: RunContext, hosts: HostHandle[]): Promise<HostH
       await ctx.deps.content.health(h.url)
       return h
     } catch (error) {
-      events.emit({ kind: 'check', check: 'host answers for the content snapshot', ok: false, host: h.name, detail: (error as Error).message })
+      events.emit({
+        kind: 'check',
+        check: 'host answers for the content snapshot',
+        ok: false,
+        host: h.name,
+        detail: (error as Error).message,
+      })
     }
   }
-  throw new OperationError(`No host of ${ctx.env.name} answers GET /, so the content cannot be listed before the upgrade.`, `Check the service: svcops verify recording --env ${ctx.env.name}`)
+  throw new OperationError(
+    `No host of ${ctx.env.name} answers GET /, so the content cannot be listed before the upgrade.`,
+    `Check the service: svcops verify recording --env ${ctx.env.name}`,
+  )
 }
 
 /** Backup and its verification: the gate before anything stops. */
@@ -123,7 +145,10 @@ export async function backupStep(ctx: RunContext): Promise<void> {
     async () => {
       const fingerprintBefore = await ctx.deps.database.fingerprint()
       const backup = await ctx.deps.backup.createVerified(ctx.journal.run.previousVersions)
-      if (backup.fingerprint !== fingerprintBefore) throw new OperationError(`The schema changed while the backup was taken (${fingerprintBefore.slice(0, 12)} -> ${backup.fingerprint.slice(0, 12)}); another process is migrating the database.`)
+      if (backup.fingerprint !== fingerprintBefore)
+        throw new OperationError(
+          `The schema changed while the backup was taken (${fingerprintBefore.slice(0, 12)} -> ${backup.fingerprint.slice(0, 12)}); another process is migrating the database.`,
+        )
       ctx.journal.update({ backupId: backup.id, fingerprintBefore })
       return { changed: [`created and verified backup ${backup.id}`], data: { backupId: backup.id, fingerprint: fingerprintBefore } }
     },
@@ -135,6 +160,9 @@ export async function backupStep(ctx: RunContext): Promise<void> {
 export function selectHosts<T extends { name: string }>(all: T[], names: string[] | undefined, file: string): T[] {
   if (!names?.length) return all
   const unknown = names.filter((n) => !all.some((h) => h.name === n))
-  if (unknown.length) throw new BadInputError(`--hosts: ${unknown.map((n) => `'${n}'`).join(', ')} ${unknown.length > 1 ? 'are' : 'is'} not a host of ${file}; expected one of ${all.map((h) => h.name).join(', ')}.`)
+  if (unknown.length)
+    throw new BadInputError(
+      `--hosts: ${unknown.map((n) => `'${n}'`).join(', ')} ${unknown.length > 1 ? 'are' : 'is'} not a host of ${file}; expected one of ${all.map((h) => h.name).join(', ')}.`,
+    )
   return all.filter((h) => names.includes(h.name))
 }

@@ -43,9 +43,19 @@ export async function planRunContinuation(id: string, options: { rollback: boole
   const pkg = packageDriver(rec.packageDriver)
   const svc = serviceDriver(rec.serviceDriver)
   const entries = journal.entries()
-  const done = (step: string, host?: string) => entries.some((e) => e.step === step && e.host === host && (e.status === 'ok' || e.status === 'skipped'))
+  const done = (step: string, host?: string) =>
+    entries.some((e) => e.step === step && e.host === host && (e.status === 'ok' || e.status === 'skipped'))
   const current = await readInstalledVersions(env)
-  const steps: PlannedStep[] = [{ step: 'journal', actions: [`run ${id} (${run.kind} to ${run.targetVersion}) is ${run.phase}${run.cause ? `: ${run.cause}` : ''}`, `${entries.filter((e) => e.status === 'ok').length} step(s) finished; last: ${entries.at(-1) ? `${entries.at(-1)?.step}${entries.at(-1)?.host ? ` on ${entries.at(-1)?.host}` : ''} (${entries.at(-1)?.status})` : 'none'}`, `take the run lock of environment '${env.name}' again as this run`] }]
+  const steps: PlannedStep[] = [
+    {
+      step: 'journal',
+      actions: [
+        `run ${id} (${run.kind} to ${run.targetVersion}) is ${run.phase}${run.cause ? `: ${run.cause}` : ''}`,
+        `${entries.filter((e) => e.status === 'ok').length} step(s) finished; last: ${entries.at(-1) ? `${entries.at(-1)?.step}${entries.at(-1)?.host ? ` on ${entries.at(-1)?.host}` : ''} (${entries.at(-1)?.status})` : 'none'}`,
+        `take the run lock of environment '${env.name}' again as this run`,
+      ],
+    },
+  ]
   const hosts = rec.hosts.filter((h) => run.hosts.includes(h.name))
   const file = (v: string) => (rec.packageDriver === 'dpkg' ? findDebFile(rec.packageDir, rec.package, v) : undefined)
 
@@ -58,14 +68,20 @@ export async function planRunContinuation(id: string, options: { rollback: boole
         step: 'continue upgrade',
         host: h.name,
         actions: left.map((s) =>
-          s === 'stop' ? `stop: ${show(svc.stopCommand(h, settings.service))}`
-          : s === 'install' ? `install ${run.targetVersion} (now ${current[h.name] ?? 'nothing'}): ${pkg.installCommands(h, rec.package, run.targetVersion, file(run.targetVersion)).map(show).join(' && ')}`
-          : s === 'start' ? `start: ${show(svc.startCommand(h, settings.service))}`
-          : s,
+          s === 'stop'
+            ? `stop: ${show(svc.stopCommand(h, settings.service))}`
+            : s === 'install'
+              ? `install ${run.targetVersion} (now ${current[h.name] ?? 'nothing'}): ${pkg.installCommands(h, rec.package, run.targetVersion, file(run.targetVersion)).map(show).join(' && ')}`
+              : s === 'start'
+                ? `start: ${show(svc.startCommand(h, settings.service))}`
+                : s,
         ),
       })
     }
-    steps.push({ step: 'verify', actions: ['health, content, every snapshot recording present, a test recording; schema fingerprint recorded'] })
+    steps.push({
+      step: 'verify',
+      actions: ['health, content, every snapshot recording present, a test recording; schema fingerprint recorded'],
+    })
     return { runId: id, environment: env.name, phase: run.phase, what: 'resume', currentVersions: current, steps }
   }
 
@@ -83,7 +99,13 @@ export async function planRunContinuation(id: string, options: { rollback: boole
         : `keep the database: the schema fingerprint is unchanged (${now.slice(0, 12)}) — unless verification finds snapshot recordings missing`,
     ],
   })
-  if (changed) steps.push({ step: 'rollback:export', actions: [`export every recording not in the run's snapshot (${run.snapshotIds?.length ?? 0} recordings then) to ${journal.file('exported-recordings.json')}`] })
+  if (changed)
+    steps.push({
+      step: 'rollback:export',
+      actions: [
+        `export every recording not in the run's snapshot (${run.snapshotIds?.length ?? 0} recordings then) to ${journal.file('exported-recordings.json')}`,
+      ],
+    })
   const touched = new Set(entries.filter((e) => e.host && e.step === 'stop').map((e) => e.host as string))
   for (const h of changed ? rec.hosts : hosts.filter((x) => touched.has(x.name))) {
     const previous = run.previousVersions[h.name]
@@ -92,13 +114,20 @@ export async function planRunContinuation(id: string, options: { rollback: boole
       host: h.name,
       actions: [
         `stop: ${show(svc.stopCommand(h, settings.service))}`,
-        previous && previous !== current[h.name] ? `install ${previous} (now ${current[h.name] ?? 'nothing'}): ${pkg.installCommands(h, rec.package, previous, file(previous)).map(show).join(' && ')}` : `install: ${previous ?? '?'} is already installed`,
+        previous && previous !== current[h.name]
+          ? `install ${previous} (now ${current[h.name] ?? 'nothing'}): ${pkg.installCommands(h, rec.package, previous, file(previous)).map(show).join(' && ')}`
+          : `install: ${previous ?? '?'} is already installed`,
         `start: ${show(svc.startCommand(h, settings.service))}; wait until GET ${h.url}/ answers; check status and the new log lines`,
       ],
     })
   }
   if (changed) {
-    steps.push({ step: 'rollback:restore', actions: [`restore backup ${run.backupId ?? '(none: the rollback would stop here)'} into ${rec.database.name} in one transaction, with every host stopped; check the fingerprint is ${run.fingerprintBefore?.slice(0, 12) ?? '?'} again`] })
+    steps.push({
+      step: 'rollback:restore',
+      actions: [
+        `restore backup ${run.backupId ?? '(none: the rollback would stop here)'} into ${rec.database.name} in one transaction, with every host stopped; check the fingerprint is ${run.fingerprintBefore?.slice(0, 12) ?? '?'} again`,
+      ],
+    })
     steps.push({ step: 'rollback:recreate', actions: ['re-create the exported recordings through the API'] })
   }
   steps.push({ step: 'rollback:verify', actions: ['health, content, every snapshot recording present, a test recording'] })
@@ -109,7 +138,9 @@ export async function planRunContinuation(id: string, options: { rollback: boole
 export function renderRunPlan(plan: RunPlan): string {
   const lines = [
     `Dry run: ${plan.what} of run ${plan.runId} in environment '${plan.environment}' (nothing will be changed).`,
-    `Current versions: ${Object.entries(plan.currentVersions).map(([h, v]) => `${h} ${v ?? 'not installed'}`).join(', ')}`,
+    `Current versions: ${Object.entries(plan.currentVersions)
+      .map(([h, v]) => `${h} ${v ?? 'not installed'}`)
+      .join(', ')}`,
     '',
   ]
   for (const s of plan.steps) {

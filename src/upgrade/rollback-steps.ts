@@ -57,7 +57,12 @@ async function listFromAny(ctx: RunContext, hosts: HostHandle[]): Promise<Record
 
 /** Hosts this run touched: every host with a journaled stop (of the upgrade or of a rollback). */
 export function touchedHosts(ctx: RunContext): string[] {
-  const names = new Set(ctx.journal.entries().filter((e) => e.host && (e.step === 'stop' || e.step === 'rollback:stop')).map((e) => e.host as string))
+  const names = new Set(
+    ctx.journal
+      .entries()
+      .filter((e) => e.host && (e.step === 'stop' || e.step === 'rollback:stop'))
+      .map((e) => e.host as string),
+  )
   return ctx.allHosts.map((h) => h.name).filter((n) => names.has(n))
 }
 
@@ -75,7 +80,11 @@ export async function rollBack(ctx: RunContext, options: { dataLoss?: boolean } 
       const now = await ctx.deps.database.fingerprint()
       const changed = run.fingerprintBefore !== undefined && now !== run.fingerprintBefore
       const restore = changed || (options.dataLoss ?? false)
-      const reason = changed ? `the schema fingerprint changed (${run.fingerprintBefore?.slice(0, 12) ?? '?'} -> ${now.slice(0, 12)})` : options.dataLoss ? 'recordings of the snapshot are missing (data changed)' : 'the schema did not change: the database is kept'
+      const reason = changed
+        ? `the schema fingerprint changed (${run.fingerprintBefore?.slice(0, 12) ?? '?'} -> ${now.slice(0, 12)})`
+        : options.dataLoss
+          ? 'recordings of the snapshot are missing (data changed)'
+          : 'the schema did not change: the database is kept'
       // A restore changes the database under every host, so all of them stop and start around it.
       const hosts = restore ? ctx.allHosts.map((h) => h.name) : touchedHosts(ctx)
       return { data: { restore, reason, hosts, fingerprintNow: now } }
@@ -85,7 +94,9 @@ export async function rollBack(ctx: RunContext, options: { dataLoss?: boolean } 
   const restore = decision.data?.restore === true
   const reason = typeof decision.data?.reason === 'string' ? decision.data.reason : ''
   const hosts = ctx.allHosts.filter((h) => ((decision.data?.hosts as string[] | undefined) ?? []).includes(h.name))
-  events.info(`Rollback: ${restore ? 'restoring the database' : 'no database restore'} because ${reason}; hosts: ${hosts.map((h) => h.name).join(', ') || 'none'}.`)
+  events.info(
+    `Rollback: ${restore ? 'restoring the database' : 'no database restore'} because ${reason}; hosts: ${hosts.map((h) => h.name).join(', ') || 'none'}.`,
+  )
 
   let exported: Recording[] = []
   if (restore) {
@@ -99,12 +110,19 @@ export async function rollBack(ctx: RunContext, options: { dataLoss?: boolean } 
         const candidates = [...readJsonList(ctx.journal.file(BEFORE_STOP)), ...now]
         const after = recordingsAfter(run.snapshotIds ?? [], candidates)
         writeFileSync(ctx.journal.file(EXPORTED), JSON.stringify(after, null, 2) + '\n', { mode: 0o600 })
-        return { data: { count: after.length, file: EXPORTED }, ...(after.length ? { changed: [`exported ${after.length} recording(s) written after the backup to ${ctx.journal.file(EXPORTED)}`] } : {}) }
+        return {
+          data: { count: after.length, file: EXPORTED },
+          ...(after.length
+            ? { changed: [`exported ${after.length} recording(s) written after the backup to ${ctx.journal.file(EXPORTED)}`] }
+            : {}),
+        }
       },
       { once: true },
     )
     exported = readJsonList(ctx.journal.file(EXPORTED))
-    events.info(`Rollback: ${typeof result.data?.count === 'number' ? result.data.count : exported.length} recording(s) were written after the backup and will be re-created.`)
+    events.info(
+      `Rollback: ${typeof result.data?.count === 'number' ? result.data.count : exported.length} recording(s) were written after the backup and will be re-created.`,
+    )
   }
 
   await everyHost(hosts, (h) => stopStep(ctx, h, 'rollback:'))
@@ -120,7 +138,10 @@ export async function rollBack(ctx: RunContext, options: { dataLoss?: boolean } 
       async () => {
         await withLockRowKept(ctx.rec.database, ctx.env.name, () => ctx.deps.backup.restore(run.backupId as string, run.fingerprintBefore))
         const now = await ctx.deps.database.fingerprint()
-        if (run.fingerprintBefore && now !== run.fingerprintBefore) throw new OperationError(`After restoring backup ${run.backupId as string}, the schema fingerprint is ${now.slice(0, 12)}, not ${run.fingerprintBefore.slice(0, 12)} as before the upgrade.`)
+        if (run.fingerprintBefore && now !== run.fingerprintBefore)
+          throw new OperationError(
+            `After restoring backup ${run.backupId as string}, the schema fingerprint is ${now.slice(0, 12)}, not ${run.fingerprintBefore.slice(0, 12)} as before the upgrade.`,
+          )
         return { changed: [`restored the database from backup ${run.backupId as string}`] }
       },
       { once: true },
@@ -141,7 +162,13 @@ export async function rollBack(ctx: RunContext, options: { dataLoss?: boolean } 
         await ctx.deps.content.create(target.url, input)
         made.push(input)
       }
-      return { data: { recreated: exported.map((r) => ({ channelName: r.channelName, title: r.title, startTime: r.startTime, stopTime: r.stopTime })), newlyCreated: made.length }, changed: made.length ? [`re-created ${made.length} recording(s) written after the backup`] : [] }
+      return {
+        data: {
+          recreated: exported.map((r) => ({ channelName: r.channelName, title: r.title, startTime: r.startTime, stopTime: r.stopTime })),
+          newlyCreated: made.length,
+        },
+        changed: made.length ? [`re-created ${made.length} recording(s) written after the backup`] : [],
+      }
     })
     recreated = (step.data?.recreated as RecordingInput[] | undefined) ?? []
   }
@@ -151,7 +178,10 @@ export async function rollBack(ctx: RunContext, options: { dataLoss?: boolean } 
       const target = hosts[0] as HostHandle
       const present = new Set((await ctx.deps.content.list(target.url, ctx.settings.contentLimit)).map(contentKey))
       const missing = recreated.filter((r) => !present.has(contentKey(r)))
-      if (missing.length) throw new OperationError(`${missing.length} re-created recording(s) are not listed after the rollback, first: ${missing[0]?.title ?? '?'}.`)
+      if (missing.length)
+        throw new OperationError(
+          `${missing.length} re-created recording(s) are not listed after the rollback, first: ${missing[0]?.title ?? '?'}.`,
+        )
       return { data: { present: recreated.length } }
     })
   }

@@ -48,7 +48,12 @@ const SEMVER = /^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$/
 /** Builds the run context: hosts and their transports, drivers, settings, dependencies. */
 export async function openContext(env: Environment, journal: Journal, hostNames: string[], openDeps: DepsFactory): Promise<RunContext> {
   const rec = requireSection(env, 'recording')
-  const allHosts: HostHandle[] = rec.hosts.map((config) => ({ name: config.name, config, transport: transportFor(config), url: config.url }))
+  const allHosts: HostHandle[] = rec.hosts.map((config) => ({
+    name: config.name,
+    config,
+    transport: transportFor(config),
+    url: config.url,
+  }))
   const hosts = hostNames.map((n) => allHosts.find((h) => h.name === n)).filter((h): h is HostHandle => !!h)
   const files = new Map<string, string>()
   return {
@@ -79,9 +84,17 @@ async function closeContext(ctx: RunContext): Promise<void> {
  * Takes the environment lock for `run`. A run that died holding it must be resumed or rolled back
  * first: starting a new one on top of a half-upgraded fleet is refused (exit 3) unless `breakLock`.
  */
-async function lockFor(env: Environment, run: Pick<RunRecord, 'id' | 'holder' | 'startedAt'>, options: { breakLock?: boolean; resuming?: string }): Promise<{ lock: EnvironmentLock; takeOver: string[] }> {
+async function lockFor(
+  env: Environment,
+  run: Pick<RunRecord, 'id' | 'holder' | 'startedAt'>,
+  options: { breakLock?: boolean; resuming?: string },
+): Promise<{ lock: EnvironmentLock; takeOver: string[] }> {
   const rec = requireSection(env, 'recording')
-  const lock = await acquireEnvironmentLock(rec.database, { environment: env.name, holder: { runId: run.id, holder: run.holder, pid: process.pid, since: run.startedAt }, ...options })
+  const lock = await acquireEnvironmentLock(rec.database, {
+    environment: env.name,
+    holder: { runId: run.id, holder: run.holder, pid: process.pid, since: run.startedAt },
+    ...options,
+  })
   const dead = lock.deadHolder
   if (dead && !options.breakLock) {
     let unfinished = true
@@ -96,14 +109,28 @@ async function lockFor(env: Environment, run: Pick<RunRecord, 'id' | 'holder' | 
     }
     if (unfinished) {
       await lock.release()
-      throw withFacts(new LockedError(`Environment '${env.name}': run ${dead.runId} (${dead.holder}, since ${dead.since}) died during ${where} without finishing.`, `Resume it: svcops resume ${dead.runId}   or roll it back: svcops rollback recording --env ${env.name} --run ${dead.runId}   (or --break-lock to ignore it)`), { lockedBy: dead, unfinishedRun: dead.runId })
+      throw withFacts(
+        new LockedError(
+          `Environment '${env.name}': run ${dead.runId} (${dead.holder}, since ${dead.since}) died during ${where} without finishing.`,
+          `Resume it: svcops resume ${dead.runId}   or roll it back: svcops rollback recording --env ${env.name} --run ${dead.runId}   (or --break-lock to ignore it)`,
+        ),
+        { lockedBy: dead, unfinishedRun: dead.runId },
+      )
     }
   }
   return { lock, takeOver: [dead?.runId, lock.broken?.runId].filter((x): x is string => !!x) }
 }
 
 /** Runs `fn` holding the environment lock and the host locks; always writes the report. */
-async function withLockedRun(env: Environment, journal: Journal, lock: EnvironmentLock, takeOver: string[], breakLock: boolean, openDeps: DepsFactory, fn: (ctx: RunContext) => Promise<void>): Promise<RunOutcome> {
+async function withLockedRun(
+  env: Environment,
+  journal: Journal,
+  lock: EnvironmentLock,
+  takeOver: string[],
+  breakLock: boolean,
+  openDeps: DepsFactory,
+  fn: (ctx: RunContext) => Promise<void>,
+): Promise<RunOutcome> {
   const unregister = onShutdown(() => lock.release())
   const ctx = await openContext(env, journal, journal.run.hosts, openDeps).catch(async (error: unknown) => {
     await lock.release()
@@ -117,7 +144,12 @@ async function withLockedRun(env: Environment, journal: Journal, lock: Environme
   } catch (error) {
     failure = error
     // A failure before any host stopped (preflight, backup, host locks) ends the run: nothing changed, nothing to resume.
-    if (journal.run.phase === 'running') journal.update({ phase: 'failed', finishedAt: new Date().toISOString(), cause: error instanceof Error ? error.message : String(error) })
+    if (journal.run.phase === 'running')
+      journal.update({
+        phase: 'failed',
+        finishedAt: new Date().toISOString(),
+        cause: error instanceof Error ? error.message : String(error),
+      })
   }
   const report = writeReport(journal)
   await closeContext(ctx)
@@ -125,7 +157,13 @@ async function withLockedRun(env: Environment, journal: Journal, lock: Environme
   unregister()
   events.info(`Report: ${journal.file('report.md')}`)
   // A scheduler reading --json gets the same fields whether the run succeeded or not.
-  if (failure !== undefined) throw withFacts(failure instanceof Error ? failure : new OperationError(`The run failed: ${JSON.stringify(failure)}.`), { runId: journal.run.id, phase: journal.run.phase, reportPath: journal.file('report.md'), report })
+  if (failure !== undefined)
+    throw withFacts(failure instanceof Error ? failure : new OperationError(`The run failed: ${JSON.stringify(failure)}.`), {
+      runId: journal.run.id,
+      phase: journal.run.phase,
+      reportPath: journal.file('report.md'),
+      report,
+    })
   return { runId: journal.run.id, phase: journal.run.phase, report }
 }
 
@@ -160,7 +198,9 @@ export async function upgradeRecording(req: UpgradeRequest, openDeps: DepsFactor
   const journal = Journal.create(run)
   events.runId = run.id
   events.info(`Run ${run.id}: upgrade ${rec.package} to ${req.to} on ${run.hosts.join(', ')} (environment ${req.env.name}).`)
-  return withLockedRun(req.env, journal, lock, takeOver, req.breakLock ?? false, openDeps, (ctx) => executeUpgrade(ctx, { keepWindow: true }))
+  return withLockedRun(req.env, journal, lock, takeOver, req.breakLock ?? false, openDeps, (ctx) =>
+    executeUpgrade(ctx, { keepWindow: true }),
+  )
 }
 
 /**
@@ -181,7 +221,9 @@ async function executeUpgrade(ctx: RunContext, options: { keepWindow?: boolean }
     for (const [i, batch] of batches.entries()) {
       const name = i === 0 ? 'the canary' : `batch ${i}`
       if (deadline !== undefined && !batchFitsWindow(Date.now(), deadline, longestBatchMs)) {
-        throw new OperationError(`The maintenance window ends at ${run.deadline ?? '?'}; ${name} (${batch.map((h) => h.name).join(', ')}) ${longestBatchMs ? `would not end before it (a batch has taken ${Math.round(longestBatchMs / 1000)} s)` : 'cannot start after it'}.`)
+        throw new OperationError(
+          `The maintenance window ends at ${run.deadline ?? '?'}; ${name} (${batch.map((h) => h.name).join(', ')}) ${longestBatchMs ? `would not end before it (a batch has taken ${Math.round(longestBatchMs / 1000)} s)` : 'cannot start after it'}.`,
+        )
       }
       const batchStarted = Date.now()
       await saveContentBeforeStop(ctx)
@@ -199,7 +241,12 @@ async function executeUpgrade(ctx: RunContext, options: { keepWindow?: boolean }
       const fingerprintAfter = await ctx.deps.database.fingerprint()
       const versions = await readVersions(ctx)
       const wrong = ctx.hosts.filter((h) => versions[h.name] !== run.targetVersion && !failures.some((f) => f.host === h.name))
-      if (wrong.length) throw new HostFailure(wrong[0]?.name ?? '?', 'verify', `${wrong.map((h) => `${h.name} runs ${versions[h.name] ?? 'nothing'}`).join(', ')}; expected ${run.targetVersion}.`)
+      if (wrong.length)
+        throw new HostFailure(
+          wrong[0]?.name ?? '?',
+          'verify',
+          `${wrong.map((h) => `${h.name} runs ${versions[h.name] ?? 'nothing'}`).join(', ')}; expected ${run.targetVersion}.`,
+        )
       ctx.journal.update({ fingerprintAfter })
       return { data: { fingerprintAfter, versions, schemaChanged: fingerprintAfter !== run.fingerprintBefore } }
     })
@@ -209,7 +256,10 @@ async function executeUpgrade(ctx: RunContext, options: { keepWindow?: boolean }
   }
   if (failures.length) {
     ctx.journal.update({ phase: 'failed', finishedAt: new Date().toISOString(), cause: failures.map((f) => f.message).join(' ') })
-    throw new OperationError(`Upgraded ${ctx.hosts.length - failures.length} of ${ctx.hosts.length} hosts to ${run.targetVersion}; ${failures.map((f) => f.host).join(', ')} failed (within --max-fail ${run.maxFail}): ${failures[0]?.message ?? ''}`, `See the report: ${ctx.journal.file('report.md')}`)
+    throw new OperationError(
+      `Upgraded ${ctx.hosts.length - failures.length} of ${ctx.hosts.length} hosts to ${run.targetVersion}; ${failures.map((f) => f.host).join(', ')} failed (within --max-fail ${run.maxFail}): ${failures[0]?.message ?? ''}`,
+      `See the report: ${ctx.journal.file('report.md')}`,
+    )
   }
   ctx.journal.update({ phase: 'succeeded', finishedAt: new Date().toISOString() })
 }
@@ -249,12 +299,18 @@ async function handleFailure(ctx: RunContext, error: unknown, failures: HostFail
   }
   if (!run.autoRollback) {
     ctx.journal.update({ phase: 'failed', finishedAt: new Date().toISOString(), cause })
-    throw new OperationError(`Upgrade to ${run.targetVersion} failed: ${cause} The hosts were left as they are (--no-auto-rollback).`, `Inspect, then roll back with: svcops rollback recording --env ${run.environment} --run ${run.id}`)
+    throw new OperationError(
+      `Upgrade to ${run.targetVersion} failed: ${cause} The hosts were left as they are (--no-auto-rollback).`,
+      `Inspect, then roll back with: svcops rollback recording --env ${run.environment} --run ${run.id}`,
+    )
   }
   ctx.journal.update({ phase: 'rolling-back', cause })
   const dataLoss = failures.some((f) => f.dataLoss) || (error instanceof HostFailure && error.dataLoss)
   const summary = await finishRollback(ctx, { dataLoss })
-  throw new RolledBackError(`Upgrade to ${run.targetVersion} failed: ${cause} It was ${summary}.`, `See the report: ${ctx.journal.file('report.md')}`)
+  throw new RolledBackError(
+    `Upgrade to ${run.targetVersion} failed: ${cause} It was ${summary}.`,
+    `See the report: ${ctx.journal.file('report.md')}`,
+  )
 }
 
 /** Rolls back and records the outcome; returns a one-line summary of what it did. */
@@ -265,37 +321,71 @@ async function finishRollback(ctx: RunContext, options: { dataLoss?: boolean }):
     outcome = await rollBack(ctx, options)
   } catch (error) {
     ctx.journal.update({ phase: 'rollback-failed', finishedAt: new Date().toISOString() })
-    throw new OperationError(`The rollback of run ${run.id} failed: ${(error as Error).message}${run.cause ? ` (why it rolled back: ${run.cause})` : ''}`, `Fix the cause, then continue the rollback with: svcops resume ${run.id}`)
+    throw new OperationError(
+      `The rollback of run ${run.id} failed: ${(error as Error).message}${run.cause ? ` (why it rolled back: ${run.cause})` : ''}`,
+      `Fix the cause, then continue the rollback with: svcops resume ${run.id}`,
+    )
   }
   ctx.journal.update({ phase: 'rolled-back', finishedAt: new Date().toISOString() })
-  const versions = Object.entries(run.previousVersions).map(([h, v]) => `${h} ${v}`).join(', ')
+  const versions = Object.entries(run.previousVersions)
+    .map(([h, v]) => `${h} ${v}`)
+    .join(', ')
   const summary = `rolled back to ${versions}${outcome.restored ? `; database restored from backup ${run.backupId ?? '?'} because ${outcome.reason}; ${outcome.recreated.length} recording(s) written after the backup re-created` : `; database kept (${outcome.reason})`}`
   events.info(`Run ${run.id}: ${summary}.`)
   return summary
 }
 
 /** `svcops resume ID`: continues an interrupted run, or rolls it back with `rollback: true`. */
-export async function resumeRun(id: string, options: { rollback?: boolean; breakLock?: boolean }, openDeps: DepsFactory): Promise<RunOutcome> {
+export async function resumeRun(
+  id: string,
+  options: { rollback?: boolean; breakLock?: boolean },
+  openDeps: DepsFactory,
+): Promise<RunOutcome> {
   const journal = Journal.open(id)
   const run = journal.run
-  if (isFinished(run) && !options.rollback) throw new BadInputError(`Run ${id} is finished (${run.phase}); there is nothing to resume.`, run.phase === 'succeeded' ? `To undo it: svcops rollback recording --env ${run.environment} --run ${id}` : undefined)
+  if (isFinished(run) && !options.rollback)
+    throw new BadInputError(
+      `Run ${id} is finished (${run.phase}); there is nothing to resume.`,
+      run.phase === 'succeeded' ? `To undo it: svcops rollback recording --env ${run.environment} --run ${id}` : undefined,
+    )
   const env = loadEnvironmentFile(run.envFile, run.environment)
-  const { lock, takeOver } = await lockFor(env, { ...run, startedAt: run.startedAt }, { resuming: id, ...(options.breakLock ? { breakLock: true } : {}) })
+  const { lock, takeOver } = await lockFor(
+    env,
+    { ...run, startedAt: run.startedAt },
+    { resuming: id, ...(options.breakLock ? { breakLock: true } : {}) },
+  )
   journal.update({ pid: process.pid, holder: holderName() })
-  journal.append({ step: options.rollback ? 'resume-as-rollback' : 'resume', status: 'ok', detail: `resumed by ${holderName()} pid ${process.pid}` })
+  journal.append({
+    step: options.rollback ? 'resume-as-rollback' : 'resume',
+    status: 'ok',
+    detail: `resumed by ${holderName()} pid ${process.pid}`,
+  })
   events.runId = id
   return withLockedRun(env, journal, lock, [...takeOver, id], options.breakLock ?? false, openDeps, async (ctx) => {
     if (options.rollback || run.phase === 'rolling-back') {
       if (!ctx.journal.entries().some((e) => e.step === 'stop')) {
-        ctx.journal.update({ phase: 'failed', finishedAt: new Date().toISOString(), cause: run.cause ?? 'interrupted before any host stopped' })
+        ctx.journal.update({
+          phase: 'failed',
+          finishedAt: new Date().toISOString(),
+          cause: run.cause ?? 'interrupted before any host stopped',
+        })
         events.info(`Run ${id} stopped no host before it was interrupted; nothing to roll back.`)
         return
       }
       // An automatic rollback that was interrupted still ends as "the upgrade failed and was rolled back" (exit 4).
       const automatic = run.phase === 'rolling-back' && !options.rollback
-      ctx.journal.update({ phase: 'rolling-back', cause: run.cause ?? (run.phase === 'succeeded' ? `rolled back on request by ${holderName()}` : 'interrupted, then rolled back on request') })
+      ctx.journal.update({
+        phase: 'rolling-back',
+        cause:
+          run.cause ??
+          (run.phase === 'succeeded' ? `rolled back on request by ${holderName()}` : 'interrupted, then rolled back on request'),
+      })
       const summary = await finishRollback(ctx, {})
-      if (automatic) throw new RolledBackError(`Upgrade to ${run.targetVersion} failed: ${run.cause ?? 'unknown cause'} It was ${summary}.`, `See the report: ${ctx.journal.file('report.md')}`)
+      if (automatic)
+        throw new RolledBackError(
+          `Upgrade to ${run.targetVersion} failed: ${run.cause ?? 'unknown cause'} It was ${summary}.`,
+          `See the report: ${ctx.journal.file('report.md')}`,
+        )
       return
     }
     await executeUpgrade(ctx)
@@ -306,7 +396,11 @@ export async function resumeRun(id: string, options: { rollback?: boolean; break
  * `svcops rollback recording`: rolls back run `runId` (default: the environment's newest upgrade
  * run), or with `to` moves every host to that version through the upgrade's own safe path.
  */
-export async function rollbackRun(env: Environment, options: { runId?: string; to?: string; breakLock?: boolean }, openDeps: DepsFactory): Promise<RunOutcome> {
+export async function rollbackRun(
+  env: Environment,
+  options: { runId?: string; to?: string; breakLock?: boolean },
+  openDeps: DepsFactory,
+): Promise<RunOutcome> {
   if (options.to) return upgradeRecording({ env, to: options.to, ...(options.breakLock ? { breakLock: true } : {}) }, openDeps)
   const id = await findRunToRollBack(env, options.runId)
   return resumeRun(id, { rollback: true, ...(options.breakLock ? { breakLock: true } : {}) }, openDeps)
@@ -316,7 +410,11 @@ export async function rollbackRun(env: Environment, options: { runId?: string; t
 export async function findRunToRollBack(env: Environment, runId?: string): Promise<string> {
   const { listRuns } = await import('../runs/journal.ts')
   const id = runId ?? listRuns().find((r) => r.environment === env.name && r.kind === 'upgrade' && r.phase !== 'rolled-back')?.id
-  if (!id) throw new BadInputError(`There is no upgrade run of environment '${env.name}' to roll back.`, `Give a version instead: svcops rollback recording --env ${env.name} --to VERSION`)
+  if (!id)
+    throw new BadInputError(
+      `There is no upgrade run of environment '${env.name}' to roll back.`,
+      `Give a version instead: svcops rollback recording --env ${env.name} --to VERSION`,
+    )
   const run = Journal.open(id).run
   if (run.environment !== env.name) throw new BadInputError(`Run ${id} belongs to environment '${run.environment}', not '${env.name}'.`)
   if (run.phase === 'rolled-back') throw new BadInputError(`Run ${id} was already rolled back.`)

@@ -56,10 +56,18 @@ export function isTestRecording(r: Recording): boolean {
 }
 
 /** Lists the content and records its keys. Fails when the list is exactly `limit` long (it may be cut). */
-export async function snapshotContent(api: ContentApi, baseUrl: string, limit: number, rowCounts?: Record<string, number>): Promise<ContentSnapshot> {
+export async function snapshotContent(
+  api: ContentApi,
+  baseUrl: string,
+  limit: number,
+  rowCounts?: Record<string, number>,
+): Promise<ContentSnapshot> {
   const list = await api.list(baseUrl, limit)
   if (list.length >= limit) {
-    throw new OperationError(`The content list of ${baseUrl} returned ${list.length} recordings, the limit; a snapshot must hold every recording.`, 'Raise recording.contentLimit in the environment file above the number of recordings.')
+    throw new OperationError(
+      `The content list of ${baseUrl} returned ${list.length} recordings, the limit; a snapshot must hold every recording.`,
+      'Raise recording.contentLimit in the environment file above the number of recordings.',
+    )
   }
   events.emit({ kind: 'check', check: 'content snapshot', ok: true, detail: `${list.length} recordings` })
   return { takenAt: new Date().toISOString(), keys: list.map(identityKey), count: list.length, ...(rowCounts ? { rowCounts } : {}) }

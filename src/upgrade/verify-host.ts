@@ -63,17 +63,38 @@ export async function verifyHost(api: ContentApi, baseUrl: string, options: Veri
   }
   if (options.expectKeys) {
     result.missing = missingRecordings(options.expectKeys, list)
-    record(options.host, checks, 'every snapshot recording present', result.missing.length === 0, result.missing.length ? `${result.missing.length} of ${options.expectKeys.length} missing (${result.missing.slice(0, 5).join(', ')}${result.missing.length > 5 ? ', ...' : ''})` : `${options.expectKeys.length} present`)
+    record(
+      options.host,
+      checks,
+      'every snapshot recording present',
+      result.missing.length === 0,
+      result.missing.length
+        ? `${result.missing.length} of ${options.expectKeys.length} missing (${result.missing.slice(0, 5).join(', ')}${result.missing.length > 5 ? ', ...' : ''})`
+        : `${options.expectKeys.length} present`,
+    )
   }
   if (options.runId) {
     const now = Math.floor(Date.now() / 1000)
-    const input = { channelName: TEST_CHANNEL, title: `svcops verify run ${options.runId} on ${options.host}`, startTime: now, stopTime: now + 1 }
+    const input = {
+      channelName: TEST_CHANNEL,
+      title: `svcops verify run ${options.runId} on ${options.host}`,
+      startTime: now,
+      stopTime: now + 1,
+    }
     try {
       const created = await api.create(baseUrl, input)
       result.testRecording = created
       const after = await api.list(baseUrl, options.limit)
-      const seen = after.some((r) => (created.id !== undefined ? identityKey(r) === identityKey(created) : contentKey(r) === contentKey(input)))
-      record(options.host, checks, 'POST /api/v1/content (test recording) and seen in the list', seen, seen ? input.title : 'created but not listed')
+      const seen = after.some((r) =>
+        created.id !== undefined ? identityKey(r) === identityKey(created) : contentKey(r) === contentKey(input),
+      )
+      record(
+        options.host,
+        checks,
+        'POST /api/v1/content (test recording) and seen in the list',
+        seen,
+        seen ? input.title : 'created but not listed',
+      )
     } catch (error) {
       record(options.host, checks, 'POST /api/v1/content (test recording) and seen in the list', false, (error as Error).message)
     }

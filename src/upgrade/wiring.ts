@@ -31,7 +31,11 @@ export function openUpgradeDeps(env: Environment): Promise<UpgradeDeps> {
     content: {
       async health(url) {
         const h = await client(url).health()
-        if (!h.healthy) throw new HttpError(`GET ${url}/ is not healthy: ${(h.reason ?? `status ${h.status ?? 'none'}`).replace(/\.$/, '')}.`, h.status ?? undefined)
+        if (!h.healthy)
+          throw new HttpError(
+            `GET ${url}/ is not healthy: ${(h.reason ?? `status ${h.status ?? 'none'}`).replace(/\.$/, '')}.`,
+            h.status ?? undefined,
+          )
       },
       list: (url, limit) => client(url).list(limit),
       create: (url, input) => client(url).create(input),
@@ -42,12 +46,22 @@ export function openUpgradeDeps(env: Environment): Promise<UpgradeDeps> {
     database: {
       fingerprint: () => withDatabase(target(), (c) => schemaFingerprint(c)),
       rowCounts: () => withDatabase(target(), (c) => rowCounts(c)),
-      sizeBytes: () => withDatabase(target(), async (c) => Number((await c.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]?.n ?? 0)),
+      sizeBytes: () =>
+        withDatabase(target(), async (c) =>
+          Number((await c.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]?.n ?? 0),
+        ),
       mayChangeSchema: () =>
         withDatabase(target(), async (c) => {
-          const row = (await c.query<{ db: boolean; schema: boolean; who: string }>(`SELECT has_database_privilege(current_user, current_database(), 'CREATE') AS db, has_schema_privilege(current_user, 'public', 'CREATE') AS schema, current_user AS who`)).rows[0]
+          const row = (
+            await c.query<{ db: boolean; schema: boolean; who: string }>(
+              `SELECT has_database_privilege(current_user, current_database(), 'CREATE') AS db, has_schema_privilege(current_user, 'public', 'CREATE') AS schema, current_user AS who`,
+            )
+          ).rows[0]
           const ok = !!row?.db && !!row.schema
-          return { ok, detail: `role ${row?.who ?? '?'}: CREATE on the database ${row?.db ? 'yes' : 'no'}, CREATE on schema public ${row?.schema ? 'yes' : 'no'}` }
+          return {
+            ok,
+            detail: `role ${row?.who ?? '?'}: CREATE on the database ${row?.db ? 'yes' : 'no'}, CREATE on schema public ${row?.schema ? 'yes' : 'no'}`,
+          }
         }),
     },
     backup: {

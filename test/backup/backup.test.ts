@@ -3,7 +3,16 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { clientConfig, createBackup, listBackups, restoreBackup, rowCounts, schemaFingerprint, verifyBackup, type Manifest } from '../../src/backup/index.ts'
+import {
+  clientConfig,
+  createBackup,
+  listBackups,
+  restoreBackup,
+  rowCounts,
+  schemaFingerprint,
+  verifyBackup,
+  type Manifest,
+} from '../../src/backup/index.ts'
 import { local, runCommand } from '../../src/core/runner.ts'
 import { startBackupBed, type BackupBed } from './fixture.ts'
 
@@ -53,9 +62,24 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
   it('is restorable without svcops: gpg --decrypt | pg_restore gives the same rows', async () => {
     const gnupgHome = mkdtempSync(join(tmpdir(), 'svcops-gnupg-'))
     await bed.cluster.query('CREATE DATABASE by_hand OWNER recorder')
-    const env = { GNUPGHOME: gnupgHome, PGHOST: bed.database.host, PGPORT: String(bed.database.port), PGUSER: 'recorder', PGPASSWORD: bed.database.password ?? '', PGDATABASE: 'by_hand' }
+    const env = {
+      GNUPGHOME: gnupgHome,
+      PGHOST: bed.database.host,
+      PGPORT: String(bed.database.port),
+      PGUSER: 'recorder',
+      PGPASSWORD: bed.database.password ?? '',
+      PGDATABASE: 'by_hand',
+    }
     await runCommand(local, ['gpg', '--batch', '--import', bed.privateKeyFile], { env })
-    const restored = await runCommand(local, ['bash', '-c', `set -o pipefail; gpg --batch --decrypt '${join(bed.store.location, manifest.file)}' | pg_restore --no-owner --exit-on-error -d by_hand`], { env, check: false }).finally(async () => {
+    const restored = await runCommand(
+      local,
+      [
+        'bash',
+        '-c',
+        `set -o pipefail; gpg --batch --decrypt '${join(bed.store.location, manifest.file)}' | pg_restore --no-owner --exit-on-error -d by_hand`,
+      ],
+      { env, check: false },
+    ).finally(async () => {
       // gpg started an agent for the secret key; it must not outlive the test.
       await runCommand(local, ['gpgconf', '--kill', 'gpg-agent'], { env, check: false })
       rmSync(gnupgHome, { recursive: true, force: true })
@@ -68,10 +92,16 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
   })
 
   it('changes the fingerprint with a migration and restores the backed-up schema and rows over it', async () => {
-    await bed.sql("ALTER TABLE recordings ADD COLUMN codec text NOT NULL DEFAULT 'h264'; CREATE TABLE recording_tags (id int PRIMARY KEY); DELETE FROM recordings WHERE id % 2 = 0")
+    await bed.sql(
+      "ALTER TABLE recordings ADD COLUMN codec text NOT NULL DEFAULT 'h264'; CREATE TABLE recording_tags (id int PRIMARY KEY); DELETE FROM recordings WHERE id % 2 = 0",
+    )
     const migrated = await schemaFingerprint(clientConfig(bed.database))
     expect(migrated).not.toBe(manifest.fingerprint)
-    const report = await restoreBackup(bed.store, manifest.id, bed.database, { identity: bed.identity, confirmed: true, expectFingerprint: manifest.fingerprint })
+    const report = await restoreBackup(bed.store, manifest.id, bed.database, {
+      identity: bed.identity,
+      confirmed: true,
+      expectFingerprint: manifest.fingerprint,
+    })
     expect(report.fingerprint).toBe(manifest.fingerprint)
     expect(report.rowCounts).toEqual(manifest.rowCounts)
     expect(await bed.sql("SELECT to_regclass('recording_tags') AS t")).toEqual([{ t: null }])
@@ -79,12 +109,18 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
 
   it('refuses to restore without confirmation, into a busy database, or a backup of another schema', async () => {
     const before = await rowCounts(clientConfig(bed.database))
-    await expect(restoreBackup(bed.store, manifest.id, bed.database, { identity: bed.identity, confirmed: false })).rejects.toThrow(/needs confirmation/)
-    await expect(restoreBackup(bed.store, manifest.id, bed.database, { identity: bed.identity, confirmed: true, expectFingerprint: 'f'.repeat(64) })).rejects.toThrow(/has schema fingerprint [0-9a-f]{64}; expected f{64}/)
+    await expect(restoreBackup(bed.store, manifest.id, bed.database, { identity: bed.identity, confirmed: false })).rejects.toThrow(
+      /needs confirmation/,
+    )
+    await expect(
+      restoreBackup(bed.store, manifest.id, bed.database, { identity: bed.identity, confirmed: true, expectFingerprint: 'f'.repeat(64) }),
+    ).rejects.toThrow(/has schema fingerprint [0-9a-f]{64}; expected f{64}/)
     const service = new pg.Client({ ...clientConfig(bed.database), application_name: 'svc-recording' })
     await service.connect()
     try {
-      await expect(restoreBackup(bed.store, manifest.id, bed.database, { identity: bed.identity, confirmed: true })).rejects.toThrow(/1 other session\(s\) are connected to recordings \(svc-recording\); stop the recording service/)
+      await expect(restoreBackup(bed.store, manifest.id, bed.database, { identity: bed.identity, confirmed: true })).rejects.toThrow(
+        /1 other session\(s\) are connected to recordings \(svc-recording\); stop the recording service/,
+      )
     } finally {
       await service.end()
     }
@@ -93,14 +129,24 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
 
   it('restores over schemas of its own that exist again in the database, and removes schemas made after the backup', async () => {
     const asService = `SET ROLE ${pg.escapeIdentifier(bed.database.user)};`
-    await bed.sql(`${asService} CREATE SCHEMA audit; CREATE TABLE audit.events (id int PRIMARY KEY, what text); INSERT INTO audit.events SELECT g, 'e' || g FROM generate_series(1, 7) g`)
+    await bed.sql(
+      `${asService} CREATE SCHEMA audit; CREATE TABLE audit.events (id int PRIMARY KEY, what text); INSERT INTO audit.events SELECT g, 'e' || g FROM generate_series(1, 7) g`,
+    )
     const withAudit = await createBackup(bed.options({}))
     expect(withAudit.rowCounts['audit.events']).toBe(7)
-    await bed.sql(`${asService} DELETE FROM audit.events WHERE id > 2; CREATE TABLE audit.later (id int); CREATE SCHEMA scratch; CREATE TABLE scratch.notes (id int)`)
+    await bed.sql(
+      `${asService} DELETE FROM audit.events WHERE id > 2; CREATE TABLE audit.later (id int); CREATE SCHEMA scratch; CREATE TABLE scratch.notes (id int)`,
+    )
     // pg_restore creates every schema but public itself; one left in place used to fail the restore.
-    const report = await restoreBackup(bed.store, withAudit.id, bed.database, { identity: bed.identity, confirmed: true, expectFingerprint: withAudit.fingerprint })
+    const report = await restoreBackup(bed.store, withAudit.id, bed.database, {
+      identity: bed.identity,
+      confirmed: true,
+      expectFingerprint: withAudit.fingerprint,
+    })
     expect(report.rowCounts).toEqual(withAudit.rowCounts)
-    expect(await bed.sql("SELECT to_regclass('audit.later') AS later, to_regnamespace('scratch')::text AS scratch")).toEqual([{ later: null, scratch: null }])
+    expect(await bed.sql("SELECT to_regclass('audit.later') AS later, to_regnamespace('scratch')::text AS scratch")).toEqual([
+      { later: null, scratch: null },
+    ])
     expect(await rowCounts(clientConfig(bed.database))).toEqual(withAudit.rowCounts)
   })
 })

@@ -41,9 +41,20 @@ describe('svcops backup (CLI)', () => {
           'svcops:recording': {
             version: '1.6.0',
             hosts: [{ name: 'rec1', url: 'http://127.0.0.1:9' }],
-            database: { host: bed.database.host, port: bed.database.port, name: 'recordings', user: 'recorder', password: { env: 'SVCOPS_TEST_DB_PASSWORD' } },
+            database: {
+              host: bed.database.host,
+              port: bed.database.port,
+              name: 'recordings',
+              user: 'recorder',
+              password: { env: 'SVCOPS_TEST_DB_PASSWORD' },
+            },
           },
-          'svcops:backup': { store: { path: join(bed.dir, 'cli-store') }, recipients: [bed.publicKeyFile], identity: { file: bed.privateKeyFile }, compression: 6 },
+          'svcops:backup': {
+            store: { path: join(bed.dir, 'cli-store') },
+            recipients: [bed.publicKeyFile],
+            identity: { file: bed.privateKeyFile },
+            compression: 6,
+          },
         },
       }),
     )

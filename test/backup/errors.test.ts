@@ -1,9 +1,30 @@
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, writeFileSync, openSync, readdirSync, closeSync, writeSync, readSync, truncateSync, statSync, rmSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  writeFileSync,
+  openSync,
+  readdirSync,
+  closeSync,
+  writeSync,
+  readSync,
+  truncateSync,
+  statSync,
+  rmSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import * as openpgp from 'openpgp'
-import { createBackup, generateBackupKey, listBackups, LocalStore, readIdentity, verifyBackup, type Manifest } from '../../src/backup/index.ts'
+import {
+  createBackup,
+  generateBackupKey,
+  listBackups,
+  LocalStore,
+  readIdentity,
+  verifyBackup,
+  type Manifest,
+} from '../../src/backup/index.ts'
 import { assertToolFits, findPgTool } from '../../src/drivers/postgres.ts'
 import { BadInputError, MissingBinaryError, OperationError } from '../../src/core/errors.ts'
 import { freePort } from '../../src/lab/ports.ts'
@@ -26,7 +47,9 @@ describe('backup errors, each against the real components', () => {
     const port = await freePort()
     const error = await createBackup(bed.options({ database: { ...bed.database, port } })).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(OperationError)
-    expect((error as Error).message).toBe(`The database server 127.0.0.1:${port} is unreachable (ECONNREFUSED); could not connect as recorder to recordings.`)
+    expect((error as Error).message).toBe(
+      `The database server 127.0.0.1:${port} is unreachable (ECONNREFUSED); could not connect as recorder to recordings.`,
+    )
   })
 
   it('says how to install pg_dump when it is missing', async () => {
@@ -64,13 +87,17 @@ describe('backup errors, each against the real components', () => {
     const store = new LocalStore(join(bed.dir, 'failing-store'))
     const error = await createBackup(bed.options({ store })).catch((e: unknown) => e)
     await bed.sql('DROP SEQUENCE audit_seq')
-    expect((error as Error).message).toMatch(/^pg_dump of recordings at 127\.0\.0\.1:\d+ exited with code 1: .*permission denied for sequence audit_seq; the partial file was removed\.$/)
+    expect((error as Error).message).toMatch(
+      /^pg_dump of recordings at 127\.0\.0\.1:\d+ exited with code 1: .*permission denied for sequence audit_seq; the partial file was removed\.$/,
+    )
     expect(readdirSync(store.location)).toEqual([])
     expect(await listBackups(store)).toEqual([])
   })
 
   it('removes the partial file and lists nothing when the store runs out of space', async () => {
-    await bed.sql("CREATE TABLE media_blobs (b bytea); INSERT INTO media_blobs SELECT decode(string_agg(md5(random()::text || g::text || s::text), ''), 'hex') FROM generate_series(1, 200) g, generate_series(1, 1000) s GROUP BY g; ALTER TABLE media_blobs OWNER TO recorder")
+    await bed.sql(
+      "CREATE TABLE media_blobs (b bytea); INSERT INTO media_blobs SELECT decode(string_agg(md5(random()::text || g::text || s::text), ''), 'hex') FROM generate_series(1, 200) g, generate_series(1, 1000) s GROUP BY g; ALTER TABLE media_blobs OWNER TO recorder",
+    )
     const mountPoint = join(bed.dir, 'tiny')
     mkdirSync(mountPoint)
     await runCommand(local, ['mount', '-t', 'tmpfs', '-o', 'size=1m,mode=0700', 'tmpfs', mountPoint])
@@ -78,7 +105,11 @@ describe('backup errors, each against the real components', () => {
       const store = new LocalStore(mountPoint)
       const error = await createBackup(bed.options({ store })).catch((e: unknown) => e)
       expect(error).toBeInstanceOf(OperationError)
-      expect((error as Error).message).toMatch(new RegExp(`^The backup store ${mountPoint} ran out of space \\(ENOSPC\\) after \\d+\\.\\d MB of the backup; the partial file was removed and no backup was listed\\.$`))
+      expect((error as Error).message).toMatch(
+        new RegExp(
+          `^The backup store ${mountPoint} ran out of space \\(ENOSPC\\) after \\d+\\.\\d MB of the backup; the partial file was removed and no backup was listed\\.$`,
+        ),
+      )
       expect(readdirSync(mountPoint)).toEqual([])
       expect(await listBackups(store)).toEqual([])
     } finally {
@@ -95,7 +126,9 @@ describe('backup errors, each against the real components', () => {
     const report = await verifyBackup(bed.store, manifest.id, { identity: wrong, record: false })
     expect(report.ok).toBe(false)
     expect(report.failedCheck).toBe('key')
-    expect(report.checks.at(-1)?.detail).toBe(`The private key ${other.fingerprint} (backup.identity) cannot decrypt backup ${manifest.id}: it is encrypted to ${bed.recipients[0]?.fingerprint}.`)
+    expect(report.checks.at(-1)?.detail).toBe(
+      `The private key ${other.fingerprint} (backup.identity) cannot decrypt backup ${manifest.id}: it is encrypted to ${bed.recipients[0]?.fingerprint}.`,
+    )
   })
 
   it('asks for the passphrase of a protected key and refuses a wrong one', async () => {
@@ -103,8 +136,12 @@ describe('backup errors, each against the real components', () => {
     process.env.SVCOPS_TEST_BACKUP_KEY = pair.privateKey
     process.env.SVCOPS_TEST_BACKUP_PASS = 'wrong passphrase'
     try {
-      await expect(readIdentity({ identity: { env: 'SVCOPS_TEST_BACKUP_KEY' } })).rejects.toThrow(/^backup\.passphrase: missing; the private key [0-9A-F]{40} is protected/)
-      await expect(readIdentity({ identity: { env: 'SVCOPS_TEST_BACKUP_KEY' }, passphrase: { env: 'SVCOPS_TEST_BACKUP_PASS' } })).rejects.toThrow(/^backup\.passphrase: does not unlock the private key/)
+      await expect(readIdentity({ identity: { env: 'SVCOPS_TEST_BACKUP_KEY' } })).rejects.toThrow(
+        /^backup\.passphrase: missing; the private key [0-9A-F]{40} is protected/,
+      )
+      await expect(
+        readIdentity({ identity: { env: 'SVCOPS_TEST_BACKUP_KEY' }, passphrase: { env: 'SVCOPS_TEST_BACKUP_PASS' } }),
+      ).rejects.toThrow(/^backup\.passphrase: does not unlock the private key/)
       process.env.SVCOPS_TEST_BACKUP_PASS = 'correct horse battery'
       const key = await readIdentity({ identity: { env: 'SVCOPS_TEST_BACKUP_KEY' }, passphrase: { env: 'SVCOPS_TEST_BACKUP_PASS' } })
       expect(key.isDecrypted()).toBe(true)
@@ -124,13 +161,19 @@ describe('backup errors, each against the real components', () => {
     closeSync(fd)
     const corrupted = await verifyBackup(bed.store, manifest.id, { identity: bed.identity })
     expect(corrupted.failedCheck).toBe('checksum')
-    expect(corrupted.checks.at(-1)?.detail).toMatch(new RegExp(`^The SHA-256 of ${manifest.file} is [0-9a-f]{64}; the manifest says ${manifest.checksums.encryptedSha256} \\(the file is corrupted\\)\\.$`))
+    expect(corrupted.checks.at(-1)?.detail).toMatch(
+      new RegExp(
+        `^The SHA-256 of ${manifest.file} is [0-9a-f]{64}; the manifest says ${manifest.checksums.encryptedSha256} \\(the file is corrupted\\)\\.$`,
+      ),
+    )
     expect((await listBackups(bed.store))[0]?.verified).toMatchObject({ ok: false, failedCheck: 'checksum' })
 
     truncateSync(file, 1000)
     const truncated = await verifyBackup(bed.store, manifest.id, { identity: bed.identity })
     expect(truncated.failedCheck).toBe('size')
-    expect(truncated.checks.at(-1)?.detail).toBe(`The file ${manifest.file} has 1000 bytes; the manifest says ${manifest.sizes.encrypted} (truncated or replaced).`)
+    expect(truncated.checks.at(-1)?.detail).toBe(
+      `The file ${manifest.file} has 1000 bytes; the manifest says ${manifest.sizes.encrypted} (truncated or replaced).`,
+    )
 
     rmSync(file)
     expect((await verifyBackup(bed.store, manifest.id, { identity: bed.identity })).failedCheck).toBe('file')

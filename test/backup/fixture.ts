@@ -6,7 +6,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as openpgp from 'openpgp'
-import { generateBackupKey, LocalStore, readRecipients, type CreateBackupOptions, type DatabaseTarget, type Recipient } from '../../src/backup/index.ts'
+import {
+  generateBackupKey,
+  LocalStore,
+  readRecipients,
+  type CreateBackupOptions,
+  type DatabaseTarget,
+  type Recipient,
+} from '../../src/backup/index.ts'
 import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
 
 export const SERVICE_PASSWORD = 'recorder-password-7Hq2'
@@ -65,7 +72,13 @@ export async function startBackupBed(rows = 2000): Promise<BackupBed> {
     const recipients = await readRecipients([publicKeyFile])
     const identity = await openpgp.readPrivateKey({ armoredKey: pair.privateKey })
     const store = new LocalStore(join(dir, 'store'))
-    const database: DatabaseTarget = { host: cluster.info.host, port: cluster.port, name: 'recordings', user: 'recorder', password: SERVICE_PASSWORD }
+    const database: DatabaseTarget = {
+      host: cluster.info.host,
+      port: cluster.port,
+      name: 'recordings',
+      user: 'recorder',
+      password: SERVICE_PASSWORD,
+    }
     return {
       cluster,
       dir,

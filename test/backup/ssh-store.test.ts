@@ -20,7 +20,9 @@ describe('backup store on a host over SSH/SFTP (real sshd on loopback)', () => {
     const owner = lookupUser(sshd.user)
     if (owner) chownSync(parent, owner.uid, owner.gid)
     remoteDir = join(parent, 'backups')
-    store = await openStore({ store: { path: remoteDir, ssh: { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath } } })
+    store = await openStore({
+      store: { path: remoteDir, ssh: { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath } },
+    })
   })
   afterAll(async () => {
     await store?.close()

@@ -14,7 +14,11 @@ import { ROOT } from '../support/cli.ts'
 let copy: string
 
 function svcopsIn(dir: string, args: string[], env: Record<string, string> = {}): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [join(dir, 'bin/svcops.cjs'), ...args], { cwd: dir, encoding: 'utf8', env: { ...process.env, ...env } })
+  const r = spawnSync(process.execPath, [join(dir, 'bin/svcops.cjs'), ...args], {
+    cwd: dir,
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+  })
   return { code: r.status, stdout: r.stdout, stderr: r.stderr }
 }
 
@@ -33,7 +37,8 @@ console.log(JSON.stringify({ entry: build.entry, cacheRejected: loaded.cacheReje
 describe('the svcops build (dist/)', () => {
   beforeAll(() => {
     copy = mkdtempSync(join(tmpdir(), 'svcops-build-'))
-    for (const part of ['package.json', 'tsconfig.json', 'bin', 'src', 'playbooks', 'scripts']) cpSync(join(ROOT, part), join(copy, part), { recursive: true, preserveTimestamps: true })
+    for (const part of ['package.json', 'tsconfig.json', 'bin', 'src', 'playbooks', 'scripts'])
+      cpSync(join(ROOT, part), join(copy, part), { recursive: true, preserveTimestamps: true })
     symlinkSync(join(ROOT, 'node_modules'), join(copy, 'node_modules'))
     const built = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/build.ts'], { cwd: copy, encoding: 'utf8' })
     expect(built.status, built.stderr).toBe(0)
@@ -61,7 +66,9 @@ describe('the svcops build (dist/)', () => {
 
   it('records every bundled source with its size and time, and runs commands from the bundle', () => {
     const manifest = JSON.parse(readFileSync(join(copy, 'dist/sources.json'), 'utf8')) as { entry: string; inputs: Record<string, unknown> }
-    expect(Object.keys(manifest.inputs)).toEqual(expect.arrayContaining(['package.json', 'src/cli.ts', 'src/commands/program.ts', 'src/releases/sdk-scan.ts']))
+    expect(Object.keys(manifest.inputs)).toEqual(
+      expect.arrayContaining(['package.json', 'src/cli.ts', 'src/commands/program.ts', 'src/releases/sdk-scan.ts']),
+    )
     // A mark only the bundle prints: it is not a source, so the build still counts as current.
     appendFileSync(join(copy, 'dist', manifest.entry), "\nprocess.stderr.write('ran from dist\\n')\n")
     const run = svcopsIn(copy, ['psk', 'check', '--help'])

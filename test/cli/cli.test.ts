@@ -27,16 +27,25 @@ describe('svcops CLI', () => {
 describe('svcops start-up: only the command group a run needs is loaded', () => {
   it.each([
     [['scan', 'sdk', '.', '--from', '1.0.0', '--to', '7.0.0'], ['scan']],
-    [['--env', 'lab', 'rollback', 'recording'], ['upgrade', 'rollback', 'verify', 'runs', 'resume']],
-    [['-e', 'prod', '--json', 'resume', 'ID'], ['upgrade', 'rollback', 'verify', 'runs', 'resume']],
+    [
+      ['--env', 'lab', 'rollback', 'recording'],
+      ['upgrade', 'rollback', 'verify', 'runs', 'resume'],
+    ],
+    [
+      ['-e', 'prod', '--json', 'resume', 'ID'],
+      ['upgrade', 'rollback', 'verify', 'runs', 'resume'],
+    ],
     [['--env-file', 'x.yaml', 'backup', 'list'], ['backup']],
   ])('%j loads the group of %j', async (argv, commands) => {
     expect(groupsFor(argv, valueFlagsOf(await buildProgram())).map((g) => g.commands)).toEqual([commands])
   })
 
-  it.each([[[]], [['--help']], [['help', 'scan']], [['no-such-command']], [['-V']]])('%j loads every group (help, version and unknown commands see all of them)', async (argv) => {
-    expect(groupsFor(argv, valueFlagsOf(await buildProgram()))).toHaveLength(commandGroups.length)
-  })
+  it.each([[[]], [['--help']], [['help', 'scan']], [['no-such-command']], [['-V']]])(
+    '%j loads every group (help, version and unknown commands see all of them)',
+    async (argv) => {
+      expect(groupsFor(argv, valueFlagsOf(await buildProgram()))).toHaveLength(commandGroups.length)
+    },
+  )
 
   it('answers a command --help from its group alone', async () => {
     const { code, stdout } = await svcops(['scan', 'sdk', '--help'])

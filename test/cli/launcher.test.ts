@@ -26,7 +26,10 @@ function nodeArgsFor(args: string[], via = LAUNCHER): string[] {
 describe('bin/svcops', () => {
   beforeAll(() => {
     fakeBin = mkdtempSync(join(tmpdir(), 'svcops-launcher-'))
-    writeFileSync(join(fakeBin, 'node'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} -e 'process.stdout.write(JSON.stringify(process.argv.slice(1)))' -- "$@"\n`)
+    writeFileSync(
+      join(fakeBin, 'node'),
+      `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} -e 'process.stdout.write(JSON.stringify(process.argv.slice(1)))' -- "$@"\n`,
+    )
     chmodSync(join(fakeBin, 'node'), 0o755)
   })
   afterAll(() => rmSync(fakeBin, { recursive: true, force: true }))
@@ -61,7 +64,11 @@ describe('bin/svcops', () => {
     expect(skipped.sort()).toEqual(valueFlagsOf(await buildProgram(['--version'])).sort())
     const capped = /^\s*([\w|]+)\) exec node --max-semi-space-size=1/m.exec(script)?.[1]?.split('|') ?? []
     expect(capped.length).toBeGreaterThan(0)
-    for (const command of capped) expect(commandGroups.some((g) => g.commands.includes(command)), command).toBe(true)
+    for (const command of capped)
+      expect(
+        commandGroups.some((g) => g.commands.includes(command)),
+        command,
+      ).toBe(true)
   })
 
   it('runs the real CLI', () => {

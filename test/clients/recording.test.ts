@@ -1,13 +1,27 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { ManagerClient } from '../../src/clients/manager.ts'
-import { extractRecordingList, RecordingClient, recordingClientFor, recordingSchema, type AccessTokenFunction } from '../../src/clients/recording.ts'
+import {
+  extractRecordingList,
+  RecordingClient,
+  recordingClientFor,
+  recordingSchema,
+  type AccessTokenFunction,
+} from '../../src/clients/recording.ts'
 import { parseEnvironment } from '../../src/config/load.ts'
 import type { ManagerEmulator } from '../../src/lab/manager/server.ts'
 import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
 import { AuthError, BadInputError, HttpError, ProtocolError } from '../../src/core/errors.ts'
 import { parseAnswer } from '../../src/core/http.ts'
-import { createServiceDatabase, READ, startRecordingHost, startTestIssuer, stopAllServices, WRITE, type TestIssuer } from '../lab/recording-fixture.ts'
+import {
+  createServiceDatabase,
+  READ,
+  startRecordingHost,
+  startTestIssuer,
+  stopAllServices,
+  WRITE,
+  type TestIssuer,
+} from '../lab/recording-fixture.ts'
 import { OPERATOR, startTestManager } from '../manager/helpers.ts'
 
 type Host = Awaited<ReturnType<typeof startRecordingHost>>
@@ -82,14 +96,21 @@ describe('recording client against the service, with tokens from the manager emu
     const client = new RecordingClient({ url: v1.url, auth: () => issuer.sign({ scope: `${READ} ${WRITE}` }) })
     const error = await client.list(3).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(AuthError)
-    expect((error as AuthError).message).toBe(`The recording service at ${v1.url} refused the access token for GET /api/v1/content?limit=3 (401): the access token is not valid.`)
+    expect((error as AuthError).message).toBe(
+      `The recording service at ${v1.url} refused the access token for GET /api/v1/content?limit=3 (401): the access token is not valid.`,
+    )
     expect((error as AuthError).hint).toMatch(/auth\.jwksUrl and auth\.issuer/)
   })
 
   it('re-authenticates through the manager client once on 401 and reports the second refusal', async () => {
     // A manager whose clock is two hours behind issues tokens that are already expired.
     const lagging = await startTestManager({ now: () => Date.now() - 2 * 3600_000 })
-    const host = await startRecordingHost({ version: '1.5.0', pg, database: await createServiceDatabase(pg), issuer: { url: lagging.url, jwksUrl: `${lagging.url}/.well-known/jwks.json` } })
+    const host = await startRecordingHost({
+      version: '1.5.0',
+      pg,
+      database: await createServiceDatabase(pg),
+      issuer: { url: lagging.url, jwksUrl: `${lagging.url}/.well-known/jwks.json` },
+    })
     const client = new ManagerClient({ url: lagging.url, email: OPERATOR.email, password: () => OPERATOR.password, retry: fastRetry })
     try {
       const error = await new RecordingClient({ url: host.url, auth: client }).list(3).catch((e: unknown) => e)
@@ -103,11 +124,16 @@ describe('recording client against the service, with tokens from the manager emu
   })
 
   it('turns a 403 into an AuthError naming the missing scope (a read-only token for a write)', async () => {
-    const other = new RecordingClient({ url: v1.url, auth: async (scopes) => (scopes.includes(WRITE) ? managerClient.accessToken([READ]) : managerClient.accessToken(scopes)) })
+    const other = new RecordingClient({
+      url: v1.url,
+      auth: async (scopes) => (scopes.includes(WRITE) ? managerClient.accessToken([READ]) : managerClient.accessToken(scopes)),
+    })
     const error = await other.create(recording).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(AuthError)
     expect((error as AuthError).missingScopes).toEqual([WRITE])
-    expect((error as AuthError).message).toBe(`The recording service at ${v1.url} refused POST /api/v1/content (403): the token lacks the scope ${WRITE}.`)
+    expect((error as AuthError).message).toBe(
+      `The recording service at ${v1.url} refused POST /api/v1/content (403): the token lacks the scope ${WRITE}.`,
+    )
   })
 
   it('refuses bad input before sending anything', async () => {
@@ -115,26 +141,41 @@ describe('recording client against the service, with tokens from the manager emu
     const client = new RecordingClient({ url: v1.url, auth: () => Promise.resolve(String(++asked)) })
     await expect(client.list(0)).rejects.toThrow(new BadInputError('limit: 0 is not allowed; expected an integer of at least 1.'))
     await expect(client.list(2.5)).rejects.toBeInstanceOf(BadInputError)
-    await expect(client.create({ ...recording, stopTime: recording.startTime })).rejects.toThrow(/^stopTime: 1700000000 is not after startTime 1700000000; expected a later time\.$/)
+    await expect(client.create({ ...recording, stopTime: recording.startTime })).rejects.toThrow(
+      /^stopTime: 1700000000 is not after startTime 1700000000; expected a later time\.$/,
+    )
     await expect(client.create({ ...recording, extra: 1 } as typeof recording)).rejects.toThrow(/^extra: unknown field;/)
     await expect(client.create({ ...recording, startTime: 1.5 })).rejects.toThrow(/^startTime: expected an integer \(Unix seconds\);/)
     expect(asked).toBe(0)
   })
 
   it('reports the service error sentence of a 500 (recordings inaccessible)', async () => {
-    const host = await startRecordingHost({ version: '1.5.0', pg, database: await createServiceDatabase(pg), issuer: trustManager(), edit: (config) => (config.storage.path = '/nowhere') })
+    const host = await startRecordingHost({
+      version: '1.5.0',
+      pg,
+      database: await createServiceDatabase(pg),
+      issuer: trustManager(),
+      edit: (config) => (config.storage.path = '/nowhere'),
+    })
     try {
       const error = await new RecordingClient({ url: host.url, auth: managerClient }).create(recording).catch((e: unknown) => e)
       expect(error).toBeInstanceOf(HttpError)
       expect((error as HttpError).status).toBe(500)
-      expect((error as Error).message).toMatch(/^POST \/api\/v1\/content at \S+ answered 500, expected 201: recordings inaccessible: cannot write recording file \S+\/nowhere\/main\/1\.json: no such file or directory \(ENOENT\)\.$/)
+      expect((error as Error).message).toMatch(
+        /^POST \/api\/v1\/content at \S+ answered 500, expected 201: recordings inaccessible: cannot write recording file \S+\/nowhere\/main\/1\.json: no such file or directory \(ENOENT\)\.$/,
+      )
     } finally {
       await host.cleanup()
     }
   })
 
   it('reports an unhealthy (503) and an unreachable service as unhealthy, without throwing', async () => {
-    const host = await startRecordingHost({ version: '2.1.0+unhealthy', pg, database: await createServiceDatabase(pg), issuer: trustManager() })
+    const host = await startRecordingHost({
+      version: '2.1.0+unhealthy',
+      pg,
+      database: await createServiceDatabase(pg),
+      issuer: trustManager(),
+    })
     const client = new RecordingClient({ url: host.url, auth: managerClient })
     expect(await client.health()).toMatchObject({ healthy: false, status: 503, reason: 'GET / answered 503' })
     await host.cleanup()
@@ -162,7 +203,9 @@ describe('recording client against the service, with tokens from the manager emu
       return Promise.resolve('x')
     })
     expect(client.url).toBe(v1.url)
-    expect(() => recordingClientFor(env, 'rec-9', () => Promise.resolve('x'))).toThrow(new BadInputError("recording.hosts: no host named 'rec-9'; expected one of rec-1."))
+    expect(() => recordingClientFor(env, 'rec-9', () => Promise.resolve('x'))).toThrow(
+      new BadInputError("recording.hosts: no host named 'rec-9'; expected one of rec-1."),
+    )
     return client.list(1).catch(() => expect(requested[0]).toEqual(['urn:acme:rec:content:read']))
   })
 })
@@ -179,15 +222,29 @@ describe('list answers', () => {
   })
 
   it.each([
-    ['an object without an array', { total: 1 }, 'The content list answer of the recording service is an object without an array of recordings.'],
-    ['an object with two arrays', { a: [], b: [] }, 'The content list answer of the recording service holds 2 arrays (a, b); expected one array of recordings.'],
+    [
+      'an object without an array',
+      { total: 1 },
+      'The content list answer of the recording service is an object without an array of recordings.',
+    ],
+    [
+      'an object with two arrays',
+      { a: [], b: [] },
+      'The content list answer of the recording service holds 2 arrays (a, b); expected one array of recordings.',
+    ],
     ['text', 'OK', 'The content list answer of the recording service is string; expected an array of recordings or an object holding one.'],
-    ['nothing', undefined, 'The content list answer of the recording service is empty; expected an array of recordings or an object holding one.'],
+    [
+      'nothing',
+      undefined,
+      'The content list answer of the recording service is empty; expected an array of recordings or an object holding one.',
+    ],
   ])('fails clearly on %s', (_name, body, message) => {
     expect(() => extractRecordingList(body)).toThrow(new ProtocolError(message))
   })
 
   it('names the field of an item that does not have the recording shape', () => {
-    expect(() => parseAnswer(z.array(recordingSchema), [{ ...item, title: 5 }], 'The content list answer')).toThrow(/^The content list answer does not have the documented shape: 0\.title: /)
+    expect(() => parseAnswer(z.array(recordingSchema), [{ ...item, title: 5 }], 'The content list answer')).toThrow(
+      /^The content list answer does not have the documented shape: 0\.title: /,
+    )
   })
 })

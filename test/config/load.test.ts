@@ -40,13 +40,56 @@ describe('environment loader', () => {
   })
 
   const invalid: Array<[string, Record<string, unknown>, RegExp]> = [
-    ['a port out of range', { ...valid, 'svcops:recording': { ...valid['svcops:recording'], database: { ...valid['svcops:recording'].database, port: 70000 } } }, /recording\.database\.port: 70000 is not valid; .*65535/],
-    ['a bad host url', { ...valid, 'svcops:recording': { ...valid['svcops:recording'], hosts: [{ name: 'rec-1', url: 'ftp://x' }] } }, /recording\.hosts\[0\]\.url: "ftp:\/\/x" is not valid; expected an http/],
-    ['a password given as a value', { ...valid, 'svcops:manager': { ...valid['svcops:manager'], password: 'hunter2hunter2' } }, /manager\.password: a value is not valid; expected a reference/],
-    ['an unknown field', { ...valid, 'svcops:manager': { ...valid['svcops:manager'], token: 'x' } }, /manager: unknown field token; secrets are given by reference/],
-    ['a bad version', { ...valid, 'svcops:recording': { ...valid['svcops:recording'], version: 'latest' } }, /recording\.version: "latest" is not valid; expected a version like 1\.5\.0/],
-    ['a host key that is not a SHA-256 fingerprint', { ...valid, 'svcops:recording': { ...valid['svcops:recording'], hosts: [{ name: 'rec-1', url: 'http://a', ssh: { host: 'a', user: 'svcops', hostKey: 'MD5:16:27:ac' } }] } }, /recording\.hosts\[0\]\.ssh\.hostKey: "MD5:16:27:ac" is not valid; expected a SHA-256 host key fingerprint as ssh-keygen -lf prints it/],
-    ['two hosts with one name', { ...valid, 'svcops:recording': { ...valid['svcops:recording'], hosts: [{ name: 'a', url: 'http://a' }, { name: 'a', url: 'http://b' }] } }, /recording\.hosts\[1\]\.name: "a" is used twice/],
+    [
+      'a port out of range',
+      { ...valid, 'svcops:recording': { ...valid['svcops:recording'], database: { ...valid['svcops:recording'].database, port: 70000 } } },
+      /recording\.database\.port: 70000 is not valid; .*65535/,
+    ],
+    [
+      'a bad host url',
+      { ...valid, 'svcops:recording': { ...valid['svcops:recording'], hosts: [{ name: 'rec-1', url: 'ftp://x' }] } },
+      /recording\.hosts\[0\]\.url: "ftp:\/\/x" is not valid; expected an http/,
+    ],
+    [
+      'a password given as a value',
+      { ...valid, 'svcops:manager': { ...valid['svcops:manager'], password: 'hunter2hunter2' } },
+      /manager\.password: a value is not valid; expected a reference/,
+    ],
+    [
+      'an unknown field',
+      { ...valid, 'svcops:manager': { ...valid['svcops:manager'], token: 'x' } },
+      /manager: unknown field token; secrets are given by reference/,
+    ],
+    [
+      'a bad version',
+      { ...valid, 'svcops:recording': { ...valid['svcops:recording'], version: 'latest' } },
+      /recording\.version: "latest" is not valid; expected a version like 1\.5\.0/,
+    ],
+    [
+      'a host key that is not a SHA-256 fingerprint',
+      {
+        ...valid,
+        'svcops:recording': {
+          ...valid['svcops:recording'],
+          hosts: [{ name: 'rec-1', url: 'http://a', ssh: { host: 'a', user: 'svcops', hostKey: 'MD5:16:27:ac' } }],
+        },
+      },
+      /recording\.hosts\[0\]\.ssh\.hostKey: "MD5:16:27:ac" is not valid; expected a SHA-256 host key fingerprint as ssh-keygen -lf prints it/,
+    ],
+    [
+      'two hosts with one name',
+      {
+        ...valid,
+        'svcops:recording': {
+          ...valid['svcops:recording'],
+          hosts: [
+            { name: 'a', url: 'http://a' },
+            { name: 'a', url: 'http://b' },
+          ],
+        },
+      },
+      /recording\.hosts\[1\]\.name: "a" is used twice/,
+    ],
   ]
   it.each(invalid)('refuses %s with the dot-path of the field', (_what, config, message) => {
     expect(() => loadEnvironmentFile(stackFile(config))).toThrow(BadInputError)
@@ -73,7 +116,9 @@ describe('secret references', () => {
 
   it('names an unset variable', () => {
     delete process.env.SVCOPS_TEST_UNSET
-    expect(() => readSecret({ env: 'SVCOPS_TEST_UNSET' }, 'manager.password')).toThrow('manager.password: the environment variable SVCOPS_TEST_UNSET is not set')
+    expect(() => readSecret({ env: 'SVCOPS_TEST_UNSET' }, 'manager.password')).toThrow(
+      'manager.password: the environment variable SVCOPS_TEST_UNSET is not set',
+    )
   })
 
   it('reads a 0600 file and refuses a group- or world-readable one', () => {

@@ -14,10 +14,22 @@ describe('retry', () => {
     const seen = collect(events)
     let calls = 0
     await expect(
-      retry('flaky call', () => {
-        calls++
-        return Promise.reject(new Error(`failure ${calls}`))
-      }, { attempts: 4, baseDelayMs: 100, maxDelayMs: 250, sleep: (ms) => { delays.push(ms); return Promise.resolve() } }),
+      retry(
+        'flaky call',
+        () => {
+          calls++
+          return Promise.reject(new Error(`failure ${calls}`))
+        },
+        {
+          attempts: 4,
+          baseDelayMs: 100,
+          maxDelayMs: 250,
+          sleep: (ms) => {
+            delays.push(ms)
+            return Promise.resolve()
+          },
+        },
+      ),
     ).rejects.toThrow('failure 4')
     seen.stop()
     expect(calls).toBe(4)
@@ -28,7 +40,16 @@ describe('retry', () => {
 
   it('stops at once on an error that is not retryable', async () => {
     let calls = 0
-    await expect(retry('x', () => { calls++; return Promise.reject(new Error('bad input')) }, { shouldRetry: () => false })).rejects.toThrow('bad input')
+    await expect(
+      retry(
+        'x',
+        () => {
+          calls++
+          return Promise.reject(new Error('bad input'))
+        },
+        { shouldRetry: () => false },
+      ),
+    ).rejects.toThrow('bad input')
     expect(calls).toBe(1)
   })
 
@@ -44,9 +65,14 @@ describe('http', () => {
   let base: string
   beforeAll(async () => {
     server = createServer((req, res) => {
-      if (req.url === '/json') { res.setHeader('content-type', 'application/json'); res.end('{"a":1,"b":"two"}') }
-      else if (req.url === '/text') res.end('plain')
-      else { res.statusCode = 204; res.end() }
+      if (req.url === '/json') {
+        res.setHeader('content-type', 'application/json')
+        res.end('{"a":1,"b":"two"}')
+      } else if (req.url === '/text') res.end('plain')
+      else {
+        res.statusCode = 204
+        res.end()
+      }
     })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
@@ -69,9 +95,17 @@ describe('http', () => {
 
   it('names the fields of an answer that does not match, never their values', () => {
     const schema = z.object({ access_token: z.string(), expires_in: z.number() })
-    const error = (() => { try { parseAnswer(schema, { access_token: 42, expires_in: 'secret-ish-value' }, 'the token response') } catch (e) { return e } })()
+    const error = (() => {
+      try {
+        parseAnswer(schema, { access_token: 42, expires_in: 'secret-ish-value' }, 'the token response')
+      } catch (e) {
+        return e
+      }
+    })()
     expect(error).toBeInstanceOf(ProtocolError)
-    expect((error as Error).message).toMatch(/^the token response does not have the documented shape: access_token: .*expected string.*expires_in: .*expected number/)
+    expect((error as Error).message).toMatch(
+      /^the token response does not have the documented shape: access_token: .*expected string.*expires_in: .*expected number/,
+    )
     expect((error as Error).message).not.toContain('secret-ish-value')
   })
 })

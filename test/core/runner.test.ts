@@ -27,7 +27,9 @@ describe('command runner', () => {
   it('feeds secrets through stdin and never shows them in logs or errors', async () => {
     const secret = registerSecret('stdin-secret-value-11')
     const seen = collect(events)
-    const error = await runCommand(local, ['sh', '-c', 'read x; echo "bad: $x" >&2; exit 1'], { input: `${secret}\n` }).catch((e: unknown) => e)
+    const error = await runCommand(local, ['sh', '-c', 'read x; echo "bad: $x" >&2; exit 1'], { input: `${secret}\n` }).catch(
+      (e: unknown) => e,
+    )
     seen.stop()
     expect(error).toBeInstanceOf(CommandError)
     expect((error as Error).message).toContain('[REDACTED]')
@@ -36,7 +38,9 @@ describe('command runner', () => {
   })
 
   it('says which program is missing', async () => {
-    await expect(runCommand(local, ['svcops-no-such-program'])).rejects.toThrow("The program 'svcops-no-such-program' was not found on local.")
+    await expect(runCommand(local, ['svcops-no-such-program'])).rejects.toThrow(
+      "The program 'svcops-no-such-program' was not found on local.",
+    )
     expect(() => requireBinary('svcops-no-such-program', 'svcops-pkg')).toThrow(MissingBinaryError)
     expect(findBinary('sh')).toMatch(/\/sh$/)
   })

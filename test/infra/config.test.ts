@@ -8,15 +8,35 @@ import { loadEnvironmentFile } from '../../src/config/load.ts'
 import { PSK_LENGTH } from '../../src/infra/pskSecret.ts'
 import { BadInputError } from '../../src/core/errors.ts'
 import { generatePsk } from '../../src/releases/pre-shared-key.ts'
-import { buildStack, containerOf, deployOf, LAB_STACK, dataOf, deploymentsUsingSecret, envOf, nameOf, objectNamed, objectsOfKind, podOf, pskOf, STACKS_DIR, stackConfig, writeStack, type LooseConfig } from './helpers.ts'
+import {
+  buildStack,
+  containerOf,
+  deployOf,
+  LAB_STACK,
+  dataOf,
+  deploymentsUsingSecret,
+  envOf,
+  nameOf,
+  objectNamed,
+  objectsOfKind,
+  podOf,
+  pskOf,
+  STACKS_DIR,
+  stackConfig,
+  writeStack,
+  type LooseConfig,
+} from './helpers.ts'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { parse as parseYaml } from 'yaml'
 import { join } from 'node:path'
 
-
 describe('the Pulumi project', () => {
   it('runs src/infra/index.ts as TypeScript with stacks/ as its config directory, the way the language host loads it', async () => {
-    const project = parseYaml(readFileSync(join(STACKS_DIR, '..', 'Pulumi.yaml'), 'utf8')) as { runtime: { name: string; options: { nodeargs: string } }; main: string; stackConfigDir: string }
+    const project = parseYaml(readFileSync(join(STACKS_DIR, '..', 'Pulumi.yaml'), 'utf8')) as {
+      runtime: { name: string; options: { nodeargs: string } }
+      main: string
+      stackConfigDir: string
+    }
     expect(project.runtime.name).toBe('nodejs')
     expect(project.runtime.options.nodeargs).toBe('--import tsx')
     expect(project.stackConfigDir).toBe('stacks')
@@ -38,7 +58,9 @@ describe('stack files and the CLI', () => {
   it('refuses a PSK written in plain text into a stack file, in the CLI and in the program, without echoing it', async () => {
     const psk = generatePsk()
     const file = writeStack('dev', { ...stackConfig('dev'), 'svcops:psk': psk })
-    expect(() => loadEnvironmentFile(file, 'dev')).toThrow(/psk: a value is not valid; expected a value set with `pulumi config set --secret`/)
+    expect(() => loadEnvironmentFile(file, 'dev')).toThrow(
+      /psk: a value is not valid; expected a value set with `pulumi config set --secret`/,
+    )
     const error = await buildStack('dev', undefined, { config: { 'svcops:psk': psk } }).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(BadInputError)
     expect(String(error)).toMatch(/psk: a value is stored in plain text; expected it set with `pulumi config set --secret svcops:psk`/)
@@ -48,19 +70,51 @@ describe('stack files and the CLI', () => {
 
 // Each row: what is wrong, and the dot-path (with what is expected) the message must name.
 const INVALID: [string, (c: LooseConfig) => void, RegExp][] = [
-  ['a live version that is not a release number', (c) => (deployOf(c).live.version = 'six'), /deploy\.live\.version: "six" is not valid; expected a release number/],
-  ['a namespace that is not a Kubernetes name', (c) => (deployOf(c).namespace = 'Svc_Dev'), /deploy\.namespace: "Svc_Dev" is not valid; expected a Kubernetes name/],
-  ['resources without a memory limit', (c) => (deployOf(c).manager.resources.limits = { cpu: '1' }), /deploy\.manager\.resources\.limits: .* expected at least memory/],
-  ['an image with a tag (versions pin the tag)', (c) => (deployOf(c).live.ingest.image = 'registry.example.internal/svc/ingest:latest'), /deploy\.live\.ingest\.image: .* expected an image repository without tag/],
+  [
+    'a live version that is not a release number',
+    (c) => (deployOf(c).live.version = 'six'),
+    /deploy\.live\.version: "six" is not valid; expected a release number/,
+  ],
+  [
+    'a namespace that is not a Kubernetes name',
+    (c) => (deployOf(c).namespace = 'Svc_Dev'),
+    /deploy\.namespace: "Svc_Dev" is not valid; expected a Kubernetes name/,
+  ],
+  [
+    'resources without a memory limit',
+    (c) => (deployOf(c).manager.resources.limits = { cpu: '1' }),
+    /deploy\.manager\.resources\.limits: .* expected at least memory/,
+  ],
+  [
+    'an image with a tag (versions pin the tag)',
+    (c) => (deployOf(c).live.ingest.image = 'registry.example.internal/svc/ingest:latest'),
+    /deploy\.live\.ingest\.image: .* expected an image repository without tag/,
+  ],
   ['an unknown field', (c) => Object.assign(deployOf(c).live.pipeline, { gpus: 2 }), /deploy\.live\.pipeline: unknown field gpus/],
   ['a missing deploy section', (c) => delete c['svcops:deploy'], /deploy: missing/],
-  ['several recording replicas on a ReadWriteOnce volume', (c) => (deployOf(c).recording.replicas = 2), /deploy\.recording\.storage\.accessMode: "ReadWriteOnce" is not valid with 2 replicas; expected ReadWriteMany/],
-  ['a component of another major release', (c) => (deployOf(c).live.ingest.version = '6.0.0'), /deploy\.live\.ingest\.version: "6\.0\.0" is not valid; expected a release of major 5/],
-  ['two TCP endpoints for a 6.x rendering engine', (c) => {
-    deployOf(c).live.version = '6.1.0'
-    deployOf(c).live.pipeline.tcpEndpoints = ['0.0.0.0:7000', '0.0.0.0:7001']
-  }, /deploy\.live\.pipeline\.tcpEndpoints: 2 endpoints are not valid for release 6\.1\.0; expected exactly one, since SVC_TCP_ENDPOINT takes a single endpoint/],
-  ['a PSK in the settings file', (c) => (deployOf(c).live.systemController.settings = { psk: 'x' }), /deploy\.live\.systemController\.settings\.psk: is not allowed/],
+  [
+    'several recording replicas on a ReadWriteOnce volume',
+    (c) => (deployOf(c).recording.replicas = 2),
+    /deploy\.recording\.storage\.accessMode: "ReadWriteOnce" is not valid with 2 replicas; expected ReadWriteMany/,
+  ],
+  [
+    'a component of another major release',
+    (c) => (deployOf(c).live.ingest.version = '6.0.0'),
+    /deploy\.live\.ingest\.version: "6\.0\.0" is not valid; expected a release of major 5/,
+  ],
+  [
+    'two TCP endpoints for a 6.x rendering engine',
+    (c) => {
+      deployOf(c).live.version = '6.1.0'
+      deployOf(c).live.pipeline.tcpEndpoints = ['0.0.0.0:7000', '0.0.0.0:7001']
+    },
+    /deploy\.live\.pipeline\.tcpEndpoints: 2 endpoints are not valid for release 6\.1\.0; expected exactly one, since SVC_TCP_ENDPOINT takes a single endpoint/,
+  ],
+  [
+    'a PSK in the settings file',
+    (c) => (deployOf(c).live.systemController.settings = { psk: 'x' }),
+    /deploy\.live\.systemController\.settings\.psk: is not allowed/,
+  ],
 ]
 
 describe('a bad stack fails preview, naming the field', () => {
@@ -76,7 +130,14 @@ describe('the PSK', () => {
   it('is generated by a random password of at least 256 bits from letters and digits, kept as a secret', async () => {
     const r = await buildStack('dev')
     const random = r.resources.find((x) => x.type === 'random:index/randomPassword:RandomPassword')
-    expect(random?.unwrapped).toMatchObject({ length: PSK_LENGTH, special: false, upper: true, lower: true, numeric: true, keepers: { rotation: '2026-11-01' } })
+    expect(random?.unwrapped).toMatchObject({
+      length: PSK_LENGTH,
+      special: false,
+      upper: true,
+      lower: true,
+      numeric: true,
+      keepers: { rotation: '2026-11-01' },
+    })
     expect(PSK_LENGTH * Math.log2(62)).toBeGreaterThanOrEqual(256)
     expect(pskOf(r)).toMatch(new RegExp(`^[A-Za-z0-9]{${PSK_LENGTH}}$`))
   })
@@ -90,7 +151,9 @@ describe('the PSK', () => {
 
   it('refuses a weak supplied PSK with the reason, never the value', async () => {
     const weak = 'Password1234Password1234'
-    const error = await buildStack('prod', undefined, { config: { 'svcops:psk': weak }, secretKeys: ['svcops:psk'] }).catch((e: unknown) => e)
+    const error = await buildStack('prod', undefined, { config: { 'svcops:psk': weak }, secretKeys: ['svcops:psk'] }).catch(
+      (e: unknown) => e,
+    )
     expect(error).toBeInstanceOf(BadInputError)
     expect((error as Error).message).toMatch(/Pulumi\.prod\.yaml: psk: .*too weak/)
     expect((error as Error).message).not.toContain(weak)
@@ -100,7 +163,8 @@ describe('the PSK', () => {
     const before = await buildStack('staging')
     const again = await buildStack('staging')
     const rotated = await buildStack('staging', (c) => (deployOf(c).pskRotation = '2026-12-24'))
-    const checksums = (r: typeof before) => Object.fromEntries(objectsOfKind(r, 'Deployment').map((d) => [nameOf(d), podOf(d).metadata?.annotations ?? {}]))
+    const checksums = (r: typeof before) =>
+      Object.fromEntries(objectsOfKind(r, 'Deployment').map((d) => [nameOf(d), podOf(d).metadata?.annotations ?? {}]))
 
     // Same configuration: same PSK, no pod template changes, nothing restarts.
     expect(pskOf(again)).toBe(pskOf(before))
@@ -123,7 +187,8 @@ describe('rollouts do not cascade', () => {
   it('restarts only the system controller when only its settings change', async () => {
     const before = await buildStack('staging')
     const changed = await buildStack('staging', (c) => (deployOf(c).live.systemController.settings = { log_level: 'info' }))
-    const annotations = (r: typeof before) => Object.fromEntries(objectsOfKind(r, 'Deployment').map((d) => [nameOf(d), podOf(d).metadata?.annotations ?? {}]))
+    const annotations = (r: typeof before) =>
+      Object.fromEntries(objectsOfKind(r, 'Deployment').map((d) => [nameOf(d), podOf(d).metadata?.annotations ?? {}]))
     const [a, b] = [annotations(before), annotations(changed)]
     expect(pskOf(changed)).toBe(pskOf(before))
     expect(b['svc-system-controller']?.['checksum/settings']).not.toBe(a['svc-system-controller']?.['checksum/settings'])

@@ -45,7 +45,11 @@ export function writeStack(stack: string, config: Record<string, unknown>): stri
 }
 
 /** Builds `stack` from stacks/, after `change` edits a copy of its config (for variants). */
-export async function buildStack(stack: string, change?: (config: LooseConfig) => void, options: Omit<PreviewOptions, 'stackFile' | 'stack'> = {}): Promise<PreviewResult> {
+export async function buildStack(
+  stack: string,
+  change?: (config: LooseConfig) => void,
+  options: Omit<PreviewOptions, 'stackFile' | 'stack'> = {},
+): Promise<PreviewResult> {
   if (!change) return previewStack({ stackFile: join(STACKS_DIR, `Pulumi.${stack}.yaml`), stack, ...options })
   const config = structuredClone(stackConfig(stack))
   change(config)
@@ -91,17 +95,21 @@ export function envOf(o: DeclaredResource): Record<string, IEnvVar> {
 
 /** Deployments whose container reads `secretName` through a secretKeyRef. */
 export function deploymentsUsingSecret(r: PreviewResult, secretName: string): DeclaredResource[] {
-  return objectsOfKind(r, 'Deployment').filter((d) => (containerOf(d).env ?? []).some((e) => e.valueFrom?.secretKeyRef?.name === secretName))
+  return objectsOfKind(r, 'Deployment').filter((d) =>
+    (containerOf(d).env ?? []).some((e) => e.valueFrom?.secretKeyRef?.name === secretName),
+  )
 }
 
 /** String data of a Secret or ConfigMap (unwrapped). */
 export function dataOf(o: DeclaredResource): Record<string, string> {
-  const data = (o.unwrapped as { stringData?: Record<string, string>; data?: Record<string, string> })
+  const data = o.unwrapped as { stringData?: Record<string, string>; data?: Record<string, string> }
   return data.stringData ?? data.data ?? {}
 }
 
 /** Stack outputs, typed as the program declares them. */
-export function outputsOf(r: PreviewResult): { psk: { secretName: string; secretKey: string }; versions: { live: string }; tls: boolean } & Record<string, unknown> {
+export function outputsOf(
+  r: PreviewResult,
+): { psk: { secretName: string; secretKey: string }; versions: { live: string }; tls: boolean } & Record<string, unknown> {
   return r.outputs as ReturnType<typeof outputsOf>
 }
 

@@ -21,7 +21,10 @@ function svcops(args: string[]) {
 describe('svcops render', () => {
   it('writes one valid YAML file per object of the dev stack, labelled a preview, secrets masked', async () => {
     const out = mkdtempSync(join(tmpdir(), 'svcops-render-'))
-    writeFileSync(join(out, '99-deployment-gone.yaml'), '# PREVIEW rendered by svcops render --stack dev (an object that no longer exists)\n')
+    writeFileSync(
+      join(out, '99-deployment-gone.yaml'),
+      '# PREVIEW rendered by svcops render --stack dev (an object that no longer exists)\n',
+    )
     writeFileSync(join(out, 'notes.yaml'), 'kept: true\n')
     const { code, stdout, stderr } = await svcops(['render', '--stack', 'dev', '--out', out, '--json'])
     expect(code, stderr).toBe(0)
@@ -32,7 +35,9 @@ describe('svcops render', () => {
     expect(files.sort()).toEqual(report.files.map((f) => f.file).sort())
     expect(files).not.toContain('99-deployment-gone.yaml')
     expect(readFileSync(join(out, 'notes.yaml'), 'utf8')).toBe('kept: true\n')
-    expect(report.files.map((f) => f.kind)).toEqual(expect.arrayContaining(['Namespace', 'Secret', 'Deployment', 'Service', 'NetworkPolicy', 'PodDisruptionBudget']))
+    expect(report.files.map((f) => f.kind)).toEqual(
+      expect.arrayContaining(['Namespace', 'Secret', 'Deployment', 'Service', 'NetworkPolicy', 'PodDisruptionBudget']),
+    )
 
     // The same stack built in-process gives the same stand-in PSK, so the files can be searched for it.
     const psk = pskOf(await buildStack('dev'))
@@ -42,7 +47,11 @@ describe('svcops render', () => {
       expect(text, file).not.toContain(psk)
       if (file === 'outputs.yaml') continue
       const object = parseYaml(text) as Record<string, unknown>
-      if (object.kind === 'Secret') expect(Object.values(object.stringData as object).every((v) => v === SECRET_MARKER), file).toBe(true)
+      if (object.kind === 'Secret')
+        expect(
+          Object.values(object.stringData as object).every((v) => v === SECRET_MARKER),
+          file,
+        ).toBe(true)
       else expect(() => validateObject(object), file).not.toThrow()
     }
     expect(readFileSync(join(out, '03-secret-svc-psk.yaml'), 'utf8')).toContain(SECRET_MARKER)

@@ -82,7 +82,9 @@ describe.each(stacks)('stack %s', (stack) => {
     for (const [what, value] of Object.entries(secrets)) {
       expect(value, what).toBeTruthy()
       // The Secret that holds it marks the field secret, so Pulumi state encrypts it.
-      const holder = r.objects.find((o) => JSON.stringify(o.unwrapped).includes(JSON.stringify(value).slice(1, -1)) && kindOf(o) === 'Secret')
+      const holder = r.objects.find(
+        (o) => JSON.stringify(o.unwrapped).includes(JSON.stringify(value).slice(1, -1)) && kindOf(o) === 'Secret',
+      )
       expect(holder?.secretPaths, what).toContain('stringData')
     }
     const shown = [...r.objects.map((o) => JSON.stringify(o.shown)), JSON.stringify(r.outputs)]
@@ -105,7 +107,9 @@ describe.each(stacks)('stack %s', (stack) => {
       expect(envOf(d).SVC_SYSTEM_CONTROLLER_PSK?.valueFrom?.secretKeyRef).toEqual({ name: secretName, key: secretKey })
     }
     // The controller's settings file carries that same PSK.
-    const settings = JSON.parse(dataOf(objectNamed(r, 'Secret', 'svc-system-controller-settings'))['svc_sc_settings.json'] ?? '{}') as { psk?: string }
+    const settings = JSON.parse(dataOf(objectNamed(r, 'Secret', 'svc-system-controller-settings'))['svc_sc_settings.json'] ?? '{}') as {
+      psk?: string
+    }
     expect(settings.psk).toBe(pskOf(r))
   })
 
@@ -116,7 +120,8 @@ describe.each(stacks)('stack %s', (stack) => {
     expect(mount?.readOnly).toBe(true)
     const volume = podOf(sc).spec?.volumes?.find((v) => v.name === mount?.name)
     expect(volume?.secret?.secretName).toBe('svc-system-controller-settings')
-    for (const d of objectsOfKind(r, 'Deployment')) for (const m of containerOf(d).volumeMounts ?? []) expect(m.subPath, `${nameOf(d)} ${m.mountPath}`).toBeUndefined()
+    for (const d of objectsOfKind(r, 'Deployment'))
+      for (const m of containerOf(d).volumeMounts ?? []) expect(m.subPath, `${nameOf(d)} ${m.mountPath}`).toBeUndefined()
     const args = containerOf(sc).args ?? []
     if (EXPECTED[stack]?.settingsFlag) expect(args.join(' ')).toBe('--settings-path /etc/opt/svc')
     else expect(args).not.toContain('--settings-path')
@@ -145,7 +150,8 @@ describe.each(stacks)('stack %s', (stack) => {
     }
     for (const d of objectsOfKind(r, 'Deployment')) {
       const labels = podOf(d).metadata?.labels ?? {}
-      for (const key of ['name', 'instance', 'component', 'version', 'part-of']) expect(labels[`app.kubernetes.io/${key}`], `${nameOf(d)} ${key}`).toBeTruthy()
+      for (const key of ['name', 'instance', 'component', 'version', 'part-of'])
+        expect(labels[`app.kubernetes.io/${key}`], `${nameOf(d)} ${key}`).toBeTruthy()
       expect(podOf(d).spec?.securityContext?.runAsNonRoot).toBe(true)
       const c = containerOf(d)
       expect(c.securityContext?.readOnlyRootFilesystem).toBe(true)
@@ -174,9 +180,12 @@ describe.each(stacks)('stack %s', (stack) => {
     expect(policy.spec?.policyTypes).toEqual(['Ingress'])
     const from = policy.spec?.ingress?.[0]?.from ?? []
     expect(from[0]).toEqual({ podSelector: { matchLabels: { 'app.kubernetes.io/part-of': 'svc-platform' } } })
-    const allowed = (stackConfig(stack)['svcops:deploy'] as { live: { systemController: { allowNamespaces?: string[] } } }).live.systemController.allowNamespaces ?? []
+    const allowed =
+      (stackConfig(stack)['svcops:deploy'] as { live: { systemController: { allowNamespaces?: string[] } } }).live.systemController
+        .allowNamespaces ?? []
     expect(from.slice(1).map((f) => f.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'])).toEqual(allowed)
-    for (const d of [...MEDIA, 'svc-manager', 'svc-recording']) expect(podOf(objectNamed(r, 'Deployment', d)).metadata?.labels?.['app.kubernetes.io/part-of']).toBe('svc-platform')
+    for (const d of [...MEDIA, 'svc-manager', 'svc-recording'])
+      expect(podOf(objectNamed(r, 'Deployment', d)).metadata?.labels?.['app.kubernetes.io/part-of']).toBe('svc-platform')
   })
 
   it('gives media components the CA file when TLS is on, and serves the controller over HTTPS', () => {
@@ -216,7 +225,9 @@ describe.each(stacks)('stack %s', (stack) => {
     expect(file).not.toMatch(/secure:|svcops:psk|svcops:databasePassword/)
     const path = join(mkdtempSync(join(tmpdir(), 'svcops-cron-')), `Pulumi.${stack}.yaml`)
     writeFileSync(path, file)
-    expect(loadEnvironmentFile(path, stack).recording?.version).toBe((parseYaml(file) as { config: Record<string, { version?: string }> }).config['svcops:recording']?.version)
+    expect(loadEnvironmentFile(path, stack).recording?.version).toBe(
+      (parseYaml(file) as { config: Record<string, { version?: string }> }).config['svcops:recording']?.version,
+    )
   })
 
   it('outputs endpoints, the PSK Secret name and versions', () => {

@@ -17,7 +17,10 @@ export async function buildProbePackage(version: string, outDir: string): Promis
     writeFileSync(join(tree, path), text)
     chmodSync(join(tree, path), mode)
   }
-  file('DEBIAN/control', `Package: ${PROBE}\nVersion: ${version}\nArchitecture: all\nMaintainer: svcops lab <lab@localhost>\nDescription: probe service for lab host tests\n`)
+  file(
+    'DEBIAN/control',
+    `Package: ${PROBE}\nVersion: ${version}\nArchitecture: all\nMaintainer: svcops lab <lab@localhost>\nDescription: probe service for lab host tests\n`,
+  )
   file('DEBIAN/conffiles', `/etc/opt/probe/probe.json\n/etc/supervisor/conf.d/${PROBE}.conf\n`)
   file('etc/opt/probe/probe.json', JSON.stringify({ greeting: `hello from ${version}` }, null, 2) + '\n')
   file('opt/probe/VERSION', `${version}\n`)
@@ -30,7 +33,11 @@ export async function buildProbePackage(version: string, outDir: string): Promis
     `etc/supervisor/conf.d/${PROBE}.conf`,
     `[program:${PROBE}]\ncommand=/bin/sh %(here)s/../../../opt/probe/run.sh %(here)s/../../..\nautostart=false\nautorestart=false\nstartsecs=0\nstopasgroup=true\nkillasgroup=true\n`,
   )
-  file('DEBIAN/postinst', '#!/bin/sh\n# Unchrooted maintainer scripts must stay inside the host root.\necho "postinst $1 $2" >> "$DPKG_ROOT/var/log/probe-postinst.log"\n', 0o755)
+  file(
+    'DEBIAN/postinst',
+    '#!/bin/sh\n# Unchrooted maintainer scripts must stay inside the host root.\necho "postinst $1 $2" >> "$DPKG_ROOT/var/log/probe-postinst.log"\n',
+    0o755,
+  )
   mkdirSync(outDir, { recursive: true })
   const deb = join(outDir, `${PROBE}_${version}_all.deb`)
   await runCommand(local, ['dpkg-deb', '--root-owner-group', '-Zgzip', '-z1', '--build', tree, deb])

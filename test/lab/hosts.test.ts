@@ -13,7 +13,7 @@ import { buildProbePackage, PROBE } from './hosts-fixture.ts'
 const nonInteractive = ['--force-confdef', '--force-confold']
 
 describe('lab host under a root too deep for a socket path', () => {
-  it("runs its supervisord on a short socket in /tmp that the service driver finds, and removes it when stopped", async () => {
+  it('runs its supervisord on a short socket in /tmp that the service driver finds, and removes it when stopped', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'svcops-deep-'))
     const root = join(dir, 'a-folder-name-long-enough'.repeat(3), 'hosts', 'rec-1')
     const user = process.getuid?.() === 0 ? (await ensureLabUser(), LAB_USER) : (await import('node:os')).userInfo().username

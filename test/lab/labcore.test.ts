@@ -41,7 +41,9 @@ describe('svcops lab up / status / down and auth check (manager as auth API revi
     const postgres = state.entries.find((e) => e.kind === 'postgres')
     expect(postgres?.info.dataDir).toEqual(expect.any(String))
     expect(existsSync(join(String(postgres?.info.dataDir), 'postmaster.pid'))).toBe(true)
-    expect(readFileSync(join(String(postgres?.info.dataDir), 'postgresql.auto.conf'), 'utf8') + JSON.stringify(postgres)).not.toContain('fsync=off')
+    expect(readFileSync(join(String(postgres?.info.dataDir), 'postgresql.auto.conf'), 'utf8') + JSON.stringify(postgres)).not.toContain(
+      'fsync=off',
+    )
   })
 
   it('writes an environment file that --env lab reads, with passwords in 0600 files', () => {
@@ -73,7 +75,14 @@ describe('svcops lab up / status / down and auth check (manager as auth API revi
     const check = await svcops(['auth', 'check', '--env', 'lab', '--json'], env)
     expect(check.code, check.stderr).toBe(0)
     const report = JSON.parse(check.stdout) as Record<string, unknown>
-    expect(report).toMatchObject({ ok: true, email: 'operator@lab.svcops.test', apiRevision: '1.4.1', granted: [READ, WRITE], expiresIn: 300, loggedOut: true })
+    expect(report).toMatchObject({
+      ok: true,
+      email: 'operator@lab.svcops.test',
+      apiRevision: '1.4.1',
+      granted: [READ, WRITE],
+      expiresIn: 300,
+      loggedOut: true,
+    })
     expect(check.stdout + check.stderr).not.toMatch(/eyJ|session_token|access_token/)
     const human = await svcops(['auth', 'check', '--env', 'lab', '--scope', READ], env)
     expect(human.stdout).toContain(`Granted scopes: ${READ}\n`)
@@ -84,16 +93,23 @@ describe('svcops lab up / status / down and auth check (manager as auth API revi
   it('auth check exits 1 with one sentence for a wrong password', async () => {
     const wrong = join(base, 'Pulumi.wrong.yaml')
     writeFileSync(wrong, readFileSync(envFile, 'utf8').replace(/file: .*/, 'env: SVCOPS_TEST_WRONG_PASSWORD'))
-    const check = await svcops(['auth', 'check', '--env-file', wrong], { ...env, SVCOPS_TEST_WRONG_PASSWORD: 'wrong-password-for-the-test' })
+    const check = await svcops(['auth', 'check', '--env-file', wrong], {
+      ...env,
+      SVCOPS_TEST_WRONG_PASSWORD: 'wrong-password-for-the-test',
+    })
     expect(check.code).toBe(1)
     expect(check.stdout).toBe('')
-    expect(check.stderr).toMatch(/^svcops: The manager at http:\/\/127\.0\.0\.1:\d+ refused the credentials of 'operator@lab\.svcops\.test' \(401 at login\)\.\n$/)
+    expect(check.stderr).toMatch(
+      /^svcops: The manager at http:\/\/127\.0\.0\.1:\d+ refused the credentials of 'operator@lab\.svcops\.test' \(401 at login\)\.\n$/,
+    )
   })
 
   it('auth check exits 1 naming the scope the operator lacks', async () => {
     const check = await svcops(['auth', 'check', '--env', 'lab', '--scope', READ, 'urn:svc:recorder:admin:write'], env)
     expect(check.code).toBe(1)
-    expect(check.stderr.split('\n')[0]).toBe(`svcops: The manager user 'operator@lab.svcops.test' lacks the scope urn:svc:recorder:admin:write (granted: ${READ}).`)
+    expect(check.stderr.split('\n')[0]).toBe(
+      `svcops: The manager user 'operator@lab.svcops.test' lacks the scope urn:svc:recorder:admin:write (granted: ${READ}).`,
+    )
   })
 
   it('lab down stops everything it started, removes its files, and is idempotent', async () => {
@@ -144,7 +160,9 @@ describe('svcops lab up interrupted, dry-run and refused', () => {
     writeFileSync(own, 'config:\n  svcops:environment: lab\n')
     const up = await svcops(['lab', 'up', ...SMALL], env)
     expect(up.code).toBe(1)
-    expect(up.stderr.split('\n')[0]).toBe(`svcops: The environment file ${own} exists and was not written by svcops lab up; it is left alone.`)
+    expect(up.stderr.split('\n')[0]).toBe(
+      `svcops: The environment file ${own} exists and was not written by svcops lab up; it is left alone.`,
+    )
     expect(readFileSync(own, 'utf8')).toBe('config:\n  svcops:environment: lab\n')
     expect(existsSync(join(env.SVCOPS_LAB_DIR, 'state.json'))).toBe(false)
     expect(processesMentioning(env.SVCOPS_LAB_DIR)).toEqual([])

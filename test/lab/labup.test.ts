@@ -42,7 +42,12 @@ function labEnv(base: string, name: string): LabTestEnv {
   chmodSync(base, 0o755)
   chmodSync(tmp, 0o755)
   // Packages are built once for all lab tests (the build is cached by content, not by lab).
-  return { SVCOPS_LAB_DIR: join(base, `${name}-lab`), SVCOPS_STACKS_DIR: join(base, `${name}-stacks`), TMPDIR: tmp, SVCOPS_LAB_PACKAGES_DIR: join(tmpdir(), 'svcops-test-lab-packages') }
+  return {
+    SVCOPS_LAB_DIR: join(base, `${name}-lab`),
+    SVCOPS_STACKS_DIR: join(base, `${name}-stacks`),
+    TMPDIR: tmp,
+    SVCOPS_LAB_PACKAGES_DIR: join(tmpdir(), 'svcops-test-lab-packages'),
+  }
 }
 
 describe('svcops lab up --hosts 2 --version 1.5.0 --recordings 3', () => {
@@ -62,7 +67,9 @@ describe('svcops lab up --hosts 2 --version 1.5.0 --recordings 3', () => {
     expect(up.code, up.stderr).toBe(0)
     const out = JSON.parse(up.stdout) as { ok: boolean; services: Array<{ name: string; kind: string; url?: string }> }
     expect(out.ok).toBe(true)
-    expect(out.services.map((s) => s.name)).toEqual(expect.arrayContaining(['PostgreSQL', 'manager emulator', 'sshd', 'host rec-1', 'host rec-2']))
+    expect(out.services.map((s) => s.name)).toEqual(
+      expect.arrayContaining(['PostgreSQL', 'manager emulator', 'sshd', 'host rec-1', 'host rec-2']),
+    )
     expect(out.services.find((s) => s.name === 'host rec-2')?.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
   })
 
@@ -91,7 +98,9 @@ describe('svcops lab up --hosts 2 --version 1.5.0 --recordings 3', () => {
         expect(t).toBeInstanceOf(SshTransport)
         expect((await runCommand(t, dpkgQueryArgv(host, ['-W', '-f', '${Version}', 'svc-recording']))).stdout).toBe('1.5.0')
         expect((await runCommand(t, supervisorctlArgv(host, ['status', 'svc-recording']))).stdout).toMatch(/^svc-recording\s+RUNNING/)
-        const config = JSON.parse((await runCommand(t, ['cat', `${host.root ?? ''}/etc/opt/svc/recording.json`])).stdout) as { listen: { port: number } }
+        const config = JSON.parse((await runCommand(t, ['cat', `${host.root ?? ''}/etc/opt/svc/recording.json`])).stdout) as {
+          listen: { port: number }
+        }
         expect(host.url).toBe(`http://127.0.0.1:${config.listen.port}`)
       } finally {
         await t.close()
@@ -110,7 +119,9 @@ describe('svcops lab up --hosts 2 --version 1.5.0 --recordings 3', () => {
 
     const down = await svcops(['lab', 'down'], env)
     expect(down.code, down.stderr).toBe(0)
-    expect(down.stdout).toMatch(/^Stopped: environment file, backup keys and store, host rec-2, host rec-1, manager emulator, PostgreSQL, sshd, host trees, lab files\.$/m)
+    expect(down.stdout).toMatch(
+      /^Stopped: environment file, backup keys and store, host rec-2, host rec-1, manager emulator, PostgreSQL, sshd, host trees, lab files\.$/m,
+    )
     expect(pids.filter(isRunning)).toEqual([])
     expect(psLinesMentioning(env.TMPDIR)).toEqual([])
     expect(psLinesMentioning(env.SVCOPS_LAB_DIR)).toEqual([])

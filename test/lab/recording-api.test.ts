@@ -2,7 +2,15 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
-import { createServiceDatabase, READ, startRecordingHost, startTestIssuer, stopAllServices, type TestIssuer, WRITE } from './recording-fixture.ts'
+import {
+  createServiceDatabase,
+  READ,
+  startRecordingHost,
+  startTestIssuer,
+  stopAllServices,
+  type TestIssuer,
+  WRITE,
+} from './recording-fixture.ts'
 
 type Host = Awaited<ReturnType<typeof startRecordingHost>>
 
@@ -13,7 +21,13 @@ let both: string
 
 beforeAll(async () => {
   ;[pg, issuer] = await Promise.all([startPostgres({ fsync: false }), startTestIssuer()])
-  host = await startRecordingHost({ version: '2.1.0', pg, database: await createServiceDatabase(pg), issuer, edit: (config) => (config.writeRateLimit = 50) })
+  host = await startRecordingHost({
+    version: '2.1.0',
+    pg,
+    database: await createServiceDatabase(pg),
+    issuer,
+    edit: (config) => (config.writeRateLimit = 50),
+  })
   both = await issuer.sign({ scope: `${READ} ${WRITE}` })
 }, 60_000)
 
@@ -28,7 +42,11 @@ function call(path: string, init: { method?: string; token?: string; body?: unkn
   const headers: Record<string, string> = {}
   if (init.token) headers.authorization = `Bearer ${init.token}`
   if (init.body !== undefined || init.raw !== undefined) headers['content-type'] = 'application/json'
-  return fetch(`${host.url}${path}`, { method: init.method ?? 'GET', headers, ...(init.raw !== undefined ? { body: init.raw } : init.body !== undefined ? { body: JSON.stringify(init.body) } : {}) })
+  return fetch(`${host.url}${path}`, {
+    method: init.method ?? 'GET',
+    headers,
+    ...(init.raw !== undefined ? { body: init.raw } : init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
+  })
 }
 
 const valid = { channelName: 'news', title: 'Morning show', startTime: 1_700_000_000, stopTime: 1_700_003_600 }
@@ -77,7 +95,8 @@ describe('recording service API over HTTP', () => {
   })
 
   it('limits the list to `limit` items', async () => {
-    for (let i = 0; i < 3; i++) expect((await call('/api/v1/content', { method: 'POST', token: both, body: { ...valid, title: `t${i}` } })).status).toBe(201)
+    for (let i = 0; i < 3; i++)
+      expect((await call('/api/v1/content', { method: 'POST', token: both, body: { ...valid, title: `t${i}` } })).status).toBe(201)
     const list = (await (await call('/api/v1/content?limit=2', { token: both })).json()) as { content: unknown[] }
     expect(list.content).toHaveLength(2)
   })
@@ -119,10 +138,20 @@ describe('recording service API over HTTP', () => {
   it('answers 429 beyond the configured write rate limit', async () => {
     // A host of its own with a limit of 3 per second: 20 concurrent writes would have to spread over
     // 7 seconds to stay under it, so the test holds however loaded the machine is.
-    const limited = await startRecordingHost({ version: '2.1.0', pg, database: await createServiceDatabase(pg), issuer, edit: (config) => (config.writeRateLimit = 3) })
+    const limited = await startRecordingHost({
+      version: '2.1.0',
+      pg,
+      database: await createServiceDatabase(pg),
+      issuer,
+      edit: (config) => (config.writeRateLimit = 3),
+    })
     try {
       const post = (i: number) =>
-        fetch(`${limited.url}/api/v1/content`, { method: 'POST', headers: { authorization: `Bearer ${both}`, 'content-type': 'application/json' }, body: JSON.stringify({ ...valid, title: `burst ${i}` }) })
+        fetch(`${limited.url}/api/v1/content`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${both}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ ...valid, title: `burst ${i}` }),
+        })
       const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => post(i)))
       const statuses = answers.map((answer) => answer.status)
       expect(statuses.filter((status) => status === 429).length).toBeGreaterThan(0)

@@ -1,6 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { PostgresCluster } from '../../src/lab/postgres.ts'
-import { createServiceDatabase, installDeb, recordingDebs, runInstalledService, type ServiceDatabase, startRecordingHost, startTestBed, type TestBed, type TestIssuer, waitForLog } from './recording-fixture.ts'
+import {
+  createServiceDatabase,
+  installDeb,
+  recordingDebs,
+  runInstalledService,
+  type ServiceDatabase,
+  startRecordingHost,
+  startTestBed,
+  type TestBed,
+  type TestIssuer,
+  waitForLog,
+} from './recording-fixture.ts'
 
 type Host = Awaited<ReturnType<typeof startRecordingHost>>
 
@@ -22,7 +33,10 @@ afterAll(async () => {
 })
 
 /** A host on 2.0.0 (schema 2) holding five recordings, stopped, then upgraded to `version` and started. */
-async function upgradeTo(version: string, waitMs?: number): Promise<{ host: Host; database: ServiceDatabase; service: Awaited<ReturnType<typeof runInstalledService>> }> {
+async function upgradeTo(
+  version: string,
+  waitMs?: number,
+): Promise<{ host: Host; database: ServiceDatabase; service: Awaited<ReturnType<typeof runInstalledService>> }> {
   const database = await createServiceDatabase(pg)
   const host = await startRecordingHost({ version: '2.0.0', pg, database, issuer })
   hosts.push(host)
@@ -51,7 +65,9 @@ async function titles(database: ServiceDatabase): Promise<string[]> {
 }
 
 async function listTitles(url: string): Promise<string[]> {
-  const body = (await (await fetch(`${url}/api/v1/content?limit=100`, { headers: { authorization: `Bearer ${token}` } })).json()) as { content: { title: string }[] }
+  const body = (await (await fetch(`${url}/api/v1/content?limit=100`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+    content: { title: string }[]
+  }
   return body.content.map((item) => item.title)
 }
 
@@ -66,10 +82,16 @@ describe.concurrent('fault releases', () => {
   it('2.1.0+migfail: the migration fails midway, is rolled back (schema 2, data and columns unchanged), exit non-zero', async () => {
     const { database, service } = await upgradeTo('2.1.0+migfail')
     expect(await service.exited).toBe(1)
-    expect(service.log()).toMatch(/ INFO applying migration 3 \(recording creator\)\n.* FATAL migration to schema 3 failed and was rolled back: relation "recording_locations" does not exist$/m)
+    expect(service.log()).toMatch(
+      / INFO applying migration 3 \(recording creator\)\n.* FATAL migration to schema 3 failed and was rolled back: relation "recording_locations" does not exist$/m,
+    )
     expect(await schemaOf(database)).toBe(2)
     expect(await titles(database)).toEqual(['r1', 'r2', 'r3', 'r4', 'r5'])
-    const columns = await pg.query<{ column_name: string }>("SELECT column_name FROM information_schema.columns WHERE table_name = 'recordings' AND column_name = 'created_by'", [], database.name)
+    const columns = await pg.query<{ column_name: string }>(
+      "SELECT column_name FROM information_schema.columns WHERE table_name = 'recordings' AND column_name = 'created_by'",
+      [],
+      database.name,
+    )
     expect(columns).toEqual([])
   })
 
@@ -100,7 +122,10 @@ describe.concurrent('fault releases', () => {
     await expect(fetch(`${service.url}/`)).rejects.toThrow(/fetch failed/)
     let status = 0
     while (Date.now() - started < 15_000 && status !== 200) {
-      status = await fetch(`${service.url}/`).then((answer) => answer.status, () => 0)
+      status = await fetch(`${service.url}/`).then(
+        (answer) => answer.status,
+        () => 0,
+      )
       if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 200))
     }
     expect(status).toBe(200)

@@ -22,7 +22,10 @@ export const WRITE = 'urn:svc:recorder:content:write'
 
 /** The packages of every release; every test file shares one cached build (in the checkout's ignored .svcops/). */
 export function recordingDebs(): Promise<Record<string, string>> {
-  return buildRecordingPackages(fileURLToPath(new URL('../../.svcops/cache/test-recording-packages', import.meta.url)), { prefix: 'svc', dir: 'svc' })
+  return buildRecordingPackages(fileURLToPath(new URL('../../.svcops/cache/test-recording-packages', import.meta.url)), {
+    prefix: 'svc',
+    dir: 'svc',
+  })
 }
 
 export interface TestIssuer {
@@ -38,7 +41,8 @@ export async function startTestIssuer(): Promise<TestIssuer> {
   const { privateKey, publicKey } = await generateKeyPair('ES256')
   const jwk: JWK = { ...(await exportJWK(publicKey)), kid: 'test-key', alg: 'ES256', use: 'sig' }
   const server: Server = createServer((request, response) => {
-    if (request.url === '/.well-known/jwks.json') response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }))
+    if (request.url === '/.well-known/jwks.json')
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }))
     else response.writeHead(404).end()
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -76,12 +80,25 @@ export function createSandbox(): string {
 
 /** Installs (or upgrades/downgrades to) a .deb in the sandbox with the real dpkg. */
 export async function installDeb(root: string, deb: string): Promise<string> {
-  const result = await runCommand(local, ['dpkg', `--root=${root}`, '--force-script-chrootless', '--force-confold', '--force-downgrade', '-i', deb])
+  const result = await runCommand(local, [
+    'dpkg',
+    `--root=${root}`,
+    '--force-script-chrootless',
+    '--force-confold',
+    '--force-downgrade',
+    '-i',
+    deb,
+  ])
   return result.stdout
 }
 
 /** A config file as tests edit it: the sections are objects, the values anything (tests write wrong ones). */
-export type EditableConfig = Record<string, unknown> & { listen: Record<string, unknown>; database: Record<string, unknown>; auth: Record<string, unknown>; storage: Record<string, unknown> }
+export type EditableConfig = Record<string, unknown> & {
+  listen: Record<string, unknown>
+  database: Record<string, unknown>
+  auth: Record<string, unknown>
+  storage: Record<string, unknown>
+}
 
 export interface ServiceDatabase {
   name: string
@@ -98,12 +115,28 @@ export async function createServiceDatabase(pg: PostgresCluster): Promise<Servic
 }
 
 /** Writes the host's config: the release's default conffile with database, auth and port filled in, then `edit`. */
-export function writeServiceConfig(root: string, options: { version: string; pg: PostgresCluster; database: ServiceDatabase; issuer: { url: string; jwksUrl: string }; port: number; edit?: (config: EditableConfig) => void }): string {
+export function writeServiceConfig(
+  root: string,
+  options: {
+    version: string
+    pg: PostgresCluster
+    database: ServiceDatabase
+    issuer: { url: string; jwksUrl: string }
+    port: number
+    edit?: (config: EditableConfig) => void
+  },
+): string {
   const release = findRecordingRelease(options.version)
   if (!release) throw new Error(`no release ${options.version}`)
   const config = defaultServiceConfig(release, { dir: 'svc' }) as EditableConfig
   config.listen = { host: '127.0.0.1', port: options.port }
-  config.database = { ...config.database, host: options.pg.info.host, port: options.pg.port, name: options.database.name, user: options.database.user }
+  config.database = {
+    ...config.database,
+    host: options.pg.info.host,
+    port: options.pg.port,
+    name: options.database.name,
+    user: options.database.user,
+  }
   config.auth = { ...config.auth, jwksUrl: options.issuer.jwksUrl, issuer: options.issuer.url }
   options.edit?.(config)
   const file = join(root, 'etc/opt/svc/recording.json')
@@ -132,7 +165,11 @@ export async function stopAllServices(): Promise<void> {
 }
 
 /** Starts the installed bundle in `root` like supervisor does, and waits until it listens or exits. */
-export async function runInstalledService(root: string, port: number, options: { user?: string; waitMs?: number } = {}): Promise<RunningService> {
+export async function runInstalledService(
+  root: string,
+  port: number,
+  options: { user?: string; waitMs?: number } = {},
+): Promise<RunningService> {
   const logFile = join(root, 'var/log/svc/recording.log')
   // Earlier runs in the same sandbox left lines: only lines after this offset belong to this run.
   const offset = existsSync(logFile) ? readFileSync(logFile).length : 0
@@ -166,7 +203,14 @@ export async function runInstalledService(root: string, port: number, options: {
 }
 
 /** A sandbox with `version` installed and configured, its service started. */
-export async function startRecordingHost(options: { version: string; pg: PostgresCluster; database: ServiceDatabase; issuer: { url: string; jwksUrl: string }; edit?: (config: EditableConfig) => void; waitMs?: number }): Promise<RunningService & { port: number; cleanup(): Promise<void> }> {
+export async function startRecordingHost(options: {
+  version: string
+  pg: PostgresCluster
+  database: ServiceDatabase
+  issuer: { url: string; jwksUrl: string }
+  edit?: (config: EditableConfig) => void
+  waitMs?: number
+}): Promise<RunningService & { port: number; cleanup(): Promise<void> }> {
   const debs = await recordingDebs()
   const deb = debs[options.version]
   if (!deb) throw new Error(`no package for ${options.version}`)

@@ -4,7 +4,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
 import { buildRecordingPackages, RECORDING_RELEASES } from '../../src/lab/recording/index.ts'
 import { local, runCommand } from '../../src/core/runner.ts'
-import { createSandbox, createServiceDatabase, installDeb, recordingDebs, startTestIssuer, stopAllServices, type TestIssuer, writeServiceConfig } from './recording-fixture.ts'
+import {
+  createSandbox,
+  createServiceDatabase,
+  installDeb,
+  recordingDebs,
+  startTestIssuer,
+  stopAllServices,
+  type TestIssuer,
+  writeServiceConfig,
+} from './recording-fixture.ts'
 
 let debs: Record<string, string>
 const sandboxes: string[] = []
@@ -34,13 +43,20 @@ describe('recording service packages', () => {
   it('builds one .deb per release, named and versioned for dpkg', async () => {
     expect(Object.keys(debs)).toEqual(RECORDING_RELEASES.map((release) => release.version))
     for (const [version, deb] of Object.entries(debs)) {
-      expect(await run(['dpkg-deb', '-f', deb, 'Package', 'Version', 'Architecture'])).toBe(`Package: svc-recording\nVersion: ${version}\nArchitecture: all\n`)
+      expect(await run(['dpkg-deb', '-f', deb, 'Package', 'Version', 'Architecture'])).toBe(
+        `Package: svc-recording\nVersion: ${version}\nArchitecture: all\n`,
+      )
     }
   })
 
   it('holds the bundled service, the config as a conffile, a supervisor program and a systemd unit, owned by root', async () => {
     const listing = await run(['dpkg-deb', '-c', debs['2.0.0'] as string])
-    for (const path of ['./opt/svc/recording/service.mjs', './etc/opt/svc/recording.json', './etc/supervisor/conf.d/svc-recording.conf', './lib/systemd/system/svc-recording.service']) {
+    for (const path of [
+      './opt/svc/recording/service.mjs',
+      './etc/opt/svc/recording.json',
+      './etc/supervisor/conf.d/svc-recording.conf',
+      './lib/systemd/system/svc-recording.service',
+    ]) {
       expect(listing).toMatch(new RegExp(`^-rw-r--r-- root/root .* ${path.replaceAll('.', '\\.')}$`, 'm'))
     }
     expect(listing).not.toMatch(/node_modules/)
@@ -59,7 +75,9 @@ describe('recording service packages', () => {
   it('installs, upgrades and downgrades in a dpkg --root sandbox', async () => {
     const root = sandbox()
     expect(await installDeb(root, debs['1.4.0'] as string)).toMatch(/Setting up svc-recording \(1\.4\.0\)/)
-    expect(await run(['dpkg-query', `--root=${root}`, '-W', '-f', '${Version} ${Status}', 'svc-recording'])).toBe('1.4.0 install ok installed')
+    expect(await run(['dpkg-query', `--root=${root}`, '-W', '-f', '${Version} ${Status}', 'svc-recording'])).toBe(
+      '1.4.0 install ok installed',
+    )
     await installDeb(root, debs['2.0.0'] as string)
     expect(await run(['dpkg-query', `--root=${root}`, '-W', '-f', '${Version}', 'svc-recording'])).toBe('2.0.0')
     await installDeb(root, debs['1.5.0'] as string)
@@ -105,7 +123,9 @@ describe('recording service packages', () => {
     expect(listing).toMatch(/ \.\/opt\/acme-media\/recording\/service\.mjs$/m)
     expect(listing).toMatch(/ \.\/etc\/supervisor\/conf\.d\/acme-recording\.conf$/m)
     expect(await run(['dpkg-deb', '-I', deb, 'conffiles'])).toBe('/etc/opt/acme-media/recording.json\n')
-    await expect(buildRecordingPackages(out, { prefix: 'acme', dir: 'acme-media', versions: ['9.9.9'] })).rejects.toThrow(/^versions: 9\.9\.9 is not a lab release; expected some of 1\.4\.0, /)
+    await expect(buildRecordingPackages(out, { prefix: 'acme', dir: 'acme-media', versions: ['9.9.9'] })).rejects.toThrow(
+      /^versions: 9\.9\.9 is not a lab release; expected some of 1\.4\.0, /,
+    )
   }, 30_000)
 })
 
@@ -116,7 +136,7 @@ describe('the supervisor program section of the package', () => {
     ;[pg, issuer] = await Promise.all([startPostgres({ fsync: false }), startTestIssuer()])
   }, 60_000)
   afterAll(async () => {
-  await stopAllServices()
+    await stopAllServices()
     await issuer?.close()
     await pg?.stop()
   })
@@ -149,7 +169,10 @@ describe('the supervisor program section of the package', () => {
     try {
       let status = 0
       for (let i = 0; i < 100 && status !== 200; i++) {
-        status = await fetch(`http://127.0.0.1:${port}/`).then((answer) => answer.status, () => 0)
+        status = await fetch(`http://127.0.0.1:${port}/`).then(
+          (answer) => answer.status,
+          () => 0,
+        )
         if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 100))
       }
       expect(status).toBe(200)
@@ -160,7 +183,9 @@ describe('the supervisor program section of the package', () => {
         if (!/RUNNING/.test(state)) await new Promise((resolve) => setTimeout(resolve, 100))
       }
       expect(state).toMatch(/^svc-recording\s+RUNNING/)
-      expect(readFileSync(join(root, 'var/log/svc/recording.log'), 'utf8')).toMatch(new RegExp(`INFO recording service 1\\.5\\.0 starting \\(schema 1, root ${root},`))
+      expect(readFileSync(join(root, 'var/log/svc/recording.log'), 'utf8')).toMatch(
+        new RegExp(`INFO recording service 1\\.5\\.0 starting \\(schema 1, root ${root},`),
+      )
     } finally {
       await runCommand(local, ['supervisorctl', '-c', conf, 'shutdown'], { check: false })
     }

@@ -3,7 +3,17 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort } from '../../src/lab/ports.ts'
 import type { PostgresCluster } from '../../src/lab/postgres.ts'
-import { createServiceDatabase, installDeb, recordingDebs, runInstalledService, type ServiceDatabase, startRecordingHost, startTestBed, type TestBed, type TestIssuer } from './recording-fixture.ts'
+import {
+  createServiceDatabase,
+  installDeb,
+  recordingDebs,
+  runInstalledService,
+  type ServiceDatabase,
+  startRecordingHost,
+  startTestBed,
+  type TestBed,
+  type TestIssuer,
+} from './recording-fixture.ts'
 
 let pg: PostgresCluster
 let issuer: TestIssuer
@@ -21,7 +31,11 @@ afterAll(async () => {
 })
 
 async function migrations(database: ServiceDatabase): Promise<{ version: number; release: string }[]> {
-  return pg.query<{ version: number; release: string }>('SELECT version, release FROM schema_migrations ORDER BY version', [], database.name)
+  return pg.query<{ version: number; release: string }>(
+    'SELECT version, release FROM schema_migrations ORDER BY version',
+    [],
+    database.name,
+  )
 }
 
 async function post(url: string, title: string): Promise<Response> {
@@ -39,7 +53,9 @@ describe.concurrent('recording service start-up', () => {
     expect(await migrations(database)).toEqual([{ version: 1, release: '1.4.0' }])
     expect(first.log()).toMatch(/ INFO migrated the database schema from version 0 to 1$/m)
     expect((await post(first.url, 'kept')).status).toBe(201)
-    const list: unknown = await (await fetch(`${first.url}/api/v1/content?limit=10`, { headers: { authorization: `Bearer ${token}` } })).json()
+    const list: unknown = await (
+      await fetch(`${first.url}/api/v1/content?limit=10`, { headers: { authorization: `Bearer ${token}` } })
+    ).json()
     expect(Array.isArray(list)).toBe(true)
     await first.stop()
 
@@ -55,7 +71,9 @@ describe.concurrent('recording service start-up', () => {
       { version: 1, release: '1.4.0' },
       { version: 2, release: '2.0.0' },
     ])
-    const body = (await (await fetch(`${third.url}/api/v1/content?limit=10`, { headers: { authorization: `Bearer ${token}` } })).json()) as { content: { title: string; duration: number }[] }
+    const body = (await (
+      await fetch(`${third.url}/api/v1/content?limit=10`, { headers: { authorization: `Bearer ${token}` } })
+    ).json()) as { content: { title: string; duration: number }[] }
     expect(body.content).toEqual([expect.objectContaining({ title: 'kept', duration: 100 })])
     await third.stop()
     await first.cleanup()
@@ -68,7 +86,9 @@ describe.concurrent('recording service start-up', () => {
     await installDeb(newer.root, (await recordingDebs())['1.5.0'] as string)
     const older = await runInstalledService(newer.root, newer.port)
     expect(await older.exited).not.toBe(0)
-    expect(older.log()).toMatch(/ FATAL database schema version 2 is newer than this release knows \(1\); restore the database backup taken before the upgrade/)
+    expect(older.log()).toMatch(
+      / FATAL database schema version 2 is newer than this release knows \(1\); restore the database backup taken before the upgrade/,
+    )
     expect(await migrations(database)).toHaveLength(2)
     await newer.cleanup()
   })
@@ -85,21 +105,39 @@ describe.concurrent('recording service start-up', () => {
   })
 
   it('names the field when a config value is wrong, and warns about options the release does not know', async () => {
-    const bad = await startRecordingHost({ version: '1.4.0', pg, database: await createServiceDatabase(pg), issuer, edit: (config) => (config.listen.port = 'eighty') })
+    const bad = await startRecordingHost({
+      version: '1.4.0',
+      pg,
+      database: await createServiceDatabase(pg),
+      issuer,
+      edit: (config) => (config.listen.port = 'eighty'),
+    })
     expect(await bad.exited).not.toBe(0)
     expect(bad.log()).toMatch(/ FATAL configuration file \S+: listen\.port: /)
     await bad.cleanup()
-    const newer = await startRecordingHost({ version: '1.4.0', pg, database: await createServiceDatabase(pg), issuer, edit: (config) => (config.contentInfoCacheTtlSeconds = 60) })
+    const newer = await startRecordingHost({
+      version: '1.4.0',
+      pg,
+      database: await createServiceDatabase(pg),
+      issuer,
+      edit: (config) => (config.contentInfoCacheTtlSeconds = 60),
+    })
     expect(newer.log()).toMatch(/ WARN configuration option contentInfoCacheTtlSeconds is not known to release 1\.4\.0 and is ignored$/m)
     expect((await fetch(`${newer.url}/`)).status).toBe(200)
     await newer.cleanup()
   })
 
   it('starts with a config file of an older release (new options have defaults)', async () => {
-    const host = await startRecordingHost({ version: '2.0.0', pg, database: await createServiceDatabase(pg), issuer, edit: (config) => {
-      delete config.logLevel
-      delete config.contentInfoCacheTtlSeconds
-    } })
+    const host = await startRecordingHost({
+      version: '2.0.0',
+      pg,
+      database: await createServiceDatabase(pg),
+      issuer,
+      edit: (config) => {
+        delete config.logLevel
+        delete config.contentInfoCacheTtlSeconds
+      },
+    })
     expect((await fetch(`${host.url}/`)).status).toBe(200)
     await host.cleanup()
   })
@@ -109,14 +147,23 @@ describe.concurrent('recording service start-up', () => {
     const wrong = { ...database, password: 'wrong-password-5d1e' }
     const host = await startRecordingHost({ version: '1.5.0', pg, database: wrong, issuer })
     expect(await host.exited).toBe(1)
-    expect(host.log()).toMatch(new RegExp(` FATAL cannot connect to database ${database.name} at 127\\.0\\.0\\.1:${pg.port} as ${database.user}: password authentication failed`))
+    expect(host.log()).toMatch(
+      new RegExp(
+        ` FATAL cannot connect to database ${database.name} at 127\\.0\\.0\\.1:${pg.port} as ${database.user}: password authentication failed`,
+      ),
+    )
     expect(host.log()).not.toContain('wrong-password-5d1e')
     await host.cleanup()
   })
 
   it('answers 503 and logs an error when the signing keys of the manager cannot be fetched', async () => {
     const closed = `http://127.0.0.1:${await freePort()}`
-    const host = await startRecordingHost({ version: '1.5.0', pg, database: await createServiceDatabase(pg), issuer: { url: issuer.url, jwksUrl: `${closed}/.well-known/jwks.json` } })
+    const host = await startRecordingHost({
+      version: '1.5.0',
+      pg,
+      database: await createServiceDatabase(pg),
+      issuer: { url: issuer.url, jwksUrl: `${closed}/.well-known/jwks.json` },
+    })
     const response = await fetch(`${host.url}/api/v1/content?limit=1`, { headers: { authorization: `Bearer ${token}` } })
     expect(response.status).toBe(503)
     expect(await response.json()).toEqual({ error: 'the signing keys of the manager cannot be fetched' })
@@ -125,12 +172,22 @@ describe.concurrent('recording service start-up', () => {
   })
 
   it('reports recordings inaccessible when the storage path is wrong', async () => {
-    const host = await startRecordingHost({ version: '1.5.0', pg, database: await createServiceDatabase(pg), issuer, edit: (config) => (config.storage.path = '/srv/missing') })
+    const host = await startRecordingHost({
+      version: '1.5.0',
+      pg,
+      database: await createServiceDatabase(pg),
+      issuer,
+      edit: (config) => (config.storage.path = '/srv/missing'),
+    })
     expect(host.log()).toMatch(/ ERROR recordings inaccessible: storage path \S+\/srv\/missing: no such file or directory/)
     const response = await post(host.url, 'lost')
     expect(response.status).toBe(500)
-    expect(((await response.json()) as { error: string }).error).toMatch(/^recordings inaccessible: cannot write recording file .*\/srv\/missing\/main\/1\.json/)
-    const list = (await (await fetch(`${host.url}/api/v1/content?limit=10`, { headers: { authorization: `Bearer ${token}` } })).json()) as unknown[]
+    expect(((await response.json()) as { error: string }).error).toMatch(
+      /^recordings inaccessible: cannot write recording file .*\/srv\/missing\/main\/1\.json/,
+    )
+    const list = (await (
+      await fetch(`${host.url}/api/v1/content?limit=10`, { headers: { authorization: `Bearer ${token}` } })
+    ).json()) as unknown[]
     expect(list).toEqual([])
     await host.cleanup()
   })
@@ -145,7 +202,9 @@ describe.concurrent('recording service start-up', () => {
     const renamed = await runInstalledService(host.root, host.port)
     const response = await fetch(`${renamed.url}/api/v1/content?limit=10`, { headers: { authorization: `Bearer ${token}` } })
     expect(response.status).toBe(500)
-    expect(await response.json()).toEqual({ error: 'recordings inaccessible: storage location "main" is not configured (configured: primary)' })
+    expect(await response.json()).toEqual({
+      error: 'recordings inaccessible: storage location "main" is not configured (configured: primary)',
+    })
     expect(renamed.log()).toMatch(/ ERROR recordings inaccessible: storage location "main" is not configured/)
     await renamed.stop()
     await host.cleanup()
@@ -164,10 +223,14 @@ describe.concurrent('recording service start-up', () => {
     const storage = join(host.root, 'var/opt/svc/recordings')
     chmodSync(storage, 0o700)
     const denied = await runInstalledService(host.root, host.port, { user: 'nobody' })
-    expect(denied.log()).toMatch(/ ERROR recordings inaccessible: storage path \S+ (.|\n)*|storage location "main" at \S+: permission denied \(EACCES\)/)
+    expect(denied.log()).toMatch(
+      / ERROR recordings inaccessible: storage path \S+ (.|\n)*|storage location "main" at \S+: permission denied \(EACCES\)/,
+    )
     const list = await fetch(`${denied.url}/api/v1/content?limit=10`, { headers: { authorization: `Bearer ${token}` } })
     expect(list.status).toBe(500)
-    expect(((await list.json()) as { error: string }).error).toMatch(/^recordings inaccessible: cannot read recording file \S+\/main\/1\.json: permission denied \(EACCES\)$/)
+    expect(((await list.json()) as { error: string }).error).toMatch(
+      /^recordings inaccessible: cannot read recording file \S+\/main\/1\.json: permission denied \(EACCES\)$/,
+    )
     await denied.stop()
     mkdirSync(storage, { recursive: true })
     rmSync(host.root, { recursive: true, force: true })

@@ -29,7 +29,10 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     deb = await buildProbePackage('1.0.0', join(dir, 'debs'))
     host = await createLabHost({ name: 'rec-1', root: join(dir, 'rec-1'), user: sshd.user, openUpTo: dir })
     const base: RecordingHostConfig = { name: 'rec-1', url: 'http://127.0.0.1:1', root: host.root, canary: false }
-    overSsh = transportFor({ ...base, ssh: { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath, hostKey: sshd.hostKey } })
+    overSsh = transportFor({
+      ...base,
+      ssh: { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath, hostKey: sshd.hostKey },
+    })
     locally = transportFor(base)
   })
   afterAll(async () => {
@@ -64,7 +67,12 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     ]
     for (const argv of commands) {
       const [a, b] = await Promise.all([runCommand(overSsh, argv, { check: false }), runCommand(locally, argv, { check: false })])
-      expect({ argv, code: a.code, stdout: a.stdout.replace(/uptime \S+/, ''), stderr: a.stderr }).toEqual({ argv, code: b.code, stdout: b.stdout.replace(/uptime \S+/, ''), stderr: b.stderr })
+      expect({ argv, code: a.code, stdout: a.stdout.replace(/uptime \S+/, ''), stderr: a.stderr }).toEqual({
+        argv,
+        code: b.code,
+        stdout: b.stdout.replace(/uptime \S+/, ''),
+        stderr: b.stderr,
+      })
     }
     expect((await runCommand(overSsh, supervisorctlArgv(host, ['status', PROBE]))).stdout).toMatch(/RUNNING/)
     expect((await runCommand(overSsh, ['id', '-un'])).stdout.trim()).toBe(sshd.user)
@@ -74,7 +82,10 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     expect((await runCommand(overSsh, ['cat'], { input: 'line one\nline two\n' })).stdout).toBe('line one\nline two\n')
     expect((await runCommand(overSsh, ['pwd'], { cwd: host.root })).stdout.trim()).toBe(host.root)
     const secret = registerSecret(`pw-${Math.random().toString(36).slice(2)}-x`)
-    const running = runCommand(overSsh, ['sh', '-c', 'sleep 0.6; printf %s "$LAB_SECRET"; cat'], { env: { LAB_SECRET: secret }, input: '+stdin' })
+    const running = runCommand(overSsh, ['sh', '-c', 'sleep 0.6; printf %s "$LAB_SECRET"; cat'], {
+      env: { LAB_SECRET: secret },
+      input: '+stdin',
+    })
     await new Promise((r) => setTimeout(r, 300))
     const table = execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' })
     expect(table).toContain('sleep 0.6')
@@ -98,7 +109,8 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     const result = await runCommand(overSsh, ['sleep', '7.31'], { timeoutMs: 300, check: false })
     expect(result.code).toBeNull()
     const deadline = Date.now() + 3000
-    while (execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes('sleep 7.31') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    while (execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes('sleep 7.31') && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50))
     expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toContain('sleep 7.31')
     // The connection is still usable afterwards.
     expect((await runCommand(overSsh, ['echo', 'still here'])).stdout).toBe('still here\n')
@@ -112,7 +124,14 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
   })
 
   it('accepts 20 connections at once', async () => {
-    const many = Array.from({ length: 20 }, (_, i) => new SshTransport({ host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath }, { name: `c${i}`, connectAttempts: 1 }))
+    const many = Array.from(
+      { length: 20 },
+      (_, i) =>
+        new SshTransport(
+          { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath },
+          { name: `c${i}`, connectAttempts: 1 },
+        ),
+    )
     try {
       const results = await Promise.all(many.map((t) => runCommand(t, ['echo', t.host])))
       expect(results.map((r) => r.stdout.trim())).toEqual(many.map((t) => t.host))
@@ -126,11 +145,19 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     expect(sshd.hostKey).toBe(openssh)
     const mark = join(dir, 'ran-on-an-impostor')
     const wrong = 'SHA256:' + 'A'.repeat(43)
-    const pinnedWrong = new SshTransport({ host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath, hostKey: wrong }, { name: 'rec-1', connectAttempts: 3 })
-    await expect(runCommand(pinnedWrong, ['touch', mark])).rejects.toThrow(`The SSH host key of rec-1 (127.0.0.1:${sshd.port}) is ${sshd.hostKey}, not the ${wrong} pinned in the environment file; refusing to connect.`)
+    const pinnedWrong = new SshTransport(
+      { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath, hostKey: wrong },
+      { name: 'rec-1', connectAttempts: 3 },
+    )
+    await expect(runCommand(pinnedWrong, ['touch', mark])).rejects.toThrow(
+      `The SSH host key of rec-1 (127.0.0.1:${sshd.port}) is ${sshd.hostKey}, not the ${wrong} pinned in the environment file; refusing to connect.`,
+    )
     expect(existsSync(mark)).toBe(false)
     const log = collect()
-    const unpinned = new SshTransport({ host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath }, { name: 'rec-1' })
+    const unpinned = new SshTransport(
+      { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath },
+      { name: 'rec-1' },
+    )
     try {
       await runCommand(unpinned, ['true'])
       await runCommand(unpinned, ['true'])
@@ -144,7 +171,10 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
   })
 
   it('names the host and the command to try when it cannot connect', async () => {
-    const nowhere = new SshTransport({ host: '127.0.0.1', port: 1, user: sshd.user, keyFile: sshd.privateKeyPath }, { name: 'rec-9', connectAttempts: 1 })
+    const nowhere = new SshTransport(
+      { host: '127.0.0.1', port: 1, user: sshd.user, keyFile: sshd.privateKeyPath },
+      { name: 'rec-9', connectAttempts: 1 },
+    )
     await expect(runCommand(nowhere, ['true'])).rejects.toThrow(/Could not connect to rec-9 over SSH as .*@127\.0\.0\.1:1/)
   })
 })

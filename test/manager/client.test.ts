@@ -32,7 +32,14 @@ describe('manager client against the emulator', () => {
   })
 
   function clientFor(user: { email: string; password: string } = OPERATOR, options: Partial<ManagerClientOptions> = {}): ManagerClient {
-    const client = new ManagerClient({ url: manager.url, email: user.email, password: () => user.password, now: clock.now, retry: fastRetry, ...options })
+    const client = new ManagerClient({
+      url: manager.url,
+      email: user.email,
+      password: () => user.password,
+      now: clock.now,
+      retry: fastRetry,
+      ...options,
+    })
     clients.push(client)
     return client
   }
@@ -111,7 +118,9 @@ describe('manager client against the emulator', () => {
     const error = await client.accessToken([READ]).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(HttpError)
     expect((error as HttpError).status).toBe(500)
-    expect((error as Error).message).toBe(`The manager at ${manager.url} answered 500 at login (a backend or state error), 3 attempts in a row.`)
+    expect((error as Error).message).toBe(
+      `The manager at ${manager.url} answered 500 at login (a backend or state error), 3 attempts in a row.`,
+    )
   })
 
   it('re-authenticates once when a resource server answers 401, and only once', async () => {
@@ -165,7 +174,9 @@ describe('manager client credentials and answers', () => {
       await client.logout()
 
       chmodSync(file, 0o640)
-      const refused = await managerClientFor(envWith(manager.url, { file })).accessToken([READ]).catch((e: unknown) => e)
+      const refused = await managerClientFor(envWith(manager.url, { file }))
+        .accessToken([READ])
+        .catch((e: unknown) => e)
       expect(refused).toBeInstanceOf(BadInputError)
       expect((refused as Error).message).toContain('mode 0640')
     } finally {
@@ -195,7 +206,9 @@ describe('manager client credentials and answers', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-      const error = await new ManagerClient({ url, email: OPERATOR.email, password: () => 'x-password' }).accessToken([READ]).catch((e: unknown) => e)
+      const error = await new ManagerClient({ url, email: OPERATOR.email, password: () => 'x-password' })
+        .accessToken([READ])
+        .catch((e: unknown) => e)
       expect(error).toBeInstanceOf(ProtocolError)
       expect((error as Error).message).toMatch(/^The manager login answer does not have the documented shape: session_id: .*verified_at: /)
       expect((error as Error).message).not.toContain(secret)

@@ -83,11 +83,17 @@ describe('manager emulator: the three auth endpoints over HTTP', () => {
   it('answers 400 at logout for bad session parameters', async () => {
     const session = await login(manager.url)
     expect((await post(manager.url, '/api/v1/auth/logout', { session_id: session.session_id, session_token: 'wrong' })).status).toBe(400)
-    expect((await post(manager.url, '/api/v1/auth/logout', { session_id: 'ses_unknown', session_token: session.session_token })).status).toBe(400)
+    expect(
+      (await post(manager.url, '/api/v1/auth/logout', { session_id: 'ses_unknown', session_token: session.session_token })).status,
+    ).toBe(400)
     expect((await post(manager.url, '/api/v1/auth/logout', { session_id: session.session_id })).status).toBe(400)
-    expect((await post(manager.url, '/api/v1/auth/logout', { session_id: session.session_id, session_token: session.session_token })).status).toBe(200)
+    expect(
+      (await post(manager.url, '/api/v1/auth/logout', { session_id: session.session_id, session_token: session.session_token })).status,
+    ).toBe(200)
     // A second logout of the same session names no live session any more.
-    expect((await post(manager.url, '/api/v1/auth/logout', { session_id: session.session_id, session_token: session.session_token })).status).toBe(400)
+    expect(
+      (await post(manager.url, '/api/v1/auth/logout', { session_id: session.session_id, session_token: session.session_token })).status,
+    ).toBe(400)
   })
 
   it.each([
@@ -97,7 +103,12 @@ describe('manager emulator: the three auth endpoints over HTTP', () => {
     ['a missing password', '/api/v1/auth/login', { email: OPERATOR.email }, 'password'],
     ['a number as password', '/api/v1/auth/login', { email: OPERATOR.email, password: 42 }, 'password'],
     ['an e-mail that is not one', '/api/v1/auth/login', { email: 'operator', password: 'x' }, 'email'],
-    ['another grant type', '/api/v1/auth/token', { session_id: 's', session_token: 't', grant_type: 'password', scope: READ }, 'grant_type'],
+    [
+      'another grant type',
+      '/api/v1/auth/token',
+      { session_id: 's', session_token: 't', grant_type: 'password', scope: READ },
+      'grant_type',
+    ],
     ['a missing scope', '/api/v1/auth/token', { session_id: 's', session_token: 't', grant_type: 'session' }, 'scope'],
     ['a session id of the wrong type', '/api/v1/auth/logout', { session_id: 7, session_token: 't' }, 'session_id'],
   ])('answers 400 with a clear message for %s', async (_what, path, body, mentions) => {
@@ -108,7 +119,9 @@ describe('manager emulator: the three auth endpoints over HTTP', () => {
   })
 
   it('answers 415 for another content type, 405 for GET and 404 for unknown paths, and keeps serving', async () => {
-    expect((await post(manager.url, '/api/v1/auth/login', 'email=a', { 'content-type': 'application/x-www-form-urlencoded' })).status).toBe(415)
+    expect((await post(manager.url, '/api/v1/auth/login', 'email=a', { 'content-type': 'application/x-www-form-urlencoded' })).status).toBe(
+      415,
+    )
     expect((await fetch(`${manager.url}/api/v1/auth/login`)).status).toBe(405)
     expect((await post(manager.url, '/api/v1/auth/nothing', {})).status).toBe(404)
     expect((await post(manager.url, '/api/v1/auth/login', 'x'.repeat(70_000))).status).toBe(413)
@@ -121,7 +134,9 @@ describe('manager emulator: the three auth endpoints over HTTP', () => {
     expect((await flip(true)).status).toBe(200)
     expect((await post(manager.url, '/api/v1/auth/login', { email: OPERATOR.email, password: OPERATOR.password })).status).toBe(500)
     expect((await token(session, READ)).status).toBe(500)
-    expect((await post(manager.url, '/api/v1/auth/logout', { session_id: session.session_id, session_token: session.session_token })).status).toBe(500)
+    expect(
+      (await post(manager.url, '/api/v1/auth/logout', { session_id: session.session_id, session_token: session.session_token })).status,
+    ).toBe(500)
     await flip(false)
     expect((await token(session, READ)).status).toBe(200)
   })
@@ -141,7 +156,12 @@ describe('manager emulator as API revision 1.4.1', () => {
     const manager = await startTestManager({ apiRevision: '1.4.1' })
     try {
       const session = await login(manager.url)
-      const answer = await post(manager.url, '/api/v1/auth/token', { session_id: session.session_id, session_token: session.session_token, grant_type: 'session', scope: READ })
+      const answer = await post(manager.url, '/api/v1/auth/token', {
+        session_id: session.session_id,
+        session_token: session.session_token,
+        grant_type: 'session',
+        scope: READ,
+      })
       expect(answer.body.expires_in).toBe(300)
     } finally {
       await manager.close()

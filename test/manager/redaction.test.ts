@@ -62,7 +62,9 @@ describe('redaction: the manager flows with known secrets leak none of them', ()
         () => new ManagerClient({ url: manager.url, email: READER.email, password: () => READER.password, retry }).accessToken([WRITE]),
         async () => {
           manager.setFault({ endpoints: ['login'] })
-          return new ManagerClient({ url: manager.url, email: OPERATOR.email, password: () => OPERATOR.password, retry }).accessToken([READ])
+          return new ManagerClient({ url: manager.url, email: OPERATOR.email, password: () => OPERATOR.password, retry }).accessToken([
+            READ,
+          ])
         },
         async () => {
           const client = new ManagerClient({ url: manager.url, email: OPERATOR.email, password: () => OPERATOR.password, retry })
@@ -73,7 +75,11 @@ describe('redaction: the manager flows with known secrets leak none of them', ()
           return client.logout()
         },
       ]
-      for (const fail of failures) await fail().then(() => errors.push(new Error('expected a failure')), (e: unknown) => errors.push(e))
+      for (const fail of failures)
+        await fail().then(
+          () => errors.push(new Error('expected a failure')),
+          (e: unknown) => errors.push(e),
+        )
       manager.setFault(undefined)
     } finally {
       log.stop()
@@ -101,7 +107,9 @@ describe('redaction: the manager flows with known secrets leak none of them', ()
     const log = collect()
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-      const error = await new ManagerClient({ url, email: OPERATOR.email, password: () => 'known-password-for-bad-answer' }).accessToken([READ]).catch((e: unknown) => e)
+      const error = await new ManagerClient({ url, email: OPERATOR.email, password: () => 'known-password-for-bad-answer' })
+        .accessToken([READ])
+        .catch((e: unknown) => e)
       expectNoSecrets(describeError(error), [secret, 'known-password-for-bad-answer'], 'the ProtocolError')
       expectNoSecrets(JSON.stringify(log.events), [secret, 'known-password-for-bad-answer'], 'the event log')
     } finally {
@@ -140,13 +148,19 @@ describe('redaction: the manager flows with known secrets leak none of them', ()
 
       expect((await run(['auth', 'check', '--env', 'lab', '--verbose'])).code).toBe(0)
       expect((await run(['auth', 'check', '--env', 'lab', '--json', '--verbose'])).code).toBe(0)
-      expect((await run(['auth', 'check', '--env-file', byEnv, '--verbose', '--json'], { SVCOPS_TEST_MANAGER_PASSWORD: operatorPassword })).code).toBe(0)
+      expect(
+        (await run(['auth', 'check', '--env-file', byEnv, '--verbose', '--json'], { SVCOPS_TEST_MANAGER_PASSWORD: operatorPassword })).code,
+      ).toBe(0)
       expect((await run(['auth', 'check', '--env-file', byEnv, '--verbose'], { SVCOPS_TEST_MANAGER_PASSWORD: wrongPassword })).code).toBe(1)
       expect((await run(['auth', 'check', '--env-file', byEnv, '--json'], { SVCOPS_TEST_MANAGER_PASSWORD: wrongPassword })).code).toBe(1)
       expect((await run(['lab', 'status', '--json'])).code).toBe(0)
 
       const secrets = [...labPasswords, wrongPassword]
-      const postgresLog = String((JSON.parse(readFileSync(join(env.SVCOPS_LAB_DIR, 'state.json'), 'utf8')) as { entries: { kind: string; log?: string }[] }).entries.find((e) => e.kind === 'postgres')?.log)
+      const postgresLog = String(
+        (
+          JSON.parse(readFileSync(join(env.SVCOPS_LAB_DIR, 'state.json'), 'utf8')) as { entries: { kind: string; log?: string }[] }
+        ).entries.find((e) => e.kind === 'postgres')?.log,
+      )
       const written = [...filesUnder(env.SVCOPS_LAB_DIR, [secretsDir]), ...filesUnder(env.SVCOPS_STACKS_DIR), postgresLog]
       expect(written).toContain(join(env.SVCOPS_LAB_DIR, 'logs', 'manager.log'))
       for (const file of written) expectNoSecrets(readFileSync(file).toString('latin1'), secrets, file)

@@ -7,7 +7,10 @@ import { createRemoteJWKSet, jwtVerify } from 'jose'
  * answers 200 with the token's scopes, or 401. `rejectNext` makes it refuse the next N valid tokens
  * (as a server does that restarted with another trust configuration).
  */
-export async function startResourceServer(managerUrl: string, now: () => number = Date.now): Promise<{ url: string; calls: number; rejectNext: number; close: () => Promise<void> }> {
+export async function startResourceServer(
+  managerUrl: string,
+  now: () => number = Date.now,
+): Promise<{ url: string; calls: number; rejectNext: number; close: () => Promise<void> }> {
   const jwks = createRemoteJWKSet(new URL(`${managerUrl}/.well-known/jwks.json`))
   const state = { url: '', calls: 0, rejectNext: 0, close: () => Promise.resolve() }
   const server: Server = createServer((req, res) => {

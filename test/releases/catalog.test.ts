@@ -45,19 +45,25 @@ describe('catalog of the live production system', () => {
     expect(rows.length).toBe(32)
   })
 
-  it.each(rows.map((r) => [`${r.release} ${r.area}: ${r.change.slice(0, 60)}`, r] as const))('represents the seed row %s', (_label, row) => {
-    const matching = LIVE_CHANGES.filter((c) => c.release === row.release && c.area === row.area && row.change.includes(c.seed))
-    expect(matching.length, `no catalog change quotes this row`).toBeGreaterThan(0)
-  })
+  it.each(rows.map((r) => [`${r.release} ${r.area}: ${r.change.slice(0, 60)}`, r] as const))(
+    'represents the seed row %s',
+    (_label, row) => {
+      const matching = LIVE_CHANGES.filter((c) => c.release === row.release && c.area === row.area && row.change.includes(c.seed))
+      expect(matching.length, `no catalog change quotes this row`).toBeGreaterThan(0)
+    },
+  )
 
-  it.each(LIVE_CHANGES.map((c) => [c.id, c] as const))('change %s quotes its own row and appears in the plan of its release', (_id, change) => {
-    const row = rows.find((r) => r.release === change.release && r.area === change.area && r.change.includes(change.seed))
-    expect(row, `seed fragment not found in a ${change.release} "${change.area}" row: ${change.seed}`).toBeDefined()
-    const previous = `${change.major - 1}.0.0`
-    const plan = planLive(previous, change.release)
-    expect(plan.items.map((i) => i.id)).toContain(change.id)
-    expect(planLive(change.release, `${change.major}.9.9`).items.map((i) => i.id)).not.toContain(change.id)
-  })
+  it.each(LIVE_CHANGES.map((c) => [c.id, c] as const))(
+    'change %s quotes its own row and appears in the plan of its release',
+    (_id, change) => {
+      const row = rows.find((r) => r.release === change.release && r.area === change.area && r.change.includes(change.seed))
+      expect(row, `seed fragment not found in a ${change.release} "${change.area}" row: ${change.seed}`).toBeDefined()
+      const previous = `${change.major - 1}.0.0`
+      const plan = planLive(previous, change.release)
+      expect(plan.items.map((i) => i.id)).toContain(change.id)
+      expect(planLive(change.release, `${change.major}.9.9`).items.map((i) => i.id)).not.toContain(change.id)
+    },
+  )
 
   it('quotes every backticked name of each row in some change of that row', () => {
     for (const row of rows) {
@@ -77,7 +83,9 @@ describe('catalog of the live production system', () => {
   })
 
   it('fills the product prefix and folder from config into names', () => {
-    expect(expandName('{PREFIX}_TCP_ENDPOINT {prefix}_sc_settings.json /etc/opt/{product_dir}', { prefix: 'acme', dir: 'acme-live' })).toBe('ACME_TCP_ENDPOINT acme_sc_settings.json /etc/opt/acme-live')
+    expect(expandName('{PREFIX}_TCP_ENDPOINT {prefix}_sc_settings.json /etc/opt/{product_dir}', { prefix: 'acme', dir: 'acme-live' })).toBe(
+      'ACME_TCP_ENDPOINT acme_sc_settings.json /etc/opt/acme-live',
+    )
   })
 })
 
@@ -94,15 +102,18 @@ describe('version helpers derived from the catalog', () => {
     ['6.4.0-rc.1', '/api/v2', true, true, true, 'SVC_TCP_ENDPOINT', true],
     ['7.0.0', '/api/v3', true, true, true, 'SVC_TCP_ENDPOINT', true],
     ['v7.3.2', '/api/v3', true, true, true, 'SVC_TCP_ENDPOINT', true],
-  ] as const)('version %s: prefix %s, PSK required %s, entropy %s, settings path %s, %s, CA cert %s', (version, prefix, psk, entropy, settingsFlag, tcp, ca) => {
-    expect(v.apiPrefix(version)).toBe(prefix)
-    expect(v.pskRequired(version)).toBe(psk)
-    expect(v.pskEntropyEnforced(version)).toBe(entropy)
-    expect(v.supportsSettingsPathFlag(version)).toBe(settingsFlag)
-    expect(v.settingsSearchPaths(version, 'acme')).toEqual(settingsFlag ? ['.', '/etc/opt/acme'] : [])
-    expect(v.tcpEndpointVariable(version)).toBe(tcp)
-    expect(v.supportsCustomCaCert(version)).toBe(ca)
-  })
+  ] as const)(
+    'version %s: prefix %s, PSK required %s, entropy %s, settings path %s, %s, CA cert %s',
+    (version, prefix, psk, entropy, settingsFlag, tcp, ca) => {
+      expect(v.apiPrefix(version)).toBe(prefix)
+      expect(v.pskRequired(version)).toBe(psk)
+      expect(v.pskEntropyEnforced(version)).toBe(entropy)
+      expect(v.supportsSettingsPathFlag(version)).toBe(settingsFlag)
+      expect(v.settingsSearchPaths(version, 'acme')).toEqual(settingsFlag ? ['.', '/etc/opt/acme'] : [])
+      expect(v.tcpEndpointVariable(version)).toBe(tcp)
+      expect(v.supportsCustomCaCert(version)).toBe(ca)
+    },
+  )
 
   it('names variables and files with the configured prefix', () => {
     expect(v.pskVariable()).toBe('SVC_SYSTEM_CONTROLLER_PSK')
@@ -149,6 +160,10 @@ describe('auth API revisions and recording service rules', () => {
     const recording = seed.slice(seed.indexOf('### Recording service\n'), seed.indexOf('### Live production system'))
     const items = recording.split('\n').filter((l) => /^\d+\. /.test(l))
     expect(items).toHaveLength(6)
-    for (const item of items) expect(RECORDING_RULES.some((r) => item.includes(r.seed)), item).toBe(true)
+    for (const item of items)
+      expect(
+        RECORDING_RULES.some((r) => item.includes(r.seed)),
+        item,
+      ).toBe(true)
   })
 })

@@ -15,7 +15,10 @@ const json = (run: Run): Record<string, unknown> => JSON.parse(run.stdout) as Re
 
 describe('release commands end to end', () => {
   it.concurrent('plan live: --json plan, exit 0; downgrade exit 2 with one sentence', async () => {
-    const [ok, down] = await Promise.all([svcops(['plan', 'live', '--from', '3.2.0', '--to', '7.0.0', '--json']), svcops(['plan', 'live', '--from', '7.0.0', '--to', '6.0.0'])])
+    const [ok, down] = await Promise.all([
+      svcops(['plan', 'live', '--from', '3.2.0', '--to', '7.0.0', '--json']),
+      svcops(['plan', 'live', '--from', '7.0.0', '--to', '6.0.0']),
+    ])
     expect(ok.code).toBe(0)
     expect(json(ok)).toMatchObject({ ok: true, releases: ['4.0.0', '5.0.0', '6.0.0', '7.0.0'] })
     expect(down.code).toBe(2)
@@ -37,7 +40,11 @@ describe('release commands end to end', () => {
     const { mkdirSync } = await import('node:fs')
     mkdirSync(src)
     writeFileSync(join(src, 'engine.cpp'), '// mPTS\nauto t = frame.mPTS;\n')
-    const [found, clean, bad] = await Promise.all([svcops(['scan', 'sdk', src, '--from', '1.0.0', '--to', '2.0.0']), svcops(['scan', 'sdk', src, '--from', '2.0.0', '--to', '7.0.0', '--json']), svcops(['scan', 'sdk', src, '--from', 'x', '--to', '2.0.0'])])
+    const [found, clean, bad] = await Promise.all([
+      svcops(['scan', 'sdk', src, '--from', '1.0.0', '--to', '2.0.0']),
+      svcops(['scan', 'sdk', src, '--from', '2.0.0', '--to', '7.0.0', '--json']),
+      svcops(['scan', 'sdk', src, '--from', 'x', '--to', '2.0.0']),
+    ])
     expect(found.code).toBe(1)
     expect(found.stdout).toContain('engine.cpp:2:16: 2.0.0 mPTS -> mCaptureTimestamp or mRenderingTimestamp (2.0.0/mpts)')
     expect(clean.code).toBe(0)
@@ -47,7 +54,10 @@ describe('release commands end to end', () => {
 
   it.concurrent('migrate requests: writes --out, names rules, exit 5 when a call is untranslatable', async () => {
     const calls = join(dir, 'calls.yaml')
-    writeFileSync(calls, '- name: create stream\n  method: POST\n  path: /api/v2/streams\n  body: { source_id: cam-1 }\n- method: POST\n  path: /api/v2/pipelines/p1/multiviews\n  body: { ip: 10.0.0.1, port: 9000 }\n')
+    writeFileSync(
+      calls,
+      '- name: create stream\n  method: POST\n  path: /api/v2/streams\n  body: { source_id: cam-1 }\n- method: POST\n  path: /api/v2/pipelines/p1/multiviews\n  body: { ip: 10.0.0.1, port: 9000 }\n',
+    )
     const out = join(dir, 'calls-4.yaml')
     const run = await svcops(['migrate', 'requests', '--from', '3.0.0', '--to', '4.0.0', calls, '--out', out, '--json'])
     expect(run.code).toBe(5)

@@ -29,16 +29,27 @@ describe('svcops migrate env', () => {
   ])('refuses more than one endpoint (%s), naming them', (_sep, value, named) => {
     const m = migrateEnvText(`SVC_TCP_ENDPOINTS=${value}\nSVC_SYSTEM_CONTROLLER_PSK=${strong}\n`, 'engine.env', '5.0.0', '7.0.0')
     expect(m.changes).toEqual([])
-    expect(m.problems).toEqual([{ rule: '6.0.0/tcp-endpoint', message: `engine.env:1: SVC_TCP_ENDPOINTS lists 2 endpoints (${named}), but SVC_TCP_ENDPOINT takes exactly one endpoint, which accepts many connections; keep one of them.` }])
+    expect(m.problems).toEqual([
+      {
+        rule: '6.0.0/tcp-endpoint',
+        message: `engine.env:1: SVC_TCP_ENDPOINTS lists 2 endpoints (${named}), but SVC_TCP_ENDPOINT takes exactly one endpoint, which accepts many connections; keep one of them.`,
+      },
+    ])
   })
 
   it('keeps the old name for a target before 6.0', () => {
-    expect(migrateEnvText(`SVC_TCP_ENDPOINTS=a:1,b:2\nSVC_SYSTEM_CONTROLLER_PSK=${strong}\n`, 'e.env', '3.0.0', '5.9.0')).toMatchObject({ changes: [], problems: [] })
+    expect(migrateEnvText(`SVC_TCP_ENDPOINTS=a:1,b:2\nSVC_SYSTEM_CONTROLLER_PSK=${strong}\n`, 'e.env', '3.0.0', '5.9.0')).toMatchObject({
+      changes: [],
+      problems: [],
+    })
   })
 
   it('requires the PSK from 2.0 and its strength from 6.0, never printing it', () => {
     expect(migrateEnvText('X=1\n', 'e.env', '1.0.0', '1.5.0').problems).toEqual([])
-    expect(migrateEnvText('X=1\n', 'e.env', '1.0.0', '2.0.0').problems[0]).toEqual({ rule: '2.0.0/psk-env', message: 'e.env does not set SVC_SYSTEM_CONTROLLER_PSK: from 2.0.0 a component without it logs an error and stops.' })
+    expect(migrateEnvText('X=1\n', 'e.env', '1.0.0', '2.0.0').problems[0]).toEqual({
+      rule: '2.0.0/psk-env',
+      message: 'e.env does not set SVC_SYSTEM_CONTROLLER_PSK: from 2.0.0 a component without it logs an error and stops.',
+    })
     const weak = 'password-password-1234'
     expect(migrateEnvText(`SVC_SYSTEM_CONTROLLER_PSK=${weak}\n`, 'e.env', '4.0.0', '5.0.0').problems).toEqual([])
     const m = migrateEnvText(`SVC_SYSTEM_CONTROLLER_PSK='${weak}'\n`, 'e.env', '5.0.0', '6.0.0')
@@ -48,7 +59,9 @@ describe('svcops migrate env', () => {
   })
 
   it('uses the product prefix from config', () => {
-    const m = migrateEnvText(`ACME_TCP_ENDPOINTS=a:1\nACME_SYSTEM_CONTROLLER_PSK=${strong}\n`, 'e.env', '5.0.0', '6.0.0', { product: { prefix: 'acme', dir: 'acme' } })
+    const m = migrateEnvText(`ACME_TCP_ENDPOINTS=a:1\nACME_SYSTEM_CONTROLLER_PSK=${strong}\n`, 'e.env', '5.0.0', '6.0.0', {
+      product: { prefix: 'acme', dir: 'acme' },
+    })
     expect(m.after).toBe(`ACME_TCP_ENDPOINT=a:1\nACME_SYSTEM_CONTROLLER_PSK=${strong}\n`)
   })
 
@@ -60,7 +73,12 @@ describe('svcops migrate env', () => {
     const file = join(dir, 'engine.env')
     writeFileSync(file, `SVC_SYSTEM_CONTROLLER_PSK=${strong}\n`)
     const moved = migrateEnvFile(file, '5.0.0', '6.0.0', { settings: join(old, 'svc_sc_settings.json') })
-    expect(moved.problems).toEqual([{ rule: '6.0.0/settings-search-path', message: `svc_sc_settings.json in ${old} is not searched from 6.0.0: move it to ${process.cwd()} or /etc/opt/svc, or start the system controller with --settings-path ${old}.` }])
+    expect(moved.problems).toEqual([
+      {
+        rule: '6.0.0/settings-search-path',
+        message: `svc_sc_settings.json in ${old} is not searched from 6.0.0: move it to ${process.cwd()} or /etc/opt/svc, or start the system controller with --settings-path ${old}.`,
+      },
+    ])
     expect(migrateEnvFile(file, '5.0.0', '6.0.0', { settings: old, workdir: old }).problems).toEqual([])
     expect(migrateEnvFile(file, '5.0.0', '6.0.0', { settings: '/etc/opt/svc/svc_sc_settings.json' }).problems).toEqual([])
     expect(() => migrateEnvFile(join(dir, 'missing.env'), '5.0.0', '6.0.0')).toThrow(/cannot be read: ENOENT/)

@@ -33,8 +33,12 @@ describe('svcops migrate metrics: Prometheus rule file', () => {
 
   it('keeps block scalars and single-quoted scalars in their own style', () => {
     const lines = result.after.split('\n')
-    expect(lines[15]).toBe('          (increase(svc_ingest_source_lost_audio_frames[10m]) + increase(svc_ingest_source_lost_video_frames[10m])) > 0')
-    expect(lines[16]).toBe('            and on (source) (svc_ingest_source_lost_audio_frames offset 1h + svc_ingest_source_lost_video_frames offset 1h) == 0')
+    expect(lines[15]).toBe(
+      '          (increase(svc_ingest_source_lost_audio_frames[10m]) + increase(svc_ingest_source_lost_video_frames[10m])) > 0',
+    )
+    expect(lines[16]).toBe(
+      '            and on (source) (svc_ingest_source_lost_audio_frames offset 1h + svc_ingest_source_lost_video_frames offset 1h) == 0',
+    )
     expect(lines[19]).toBe("        expr: 'max by (pipeline) (svc_pipeline_video_frames_in_queue) > 12'")
   })
 
@@ -66,7 +70,9 @@ describe('svcops migrate metrics: Prometheus rule file', () => {
 
   it('changes nothing for a range that crosses no metric change', () => {
     expect(migrateMetricsText(text, 'ingest-rules.yaml', '6.0.0', '7.0.0')).toMatchObject({ changed: false, changes: [], diff: '' })
-    expect(migrateMetricsText(text, 'ingest-rules.yaml', '2.0.0', '5.0.0').changes.map((c) => c.rule)).toEqual(['4.0.0/video-frames-in-queue'])
+    expect(migrateMetricsText(text, 'ingest-rules.yaml', '2.0.0', '5.0.0').changes.map((c) => c.rule)).toEqual([
+      '4.0.0/video-frames-in-queue',
+    ])
   })
 })
 
@@ -92,14 +98,23 @@ describe('svcops migrate metrics: Grafana dashboard', () => {
 
 describe('svcops migrate metrics: bare PromQL and files', () => {
   it('rewrites bare PromQL with the configured product prefix', () => {
-    const r = migrateMetricsText('acme_ingest_source_lost_frames > 0\nsvc_ingest_source_lost_frames\n', 'q.promql', '5.0.0', '6.0.0', { prefix: 'acme', dir: 'acme' })
-    expect(r.after).toBe('(acme_ingest_source_lost_audio_frames + acme_ingest_source_lost_video_frames) > 0\nsvc_ingest_source_lost_frames\n')
+    const r = migrateMetricsText('acme_ingest_source_lost_frames > 0\nsvc_ingest_source_lost_frames\n', 'q.promql', '5.0.0', '6.0.0', {
+      prefix: 'acme',
+      dir: 'acme',
+    })
+    expect(r.after).toBe(
+      '(acme_ingest_source_lost_audio_frames + acme_ingest_source_lost_video_frames) > 0\nsvc_ingest_source_lost_frames\n',
+    )
   })
 
   it.each([
     ['a metric whose name only ends like a split one', 'svc_ingest_source_dropped_frames_total', 'svc_ingest_source_dropped_frames_total'],
     ['a function call of the same name', 'svc_ingest_source_lost_frames(x)', 'svc_ingest_source_lost_frames(x)'],
-    ['a name in a backtick string', 'label_replace(up, "a", `queueing_video_frames`, "", "")', 'label_replace(up, "a", `queueing_video_frames`, "", "")'],
+    [
+      'a name in a backtick string',
+      'label_replace(up, "a", `queueing_video_frames`, "", "")',
+      'label_replace(up, "a", `queueing_video_frames`, "", "")',
+    ],
     ['a rename prefixed by a component', 'svc_pipeline_queueing_video_frames', 'svc_pipeline_video_frames_in_queue'],
     ['a rename of another product', 'other_queueing_video_frames', 'other_queueing_video_frames'],
   ])('PromQL trap: %s', (_name, input, output) => {

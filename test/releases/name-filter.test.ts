@@ -2,7 +2,16 @@
 import { describe, expect, it } from 'vitest'
 import { LONG_NAME, NameFilter } from '../../src/releases/name-filter.ts'
 
-const NAMES = ['AlignedData', 'mPTS', 'IncomingRequest', 'sendRequest', 'PipelineSystemControllerInterfaceFactory', 'getBuildInfo', 'mDebugVideo', 'mDebugAudio']
+const NAMES = [
+  'AlignedData',
+  'mPTS',
+  'IncomingRequest',
+  'sendRequest',
+  'PipelineSystemControllerInterfaceFactory',
+  'getBuildInfo',
+  'mDebugVideo',
+  'mDebugAudio',
+]
 
 describe('NameFilter', () => {
   const filter = new NameFilter(NAMES)
@@ -58,7 +67,9 @@ describe('NameFilter', () => {
           const at = Math.floor(random() * (text.length + 1))
           text = text.slice(0, at) + (names[Math.floor(random() * names.length)] ?? '') + text.slice(at)
         }
-        expect(filter.test(Buffer.from(text, 'latin1')), `${JSON.stringify(names)} in ${JSON.stringify(text)}`).toBe(names.some((n) => text.includes(n)))
+        expect(filter.test(Buffer.from(text, 'latin1')), `${JSON.stringify(names)} in ${JSON.stringify(text)}`).toBe(
+          names.some((n) => text.includes(n)),
+        )
       }
     }
   })

@@ -22,7 +22,15 @@ describe('svcops plan live', () => {
     const plan = planLive('1.0.0', '7.0.0')
     expect(plan.groups.map((g) => g.actor)).toEqual(['svcops', 'operator', 'api-client', 'sdk'])
     const svcops = plan.groups[0]?.items.map((i) => i.id) ?? []
-    expect(svcops).toEqual(expect.arrayContaining(['2.0.0/psk-settings-file', '2.0.0/psk-env', '6.0.0/psk-entropy', '6.0.0/settings-search-path', '6.0.0/tcp-endpoint']))
+    expect(svcops).toEqual(
+      expect.arrayContaining([
+        '2.0.0/psk-settings-file',
+        '2.0.0/psk-env',
+        '6.0.0/psk-entropy',
+        '6.0.0/settings-search-path',
+        '6.0.0/tcp-endpoint',
+      ]),
+    )
   })
 
   it('says what svcops does and the exact command for changes it handles, and nothing for manual ones', () => {
@@ -32,7 +40,9 @@ describe('svcops plan live', () => {
     expect(metric?.old).toBe('svc_ingest_source_dropped_frames')
     const manual = plan.items.find((i) => i.id === '5.0.0/output-streams-multiple')
     expect(manual?.svcops).toBeNull()
-    expect(formatPlan(plan)).toContain('[6.0.0] Rendering engine: For the TCP control panel `SVC_TCP_ENDPOINTS` is renamed `SVC_TCP_ENDPOINT`')
+    expect(formatPlan(plan)).toContain(
+      '[6.0.0] Rendering engine: For the TCP control panel `SVC_TCP_ENDPOINTS` is renamed `SVC_TCP_ENDPOINT`',
+    )
   })
 
   it('uses the product prefix and folder from config', () => {

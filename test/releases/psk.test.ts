@@ -48,7 +48,9 @@ describe('PSK generation and check', () => {
     } catch (error) {
       expect(error).toBeInstanceOf(BadInputError)
       const message = (error as Error).message
-      expect(message).toMatch(/^deploy\.systemController\.psk: the pre-shared key is too weak to use: the key has 22 characters; at least 24 are required\.$/)
+      expect(message).toMatch(
+        /^deploy\.systemController\.psk: the pre-shared key is too weak to use: the key has 22 characters; at least 24 are required\.$/,
+      )
       expect(message).not.toContain(key)
       expect((error as BadInputError).hint).toBe('Generate a new one with: svcops psk generate')
     }

@@ -6,7 +6,10 @@ import { BadInputError } from '../../src/core/errors.ts'
 import { LIVE_CHANGES } from '../../src/releases/live.ts'
 import { prepareScan, scanFiles, scannerFor, scanSdk } from '../../src/releases/sdk-scan.ts'
 
-const find = (code: string, from = '1.0.0', to = '7.0.0'): Array<[number, number, string]> => scannerFor(from, to).scanText(code, 'x.cpp').map((f) => [f.line, f.column, f.rule])
+const find = (code: string, from = '1.0.0', to = '7.0.0'): Array<[number, number, string]> =>
+  scannerFor(from, to)
+    .scanText(code, 'x.cpp')
+    .map((f) => [f.line, f.column, f.rule])
 
 describe('svcops scan sdk', () => {
   // One case per catalog change the scanner handles: code that uses the old form.
@@ -33,7 +36,11 @@ describe('svcops scan sdk', () => {
   }
 
   it('has a case for every catalog change the scanner handles', () => {
-    expect(LIVE_CHANGES.filter((c) => c.effect?.type === 'sdk-symbol' || c.effect?.type === 'custom-ca-cert').map((c) => c.id).sort()).toEqual(Object.keys(uses).sort())
+    expect(
+      LIVE_CHANGES.filter((c) => c.effect?.type === 'sdk-symbol' || c.effect?.type === 'custom-ca-cert')
+        .map((c) => c.id)
+        .sort(),
+    ).toEqual(Object.keys(uses).sort())
   })
 
   it.each(Object.entries(uses))('finds %s', (rule, code) => {
@@ -53,7 +60,10 @@ describe('svcops scan sdk', () => {
     ['a char literal next to a digit separator', "int n = 1'000'000; char c = 'm'; // mPTS"],
     ['escaped quotes in char literals', "char q = '\\''; char d = '\"'; // mPTS \"sendRequest\""],
     ['an include of a header with an old name', '#include <AlignedData.h>\n#include "AlignedData.h"'],
-    ['similarly named symbols', 'int mPTSOffset; void sendRequestAsync(); struct AlignedDataFrame {}; int my_mPTS; MediaStreamerConfig c; getBuildInfoString();'],
+    [
+      'similarly named symbols',
+      'int mPTSOffset; void sendRequestAsync(); struct AlignedDataFrame {}; int my_mPTS; MediaStreamerConfig c; getBuildInfoString();',
+    ],
     ['a member of an unrelated class', 'Foo::start(); Foo::configure(); Settings s;'],
     ['7.0 names that stay valid', 'const ControlDataReceiver::Settings& receiverSettings = {};'],
   ])('ignores %s', (_name, code) => {
@@ -65,7 +75,11 @@ describe('svcops scan sdk', () => {
   })
 
   it('reports line and column of each use, after comments and strings on the same line', () => {
-    const code = ['#include <vector>', '/* mPTS */ auto t = f.mPTS; // mPTS', '  const char* s = "sendRequest"; iface.sendRequest(m);'].join('\n')
+    const code = [
+      '#include <vector>',
+      '/* mPTS */ auto t = f.mPTS; // mPTS',
+      '  const char* s = "sendRequest"; iface.sendRequest(m);',
+    ].join('\n')
     expect(find(code)).toEqual([
       [2, 23, '2.0.0/mpts'],
       [3, 40, '6.0.0/send-message'],
@@ -90,8 +104,12 @@ describe('svcops scan sdk', () => {
       writeFileSync(join(root, '.git', 'x.cpp'), 'mPTS;\n')
       const result = scanSdk(root, '1.0.0', '7.0.0')
       expect(result.files).toBe(2)
-      expect(result.bytes).toBe(Buffer.byteLength('void f(AlignedFrame& f) {\n  auto t = f.mPTS;\n}\n#pragma once\nstruct X { PixelFormat p; };\n'))
-      expect(result.findings).toEqual([expect.objectContaining({ file: join('src', 'engine', 'render.cpp'), line: 2, column: 14, symbol: 'mPTS', release: '2.0.0' })])
+      expect(result.bytes).toBe(
+        Buffer.byteLength('void f(AlignedFrame& f) {\n  auto t = f.mPTS;\n}\n#pragma once\nstruct X { PixelFormat p; };\n'),
+      )
+      expect(result.findings).toEqual([
+        expect.objectContaining({ file: join('src', 'engine', 'render.cpp'), line: 2, column: 14, symbol: 'mPTS', release: '2.0.0' }),
+      ])
       expect(() => scanSdk(join(root, 'nope'), '1.0.0', '7.0.0')).toThrow(BadInputError)
     } finally {
       rmSync(root, { recursive: true, force: true })
@@ -121,9 +139,17 @@ describe('svcops scan sdk', () => {
 
 describe('svcops scan sdk: calls through typed variables', () => {
   it.each([
-    ['a shared pointer member', 'std::shared_ptr<MediaReceiver> mReceiver;\nvoid run() { mReceiver->start(settings); }', [[2, 25, '5.0.0/media-receiver-start']]],
+    [
+      'a shared pointer member',
+      'std::shared_ptr<MediaReceiver> mReceiver;\nvoid run() { mReceiver->start(settings); }',
+      [[2, 25, '5.0.0/media-receiver-start']],
+    ],
     ['a local object', 'MediaReceiver receiver(config);\nreceiver.start(settings);', [[2, 10, '5.0.0/media-receiver-start']]],
-    ['a reference parameter', 'void setup(MediaStreamer& streamer, int n) {\n  streamer.configure(s);\n}', [[2, 12, '5.0.0/media-streamer-configure']]],
+    [
+      'a reference parameter',
+      'void setup(MediaStreamer& streamer, int n) {\n  streamer.configure(s);\n}',
+      [[2, 12, '5.0.0/media-streamer-configure']],
+    ],
     ['auto with make_shared', 'auto rx = std::make_shared<MediaReceiver>(cfg);\nrx->start(s);', [[2, 5, '5.0.0/media-receiver-start']]],
   ])('finds the changed method on %s', (_name, code, expected) => {
     expect(find(code, '4.0.0', '5.0.0')).toEqual(expected)

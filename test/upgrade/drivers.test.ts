@@ -18,7 +18,18 @@ describe('package drivers build the exact commands', () => {
   it('apt installs the pinned version, allows downgrades and keeps modified conffiles', () => {
     expect(aptDriver.installCommands(real, 'svc-recording', '2.0.0')).toEqual([
       {
-        argv: ['apt-get', 'install', '-y', '--no-install-recommends', '--allow-downgrades', '-o', 'Dpkg::Options::=--force-confdef', '-o', 'Dpkg::Options::=--force-confold', 'svc-recording=2.0.0'],
+        argv: [
+          'apt-get',
+          'install',
+          '-y',
+          '--no-install-recommends',
+          '--allow-downgrades',
+          '-o',
+          'Dpkg::Options::=--force-confdef',
+          '-o',
+          'Dpkg::Options::=--force-confold',
+          'svc-recording=2.0.0',
+        ],
         env: { DEBIAN_FRONTEND: 'noninteractive' },
         mutates: true,
       },
@@ -33,8 +44,20 @@ describe('package drivers build the exact commands', () => {
   })
 
   it('dnf pins name-version, goes down with dnf downgrade, and downloads first', () => {
-    expect(dnfDriver.installCommands(real, 'svc-recording', '1.5.0')[0]?.argv).toEqual(['sh', '-c', 'dnf install -y "$1" || dnf downgrade -y "$1"', 'sh', 'svc-recording-1.5.0'])
-    expect(dnfDriver.stageCommands(real, 'svc-recording', '1.5.0')[0]?.argv).toEqual(['dnf', 'install', '-y', '--downloadonly', 'svc-recording-1.5.0'])
+    expect(dnfDriver.installCommands(real, 'svc-recording', '1.5.0')[0]?.argv).toEqual([
+      'sh',
+      '-c',
+      'dnf install -y "$1" || dnf downgrade -y "$1"',
+      'sh',
+      'svc-recording-1.5.0',
+    ])
+    expect(dnfDriver.stageCommands(real, 'svc-recording', '1.5.0')[0]?.argv).toEqual([
+      'dnf',
+      'install',
+      '-y',
+      '--downloadonly',
+      'svc-recording-1.5.0',
+    ])
     expect(dnfDriver.queryVersionCommand(real, 'svc-recording').argv).toEqual(['rpm', '-q', '--qf', '%{VERSION}', 'svc-recording'])
     expect(dnfDriver.newConfigSuffixes).toEqual(['.rpmnew'])
   })
@@ -44,7 +67,12 @@ describe('package drivers build the exact commands', () => {
     expect(argv?.[0]).toBe('dpkg')
     expect(argv).toContain('--root=/tmp/h1')
     expect(argv).toContain('--force-script-chrootless')
-    expect(argv?.slice(-4)).toEqual(['--force-confdef', '--force-confold', '-i', '/tmp/h1/var/cache/svcops/packages/svc-recording_2.0.0_all.deb'])
+    expect(argv?.slice(-4)).toEqual([
+      '--force-confdef',
+      '--force-confold',
+      '-i',
+      '/tmp/h1/var/cache/svcops/packages/svc-recording_2.0.0_all.deb',
+    ])
   })
 
   it('reads the installed version only from an installed package', () => {
@@ -58,7 +86,9 @@ describe('package drivers build the exact commands', () => {
     writeFileSync(join(dir, 'svc-recording_2.1.0+crash_all.deb'), '')
     writeFileSync(join(dir, 'svc-recording_2.1.0_all.deb'), '')
     expect(findDebFile(dir, 'svc-recording', '2.1.0')).toBe(join(dir, 'svc-recording_2.1.0_all.deb'))
-    expect(() => findDebFile(dir, 'svc-recording', '9.9.9')).toThrow(/Version 9.9.9 of svc-recording is not in .*svc-recording_9.9.9_<arch>.deb/)
+    expect(() => findDebFile(dir, 'svc-recording', '9.9.9')).toThrow(
+      /Version 9.9.9 of svc-recording is not in .*svc-recording_9.9.9_<arch>.deb/,
+    )
   })
 })
 
@@ -67,44 +97,112 @@ describe('service drivers build the exact commands', () => {
     expect(systemdDriver.stopCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'stop', 'svc-recording'])
     expect(systemdDriver.startCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'start', 'svc-recording'])
     expect(systemdDriver.statusCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'is-active', 'svc-recording'])
-    expect(systemdDriver.logsCommand(real, 'svc-recording', 50, '/ignored').argv).toEqual(['journalctl', '-u', 'svc-recording', '-n', '50', '--no-pager', '-o', 'short-iso'])
+    expect(systemdDriver.logsCommand(real, 'svc-recording', 50, '/ignored').argv).toEqual([
+      'journalctl',
+      '-u',
+      'svc-recording',
+      '-n',
+      '50',
+      '--no-pager',
+      '-o',
+      'short-iso',
+    ])
     expect(systemdDriver.parseStatus(result(0, 'active\n'), real)).toEqual({ running: true, status: 'active' })
     expect(systemdDriver.parseStatus(result(3, 'failed\n'), real)).toEqual({ running: false, status: 'failed' })
     expect(systemdDriver.stopOutcome(result(0, ''), real).ok).toBe(true)
-    expect(systemdDriver.startOutcome(result(1, '', 'Job for svc-recording.service failed.'), real)).toEqual({ ok: false, detail: 'Job for svc-recording.service failed.' })
+    expect(systemdDriver.startOutcome(result(1, '', 'Job for svc-recording.service failed.'), real)).toEqual({
+      ok: false,
+      detail: 'Job for svc-recording.service failed.',
+    })
   })
 
   it("supervisor posts supervisorctl's XML-RPC calls to the sandbox's supervisord socket with curl", () => {
-    const curl = ['curl', '--silent', '--show-error', '--max-time', '120', '--unix-socket', '/tmp/h1/run/supervisor.sock', '--header', 'Content-Type: text/xml', '--data-binary', '@-', 'http://localhost/RPC2']
+    const curl = [
+      'curl',
+      '--silent',
+      '--show-error',
+      '--max-time',
+      '120',
+      '--unix-socket',
+      '/tmp/h1/run/supervisor.sock',
+      '--header',
+      'Content-Type: text/xml',
+      '--data-binary',
+      '@-',
+      'http://localhost/RPC2',
+    ]
     const stop = supervisorDriver.stopCommand(lab, 'svc-recording')
     expect(stop.argv).toEqual(curl)
     expect(stop.input?.shown).toBe('supervisor.stopProcess("svc-recording", true)')
-    expect(stop.input?.data).toBe('<?xml version="1.0"?><methodCall><methodName>supervisor.stopProcess</methodName><params><param><value><string>svc-recording</string></value></param><param><value><boolean>1</boolean></value></param></params></methodCall>')
+    expect(stop.input?.data).toBe(
+      '<?xml version="1.0"?><methodCall><methodName>supervisor.stopProcess</methodName><params><param><value><string>svc-recording</string></value></param><param><value><boolean>1</boolean></value></param></params></methodCall>',
+    )
     expect(supervisorDriver.startCommand(lab, 'svc-recording').input?.shown).toBe('supervisor.startProcess("svc-recording", true)')
     expect(supervisorDriver.statusCommand(real, 'svc-recording').argv).toContain('/run/supervisor.sock')
-    expect(showCommand(stop)).toBe(`${curl.slice(0, 8).join(' ')} 'Content-Type: text/xml' --data-binary @- http://localhost/RPC2 <<< supervisor.stopProcess("svc-recording", true)`)
-    expect(supervisorDriver.logsCommand(lab, 'svc-recording', 20, '/var/log/svc/recording.log').argv).toEqual(['tail', '-n', '20', '/tmp/h1/var/log/svc/recording.log'])
+    expect(showCommand(stop)).toBe(
+      `${curl.slice(0, 8).join(' ')} 'Content-Type: text/xml' --data-binary @- http://localhost/RPC2 <<< supervisor.stopProcess("svc-recording", true)`,
+    )
+    expect(supervisorDriver.logsCommand(lab, 'svc-recording', 20, '/var/log/svc/recording.log').argv).toEqual([
+      'tail',
+      '-n',
+      '20',
+      '/tmp/h1/var/log/svc/recording.log',
+    ])
   })
 
   it("reads supervisord's answers: process state, faults that are fine (not running, already started) and faults that are not", () => {
-    expect(supervisorDriver.parseStatus(result(0, processInfo('RUNNING', 'pid 8262, uptime 0:00:04')), lab)).toEqual({ running: true, status: 'RUNNING pid 8262, uptime 0:00:04' })
-    expect(supervisorDriver.parseStatus(result(0, processInfo('FATAL', 'Exited too quickly (process log may have details)')), lab)).toEqual({ running: false, status: 'FATAL Exited too quickly (process log may have details)' })
-    expect(supervisorDriver.parseStatus(result(7, '', 'curl: (7) Failed to connect to localhost port 80: Connection refused'), lab)).toEqual({ running: false, status: 'supervisord does not answer on /tmp/h1/run/supervisor.sock: curl: (7) Failed to connect to localhost port 80: Connection refused' })
+    expect(supervisorDriver.parseStatus(result(0, processInfo('RUNNING', 'pid 8262, uptime 0:00:04')), lab)).toEqual({
+      running: true,
+      status: 'RUNNING pid 8262, uptime 0:00:04',
+    })
+    expect(supervisorDriver.parseStatus(result(0, processInfo('FATAL', 'Exited too quickly (process log may have details)')), lab)).toEqual(
+      { running: false, status: 'FATAL Exited too quickly (process log may have details)' },
+    )
+    expect(
+      supervisorDriver.parseStatus(result(7, '', 'curl: (7) Failed to connect to localhost port 80: Connection refused'), lab),
+    ).toEqual({
+      running: false,
+      status:
+        'supervisord does not answer on /tmp/h1/run/supervisor.sock: curl: (7) Failed to connect to localhost port 80: Connection refused',
+    })
     expect(supervisorDriver.stopOutcome(result(0, fault(70, 'NOT_RUNNING: svc-recording')), lab).ok).toBe(true)
     expect(supervisorDriver.stopOutcome(result(0, BOOLEAN_TRUE), lab).ok).toBe(true)
     expect(supervisorDriver.startOutcome(result(0, fault(60, 'ALREADY_STARTED: svc-recording')), lab).ok).toBe(true)
-    expect(supervisorDriver.startOutcome(result(0, fault(50, 'SPAWN_ERROR: svc-recording')), lab)).toEqual({ ok: false, detail: 'SPAWN_ERROR: svc-recording' })
-    expect(() => supervisorDriver.parseStatus(result(0, '<html>502 Bad Gateway</html>'), lab)).toThrow("supervisord at h1:/tmp/h1/run/supervisor.sock did not answer with XML-RPC: '<html>502 Bad Gateway</html>'.")
+    expect(supervisorDriver.startOutcome(result(0, fault(50, 'SPAWN_ERROR: svc-recording')), lab)).toEqual({
+      ok: false,
+      detail: 'SPAWN_ERROR: svc-recording',
+    })
+    expect(() => supervisorDriver.parseStatus(result(0, '<html>502 Bad Gateway</html>'), lab)).toThrow(
+      "supervisord at h1:/tmp/h1/run/supervisor.sock did not answer with XML-RPC: '<html>502 Bad Gateway</html>'.",
+    )
   })
 
   it('reads only what the service logged after a cursor taken before the start', () => {
-    expect(supervisorDriver.logCursorCommand(lab, 'svc-recording', '/var/log/svc/recording.log').argv).toEqual(['sh', '-c', 'stat -c %s "$1" 2>/dev/null || echo 0', 'sh', '/tmp/h1/var/log/svc/recording.log'])
-    expect(supervisorDriver.logsCommand(lab, 'svc-recording', 50, '/var/log/svc/recording.log', '1200').argv).toEqual(['sh', '-c', 'tail -c +"$1" "$2" | tail -n "$3"', 'sh', '1201', '/tmp/h1/var/log/svc/recording.log', '50'])
+    expect(supervisorDriver.logCursorCommand(lab, 'svc-recording', '/var/log/svc/recording.log').argv).toEqual([
+      'sh',
+      '-c',
+      'stat -c %s "$1" 2>/dev/null || echo 0',
+      'sh',
+      '/tmp/h1/var/log/svc/recording.log',
+    ])
+    expect(supervisorDriver.logsCommand(lab, 'svc-recording', 50, '/var/log/svc/recording.log', '1200').argv).toEqual([
+      'sh',
+      '-c',
+      'tail -c +"$1" "$2" | tail -n "$3"',
+      'sh',
+      '1201',
+      '/tmp/h1/var/log/svc/recording.log',
+      '50',
+    ])
     expect(systemdDriver.logsCommand(real, 'svc-recording', 50, '/x', '1700000000.5').argv).toContain('--since=@1700000000.5')
   })
 
   it('judges only the log lines written since the start', () => {
-    const lines = ['2026-11-22T03:00:00.000Z ERROR old failure', '2026-11-22T03:10:00.000Z INFO listening', '2026-11-22T03:10:01.000Z ERROR migration failed']
+    const lines = [
+      '2026-11-22T03:00:00.000Z ERROR old failure',
+      '2026-11-22T03:10:00.000Z INFO listening',
+      '2026-11-22T03:10:01.000Z ERROR migration failed',
+    ]
     const recent = linesSince(lines, '2026-11-22T03:09:59.000Z')
     expect(recent).toHaveLength(2)
     expect(findLogErrors(recent, ['\\bERROR\\b'])).toEqual(['2026-11-22T03:10:01.000Z ERROR migration failed'])
@@ -136,7 +234,9 @@ describe('fleet rollout', () => {
   })
 
   it.each(['', '0m', '90', '1.5h', 'soon', '30m1h'])('refuses --window %j with one sentence', (text) => {
-    expect(() => parseWindow(text)).toThrow(`--window: '${text}' is not a duration; expected hours, minutes or seconds like 2h, 90m, 1h30m or 45s.`)
+    expect(() => parseWindow(text)).toThrow(
+      `--window: '${text}' is not a duration; expected hours, minutes or seconds like 2h, 90m, 1h30m or 45s.`,
+    )
   })
 
   it('starts a batch only inside the window, and only if a batch as long as the longest so far ends inside it', () => {
@@ -166,7 +266,22 @@ describe('fleet rollout', () => {
 describe('journal and report', () => {
   it('keeps every step of a run, survives a torn last line, and computes downtime per host', () => {
     const base = mkdtempSync(join(tmpdir(), 'svcops-runs-'))
-    const run: RunRecord = { id: newRunId(), kind: 'upgrade', environment: 'lab', envFile: '/x', targetVersion: '2.0.0', previousVersions: { h1: '1.5.0' }, hosts: ['h1'], batchSize: 1, maxFail: '0', autoRollback: true, phase: 'running', startedAt: new Date().toISOString(), holder: 'me@here', pid: 1 }
+    const run: RunRecord = {
+      id: newRunId(),
+      kind: 'upgrade',
+      environment: 'lab',
+      envFile: '/x',
+      targetVersion: '2.0.0',
+      previousVersions: { h1: '1.5.0' },
+      hosts: ['h1'],
+      batchSize: 1,
+      maxFail: '0',
+      autoRollback: true,
+      phase: 'running',
+      startedAt: new Date().toISOString(),
+      holder: 'me@here',
+      pid: 1,
+    }
     const j = Journal.create(run, base)
     j.append({ step: 'stop', host: 'h1', status: 'start' })
     j.append({ step: 'stop', host: 'h1', status: 'ok', changed: ['stopped svc-recording'] })
@@ -182,11 +297,14 @@ describe('journal and report', () => {
   })
 
   it('exports only recordings written after the snapshot, never test recordings', () => {
-    const after = recordingsAfter(['id:1'], [
-      { id: '1', channelName: 'c', title: 'old', startTime: 1, stopTime: 2 },
-      { id: '7', channelName: 'c', title: 'new', startTime: 3, stopTime: 4 },
-      { id: '8', channelName: 'svcops-verify', title: 'svcops verify run x', startTime: 3, stopTime: 4 },
-    ])
+    const after = recordingsAfter(
+      ['id:1'],
+      [
+        { id: '1', channelName: 'c', title: 'old', startTime: 1, stopTime: 2 },
+        { id: '7', channelName: 'c', title: 'new', startTime: 3, stopTime: 4 },
+        { id: '8', channelName: 'svcops-verify', title: 'svcops verify run x', startTime: 3, stopTime: 4 },
+      ],
+    )
     expect(after.map((r) => r.title)).toEqual(['new'])
   })
 })
@@ -196,7 +314,10 @@ describe('progress', () => {
     const { progressSink } = await import('../../src/runs/progress.ts')
     const { EventLog } = await import('../../src/core/events.ts')
     const written: string[] = []
-    const tty = Object.assign(new (await import('node:stream')).Writable({ write: (c: Buffer, _e, cb) => (written.push(c.toString()), cb()) }), { isTTY: true }) as unknown as NodeJS.WriteStream
+    const tty = Object.assign(
+      new (await import('node:stream')).Writable({ write: (c: Buffer, _e, cb) => (written.push(c.toString()), cb()) }),
+      { isTTY: true },
+    ) as unknown as NodeJS.WriteStream
     const log = new EventLog()
     log.subscribe(progressSink(tty))
     log.emit({ kind: 'step', step: 'stop', status: 'start', host: 'rec-1' })
@@ -206,7 +327,10 @@ describe('progress', () => {
     expect(screen).toContain('\x1b[3F') // moved up over the run line and two host lines to redraw them
     expect(screen).toContain('rec-1  \x1b[32m✓ stop (300 ms)')
     const plain: string[] = []
-    const pipe = Object.assign(new (await import('node:stream')).Writable({ write: (c: Buffer, _e, cb) => (plain.push(c.toString()), cb()) }), { isTTY: false }) as unknown as NodeJS.WriteStream
+    const pipe = Object.assign(
+      new (await import('node:stream')).Writable({ write: (c: Buffer, _e, cb) => (plain.push(c.toString()), cb()) }),
+      { isTTY: false },
+    ) as unknown as NodeJS.WriteStream
     const log2 = new EventLog()
     log2.subscribe(progressSink(pipe))
     log2.emit({ kind: 'step', step: 'stop', status: 'ok', host: 'rec-1', durationMs: 300 })
@@ -221,8 +345,14 @@ describe('config review', () => {
     const root = mkdtempSync(join(tmpdir(), 'svcops-review-'))
     const { mkdirSync } = await import('node:fs')
     mkdirSync(join(root, 'etc/opt/svc'), { recursive: true })
-    writeFileSync(join(root, 'etc/opt/svc/recording.json'), JSON.stringify({ listen: { port: 9000 }, oldCache: 5, database: { password: 'db-secret-value' } }, null, 2))
-    writeFileSync(join(root, 'etc/opt/svc/recording.json.dpkg-dist'), JSON.stringify({ listen: { port: 8090 }, logLevel: 'info', database: { password: 'changeme-default' } }, null, 2))
+    writeFileSync(
+      join(root, 'etc/opt/svc/recording.json'),
+      JSON.stringify({ listen: { port: 9000 }, oldCache: 5, database: { password: 'db-secret-value' } }, null, 2),
+    )
+    writeFileSync(
+      join(root, 'etc/opt/svc/recording.json.dpkg-dist'),
+      JSON.stringify({ listen: { port: 8090 }, logLevel: 'info', database: { password: 'changeme-default' } }, null, 2),
+    )
     const review = await reviewConfig(local, { name: 'h', root }, '/etc/opt/svc/recording.json', ['.dpkg-dist', '.dpkg-new'])
     expect(review.syntaxOk).toBe(true)
     expect(review.obsoleteOptions).toEqual(['oldCache'])
@@ -243,13 +373,23 @@ function result(code: number, stdout: string, stderr = ''): CommandResult {
 }
 
 // Answers in the exact layout supervisord 4 (Python's xmlrpc.client) sends them.
-const BOOLEAN_TRUE = "<?xml version='1.0'?>\n<methodResponse>\n<params>\n<param>\n<value><boolean>1</boolean></value>\n</param>\n</params>\n</methodResponse>\n"
+const BOOLEAN_TRUE =
+  "<?xml version='1.0'?>\n<methodResponse>\n<params>\n<param>\n<value><boolean>1</boolean></value>\n</param>\n</params>\n</methodResponse>\n"
 
 function fault(code: number, message: string): string {
   return `<?xml version='1.0'?>\n<methodResponse>\n<fault>\n<value><struct>\n<member>\n<name>faultCode</name>\n<value><int>${code}</int></value>\n</member>\n<member>\n<name>faultString</name>\n<value><string>${message}</string></value>\n</member>\n</struct></value>\n</fault>\n</methodResponse>\n`
 }
 
 function processInfo(state: string, description: string): string {
-  const members: Array<[string, string]> = [['name', '<string>svc-recording</string>'], ['start', '<int>1795451111</int>'], ['state', '<int>20</int>'], ['statename', `<string>${state}</string>`], ['spawnerr', '<string></string>'], ['exitstatus', '<int>0</int>'], ['pid', '<int>8262</int>'], ['description', `<string>${description}</string>`]]
+  const members: Array<[string, string]> = [
+    ['name', '<string>svc-recording</string>'],
+    ['start', '<int>1795451111</int>'],
+    ['state', '<int>20</int>'],
+    ['statename', `<string>${state}</string>`],
+    ['spawnerr', '<string></string>'],
+    ['exitstatus', '<int>0</int>'],
+    ['pid', '<int>8262</int>'],
+    ['description', `<string>${description}</string>`],
+  ]
   return `<?xml version='1.0'?>\n<methodResponse>\n<params>\n<param>\n<value><struct>\n${members.map(([n, v]) => `<member>\n<name>${n}</name>\n<value>${v}</value>\n</member>\n`).join('')}</struct></value>\n</param>\n</params>\n</methodResponse>\n`
 }

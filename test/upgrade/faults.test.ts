@@ -74,14 +74,23 @@ describe('a rollback that was itself killed', () => {
   it('resume continues it: restored, on 2.0.0, every recording present, exit 4', async () => {
     const before = await lab.listAll()
     const fingerprint = await lab.fingerprint()
-    const killed = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', '2.1.0+crash', '--yes'], { SVCOPS_TEST_KILL_AT: 'rollback:export' })
+    const killed = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', '2.1.0+crash', '--yes'], {
+      SVCOPS_TEST_KILL_AT: 'rollback:export',
+    })
     expect(killed.signal).toBe('SIGKILL')
     const id = listRuns(lab.runsDir)[0]?.id ?? ''
     expect(Journal.open(id).run.phase).toBe('rolling-back')
     const resumed = await runCli(['--json', 'resume', id])
     expect(resumed.code, resumed.stderr.slice(-400)).toBe(4)
     // A scheduler reads the run, its outcome and its report as fields, as on success.
-    const answer = JSON.parse(resumed.stdout) as { ok: boolean; exitCode: number; runId: string; phase: string; reportPath: string; report: { run: { id: string }; timeline: unknown[] } }
+    const answer = JSON.parse(resumed.stdout) as {
+      ok: boolean
+      exitCode: number
+      runId: string
+      phase: string
+      reportPath: string
+      report: { run: { id: string }; timeline: unknown[] }
+    }
     expect(answer).toMatchObject({ ok: false, exitCode: 4, runId: id, phase: 'rolled-back', report: { run: { id } } })
     expect(answer.reportPath).toBe(join(lab.runsDir, id, 'report.md'))
     expect(answer.report.timeline.length).toBeGreaterThan(5)
@@ -92,4 +101,3 @@ describe('a rollback that was itself killed', () => {
     for (const r of before) expect(ids).toContain(r.id)
   })
 })
-

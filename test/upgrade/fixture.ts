@@ -50,7 +50,11 @@ export async function startUpgradeLab(options: { hosts: number; version: string;
   writeFileSync(join(keyDir, 'backup.pub.asc'), key.publicKey)
   writeFileSync(join(keyDir, 'backup.key.asc'), key.privateKey, { mode: 0o600 })
   const doc = parseYaml(readFileSync(join(stacksDir, 'Pulumi.lab.yaml'), 'utf8')) as { config: Record<string, unknown> }
-  doc.config['svcops:backup'] = { store: { path: join(dir, 'backups') }, recipients: [join(keyDir, 'backup.pub.asc')], identity: { file: join(keyDir, 'backup.key.asc') } }
+  doc.config['svcops:backup'] = {
+    store: { path: join(dir, 'backups') },
+    recipients: [join(keyDir, 'backup.pub.asc')],
+    identity: { file: join(keyDir, 'backup.key.asc') },
+  }
   doc.config['svcops:recording'] = { ...(doc.config['svcops:recording'] as object), healthTimeoutSeconds: 10 }
   const envFile = join(stacksDir, 'Pulumi.upgrade.yaml')
   writeFileSync(envFile, toYaml(doc))
@@ -65,7 +69,10 @@ export async function startUpgradeLab(options: { hosts: number; version: string;
   }
   await tuneLabDatabase(labDir, env())
   // The first lock creates svcops' own table (part of the schema fingerprint from then on); take it once so tests compare like with like.
-  const lock = await acquireEnvironmentLock(env().recording!.database, { environment: 'lab', holder: { runId: '19700101T000000Z-000000', holder: 'fixture', pid: process.pid, since: new Date().toISOString() } })
+  const lock = await acquireEnvironmentLock(env().recording!.database, {
+    environment: 'lab',
+    holder: { runId: '19700101T000000Z-000000', holder: 'fixture', pid: process.pid, since: new Date().toISOString() },
+  })
   await lock.release()
   return {
     dir,
@@ -83,7 +90,8 @@ export async function startUpgradeLab(options: { hosts: number; version: string;
       return out
     },
     listAll: (host = 0) => client(host).list(10_000),
-    create: (title, host = 0) => client(host).create({ channelName: 'test-channel', title, startTime: 1_700_000_000, stopTime: 1_700_000_600 }),
+    create: (title, host = 0) =>
+      client(host).create({ channelName: 'test-channel', title, startTime: 1_700_000_000, stopTime: 1_700_000_600 }),
     async healthy() {
       return Promise.all(env().recording!.hosts.map(async (_h, i) => (await client(i).health()).healthy))
     },

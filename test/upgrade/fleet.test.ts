@@ -25,7 +25,11 @@ afterAll(async () => {
 
 describe('fleet upgrade', () => {
   it('refuses a second run while one holds the environment (exit 3, names holder, since and run id)', async () => {
-    const child = spawn(process.execPath, [join(process.cwd(), 'bin/svcops.cjs'), '--env-file', lab.envFile, 'upgrade', 'recording', '--to', '1.5.0', '--yes', '--json'], { env: process.env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(
+      process.execPath,
+      [join(process.cwd(), 'bin/svcops.cjs'), '--env-file', lab.envFile, 'upgrade', 'recording', '--to', '1.5.0', '--yes', '--json'],
+      { env: process.env, stdio: ['ignore', 'pipe', 'pipe'] },
+    )
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve))
     let first: string | undefined
     for (let i = 0; i < 200 && !first; i++) {
@@ -37,7 +41,9 @@ describe('fleet upgrade', () => {
     expect(error).toBeInstanceOf(LockedError)
     expect(exitCodeFor(error)).toBe(3)
     expect((error as Error).message).toMatch(new RegExp(`locked by run ${first as string} \\(\\S+@\\S+, pid \\d+\\) since \\d{4}-`))
-    expect((error as LockedError).facts).toMatchObject({ lockedBy: { runId: first, pid: expect.any(Number) as number, since: expect.stringMatching(/^\d{4}-/) as string } })
+    expect((error as LockedError).facts).toMatchObject({
+      lockedBy: { runId: first, pid: expect.any(Number) as number, since: expect.stringMatching(/^\d{4}-/) as string },
+    })
     expect(await exited).toBe(0)
     expect(Journal.open(first as string).run.phase).toBe('succeeded')
   })
@@ -62,7 +68,8 @@ describe('fleet upgrade', () => {
     }
     const run = Journal.open(listRuns(lab.runsDir)[0]?.id ?? '')
     const entries = run.entries()
-    const at = (step: string, host: string, status = 'start') => entries.findIndex((e) => e.step === step && e.host === host && e.status === status)
+    const at = (step: string, host: string, status = 'start') =>
+      entries.findIndex((e) => e.step === step && e.host === host && e.status === status)
     // The canary finished before the batch began; inside the batch both hosts were stopped before either was verified.
     expect(at('verify-host', 'rec-1', 'ok')).toBeLessThan(at('stop', 'rec-2'))
     expect(at('stop', 'rec-3')).toBeLessThan(at('verify-host', 'rec-2', 'ok') === -1 ? Infinity : at('verify-host', 'rec-2', 'ok'))
@@ -74,9 +81,13 @@ describe('fleet upgrade', () => {
     const before = await lab.listAll()
     const fingerprint = await lab.fingerprint()
     // The canary (6 s to listen, then verified) starts inside a 12 s window; batch 1 would take as long again and is not started.
-    const error = await upgradeRecordingService({ env: lab.env(), to: '2.1.0+slowstart', batch: 1, windowMs: 12_000 }).catch((e: unknown) => e)
+    const error = await upgradeRecordingService({ env: lab.env(), to: '2.1.0+slowstart', batch: 1, windowMs: 12_000 }).catch(
+      (e: unknown) => e,
+    )
     expect(exitCodeFor(error), String(error)).toBe(4)
-    expect((error as Error).message).toMatch(/The maintenance window ends at \S+; batch 1 \(rec-2\) would not end before it \(a batch has taken \d+ s\)/)
+    expect((error as Error).message).toMatch(
+      /The maintenance window ends at \S+; batch 1 \(rec-2\) would not end before it \(a batch has taken \d+ s\)/,
+    )
     const run = Journal.open(listRuns(lab.runsDir)[0]?.id ?? '')
     expect(run.run.deadline).toBeDefined()
     expect(run.entries().some((e) => e.step === 'stop' && e.host === 'rec-2')).toBe(false)

@@ -28,7 +28,9 @@ afterAll(async () => {
 describe('environment lock in the database', () => {
   it('refuses a second run, naming the holder, since when and the run id', async () => {
     const first = await acquireEnvironmentLock(db, { environment: 'lab', holder: holder('20261122T030000Z-aaaaaa') })
-    const refused = await acquireEnvironmentLock(db, { environment: 'lab', holder: holder('20261122T030001Z-bbbbbb') }).catch((e: unknown) => e)
+    const refused = await acquireEnvironmentLock(db, { environment: 'lab', holder: holder('20261122T030001Z-bbbbbb') }).catch(
+      (e: unknown) => e,
+    )
     expect(refused).toBeInstanceOf(LockedError)
     expect((refused as LockedError).exitCode).toBe(3)
     expect((refused as Error).message).toMatch(/locked by run 20261122T030000Z-aaaaaa \(tester@box, pid \d+\) since \d{4}-/)
@@ -48,7 +50,10 @@ describe('environment lock in the database', () => {
       await acquireEnvironmentLock(${JSON.stringify(db)}, { environment: 'lab', holder: { runId: '20261122T031000Z-deadde', holder: 'dead@box', pid: process.pid, since: new Date().toISOString() } })
       process.stdout.write('locked\\n')
       setInterval(() => undefined, 1000)`
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env: process.env, stdio: ['ignore', 'pipe', 'inherit'] })
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      env: process.env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
     await new Promise<void>((resolve) => child.stdout.on('data', (d: Buffer) => d.toString().includes('locked') && resolve()))
     const live = await readEnvironmentLock(db, 'lab')
     expect(live).toMatchObject({ runId: '20261122T031000Z-deadde', alive: true })

@@ -13,7 +13,20 @@ import { resumeRecordingRun } from '../../playbooks/upgrade.ts'
 import { runCli, startUpgradeLab, type UpgradeLab } from './fixture.ts'
 
 /** Every boundary of an upgrade of one host, in order. */
-export const BOUNDARIES = ['preflight', 'stage@rec-1', 'snapshot', 'backup', 'stop@rec-1', 'install@rec-1', 'review-config@rec-1', 'start@rec-1', 'wait-healthy@rec-1', 'check-logs@rec-1', 'verify-host@rec-1', 'verify']
+export const BOUNDARIES = [
+  'preflight',
+  'stage@rec-1',
+  'snapshot',
+  'backup',
+  'stop@rec-1',
+  'install@rec-1',
+  'review-config@rec-1',
+  'start@rec-1',
+  'wait-healthy@rec-1',
+  'check-logs@rec-1',
+  'verify-host@rec-1',
+  'verify',
+]
 
 /** Declares the crash-resume cases for `boundaries` on a lab of its own. */
 export function describeCrashResume(boundaries: string[]): void {
@@ -34,12 +47,22 @@ export function describeCrashResume(boundaries: string[]): void {
       it.each(['resume', 'rollback'] as const)('%s ends healthy on one version with every recording', async (how) => {
         const from = (await lab.versions())['rec-1'] as string
         const to = from === '1.4.0' ? '1.5.0' : '1.4.0'
-        const killed = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', to, '--yes'], { SVCOPS_TEST_KILL_AT: boundary })
+        const killed = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', to, '--yes'], {
+          SVCOPS_TEST_KILL_AT: boundary,
+        })
         expect(killed.signal).toBe('SIGKILL')
         const id = listRuns(lab.runsDir)[0]?.id as string
         expect(Journal.open(id).run.phase).toBe('running')
         const outcome = how === 'resume' ? await resumeRecordingRun(id, {}) : await rollbackRecordingService(lab.env(), { runId: id })
-        expect(outcome.phase).toBe(how === 'resume' ? 'succeeded' : Journal.open(id).entries().some((e) => e.step === 'stop') ? 'rolled-back' : 'failed')
+        expect(outcome.phase).toBe(
+          how === 'resume'
+            ? 'succeeded'
+            : Journal.open(id)
+                  .entries()
+                  .some((e) => e.step === 'stop')
+              ? 'rolled-back'
+              : 'failed',
+        )
         const versions = await lab.versions()
         expect(versions['rec-1']).toBe(how === 'resume' ? to : from)
         expect(await lab.healthy()).toEqual([true])

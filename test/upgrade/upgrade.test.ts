@@ -28,18 +28,51 @@ afterAll(async () => {
 
 /** Every file under the host's root with size and mtime, except logs that a running service appends to. */
 function hostTree(root: string): string {
-  return execFileSync('find', [root, '-path', `${root}/var/log`, '-prune', '-o', '-path', `${root}/run`, '-prune', '-o', '-printf', '%p %s %T@\\n'], { encoding: 'utf8' }).split('\n').sort().join('\n')
+  return execFileSync(
+    'find',
+    [root, '-path', `${root}/var/log`, '-prune', '-o', '-path', `${root}/run`, '-prune', '-o', '-printf', '%p %s %T@\\n'],
+    { encoding: 'utf8' },
+  )
+    .split('\n')
+    .sort()
+    .join('\n')
 }
 
 describe('upgrade of one host', () => {
   it('--dry-run prints every step and command per host and changes nothing', async () => {
     const root = lab.env().recording!.hosts[0]!.root!
-    const before = { tree: hostTree(root), versions: await lab.versions(), fingerprint: await lab.fingerprint(), dpkg: readFileSync(join(root, 'var/lib/dpkg/status'), 'utf8') }
+    const before = {
+      tree: hostTree(root),
+      versions: await lab.versions(),
+      fingerprint: await lab.fingerprint(),
+      dpkg: readFileSync(join(root, 'var/lib/dpkg/status'), 'utf8'),
+    }
     const out = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', '2.0.0', '--window', '1h30m', '--dry-run'])
     expect(out.code).toBe(0)
     expect(out.stdout).toContain('Window: 1h30m from the start: a batch starts only if')
-    for (const step of ['preflight', 'stage', 'snapshot', 'backup', 'stop: curl', 'supervisor.stopProcess("svc-recording", true)', 'install 2.0.0 over 1.4.0: dpkg --root=', 'review-config', 'start: curl', 'supervisor.startProcess("svc-recording", true)', 'wait-healthy', 'check-logs', 'verify-host', 'roll back']) expect(out.stdout).toContain(step)
-    const after = { tree: hostTree(root), versions: await lab.versions(), fingerprint: await lab.fingerprint(), dpkg: readFileSync(join(root, 'var/lib/dpkg/status'), 'utf8') }
+    for (const step of [
+      'preflight',
+      'stage',
+      'snapshot',
+      'backup',
+      'stop: curl',
+      'supervisor.stopProcess("svc-recording", true)',
+      'install 2.0.0 over 1.4.0: dpkg --root=',
+      'review-config',
+      'start: curl',
+      'supervisor.startProcess("svc-recording", true)',
+      'wait-healthy',
+      'check-logs',
+      'verify-host',
+      'roll back',
+    ])
+      expect(out.stdout).toContain(step)
+    const after = {
+      tree: hostTree(root),
+      versions: await lab.versions(),
+      fingerprint: await lab.fingerprint(),
+      dpkg: readFileSync(join(root, 'var/lib/dpkg/status'), 'utf8'),
+    }
     expect(after).toEqual(before)
   })
 
@@ -51,14 +84,20 @@ describe('upgrade of one host', () => {
     const after = await lab.listAll()
     for (const r of before) expect(after.map((x) => x.id)).toContain(r.id)
     const journal = Journal.open(outcome.runId)
-    const steps = journal.entries().filter((e) => e.status === 'ok').map((e) => e.step)
+    const steps = journal
+      .entries()
+      .filter((e) => e.status === 'ok')
+      .map((e) => e.step)
     expect(steps.indexOf('backup')).toBeLessThan(steps.indexOf('stop'))
     expect(steps.indexOf('stage')).toBeLessThan(steps.indexOf('stop'))
     const md = readFileSync(journal.file('report.md'), 'utf8')
     expect(md).toMatch(/\| rec-1 \| .* \| .* \| [\d.]+ s \|/)
     expect(md).toContain('recording.json.dpkg-dist')
     expect(md).toContain('contentInfoCacheTtlSeconds')
-    expect((JSON.parse(readFileSync(journal.file('report.json'), 'utf8')) as { downtime: Array<{ downtimeMs: number }> }).downtime[0]?.downtimeMs).toBeGreaterThan(0)
+    expect(
+      (JSON.parse(readFileSync(journal.file('report.json'), 'utf8')) as { downtime: Array<{ downtimeMs: number }> }).downtime[0]
+        ?.downtimeMs,
+    ).toBeGreaterThan(0)
   })
 
   it('rolling back 1.5.0 keeps the database: the schema did not change', async () => {
@@ -82,7 +121,9 @@ describe('upgrade of one host', () => {
     const late = [await lab.create('after the backup 1'), await lab.create('after the backup 2')]
     // The on-call engineer looks first: the dry run says the database will be restored, and changes nothing.
     const fingerprintNow = await lab.fingerprint()
-    const dry = await runCli(['--env-file', lab.envFile, 'rollback', 'recording', '--run', outcome.runId, '--dry-run'], { SVCOPS_RUNS_DIR: lab.runsDir })
+    const dry = await runCli(['--env-file', lab.envFile, 'rollback', 'recording', '--run', outcome.runId, '--dry-run'], {
+      SVCOPS_RUNS_DIR: lab.runsDir,
+    })
     expect(dry.code, dry.stderr).toBe(0)
     expect(dry.stdout).toContain('restore the database: the schema fingerprint changed')
     expect(dry.stdout).toMatch(/install 1\.5\.0 \(now 2\.0\.0\): dpkg --root=/)
@@ -109,7 +150,9 @@ describe('upgrade of one host', () => {
     expect(verified.code).toBe(0)
     const v = JSON.parse(verified.stdout) as { ok: boolean; hosts: Array<{ checks: Array<{ check: string; ok: boolean }> }> }
     expect(v.ok).toBe(true)
-    expect(v.hosts[0]?.checks.map((c) => c.check)).toEqual(expect.arrayContaining(['GET / (health)', 'service status', 'POST /api/v1/content (test recording) and seen in the list']))
+    expect(v.hosts[0]?.checks.map((c) => c.check)).toEqual(
+      expect.arrayContaining(['GET / (health)', 'service status', 'POST /api/v1/content (test recording) and seen in the list']),
+    )
     // A host that does not answer fails the verification: exit 1, the failed check named.
     const host = lab.env().recording?.hosts[0]
     if (!host) throw new Error('the lab has no host')
@@ -139,7 +182,9 @@ describe('upgrade of one host', () => {
 
   it('no secret reaches a journal or a report', () => {
     const env = lab.env()
-    const secrets = [env.manager!.password, env.recording!.database.password!].map((ref) => readFileSync((ref as { file: string }).file, 'utf8').trim())
+    const secrets = [env.manager!.password, env.recording!.database.password!].map((ref) =>
+      readFileSync((ref as { file: string }).file, 'utf8').trim(),
+    )
     const files = execFileSync('find', [lab.runsDir, '-type', 'f'], { encoding: 'utf8' }).trim().split('\n')
     expect(files.length).toBeGreaterThan(10)
     for (const file of files) {

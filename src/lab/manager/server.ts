@@ -181,10 +181,21 @@ export async function startManagerEmulator(options: ManagerEmulatorOptions): Pro
     const verifiedAt = now()
     const sessionToken = randomBytes(32).toString('base64url')
     // Only a hash is kept: the emulator's memory holds no usable session token.
-    const session: Session = { id: `ses_${randomBytes(12).toString('base64url')}`, tokenHash: hashToken(sessionToken), email: user.email, expiresAt: verifiedAt + sessionLifetime * 1000, loggedOut: false }
+    const session: Session = {
+      id: `ses_${randomBytes(12).toString('base64url')}`,
+      tokenHash: hashToken(sessionToken),
+      email: user.email,
+      expiresAt: verifiedAt + sessionLifetime * 1000,
+      loggedOut: false,
+    }
     sessions.set(session.id, session)
     remember(sessionToken)
-    return { session_id: session.id, session_token: sessionToken, verified_at: formatTimestamp(verifiedAt), expires_at: formatTimestamp(session.expiresAt) }
+    return {
+      session_id: session.id,
+      session_token: sessionToken,
+      verified_at: formatTimestamp(verifiedAt),
+      expires_at: formatTimestamp(session.expiresAt),
+    }
   }
 
   async function token(body: unknown): Promise<unknown> {
@@ -195,7 +206,14 @@ export async function startManagerEmulator(options: ManagerEmulatorOptions): Pro
     const requested = [...new Set(request.scope.split(/\s+/).filter(Boolean))]
     const granted = requested.filter((scope) => user.permissions.includes(scope))
     const issuedAt = Math.floor(now() / 1000)
-    const accessToken = await signer.sign({ issuer: baseUrl, email: user.email, sessionId: session.id, scopes: granted, issuedAt, expiresAt: issuedAt + tokenLifetime })
+    const accessToken = await signer.sign({
+      issuer: baseUrl,
+      email: user.email,
+      sessionId: session.id,
+      scopes: granted,
+      issuedAt,
+      expiresAt: issuedAt + tokenLifetime,
+    })
     remember(accessToken)
     return { access_token: accessToken, scope: granted.join(' '), expires_in: tokenLifetime, token_type: 'bearer' }
   }
@@ -211,7 +229,11 @@ export async function startManagerEmulator(options: ManagerEmulatorOptions): Pro
 
   async function route(req: IncomingMessage): Promise<[number, unknown]> {
     const path = new URL(req.url ?? '/', 'http://emulator').pathname
-    const endpoints: Record<string, (body: unknown) => unknown> = { [`${AUTH_API_PREFIX}/login`]: login, [`${AUTH_API_PREFIX}/token`]: token, [`${AUTH_API_PREFIX}/logout`]: logout }
+    const endpoints: Record<string, (body: unknown) => unknown> = {
+      [`${AUTH_API_PREFIX}/login`]: login,
+      [`${AUTH_API_PREFIX}/token`]: token,
+      [`${AUTH_API_PREFIX}/logout`]: logout,
+    }
     const handler = endpoints[path]
     if (handler) {
       if (req.method !== 'POST') throw new RequestError(405, 'method_not_allowed', `${path} accepts POST only.`)
@@ -225,7 +247,9 @@ export async function startManagerEmulator(options: ManagerEmulatorOptions): Pro
     if (path === '/lab/health' && req.method === 'GET') return [200, { status: 'Ok', apiRevision, sessions: sessions.size }]
     if (path === '/lab/fault' && req.method === 'POST') {
       const spec = validate(faultBody, await readJson(req))
-      fault = spec.enabled ? { ...(spec.endpoints ? { endpoints: spec.endpoints } : {}), ...(spec.count ? { count: spec.count } : {}) } : undefined
+      fault = spec.enabled
+        ? { ...(spec.endpoints ? { endpoints: spec.endpoints } : {}), ...(spec.count ? { count: spec.count } : {}) }
+        : undefined
       return [200, { status: 'Ok', fault: fault ?? null }]
     }
     throw new RequestError(404, 'not_found', `No endpoint ${req.method ?? ''} ${path}.`)
@@ -246,8 +270,16 @@ export async function startManagerEmulator(options: ManagerEmulatorOptions): Pro
       .catch((error: unknown) => {
         const known = error instanceof RequestError
         const status = known ? error.status : 500
-        answer(res, status, known ? { error: error.code, message: error.message } : { error: 'internal_error', message: 'The manager emulator failed to handle the request.' })
-        options.log?.(`${req.method} ${req.url} ${status}${known ? '' : ` internal: ${error instanceof Error ? error.message : String(error)}`}`)
+        answer(
+          res,
+          status,
+          known
+            ? { error: error.code, message: error.message }
+            : { error: 'internal_error', message: 'The manager emulator failed to handle the request.' },
+        )
+        options.log?.(
+          `${req.method} ${req.url} ${status}${known ? '' : ` internal: ${error instanceof Error ? error.message : String(error)}`}`,
+        )
       })
   })
   server.on('clientError', (_error, socket) => socket.destroy())

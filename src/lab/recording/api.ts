@@ -76,7 +76,10 @@ export function createApiServer(context: ApiContext): Server {
       throw new ApiError(401, reason, { 'www-authenticate': 'Bearer error="invalid_token"' })
     }
     const scopes = typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : []
-    if (!scopes.includes(scope)) throw new ApiError(403, `the access token lacks the scope ${scope}`, { 'www-authenticate': `Bearer error="insufficient_scope", scope="${scope}"` })
+    if (!scopes.includes(scope))
+      throw new ApiError(403, `the access token lacks the scope ${scope}`, {
+        'www-authenticate': `Bearer error="insufficient_scope", scope="${scope}"`,
+      })
     return typeof payload.sub === 'string' ? payload.sub : 'unknown'
   }
 
@@ -100,7 +103,8 @@ export function createApiServer(context: ApiContext): Server {
     const values = url.searchParams.getAll('limit')
     if (values.length > 1) throw new ApiError(400, 'limit: expected one value')
     const text = values[0]
-    if (text !== undefined && !/^[1-9]\d{0,9}$/.test(text)) throw new ApiError(400, `limit: expected an integer from 1 to ${MAX_LIST_LIMIT}`)
+    if (text !== undefined && !/^[1-9]\d{0,9}$/.test(text))
+      throw new ApiError(400, `limit: expected an integer from 1 to ${MAX_LIST_LIMIT}`)
     const limit = text === undefined ? DEFAULT_LIST_LIMIT : Number(text)
     if (limit > MAX_LIST_LIMIT) throw new ApiError(400, `limit: expected an integer from 1 to ${MAX_LIST_LIMIT}`)
     const rows = (await context.pool.query<Row>('SELECT * FROM recordings ORDER BY id LIMIT $1', [limit])).rows
@@ -135,7 +139,10 @@ export function createApiServer(context: ApiContext): Server {
         values.push(subject)
       }
       const placeholders = values.map((_, index) => `$${index + 1}`).join(', ')
-      const inserted = await client.query<Row>(`INSERT INTO recordings (${columns.join(', ')}) VALUES (${placeholders}) RETURNING *`, values)
+      const inserted = await client.query<Row>(
+        `INSERT INTO recordings (${columns.join(', ')}) VALUES (${placeholders}) RETURNING *`,
+        values,
+      )
       const row = inserted.rows[0]
       if (!row) throw new Error('the insert returned no row')
       row.file_name = `${row.id}.json`
@@ -166,7 +173,8 @@ export function createApiServer(context: ApiContext): Server {
     const url = new URL(request.url ?? '/', 'http://service')
     if (context.release.fault === 'never-healthy') throw new ApiError(503, 'the service is not ready')
     if (url.pathname === '/') {
-      if (request.method !== 'GET' && request.method !== 'HEAD') throw new ApiError(405, `method ${request.method} is not allowed on /`, { allow: 'GET, HEAD' })
+      if (request.method !== 'GET' && request.method !== 'HEAD')
+        throw new ApiError(405, `method ${request.method} is not allowed on /`, { allow: 'GET, HEAD' })
       await context.pool.query('SELECT 1').catch((error: unknown) => {
         context.log('ERROR', `health check: the database does not answer: ${error instanceof Error ? error.message : String(error)}`)
         throw new ApiError(503, 'the database does not answer')
@@ -190,7 +198,8 @@ export function createApiServer(context: ApiContext): Server {
 
   return createServer((request, response) => {
     route(request, response).catch((error: unknown) => {
-      if (error instanceof ApiError) return send(response, error.status, { error: error.message }, error.headers, error.status === 503 && request.url === '/')
+      if (error instanceof ApiError)
+        return send(response, error.status, { error: error.message }, error.headers, error.status === 503 && request.url === '/')
       if (error instanceof StorageError) {
         context.log('ERROR', `recordings inaccessible: ${error.message}`)
         return send(response, 500, { error: `recordings inaccessible: ${error.message}` })
@@ -208,7 +217,9 @@ function send(response: ServerResponse, status: number, body: unknown, headers: 
     return
   }
   const text = JSON.stringify(body)
-  response.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) }).end(text)
+  response
+    .writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) })
+    .end(text)
 }
 
 async function readJson(request: IncomingMessage): Promise<unknown> {

@@ -30,7 +30,12 @@ const configSchema = z.object({
   storage: z.object({
     path: z.string().min(1),
     locations: z
-      .array(z.object({ name: z.string().regex(/^[A-Za-z0-9._-]+$/, 'expected a name of letters, digits, ".", "_" or "-"'), path: z.string().min(1) }))
+      .array(
+        z.object({
+          name: z.string().regex(/^[A-Za-z0-9._-]+$/, 'expected a name of letters, digits, ".", "_" or "-"'),
+          path: z.string().min(1),
+        }),
+      )
       .min(1, 'expected at least one storage location'),
     /** Location new recordings go to; the first one when absent. */
     defaultLocation: z.string().min(1).optional(),
@@ -50,7 +55,10 @@ const addedOptions = {
   logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
 } as const
 
-export type RecordingServiceConfig = z.infer<typeof configSchema> & { contentInfoCacheTtlSeconds?: number; logLevel?: 'debug' | 'info' | 'warn' | 'error' }
+export type RecordingServiceConfig = z.infer<typeof configSchema> & {
+  contentInfoCacheTtlSeconds?: number
+  logLevel?: 'debug' | 'info' | 'warn' | 'error'
+}
 
 /** Every option name a release knows (top level). */
 function knownKeys(release: RecordingRelease): string[] {
@@ -61,7 +69,9 @@ function knownKeys(release: RecordingRelease): string[] {
 function optionsUpTo(release: RecordingRelease): (keyof typeof addedOptions)[] {
   const index = RECORDING_RELEASES.findIndex((candidate) => candidate.version === release.version)
   const releases = index < 0 ? [release] : RECORDING_RELEASES.slice(0, index + 1)
-  return releases.flatMap((candidate) => candidate.configOptionsAdded).filter((option): option is keyof typeof addedOptions => option in addedOptions)
+  return releases
+    .flatMap((candidate) => candidate.configOptionsAdded)
+    .filter((option): option is keyof typeof addedOptions => option in addedOptions)
 }
 
 export interface ParsedConfig {
@@ -81,7 +91,8 @@ export function parseServiceConfig(text: string, file: string, release: Recordin
   } catch (error) {
     throw new ConfigFileError(`configuration file ${file} is not valid JSON: ${describeSyntaxError(text, error)}`)
   }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ConfigFileError(`configuration file ${file} must hold a JSON object`)
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new ConfigFileError(`configuration file ${file} must hold a JSON object`)
   const known = knownKeys(release)
   const unknownKeys = Object.keys(raw).filter((key) => !known.includes(key))
   const schema = configSchema.extend(Object.fromEntries(optionsUpTo(release).map((key) => [key, addedOptions[key]])))
@@ -95,7 +106,9 @@ export function parseServiceConfig(text: string, file: string, release: Recordin
   const config = result.data as unknown as RecordingServiceConfig
   const names = config.storage.locations.map((location) => location.name)
   if (config.storage.defaultLocation !== undefined && !names.includes(config.storage.defaultLocation)) {
-    throw new ConfigFileError(`configuration file ${file}: storage.defaultLocation: "${config.storage.defaultLocation}" is not one of the storage location names (${names.join(', ')})`)
+    throw new ConfigFileError(
+      `configuration file ${file}: storage.defaultLocation: "${config.storage.defaultLocation}" is not one of the storage location names (${names.join(', ')})`,
+    )
   }
   return { config, unknownKeys }
 }
@@ -119,7 +132,13 @@ export function resolveUnderRoot(root: string, path: string, base = '/'): string
 export function defaultServiceConfig(release: RecordingRelease, product: { dir: string }): Record<string, unknown> {
   const config: Record<string, unknown> = {
     listen: { host: '127.0.0.1', port: 8090 },
-    database: { host: '127.0.0.1', port: 5432, name: 'recording', user: 'recording', passwordFile: `/etc/opt/${product.dir}/recording.dbpass` },
+    database: {
+      host: '127.0.0.1',
+      port: 5432,
+      name: 'recording',
+      user: 'recording',
+      passwordFile: `/etc/opt/${product.dir}/recording.dbpass`,
+    },
     auth: {
       jwksUrl: 'http://127.0.0.1:8080/.well-known/jwks.json',
       issuer: 'http://127.0.0.1:8080',

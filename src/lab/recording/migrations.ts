@@ -32,7 +32,12 @@ const MIGRATIONS: Migration[] = [
   {
     version: 2,
     name: 'recording duration',
-    statements: ['ALTER TABLE recordings ADD COLUMN duration integer', 'UPDATE recordings SET duration = stop_time - start_time', 'ALTER TABLE recordings ALTER COLUMN duration SET NOT NULL', 'CREATE INDEX recordings_start_time ON recordings (start_time)'],
+    statements: [
+      'ALTER TABLE recordings ADD COLUMN duration integer',
+      'UPDATE recordings SET duration = stop_time - start_time',
+      'ALTER TABLE recordings ALTER COLUMN duration SET NOT NULL',
+      'CREATE INDEX recordings_start_time ON recordings (start_time)',
+    ],
   },
   {
     version: 3,
@@ -50,7 +55,9 @@ export class NewerSchemaError extends Error {
     readonly found: number,
     readonly known: number,
   ) {
-    super(`database schema version ${found} is newer than this release knows (${known}); restore the database backup taken before the upgrade, or install a release that knows schema ${found}`)
+    super(
+      `database schema version ${found} is newer than this release knows (${known}); restore the database backup taken before the upgrade, or install a release that knows schema ${found}`,
+    )
   }
 }
 
@@ -75,7 +82,13 @@ export async function readSchemaVersion(client: pg.ClientBase): Promise<number> 
  * Brings the schema to `target` for `release`, or refuses a newer one. `fault` makes the
  * migration fail midway (after its first statements ran) or silently delete recordings.
  */
-export async function migrateSchema(client: pg.ClientBase, target: number, release: string, fault: RecordingFault, log: (level: 'INFO' | 'ERROR', message: string) => void): Promise<MigrationOutcome> {
+export async function migrateSchema(
+  client: pg.ClientBase,
+  target: number,
+  release: string,
+  fault: RecordingFault,
+  log: (level: 'INFO' | 'ERROR', message: string) => void,
+): Promise<MigrationOutcome> {
   await client.query('BEGIN')
   try {
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
@@ -95,15 +108,27 @@ export async function migrateSchema(client: pg.ClientBase, target: number, relea
         await client.query('UPDATE recording_locations SET name = location')
       }
       if (fault === 'lossy-migration' && migration.version === target) {
-        await client.query('DELETE FROM recordings WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM recordings) numbered WHERE n % 3 = 1)')
+        await client.query(
+          'DELETE FROM recordings WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM recordings) numbered WHERE n % 3 = 1)',
+        )
       }
-      await client.query('INSERT INTO schema_migrations (version, name, release) VALUES ($1, $2, $3)', [migration.version, migration.name, release])
+      await client.query('INSERT INTO schema_migrations (version, name, release) VALUES ($1, $2, $3)', [
+        migration.version,
+        migration.name,
+        release,
+      ])
     }
     await client.query('COMMIT')
-    return { from, to: Math.max(from, ...pending.map((migration) => migration.version)), applied: pending.map(({ version, name }) => ({ version, name })) }
+    return {
+      from,
+      to: Math.max(from, ...pending.map((migration) => migration.version)),
+      applied: pending.map(({ version, name }) => ({ version, name })),
+    }
   } catch (error) {
     await client.query('ROLLBACK')
     if (error instanceof NewerSchemaError) throw error
-    throw new MigrationError(`migration to schema ${target} failed and was rolled back: ${error instanceof Error ? error.message : String(error)}`)
+    throw new MigrationError(
+      `migration to schema ${target} failed and was rolled back: ${error instanceof Error ? error.message : String(error)}`,
+    )
   }
 }

@@ -31,7 +31,14 @@ export function recordingPackageName(prefix: string): string {
 }
 
 /** Paths inside a host's root that the package installs (all absolute, as on a real host). */
-export function recordingPackagePaths(options: PackageOptions): { service: string; config: string; supervisor: string; systemd: string; log: string; storage: string } {
+export function recordingPackagePaths(options: PackageOptions): {
+  service: string
+  config: string
+  supervisor: string
+  systemd: string
+  log: string
+  storage: string
+} {
   const name = recordingPackageName(options.prefix)
   return {
     service: `/opt/${options.dir}/recording/service.mjs`,
@@ -145,7 +152,9 @@ async function buildPackage(release: RecordingRelease, options: PackageOptions, 
     put('/DEBIAN/control', controlFile(name, release))
     put('/DEBIAN/conffiles', `${paths.config}\n`)
     const temporary = `${outFile}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`
-    await runCommand(local, ['dpkg-deb', '--root-owner-group', '-Zgzip', '--build', tree, temporary], { env: { SOURCE_DATE_EPOCH: '1700000000' } })
+    await runCommand(local, ['dpkg-deb', '--root-owner-group', '-Zgzip', '--build', tree, temporary], {
+      env: { SOURCE_DATE_EPOCH: '1700000000' },
+    })
     // Parallel builders (test workers) write the same content: the rename makes each file whole.
     renameSync(temporary, outFile)
   } finally {
@@ -172,9 +181,17 @@ const pendingBuilds = new Map<string, Promise<Record<string, string>>>()
  * Builds a .deb per release into `outDir` and returns `{ version: debPath }`. Skips the build when
  * `outDir` already holds packages from the same sources and options.
  */
-export function buildRecordingPackages(outDir: string, options: PackageOptions = { prefix: 'svc', dir: 'svc' }): Promise<Record<string, string>> {
+export function buildRecordingPackages(
+  outDir: string,
+  options: PackageOptions = { prefix: 'svc', dir: 'svc' },
+): Promise<Record<string, string>> {
   const unknown = options.versions?.filter((version) => !RECORDING_RELEASES.some((release) => release.version === version)) ?? []
-  if (unknown.length > 0) return Promise.reject(new BadInputError(`versions: ${unknown.join(', ')} is not a lab release; expected some of ${RECORDING_RELEASES.map((release) => release.version).join(', ')}.`))
+  if (unknown.length > 0)
+    return Promise.reject(
+      new BadInputError(
+        `versions: ${unknown.join(', ')} is not a lab release; expected some of ${RECORDING_RELEASES.map((release) => release.version).join(', ')}.`,
+      ),
+    )
   const id = `${resolve(outDir)}\n${options.prefix}\n${options.dir}\n${options.versions?.join(' ') ?? '*'}`
   let pending = pendingBuilds.get(id)
   if (!pending) {
@@ -191,7 +208,10 @@ async function buildMissingPackages(outDir: string, options: PackageOptions): Pr
   const releases = RECORDING_RELEASES.filter((release) => options.versions?.includes(release.version) ?? true)
   const debs = Object.fromEntries(releases.map((release) => [release.version, join(outDir, `${name}_${release.version}_all.deb`)]))
   // One stamp per set of releases, so a partial build never passes for a full one.
-  const stamp = join(outDir, `.${name}${options.versions ? `-${createHash('sha256').update(options.versions.join(' ')).digest('hex').slice(0, 8)}` : ''}.stamp`)
+  const stamp = join(
+    outDir,
+    `.${name}${options.versions ? `-${createHash('sha256').update(options.versions.join(' ')).digest('hex').slice(0, 8)}` : ''}.stamp`,
+  )
   const key = buildKey({ prefix: options.prefix, dir: options.dir })
   const fresh = existsSync(stamp) && readFileSync(stamp, 'utf8') === key && Object.values(debs).every((deb) => existsSync(deb))
   if (!fresh) {

@@ -30,7 +30,11 @@ function readArguments(argv: string[], dir: string): { root: string; config: str
     return index >= 0 ? argv[index + 1] : undefined
   }
   const root = resolve(value('--root') ?? '/')
-  return { root, config: resolve(value('--config') ?? resolveUnderRoot(root, `/etc/opt/${dir}/recording.json`)), version: argv.includes('--version') }
+  return {
+    root,
+    config: resolve(value('--config') ?? resolveUnderRoot(root, `/etc/opt/${dir}/recording.json`)),
+    version: argv.includes('--version'),
+  }
 }
 
 /** Runs the service until SIGTERM/SIGINT. Exits the process with 1 on any start-up failure. */
@@ -51,7 +55,9 @@ export async function runService(build: ServiceBuild, argv: string[]): Promise<v
       mkdirSync(dirname(logFile), { recursive: true })
       appendFileSync(logFile, line)
     } catch (error) {
-      process.stderr.write(`${new Date().toISOString()} ERROR cannot write the log file ${logFile}: ${error instanceof Error ? error.message : String(error)}\n`)
+      process.stderr.write(
+        `${new Date().toISOString()} ERROR cannot write the log file ${logFile}: ${error instanceof Error ? error.message : String(error)}\n`,
+      )
     }
   }
   const fail = (message: string): never => {
@@ -66,9 +72,13 @@ export async function runService(build: ServiceBuild, argv: string[]): Promise<v
   const pool = new pg.Pool({ ...databaseSettings(config, args.root, fail), max: 5, connectionTimeoutMillis: 5000 })
   pool.on('error', (error) => log('ERROR', `database connection lost: ${error.message}`))
   const where = `${config.database.name} at ${config.database.host}:${config.database.port} as ${config.database.user}`
-  const client = await pool.connect().catch((error: unknown) => fail(`cannot connect to database ${where}: ${error instanceof Error ? error.message : String(error)}`))
+  const client = await pool
+    .connect()
+    .catch((error: unknown) => fail(`cannot connect to database ${where}: ${error instanceof Error ? error.message : String(error)}`))
   try {
-    const outcome = await migrateSchema(client, release.schemaVersion, release.version, release.fault, (level, message) => log(level, message))
+    const outcome = await migrateSchema(client, release.schemaVersion, release.version, release.fault, (level, message) =>
+      log(level, message),
+    )
     if (outcome.applied.length === 0) log('INFO', `database schema version ${outcome.from} is current; nothing to migrate`)
     else log('INFO', `migrated the database schema from version ${outcome.from} to ${outcome.to}`)
   } catch (error) {
@@ -88,7 +98,9 @@ export async function runService(build: ServiceBuild, argv: string[]): Promise<v
 
   const server = createApiServer({ release, config, pool, storage, log })
   server.on('error', (error) => fail(`cannot listen on ${config.listen.host}:${config.listen.port}: ${error.message}`))
-  server.listen(config.listen.port, config.listen.host, () => log('INFO', `listening on http://${config.listen.host}:${config.listen.port}`))
+  server.listen(config.listen.port, config.listen.host, () =>
+    log('INFO', `listening on http://${config.listen.host}:${config.listen.port}`),
+  )
   const stop = (signal: string): void => {
     log('INFO', `stopping on ${signal}`)
     server.close()
@@ -102,7 +114,12 @@ export async function runService(build: ServiceBuild, argv: string[]): Promise<v
   process.once('SIGINT', () => stop('SIGINT'))
 }
 
-function readConfig(file: string, release: RecordingRelease, log: (level: Level, message: string) => void, fail: (message: string) => never): RecordingServiceConfig {
+function readConfig(
+  file: string,
+  release: RecordingRelease,
+  log: (level: Level, message: string) => void,
+  fail: (message: string) => never,
+): RecordingServiceConfig {
   let text: string
   try {
     text = readFileSync(file, 'utf8')

@@ -36,7 +36,10 @@ export class RecordingStorage {
   /** Directory of a named location; StorageError when the name is not configured. */
   locationDir(name: string): string {
     const location = this.config.storage.locations.find((candidate) => candidate.name === name)
-    if (!location) throw new StorageError(`storage location "${name}" is not configured (configured: ${this.config.storage.locations.map((l) => l.name).join(', ')})`)
+    if (!location)
+      throw new StorageError(
+        `storage location "${name}" is not configured (configured: ${this.config.storage.locations.map((l) => l.name).join(', ')})`,
+      )
     return resolveUnderRoot('/', location.path, this.base)
   }
 
