@@ -1,30 +1,84 @@
+#!/usr/bin/env node
 /**
  * Playbook: roll back the recording service (seed, Versioning > Recording service, "Rollback"):
+ * stop the service; downgrade the package to the previous version; restore the database backup only
+ * if the schema changed; start the service. Made lossless: recordings written after the backup are
+ * exported before the restore and re-created after it, and every host is verified.
  *
- *   rollback:decide     schema fingerprint now vs before the run -> restore or keep the database
- *   rollback:export     (restore only) every recording written after the backup, saved in the run folder
- *   rollback:stop       every affected host (all of them when the database is restored)
- *   rollback:install    the previous version of each host
- *   rollback:restore    (restore only) the run's verified backup
- *   rollback:start / wait-healthy / check-logs
- *   rollback:recreate   (restore only) the exported recordings, re-created through the API
- *   rollback:verify     health, content, every snapshot recording present, test recording
+ *   node playbooks/rollback.ts --env lab [--run ID] [--dry-run]
  *
- * `--run ID` (default: the newest upgrade run of the environment) rolls back from that run's
- * journal; `--to V` moves the hosts to V through the upgrade's own path instead.
- *   npx tsx playbooks/rollback.ts --env lab
+ * The same steps roll back a failed upgrade automatically (the upgrade's failure policy in
+ * playbooks/upgrade.ts), continue a rollback that was interrupted (`svcops resume ID`), and show
+ * what they would do (`--dry-run`).
  */
-import type { Environment } from '../src/config/schema.ts'
-import { rollbackRun, type RunOutcome } from '../src/upgrade/run.ts'
-import { openUpgradeDeps } from '../src/upgrade/wiring.ts'
-import { runAsScript } from './as-script.ts'
+import { events } from '../src/core/events.ts'
+import type { HostFailure, Run } from '../src/runs/engine.ts'
+import { runAsCommand } from '../src/runs/script.ts'
+import { Phase } from '../src/runs/step.ts'
+import type { HostHandle, RecordingContext } from '../src/upgrade/context.ts'
+import { checkStatusAndLogs, installPackage, startService, stopService, verifyHost, waitHealthy } from '../src/upgrade/host-steps.ts'
+import {
+  decideRestore,
+  decisionOf,
+  exportLaterRecordings,
+  hostsOf,
+  recreateLaterRecordings,
+  restoreBackup,
+  verifyRecreated,
+  type RestoreDecision,
+} from '../src/upgrade/rollback-steps.ts'
 
-/** Rolls back run `runId` (or the newest), or moves to version `to`. Throws RolledBackError (exit 4) on success of a rollback. */
-export function rollbackRecordingService(
-  env: Environment,
-  options: { runId?: string; to?: string; breakLock?: boolean },
-): Promise<RunOutcome> {
-  return rollbackRun(env, options, openUpgradeDeps)
+/** The rollback of a run, in the seed's order. Returns what it did, in one line. */
+export async function rollBackRecording(run: Run<RecordingContext>, options: { dataLoss: boolean }): Promise<string> {
+  const { ctx } = run
+  const previous = (h: HostHandle) => ctx.journal.run.previousVersions[h.name]
+  const decision = decisionOf(await run.step(decideRestore, options)) // restore only if the schema changed
+  const hosts = hostsOf(ctx, decision)
+  if (decision.restore) await run.step(exportLaterRecordings) // recordings written after the backup
+  await run.everyHost(hosts, (h) => run.onHost(h, stopService)) // 1. stop the service
+  await run.everyHost(hosts, (h) => run.onHost(h, installPackage, previous(h))) // 2. downgrade the package
+  if (decision.restore) await run.step(restoreBackup) // 3. restore the database backup
+  await run.everyHost(hosts, async (h) => {
+    await run.onHost(h, startService) // 4. start the service
+    await run.onHost(h, waitHealthy)
+    await run.onHost(h, checkStatusAndLogs)
+  })
+  const first = hosts[0]
+  const recreated = decision.restore && first ? await run.onHost(first, recreateLaterRecordings) : {} // nothing written after the backup is lost
+  await run.everyHost(hosts, (h) => run.onHost(h, verifyHost))
+  if (decision.restore && first) await run.onHost(first, verifyRecreated)
+  return summaryOf(ctx, decision, Array.isArray(recreated.data?.recreated) ? recreated.data.recreated.length : 0)
 }
 
-runAsScript(import.meta.url, ['rollback', 'recording'])
+/**
+ * One host back on its previous version, the rest of the rollout going on (`--max-fail`). When the
+ * schema changed, the old version cannot run on it: the host is left stopped and reported.
+ */
+export async function rollBackOneHost(run: Run<RecordingContext>, failure: HostFailure, h: HostHandle): Promise<void> {
+  const back = run.inPhase(Phase.hostRollback)
+  const schemaChanged = (await run.ctx.deps.database.fingerprint()) !== run.ctx.journal.run.fingerprintBefore
+  await back.onHost(h, stopService)
+  if (schemaChanged) {
+    events.warn(
+      `${h.name} failed (${failure.message}) and is left stopped: the schema changed, and its previous version cannot run on it.`,
+      h.name,
+    )
+    return
+  }
+  await back.onHost(h, installPackage, run.ctx.journal.run.previousVersions[h.name])
+  await back.onHost(h, startService)
+  await back.onHost(h, waitHealthy)
+  await back.onHost(h, checkStatusAndLogs)
+  await back.onHost(h, verifyHost)
+}
+
+function summaryOf(ctx: RecordingContext, decision: RestoreDecision, recreated: number): string {
+  const run = ctx.journal.run
+  const versions = Object.entries(run.previousVersions)
+    .map(([h, v]) => `${h} ${v}`)
+    .join(', ')
+  if (!decision.restore) return `rolled back to ${versions}; database kept (${decision.reason})`
+  return `rolled back to ${versions}; database restored from backup ${run.backupId ?? '?'} because ${decision.reason}; ${recreated} recording(s) written after the backup re-created`
+}
+
+if (import.meta.main) await runAsCommand(['rollback', 'recording'])

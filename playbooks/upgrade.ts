@@ -1,44 +1,145 @@
+#!/usr/bin/env node
 /**
- * Playbook: upgrade the recording service (seed, Versioning > Recording service). The procedure,
- * top to bottom — each line a named step in the run's journal (src/ops/upgrade-*.ts do the work):
+ * Playbook: upgrade the recording service (seed, Versioning > Recording service): back up the
+ * database before upgrading; then on each host stop the service, install the new package, review
+ * configuration changes, start the service (migrations run on first start), check status and the
+ * last log lines; then the post-upgrade check. The canary goes first, alone, and migrates the
+ * shared database; then batches of --batch hosts. Any failure after the first stop is rolled back
+ * by playbooks/rollback.ts (unless --no-auto-rollback); before it, nothing has changed.
  *
- *   preflight      config valid; run lock; manager auth with the needed scopes; database reachable
- *                  and the role may change the schema; room for the backup; current version per host
- *   stage          target (and previous) package copied into every host's package cache
- *   snapshot       every recording listed through the API, row counts of every table
- *   backup         encrypted backup, verified by a test restore — nothing stops before it exists
- *   per host       stop -> install (pinned, config kept) -> review-config -> start (migrations run
- *                  on first start) -> wait-healthy -> check-logs -> verify-host
- *                  (canary first, alone; then batches of --batch hosts, concurrently)
- *   verify         schema fingerprint after; every host on the target version
- *   on failure     rollback: stop -> previous version -> restore only if the schema changed, with
- *                  recordings written after the backup exported and re-created -> start -> verify
+ *   node playbooks/upgrade.ts --env lab --to 2.0.0 [--batch 2] [--window 90m] [--dry-run]
  *
- * Run it through the CLI (`svcops upgrade recording ...`) or directly with the same flags:
- *   npx tsx playbooks/upgrade.ts --env lab --to 2.0.0 --dry-run
+ * `--dry-run` runs this same procedure in plan mode: every step says what it would do and the exact
+ * command it would run. Every run is journaled; `svcops resume ID` continues it after a kill.
  */
 import type { Environment } from '../src/config/schema.ts'
-import { planUpgrade, renderPlan, type UpgradePlan } from '../src/upgrade/plan.ts'
-import { resumeRun, upgradeRecording, type RunOutcome, type UpgradeRequest } from '../src/upgrade/run.ts'
-import { openUpgradeDeps } from '../src/upgrade/wiring.ts'
-import { runAsScript } from './as-script.ts'
+import { ToleratedFailures, type HostFailure, type Run } from '../src/runs/engine.ts'
+import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
+import { parseMaxFail, planBatches } from '../src/runs/rollout.ts'
+import { runAsCommand } from '../src/runs/script.ts'
+import { findRunToRollBack, type DepsFactory, type RecordingContext } from '../src/upgrade/context.ts'
+import {
+  checkStatusAndLogs,
+  installPackage,
+  reviewConfig,
+  startService,
+  stopService,
+  verifyHost,
+  waitHealthy,
+} from '../src/upgrade/host-steps.ts'
+import {
+  backupAndVerify,
+  preflight,
+  recordContentBeforeStop,
+  snapshotContent,
+  stagePackages,
+  verifyFleet,
+} from '../src/upgrade/preflight.ts'
+import {
+  planRecordingContinuation,
+  planRecordingUpgrade,
+  resumeRecordingRun,
+  startRecordingRun,
+  type RunPlan,
+  type UpgradeRequest,
+} from '../src/upgrade/runs.ts'
+import { rollBackOneHost, rollBackRecording } from './rollback.ts'
 
-/** Upgrades the recording service of `request.env`; throws RolledBackError (exit 4) when it failed and was rolled back. */
-export function upgradeRecordingService(request: UpgradeRequest): Promise<RunOutcome> {
-  return upgradeRecording(request, openUpgradeDeps)
+/** The procedure, top to bottom. */
+async function upgrade(run: Run<RecordingContext>): Promise<void> {
+  const { ctx } = run
+  const target = ctx.journal.run.targetVersion
+  await run.step(preflight) // scopes, database privileges, room for the backup, installed versions
+  await run.everyHost(ctx.hosts, (h) => run.onHost(h, stagePackages)) // target and previous package on every host
+  await run.step(snapshotContent) // every recording and the row counts, to prove nothing is lost
+  await run.step(backupAndVerify) // back up the database before upgrading; nothing stops before it
+  const tolerated = await run.rollout(rolloutOf(run), async (h) => {
+    if (run.finished(verifyHost, h.name)) return // upgraded and verified before an interruption
+    await run.onHost(h, stopService) // 1. stop the service
+    await run.onHost(h, installPackage, target) // 2. install the new package
+    await run.onHost(h, reviewConfig) // 3. review configuration changes
+    await run.onHost(h, startService) // 4. start the service; migrations run on the first start
+    await run.onHost(h, waitHealthy)
+    await run.onHost(h, checkStatusAndLogs) // 5. check status and the last log lines
+    await run.onHost(h, verifyHost) // post-upgrade check: GET /, the content list, a test recording
+  })
+  await run.step(verifyFleet, tolerated) // every host on the target; the schema fingerprint after
+  if (tolerated.length) throw toleratedFailures(run, tolerated)
 }
 
-/** The --dry-run plan: every step and command per host; reads only. */
-export function planRecordingUpgrade(request: Omit<UpgradeRequest, 'env'> & { env: Environment }): Promise<UpgradePlan> {
-  return planUpgrade(request.env, request)
+/** Canary, batches, --max-fail and the maintenance window of this run (a resumed run has no window). */
+function rolloutOf(run: Run<RecordingContext>) {
+  const record = run.ctx.journal.run
+  return {
+    batches: planBatches(run.ctx.hosts, record.batchSize),
+    maxFail: parseMaxFail(record.maxFail, run.ctx.hosts.length),
+    ...(record.deadline && !run.resumed ? { deadline: Date.parse(record.deadline) } : {}),
+    beforeBatch: (batch: RecordingContext['hosts']) => run.step(recordContentBeforeStop, batch),
+    onTolerated: (failure: HostFailure, h: RecordingContext['hosts'][number]) => rollBackOneHost(run, failure, h),
+  }
 }
 
-/** The plan as text. */
-export const renderRecordingPlan = renderPlan
-
-/** Continues an interrupted run from its journal (or rolls it back). */
-export function resumeRecordingRun(id: string, options: { rollback?: boolean; breakLock?: boolean }): Promise<RunOutcome> {
-  return resumeRun(id, options, openUpgradeDeps)
+function toleratedFailures(run: Run<RecordingContext>, failures: HostFailure[]): ToleratedFailures {
+  const record = run.ctx.journal.run
+  const upgraded = run.ctx.hosts.length - failures.length
+  return new ToleratedFailures(
+    `Upgraded ${upgraded} of ${run.ctx.hosts.length} hosts to ${record.targetVersion}; ${failures.map((f) => f.host).join(', ')} failed ` +
+      `(within --max-fail ${record.maxFail}): ${failures[0]?.message ?? ''}`,
+    `See the report: ${run.journal.file('report.md')}`,
+  )
 }
 
-runAsScript(import.meta.url, ['upgrade', 'recording'])
+/** The playbook: this procedure, and the lossless rollback as its failure policy. */
+export const upgradeRecording: Playbook<RecordingContext> = {
+  kind: 'upgrade',
+  what: (record) => `Upgrade to ${record.targetVersion}`,
+  rollbackCommand: (record) => `svcops rollback recording --env ${record.environment} --run ${record.id}`,
+  procedure: upgrade,
+  rollback: rollBackRecording,
+}
+
+// Entry points of the recording service's runs; the CLI (src/commands/upgrade.ts) and the tests call these.
+
+/** `svcops upgrade recording`; throws RolledBackError (exit 4) when it failed and was rolled back. */
+export function upgradeRecordingService(request: UpgradeRequest, openDeps?: DepsFactory): Promise<RunOutcome> {
+  return startRecordingRun(upgradeRecording, request, openDeps)
+}
+
+/** `svcops upgrade recording --dry-run`: this playbook in plan mode; reads only. */
+export function planRecordingService(request: UpgradeRequest): Promise<RunPlan> {
+  return planRecordingUpgrade(upgradeRecording, request)
+}
+
+/** `svcops resume ID [--rollback]`: continues an interrupted run from its journal, or rolls it back. */
+export function resumeRecordingService(id: string, options: { rollback?: boolean; breakLock?: boolean } = {}): Promise<RunOutcome> {
+  return resumeRecordingRun(upgradeRecording, id, options)
+}
+
+/** `svcops resume ID --dry-run`: what is left to do (or what the rollback would do). */
+export function planRecordingResume(id: string, options: { rollback?: boolean } = {}): Promise<RunPlan> {
+  return planRecordingContinuation(upgradeRecording, id, { rollback: options.rollback ?? false })
+}
+
+/**
+ * `svcops rollback recording`: rolls back run `runId` (default: the environment's newest upgrade
+ * run) with playbooks/rollback.ts, or with `to` moves every host to that version through this
+ * playbook (backup, verification, and its own rollback on failure).
+ */
+export function rollbackRecordingService(
+  env: Environment,
+  options: { runId?: string; to?: string; breakLock?: boolean },
+): Promise<RunOutcome> {
+  if (options.to) return upgradeRecordingService({ env, to: options.to, ...(options.breakLock ? { breakLock: true } : {}) })
+  return resumeRecordingService(findRunToRollBack(env, options.runId), {
+    rollback: true,
+    ...(options.breakLock ? { breakLock: true } : {}),
+  })
+}
+
+/** `svcops rollback recording --dry-run`. */
+export function planRecordingRollback(env: Environment, options: { runId?: string; to?: string }): Promise<RunPlan> {
+  if (options.to) return planRecordingService({ env, to: options.to })
+  return planRecordingResume(findRunToRollBack(env, options.runId), { rollback: true })
+}
+
+if (import.meta.main) await runAsCommand(['upgrade', 'recording'])

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * Playbook: the seed's post-upgrade check alone, on every host of an environment:
  *
@@ -7,17 +8,17 @@
  *   status + logs              the service runs; no error lines in its last log lines of the past 10 minutes
  *   fingerprint                the database schema fingerprint, recorded for comparison
  *
- *   npx tsx playbooks/verify.ts --env lab
+ *   node playbooks/verify.ts --env lab
  */
 import { requireSection } from '../src/config/load.ts'
 import type { Environment } from '../src/config/schema.ts'
 import { transportFor } from '../src/drivers/transports.ts'
 import { findLogErrors, linesSince, readServiceLogs, readServiceStatus, serviceDriver } from '../src/drivers/services.ts'
 import { packageDriver, readInstalledVersion } from '../src/drivers/packages.ts'
-import { settingsFor } from '../src/runs/steps.ts'
+import { settingsFor } from '../src/upgrade/context.ts'
 import { openUpgradeDeps } from '../src/upgrade/wiring.ts'
 import { verifyHost, type HostVerification } from '../src/upgrade/verify-host.ts'
-import { runAsScript } from './as-script.ts'
+import { runAsCommand } from '../src/runs/script.ts'
 
 export interface ServiceVerification {
   ok: boolean
@@ -81,4 +82,4 @@ export function renderVerification(v: ServiceVerification): string {
   return lines.join('\n')
 }
 
-runAsScript(import.meta.url, ['verify', 'recording'])
+if (import.meta.main) await runAsCommand(['verify', 'recording'])

@@ -111,8 +111,9 @@ Examples:
       }
       const play = await import('../../playbooks/upgrade.ts')
       if (flags.dryRun) {
-        const plan = await play.planRecordingUpgrade(request)
-        printResult(command, { ok: true, dryRun: true, ...plan }, () => play.renderRecordingPlan(plan))
+        const plan = await play.planRecordingService(request)
+        const { renderPlan } = await import('../upgrade/runs.ts')
+        printResult(command, { ok: true, dryRun: true, ...plan }, () => renderPlan(plan))
         return
       }
       await confirm(`Upgrade the recording service of '${env.name}' to ${flags.to}?`, flags.yes)
@@ -156,17 +157,12 @@ Examples:
       if (flags.run && flags.to)
         throw new BadInputError('--run and --to: both given; expected one of them (a run to undo, or a version to go to).')
       const env = await environmentOf(command)
+      const play = await import('../../playbooks/upgrade.ts')
+      const options = { ...(flags.run ? { runId: flags.run } : {}), ...(flags.to ? { to: flags.to } : {}) }
       if (flags.dryRun) {
-        if (flags.to) {
-          const { planUpgrade, renderPlan } = await import('../upgrade/plan.ts')
-          const plan = await planUpgrade(env, { to: flags.to })
-          printResult(command, { ok: true, dryRun: true, plan }, () => renderPlan(plan))
-          return
-        }
-        const { findRunToRollBack } = await import('../upgrade/run.ts')
-        const { planRunContinuation, renderRunPlan } = await import('../upgrade/rollback-plan.ts')
-        const plan = await planRunContinuation(await findRunToRollBack(env, flags.run), { rollback: true })
-        printResult(command, { ok: true, dryRun: true, plan }, () => renderRunPlan(plan))
+        const plan = await play.planRecordingRollback(env, options)
+        const { renderPlan } = await import('../upgrade/runs.ts')
+        printResult(command, { ok: true, dryRun: true, plan }, () => renderPlan(plan))
         return
       }
       await confirm(
@@ -175,10 +171,8 @@ Examples:
       )
       const stop = await progress(command)
       try {
-        const play = await import('../../playbooks/rollback.ts')
         const outcome = await play.rollbackRecordingService(env, {
-          ...(flags.run ? { runId: flags.run } : {}),
-          ...(flags.to ? { to: flags.to } : {}),
+          ...options,
           ...(flags.breakLock ? { breakLock: true } : {}),
         })
         printResult(
@@ -271,16 +265,16 @@ Examples:
   svcops resume 20261122T031500Z-3fa9c1 --rollback --json`,
     )
     .action(async (id: string, flags: { rollback?: boolean; dryRun?: boolean; breakLock?: boolean }, command: Command) => {
+      const play = await import('../../playbooks/upgrade.ts')
       if (flags.dryRun) {
-        const { planRunContinuation, renderRunPlan } = await import('../upgrade/rollback-plan.ts')
-        const plan = await planRunContinuation(id, { rollback: flags.rollback ?? false })
-        printResult(command, { ok: true, dryRun: true, plan }, () => renderRunPlan(plan))
+        const plan = await play.planRecordingResume(id, { rollback: flags.rollback ?? false })
+        const { renderPlan } = await import('../upgrade/runs.ts')
+        printResult(command, { ok: true, dryRun: true, plan }, () => renderPlan(plan))
         return
       }
       const stop = await progress(command)
       try {
-        const play = await import('../../playbooks/upgrade.ts')
-        const outcome = await play.resumeRecordingRun(id, {
+        const outcome = await play.resumeRecordingService(id, {
           ...(flags.rollback ? { rollback: true } : {}),
           ...(flags.breakLock ? { breakLock: true } : {}),
         })

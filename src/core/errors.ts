@@ -117,3 +117,8 @@ export function exitCodeFor(error: unknown): ExitCodeValue {
 export function isExpected(error: unknown): error is SvcopsError {
   return error instanceof SvcopsError
 }
+
+/** The one way to turn anything thrown into the sentence a person reads. */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}

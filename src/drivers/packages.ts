@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import type { RecordingHostConfig } from '../config/schema.ts'
 import { BadInputError, OperationError } from '../core/errors.ts'
 import { dpkgArgv, dpkgQueryArgv, hostPath } from './transports.ts'
-import { runCommand, type Transport } from '../core/runner.ts'
+import { runCommand, shellJoin, type Transport } from '../core/runner.ts'
 
 /** The host's package cache, where staged packages wait for the install step. */
 export const PACKAGE_CACHE = '/var/cache/svcops/packages'
@@ -25,6 +25,16 @@ export interface PlannedCommand {
   /** Written to the command's stdin; `shown` says what it is in plans and logs. */
   input?: { data: string; shown: string }
   mutates: boolean
+}
+
+/** A planned command as a person would type it (environment first), for dry runs and logs. */
+export function showCommand(c: PlannedCommand): string {
+  const env = c.env
+    ? `${Object.entries(c.env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')} `
+    : ''
+  return `${env}${shellJoin(c.argv)}${c.input ? ` <<< ${c.input.shown}` : ''}`
 }
 
 export interface PackageDriver {

@@ -22,8 +22,9 @@ import { hostname, userInfo } from 'node:os'
 import { join, resolve } from 'node:path'
 import { BadInputError } from '../core/errors.ts'
 import { redactDeep } from '../core/redact.ts'
+import type { ReportSection } from './step.ts'
 
-export type RunKind = 'upgrade' | 'rollback'
+export type RunKind = 'upgrade' | 'rollback' | 'backup'
 export type RunPhase = 'running' | 'rolling-back' | 'succeeded' | 'failed' | 'rolled-back' | 'rollback-failed'
 
 /** What a run is about; written at start, updated as facts are learned (backup id, fingerprints). */
@@ -32,7 +33,7 @@ export interface RunRecord {
   kind: RunKind
   environment: string
   envFile: string
-  /** Version every host should end on when the run succeeds. */
+  /** Version every host should end on when the run succeeds ('' for a backup run). */
   targetVersion: string
   /** Version per host before the run (what a rollback returns to). */
   previousVersions: Record<string, string>
@@ -74,6 +75,10 @@ export interface JournalEntry {
   durationMs?: number
   /** Facts the step learned that later steps (or a resume) need. */
   data?: Record<string, unknown>
+  /** The step makes the service unavailable: from its start on, a failure is rolled back. */
+  disruptive?: boolean
+  /** What this finished step adds to the report (see `ReportSection`). */
+  report?: ReportSection
 }
 
 /** `.svcops/runs` under the working directory, or `SVCOPS_RUNS_DIR`. */
@@ -116,10 +121,21 @@ function writeSynced(path: string, text: string): void {
 
 /** An open journal: the run record plus its append-only step log. */
 export class Journal {
-  private constructor(
-    readonly dir: string,
-    public run: RunRecord,
-  ) {}
+  readonly dir: string
+  run: RunRecord
+  /** Entries of a journal kept in memory only (the dry run's), else undefined. */
+  private readonly memory: JournalEntry[] | undefined
+
+  private constructor(dir: string, run: RunRecord, memory?: JournalEntry[]) {
+    this.dir = dir
+    this.run = run
+    this.memory = memory
+  }
+
+  /** A journal that writes nothing: the dry run goes through the same steps with it. */
+  static inMemory(run: RunRecord, base = runsDir(), entries: JournalEntry[] = []): Journal {
+    return new Journal(join(base, run.id), run, [...entries])
+  }
 
   /** Creates the folder of a new run and writes its record. */
   static create(run: RunRecord, base = runsDir()): Journal {
@@ -146,12 +162,17 @@ export class Journal {
   }
 
   private save(): void {
+    if (this.memory) return
     writeSynced(join(this.dir, 'run.json'), JSON.stringify(redactDeep(this.run), null, 2) + '\n')
   }
 
   /** Appends one entry and syncs it: after this returns, a kill cannot lose it. */
   append(entry: Omit<JournalEntry, 'time'>): JournalEntry {
     const full: JournalEntry = redactDeep({ time: new Date().toISOString(), ...entry })
+    if (this.memory) {
+      this.memory.push(full)
+      return full
+    }
     const file = join(this.dir, 'journal.jsonl')
     appendFileSync(file, JSON.stringify(full) + '\n', { mode: 0o600 })
     const fd = openSync(file, 'r')
@@ -165,6 +186,7 @@ export class Journal {
 
   /** Every entry so far, oldest first. A torn last line (killed mid-write) is ignored. */
   entries(): JournalEntry[] {
+    if (this.memory) return [...this.memory]
     const file = join(this.dir, 'journal.jsonl')
     if (!existsSync(file)) return []
     const out: JournalEntry[] = []
@@ -185,6 +207,17 @@ export class Journal {
     return this.entries()
       .filter((e) => e.step === step && e.host === host && e.status === 'ok')
       .at(-1)
+  }
+
+  /** True once a disruptive step (a stop) has started: the line between "nothing changed" and a rollback. */
+  disrupted(): boolean {
+    return this.entries().some((e) => e.disruptive === true)
+  }
+
+  /** Hosts on which a disruptive step started, in the order of `hosts`. */
+  disruptedHosts(hosts: string[]): string[] {
+    const touched = new Set(this.entries().flatMap((e) => (e.disruptive && e.host ? [e.host] : [])))
+    return hosts.filter((h) => touched.has(h))
   }
 
   /** Path of a file in the run folder (report.json, report.md, exports). */

@@ -30,15 +30,13 @@ export interface RunReport {
   rollback?: { restore: boolean; reason: string; hosts: string[] }
 }
 
-const VERIFIED = new Set(['verify-host', 'rollback:verify', 'host-rollback:verify'])
-
 /** Downtime per host: stop (start) -> verification (ok), the window users could not reach it. */
 export function downtimeOf(entries: JournalEntry[], hosts: string[]): HostDowntime[] {
   return hosts.map((host) => {
     const mine = entries.filter((e) => e.host === host)
-    const stop = mine.find((e) => e.step.endsWith('stop') && e.status === 'start')
-    const verified = mine.filter((e) => VERIFIED.has(e.step) && e.status === 'ok').at(-1)
-    const installs = mine.filter((e) => e.step.endsWith('install') && e.status === 'ok' && e.data && 'to' in e.data)
+    const stop = mine.find((e) => e.disruptive === true && e.status === 'start')
+    const verified = mine.filter((e) => e.report === 'verified' && e.status === 'ok').at(-1)
+    const installs = mine.filter((e) => e.status === 'ok' && typeof e.data?.to === 'string')
     const lastInstall = installs.at(-1)
     const out: HostDowntime = { host }
     if (stop) out.stoppedAt = stop.time
@@ -53,14 +51,14 @@ export function downtimeOf(entries: JournalEntry[], hosts: string[]): HostDownti
 export function buildReport(journal: Journal): RunReport {
   const entries = journal.entries()
   const run = journal.run
-  const decide = entries.filter((e) => e.step === 'rollback:decide' && e.status === 'ok').at(-1)
-  const recreate = entries.filter((e) => e.step === 'rollback:recreate' && e.status === 'ok').at(-1)
+  const decide = entries.filter((e) => e.report === 'restore-decision' && e.status === 'ok').at(-1)
+  const recreate = entries.filter((e) => e.report === 'recreated' && e.status === 'ok').at(-1)
   return {
     run,
     downtime: downtimeOf(entries, run.hosts),
     timeline: entries,
     configReviews: entries
-      .filter((e) => e.step === 'review-config' && e.status === 'ok' && e.host)
+      .filter((e) => e.report === 'config-review' && e.status === 'ok' && e.host)
       .map((e) => ({ host: e.host as string, review: e.data?.review })),
     recreated: (recreate?.data?.recreated as unknown[] | undefined) ?? [],
     ...(decide?.data
@@ -78,7 +76,7 @@ export function buildReport(journal: Journal): RunReport {
 /** The readable report. */
 export function renderMarkdown(report: RunReport): string {
   const { run } = report
-  const lines: string[] = [`# ${run.kind === 'upgrade' ? 'Upgrade' : 'Rollback'} run ${run.id}`, '']
+  const lines: string[] = [`# ${run.kind === 'upgrade' ? 'Upgrade' : run.kind === 'backup' ? 'Backup' : 'Rollback'} run ${run.id}`, '']
   lines.push(
     `- environment: ${run.environment}`,
     `- target version: ${run.targetVersion}`,

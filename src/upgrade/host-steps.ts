@@ -1,56 +1,127 @@
 /**
- * The seed's upgrade steps on one host, each idempotent so that a resumed run can repeat them:
- * stop the service; install the new package (pinned, current config kept); review configuration
- * changes; start (migrations run on first start); wait until healthy (bounded); check status and
- * the last log lines; verify the content. Also the same-host steps of a rollback.
+ * The seed's steps on one host, declared once for the run and the dry run: stop the service;
+ * install a package version (pinned, current config kept); review configuration changes; start
+ * (migrations run on first start); wait until healthy (bounded); check status and the last log
+ * lines; verify the content. Each is idempotent, so a resumed run can repeat it, and the rollback
+ * uses the same steps in its own phase.
  */
+import { errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
-import { installPackage, readInstalledVersion } from '../drivers/packages.ts'
-import { findLogErrors, readLogCursor, readServiceLogs, readServiceStatus, startService, stopService } from '../drivers/services.ts'
-import { reviewConfig } from './config-review.ts'
-import { HostFailure, runStep, type HostHandle, type RunContext } from '../runs/steps.ts'
-import { assertVerified, verifyHost } from './verify-host.ts'
+import { installPackage as install, readInstalledVersion, showCommand } from '../drivers/packages.ts'
+import {
+  findLogErrors,
+  readLogCursor,
+  readServiceLogs,
+  readServiceStatus,
+  startService as start,
+  stopService as stop,
+} from '../drivers/services.ts'
+import { HostFailure } from '../runs/engine.ts'
+import { defineStep } from '../runs/step.ts'
+import { reviewConfig as review } from './config-review.ts'
+import type { HostHandle, RecordingContext } from './context.ts'
+import { assertVerified, verifyHost as verify } from './verify-host.ts'
 
-/** Stops the service (idempotent). `prefix` is '' for upgrade steps, 'rollback:' for rollback ones. */
-export async function stopStep(ctx: RunContext, h: HostHandle, prefix = ''): Promise<void> {
-  await runStep(ctx, `${prefix}stop`, h.name, async () => {
-    await stopService(ctx.svc, h.transport, h.config, ctx.settings.service)
-    return { changed: [`stopped ${ctx.settings.service}`] }
-  })
+type Ctx = RecordingContext
+
+/** Log positions taken right before each host's start: only that start's lines are judged. */
+const logCursors = new WeakMap<Ctx, Map<string, string | undefined>>()
+function cursorOf(ctx: Ctx, h: HostHandle): string | undefined {
+  return logCursors.get(ctx)?.get(h.name)
 }
 
-/** Installs `version` unless it is already installed (idempotent). */
-export async function installStep(ctx: RunContext, h: HostHandle, version: string, prefix = ''): Promise<void> {
-  await runStep(ctx, `${prefix}install`, h.name, async () => {
+export const stopService = defineStep<Ctx, [HostHandle]>({
+  id: 'stop',
+  title: 'stop the service',
+  disruptive: true,
+  describe: (ctx, h) => [showCommand(ctx.svc.stopCommand(h.config, ctx.settings.service))],
+  async act(ctx, h) {
+    await stop(ctx.svc, h.transport, h.config, ctx.settings.service)
+    return { changed: [`stopped ${ctx.settings.service}`] }
+  },
+})
+
+export const installPackage = defineStep<Ctx, [HostHandle, string | undefined]>({
+  id: 'install',
+  title: 'install the package version, keeping the host’s configuration',
+  async describe(ctx, h, version) {
+    if (!version) return ['no previous version is recorded for this host: nothing to install']
+    const current = await readInstalledVersion(ctx.pkg, h.transport, h.config, ctx.settings.package)
+    const commands = ctx.pkg.installCommands(h.config, ctx.settings.package, version, ctx.packageFile(version)).map(showCommand)
+    return [`install ${version} over ${current ?? 'nothing'}: ${commands.join(' && ')}`]
+  },
+  async act(ctx, h, version) {
+    if (!version) return { skipped: 'no previous version is recorded for this host' }
     const current = await readInstalledVersion(ctx.pkg, h.transport, h.config, ctx.settings.package)
     if (current === version) return { skipped: `${ctx.settings.package} ${version} is already installed`, data: { from: current } }
-    await installPackage(ctx.pkg, h.transport, h.config, ctx.settings.package, version, ctx.packageFile(version))
+    await install(ctx.pkg, h.transport, h.config, ctx.settings.package, version, ctx.packageFile(version))
     const now = await readInstalledVersion(ctx.pkg, h.transport, h.config, ctx.settings.package)
-    if (now !== version)
+    if (now !== version) {
       throw new HostFailure(
         h.name,
-        `${prefix}install`,
+        'install',
         `After installing ${ctx.settings.package} ${version} on ${h.name}, the installed version is ${now ?? 'none'}.`,
       )
+    }
     return {
       changed: [`installed ${ctx.settings.package} ${version} over ${current ?? 'nothing'}`],
       data: { from: current ?? null, to: version },
     }
-  })
-}
+  },
+})
 
-/** Starts the service, waits until `GET /` answers (bounded), then checks status and new log lines. */
-export async function startAndCheckSteps(ctx: RunContext, h: HostHandle, prefix = ''): Promise<void> {
-  const startedAt = new Date().toISOString()
-  // Only this start's log lines are judged: earlier errors (the failed release a rollback replaces) are not its fault.
-  const cursor = await readLogCursor(ctx.svc, h.transport, h.config, ctx.settings.service, ctx.settings.logPath)
-  await runStep(ctx, `${prefix}start`, h.name, async () => {
-    const started = await startService(ctx.svc, h.transport, h.config, ctx.settings.service)
+export const reviewConfig = defineStep<Ctx, [HostHandle]>({
+  id: 'review-config',
+  title: 'review configuration changes',
+  report: 'config-review',
+  describe: (ctx, h) => [
+    `look for ${ctx.pkg.newConfigSuffixes.map((s) => ctx.settings.configPath + s).join(', ')}; diff -u against ${ctx.settings.configPath}; ` +
+      'check its JSON syntax; warn on options the new default no longer has',
+  ],
+  async act(ctx, h) {
+    const result = await review(h.transport, h.config, ctx.settings.configPath, ctx.pkg.newConfigSuffixes)
+    if (!result.syntaxOk) {
+      throw new HostFailure(
+        h.name,
+        'review-config',
+        `The active configuration on ${h.name} is not valid: ${result.syntaxError ?? 'unknown error'}.`,
+      )
+    }
+    return { data: { review: result } }
+  },
+})
+
+export const startService = defineStep<Ctx, [HostHandle]>({
+  id: 'start',
+  title: 'start the service (migrations run on its first start)',
+  describe: (ctx, h) => [showCommand(ctx.svc.startCommand(h.config, ctx.settings.service))],
+  async act(ctx, h) {
+    const startedAt = new Date().toISOString()
+    const cursor = await readLogCursor(ctx.svc, h.transport, h.config, ctx.settings.service, ctx.settings.logPath)
+    if (!logCursors.has(ctx)) logCursors.set(ctx, new Map())
+    logCursors.get(ctx)?.set(h.name, cursor)
+    const started = await start(ctx.svc, h.transport, h.config, ctx.settings.service)
     if (!started.ok) events.warn(`start of ${ctx.settings.service} reported: ${started.output}`, h.name)
     return { changed: [`started ${ctx.settings.service}`], data: { startedAt, ...(cursor ? { logCursor: cursor } : {}) } }
-  })
-  await runStep(ctx, `${prefix}wait-healthy`, h.name, () => waitHealthy(ctx, h, cursor, `${prefix}wait-healthy`))
-  await runStep(ctx, `${prefix}check-logs`, h.name, async () => {
+  },
+})
+
+export const waitHealthy = defineStep<Ctx, [HostHandle]>({
+  id: 'wait-healthy',
+  title: 'wait until the service answers its health check',
+  describe: (ctx, h) => [`GET ${h.url}/ until it answers, at most ${Math.round(ctx.settings.healthTimeoutMs / 1000)} s`],
+  act: (ctx, h) => pollHealth(ctx, h),
+})
+
+export const checkStatusAndLogs = defineStep<Ctx, [HostHandle]>({
+  id: 'check-logs',
+  title: 'check status and the last log lines',
+  describe: (ctx, h) => [
+    showCommand(ctx.svc.statusCommand(h.config, ctx.settings.service)),
+    showCommand(ctx.svc.logsCommand(h.config, ctx.settings.service, ctx.settings.logLines, ctx.settings.logPath)),
+    `fail on ${ctx.settings.errorPatterns.join(' | ')}`,
+  ],
+  async act(ctx, h) {
     const status = await readServiceStatus(ctx.svc, h.transport, h.config, ctx.settings.service)
     const lines = await readServiceLogs(
       ctx.svc,
@@ -59,36 +130,53 @@ export async function startAndCheckSteps(ctx: RunContext, h: HostHandle, prefix 
       ctx.settings.service,
       ctx.settings.logLines,
       ctx.settings.logPath,
-      cursor,
+      cursorOf(ctx, h),
     )
     const errors = findLogErrors(lines, ctx.settings.errorPatterns)
-    const data = { status: status.status, lastLines: lines.slice(-10) }
     if (!status.running)
+      throw new HostFailure(h.name, 'check-logs', `${ctx.settings.service} on ${h.name} is not running after the start: ${status.status}.`)
+    if (errors.length) {
       throw new HostFailure(
         h.name,
-        `${prefix}check-logs`,
-        `${ctx.settings.service} on ${h.name} is not running after the start: ${status.status}.`,
-      )
-    if (errors.length)
-      throw new HostFailure(
-        h.name,
-        `${prefix}check-logs`,
+        'check-logs',
         `The log of ${ctx.settings.service} on ${h.name} has ${errors.length} error line(s) since the start, first: ${errors[0]}`,
       )
-    return { data }
-  })
-}
+    }
+    return { data: { status: status.status, lastLines: lines.slice(-10) } }
+  },
+})
+
+export const verifyHost = defineStep<Ctx, [HostHandle]>({
+  id: 'verify-host',
+  title: 'verify health and content, and create a test recording',
+  report: 'verified',
+  describe: (ctx, h) => [
+    `GET ${h.url}/`,
+    `GET ${h.url}/api/v1/content?limit=${ctx.settings.contentLimit}: every recording of the snapshot present`,
+    `POST ${h.url}/api/v1/content (a test recording marked with the run id), then see it listed`,
+  ],
+  async act(ctx, h) {
+    const keys = ctx.journal.run.snapshotIds ?? []
+    const v = await verify(ctx.deps.content, h.url, {
+      host: h.name,
+      limit: ctx.settings.contentLimit,
+      expectKeys: keys,
+      runId: ctx.journal.run.id,
+    })
+    if (!v.ok && v.missing.length) {
+      const message = `Verification of ${h.name} failed: ${v.missing.length} of ${keys.length} recordings of the snapshot are missing after the upgrade.`
+      throw new HostFailure(h.name, 'verify-host', message, true)
+    }
+    assertVerified(v)
+    return { data: { checks: v.checks, listed: v.listed } }
+  },
+})
 
 /**
  * Polls `GET /` until it answers success, at most `healthTimeoutMs`. Fails early when the
  * supervisor says the service is no longer running (crashed at start), with the last log lines.
  */
-async function waitHealthy(
-  ctx: RunContext,
-  h: HostHandle,
-  cursor: string | undefined,
-  step: string,
-): Promise<{ data: Record<string, unknown> }> {
+async function pollHealth(ctx: Ctx, h: HostHandle): Promise<{ data: Record<string, unknown> }> {
   const deadline = Date.now() + ctx.settings.healthTimeoutMs
   const begun = Date.now()
   let lastError = 'no answer yet'
@@ -98,7 +186,7 @@ async function waitHealthy(
       await ctx.deps.content.health(h.url)
       return { data: { healthyAfterMs: Date.now() - begun, attempts: attempt } }
     } catch (error) {
-      lastError = (error as Error).message
+      lastError = errorMessage(error)
     }
     if (attempt % 2 === 0) {
       const status = await readServiceStatus(ctx.svc, h.transport, h.config, ctx.settings.service)
@@ -113,66 +201,24 @@ async function waitHealthy(
           ctx.settings.service,
           ctx.settings.logLines,
           ctx.settings.logPath,
-          cursor,
+          cursorOf(ctx, h),
         )
         const last = lines.filter((l) => /ERROR|FATAL/i.test(l)).at(-1) ?? lines.at(-1) ?? 'no log lines'
         throw new HostFailure(
           h.name,
-          step,
+          'wait-healthy',
           `${ctx.settings.service} on ${h.name} stopped running after the start (${status.status}); last log line: ${last}`,
         )
       }
     }
-    if (Date.now() >= deadline)
+    if (Date.now() >= deadline) {
+      const seconds = Math.round(ctx.settings.healthTimeoutMs / 1000)
       throw new HostFailure(
         h.name,
-        step,
-        `${ctx.settings.service} on ${h.name} did not become healthy within ${Math.round(ctx.settings.healthTimeoutMs / 1000)} s: ${lastError.replace(/\.$/, '')}.`,
+        'wait-healthy',
+        `${ctx.settings.service} on ${h.name} did not become healthy within ${seconds} s: ${lastError.replace(/\.$/, '')}.`,
       )
+    }
     await new Promise((r) => setTimeout(r, Math.min(250, Math.max(0, deadline - Date.now()))))
   }
-}
-
-/** The full upgrade of one host. Resumable: a host whose verification finished is skipped. */
-export async function upgradeHost(ctx: RunContext, h: HostHandle, target: string): Promise<void> {
-  if (ctx.journal.finished('verify-host', h.name)) {
-    events.emit({ kind: 'step', step: 'upgrade', host: h.name, status: 'skipped', detail: 'upgraded and verified before the interruption' })
-    return
-  }
-  await stopStep(ctx, h)
-  await installStep(ctx, h, target)
-  await runStep(ctx, 'review-config', h.name, async () => {
-    const review = await reviewConfig(h.transport, h.config, ctx.settings.configPath, ctx.pkg.newConfigSuffixes)
-    if (!review.syntaxOk)
-      throw new HostFailure(
-        h.name,
-        'review-config',
-        `The active configuration on ${h.name} is not valid: ${review.syntaxError ?? 'unknown error'}.`,
-      )
-    return { data: { review } }
-  })
-  await startAndCheckSteps(ctx, h)
-  await verifyHostStep(ctx, h, 'verify-host')
-}
-
-/** Verifies one host against the run's snapshot and creates a test recording marked with the run id. */
-export async function verifyHostStep(ctx: RunContext, h: HostHandle, step: string, extraKeys: string[] = []): Promise<void> {
-  await runStep(ctx, step, h.name, async () => {
-    const keys = [...(ctx.journal.run.snapshotIds ?? []), ...extraKeys]
-    const v = await verifyHost(ctx.deps.content, h.url, {
-      host: h.name,
-      limit: ctx.settings.contentLimit,
-      expectKeys: keys,
-      runId: ctx.journal.run.id,
-    })
-    if (!v.ok && v.missing.length)
-      throw new HostFailure(
-        h.name,
-        step,
-        `Verification of ${h.name} failed: ${v.missing.length} of ${keys.length} recordings of the snapshot are missing after the upgrade.`,
-        true,
-      )
-    assertVerified(v)
-    return { data: { checks: v.checks, listed: v.listed } }
-  })
 }

@@ -1,196 +1,182 @@
 /**
- * The seed's rollback, made lossless: stop the service; install the previous version; restore the
- * database backup only if the schema changed (fingerprint differs) or recordings went missing —
- * and before restoring, export every recording written after the backup, re-create it after the
- * restore, and name it in the report; start; verify. Every step is journaled and idempotent, so a
- * rollback that was itself interrupted continues with `svcops resume ID`.
+ * The steps the seed's rollback adds to the host steps, made lossless: decide whether the database
+ * is restored (only if the schema changed, or recordings went missing); before a restore, export
+ * every recording written after the backup; restore the run's verified backup; re-create the
+ * exported recordings and check they are listed. Each is journaled once, so a rollback that was
+ * itself interrupted continues with `svcops resume ID`.
  */
-import { writeFileSync, existsSync, readFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { OperationError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
-import { runConcurrently } from '../runs/rollout.ts'
 import { withLockRowKept } from '../runs/lock.ts'
-import { contentKey, recordingsAfter, type Recording, type RecordingInput } from './snapshot.ts'
-import { installStep, startAndCheckSteps, stopStep, verifyHostStep } from './host-steps.ts'
-import { runStep, type HostHandle, type RunContext } from '../runs/steps.ts'
+import { defineStep, type StepResult } from '../runs/step.ts'
+import type { HostHandle, RecordingContext } from './context.ts'
+import { CONTENT_BEFORE_STOP, listFromAny } from './preflight.ts'
+import { contentKey, readRecordings, recordingsAfter, type RecordingInput } from './snapshot.ts'
 
-/** What a rollback decided and did. */
-export interface RollbackOutcome {
-  restored: boolean
+type Ctx = RecordingContext
+
+/** File in the run folder with the recordings written after the backup (re-created after a restore). */
+export const EXPORTED = 'exported-recordings.json'
+
+/** What the rollback decided: restore the database or keep it, why, and which hosts it moves. */
+export interface RestoreDecision {
+  restore: boolean
   reason: string
   hosts: string[]
-  recreated: RecordingInput[]
 }
 
-const BEFORE_STOP = 'content-before-stop.json'
-const EXPORTED = 'exported-recordings.json'
-
-function readJsonList(path: string): Recording[] {
-  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Recording[]) : []
-}
-
-/**
- * Saves what the service lists right before hosts stop (from any host that answers). If every
- * host later goes down, this is still a record of what was written after the backup.
- */
-export async function saveContentBeforeStop(ctx: RunContext): Promise<void> {
-  const list = await listFromAny(ctx, ctx.allHosts)
-  if (!list) return
-  const path = ctx.journal.file(BEFORE_STOP)
-  const merged = new Map(readJsonList(path).map((r) => [contentKey(r), r]))
-  for (const r of list) merged.set(contentKey(r), r)
-  writeFileSync(path, JSON.stringify([...merged.values()]) + '\n', { mode: 0o600 })
-}
-
-/** The content list of the first host that answers, or undefined when none does. */
-async function listFromAny(ctx: RunContext, hosts: HostHandle[]): Promise<Recording[] | undefined> {
-  for (const h of hosts) {
-    try {
-      await ctx.deps.content.health(h.url)
-      return await ctx.deps.content.list(h.url, ctx.settings.contentLimit)
-    } catch (error) {
-      events.emit({ kind: 'check', check: 'content list for the rollback', ok: false, host: h.name, detail: (error as Error).message })
-    }
+/** The decision recorded by `decideRestore`'s step result. */
+export function decisionOf(result: StepResult): RestoreDecision {
+  const data = result.data ?? {}
+  return {
+    restore: data.restore === true,
+    reason: typeof data.reason === 'string' ? data.reason : '',
+    hosts: Array.isArray(data.hosts) ? data.hosts.filter((h): h is string => typeof h === 'string') : [],
   }
-  return undefined
 }
 
-/** Hosts this run touched: every host with a journaled stop (of the upgrade or of a rollback). */
-export function touchedHosts(ctx: RunContext): string[] {
-  const names = new Set(
-    ctx.journal
-      .entries()
-      .filter((e) => e.host && (e.step === 'stop' || e.step === 'rollback:stop'))
-      .map((e) => e.host as string),
-  )
-  return ctx.allHosts.map((h) => h.name).filter((n) => names.has(n))
+/** The hosts of a decision, as handles. */
+export function hostsOf(ctx: Ctx, decision: RestoreDecision): HostHandle[] {
+  return ctx.allHosts.filter((h) => decision.hosts.includes(h.name))
 }
 
-/**
- * Rolls the run back. `dataLoss` says verification found snapshot recordings missing, which needs
- * the database restored even when the schema looks unchanged.
- */
-export async function rollBack(ctx: RunContext, options: { dataLoss?: boolean } = {}): Promise<RollbackOutcome> {
+async function decide(ctx: Ctx, dataLoss: boolean): Promise<StepResult> {
   const run = ctx.journal.run
-  const decision = await runStep(
-    ctx,
-    'rollback:decide',
-    undefined,
-    async () => {
-      const now = await ctx.deps.database.fingerprint()
-      const changed = run.fingerprintBefore !== undefined && now !== run.fingerprintBefore
-      const restore = changed || (options.dataLoss ?? false)
-      const reason = changed
-        ? `the schema fingerprint changed (${run.fingerprintBefore?.slice(0, 12) ?? '?'} -> ${now.slice(0, 12)})`
-        : options.dataLoss
-          ? 'recordings of the snapshot are missing (data changed)'
-          : 'the schema did not change: the database is kept'
-      // A restore changes the database under every host, so all of them stop and start around it.
-      const hosts = restore ? ctx.allHosts.map((h) => h.name) : touchedHosts(ctx)
-      return { data: { restore, reason, hosts, fingerprintNow: now } }
-    },
-    { once: true },
-  )
-  const restore = decision.data?.restore === true
-  const reason = typeof decision.data?.reason === 'string' ? decision.data.reason : ''
-  const hosts = ctx.allHosts.filter((h) => ((decision.data?.hosts as string[] | undefined) ?? []).includes(h.name))
-  events.info(
-    `Rollback: ${restore ? 'restoring the database' : 'no database restore'} because ${reason}; hosts: ${hosts.map((h) => h.name).join(', ') || 'none'}.`,
-  )
+  if (!run.fingerprintBefore) {
+    // The dry run of an upgrade: nothing has changed yet, so the decision is the rule itself.
+    const reason = 'restore only if the schema fingerprint changed (a migration ran) or recordings went missing'
+    return { data: { restore: true, reason, hosts: ctx.allHosts.map((h) => h.name), conditional: true } }
+  }
+  const now = await ctx.deps.database.fingerprint()
+  const changed = now !== run.fingerprintBefore
+  const restore = changed || dataLoss
+  const reason = changed
+    ? `the schema fingerprint changed (${run.fingerprintBefore.slice(0, 12)} -> ${now.slice(0, 12)})`
+    : dataLoss
+      ? 'recordings of the snapshot are missing (data changed)'
+      : 'the schema did not change: the database is kept'
+  // A restore changes the database under every host, so all of them stop and start around it.
+  const hosts = restore ? ctx.allHosts.map((h) => h.name) : ctx.journal.disruptedHosts(ctx.allHosts.map((h) => h.name))
+  return { data: { restore, reason, hosts, fingerprintNow: now } }
+}
 
-  let exported: Recording[] = []
-  if (restore) {
-    if (!run.backupId) throw new OperationError(`Run ${run.id} has no verified backup to restore; the database was left as it is.`)
-    const result = await runStep(
-      ctx,
-      'rollback:export',
-      undefined,
-      async () => {
-        const now = (await listFromAny(ctx, ctx.allHosts)) ?? []
-        const candidates = [...readJsonList(ctx.journal.file(BEFORE_STOP)), ...now]
-        const after = recordingsAfter(run.snapshotIds ?? [], candidates)
-        writeFileSync(ctx.journal.file(EXPORTED), JSON.stringify(after, null, 2) + '\n', { mode: 0o600 })
-        return {
-          data: { count: after.length, file: EXPORTED },
-          ...(after.length
-            ? { changed: [`exported ${after.length} recording(s) written after the backup to ${ctx.journal.file(EXPORTED)}`] }
-            : {}),
-        }
-      },
-      { once: true },
-    )
-    exported = readJsonList(ctx.journal.file(EXPORTED))
+export const decideRestore = defineStep<Ctx, [{ dataLoss: boolean }]>({
+  id: 'decide',
+  title: 'decide whether the database is restored',
+  report: 'restore-decision',
+  once: true,
+  async describe(ctx, options) {
+    const result = await decide(ctx, options.dataLoss)
+    const d = decisionOf(result)
+    if (result.data?.conditional) return [d.reason]
+    return [`${d.restore ? 'restore the database' : 'keep the database'}: ${d.reason}`]
+  },
+  preview: (ctx, options) => decide(ctx, options.dataLoss),
+  async act(ctx, options) {
+    const result = await decide(ctx, options.dataLoss)
+    const d = decisionOf(result)
     events.info(
-      `Rollback: ${typeof result.data?.count === 'number' ? result.data.count : exported.length} recording(s) were written after the backup and will be re-created.`,
+      `Rollback: ${d.restore ? 'restoring the database' : 'no database restore'} because ${d.reason}; hosts: ${d.hosts.join(', ') || 'none'}.`,
     )
-  }
+    return result
+  },
+})
 
-  await everyHost(hosts, (h) => stopStep(ctx, h, 'rollback:'))
-  await everyHost(hosts, async (h) => {
-    const previous = run.previousVersions[h.name]
-    if (previous) await installStep(ctx, h, previous, 'rollback:')
-  })
-  if (restore) {
-    await runStep(
-      ctx,
-      'rollback:restore',
-      undefined,
-      async () => {
-        await withLockRowKept(ctx.rec.database, ctx.env.name, () => ctx.deps.backup.restore(run.backupId as string, run.fingerprintBefore))
-        const now = await ctx.deps.database.fingerprint()
-        if (run.fingerprintBefore && now !== run.fingerprintBefore)
-          throw new OperationError(
-            `After restoring backup ${run.backupId as string}, the schema fingerprint is ${now.slice(0, 12)}, not ${run.fingerprintBefore.slice(0, 12)} as before the upgrade.`,
-          )
-        return { changed: [`restored the database from backup ${run.backupId as string}`] }
-      },
-      { once: true },
-    )
-  }
-  await everyHost(hosts, (h) => startAndCheckSteps(ctx, h, 'rollback:'))
+export const exportLaterRecordings = defineStep<Ctx>({
+  id: 'export',
+  title: 'export every recording written after the backup',
+  once: true,
+  describe: (ctx) => [
+    `list the recordings and keep every one not in the run's snapshot (${ctx.journal.run.snapshotIds?.length ?? 'all'} recordings then) in ${ctx.journal.file(EXPORTED)}`,
+  ],
+  async act(ctx) {
+    if (!ctx.journal.run.backupId)
+      throw new OperationError(`Run ${ctx.journal.run.id} has no verified backup to restore; the database was left as it is.`)
+    const now = (await listFromAny(ctx, ctx.allHosts)) ?? []
+    const candidates = [...readRecordings(ctx.journal.file(CONTENT_BEFORE_STOP)), ...now]
+    const after = recordingsAfter(ctx.journal.run.snapshotIds ?? [], candidates)
+    writeFileSync(ctx.journal.file(EXPORTED), JSON.stringify(after, null, 2) + '\n', { mode: 0o600 })
+    events.info(`Rollback: ${after.length} recording(s) were written after the backup and will be re-created.`)
+    return {
+      data: { count: after.length, file: EXPORTED },
+      ...(after.length
+        ? { changed: [`exported ${after.length} recording(s) written after the backup to ${ctx.journal.file(EXPORTED)}`] }
+        : {}),
+    }
+  },
+})
 
-  let recreated: RecordingInput[] = []
-  if (restore && exported.length) {
-    const step = await runStep(ctx, 'rollback:recreate', undefined, async () => {
-      const target = hosts[0]
-      if (!target) throw new OperationError('No host is left to re-create the exported recordings on.')
-      const present = new Set((await ctx.deps.content.list(target.url, ctx.settings.contentLimit)).map(contentKey))
-      const made: RecordingInput[] = []
-      for (const r of exported) {
-        if (present.has(contentKey(r))) continue
-        const input = { channelName: r.channelName, title: r.title, startTime: r.startTime, stopTime: r.stopTime }
-        await ctx.deps.content.create(target.url, input)
-        made.push(input)
-      }
-      return {
-        data: {
-          recreated: exported.map((r) => ({ channelName: r.channelName, title: r.title, startTime: r.startTime, stopTime: r.stopTime })),
-          newlyCreated: made.length,
-        },
-        changed: made.length ? [`re-created ${made.length} recording(s) written after the backup`] : [],
-      }
-    })
-    recreated = (step.data?.recreated as RecordingInput[] | undefined) ?? []
-  }
-  await everyHost(hosts, (h) => verifyHostStep(ctx, h, 'rollback:verify'))
-  if (recreated.length) {
-    await runStep(ctx, 'rollback:verify-recreated', undefined, async () => {
-      const target = hosts[0] as HostHandle
-      const present = new Set((await ctx.deps.content.list(target.url, ctx.settings.contentLimit)).map(contentKey))
-      const missing = recreated.filter((r) => !present.has(contentKey(r)))
-      if (missing.length)
-        throw new OperationError(
-          `${missing.length} re-created recording(s) are not listed after the rollback, first: ${missing[0]?.title ?? '?'}.`,
-        )
-      return { data: { present: recreated.length } }
-    })
-  }
-  return { restored: restore, reason, hosts: hosts.map((h) => h.name), recreated }
+export const restoreBackup = defineStep<Ctx>({
+  id: 'restore',
+  title: 'restore the run’s verified backup (every host stopped)',
+  once: true,
+  describe: (ctx) => {
+    const run = ctx.journal.run
+    return [
+      `restore backup ${run.backupId ?? '(the one this run takes)'} into ${ctx.rec.database.name} in one transaction; ` +
+        `check the fingerprint is ${run.fingerprintBefore?.slice(0, 12) ?? 'the one before the run'} again`,
+    ]
+  },
+  async act(ctx) {
+    const run = ctx.journal.run
+    const id = run.backupId
+    if (!id) throw new OperationError(`Run ${run.id} has no verified backup to restore; the database was left as it is.`)
+    await withLockRowKept(ctx.rec.database, ctx.env.name, () => ctx.deps.backup.restore(id, run.fingerprintBefore))
+    const now = await ctx.deps.database.fingerprint()
+    if (run.fingerprintBefore && now !== run.fingerprintBefore) {
+      throw new OperationError(
+        `After restoring backup ${id}, the schema fingerprint is ${now.slice(0, 12)}, not ${run.fingerprintBefore.slice(0, 12)} as before the upgrade.`,
+      )
+    }
+    return { changed: [`restored the database from backup ${id}`] }
+  },
+})
+
+function exported(ctx: Ctx): RecordingInput[] {
+  return readRecordings(ctx.journal.file(EXPORTED)).map((r) => ({
+    channelName: r.channelName,
+    title: r.title,
+    startTime: r.startTime,
+    stopTime: r.stopTime,
+  }))
 }
 
-/** Runs `fn` on every host at once and throws the first failure after all have finished. */
-async function everyHost(hosts: HostHandle[], fn: (h: HostHandle) => Promise<void>): Promise<void> {
-  const results = await runConcurrently(hosts, hosts.length, fn)
-  const failed = results.find((r) => r.status === 'rejected')
-  if (failed && failed.status === 'rejected') throw failed.reason
-}
+export const recreateLaterRecordings = defineStep<Ctx, [HostHandle]>({
+  id: 'recreate',
+  title: 're-create the exported recordings through the API',
+  report: 'recreated',
+  describe: (_ctx, h) => [`POST ${h.url}/api/v1/content for every exported recording not listed after the restore`],
+  async act(ctx, target) {
+    const wanted = exported(ctx)
+    if (!wanted.length) return { skipped: 'no recording was written after the backup' }
+    const present = new Set((await ctx.deps.content.list(target.url, ctx.settings.contentLimit)).map(contentKey))
+    const made: RecordingInput[] = []
+    for (const input of wanted) {
+      if (present.has(contentKey(input))) continue
+      await ctx.deps.content.create(target.url, input)
+      made.push(input)
+    }
+    return {
+      data: { recreated: wanted, newlyCreated: made.length },
+      changed: made.length ? [`re-created ${made.length} recording(s) written after the backup`] : [],
+    }
+  },
+})
+
+export const verifyRecreated = defineStep<Ctx, [HostHandle]>({
+  id: 'verify-recreated',
+  title: 'check every re-created recording is listed',
+  describe: (_ctx, h) => [`GET ${h.url}/api/v1/content: every exported recording listed`],
+  async act(ctx, target) {
+    const wanted = exported(ctx)
+    if (!wanted.length) return { skipped: 'nothing was re-created' }
+    const present = new Set((await ctx.deps.content.list(target.url, ctx.settings.contentLimit)).map(contentKey))
+    const missing = wanted.filter((r) => !present.has(contentKey(r)))
+    if (missing.length)
+      throw new OperationError(
+        `${missing.length} re-created recording(s) are not listed after the rollback, first: ${missing[0]?.title ?? '?'}.`,
+      )
+    return { data: { present: wanted.length } }
+  },
+})

@@ -3,6 +3,7 @@
  * can prove every recording survived, and a rollback can tell which recordings were written after
  * the backup (they are exported before a restore and re-created after it — nothing is lost).
  */
+import { existsSync, readFileSync } from 'node:fs'
 import { OperationError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 
@@ -92,4 +93,9 @@ export function recordingsAfter(snapshotKeys: string[], current: Recording[]): R
     seen.add(key)
     return true
   })
+}
+
+/** Recordings saved in a file of the run folder (none when it does not exist yet). */
+export function readRecordings(path: string): Recording[] {
+  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Recording[]) : []
 }

@@ -1,5 +1,7 @@
 /** Runs `svcops` as a subprocess, the way users and schedulers do, and collects what it printed. */
 import { spawn } from 'node:child_process'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -41,5 +43,59 @@ export function runSvcops(args: string[], options: CliOptions = {}): Promise<Cli
     })
     child.stdin.end(options.input ?? '')
     if (child.pid !== undefined) options.onSpawn?.(child.pid)
+  })
+}
+
+/**
+ * Runs `svcops ...args` and kills it with SIGKILL from outside as soon as its journal shows
+ * `boundary` (`step` or `step@host`) finished: a crash at (or just after) that step boundary, as a
+ * power cut or an OOM kill would leave it. The journal is the newest run folder in `runsDir`.
+ */
+export function runSvcopsKilledAt(
+  args: string[],
+  boundary: string,
+  runsDir: string,
+  options: CliOptions = {},
+): Promise<CliRun & { killedAt?: string }> {
+  const [step, host] = boundary.split('@')
+  const before = new Set(existsSync(runsDir) ? readdirSync(runsDir) : [])
+  let timer: NodeJS.Timeout | undefined
+  let killedAt: string | undefined
+  return runSvcops(args, {
+    ...options,
+    env: { SVCOPS_RUNS_DIR: runsDir, ...options.env },
+    onSpawn(pid) {
+      options.onSpawn?.(pid)
+      timer = setInterval(() => {
+        const id = (existsSync(runsDir) ? readdirSync(runsDir) : [])
+          .filter((d) => !before.has(d))
+          .sort()
+          .at(-1)
+        if (!id) return
+        const file = join(runsDir, id, 'journal.jsonl')
+        if (!existsSync(file)) return
+        const reached = readFileSync(file, 'utf8')
+          .split('\n')
+          .some((line) => {
+            try {
+              const e = JSON.parse(line) as { step?: string; host?: string; status?: string }
+              return e.step === step && e.host === host && e.status === 'ok'
+            } catch {
+              return false
+            }
+          })
+        if (!reached) return
+        clearInterval(timer)
+        killedAt = new Date().toISOString()
+        try {
+          process.kill(pid, 'SIGKILL')
+        } catch {
+          // It ended on its own before the kill: the caller sees no SIGKILL.
+        }
+      }, 2)
+    },
+  }).then((run) => {
+    clearInterval(timer)
+    return { ...run, ...(killedAt ? { killedAt } : {}) }
   })
 }

@@ -4,12 +4,11 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { batchFitsWindow, parseMaxFail, parseWindow, planBatches, runConcurrently } from '../../src/runs/rollout.ts'
 import { Journal, listRuns, newRunId, type RunRecord } from '../../src/runs/journal.ts'
-import { aptDriver, dnfDriver, dpkgDriver, findDebFile } from '../../src/drivers/packages.ts'
+import { aptDriver, dnfDriver, dpkgDriver, findDebFile, showCommand } from '../../src/drivers/packages.ts'
 import { findLogErrors, linesSince, supervisorDriver, systemdDriver } from '../../src/drivers/services.ts'
 import { downtimeOf } from '../../src/runs/report.ts'
 import { recordingsAfter } from '../../src/upgrade/snapshot.ts'
 import type { CommandResult } from '../../src/core/runner.ts'
-import { showCommand } from '../../src/upgrade/plan.ts'
 
 const real = { name: 'rec-1' }
 const lab = { name: 'h1', root: '/tmp/h1' }

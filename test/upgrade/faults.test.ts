@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exitCodeFor, RolledBackError } from '../../src/core/errors.ts'
 import { Journal, listRuns } from '../../src/runs/journal.ts'
 import { buildReport } from '../../src/runs/report.ts'
-import { rollbackRecordingService } from '../../playbooks/rollback.ts'
-import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
+import { rollbackRecordingService, upgradeRecordingService } from '../../playbooks/upgrade.ts'
+import { runSvcopsKilledAt } from '../support/cli.ts'
 import { runCli, startUpgradeLab, type UpgradeLab } from './fixture.ts'
 
 let lab: UpgradeLab
@@ -74,9 +74,11 @@ describe('a rollback that was itself killed', () => {
   it('resume continues it: restored, on 2.0.0, every recording present, exit 4', async () => {
     const before = await lab.listAll()
     const fingerprint = await lab.fingerprint()
-    const killed = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', '2.1.0+crash', '--yes'], {
-      SVCOPS_TEST_KILL_AT: 'rollback:export',
-    })
+    const killed = await runSvcopsKilledAt(
+      ['--env-file', lab.envFile, 'upgrade', 'recording', '--to', '2.1.0+crash', '--yes'],
+      'rollback:export',
+      lab.runsDir,
+    )
     expect(killed.signal).toBe('SIGKILL')
     const id = listRuns(lab.runsDir)[0]?.id ?? ''
     expect(Journal.open(id).run.phase).toBe('rolling-back')

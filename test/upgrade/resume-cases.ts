@@ -1,6 +1,6 @@
 /**
- * Crash-resume: the run kills itself with SIGKILL (SVCOPS_TEST_KILL_AT=<step>[@host]) right after a
- * step boundary; then `resume`, and in a second case after the same kill `rollback --run`, must each
+ * Crash-resume: the test kills the CLI with SIGKILL from outside as soon as its journal shows a step
+ * boundary; then `resume`, and in a second case after the same kill `rollback --run`, must each
  * end with a healthy service on one version, no recording lost, and no lock left behind.
  */
 import { existsSync } from 'node:fs'
@@ -8,9 +8,9 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Journal, listRuns } from '../../src/runs/journal.ts'
 import { readEnvironmentLock } from '../../src/runs/lock.ts'
-import { rollbackRecordingService } from '../../playbooks/rollback.ts'
-import { resumeRecordingRun } from '../../playbooks/upgrade.ts'
-import { runCli, startUpgradeLab, type UpgradeLab } from './fixture.ts'
+import { resumeRecordingService, rollbackRecordingService } from '../../playbooks/upgrade.ts'
+import { runSvcopsKilledAt } from '../support/cli.ts'
+import { startUpgradeLab, type UpgradeLab } from './fixture.ts'
 
 /** Every boundary of an upgrade of one host, in order. */
 export const BOUNDARIES = [
@@ -47,13 +47,15 @@ export function describeCrashResume(boundaries: string[]): void {
       it.each(['resume', 'rollback'] as const)('%s ends healthy on one version with every recording', async (how) => {
         const from = (await lab.versions())['rec-1'] as string
         const to = from === '1.4.0' ? '1.5.0' : '1.4.0'
-        const killed = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', to, '--yes'], {
-          SVCOPS_TEST_KILL_AT: boundary,
-        })
+        const killed = await runSvcopsKilledAt(
+          ['--env-file', lab.envFile, 'upgrade', 'recording', '--to', to, '--yes'],
+          boundary,
+          lab.runsDir,
+        )
         expect(killed.signal).toBe('SIGKILL')
         const id = listRuns(lab.runsDir)[0]?.id as string
         expect(Journal.open(id).run.phase).toBe('running')
-        const outcome = how === 'resume' ? await resumeRecordingRun(id, {}) : await rollbackRecordingService(lab.env(), { runId: id })
+        const outcome = how === 'resume' ? await resumeRecordingService(id, {}) : await rollbackRecordingService(lab.env(), { runId: id })
         expect(outcome.phase).toBe(
           how === 'resume'
             ? 'succeeded'

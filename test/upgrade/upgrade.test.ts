@@ -12,8 +12,9 @@ import { transportFor } from '../../src/drivers/transports.ts'
 import { supervisorctlArgv } from '../support/supervisorctl.ts'
 import { runCommand } from '../../src/core/runner.ts'
 import { Journal } from '../../src/runs/journal.ts'
-import { rollbackRecordingService } from '../../playbooks/rollback.ts'
-import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
+import { Phase, stepName } from '../../src/runs/step.ts'
+import { restoreBackup } from '../../src/upgrade/rollback-steps.ts'
+import { rollbackRecordingService, upgradeRecordingService } from '../../playbooks/upgrade.ts'
 import { runCli, startUpgradeLab, type UpgradeLab } from './fixture.ts'
 
 let lab: UpgradeLab
@@ -50,23 +51,30 @@ describe('upgrade of one host', () => {
     const out = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', '2.0.0', '--window', '1h30m', '--dry-run'])
     expect(out.code).toBe(0)
     expect(out.stdout).toContain('Window: 1h30m from the start: a batch starts only if')
-    for (const step of [
-      'preflight',
-      'stage',
-      'snapshot',
-      'backup',
-      'stop: curl',
+    // Every step of the playbook, in order, with the exact command it would run.
+    const order = [
+      'preflight — ',
+      '[rec-1] stage — ',
+      'snapshot — ',
+      'backup — ',
+      '[rec-1] canary: stop — stop the service\n    curl ',
       'supervisor.stopProcess("svc-recording", true)',
+      '[rec-1] canary: install — ',
       'install 2.0.0 over 1.4.0: dpkg --root=',
-      'review-config',
-      'start: curl',
+      '[rec-1] canary: review-config — ',
+      '[rec-1] canary: start — ',
       'supervisor.startProcess("svc-recording", true)',
-      'wait-healthy',
-      'check-logs',
-      'verify-host',
-      'roll back',
-    ])
-      expect(out.stdout).toContain(step)
+      '[rec-1] canary: wait-healthy — ',
+      '[rec-1] canary: check-logs — ',
+      '[rec-1] canary: verify-host — ',
+      'verify — ',
+      'rollback:decide — ',
+      'restore only if the schema fingerprint changed',
+      '[rec-1] rollback:install — ',
+    ]
+    for (const step of order) expect(out.stdout).toContain(step)
+    const at = order.map((step) => out.stdout.indexOf(step))
+    expect(at).toEqual([...at].sort((a, b) => a - b))
     const after = {
       tree: hostTree(root),
       versions: await lab.versions(),
@@ -109,7 +117,7 @@ describe('upgrade of one host', () => {
     expect(await lab.fingerprint()).toBe(fingerprint)
     expect(outcome.report.rollback).toMatchObject({ restore: false })
     expect((await lab.listAll()).map((r) => r.id)).toContain(written.id)
-    expect(outcome.report.timeline.some((e) => e.step === 'rollback:restore')).toBe(false)
+    expect(outcome.report.timeline.some((e) => e.step === stepName(restoreBackup, Phase.rollback))).toBe(false)
   })
 
   it('1.5.0 -> 2.0.0 then rollback: the database is restored and recordings written after the backup are re-created', async () => {
@@ -126,7 +134,7 @@ describe('upgrade of one host', () => {
     })
     expect(dry.code, dry.stderr).toBe(0)
     expect(dry.stdout).toContain('restore the database: the schema fingerprint changed')
-    expect(dry.stdout).toMatch(/install 1\.5\.0 \(now 2\.0\.0\): dpkg --root=/)
+    expect(dry.stdout).toMatch(/install 1\.5\.0 over 2\.0\.0: dpkg --root=/)
     expect(dry.stdout).toContain(`restore backup ${Journal.open(outcome.runId).run.backupId ?? '?'}`)
     expect(await lab.versions()).toEqual({ 'rec-1': '2.0.0' })
     expect(await lab.fingerprint()).toBe(fingerprintNow)

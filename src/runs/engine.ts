@@ -1,0 +1,240 @@
+/**
+ * The step engine: runs a playbook's steps in one of two modes from the same code.
+ *
+ *   act   journals each step's start and end (synced, so a SIGKILL loses nothing), skips a `once`
+ *         step the journal records as finished (resume), emits step events for the progress
+ *         display, and marks disruptive steps so the failure policy knows what changed;
+ *   plan  the dry run: each step describes what it would do with the exact commands, and may read
+ *         (never change) what later steps need to say what they would really do.
+ *
+ * Fan-out lives here too: `everyHost` (all at once, the first failure reported after all ended)
+ * and `rollout` (canary, batches, `--max-fail`, the maintenance window).
+ */
+import { OperationError, errorMessage } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import type { Journal } from './journal.ts'
+import { batchFitsWindow, runConcurrently } from './rollout.ts'
+import { Phase, stepName, type PhasePrefix, type Step, type StepName, type StepResult } from './step.ts'
+
+export type Mode = 'act' | 'plan'
+
+/** One step of a dry run: where, what, and the exact commands or calls. */
+export interface PlannedStep {
+  step: StepName
+  host?: string
+  /** `canary`, `batch 1`, ... for the steps of a rollout. */
+  batch?: string
+  title: string
+  actions: string[]
+}
+
+/** A host's step failed; what the failure policy needs to know about it. */
+export class HostFailure extends OperationError {
+  readonly host: string
+  readonly step: string
+  /** Data the service held was found missing: a restore is needed even if the schema did not change. */
+  readonly dataLoss: boolean
+
+  constructor(host: string, step: string, message: string, dataLoss = false) {
+    super(message)
+    this.host = host
+    this.step = step
+    this.dataLoss = dataLoss
+  }
+}
+
+/**
+ * The rollout ended with failed hosts that `--max-fail` tolerated: the run failed, and the hosts
+ * stay as they are (each failed one was already put back on its own). No rollback follows.
+ */
+export class ToleratedFailures extends OperationError {}
+
+/** How a rollout proceeds: batches in order, what it tolerates, and until when it may start one. */
+export interface RolloutPolicy<H> {
+  /** `[[canary], [batch 1...], ...]` (see `planBatches`). */
+  batches: H[][]
+  /** Failed hosts tolerated after the canary (`--max-fail`). */
+  maxFail: number
+  /** End of the maintenance window (ms since the epoch); no batch starts that would end after it. */
+  deadline?: number
+  /** Run before each batch (recording what is served before hosts stop). */
+  beforeBatch?: (batch: H[]) => Promise<unknown>
+  /** A failure `--max-fail` tolerates: put that one host back. */
+  onTolerated?: (failure: HostFailure, host: H) => Promise<void>
+}
+
+/** A run of a playbook in one mode, with its context `C` and journal, in one phase. */
+export class Run<C> {
+  readonly ctx: C
+  readonly journal: Journal
+  readonly mode: Mode
+  readonly phase: PhasePrefix
+  /** The dry run's steps, in order (shared by the phases of one run). */
+  readonly planned: PlannedStep[]
+  /** Continued from its journal (`svcops resume`): the maintenance window no longer applies. */
+  readonly resumed: boolean
+  private batch: string | undefined
+
+  constructor(ctx: C, journal: Journal, options: { mode: Mode; phase?: PhasePrefix; planned?: PlannedStep[]; resumed?: boolean }) {
+    this.ctx = ctx
+    this.journal = journal
+    this.mode = options.mode
+    this.phase = options.phase ?? Phase.run
+    this.planned = options.planned ?? []
+    this.resumed = options.resumed ?? false
+  }
+
+  /** True in the dry run. */
+  get planning(): boolean {
+    return this.mode === 'plan'
+  }
+
+  /** The same run in another phase (the rollback's steps are journaled as `rollback:<step>`). */
+  inPhase(phase: PhasePrefix): Run<C> {
+    return new Run(this.ctx, this.journal, { mode: this.mode, phase, planned: this.planned, resumed: this.resumed })
+  }
+
+  /** Runs a step of the whole run. */
+  step<A extends unknown[]>(step: Step<C, A>, ...args: A): Promise<StepResult> {
+    return this.execute(step, undefined, args)
+  }
+
+  /** Runs a step on one host (the host is the step's first argument). */
+  onHost<H extends { name: string }, A extends unknown[]>(host: H, step: Step<C, [H, ...A]>, ...args: A): Promise<StepResult> {
+    return this.execute(step, host.name, [host, ...args])
+  }
+
+  /** True when the journal records `step` (in this phase) as finished, on `host` if given. */
+  finished(step: Pick<Step<never, never[]>, 'id'>, host?: string): boolean {
+    return this.journal.finished(stepName(step, this.phase), host) !== undefined
+  }
+
+  private async execute<A extends unknown[]>(step: Step<C, A>, host: string | undefined, args: A): Promise<StepResult> {
+    const name = stepName(step, this.phase)
+    const at = host ? { host } : {}
+    if (this.planning) {
+      const done = step.once ? this.journal.finished(name, host) : undefined
+      if (done) {
+        this.planned.push({ step: name, ...at, title: step.title, actions: ['done before the interruption'] })
+        return { ...(done.data ? { data: done.data } : {}), skipped: 'done before the interruption' }
+      }
+      const actions = await step.describe(this.ctx, ...args)
+      const learned = step.preview ? await step.preview(this.ctx, ...args) : {}
+      const planned: PlannedStep = { step: name, ...at, title: step.title, actions }
+      if (this.batch) planned.batch = this.batch
+      if (learned.skipped) planned.actions = [...actions, `nothing to do: ${learned.skipped}`]
+      this.planned.push(planned)
+      // The dry run's journal lives in memory: what a preview learned is there for later steps.
+      this.journal.append({ step: name, status: 'ok', ...at, ...(learned.data ? { data: learned.data } : {}) })
+      return learned
+    }
+    if (step.once) {
+      const done = this.journal.finished(name, host)
+      if (done) {
+        events.emit({ kind: 'step', step: name, status: 'skipped', detail: 'done before the interruption', ...at })
+        return {
+          ...(done.changed ? { changed: done.changed } : {}),
+          ...(done.data ? { data: done.data } : {}),
+          skipped: 'done before the interruption',
+        }
+      }
+    }
+    const started = Date.now()
+    this.journal.append({ step: name, status: 'start', ...at, ...(step.disruptive ? { disruptive: true } : {}) })
+    events.emit({ kind: 'step', step: name, status: 'start', ...at })
+    let result: StepResult
+    try {
+      result = await step.act(this.ctx, ...args)
+    } catch (error) {
+      const detail = errorMessage(error)
+      const durationMs = Date.now() - started
+      this.journal.append({ step: name, status: 'failed', detail, durationMs, ...at })
+      events.emit({ kind: 'step', step: name, status: 'failed', detail, durationMs, ...at })
+      throw error instanceof Error ? error : new OperationError(detail)
+    }
+    const durationMs = Date.now() - started
+    // A skipped step still counts as finished for resume: the journal stores it as ok with the reason.
+    this.journal.append({
+      step: name,
+      status: 'ok',
+      durationMs,
+      ...at,
+      ...(result.changed?.length ? { changed: result.changed } : {}),
+      ...(result.data ? { data: result.data } : {}),
+      ...(result.skipped ? { detail: result.skipped } : {}),
+      ...(step.report ? { report: step.report } : {}),
+    })
+    events.emit({
+      kind: 'step',
+      step: name,
+      status: result.skipped ? 'skipped' : 'ok',
+      durationMs,
+      ...at,
+      ...(result.skipped ? { detail: result.skipped } : result.changed?.length ? { detail: result.changed.join('; ') } : {}),
+    })
+    return result
+  }
+
+  /**
+   * Runs `fn` on every host at once (one after the other in the dry run, so the plan reads in
+   * order) and throws the first failure once all have ended: no host is left half-way unseen.
+   */
+  async everyHost<H extends { name: string }>(hosts: H[], fn: (host: H) => Promise<unknown>): Promise<void> {
+    if (this.planning) {
+      for (const h of hosts) await fn(h)
+      return
+    }
+    const results = await runConcurrently(hosts, hosts.length, fn)
+    const failed = results.find((r) => r.status === 'rejected')
+    if (failed?.status === 'rejected') throw failed.reason
+  }
+
+  /**
+   * The rollout: the canary alone, then each batch with its hosts at once. A batch starts only while
+   * the maintenance window is open and, judged by the longest batch so far, ends inside it. The
+   * canary's failure, a failure past `--max-fail`, or lost data stops the rollout (thrown); a
+   * tolerated failure puts that one host back and the rollout goes on. Returns the tolerated ones.
+   */
+  async rollout<H extends { name: string }>(policy: RolloutPolicy<H>, fn: (host: H) => Promise<unknown>): Promise<HostFailure[]> {
+    const failures: HostFailure[] = []
+    let longestBatchMs = 0
+    for (const [i, batch] of policy.batches.entries()) {
+      const label = i === 0 ? 'canary' : `batch ${i}`
+      const names = batch.map((h) => h.name).join(', ')
+      if (!this.planning && policy.deadline !== undefined && !batchFitsWindow(Date.now(), policy.deadline, longestBatchMs)) {
+        const why = longestBatchMs
+          ? `would not end before it (a batch has taken ${Math.round(longestBatchMs / 1000)} s)`
+          : 'cannot start after it'
+        throw new OperationError(
+          `The maintenance window ends at ${new Date(policy.deadline).toISOString()}; the ${label} (${names}) ${why}.`,
+        )
+      }
+      const started = Date.now()
+      this.batch = label
+      try {
+        await policy.beforeBatch?.(batch)
+        if (!this.planning) events.info(`${i === 0 ? 'Canary' : `Batch ${i}`}: ${names}`)
+        if (this.planning) {
+          for (const h of batch) await fn(h)
+          continue
+        }
+        const results = await runConcurrently(batch, batch.length, fn)
+        longestBatchMs = Math.max(longestBatchMs, Date.now() - started)
+        const failedNow = results.flatMap((r, j) => (r.status === 'rejected' ? [asHostFailure(r.reason, batch[j] as H)] : []))
+        failures.push(...failedNow)
+        const first = failedNow[0]
+        if (!first) continue
+        if (i === 0 || failures.length > policy.maxFail || failedNow.some((f) => f.dataLoss)) throw first
+        for (const f of failedNow) await policy.onTolerated?.(f, batch.find((h) => h.name === f.host) as H)
+      } finally {
+        this.batch = undefined
+      }
+    }
+    return failures
+  }
+}
+
+function asHostFailure(reason: unknown, host: { name: string }): HostFailure {
+  if (reason instanceof HostFailure) return reason
+  return new HostFailure(host.name, 'rollout', errorMessage(reason))
+}

@@ -1,0 +1,224 @@
+/**
+ * A playbook run from start to end, the same for every playbook: its resources opened around the
+ * procedure, the failure policy, the report, and the lock released — for a new run, a resumed one,
+ * a rollback of a finished one, and the dry run (the same procedure in plan mode).
+ *
+ * The failure policy: before the first disruptive step (a stop) "failed, nothing changed"; after it
+ * the playbook's lossless rollback runs, unless the run was started with `--no-auto-rollback`.
+ */
+import { BadInputError, OperationError, RolledBackError, errorMessage, withFacts } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import { onShutdown } from '../core/lifecycle.ts'
+import { HostFailure, Run, ToleratedFailures, type PlannedStep } from './engine.ts'
+import { holderName, isFinished, type Journal, type RunKind, type RunRecord } from './journal.ts'
+import { writeReport, type RunReport } from './report.ts'
+import { Phase } from './step.ts'
+
+/** A playbook: its procedure, and the way back its failure policy takes. */
+export interface Playbook<C> {
+  kind: RunKind
+  /** What the run does, as the start of a failure sentence: "Upgrade to 2.0.0". */
+  what(run: RunRecord): string
+  /** The command an operator runs to roll the run back by hand. */
+  rollbackCommand(run: RunRecord): string
+  /** The procedure, top to bottom. */
+  procedure(run: Run<C>): Promise<void>
+  /** The lossless way back; returns what it did in one line ("rolled back to ...; database kept"). */
+  rollback?(run: Run<C>, options: { dataLoss: boolean }): Promise<string>
+}
+
+/** How a run ended. `report` is also written as report.json and report.md in the run folder. */
+export interface RunOutcome {
+  runId: string
+  phase: RunRecord['phase']
+  report: RunReport
+}
+
+/** A playbook's context, opened for a run and closed after it (connections, host locks, logout). */
+export interface Opened<C> {
+  ctx: C
+  close(): Promise<void>
+}
+
+/** A lock the caller took for the run (refused before any run folder exists). */
+export interface HeldLock {
+  release(): Promise<void>
+}
+
+export interface RunSetup<C> {
+  playbook: Playbook<C>
+  journal: Journal
+  lock: HeldLock
+  open(journal: Journal): Promise<Opened<C>>
+}
+
+/** Starts a new run: the procedure under the failure policy. */
+export function startRun<C>(setup: RunSetup<C>): Promise<RunOutcome> {
+  return drive(setup, (run) => underFailurePolicy(setup.playbook, run))
+}
+
+/**
+ * Continues run `setup.journal` after an interruption: the procedure again (finished steps are
+ * skipped by the journal), or its rollback when asked, or when it was rolling back when it stopped.
+ */
+export function resumeRun<C>(setup: RunSetup<C>, options: { rollback?: boolean }): Promise<RunOutcome> {
+  const { journal, playbook } = setup
+  const record = journal.run
+  journal.update({ pid: process.pid, holder: holderName() })
+  journal.append({
+    step: options.rollback ? 'resume-as-rollback' : 'resume',
+    status: 'ok',
+    detail: `resumed by ${holderName()} pid ${process.pid}`,
+  })
+  return drive(
+    setup,
+    async (run) => {
+      if (!options.rollback && record.phase !== 'rolling-back') return underFailurePolicy(playbook, run)
+      if (!journal.disrupted()) {
+        journal.update({
+          phase: 'failed',
+          finishedAt: new Date().toISOString(),
+          cause: record.cause ?? 'interrupted before anything stopped',
+        })
+        events.info(`Run ${record.id} stopped nothing before it was interrupted; there is nothing to roll back.`)
+        return
+      }
+      // An automatic rollback that was interrupted still ends as "failed and rolled back" (exit 4).
+      const automatic = record.phase === 'rolling-back' && !options.rollback
+      journal.update({
+        phase: 'rolling-back',
+        cause:
+          record.cause ??
+          (record.phase === 'succeeded' ? `rolled back on request by ${holderName()}` : 'interrupted, then rolled back on request'),
+      })
+      const summary = await rollBack(playbook, run, { dataLoss: false })
+      if (automatic) throw rolledBack(playbook, journal, summary)
+    },
+    { resumed: true },
+  )
+}
+
+/** Refuses to resume a finished run (a rollback of it is still possible). */
+export function assertResumable(record: RunRecord, options: { rollback?: boolean }, rollbackCommand: string): void {
+  if (isFinished(record) && !options.rollback) {
+    throw new BadInputError(
+      `Run ${record.id} is finished (${record.phase}); there is nothing to resume.`,
+      record.phase === 'succeeded' ? `To undo it: ${rollbackCommand}` : undefined,
+    )
+  }
+}
+
+/**
+ * The dry run: the procedure in plan mode, then the way back as the failure policy would take it.
+ * `what` picks what is planned: a new run, a resume, or a rollback of the journal's run.
+ */
+export async function planRun<C>(
+  playbook: Playbook<C>,
+  ctx: C,
+  journal: Journal,
+  what: 'start' | 'resume' | 'rollback',
+): Promise<PlannedStep[]> {
+  const run = new Run(ctx, journal, { mode: 'plan', resumed: what !== 'start' })
+  if (what !== 'rollback') await playbook.procedure(run)
+  if (what === 'rollback' && !journal.disrupted()) return run.planned
+  if (playbook.rollback && (what === 'rollback' || journal.run.autoRollback))
+    await playbook.rollback(run.inPhase(Phase.rollback), { dataLoss: false })
+  return run.planned
+}
+
+/** Opens the playbook's context, runs `body`, and always writes the report and releases the lock. */
+async function drive<C>(
+  setup: RunSetup<C>,
+  body: (run: Run<C>) => Promise<void>,
+  options: { resumed?: boolean } = {},
+): Promise<RunOutcome> {
+  const { journal, lock } = setup
+  events.runId = journal.run.id
+  const unregister = onShutdown(() => lock.release())
+  const opened = await setup.open(journal).catch(async (error: unknown) => {
+    await lock.release()
+    unregister()
+    throw error
+  })
+  let failure: unknown
+  try {
+    await body(new Run(opened.ctx, journal, { mode: 'act', resumed: options.resumed ?? false }))
+  } catch (error) {
+    failure = error
+  }
+  await opened.close()
+  // The run's end is recorded only after its resources are released: a kill before this line
+  // leaves a run that `svcops resume` finishes.
+  if (journal.run.phase === 'running' || journal.run.phase === 'rolling-back') {
+    journal.update(
+      failure === undefined
+        ? { phase: 'succeeded', finishedAt: new Date().toISOString() }
+        : {
+            phase: journal.run.phase === 'rolling-back' ? 'rollback-failed' : 'failed',
+            finishedAt: new Date().toISOString(),
+            cause: errorMessage(failure),
+          },
+    )
+  }
+  const report = writeReport(journal)
+  await lock.release()
+  unregister()
+  events.info(`Report: ${journal.file('report.md')}`)
+  // A scheduler reading --json gets the same fields whether the run succeeded or not.
+  if (failure !== undefined) {
+    const error = failure instanceof Error ? failure : new OperationError(`The run failed: ${errorMessage(failure)}.`)
+    throw withFacts(error, { runId: journal.run.id, phase: journal.run.phase, reportPath: journal.file('report.md'), report })
+  }
+  return { runId: journal.run.id, phase: journal.run.phase, report }
+}
+
+/** Runs the procedure; on failure applies the policy (see the file's comment). */
+async function underFailurePolicy<C>(playbook: Playbook<C>, run: Run<C>): Promise<void> {
+  try {
+    await playbook.procedure(run)
+  } catch (error) {
+    const record = run.journal.run
+    const cause = errorMessage(error)
+    if (!run.journal.disrupted() || !playbook.rollback || error instanceof ToleratedFailures) {
+      run.journal.update({ phase: 'failed', finishedAt: new Date().toISOString(), cause })
+      throw error
+    }
+    if (!record.autoRollback) {
+      run.journal.update({ phase: 'failed', finishedAt: new Date().toISOString(), cause })
+      throw new OperationError(
+        `${playbook.what(record)} failed: ${cause} The hosts were left as they are (--no-auto-rollback).`,
+        `Inspect, then roll back with: ${playbook.rollbackCommand(record)}`,
+      )
+    }
+    run.journal.update({ phase: 'rolling-back', cause })
+    const summary = await rollBack(playbook, run, { dataLoss: error instanceof HostFailure && error.dataLoss })
+    throw rolledBack(playbook, run.journal, summary)
+  }
+}
+
+/** Runs the playbook's rollback and records its outcome; returns its one-line summary. */
+async function rollBack<C>(playbook: Playbook<C>, run: Run<C>, options: { dataLoss: boolean }): Promise<string> {
+  const record = run.journal.run
+  if (!playbook.rollback) throw new OperationError(`${playbook.what(record)} has no rollback.`)
+  let summary: string
+  try {
+    summary = await playbook.rollback(run.inPhase(Phase.rollback), options)
+  } catch (error) {
+    run.journal.update({ phase: 'rollback-failed', finishedAt: new Date().toISOString() })
+    throw new OperationError(
+      `The rollback of run ${record.id} failed: ${errorMessage(error)}${record.cause ? ` (why it rolled back: ${record.cause})` : ''}`,
+      `Fix the cause, then continue the rollback with: svcops resume ${record.id}`,
+    )
+  }
+  run.journal.update({ phase: 'rolled-back', finishedAt: new Date().toISOString() })
+  events.info(`Run ${record.id}: ${summary}.`)
+  return summary
+}
+
+function rolledBack<C>(playbook: Playbook<C>, journal: Journal, summary: string): RolledBackError {
+  const record = journal.run
+  return new RolledBackError(
+    `${playbook.what(record)} failed: ${record.cause ?? 'unknown cause'} It was ${summary}.`,
+    `See the report: ${journal.file('report.md')}`,
+  )
+}
