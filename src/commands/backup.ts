@@ -51,6 +51,57 @@ Examples:
     )
 
   backup
+    .command('run')
+    .description(
+      'The nightly backup playbook (playbooks/backup.ts): create, verify with a test restore, prune by retention; journaled as a run.',
+    )
+    .option('--keep-last <n>', 'after a verified backup, keep the newest N backups')
+    .option('--keep-days <d>', 'after a verified backup, keep backups younger than D days')
+    .option('--dry-run', 'print every step and what it would do; change nothing')
+    .addHelpText(
+      'after',
+      `
+What a scheduler runs every night (a CronJob, a systemd timer). Each run has an id, a journal and a
+report in .svcops/runs/<id>/ (svcops runs show ID). Pruning never removes the newest verified backup,
+so a failed night never leaves the store without one.
+Exit codes: 0 backed up and verified, 1 failed (the report names the step), 2 bad input.
+
+Examples:
+  svcops backup run --env prod --keep-last 7 --keep-days 30 --json
+  svcops backup run --env prod --keep-last 7 --dry-run`,
+    )
+    .action(async (options: { keepLast?: string; keepDays?: string; dryRun?: boolean }, command: Command) => {
+      const env = await environmentOf(command)
+      const request = {
+        env,
+        ...(options.keepLast === undefined ? {} : { keepLast: parseCount(options.keepLast, '--keep-last') }),
+        ...(options.keepDays === undefined ? {} : { keepDays: parseCount(options.keepDays, '--keep-days') }),
+      }
+      const play = await import('../../playbooks/backup.ts')
+      if (options.dryRun) {
+        const steps = await play.planBackupPlaybook(request)
+        printResult(command, { ok: true, dryRun: true, steps }, () =>
+          [
+            `Dry run: the backup playbook of '${env.name}' (nothing will be changed).`,
+            ...steps.flatMap((s) => [`${s.step} — ${s.title}`, ...s.actions.map((a) => `    ${a}`)]),
+          ].join('\n'),
+        )
+        return
+      }
+      const stop = showProgress(command)
+      try {
+        const outcome = await play.runBackupPlaybook(request)
+        printResult(
+          command,
+          { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
+          () => `Run ${outcome.runId}: ${outcome.phase}; backup ${outcome.report.run.backupId ?? '?'} verified.`,
+        )
+      } finally {
+        stop()
+      }
+    })
+
+  backup
     .command('create')
     .description('Dump the service database, encrypt it on the way into the store, write the manifest last.')
     .option('--dry-run', 'show the steps without connecting or writing anything')

@@ -120,6 +120,39 @@ describe('svcops backup (CLI)', () => {
     expect(bad.stderr).toMatch(/--keep-last: 'many' is not valid/)
   })
 
+  it('backup run: the nightly playbook creates, verifies with a test restore and prunes, journaled as a run; its dry run changes nothing', async () => {
+    const runsDir = join(bed.dir, 'runs')
+    process.env.SVCOPS_RUNS_DIR = runsDir
+    try {
+      const dry = await run('--json', 'backup', 'run', '--keep-last', '1', '--dry-run')
+      expect(dry.code, dry.stderr).toBe(0)
+      expect((dry.json().steps as { step: string }[]).map((s) => s.step)).toEqual(['create', 'verify', 'prune'])
+      expect(existsSync(runsDir)).toBe(false)
+      const before = ((await run('--json', 'backup', 'list')).json().backups as unknown[]).length
+      const done = await run('--json', 'backup', 'run', '--keep-last', '1')
+      expect(done.code, done.stderr).toBe(0)
+      const answer = done.json() as {
+        runId: string
+        phase: string
+        report: { run: { backupId: string; kind: string }; timeline: { step: string; status: string }[] }
+      }
+      expect(answer.phase).toBe('succeeded')
+      expect(answer.report.run.kind).toBe('backup')
+      expect(answer.report.timeline.filter((e) => e.status === 'ok').map((e) => e.step)).toEqual(['create', 'verify', 'prune'])
+      const listed = (await run('--json', 'backup', 'list')).json().backups as {
+        id: string
+        verified: { ok: boolean; restoreTest: boolean } | null
+      }[]
+      // --keep-last 1 removed every older backup; the new one is kept, verified by a restore test.
+      expect(listed.map((b) => b.id)).toEqual([answer.report.run.backupId])
+      expect(listed[0]?.verified).toMatchObject({ ok: true, restoreTest: true })
+      expect(before).toBeGreaterThanOrEqual(1)
+      expect(existsSync(join(runsDir, answer.runId, 'report.md'))).toBe(true)
+    } finally {
+      delete process.env.SVCOPS_RUNS_DIR
+    }
+  })
+
   it('writes a key pair GnuPG can read, 0600 private, and never overwrites it', async () => {
     const dir = join(bed.dir, 'keys')
     const made = await svcops('--json', 'backup', 'keygen', '--out-dir', dir, '--name', 'svcops backups test')
