@@ -1,7 +1,7 @@
 /**
  * `svcops backup create|list|verify|restore|prune|keygen`: encrypted, verified backups of the
  * recording service database that plain `gpg --decrypt | pg_restore` can restore too. The work
- * lives in src/ops/backup; this file only declares commands and prints their results.
+ * lives in src/backup; this file only declares commands and prints their results.
  */
 import type { Command } from 'commander'
 import { BadInputError, ExitCode } from '../core/errors.ts'

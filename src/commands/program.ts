@@ -1,6 +1,6 @@
 /**
  * The `svcops` program: parses arguments, runs a command, and turns every error into one sentence,
- * a hint and an exit code (mapped in src/ops/errors.ts, nowhere else). src/cli.ts only calls `main`.
+ * a hint and an exit code (mapped in src/core/errors.ts, nowhere else). src/cli.ts only calls `main`.
  */
 import { Command, CommanderError, Option } from 'commander'
 import { readFileSync } from 'node:fs'

@@ -7,7 +7,7 @@
  *   dpkg database           R/var/lib/dpkg (status, available, info/, updates/)
  *   install a package       dpkg --root=R --admindir=R/var/lib/dpkg --log=R/var/log/dpkg.log
  *                             --force-script-chrootless --force-not-root --force-bad-path
- *                             [--force-confdef --force-confold] -i file.deb      (`dpkgArgv` in src/ops/hosts.ts)
+ *                             [--force-confdef --force-confold] -i file.deb      (`dpkgArgv` in src/drivers/transports.ts)
  *   package cache           R/var/cache/svcops/packages/
  *   supervisord config      R/etc/supervisor/supervisord.conf, socket R/run/supervisor.sock (a short
  *                           name in /tmp when R is too deep for a socket path: `supervisorSocketPath`),

@@ -8,6 +8,7 @@
 import { errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { installPackage as install, readInstalledVersion, showCommand } from '../drivers/packages.ts'
+import { hostPath } from '../drivers/transports.ts'
 import {
   findLogErrors,
   readLogCursor,
@@ -75,7 +76,7 @@ export const reviewConfig = defineStep<Ctx, [HostHandle]>({
   title: 'review configuration changes',
   report: 'config-review',
   describe: (ctx, h) => [
-    `look for ${ctx.pkg.newConfigSuffixes.map((s) => ctx.settings.configPath + s).join(', ')}; diff -u against ${ctx.settings.configPath}; ` +
+    `look for ${ctx.pkg.newConfigSuffixes.map((s) => hostPath(h.config, ctx.settings.configPath) + s).join(', ')}; diff -u against ${hostPath(h.config, ctx.settings.configPath)}; ` +
       'check its JSON syntax; warn on options the new default no longer has',
   ],
   async act(ctx, h) {

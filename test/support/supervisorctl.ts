@@ -1,6 +1,6 @@
 /**
  * supervisorctl against a lab host's own supervisord: what the tests use to look at and steer the
- * service independently of the upgrade's driver (which speaks XML-RPC through curl, src/ops/services.ts).
+ * service independently of the upgrade's driver (which speaks XML-RPC through curl, src/drivers/services.ts).
  */
 import { join } from 'node:path'
 import type { RecordingHostConfig } from '../../src/config/schema.ts'

@@ -282,9 +282,10 @@ describe('journal and report', () => {
       pid: 1,
     }
     const j = Journal.create(run, base)
-    j.append({ step: 'stop', host: 'h1', status: 'start' })
+    // The report reads the journal's flags (a disruptive start, a verified end), never step names.
+    j.append({ step: 'stop', host: 'h1', status: 'start', disruptive: true })
     j.append({ step: 'stop', host: 'h1', status: 'ok', changed: ['stopped svc-recording'] })
-    j.append({ step: 'verify-host', host: 'h1', status: 'ok' })
+    j.append({ step: 'verify-host', host: 'h1', status: 'ok', report: 'verified' })
     writeFileSync(j.file('journal.jsonl'), '{"torn', { flag: 'a' })
     const again = Journal.open(run.id, base)
     expect(again.entries()).toHaveLength(3)
@@ -292,6 +293,8 @@ describe('journal and report', () => {
     expect(listRuns(base).map((r) => r.id)).toEqual([run.id])
     const [d] = downtimeOf(again.entries(), ['h1'])
     expect(d?.downtimeMs).toBeGreaterThanOrEqual(0)
+    expect(again.disrupted()).toBe(true)
+    expect(again.disruptedHosts(['h0', 'h1'])).toEqual(['h1'])
     expect(() => Journal.open('nope', base)).toThrow(/Run id 'nope' is not valid/)
   })
 

@@ -10,6 +10,9 @@ import { spawn } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exitCodeFor, LockedError } from '../../src/core/errors.ts'
 import { Journal, listRuns } from '../../src/runs/journal.ts'
+import { Phase, stepName } from '../../src/runs/step.ts'
+import { stopService } from '../../src/upgrade/host-steps.ts'
+import { restoreBackup } from '../../src/upgrade/rollback-steps.ts'
 import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
 import { startUpgradeLab, type UpgradeLab } from './fixture.ts'
 
@@ -73,7 +76,7 @@ describe('fleet upgrade', () => {
     // The canary finished before the batch began; inside the batch both hosts were stopped before either was verified.
     expect(at('verify-host', 'rec-1', 'ok')).toBeLessThan(at('stop', 'rec-2'))
     expect(at('stop', 'rec-3')).toBeLessThan(at('verify-host', 'rec-2', 'ok') === -1 ? Infinity : at('verify-host', 'rec-2', 'ok'))
-    expect(entries.some((e) => e.step === 'rollback:restore' && e.status === 'ok')).toBe(true)
+    expect(entries.some((e) => e.step === stepName(restoreBackup, Phase.rollback) && e.status === 'ok')).toBe(true)
     expect(run.run.phase).toBe('rolled-back')
     writeFileSync(configFile, JSON.stringify(config, null, 2))
   })
@@ -90,8 +93,8 @@ describe('fleet upgrade', () => {
     )
     const run = Journal.open(listRuns(lab.runsDir)[0]?.id ?? '')
     expect(run.run.deadline).toBeDefined()
-    expect(run.entries().some((e) => e.step === 'stop' && e.host === 'rec-2')).toBe(false)
-    expect(run.entries().some((e) => e.step === 'rollback:restore' && e.status === 'ok')).toBe(true)
+    expect(run.entries().some((e) => e.step === stepName(stopService) && e.host === 'rec-2')).toBe(false)
+    expect(run.entries().some((e) => e.step === stepName(restoreBackup, Phase.rollback) && e.status === 'ok')).toBe(true)
     expect(await lab.versions()).toEqual({ 'rec-1': '1.5.0', 'rec-2': '1.5.0', 'rec-3': '1.5.0' })
     expect(await lab.healthy()).toEqual([true, true, true])
     expect(await lab.fingerprint()).toBe(fingerprint)

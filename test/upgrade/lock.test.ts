@@ -46,7 +46,7 @@ describe('environment lock in the database', () => {
   it('detects a holder that died (killed with SIGKILL) and lets --break-lock take a live one', async () => {
     // A separate process takes the lock and is killed: PostgreSQL frees the advisory lock, the row stays.
     const script = `
-      import { acquireEnvironmentLock } from ${JSON.stringify(join(process.cwd(), 'src/ops/lock.ts'))}
+      import { acquireEnvironmentLock } from ${JSON.stringify(join(process.cwd(), 'src/runs/lock.ts'))}
       await acquireEnvironmentLock(${JSON.stringify(db)}, { environment: 'lab', holder: { runId: '20261122T031000Z-deadde', holder: 'dead@box', pid: process.pid, since: new Date().toISOString() } })
       process.stdout.write('locked\\n')
       setInterval(() => undefined, 1000)`
