@@ -6,25 +6,8 @@
 import type { Command } from 'commander'
 import { BadInputError, ExitCode } from '../core/errors.ts'
 import { formatBytes } from '../core/units.ts'
-import { environmentOf, printResult, showProgress } from './context.ts'
+import { confirm, environmentOf, printResult, showProgress } from './context.ts'
 import { exitAfterOutput } from './plan.ts'
-
-/** Asks on the terminal unless --yes; without a terminal, --yes is required (a scheduler cannot answer). */
-async function confirmReplace(question: string, yes: boolean | undefined): Promise<boolean> {
-  if (yes) return true
-  if (!process.stdin.isTTY)
-    throw new BadInputError(
-      '--yes: missing; restoring replaces the database and nobody is at a terminal to confirm it.',
-      'Add --yes in scripts, or --dry-run to see the steps.',
-    )
-  const { createInterface } = await import('node:readline/promises')
-  const rl = createInterface({ input: process.stdin, output: process.stderr })
-  try {
-    return /^y(es)?$/i.test((await rl.question(`${question} [y/N] `)).trim())
-  } finally {
-    rl.close()
-  }
-}
 
 function parseCount(value: string, flag: string): number {
   const n = Number(value)
@@ -227,11 +210,12 @@ Examples:
         }
         const identity = await readIdentity(ctx.backup)
         const d = ctx.database
-        const confirmed = await confirmReplace(
+        await confirm(
           `Replace every table in ${d.name} on ${d.host}:${d.port} with backup ${id} (taken ${manifest.completedAt})?`,
           options.yes,
+          'replaces the database',
         )
-        if (!confirmed) throw new BadInputError('Not confirmed; nothing was changed.')
+        const confirmed = true
         const report = await restoreBackup(ctx.store, id, d, {
           identity,
           confirmed,

@@ -4,6 +4,7 @@
  */
 import type { Command } from 'commander'
 import type { Environment } from '../config/schema.ts'
+import { BadInputError } from '../core/errors.ts'
 import { consoleSink, events } from '../core/events.ts'
 import { redact, redactDeep } from '../core/redact.ts'
 
@@ -64,4 +65,22 @@ export function takeResultExitCode(): number | undefined {
   const code = resultExitCode
   resultExitCode = undefined
   return code
+}
+
+/**
+ * Asks a person to confirm a change at the terminal (zx's `question`, on stderr: stdout is for
+ * results), unless `--yes`. Without a terminal `--yes` is required: a scheduler cannot answer.
+ * `what` completes "this command ... and nobody is at a terminal to confirm it".
+ */
+export async function confirm(prompt: string, yes: boolean | undefined, what = 'changes the environment'): Promise<void> {
+  if (yes) return
+  if (!process.stdin.isTTY) {
+    throw new BadInputError(
+      `--yes: missing; this command ${what} and nobody is at a terminal to confirm it.`,
+      'Add --yes (schedulers and scripts), or --dry-run to see the plan.',
+    )
+  }
+  const { question } = await import('zx')
+  const answer = await question(`${prompt} [y/N] `, { output: process.stderr })
+  if (!/^y(es)?$/i.test(answer.trim())) throw new BadInputError('Not confirmed; nothing was changed.')
 }

@@ -3,12 +3,11 @@
  * recording`, `svcops rollback recording`, `svcops verify recording`, `svcops runs list|show`,
  * `svcops resume ID`. Options and help only; the playbooks do the work.
  */
-import { createInterface } from 'node:readline/promises'
 import { Option, type Command } from 'commander'
 import { BadInputError, ExitCode } from '../core/errors.ts'
 import { parseWindow } from '../runs/rollout.ts'
 import { events } from '../core/events.ts'
-import { environmentOf, globals, printResult, setResultExitCode } from './context.ts'
+import { confirm, environmentOf, globals, printResult, setResultExitCode } from './context.ts'
 
 function toInt(flag: string) {
   return (value: string): number => {
@@ -24,23 +23,6 @@ async function progress(command: Command): Promise<() => void> {
   if (json && !verbose) return () => undefined
   const { progressSink } = await import('../runs/progress.ts')
   return events.subscribe(progressSink(process.stderr, { verbose: verbose ?? false }))
-}
-
-/** Asks on a terminal; refuses without --yes when nobody can answer (a scheduler must say --yes). */
-async function confirm(question: string, yes: boolean | undefined): Promise<void> {
-  if (yes) return
-  if (!process.stdin.isTTY)
-    throw new BadInputError(
-      '--yes: missing; this command changes the environment and nobody is at a terminal to confirm it.',
-      'Add --yes (schedulers and scripts), or --dry-run to see the plan.',
-    )
-  const rl = createInterface({ input: process.stdin, output: process.stderr })
-  try {
-    const answer = await rl.question(`${question} [y/N] `)
-    if (!/^y(es)?$/i.test(answer.trim())) throw new BadInputError('Not confirmed; nothing was changed.')
-  } finally {
-    rl.close()
-  }
 }
 
 interface UpgradeFlags {

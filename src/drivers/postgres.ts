@@ -155,6 +155,8 @@ export function spawnPgTool(argv: string[], env: Record<string, string>, stdio: 
   const [file, ...args] = argv
   if (!file) throw new BadInputError('spawnPgTool needs a command.')
   const started = Date.now()
+  // A hand-written spawn, not zx: a dump streams through at its own pace (backpressure into the
+  // encryption), and zx keeps every byte a process prints in memory for its result.
   const child = spawn(file, args, {
     env: { ...process.env, ...env },
     stdio: [stdio.stdin ? 'pipe' : 'ignore', stdio.stdout ? 'pipe' : 'ignore', 'pipe'],

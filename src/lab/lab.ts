@@ -282,6 +282,8 @@ export function spawnDetached(argv: string[], log: string, options: { cwd?: stri
   try {
     // Only what the child needs: the CLI's environment may hold secrets (passwords by env reference).
     const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/', ...options.env }
+    // A hand-written spawn, not zx: a daemon in its own session that outlives this process, where
+    // zx would wait for it and keep its output.
     const child = spawn(argv[0] ?? '', argv.slice(1), { cwd: options.cwd ?? PROJECT_ROOT, env, detached: true, stdio: ['ignore', fd, fd] })
     child.unref()
     if (child.pid === undefined) throw new OperationError(`Could not start ${argv[0] ?? ''} (see ${log}).`)
