@@ -1,24 +1,22 @@
 #!/usr/bin/env node
 /**
- * Playbook: the seed's post-upgrade check alone, on every host of an environment:
+ * Playbook: the seed's post-upgrade check alone, on every host of an environment ("GET / for
+ * health; GET /api/v1/content with limit; POST /api/v1/content with a test recording; read the
+ * logs"), plus the service's status and the database's schema fingerprint for comparison. It only
+ * reads, except for the test recording (`--no-test-recording` leaves it out).
  *
- *   GET /                      health
- *   GET /api/v1/content?limit  the content lists
- *   POST /api/v1/content       a test recording (channel svcops-verify, marked with a check id), seen in the list
- *   status + logs              the service runs; no error lines in its last log lines of the past 10 minutes
- *   fingerprint                the database schema fingerprint, recorded for comparison
+ *   node playbooks/verify.ts --env lab [--no-test-recording] [--json]
  *
- *   node playbooks/verify.ts --env lab
+ * A failed check never stops the others: every host gets every check, and `ok` says whether all passed.
  */
-import { requireSection } from '../src/config/load.ts'
 import type { Environment } from '../src/config/schema.ts'
-import { transportFor } from '../src/drivers/transports.ts'
-import { findLogErrors, linesSince, readServiceLogs, readServiceStatus, serviceDriver } from '../src/drivers/services.ts'
-import { packageDriver, readInstalledVersion } from '../src/drivers/packages.ts'
-import { settingsFor } from '../src/upgrade/context.ts'
-import { openUpgradeDeps } from '../src/upgrade/wiring.ts'
-import { verifyHost, type HostVerification } from '../src/upgrade/verify-host.ts'
+import { readInstalledVersion } from '../src/drivers/packages.ts'
+import { findLogErrors, linesSince, readServiceLogs, readServiceStatus } from '../src/drivers/services.ts'
 import { runAsCommand } from '../src/runs/script.ts'
+import { closeRecordingContext, recordingContext, type HostHandle, type RecordingContext } from '../src/upgrade/context.ts'
+import { verifyHost, type CheckResult, type HostVerification } from '../src/upgrade/verify-host.ts'
+import { Journal } from '../src/runs/journal.ts'
+import { newVerifyRecord } from '../src/upgrade/runs.ts'
 
 export interface ServiceVerification {
   ok: boolean
@@ -27,46 +25,46 @@ export interface ServiceVerification {
   hosts: Array<HostVerification & { version?: string; status: string; lastLines: string[] }>
 }
 
+/** The check of one host, in the seed's order. */
+async function verifyOne(
+  ctx: RecordingContext,
+  h: HostHandle,
+  options: { testRecording?: boolean },
+): Promise<ServiceVerification['hosts'][number]> {
+  const testRun = options.testRecording === false ? {} : { runId: `verify-${new Date().toISOString()}` }
+  const v = await verifyHost(ctx.deps.content, h.url, { host: h.name, limit: ctx.settings.contentLimit, ...testRun }) // GET /, GET content, POST a test recording
+  const status = await readServiceStatus(ctx.svc, h.transport, h.config, ctx.settings.service) // the service runs
+  const lines = await readServiceLogs(ctx.svc, h.transport, h.config, ctx.settings.service, ctx.settings.logLines, ctx.settings.logPath) // read the logs
+  const errors = findLogErrors(linesSince(lines, new Date(Date.now() - 600_000).toISOString()), ctx.settings.errorPatterns)
+  const version = await readInstalledVersion(ctx.pkg, h.transport, h.config, ctx.settings.package)
+  const checks: CheckResult[] = [
+    ...v.checks,
+    { check: 'service status', ok: status.running, detail: status.status },
+    {
+      check: 'no error lines in the last 10 minutes of the log',
+      ok: errors.length === 0,
+      ...(errors.length ? { detail: errors.at(-1) } : {}),
+    },
+  ]
+  return {
+    ...v,
+    checks,
+    ok: checks.every((c) => c.ok),
+    ...(version ? { version } : {}),
+    status: status.status,
+    lastLines: lines.slice(-10),
+  }
+}
+
 /** Verifies every host; never throws for a failed check (see `ok`). */
 export async function verifyRecordingService(env: Environment, options: { testRecording?: boolean } = {}): Promise<ServiceVerification> {
-  const rec = requireSection(env, 'recording')
-  const settings = settingsFor(env, rec)
-  const deps = await openUpgradeDeps(env)
-  const svc = serviceDriver(rec.serviceDriver)
-  const checkId = `verify-${new Date().toISOString()}`
+  const ctx = await recordingContext(env, Journal.inMemory(newVerifyRecord(env)))
   try {
-    const hosts = await Promise.all(
-      rec.hosts.map(async (h) => {
-        const t = transportFor(h)
-        try {
-          const v = await verifyHost(deps.content, h.url, {
-            host: h.name,
-            limit: settings.contentLimit,
-            ...(options.testRecording === false ? {} : { runId: checkId }),
-          })
-          const status = await readServiceStatus(svc, t, h, settings.service)
-          const lines = await readServiceLogs(svc, t, h, settings.service, settings.logLines, settings.logPath)
-          const errors = findLogErrors(linesSince(lines, new Date(Date.now() - 600_000).toISOString()), settings.errorPatterns)
-          v.checks.push(
-            { check: 'service status', ok: status.running, detail: status.status },
-            {
-              check: 'no error lines in the last 10 minutes of the log',
-              ok: errors.length === 0,
-              ...(errors.length ? { detail: errors.at(-1) } : {}),
-            },
-          )
-          v.ok = v.checks.every((c) => c.ok)
-          const version = await readInstalledVersion(packageDriver(rec.packageDriver), t, h, rec.package)
-          return { ...v, ...(version ? { version } : {}), status: status.status, lastLines: lines.slice(-10) }
-        } finally {
-          await t.close()
-        }
-      }),
-    )
-    const fingerprint = await deps.database.fingerprint()
+    const hosts = await Promise.all(ctx.allHosts.map((h) => verifyOne(ctx, h, options)))
+    const fingerprint = await ctx.deps.database.fingerprint() // recorded for comparison with a later run
     return { ok: hosts.every((h) => h.ok), environment: env.name, fingerprint, hosts }
   } finally {
-    await deps.close()
+    await closeRecordingContext(ctx)
   }
 }
 

@@ -24,7 +24,7 @@ import { BadInputError } from '../core/errors.ts'
 import { redactDeep } from '../core/redact.ts'
 import type { ReportSection } from './step.ts'
 
-export type RunKind = 'upgrade' | 'rollback' | 'backup'
+export type RunKind = 'upgrade' | 'rollback' | 'backup' | 'verify'
 export type RunPhase = 'running' | 'rolling-back' | 'succeeded' | 'failed' | 'rolled-back' | 'rollback-failed'
 
 /** What a run is about; written at start, updated as facts are learned (backup id, fingerprints). */

@@ -83,6 +83,27 @@ export function newUpgradeRecord(req: UpgradeRequest): RunRecord {
   }
 }
 
+/** The record of a check of every host that changes nothing worth a journal (`svcops verify recording`). */
+export function newVerifyRecord(env: Environment): RunRecord {
+  const rec = requireSection(env, 'recording')
+  return {
+    id: newRunId(),
+    kind: 'verify',
+    environment: env.name,
+    envFile: env.file,
+    targetVersion: '',
+    previousVersions: {},
+    hosts: rec.hosts.map((h) => h.name),
+    batchSize: 1,
+    maxFail: '0',
+    autoRollback: false,
+    phase: 'running',
+    startedAt: new Date().toISOString(),
+    holder: holderName(),
+    pid: process.pid,
+  }
+}
+
 /** Starts a new run of `playbook` (`svcops upgrade recording`). */
 export async function startRecordingRun(
   playbook: Playbook<RecordingContext>,
