@@ -6,7 +6,7 @@ import { Command, CommanderError, Option } from 'commander'
 import { readFileSync } from 'node:fs'
 import { takeResultExitCode } from './context.ts'
 import { groupsFor } from './registry.ts'
-import { ExitCode, exitCodeFor, isExpected } from '../core/errors.ts'
+import { ExitCode, errorMessage, exitCodeFor, isExpected } from '../core/errors.ts'
 import { runCleanups } from '../core/lifecycle.ts'
 import { redact, redactDeep } from '../core/redact.ts'
 import { projectPath } from '../core/paths.ts'
@@ -67,7 +67,7 @@ export async function main(argv: string[]): Promise<number> {
         : ExitCode.badInput
     }
     const code = exitCodeFor(error)
-    const message = redact(error instanceof Error ? error.message : String(error))
+    const message = redact(errorMessage(error))
     const hint = isExpected(error) && error.hint ? redact(error.hint) : undefined
     if (jsonRequested(argv)) {
       const facts = isExpected(error) ? redactDeep(error.facts) : {}

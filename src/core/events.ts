@@ -4,6 +4,7 @@
  * Every event is redacted once, here, before any sink sees it.
  */
 import { redactDeep } from './redact.ts'
+import { errorMessage } from './errors.ts'
 
 export type StepStatus = 'start' | 'ok' | 'failed' | 'skipped'
 
@@ -60,7 +61,7 @@ export class EventLog {
       this.emit({ kind: 'step', step, status: 'ok', durationMs: Date.now() - started, ...at })
       return result
     } catch (error) {
-      const detail = error instanceof Error ? error.message : String(error)
+      const detail = errorMessage(error)
       this.emit({ kind: 'step', step, status: 'failed', durationMs: Date.now() - started, detail, ...at })
       throw error
     }

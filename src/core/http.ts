@@ -4,7 +4,7 @@
  * ProtocolError naming the field and what was expected, never echoing a value (it may be a secret).
  */
 import type { z } from 'zod'
-import { HttpError, ProtocolError } from './errors.ts'
+import { HttpError, ProtocolError, errorMessage } from './errors.ts'
 import { events } from './events.ts'
 import { redact } from './redact.ts'
 
@@ -64,7 +64,7 @@ function describeNetworkError(error: unknown): string {
   const code = cause && typeof cause === 'object' && 'code' in cause ? String(cause.code) : undefined
   if (code === 'ECONNREFUSED') return 'connection refused'
   if (code === 'ENOTFOUND') return 'host not found'
-  return redact(cause instanceof Error ? cause.message : String(cause))
+  return redact(errorMessage(cause))
 }
 
 /**

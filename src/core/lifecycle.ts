@@ -3,6 +3,8 @@
  * SIGINT/SIGTERM (Ctrl-C, a scheduler's timeout) the cleanups run newest first, then the process
  * exits 130. Nothing the lab started is left running.
  */
+import { errorMessage } from './errors.ts'
+
 type Cleanup = () => Promise<void> | void
 
 const cleanups: Cleanup[] = []
@@ -26,7 +28,7 @@ export async function runCleanups(): Promise<void> {
     try {
       await fn?.()
     } catch (error) {
-      process.stderr.write(`cleanup failed: ${(error as Error).message}\n`)
+      process.stderr.write(`cleanup failed: ${errorMessage(error)}\n`)
     }
   }
 }

@@ -3,6 +3,7 @@
  * [0, min(max, base * 2^attempt)]), so a fleet of clients does not retry in lock-step.
  */
 import { events } from './events.ts'
+import { errorMessage } from './errors.ts'
 
 export interface RetryOptions {
   /** Total attempts, including the first (default 4). */
@@ -36,7 +37,7 @@ export async function retry<T>(what: string, fn: (attempt: number) => Promise<T>
       const retryable = options.shouldRetry ? options.shouldRetry(error) : true
       if (!retryable || attempt >= attempts) throw error
       const delayMs = backoffDelay(attempt, base, max)
-      events.emit({ kind: 'retry', what, attempt, delayMs, error: error instanceof Error ? error.message : String(error) })
+      events.emit({ kind: 'retry', what, attempt, delayMs, error: errorMessage(error) })
       await sleep(delayMs)
     }
   }

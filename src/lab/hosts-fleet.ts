@@ -6,7 +6,7 @@
  */
 import { chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
-import { OperationError } from '../core/errors.ts'
+import { OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { dpkgArgv, transportFor } from '../drivers/transports.ts'
 import { registerSecret } from '../core/redact.ts'
@@ -93,7 +93,7 @@ async function waitHealthy(url: string, timeoutMs: number, host: LabHostInfo, lo
       if (answer.ok) return
       last = `GET / answered ${answer.status}`
     } catch (error) {
-      last = (error as Error).message
+      last = errorMessage(error)
     }
     await new Promise((r) => setTimeout(r, 100))
   }

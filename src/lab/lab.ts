@@ -12,7 +12,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, 
 import { dirname, join } from 'node:path'
 import { stringify as toYaml } from 'yaml'
 import { parseEnvironment } from '../config/load.ts'
-import { OperationError } from '../core/errors.ts'
+import { OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { onShutdown } from '../core/lifecycle.ts'
 import type { AuthRevision } from '../releases/auth.ts'
@@ -361,7 +361,7 @@ export async function stopLab(paths: LabPaths, state: LabState): Promise<void> {
       for (const path of entry.paths) rmSync(path, { recursive: true, force: true })
       state.entries = state.entries.filter((e) => e !== entry)
     } catch (error) {
-      failures.push(`${entry.name}: ${(error as Error).message}`)
+      failures.push(`${entry.name}: ${errorMessage(error)}`)
     }
   }
   if (failures.length > 0) {

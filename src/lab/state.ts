@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync 
 import { join, resolve } from 'node:path'
 import { z } from 'zod'
 import { defaultStacksDir } from '../config/load.ts'
-import { BadInputError } from '../core/errors.ts'
+import { BadInputError, errorMessage } from '../core/errors.ts'
 import { registerSecret } from '../core/redact.ts'
 
 /** Where the lab keeps its files. */
@@ -71,7 +71,7 @@ export function readLabState(paths: LabPaths): LabState | undefined {
     doc = JSON.parse(readFileSync(paths.stateFile, 'utf8'))
   } catch (error) {
     throw new BadInputError(
-      `${paths.stateFile}: is not valid JSON (${(error as Error).message}).`,
+      `${paths.stateFile}: is not valid JSON (${errorMessage(error)}).`,
       `Stop what it lists by hand, then delete it.`,
     )
   }

@@ -8,7 +8,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { extname } from 'node:path'
 import { parseAllDocuments, isScalar, visit, Scalar } from 'yaml'
-import { BadInputError } from '../core/errors.ts'
+import { BadInputError, errorMessage } from '../core/errors.ts'
 import { FIRST_LIVE_RELEASE } from './live.ts'
 import { applyEdits, metricTargets, rewritePromql } from './promql.ts'
 import { DEFAULT_PRODUCT, type Product } from './types.ts'
@@ -60,7 +60,7 @@ function jsonRegions(text: string, file: string): Region[] {
   try {
     JSON.parse(text)
   } catch (error) {
-    throw new BadInputError(`${file} is not valid JSON: ${error instanceof Error ? error.message : String(error)}`)
+    throw new BadInputError(`${file} is not valid JSON: ${errorMessage(error)}`)
   }
   const regions: Region[] = []
   let lastKey: string | undefined

@@ -4,7 +4,7 @@
  * caught here, not by a customer); a test recording marked with the run id is created and seen in
  * the list. The checks are events, so the report and the terminal show each one.
  */
-import { OperationError } from '../core/errors.ts'
+import { OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { contentKey, identityKey, missingRecordings, TEST_CHANNEL, type ContentApi, type Recording } from './snapshot.ts'
 
@@ -49,7 +49,7 @@ export async function verifyHost(api: ContentApi, baseUrl: string, options: Veri
     await api.health(baseUrl)
     record(options.host, checks, 'GET / (health)', true)
   } catch (error) {
-    record(options.host, checks, 'GET / (health)', false, (error as Error).message)
+    record(options.host, checks, 'GET / (health)', false, errorMessage(error))
     return result
   }
   let list: Recording[]
@@ -58,7 +58,7 @@ export async function verifyHost(api: ContentApi, baseUrl: string, options: Veri
     result.listed = list.length
     record(options.host, checks, `GET /api/v1/content?limit=${options.limit}`, true, `${list.length} recordings`)
   } catch (error) {
-    record(options.host, checks, `GET /api/v1/content?limit=${options.limit}`, false, (error as Error).message)
+    record(options.host, checks, `GET /api/v1/content?limit=${options.limit}`, false, errorMessage(error))
     return result
   }
   if (options.expectKeys) {
@@ -96,7 +96,7 @@ export async function verifyHost(api: ContentApi, baseUrl: string, options: Veri
         seen ? input.title : 'created but not listed',
       )
     } catch (error) {
-      record(options.host, checks, 'POST /api/v1/content (test recording) and seen in the list', false, (error as Error).message)
+      record(options.host, checks, 'POST /api/v1/content (test recording) and seen in the list', false, errorMessage(error))
     }
   }
   result.ok = checks.every((c) => c.ok)

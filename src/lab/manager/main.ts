@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs'
 import { z } from 'zod'
 import { AUTH_REVISIONS } from '../../releases/auth.ts'
 import { startManagerEmulator } from './server.ts'
+import { errorMessage } from '../../core/errors.ts'
 
 export const emulatorConfigSchema = z.strictObject({
   host: z.string().default('127.0.0.1'),
@@ -41,6 +42,6 @@ async function run(argv: string[]): Promise<void> {
 }
 
 run(process.argv.slice(2)).catch((error: unknown) => {
-  process.stderr.write(`manager emulator failed to start: ${error instanceof Error ? error.message : String(error)}\n`)
+  process.stderr.write(`manager emulator failed to start: ${errorMessage(error)}\n`)
   process.exit(1)
 })

@@ -16,6 +16,7 @@ import { z } from 'zod'
 import { AUTH_API_PREFIX, authRevisionFacts, type AuthRevision } from '../../releases/auth.ts'
 import { verifyPassword } from './passwords.ts'
 import { createTokenSigner, type TokenSigner } from './tokens.ts'
+import { errorMessage } from '../../core/errors.ts'
 
 export type ApiRevision = AuthRevision
 export type AuthEndpoint = 'login' | 'token' | 'logout'
@@ -277,9 +278,7 @@ export async function startManagerEmulator(options: ManagerEmulatorOptions): Pro
             ? { error: error.code, message: error.message }
             : { error: 'internal_error', message: 'The manager emulator failed to handle the request.' },
         )
-        options.log?.(
-          `${req.method} ${req.url} ${status}${known ? '' : ` internal: ${error instanceof Error ? error.message : String(error)}`}`,
-        )
+        options.log?.(`${req.method} ${req.url} ${status}${known ? '' : ` internal: ${errorMessage(error)}`}`)
       })
   })
   server.on('clientError', (_error, socket) => socket.destroy())

@@ -10,6 +10,7 @@ import { z } from 'zod'
 import type { RecordingServiceConfig } from './config.ts'
 import type { RecordingRelease } from './releases.ts'
 import { StorageError, type RecordingStorage } from './storage.ts'
+import { errorMessage } from '../../core/errors.ts'
 
 /** Largest `limit` the list accepts. */
 export const MAX_LIST_LIMIT = 10_000
@@ -176,7 +177,7 @@ export function createApiServer(context: ApiContext): Server {
       if (request.method !== 'GET' && request.method !== 'HEAD')
         throw new ApiError(405, `method ${request.method} is not allowed on /`, { allow: 'GET, HEAD' })
       await context.pool.query('SELECT 1').catch((error: unknown) => {
-        context.log('ERROR', `health check: the database does not answer: ${error instanceof Error ? error.message : String(error)}`)
+        context.log('ERROR', `health check: the database does not answer: ${errorMessage(error)}`)
         throw new ApiError(503, 'the database does not answer')
       })
       response.writeHead(200, { 'content-length': '0' }).end()
@@ -204,7 +205,7 @@ export function createApiServer(context: ApiContext): Server {
         context.log('ERROR', `recordings inaccessible: ${error.message}`)
         return send(response, 500, { error: `recordings inaccessible: ${error.message}` })
       }
-      context.log('ERROR', `${request.method ?? ''} ${request.url ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`)
+      context.log('ERROR', `${request.method ?? ''} ${request.url ?? ''} failed: ${errorMessage(error)}`)
       send(response, 500, { error: 'internal error; see the service log' })
     })
   })

@@ -7,6 +7,7 @@
 import { isAbsolute, join, resolve } from 'node:path'
 import { z } from 'zod'
 import { RECORDING_RELEASES, type RecordingRelease } from './releases.ts'
+import { errorMessage } from '../../core/errors.ts'
 
 const port = z.number().int().min(1).max(65535)
 
@@ -115,7 +116,7 @@ export function parseServiceConfig(text: string, file: string, release: Recordin
 
 /** The parser's message with the line and column of its position (what a person opens the editor at). */
 function describeSyntaxError(text: string, error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error)
+  const message = errorMessage(error)
   const position = /at position (\d+)/.exec(message)?.[1]
   if (position === undefined || /line \d+/.test(message)) return message
   const before = text.slice(0, Number(position)).split('\n')

@@ -6,6 +6,7 @@
  */
 import type pg from 'pg'
 import type { RecordingFault } from './releases.ts'
+import { errorMessage } from '../../core/errors.ts'
 
 interface Migration {
   version: number
@@ -127,8 +128,6 @@ export async function migrateSchema(
   } catch (error) {
     await client.query('ROLLBACK')
     if (error instanceof NewerSchemaError) throw error
-    throw new MigrationError(
-      `migration to schema ${target} failed and was rolled back: ${error instanceof Error ? error.message : String(error)}`,
-    )
+    throw new MigrationError(`migration to schema ${target} failed and was rolled back: ${errorMessage(error)}`)
   }
 }

@@ -13,6 +13,7 @@ import { ConfigFileError, parseServiceConfig, resolveUnderRoot, type RecordingSe
 import { MigrationError, migrateSchema, NewerSchemaError } from './migrations.ts'
 import type { RecordingRelease } from './releases.ts'
 import { RecordingStorage } from './storage.ts'
+import { errorMessage } from '../../core/errors.ts'
 
 /** What the bundle bakes in besides the release. */
 export interface ServiceBuild {
@@ -55,9 +56,7 @@ export async function runService(build: ServiceBuild, argv: string[]): Promise<v
       mkdirSync(dirname(logFile), { recursive: true })
       appendFileSync(logFile, line)
     } catch (error) {
-      process.stderr.write(
-        `${new Date().toISOString()} ERROR cannot write the log file ${logFile}: ${error instanceof Error ? error.message : String(error)}\n`,
-      )
+      process.stderr.write(`${new Date().toISOString()} ERROR cannot write the log file ${logFile}: ${errorMessage(error)}\n`)
     }
   }
   const fail = (message: string): never => {
@@ -72,9 +71,7 @@ export async function runService(build: ServiceBuild, argv: string[]): Promise<v
   const pool = new pg.Pool({ ...databaseSettings(config, args.root, fail), max: 5, connectionTimeoutMillis: 5000 })
   pool.on('error', (error) => log('ERROR', `database connection lost: ${error.message}`))
   const where = `${config.database.name} at ${config.database.host}:${config.database.port} as ${config.database.user}`
-  const client = await pool
-    .connect()
-    .catch((error: unknown) => fail(`cannot connect to database ${where}: ${error instanceof Error ? error.message : String(error)}`))
+  const client = await pool.connect().catch((error: unknown) => fail(`cannot connect to database ${where}: ${errorMessage(error)}`))
   try {
     const outcome = await migrateSchema(client, release.schemaVersion, release.version, release.fault, (level, message) =>
       log(level, message),
@@ -83,7 +80,7 @@ export async function runService(build: ServiceBuild, argv: string[]): Promise<v
     else log('INFO', `migrated the database schema from version ${outcome.from} to ${outcome.to}`)
   } catch (error) {
     if (error instanceof NewerSchemaError || error instanceof MigrationError) fail(error.message)
-    fail(`database ${where}: ${error instanceof Error ? error.message : String(error)}`)
+    fail(`database ${where}: ${errorMessage(error)}`)
   } finally {
     client.release()
   }
@@ -124,7 +121,7 @@ function readConfig(
   try {
     text = readFileSync(file, 'utf8')
   } catch (error) {
-    return fail(`cannot read the configuration file ${file}: ${error instanceof Error ? error.message : String(error)}`)
+    return fail(`cannot read the configuration file ${file}: ${errorMessage(error)}`)
   }
   try {
     const { config, unknownKeys } = parseServiceConfig(text, file, release)
@@ -144,7 +141,7 @@ function databaseSettings(config: RecordingServiceConfig, root: string, fail: (m
     try {
       password = readFileSync(path, 'utf8').trim()
     } catch (error) {
-      fail(`cannot read the database password file ${path}: ${error instanceof Error ? error.message : String(error)}`)
+      fail(`cannot read the database password file ${path}: ${errorMessage(error)}`)
     }
   }
   return { host, port, database: name, user, ...(password !== undefined ? { password } : {}) }

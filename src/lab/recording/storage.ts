@@ -7,6 +7,7 @@ import { constants } from 'node:fs'
 import { access, mkdir, readFile, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { resolveUnderRoot, type RecordingServiceConfig } from './config.ts'
+import { errorMessage } from '../../core/errors.ts'
 
 /** A recording could not be read or written. */
 export class StorageError extends Error {}
@@ -112,5 +113,5 @@ function describe(error: unknown): string {
     if (code === 'ENOTDIR') return 'a path component is not a directory (ENOTDIR)'
     return code
   }
-  return error instanceof Error ? error.message : String(error)
+  return errorMessage(error)
 }
