@@ -24,6 +24,7 @@ export const commandGroups: CommandGroup[] = [
   { commands: ['scan'], load: () => import('./scan.ts') },
   { commands: ['upgrade', 'rollback', 'verify', 'runs', 'resume'], load: () => import('./upgrade.ts') },
   { commands: ['backup'], load: () => import('./backup.ts') },
+  { commands: ['doctor'], load: () => import('./doctor.ts') },
 ]
 
 /**

@@ -1,0 +1,84 @@
+/**
+ * Runs causes on hosts: each host's view is opened once, every cause checked on it, and what each
+ * check found, passed or skipped is kept, so the report lists every item with its check.
+ */
+import { errorMessage } from '../core/errors.ts'
+import type { HostHandle } from '../upgrade/context.ts'
+import { CAUSES, seedOf } from './causes.ts'
+import { openHostView } from './host-view.ts'
+import type { Cause, Finding } from './types.ts'
+
+/** One cause on one host: what was checked, and what it found or why it was skipped. */
+export interface CheckResult {
+  cause: string
+  problem: string
+  seed: string
+  check: string
+  host: string
+  status: 'ok' | 'found' | 'skipped'
+  detail: string
+}
+
+export interface Diagnosis {
+  findings: Finding[]
+  checks: CheckResult[]
+}
+
+/** Checks `causes` on one host as its service sees it. */
+export async function diagnoseHost(
+  host: HostHandle,
+  settings: { configPath: string; logPath: string },
+  causes: readonly Cause[] = CAUSES,
+): Promise<Diagnosis> {
+  const view = await openHostView(host, settings)
+  const out: Diagnosis = { findings: [], checks: [] }
+  try {
+    for (const cause of causes) {
+      const base = { cause: cause.id, problem: cause.problem, seed: seedOf(cause.problem), check: cause.check, host: host.name }
+      let outcome
+      try {
+        outcome = await cause.run(view)
+      } catch (error) {
+        outcome = { skipped: `the check failed: ${errorMessage(error)}` }
+      }
+      if ('skipped' in outcome) {
+        out.checks.push({ ...base, status: 'skipped', detail: outcome.skipped })
+        continue
+      }
+      out.checks.push({ ...base, status: outcome.findings.length ? 'found' : 'ok', detail: outcome.checked })
+      out.findings.push(...outcome.findings.map((f) => ({ cause: cause.id, host: host.name, ...f })))
+    }
+  } finally {
+    await view.close()
+  }
+  return out
+}
+
+/** Checks every host (one after the other: the checks are light, and the output reads in order). */
+export async function diagnoseHosts(
+  hosts: HostHandle[],
+  settings: { configPath: string; logPath: string },
+  causes: readonly Cause[] = CAUSES,
+): Promise<Diagnosis> {
+  const all: Diagnosis = { findings: [], checks: [] }
+  for (const h of hosts) {
+    const d = await diagnoseHost(h, settings, causes)
+    all.findings.push(...d.findings)
+    all.checks.push(...d.checks)
+  }
+  return all
+}
+
+/** The findings as lines for a person. */
+export function formatDiagnosis(d: Diagnosis): string {
+  if (!d.findings.length) return `No problem found (${d.checks.filter((c) => c.status === 'ok').length} checks passed).`
+  return d.findings
+    .map((f) =>
+      [
+        `${f.severity.toUpperCase()} ${f.host} ${f.cause}: ${f.summary}`,
+        ...f.evidence.map((e) => `    evidence: ${e}`),
+        `    fix: ${f.remedy}`,
+      ].join('\n'),
+    )
+    .join('\n')
+}
