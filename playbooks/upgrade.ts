@@ -13,6 +13,7 @@
  * command it would run. Every run is journaled; `svcops resume ID` continues it after a kill.
  */
 import type { Environment } from '../src/config/schema.ts'
+import { diagnoseHost, doctorPreflight } from '../src/doctor/steps.ts'
 import { ToleratedFailures, type HostFailure, type Run } from '../src/runs/engine.ts'
 import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
 import { parseMaxFail, planBatches } from '../src/runs/rollout.ts'
@@ -50,18 +51,24 @@ async function upgrade(run: Run<RecordingContext>): Promise<void> {
   const { ctx } = run
   const target = ctx.journal.run.targetVersion
   await run.step(preflight) // scopes, database privileges, room for the backup, installed versions
+  await run.step(doctorPreflight) // the seed's common problems knowable before a stop, on every host
   await run.everyHost(ctx.hosts, (h) => run.onHost(h, stagePackages)) // target and previous package on every host
   await run.step(snapshotContent) // every recording and the row counts, to prove nothing is lost
   await run.step(backupAndVerify) // back up the database before upgrading; nothing stops before it
   const tolerated = await run.rollout(rolloutOf(run), async (h) => {
     if (run.finished(verifyHost, h.name)) return // upgraded and verified before an interruption
-    await run.onHost(h, stopService) // 1. stop the service
-    await run.onHost(h, installPackage, target) // 2. install the new package
-    await run.onHost(h, reviewConfig) // 3. review configuration changes
-    await run.onHost(h, startService) // 4. start the service; migrations run on the first start
-    await run.onHost(h, waitHealthy)
-    await run.onHost(h, checkStatusAndLogs) // 5. check status and the last log lines
-    await run.onHost(h, verifyHost) // post-upgrade check: GET /, the content list, a test recording
+    try {
+      await run.onHost(h, stopService) // 1. stop the service
+      await run.onHost(h, installPackage, target) // 2. install the new package
+      await run.onHost(h, reviewConfig) // 3. review configuration changes
+      await run.onHost(h, startService) // 4. start the service; migrations run on the first start
+      await run.onHost(h, waitHealthy)
+      await run.onHost(h, checkStatusAndLogs) // 5. check status and the last log lines
+      await run.onHost(h, verifyHost) // post-upgrade check: GET /, the content list, a test recording
+    } catch (failure) {
+      await run.onHost(h, diagnoseHost, failure) // why it failed: the doctor on this host, before the rollback
+      throw failure
+    }
   })
   await run.step(verifyFleet, tolerated) // every host on the target; the schema fingerprint after
   if (tolerated.length) throw toleratedFailures(run, tolerated)

@@ -41,8 +41,7 @@ export async function openHostView(
   }
   const log = await sh(`tail -n ${LOG_LINES} -- "$1" 2>/dev/null`, path(settings.logPath))
   const lines = log.stdout.split('\n').filter(Boolean)
-  const lastStart = lines.findLastIndex((l) => / recording service \S+ starting /.test(l))
-  const logLines = lastStart < 0 ? lines : lines.slice(lastStart)
+  const logLines = lastStartLines(lines)
 
   let connection: Awaited<ReturnType<HostView['database']>> | undefined
   const database: HostView['database'] = async () => {
@@ -89,4 +88,15 @@ export async function openHostView(
       if (connection && 'client' in connection) await connection.client.end().catch(() => undefined)
     },
   }
+}
+
+/**
+ * The lines of the service's last start that ended (it listened or failed): a supervisor retrying
+ * a failing service may have begun a new start whose outcome is not logged yet.
+ */
+function lastStartLines(lines: string[]): string[] {
+  const starts = lines.flatMap((l, i) => (/ recording service \S+ starting /.test(l) ? [i] : []))
+  if (!starts.length) return lines
+  const segments = starts.map((s, k) => lines.slice(s, starts[k + 1] ?? lines.length))
+  return segments.findLast((seg) => seg.some((l) => / FATAL |listening on /.test(l))) ?? segments.at(-1) ?? []
 }

@@ -27,6 +27,8 @@ export interface RunReport {
   timeline: JournalEntry[]
   configReviews: Array<{ host: string; review: unknown }>
   recreated: unknown[]
+  /** The doctor's findings and checks (preflight, or a failed host before its rollback): why it failed. */
+  diagnoses: Array<{ step: string; host?: string; failure?: string; findings: unknown[]; checks: unknown[] }>
   rollback?: { restore: boolean; reason: string; hosts: string[] }
 }
 
@@ -61,6 +63,15 @@ export function buildReport(journal: Journal): RunReport {
       .filter((e) => e.report === 'config-review' && e.status === 'ok' && e.host)
       .map((e) => ({ host: e.host as string, review: e.data?.review })),
     recreated: (recreate?.data?.recreated as unknown[] | undefined) ?? [],
+    diagnoses: entries
+      .filter((e) => e.report === 'diagnosis' && e.status === 'ok' && e.data)
+      .map((e) => ({
+        step: e.step,
+        ...(e.host ? { host: e.host } : {}),
+        ...(typeof e.data?.failure === 'string' ? { failure: e.data.failure } : {}),
+        findings: (e.data?.findings as unknown[] | undefined) ?? [],
+        checks: (e.data?.checks as unknown[] | undefined) ?? [],
+      })),
     ...(decide?.data
       ? {
           rollback: {
@@ -134,6 +145,7 @@ export function renderMarkdown(report: RunReport): string {
       lines.push('')
     }
   }
+  lines.push(...diagnosisMarkdown(report))
   lines.push('', '## Timeline', '', '| time | host | step | outcome | what changed / detail |', '|---|---|---|---|---|')
   for (const e of report.timeline.filter((x) => x.status !== 'start')) {
     const what = [...(e.changed ?? []), ...(e.detail ? [e.detail] : [])].join('; ').replace(/\|/g, '\\|').replace(/\n/g, ' ')
@@ -150,4 +162,40 @@ export function writeReport(journal: Journal): RunReport {
   writeFileSync(journal.file('report.json'), JSON.stringify(report, null, 2) + '\n', { mode: 0o600 })
   writeFileSync(journal.file('report.md'), renderMarkdown(report), { mode: 0o600 })
   return report
+}
+
+interface FindingView {
+  cause: string
+  host: string
+  severity: string
+  summary: string
+  evidence: string[]
+  remedy: string
+}
+interface CheckView {
+  cause: string
+  host: string
+  status: string
+  check: string
+  detail: string
+}
+
+/** "Why it failed": the doctor's findings (cause, evidence, fix), then every check it made. */
+function diagnosisMarkdown(report: RunReport): string[] {
+  if (!report.diagnoses.length) return []
+  const lines = ['', '## Why it failed (doctor)', '']
+  for (const d of report.diagnoses) {
+    lines.push(`### ${d.host ? `${d.host}: ` : ''}${d.step}${d.failure ? ` — after: ${d.failure}` : ''}`, '')
+    const findings = d.findings as FindingView[]
+    if (!findings.length) lines.push('No cause found.')
+    for (const f of findings) {
+      lines.push(`- **${f.severity}** \`${f.cause}\` on ${f.host}: ${f.summary}`)
+      for (const e of f.evidence) lines.push(`  - evidence: ${e}`)
+      lines.push(`  - fix: ${f.remedy}`)
+    }
+    lines.push('', '| host | cause | check | result |', '|---|---|---|---|')
+    for (const c of d.checks as CheckView[])
+      lines.push(`| ${c.host} | ${c.cause} | ${c.check} | ${c.status}: ${c.detail.replace(/\|/g, '\\|')} |`)
+  }
+  return lines
 }

@@ -23,9 +23,10 @@ export interface StepResult {
 
 /**
  * What a step's finished entry contributes to the run's report: the end of a host's downtime
- * (`verified`), a configuration review, the rollback's restore decision, the re-created recordings.
+ * (`verified`), a configuration review, the rollback's restore decision, the re-created recordings,
+ * the doctor's diagnosis (`diagnosis`: findings and checks, src/doctor).
  */
-export type ReportSection = 'verified' | 'config-review' | 'restore-decision' | 'recreated'
+export type ReportSection = 'verified' | 'config-review' | 'restore-decision' | 'recreated' | 'diagnosis'
 
 /** A step's name in the journal: `stop`, or `rollback:stop` inside the rollback phase. */
 export type StepName = `${PhasePrefix}${string}`

@@ -54,7 +54,7 @@ export const preflight = defineStep<Ctx>({
       `the run lock of environment '${ctx.env.name}' in ${db.host}:${db.port}/${db.name} (advisory lock + row in svcops.run_lock), ` +
         `${await lockState(ctx)}; the host lock ${ctx.settings.hostLockPath} on ${ctx.allHosts.map((h) => h.name).join(', ')}`,
       `log in to the manager and check the scopes ${ctx.rec.scopes.read} ${ctx.rec.scopes.write}`,
-      'check the database role may change the schema (CREATE on database and schema public)',
+      'check the database role may change the schema (CREATE on database and schema public, ownership of every table a migration alters)',
       'check the backup store has room for the database plus 20%',
       `read the installed version on every host${first ? `: ${showCommand(ctx.pkg.queryVersionCommand(first.config, ctx.settings.package))}` : ''}`,
     ]
@@ -72,7 +72,7 @@ export const preflight = defineStep<Ctx>({
     if (!may.ok) {
       throw new OperationError(
         `The database role cannot change the schema, so migrations would fail: ${may.detail}.`,
-        'Grant the role CREATE on the database and its schema, or run as its owner.',
+        'Grant the role CREATE on the database and its schema and make it the owner of the tables (ALTER TABLE ... OWNER TO role), then run again.',
       )
     }
     const size = await ctx.deps.database.sizeBytes()

@@ -53,14 +53,19 @@ export function openUpgradeDeps(env: Environment): Promise<UpgradeDeps> {
       mayChangeSchema: () =>
         withDatabase(target(), async (c) => {
           const row = (
-            await c.query<{ db: boolean; schema: boolean; who: string }>(
-              `SELECT has_database_privilege(current_user, current_database(), 'CREATE') AS db, has_schema_privilege(current_user, 'public', 'CREATE') AS schema, current_user AS who`,
+            await c.query<{ db: boolean; schema: boolean; who: string; not_owned: string | null }>(
+              `SELECT has_database_privilege(current_user, current_database(), 'CREATE') AS db, has_schema_privilege(current_user, 'public', 'CREATE') AS schema, current_user AS who,
+                      (SELECT string_agg(c.relname || ' (owner ' || pg_get_userbyid(c.relowner) || ')', ', ' ORDER BY c.relname) FROM pg_class c
+                        WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p') AND NOT pg_has_role(current_user, c.relowner, 'USAGE')) AS not_owned`,
             )
           ).rows[0]
-          const ok = !!row?.db && !!row.schema
+          // ALTER TABLE needs ownership of the table, which CREATE does not give: migrations alter tables.
+          const ok = !!row?.db && !!row.schema && !row.not_owned
           return {
             ok,
-            detail: `role ${row?.who ?? '?'}: CREATE on the database ${row?.db ? 'yes' : 'no'}, CREATE on schema public ${row?.schema ? 'yes' : 'no'}`,
+            detail:
+              `role ${row?.who ?? '?'}: CREATE on the database ${row?.db ? 'yes' : 'no'}, CREATE on schema public ${row?.schema ? 'yes' : 'no'}, ` +
+              `owns every table ${row?.not_owned ? `no — not ${row.not_owned}` : 'yes'}`,
           }
         }),
     },

@@ -1,0 +1,85 @@
+/**
+ * The doctor inside the upgrade's runs: the preflight stops a run before any stop when the role
+ * cannot alter the tables or a host's service could not start; a host that fails during the rollout
+ * is diagnosed before the rollback, which still runs, and the report says why it failed.
+ */
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { RolledBackError } from '../../src/core/errors.ts'
+import { switchLabFault, type LabFault } from '../../src/lab/recording-faults.ts'
+import { Journal, listRuns } from '../../src/runs/journal.ts'
+import { buildReport } from '../../src/runs/report.ts'
+import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
+import { startUpgradeLab, type UpgradeLab } from '../upgrade/fixture.ts'
+
+let lab: UpgradeLab
+const target = () => ({
+  env: lab.env(),
+  superuserPassword: readFileSync(join(lab.dir, 'lab', 'secrets', 'postgres-password'), 'utf8').trim(),
+})
+
+beforeAll(async () => {
+  lab = await startUpgradeLab({ hosts: 1, version: '1.4.0', recordings: 6 })
+  lab.setRecording({ healthTimeoutSeconds: 4 })
+}, 180_000)
+
+afterAll(async () => {
+  await lab?.stop()
+})
+
+async function withFault<T>(fault: LabFault, fn: () => Promise<T>): Promise<T> {
+  await switchLabFault(target(), fault, true)
+  try {
+    return await fn()
+  } finally {
+    await switchLabFault(target(), fault, false)
+  }
+}
+
+function newestRun(): Journal {
+  const id = listRuns()[0]?.id
+  if (!id) throw new Error('no run')
+  return Journal.open(id)
+}
+
+describe('the doctor in the upgrade runs', () => {
+  it('the ownership preflight stops a run whose role cannot alter the tables, before any stop', async () => {
+    const error = await withFault('tables-not-owned', () =>
+      upgradeRecordingService({ env: lab.env(), to: '2.0.0' }).catch((e: unknown) => e),
+    )
+    expect(error).toBeInstanceOf(Error)
+    expect(error).not.toBeInstanceOf(RolledBackError)
+    expect((error as Error).message).toMatch(/owns every table no — not recordings \(owner postgres\)/)
+    const journal = newestRun()
+    expect(journal.entries().some((e) => e.disruptive)).toBe(false)
+    expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
+  })
+
+  it('a cause only the service sees (its config does not parse) stops the run in the doctor preflight, with the finding in the report', async () => {
+    const error = await withFault('config-syntax', () => upgradeRecordingService({ env: lab.env(), to: '2.0.0' }).catch((e: unknown) => e))
+    expect((error as Error).message).toMatch(/Preflight: .*config-syntax/)
+    const journal = newestRun()
+    expect(journal.entries().some((e) => e.disruptive)).toBe(false)
+    const report = buildReport(journal)
+    expect(report.diagnoses[0]?.findings).toEqual([expect.objectContaining({ cause: 'config-syntax', host: 'rec-1' })])
+    expect(readFileSync(journal.file('report.md'), 'utf8')).toMatch(/## Why it failed \(doctor\)[\s\S]*config-syntax/)
+    expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
+  })
+
+  it('a failed migration is diagnosed on the host before the rollback, the rollback still runs, and the report says why', async () => {
+    const error = await upgradeRecordingService({ env: lab.env(), to: '2.1.0+migfail' }).catch((e: unknown) => e)
+    expect(error, (error as Error).message).toBeInstanceOf(RolledBackError)
+    const journal = newestRun()
+    const report = buildReport(journal)
+    const diagnosis = report.diagnoses.find((d) => d.step === 'diagnose')
+    expect(diagnosis?.host).toBe('rec-1')
+    expect(diagnosis?.findings).toEqual([expect.objectContaining({ cause: 'migration-history', host: 'rec-1' })])
+    expect(JSON.stringify(diagnosis?.findings)).toMatch(/migration to schema 3 failed and was rolled back/)
+    const entries = journal.entries().map((e) => `${e.step} ${e.status}`)
+    expect(entries.indexOf('diagnose ok')).toBeLessThan(entries.indexOf('rollback:decide ok'))
+    expect(readFileSync(journal.file('report.md'), 'utf8')).toMatch(/## Why it failed \(doctor\)[\s\S]*migration-history/)
+    expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
+    expect(await lab.healthy()).toEqual([true])
+  })
+})
