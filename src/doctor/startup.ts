@@ -47,7 +47,7 @@ export const configSyntax: Cause = {
             summary: `The configuration file ${view.configPath} is not valid JSON${where ? ` (line ${where.line}, column ${where.column})` : ''}.`,
             evidence: [
               `${view.configPath}${where ? `:${where.line}:${where.column}` : ''}: ${message}`,
-              ...(line ? [`line: ${line.trim()}`] : []),
+              ...(line ? [`line: ${/pass|secret|token|key/i.test(line) ? '(holds a secret; not shown)' : line.trim()}`] : []),
             ],
             remedy: `Fix the JSON syntax of ${view.configPath}${where ? ` at line ${where.line}` : ''} (compare with ${view.configPath}.dpkg-dist if present), then start the service.`,
           },
