@@ -17,6 +17,9 @@ import { runAsCommand } from '../src/runs/script.ts'
 import { Phase } from '../src/runs/step.ts'
 import type { HostHandle, RecordingContext } from '../src/upgrade/context.ts'
 import { checkStatusAndLogs, installPackage, startService, stopService, verifyHost, waitHealthy } from '../src/upgrade/host-steps.ts'
+import { backupAndVerify, preflight, stagePackages } from '../src/upgrade/preflight.ts'
+import { chooseSchemaBackup, chosenBackup, exportAllRecordings, restoreTargetBackup } from '../src/upgrade/schema-backup.ts'
+import type { Playbook } from '../src/runs/playbook.ts'
 import {
   decideRestore,
   decisionOf,
@@ -70,6 +73,43 @@ export async function rollBackOneHost(run: Run<RecordingContext>, failure: HostF
   await back.onHost(h, waitHealthy)
   await back.onHost(h, checkStatusAndLogs)
   await back.onHost(h, verifyHost)
+}
+
+/**
+ * `rollback recording --to V` when the schema changed since V: V cannot run on today's schema, so
+ * every host stops, gets V, and the newest verified backup taken on V is restored; every recording
+ * written since is re-created. Today's database is backed up first: if this fails, the run's own
+ * rollback puts it back.
+ */
+async function downgradeAcrossSchema(run: Run<RecordingContext>): Promise<void> {
+  const { ctx } = run
+  const target = ctx.journal.run.targetVersion
+  const first = ctx.allHosts[0]
+  await run.step(preflight) // scopes, database privileges, room for the backup, installed versions
+  await run.everyHost(ctx.allHosts, (h) => run.onHost(h, stagePackages)) // V and today's package on every host
+  const backup = chosenBackup(await run.step(chooseSchemaBackup)) // the newest verified backup taken on V
+  await run.step(backupAndVerify) // today's database: the way back if this fails
+  await run.step(exportAllRecordings) // V's backup is older: what was written since is re-created
+  await run.everyHost(ctx.allHosts, (h) => run.onHost(h, stopService)) // 1. stop the service
+  await run.everyHost(ctx.allHosts, (h) => run.onHost(h, installPackage, target)) // 2. downgrade the package
+  await run.step(restoreTargetBackup, backup) // 3. restore the database backup: the schema changed
+  await run.everyHost(ctx.allHosts, async (h) => {
+    await run.onHost(h, startService) // 4. start the service
+    await run.onHost(h, waitHealthy)
+    await run.onHost(h, checkStatusAndLogs)
+  })
+  if (first) await run.onHost(first, recreateLaterRecordings) // nothing written since V's backup is lost
+  await run.everyHost(ctx.allHosts, (h) => run.onHost(h, verifyHost))
+  if (first) await run.onHost(first, verifyRecreated)
+}
+
+/** The playbook of `rollback recording --to V` across a schema change; its own failure is rolled back like an upgrade's. */
+export const downgradeRecording: Playbook<RecordingContext> = {
+  kind: 'upgrade',
+  what: (record) => `Rollback to ${record.targetVersion} across a schema change`,
+  rollbackCommand: (record) => `svcops rollback recording --env ${record.environment} --run ${record.id}`,
+  procedure: downgradeAcrossSchema,
+  rollback: rollBackRecording,
 }
 
 function summaryOf(ctx: RecordingContext, decision: RestoreDecision, recreated: number): string {

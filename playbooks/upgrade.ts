@@ -18,7 +18,8 @@ import { ToleratedFailures, type HostFailure, type Run } from '../src/runs/engin
 import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
 import { parseMaxFail, planBatches } from '../src/runs/rollout.ts'
 import { runAsCommand } from '../src/runs/script.ts'
-import { findRunToRollBack, type DepsFactory, type RecordingContext } from '../src/upgrade/context.ts'
+import { environmentOfRun, findRunToRollBack, type DepsFactory, type RecordingContext } from '../src/upgrade/context.ts'
+import { Journal } from '../src/runs/journal.ts'
 import {
   checkStatusAndLogs,
   installPackage,
@@ -44,7 +45,11 @@ import {
   type RunPlan,
   type UpgradeRequest,
 } from '../src/upgrade/runs.ts'
-import { rollBackOneHost, rollBackRecording } from './rollback.ts'
+import { requireSection } from '../src/config/load.ts'
+import { schemaFingerprint } from '../src/drivers/fingerprint.ts'
+import { databaseTarget, withDatabase } from '../src/drivers/postgres.ts'
+import { schemaPathTo } from '../src/upgrade/schema-backup.ts'
+import { downgradeRecording, rollBackOneHost, rollBackRecording } from './rollback.ts'
 
 /** The procedure, top to bottom. */
 async function upgrade(run: Run<RecordingContext>): Promise<void> {
@@ -122,6 +127,22 @@ export function resumeRecordingService(id: string, options: { rollback?: boolean
   return resumeRecordingRun(upgradeRecording, id, options)
 }
 
+/**
+ * `svcops resume ID --retry`: the seed's "restore backup and retry" after a rolled-back upgrade whose
+ * cause was fixed: a new run to the same target on the same hosts, reusing that run's verified backup.
+ */
+export function retryRecordingService(id: string, options: { breakLock?: boolean } = {}): Promise<RunOutcome> {
+  const old = Journal.open(id).run
+  const env = environmentOfRun(old)
+  return upgradeRecordingService({
+    env,
+    to: old.targetVersion,
+    hosts: old.hosts,
+    retryOf: old,
+    ...(options.breakLock ? { breakLock: true } : {}),
+  })
+}
+
 /** `svcops resume ID --dry-run`: what is left to do (or what the rollback would do). */
 export function planRecordingResume(id: string, options: { rollback?: boolean } = {}): Promise<RunPlan> {
   return planRecordingContinuation(upgradeRecording, id, { rollback: options.rollback ?? false })
@@ -136,11 +157,24 @@ export function rollbackRecordingService(
   env: Environment,
   options: { runId?: string; to?: string; breakLock?: boolean },
 ): Promise<RunOutcome> {
-  if (options.to) return upgradeRecordingService({ env, to: options.to, ...(options.breakLock ? { breakLock: true } : {}) })
+  if (options.to) return rollBackToVersion(env, options.to, options.breakLock ?? false)
   return resumeRecordingService(findRunToRollBack(env, options.runId), {
     rollback: true,
     ...(options.breakLock ? { breakLock: true } : {}),
   })
+}
+
+/**
+ * `rollback recording --to V`: through this playbook when V runs on today's schema; across a schema
+ * change, playbooks/rollback.ts's downgrade restores the newest verified backup taken on V; without
+ * one, refused (schemaPathTo names what is missing).
+ */
+async function rollBackToVersion(env: Environment, to: string, breakLock: boolean): Promise<RunOutcome> {
+  const rec = requireSection(env, 'recording')
+  const fingerprint = await withDatabase(databaseTarget(rec.database), (c) => schemaFingerprint(c))
+  const path = await schemaPathTo(env, to, fingerprint)
+  const request = { env, to, ...(breakLock ? { breakLock: true } : {}) }
+  return startRecordingRun(path.restore ? downgradeRecording : upgradeRecording, request)
 }
 
 /** `svcops rollback recording --dry-run`. */

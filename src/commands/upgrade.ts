@@ -232,6 +232,10 @@ Examples:
     .description('Continue a run that was interrupted (killed, machine lost), or roll it back with --rollback.')
     .argument('<id>', 'run id (see svcops runs list)')
     .option('--rollback', 'roll the run back instead of continuing it')
+    .option(
+      '--retry',
+      "after a rolled-back upgrade whose cause was fixed (svcops doctor recording): upgrade again to the same target, reusing the run's verified backup",
+    )
     .option('--dry-run', 'print what is left to do (or what the rollback would do), per host, with the exact commands; change nothing')
     .addOption(new Option('--break-lock', "take the environment's lock even though another run holds it (logged)"))
     .addHelpText(
@@ -244,10 +248,25 @@ rollback.
 Examples:
   svcops resume 20261122T031500Z-3fa9c1 --dry-run
   svcops resume 20261122T031500Z-3fa9c1
-  svcops resume 20261122T031500Z-3fa9c1 --rollback --json`,
+  svcops resume 20261122T031500Z-3fa9c1 --rollback --json
+  svcops resume 20261122T031500Z-3fa9c1 --retry          # the seed's "restore backup and retry"`,
     )
-    .action(async (id: string, flags: { rollback?: boolean; dryRun?: boolean; breakLock?: boolean }, command: Command) => {
+    .action(async (id: string, flags: { rollback?: boolean; retry?: boolean; dryRun?: boolean; breakLock?: boolean }, command: Command) => {
       const play = await import('../../playbooks/upgrade.ts')
+      if (flags.retry && !flags.dryRun) {
+        const stop = await progress(command)
+        try {
+          const outcome = await play.retryRecordingService(id, flags.breakLock ? { breakLock: true } : {})
+          printResult(
+            command,
+            { ok: true, runId: outcome.runId, retryOf: id, phase: outcome.phase, report: outcome.report },
+            `Run ${outcome.runId} (retry of ${id}): ${outcome.phase}.`,
+          )
+        } finally {
+          stop()
+        }
+        return
+      }
       if (flags.dryRun) {
         const plan = await play.planRecordingResume(id, { rollback: flags.rollback ?? false })
         const { renderPlan } = await import('../upgrade/runs.ts')

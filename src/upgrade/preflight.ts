@@ -136,6 +136,10 @@ export const snapshotContent = defineStep<Ctx>({
     'count the rows of every table of the database',
   ],
   async act(ctx) {
+    const run = ctx.journal.run
+    // A retry (`resume ID --retry`) keeps the snapshot of the backup it reuses.
+    if (run.backupId && run.snapshotIds)
+      return { skipped: `the snapshot of backup ${run.backupId} (${run.snapshotIds.length} recordings) is reused` }
     const source = await firstHealthy(ctx, [...ctx.hosts, ...ctx.allHosts])
     const rowCounts = await ctx.deps.database.rowCounts()
     const snapshot = await takeSnapshot(ctx.deps.content, source.url, ctx.settings.contentLimit, rowCounts)
@@ -170,6 +174,19 @@ export const backupAndVerify = defineStep<Ctx>({
   ],
   async act(ctx) {
     const fingerprintBefore = await ctx.deps.database.fingerprint()
+    const reused = ctx.journal.run.backupId
+    if (reused) {
+      // A retry: the backup of the retried run still holds this database only if the schema is the same.
+      if (fingerprintBefore !== ctx.journal.run.fingerprintBefore)
+        throw new OperationError(
+          `The schema changed since backup ${reused} was taken (${ctx.journal.run.fingerprintBefore?.slice(0, 12) ?? '?'} -> ${fingerprintBefore.slice(0, 12)}); it cannot be reused.`,
+          `Start a new upgrade: svcops upgrade recording --env ${ctx.env.name} --to ${ctx.journal.run.targetVersion}`,
+        )
+      return {
+        skipped: `verified backup ${reused} of the retried run is reused (same schema)`,
+        data: { backupId: reused, fingerprint: fingerprintBefore },
+      }
+    }
     const backup = await ctx.deps.backup.createVerified(ctx.journal.run.previousVersions)
     if (backup.fingerprint !== fingerprintBefore) {
       throw new OperationError(

@@ -33,6 +33,8 @@ export interface UpgradeRequest {
   breakLock?: boolean
   /** Maintenance window from the start of the run, in ms (`--window`). */
   windowMs?: number
+  /** `resume ID --retry`: the failed, rolled-back run whose verified backup and snapshot this run reuses. */
+  retryOf?: RunRecord
 }
 
 /** The dry run: what would be done, step by step, with the exact commands. */
@@ -80,7 +82,21 @@ export function newUpgradeRecord(req: UpgradeRequest): RunRecord {
     holder: holderName(),
     pid: process.pid,
     ...(req.windowMs ? { deadline: new Date(Date.now() + req.windowMs).toISOString() } : {}),
+    ...(req.retryOf ? retriedFacts(req.retryOf) : {}),
   }
+}
+
+/**
+ * What a retry takes over from the run it retries: the same verified backup, the schema it was taken
+ * on and the snapshot of that time (so a second rollback re-creates what was written since).
+ */
+function retriedFacts(old: RunRecord): Partial<RunRecord> {
+  if (old.phase !== 'rolled-back' || !old.backupId || !old.fingerprintBefore)
+    throw new BadInputError(
+      `Run ${old.id} is ${old.phase}${old.backupId ? '' : ' without a verified backup'}: only a rolled-back upgrade with its backup can be retried.`,
+      `Start a new upgrade: svcops upgrade recording --env ${old.environment} --to ${old.targetVersion}`,
+    )
+  return { backupId: old.backupId, fingerprintBefore: old.fingerprintBefore, snapshotIds: old.snapshotIds ?? [] }
 }
 
 /** The record of a check of every host that changes nothing worth a journal (`svcops verify recording`). */

@@ -1,0 +1,68 @@
+/**
+ * `rollback recording --to V` across a schema change: V cannot run on a newer schema, so the
+ * newest verified backup taken on V is restored and every recording written since is re-created;
+ * without such a backup the way back is refused, naming what is missing, before anything changes.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { BadInputError, RolledBackError } from '../../src/core/errors.ts'
+import { Journal, listRuns } from '../../src/runs/journal.ts'
+import { retryRecordingService, rollbackRecordingService, upgradeRecordingService } from '../../playbooks/upgrade.ts'
+import { startUpgradeLab, type UpgradeLab } from '../upgrade/fixture.ts'
+
+let lab: UpgradeLab
+
+beforeAll(async () => {
+  lab = await startUpgradeLab({ hosts: 1, version: '1.4.0', recordings: 4 })
+}, 400_000)
+
+afterAll(async () => {
+  await lab?.stop()
+})
+
+describe('rollback --to V across a schema change', () => {
+  it('refuses without a verified backup taken on V, naming it, and changes nothing', async () => {
+    const runs = listRuns().length
+    const error = await rollbackRecordingService(lab.env(), { to: '1.5.0' }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(BadInputError)
+    expect((error as Error).message).toMatch(/no verified backup taken on 1\.5\.0/)
+    expect(listRuns().length).toBe(runs)
+    expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
+  })
+
+  it('ends on V with its schema, restored from the backup taken on V, and every recording written since', async () => {
+    const fingerprintOnV = await lab.fingerprint()
+    const upgraded = await upgradeRecordingService({ env: lab.env(), to: '2.0.0' })
+    expect(upgraded.phase).toBe('succeeded')
+    expect(await lab.fingerprint()).not.toBe(fingerprintOnV)
+    await lab.create('written on 2.0.0')
+    const titles = (await lab.listAll()).filter((r) => r.channelName !== 'svcops-verify').map((r) => r.title)
+
+    const outcome = await rollbackRecordingService(lab.env(), { to: '1.4.0' })
+    expect(outcome.phase).toBe('succeeded')
+    expect(outcome.report.timeline.some((e) => e.step === 'restore-target' && e.status === 'ok')).toBe(true)
+    expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
+    expect(await lab.fingerprint()).toBe(fingerprintOnV)
+    const after = (await lab.listAll()).map((r) => r.title)
+    for (const title of titles) expect(after).toContain(title)
+    expect(await lab.healthy()).toEqual([true])
+  }, 300_000)
+
+  it('resume --retry after a rolled-back migration upgrades again to the same target with the same backup, and rolls back again without loss', async () => {
+    const failed = await upgradeRecordingService({ env: lab.env(), to: '2.1.0+migfail' }).catch((e: unknown) => e)
+    expect(failed).toBeInstanceOf(RolledBackError)
+    const first = Journal.open(listRuns()[0]!.id).run
+    await lab.create('written between the tries')
+    const titles = (await lab.listAll()).filter((r) => r.channelName !== 'svcops-verify').map((r) => r.title)
+
+    const again = await retryRecordingService(first.id).catch((e: unknown) => e)
+    expect(again).toBeInstanceOf(RolledBackError)
+    const retry = Journal.open(listRuns()[0]!.id)
+    expect(retry.run.id).not.toBe(first.id)
+    expect(retry.run.targetVersion).toBe('2.1.0+migfail')
+    expect(retry.run.backupId).toBe(first.backupId)
+    expect(retry.entries().find((e) => e.step === 'backup' && e.status === 'ok')?.detail).toMatch(/is reused/)
+    expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
+    const after = (await lab.listAll()).map((r) => r.title)
+    for (const title of titles) expect(after).toContain(title)
+  }, 300_000)
+})
