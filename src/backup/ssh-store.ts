@@ -35,11 +35,12 @@ export class SshStore implements BackupStore {
   readonly location: string
   private sftpSession: Promise<SftpLike> | undefined
 
-  constructor(
-    private readonly transport: SshTransport,
-    private readonly dir: string,
-    target: { user: string; host: string; port: number },
-  ) {
+  private readonly transport: SshTransport
+  private readonly dir: string
+
+  constructor(transport: SshTransport, dir: string, target: { user: string; host: string; port: number }) {
+    this.transport = transport
+    this.dir = dir
     this.location = `${target.user}@${target.host}:${target.port}:${dir}`
   }
 

@@ -76,10 +76,10 @@ export class LabRun {
   private readonly inFlight = new Set<Promise<unknown>>()
   private stopping: Promise<void> | undefined
 
-  constructor(
-    readonly paths: LabPaths,
-    options: Record<string, unknown>,
-  ) {
+  readonly paths: LabPaths
+
+  constructor(paths: LabPaths, options: Record<string, unknown>) {
+    this.paths = paths
     this.state = { version: 1, startedAt: new Date().toISOString(), options, complete: false, envFile: paths.envFile, entries: [] }
     writeLabState(paths, this.state)
   }
