@@ -1,4 +1,4 @@
-/** `svcops`: the one entry point. bin/svcops.cjs calls `run`, from the build in dist/ or from here. */
+/** `svcops`: the one entry point. `bin/svcops` calls `run`; `node src/cli.ts ...` runs it too. */
 import { main } from './commands/program.ts'
 
 export { main }
@@ -19,3 +19,5 @@ export async function run(argv: string[] = process.argv.slice(2)): Promise<void>
   const open = process.getActiveResourcesInfo()
   if (open.length <= 3 && open.every((r) => r === 'TTYWrap' || r === 'PipeWrap')) process.exit()
 }
+
+if (import.meta.main) await run()

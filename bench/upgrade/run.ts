@@ -10,7 +10,7 @@
  *    playbook (serial [1, 5], forks 5, pipelining on; pg_dump once, then per host: copy the .deb,
  *    stop, dpkg -i, start, wait for GET /, status, last log lines).
  *
- *   npx tsx bench/upgrade/run.ts [--rounds 3] [--fleet 10] [--fleet-rounds 3]
+ *   node bench/upgrade/run.ts [--rounds 3] [--fleet 10] [--fleet-rounds 3]
  *
  * Each fleet round runs both tools 1.4.0 -> 1.5.0 (svcops puts the fleet back on 1.4.0 between
  * runs, unmeasured); the table gives the median and the range.

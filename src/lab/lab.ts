@@ -228,7 +228,7 @@ export async function startLabManager(lab: LabRun, options: { apiRevision: AuthR
     const config: EmulatorConfig = { host: '127.0.0.1', port, apiRevision: options.apiRevision, users: configUsers }
     writeFileSync(configFile, JSON.stringify(config, null, 2), { mode: 0o600 })
     const url = `http://127.0.0.1:${port}`
-    const argv = [process.execPath, '--import', 'tsx', projectPath('src/lab/manager/main.ts'), '--config', configFile]
+    const argv = [process.execPath, projectPath('src/lab/manager/main.ts'), '--config', configFile]
     const pid = spawnDetached(argv, log)
     const entry: LabEntry = {
       kind: 'process',

@@ -13,14 +13,14 @@ import { runCommand } from '../../src/core/runner.ts'
 import { SshTransport } from '../../src/drivers/ssh.ts'
 import { isRunning, processesMentioning, svcops } from './labcore-helpers.ts'
 
-/** Live processes (ps -eo pid,stat,args) whose command line mentions `needle`; zombies are not running. */
-/** What the lab left in its TMPDIR (tsx keeps its compile cache there; that is not the lab's). */
+/** What the lab left in its TMPDIR. */
 function leftIn(dir: string): string[] {
   return execFileSync('ls', ['-A', dir], { encoding: 'utf8' })
     .split('\n')
-    .filter((name) => name && !name.startsWith('tsx-'))
+    .filter((name) => name)
 }
 
+/** Live processes (ps -eo pid,stat,args) whose command line mentions `needle`; zombies are not running. */
 function psLinesMentioning(needle: string): string[] {
   return execFileSync('ps', ['-eo', 'pid,stat,args'], { encoding: 'utf8' })
     .split('\n')

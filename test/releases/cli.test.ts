@@ -1,4 +1,4 @@
-/** The release commands run as a user runs them: `node bin/svcops.cjs ...`, exit codes and --json. */
+/** The release commands run as a user runs them: `node bin/svcops ...`, exit codes and --json. */
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'

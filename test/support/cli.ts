@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const CLI = fileURLToPath(new URL('../../bin/svcops.cjs', import.meta.url))
+const CLI = fileURLToPath(new URL('../../bin/svcops', import.meta.url))
 
 export interface CliRun {
   code: number | null
