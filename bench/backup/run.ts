@@ -108,14 +108,14 @@ try {
     ),
   )
   rmSync(gpgOut)
-  const create = await measure('`svcops backup create`', `bin/svcops --env-file ${envFile} --json backup create`)
+  const create = await measure('`svcops backup create`', `bin/svcops --stack-file ${envFile} --json backup create`)
   const manifest = (JSON.parse(create.stdout) as { backup: { id: string; file: string; sizes: { encrypted: number } } }).backup
   create.outBytes = manifest.sizes.encrypted
   rows.push(create)
   rows.push(
     await measure(
       '`svcops backup verify --restore-test`',
-      `bin/svcops --env-file ${envFile} --json backup verify ${manifest.id} --restore-test`,
+      `bin/svcops --stack-file ${envFile} --json backup verify ${manifest.id} --restore-test`,
     ),
   )
 

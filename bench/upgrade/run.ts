@@ -113,7 +113,7 @@ async function svcopsUpgrade(
   }
 }> {
   const t0 = performance.now()
-  const r = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', to, '--yes', '--json', ...extra])
+  const r = await runCli(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', to, '--yes', '--json', ...extra])
   const wall = performance.now() - t0
   if (r.code !== 0) throw new Error(`svcops upgrade failed (${r.code}): ${r.stderr.slice(-500)}`)
   const out = JSON.parse(r.stdout) as { report: Awaited<ReturnType<typeof svcopsUpgrade>>['report'] }

@@ -74,7 +74,7 @@ describe('svcops lab up --hosts 2 --version 1.5.0 --recordings 3', () => {
   })
 
   it('writes an environment file whose hosts answer health and content through the client, with the recordings created', async () => {
-    const lab = loadEnvironment({ envFile: join(env.SVCOPS_STACKS_DIR, 'Pulumi.lab.yaml') })
+    const lab = loadEnvironment({ stackFile: join(env.SVCOPS_STACKS_DIR, 'Pulumi.lab.yaml') })
     const recording = requireSection(lab, 'recording')
     expect(recording.version).toBe('1.5.0')
     expect(recording.hosts.map((h) => h.name)).toEqual(['rec-1', 'rec-2'])
@@ -91,7 +91,7 @@ describe('svcops lab up --hosts 2 --version 1.5.0 --recordings 3', () => {
   })
 
   it('reaches each host over the loopback sshd with the installed release running under supervisor', async () => {
-    const lab = loadEnvironment({ envFile: join(env.SVCOPS_STACKS_DIR, 'Pulumi.lab.yaml') })
+    const lab = loadEnvironment({ stackFile: join(env.SVCOPS_STACKS_DIR, 'Pulumi.lab.yaml') })
     for (const host of requireSection(lab, 'recording').hosts) {
       const t = transportFor(host)
       try {
