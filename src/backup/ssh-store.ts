@@ -10,7 +10,7 @@ import type { sshSchema } from '../config/schema.ts'
 import { OperationError } from '../core/errors.ts'
 import { runCommand } from '../core/runner.ts'
 import { SshTransport } from '../drivers/ssh.ts'
-import type { BackupStore, StoreWriter } from './store.ts'
+import type { BackupStore, StoreWriter } from './store-interface.ts'
 
 // The members of ssh2's SFTP session used here (ssh2 ships no type declarations of its own).
 interface SftpLike {
