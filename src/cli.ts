@@ -1,4 +1,5 @@
 /** `svcops`: the one entry point. `bin/svcops` calls `run`; `node src/cli.ts ...` runs it too. */
+import { realpathSync } from 'node:fs'
 import { main } from './commands/program.ts'
 
 export { main }
@@ -20,4 +21,5 @@ export async function run(argv: string[] = process.argv.slice(2)): Promise<void>
   if (open.length <= 3 && open.every((r) => r === 'TTYWrap' || r === 'PipeWrap')) process.exit()
 }
 
-if (import.meta.main) await run()
+// `node src/cli.ts ...` runs the CLI too (the check import.meta.main makes on Node 24, also on 22.18).
+if (process.argv[1] !== undefined && realpathSync(process.argv[1]) === import.meta.filename) await run()
