@@ -15,12 +15,10 @@ import { HashingTap, toWebStream } from './streams.ts'
 
 /** A check that failed, named for the report ("checksum", "decrypt", ...). */
 export class CheckFailedError extends OperationError {
-  constructor(
-    readonly check: string,
-    message: string,
-    hint?: string,
-  ) {
+  readonly check: string
+  constructor(check: string, message: string, hint?: string) {
     super(message, hint)
+    this.check = check
   }
 }
 

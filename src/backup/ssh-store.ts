@@ -10,7 +10,7 @@ import type { sshSchema } from '../config/schema.ts'
 import { OperationError } from '../core/errors.ts'
 import { runCommand } from '../core/runner.ts'
 import { SshTransport } from '../drivers/ssh.ts'
-import type { BackupStore, StoreWriter } from './store.ts'
+import type { BackupStore, StoreWriter } from './store-interface.ts'
 
 // The members of ssh2's SFTP session used here (ssh2 ships no type declarations of its own).
 interface SftpLike {
@@ -35,11 +35,12 @@ export class SshStore implements BackupStore {
   readonly location: string
   private sftpSession: Promise<SftpLike> | undefined
 
-  constructor(
-    private readonly transport: SshTransport,
-    private readonly dir: string,
-    target: { user: string; host: string; port: number },
-  ) {
+  private readonly transport: SshTransport
+  private readonly dir: string
+
+  constructor(transport: SshTransport, dir: string, target: { user: string; host: string; port: number }) {
+    this.transport = transport
+    this.dir = dir
     this.location = `${target.user}@${target.host}:${target.port}:${dir}`
   }
 

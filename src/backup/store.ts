@@ -6,35 +6,12 @@
 import { createReadStream, createWriteStream, type WriteStream } from 'node:fs'
 import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import type { Readable, Writable } from 'node:stream'
+import type { Readable } from 'node:stream'
 import type { BackupConfig } from '../config/schema.ts'
 import { OperationError } from '../core/errors.ts'
+import type { BackupStore, StoreWriter } from './store-interface.ts'
 
-/** A file being written to the store; invisible until `commit`. */
-export interface StoreWriter {
-  readonly stream: Writable
-  /** Syncs the file to stable storage and gives it its final name. Call after `stream` finished. */
-  commit(): Promise<void>
-  /** Removes the partial file (after a failure). Safe to call twice. */
-  abort(): Promise<void>
-}
-
-/** Where backups are kept. Names are plain file names (no directories). */
-export interface BackupStore {
-  /** Human-readable place, for messages: a path, or user@host:path. */
-  readonly location: string
-  /** Names of the complete files in the store. */
-  names(): Promise<string[]>
-  readText(name: string): Promise<string>
-  /** Writes a small file atomically (0600, synced, then renamed into place). */
-  writeText(name: string, text: string): Promise<void>
-  openRead(name: string): Promise<Readable>
-  createWriter(name: string): Promise<StoreWriter>
-  /** Size in bytes, or undefined when the file does not exist. */
-  size(name: string): Promise<number | undefined>
-  remove(name: string): Promise<void>
-  close(): Promise<void>
-}
+export type { BackupStore, StoreWriter } from './store-interface.ts'
 
 const PARTIAL = '.partial'
 

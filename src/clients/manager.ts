@@ -82,7 +82,10 @@ export class ManagerClient {
   private password: string | undefined
   private readonly now: () => number
 
-  constructor(private readonly options: ManagerClientOptions) {
+  private readonly options: ManagerClientOptions
+
+  constructor(options: ManagerClientOptions) {
+    this.options = options
     this.now = options.now ?? Date.now
   }
 

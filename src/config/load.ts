@@ -1,5 +1,5 @@
 /**
- * Loads an environment: `--env NAME` reads `stacks/Pulumi.NAME.yaml`, `--env-file PATH` an explicit
+ * Loads an environment: `--env NAME` reads `stacks/Pulumi.NAME.yaml`, `--stack-file PATH` an explicit
  * file. Three steps, as in the changesets config: parse YAML, validate with the schema, then named
  * rules. Every error names the dot-path of the field, the value and what is expected.
  */
@@ -110,7 +110,7 @@ export function loadEnvironmentFile(
   if (!existsSync(file)) {
     throw new BadInputError(
       `The environment file '${file}' does not exist.`,
-      `Create it, or pass --env-file PATH (lab environments: run 'svcops lab up' first).`,
+      `Create it, or pass --stack-file PATH (lab environments: run 'svcops lab up' first).`,
     )
   }
   let doc: unknown
@@ -125,9 +125,9 @@ export function loadEnvironmentFile(
   return parseEnvironment(doc.config as Record<string, unknown>, name, file)
 }
 
-/** Loads `--env-file` if given, else the stack file of `--env`. */
-export function loadEnvironment(options: { env?: string; envFile?: string }): Environment {
-  if (options.envFile) return loadEnvironmentFile(resolve(options.envFile), options.env)
+/** Loads `--stack-file` if given, else the stack file of `--env`. */
+export function loadEnvironment(options: { env?: string; stackFile?: string }): Environment {
+  if (options.stackFile) return loadEnvironmentFile(resolve(options.stackFile), options.env)
   if (!options.env)
     throw new BadInputError('--env: missing; expected the name of an environment (a stack in stacks/), for example --env dev.')
   return loadEnvironmentFile(stackFilePath(options.env), options.env)

@@ -100,6 +100,9 @@ function supervisorOutcome(r: CommandResult, host: Host, fine: number): ActionOu
  * Programs of a supervisord (the lab's), through the XML-RPC calls supervisorctl makes:
  * `stopProcess` and `startProcess` wait like `supervisorctl stop|start` (a start returns once the
  * program counts as running, after its `startsecs`), `getProcessInfo` gives the state.
+ * A stop sticks only for a program without `autorestart`: supervisord spawns an EXITED program
+ * again by itself, and `stopProcess` on EXITED answers NOT_RUNNING (taken as stopped) without
+ * preventing that spawn. The lab's package sets `autorestart=false` for this reason.
  */
 export const supervisorDriver: ServiceDriver = {
   name: 'supervisor',

@@ -74,10 +74,12 @@ export class SshTransport implements Transport {
   private warnedUnpinned = false
   private readonly waiting: Array<() => void> = []
 
-  constructor(
-    readonly target: SshTarget,
-    private readonly options: SshTransportOptions = {},
-  ) {
+  readonly target: SshTarget
+  private readonly options: SshTransportOptions
+
+  constructor(target: SshTarget, options: SshTransportOptions = {}) {
+    this.target = target
+    this.options = options
     this.host = options.name ?? target.host
   }
 

@@ -95,10 +95,10 @@ export class SdkScanner {
   /** Changed methods by type (`MediaReceiver` -> `start`), found through typed variables too. */
   private readonly methods = new Map<string, string[]>()
 
-  constructor(
-    readonly rules: SdkSymbolRule[],
-    allowed: string[] = [],
-  ) {
+  readonly rules: SdkSymbolRule[]
+
+  constructor(rules: SdkSymbolRule[], allowed: string[] = []) {
+    this.rules = rules
     for (const a of allowed) this.bySymbol.set(a, [])
     for (const r of rules) if (!allowed.includes(r.symbol)) this.bySymbol.set(r.symbol, [...(this.bySymbol.get(r.symbol) ?? []), r])
     const heads = [...new Set(rules.map((r) => r.symbol.split('::')[0] ?? r.symbol))]
@@ -203,10 +203,10 @@ class FoundNames {
   readonly typed = new Map<string, string>()
   private readonly locate: (at: number) => [number, number]
 
-  constructor(
-    text: string,
-    private readonly file: string,
-  ) {
+  private readonly file: string
+
+  constructor(text: string, file: string) {
+    this.file = file
     this.locate = locator(text)
   }
 

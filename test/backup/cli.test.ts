@@ -25,7 +25,7 @@ describe('svcops backup (CLI)', () => {
   let envFile: string
   const outputs: string[] = []
   const run = async (...args: string[]): Promise<Awaited<ReturnType<typeof svcops>>> => {
-    const result = await svcops('--env-file', envFile, ...args)
+    const result = await svcops('--stack-file', envFile, ...args)
     outputs.push(result.stdout, result.stderr)
     return result
   }

@@ -63,7 +63,7 @@ describe('svcops render', () => {
     deployOf(config).live.version = '5.x'
     const file = writeStack('dev', config)
     const out = join(mkdtempSync(join(tmpdir(), 'svcops-render-')), 'out')
-    const { code, stderr } = await svcops(['render', '--stack', 'dev', '--env-file', file, '--out', out])
+    const { code, stderr } = await svcops(['render', '--stack', 'dev', '--stack-file', file, '--out', out])
     expect(code).toBe(2)
     expect(stderr).toMatch(/deploy\.live\.version: "5\.x" is not valid; expected a release number/)
     expect(existsSync(out)).toBe(false)
@@ -72,7 +72,7 @@ describe('svcops render', () => {
   it('writes nothing with --dry-run, but still validates and lists the files; a --secret PSK gets a listed stand-in', async () => {
     const file = writeStack('prod', { ...stackConfig('prod'), 'svcops:psk': { secure: 'v1:c3RhbmQtaW4tY2lwaGVydGV4dA==' } })
     const out = join(mkdtempSync(join(tmpdir(), 'svcops-render-')), 'out')
-    const { code, stdout, stderr } = await svcops(['render', '--stack', 'prod', '--env-file', file, '--out', out, '--dry-run', '--json'])
+    const { code, stdout, stderr } = await svcops(['render', '--stack', 'prod', '--stack-file', file, '--out', out, '--dry-run', '--json'])
     expect(code, stderr).toBe(0)
     const report = JSON.parse(stdout) as { dryRun: boolean; standIns: string[]; files: { kind: string }[] }
     expect(report.dryRun).toBe(true)

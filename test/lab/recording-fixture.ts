@@ -194,7 +194,9 @@ export async function runInstalledService(
     },
   }
   started.add(service)
-  const deadline = Date.now() + (options.waitMs ?? 10_000)
+  // Generous: on a loaded machine (another suite, a build) a start takes seconds; a service that
+  // exits ends the wait at once, so only a hang costs the whole of it.
+  const deadline = Date.now() + (options.waitMs ?? 45_000)
   while (!done && Date.now() < deadline) {
     if (/ INFO listening on /.test(service.log().slice(offset))) break
     await new Promise((resolve) => setTimeout(resolve, 25))
@@ -230,7 +232,7 @@ export async function startRecordingHost(options: {
 }
 
 /** Waits until the service's log matches `pattern` (or `ms` pass); returns whether it did. */
-export async function waitForLog(service: Pick<RunningService, 'log'>, pattern: RegExp, ms = 10_000): Promise<boolean> {
+export async function waitForLog(service: Pick<RunningService, 'log'>, pattern: RegExp, ms = 45_000): Promise<boolean> {
   const deadline = Date.now() + ms
   while (Date.now() < deadline) {
     if (pattern.test(service.log())) return true

@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Socket } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { RecordingHostConfig } from '../../src/config/schema.ts'
 import { createLabHost, stopLabHost, type LabHostInfo } from '../../src/lab/hosts.ts'
 import { startSshd, type Sshd } from '../../src/lab/sshd.ts'
@@ -116,11 +117,26 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     expect((await runCommand(overSsh, ['echo', 'still here'])).stdout).toBe('still here\n')
   })
 
-  it('reuses one connection with low per-command latency', async () => {
-    const started = Date.now()
-    for (let i = 0; i < 30; i++) await runCommand(overSsh, ['true'])
-    // With Nagle's algorithm on, each round trip costs ~45 ms; with setNoDelay a few ms.
-    expect((Date.now() - started) / 30).toBeLessThan(25)
+  it("reuses one connection, with Nagle's algorithm off on its socket (TCP_NODELAY)", async () => {
+    // With Nagle's algorithm on, each small command waits ~45 ms for a round trip instead of a few
+    // (bench/ssh/run.ts measures both). What is checked here is the socket option itself.
+    const setNoDelay = vi.spyOn(Socket.prototype, 'setNoDelay')
+    const fresh = new SshTransport({
+      host: sshd.host,
+      port: sshd.port,
+      user: sshd.user,
+      keyFile: sshd.privateKeyPath,
+      hostKey: sshd.hostKey,
+    })
+    try {
+      for (let i = 0; i < 3; i++) await runCommand(fresh, ['true'])
+      const toSshd = setNoDelay.mock.contexts.filter((socket) => (socket as Socket).remotePort === sshd.port)
+      expect(toSshd).toHaveLength(1)
+      expect(setNoDelay.mock.calls[setNoDelay.mock.contexts.indexOf(toSshd[0])]).toEqual([true])
+    } finally {
+      setNoDelay.mockRestore()
+      await fresh.close()
+    }
   })
 
   it('accepts 20 connections at once', async () => {

@@ -149,10 +149,13 @@ describe('redaction: the manager flows with known secrets leak none of them', ()
       expect((await run(['auth', 'check', '--env', 'lab', '--verbose'])).code).toBe(0)
       expect((await run(['auth', 'check', '--env', 'lab', '--json', '--verbose'])).code).toBe(0)
       expect(
-        (await run(['auth', 'check', '--env-file', byEnv, '--verbose', '--json'], { SVCOPS_TEST_MANAGER_PASSWORD: operatorPassword })).code,
+        (await run(['auth', 'check', '--stack-file', byEnv, '--verbose', '--json'], { SVCOPS_TEST_MANAGER_PASSWORD: operatorPassword }))
+          .code,
       ).toBe(0)
-      expect((await run(['auth', 'check', '--env-file', byEnv, '--verbose'], { SVCOPS_TEST_MANAGER_PASSWORD: wrongPassword })).code).toBe(1)
-      expect((await run(['auth', 'check', '--env-file', byEnv, '--json'], { SVCOPS_TEST_MANAGER_PASSWORD: wrongPassword })).code).toBe(1)
+      expect((await run(['auth', 'check', '--stack-file', byEnv, '--verbose'], { SVCOPS_TEST_MANAGER_PASSWORD: wrongPassword })).code).toBe(
+        1,
+      )
+      expect((await run(['auth', 'check', '--stack-file', byEnv, '--json'], { SVCOPS_TEST_MANAGER_PASSWORD: wrongPassword })).code).toBe(1)
       expect((await run(['lab', 'status', '--json'])).code).toBe(0)
 
       const secrets = [...labPasswords, wrongPassword]

@@ -1,5 +1,5 @@
 /**
- * The manager emulator as a process: `node --import tsx src/lab/manager/main.ts --config FILE`.
+ * The manager emulator as a process: `node src/lab/manager/main.ts --config FILE`.
  * `svcops lab up` starts it detached; the config file (JSON, 0600) holds the port, the API revision
  * and the users with password hashes only. Stops cleanly on SIGTERM/SIGINT.
  */

@@ -33,12 +33,12 @@ export interface ApiContext {
 }
 
 class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly headers: Record<string, string> = {},
-  ) {
+  readonly status: number
+  readonly headers: Record<string, string>
+  constructor(status: number, message: string, headers: Record<string, string> = {}) {
     super(message)
+    this.status = status
+    this.headers = headers
   }
 }
 
