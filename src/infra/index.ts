@@ -84,7 +84,6 @@ function wire(s: StackSettings): PlatformOutputs {
     { provider, retainOnDelete: true },
   )
   const namespace: pulumi.Output<string> = ns.metadata.name
-  createDefaultDeny('default-deny', { namespace, labels: platformLabels }, { provider })
 
   const psk = new Psk(
     `${prefix}-psk`,
@@ -149,6 +148,7 @@ function wire(s: StackSettings): PlatformOutputs {
     ['control-panel', live.controlPanel, undefined],
   ]
   let renderingEngines: pulumi.Output<string> | undefined
+  const components: pulumi.Resource[] = [controller]
   for (const [kind, cfg, tcpEndpoints] of media) {
     const component = new MediaComponent(
       `${prefix}-${kind}`,
@@ -167,6 +167,7 @@ function wire(s: StackSettings): PlatformOutputs {
       inCluster,
     )
     renderingEngines ??= component.enginesEndpoint
+    components.push(component)
   }
 
   const m = deploy.manager
@@ -218,6 +219,14 @@ function wire(s: StackSettings): PlatformOutputs {
         inCluster,
       )
     : undefined
+
+  // Last: on a namespace that already runs the platform, closing it before every workload's own
+  // policy exists would cut live traffic.
+  createDefaultDeny(
+    'default-deny',
+    { namespace, labels: platformLabels },
+    { provider, dependsOn: [...components, manager, recording, ...(schedule ? [schedule] : [])] },
+  )
 
   return {
     namespace,

@@ -133,6 +133,13 @@ describe.each(STACKS)('stack %s under the engine', (stack) => {
       context: stackConfig(stack)['kubernetes:context'],
     })
     for (const reg of kubeObjects(r)) expect(reg.provider.startsWith(`${provider.urn}::`), reg.urn).toBe(true)
+    // Every object belongs to its component, except what the whole stack shares.
+    const stackUrn = r.registrations.find((x) => x.type === 'pulumi:pulumi:Stack')?.urn
+    for (const reg of kubeObjects(r)) {
+      const parent = r.registrations.find((x) => x.urn === reg.parent)
+      if (reg.parent === stackUrn) expect(['namespace', 'default-deny'], reg.urn).toContain(reg.name)
+      else expect(parent?.type, reg.urn).toMatch(/^svcops:infra:/)
+    }
   })
 
   it('keeps the namespace and the recordings claim through pulumi destroy', () => {
@@ -177,8 +184,11 @@ describe.each(STACKS)('stack %s under the engine', (stack) => {
 
   it('gives every workload its own token-less ServiceAccount, a PodDisruptionBudget, a NetworkPolicy and spread replicas', () => {
     const r = run(stack, 'update')
-    const deny = find(r, 'NetworkPolicy', 'default-deny').o as unknown as INetworkPolicy
-    expect(deny.spec).toEqual({ podSelector: {}, policyTypes: ['Ingress', 'Egress'] })
+    const deny = find(r, 'NetworkPolicy', 'default-deny')
+    expect(deny.o.spec).toEqual({ podSelector: {}, policyTypes: ['Ingress', 'Egress'] })
+    // The namespace closes only once every workload's own policy is in place.
+    const policies = kubeObjects(r).filter((x) => x.type === 'kubernetes:networking.k8s.io/v1:NetworkPolicy' && x !== deny.reg)
+    for (const p of policies) expect(deny.reg.dependencies, p.urn).toContain(p.urn)
     for (const d of deployments(r)) {
       const name = d.metadata?.name ?? ''
       const pod = d.spec?.template.spec

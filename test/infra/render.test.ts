@@ -18,7 +18,8 @@ function svcops(args: string[]) {
   return runSvcops(args, { cwd, env: { SVCOPS_STACKS_DIR: join(cwd, 'stacks') } })
 }
 
-describe('svcops render', () => {
+// Each test starts the CLI, which runs the whole program: minutes on a busy shared machine.
+describe('svcops render', { timeout: 240_000 }, () => {
   it('writes one valid YAML file per object of the dev stack, labelled a preview, secrets masked', async () => {
     const out = mkdtempSync(join(tmpdir(), 'svcops-render-'))
     writeFileSync(
