@@ -33,12 +33,12 @@ import { join } from 'node:path'
 describe('the Pulumi project', () => {
   it('runs src/infra/index.ts as TypeScript with stacks/ as its config directory, the way the language host loads it', async () => {
     const project = parseYaml(readFileSync(join(STACKS_DIR, '..', 'Pulumi.yaml'), 'utf8')) as {
-      runtime: { name: string; options: { nodeargs: string } }
+      runtime: { name: string; options: { nodeargs?: string; typescript: boolean } }
       main: string
       stackConfigDir: string
     }
     expect(project.runtime.name).toBe('nodejs')
-    expect(project.runtime.options.nodeargs).toBe('--import tsx')
+    expect(project.runtime.options).toEqual({ typescript: false, packagemanager: 'npm' })
     expect(project.stackConfigDir).toBe('stacks')
     expect(existsSync(join(STACKS_DIR, '..', project.main))).toBe(true)
     // The language host refuses an ES module with both a default export and named exports.
