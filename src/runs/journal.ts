@@ -105,6 +105,27 @@ export function holderName(): string {
   return `${user}@${hostname()}`
 }
 
+/**
+ * A new run's record: its id, who runs it and since when, `phase: 'running'`, and the fields a kind
+ * of run sets itself (`fields`). Kinds without hosts or versions leave those empty.
+ */
+export function newRunRecord(fields: Pick<RunRecord, 'kind' | 'environment' | 'envFile'> & Partial<RunRecord>): RunRecord {
+  return {
+    id: newRunId(),
+    targetVersion: '',
+    previousVersions: {},
+    hosts: [],
+    batchSize: 1,
+    maxFail: '0',
+    autoRollback: false,
+    phase: 'running',
+    startedAt: new Date().toISOString(),
+    holder: holderName(),
+    pid: process.pid,
+    ...fields,
+  }
+}
+
 const RUN_ID = /^\d{8}T\d{6}Z-[0-9a-f]{6}$/
 
 function writeSynced(path: string, text: string): void {
