@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Socket } from 'node:net'
@@ -83,14 +83,21 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     expect((await runCommand(overSsh, ['cat'], { input: 'line one\nline two\n' })).stdout).toBe('line one\nline two\n')
     expect((await runCommand(overSsh, ['pwd'], { cwd: host.root })).stdout.trim()).toBe(host.root)
     const secret = registerSecret(`pw-${Math.random().toString(36).slice(2)}-x`)
-    const running = runCommand(overSsh, ['sh', '-c', 'sleep 0.6; printf %s "$LAB_SECRET"; cat'], {
+    // The command waits for a file the test creates once it has read the process table, so the
+    // table is read while the command runs, however long a loaded machine takes to start it.
+    const go = join(host.root, `go-${Math.random().toString(36).slice(2)}`)
+    const running = runCommand(overSsh, ['sh', '-c', 'while [ ! -e "$1" ]; do sleep 0.05; done; printf %s "$LAB_SECRET"; cat', 'sh', go], {
       env: { LAB_SECRET: secret },
       input: '+stdin',
     })
-    await new Promise((r) => setTimeout(r, 300))
-    const table = execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' })
-    expect(table).toContain('sleep 0.6')
+    let table = ''
+    for (let i = 0; i < 600 && !table.includes(go); i++) {
+      await new Promise((r) => setTimeout(r, 50))
+      table = execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' })
+    }
+    expect(table).toContain(go)
     expect(table).not.toContain(secret)
+    writeFileSync(go, '')
     expect((await running).stdout).toBe(`${secret}+stdin`)
   })
 
