@@ -26,7 +26,7 @@ export async function listBackups(store: BackupStore): Promise<BackupEntry[]> {
     const id = name.slice(0, -MANIFEST_SUFFIX.length)
     let manifest: Manifest
     try {
-      manifest = parseManifest(await store.readText(name), `${store.location}/${name}`)
+      manifest = parseManifest(await store.readText(name), `${store.location}/${name}`, id)
     } catch (error) {
       events.warn(`skipping ${name}: ${(error as Error).message}`)
       continue
@@ -37,13 +37,37 @@ export async function listBackups(store: BackupStore): Promise<BackupEntry[]> {
     }
     const files = backupFiles(id)
     let verified: VerifyRecord | undefined
-    if (names.has(files.verified)) {
-      const parsed = verifyRecordSchema.safeParse(JSON.parse(await store.readText(files.verified)))
-      if (parsed.success) verified = parsed.data
-    }
+    if (names.has(files.verified)) verified = await readVerifyRecord(store, id)
     entries.push({ id, manifest, ...(verified ? { verified } : {}) })
   }
   return entries.sort((a, b) => b.manifest.completedAt.localeCompare(a.manifest.completedAt))
+}
+
+/**
+ * The verification record of `id`, or undefined (with a warning naming the file) when it is not
+ * valid JSON, not a record, or about another backup: a broken record makes a backup count as not
+ * verified, never breaks the listing.
+ */
+async function readVerifyRecord(store: BackupStore, id: string): Promise<VerifyRecord | undefined> {
+  const name = backupFiles(id).verified
+  let raw: unknown
+  try {
+    raw = JSON.parse(await store.readText(name))
+  } catch (error) {
+    events.warn(
+      `ignoring ${store.location}/${name}: ${error instanceof SyntaxError ? 'not valid JSON' : (error as Error).message}; backup ${id} counts as not verified`,
+    )
+    return undefined
+  }
+  const parsed = verifyRecordSchema.safeParse(raw)
+  if (!parsed.success || parsed.data.id !== id) {
+    const issue = parsed.success
+      ? `id: '${parsed.data.id}' is not ${id}`
+      : `${parsed.error.issues[0]?.path.join('.') || '(root)'}: ${parsed.error.issues[0]?.message ?? 'invalid'}`
+    events.warn(`ignoring ${store.location}/${name}: ${issue}; backup ${id} counts as not verified`)
+    return undefined
+  }
+  return parsed.data
 }
 
 export interface PruneOptions {

@@ -10,6 +10,8 @@ import type { sshSchema } from '../config/schema.ts'
 import { OperationError } from '../core/errors.ts'
 import { runCommand } from '../core/runner.ts'
 import { SshTransport } from '../drivers/ssh.ts'
+import { assertPlainName } from './manifest.ts'
+import { MAX_TEXT_BYTES, tooLargeInStore } from './limits.ts'
 import type { BackupStore, StoreWriter } from './store.ts'
 
 // The members of ssh2's SFTP session used here (ssh2 ships no type declarations of its own).
@@ -44,7 +46,7 @@ export class SshStore implements BackupStore {
   }
 
   private path(name: string): string {
-    return posix.join(this.dir, name)
+    return posix.join(this.dir, assertPlainName(name, this.location))
   }
 
   private sftp(): Promise<SftpLike> {
@@ -72,7 +74,16 @@ export class SshStore implements BackupStore {
 
   async readText(name: string): Promise<string> {
     const chunks: Buffer[] = []
-    for await (const chunk of await this.openRead(name)) chunks.push(chunk as Buffer)
+    let size = 0
+    const stream = await this.openRead(name)
+    for await (const chunk of stream) {
+      size += (chunk as Buffer).length
+      if (size > MAX_TEXT_BYTES) {
+        stream.destroy()
+        throw tooLargeInStore(this.location, name, (await this.size(name)) ?? size)
+      }
+      chunks.push(chunk as Buffer)
+    }
     return Buffer.concat(chunks).toString('utf8')
   }
 
@@ -90,9 +101,9 @@ export class SshStore implements BackupStore {
   }
 
   async createWriter(name: string): Promise<StoreWriter> {
-    await this.ensure()
-    const partial = this.path(name + PARTIAL)
     const final = this.path(name)
+    const partial = this.path(name + PARTIAL)
+    await this.ensure()
     const stream = (await this.sftp()).createWriteStream(partial, { flags: 'wx', mode: 0o600 })
     const closed = new Promise<void>((resolve) => stream.once('close', () => resolve()))
     return {

@@ -59,7 +59,13 @@ export async function readManifest(store: BackupStore, id: string): Promise<Mani
   const name = backupFiles(assertBackupId(id)).manifest
   if ((await store.size(name)) === undefined)
     throw new CheckFailedError('manifest', `There is no backup ${id} in ${store.location}.`, 'Run: svcops backup list --env <env>')
-  return parseManifest(await store.readText(name), `${store.location}/${name}`)
+  try {
+    return parseManifest(await store.readText(name), `${store.location}/${name}`, id)
+  } catch (error) {
+    if (error instanceof SvcopsError && !(error instanceof CheckFailedError))
+      throw new CheckFailedError('manifest', error.message, 'Treat the store as tampered with: svcops backup list --env <env>')
+    throw error
+  }
 }
 
 /** Verifies backup `id`; never throws for a failed check — the report says which one failed. */
