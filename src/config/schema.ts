@@ -37,6 +37,11 @@ export const managerSchema = z.strictObject({
   apiRevision: z.enum(['1.4.1', '1.6.1', '1.6.2']).default('1.6.2'),
   email: z.email({ error: 'expected an e-mail address' }),
   password: secretRef,
+  /**
+   * Accept an http:// manager URL that is not on loopback (the password and tokens then cross the
+   * network in clear text). Off by default; every run warns while it is on.
+   */
+  allowInsecureHttp: z.boolean().default(false),
 })
 
 export const sshSchema = z.strictObject({
