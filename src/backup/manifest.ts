@@ -56,8 +56,8 @@ export const verifyRecordSchema = z.object({
 export type VerifyRecord = z.infer<typeof verifyRecordSchema>
 
 /** File names of one backup in the store. */
-export function backupFiles(id: string): { dump: string; manifest: string; verified: string } {
-  return { dump: `${id}.dump.pgp`, manifest: `${id}.manifest.json`, verified: `${id}.verified.json` }
+export function backupFiles(id: string): { dump: string; manifest: string; signature: string; verified: string } {
+  return { dump: `${id}.dump.pgp`, manifest: `${id}.manifest.json`, signature: `${id}.manifest.json.sig`, verified: `${id}.verified.json` }
 }
 
 const ID = /^[a-z0-9][a-z0-9_-]*-\d{8}T\d{6}Z-[0-9a-f]{4}$/

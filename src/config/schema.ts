@@ -120,6 +120,18 @@ export const backupSchema = z.strictObject({
   identity: secretRef.optional(),
   /** Passphrase of the private key, if it has one. */
   passphrase: secretRef.optional(),
+  /**
+   * Private key that signs every backup (a 0600 file on the machine that backs up). Without it the
+   * private key in `identity` signs.
+   */
+  signingKey: secretRef.optional(),
+  /** Passphrase of `signingKey`, if it has one. */
+  signingPassphrase: secretRef.optional(),
+  /**
+   * Armored OpenPGP public keys (file paths) of the trusted signers: verify and restore accept only
+   * a backup signed by one of them. Without it, the recipients' keys are the trusted signers.
+   */
+  signers: z.array(z.string().min(1)).min(1, 'expected at least one signer public key').optional(),
   /** pg_dump's zlib level for the custom-format archive (0-9); 1 is about twice as fast as pg_dump's default for a few percent more bytes. */
   compression: z.number().int().min(0).max(9).optional(),
 })

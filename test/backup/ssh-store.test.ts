@@ -37,10 +37,14 @@ describe('backup store on a host over SSH/SFTP (real sshd on loopback)', () => {
     expect(store.location).toBe(`${sshd.user}@127.0.0.1:${sshd.port}:${remoteDir}`)
     const first = await createBackup(bed.options({ store }))
     const files = readdirSync(remoteDir).sort()
-    expect(files).toEqual([first.file, `${first.id}.manifest.json`])
+    expect(files).toEqual([first.file, `${first.id}.manifest.json`, `${first.id}.manifest.json.sig`])
     for (const f of files) expect(statSync(join(remoteDir, f)).mode & 0o777).toBe(0o600)
 
-    const report = await verifyBackup(store, first.id, { identity: bed.identity, restoreTest: { server: bed.database } })
+    const report = await verifyBackup(store, first.id, {
+      signers: bed.signers,
+      identity: bed.identity,
+      restoreTest: { server: bed.database },
+    })
     expect(report.failedCheck).toBeUndefined()
     expect(report.ok).toBe(true)
 
