@@ -153,7 +153,7 @@ export class SshStore implements BackupStore {
 /** Opens the store `path` on the host `ssh` names (backup.store.ssh). */
 export function openSshStore(ssh: z.infer<typeof sshSchema>, path: string): SshStore {
   const transport = new SshTransport(
-    { host: ssh.host, port: ssh.port, user: ssh.user, keyFile: ssh.keyFile, hostKey: ssh.hostKey },
+    { host: ssh.host, port: ssh.port, user: ssh.user, keyFile: ssh.keyFile, hostKey: ssh.hostKey, trustOnFirstUse: ssh.trustOnFirstUse },
     { name: `backup store ${ssh.host}` },
   )
   return new SshStore(transport, path, { user: ssh.user, host: ssh.host, port: ssh.port })

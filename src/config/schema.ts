@@ -52,7 +52,8 @@ export const sshSchema = z.strictObject({
   keyFile: z.string().min(1).optional(),
   /**
    * The host's key, pinned: its SHA-256 fingerprint as `ssh-keygen -lf` prints it. A host that
-   * shows another key is refused; without it the connection warns and names the key it saw.
+   * shows another key is refused; without it (and without `trustOnFirstUse`) the host is refused,
+   * naming the key it showed.
    */
   hostKey: z
     .string()
@@ -60,6 +61,11 @@ export const sshSchema = z.strictObject({
       error: 'expected a SHA-256 host key fingerprint as ssh-keygen -lf prints it, like SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8',
     })
     .optional(),
+  /**
+   * Without `hostKey`: trust the key the host shows on the first connection, record it in the state
+   * dir (`.svcops/known_hosts.json`) and refuse any other key afterwards. Off by default.
+   */
+  trustOnFirstUse: z.boolean().optional(),
 })
 
 export const recordingHostSchema = z.strictObject({
