@@ -11,7 +11,7 @@ import { readSecret } from '../config/secrets.ts'
 import { AuthError, BadInputError, CommandError, OperationError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { redact } from '../core/redact.ts'
-import { findBinary, local, requireBinary, runCommand, shellJoin } from '../core/runner.ts'
+import { childEnvironment, findBinary, local, requireBinary, runCommand, shellJoin } from '../core/runner.ts'
 
 /** A database to back up from, restore into, or test-restore into. */
 export interface DatabaseTarget {
@@ -176,7 +176,7 @@ export function spawnPgTool(argv: string[], env: Record<string, string>, stdio: 
   if (!file) throw new BadInputError('spawnPgTool needs a command.')
   const started = Date.now()
   const child = spawn(file, args, {
-    env: { ...process.env, ...env },
+    env: childEnvironment(env),
     stdio: [stdio.stdin ? 'pipe' : 'ignore', stdio.stdout ? 'pipe' : 'ignore', 'pipe'],
   })
   let stderr = ''
