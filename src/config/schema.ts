@@ -91,8 +91,19 @@ export const databaseSchema = z.strictObject({
 export const recordingSchema = z.strictObject({
   /** Release expected on the hosts. */
   version: semver,
-  package: z.string().min(1).default('svc-recording'),
-  service: z.string().min(1).default('svc-recording'),
+  /** Package name: Debian policy for apt/dpkg (checked by a named rule), RPM's characters for dnf; never an option. */
+  package: z
+    .string()
+    .regex(/^[A-Za-z0-9_][A-Za-z0-9._+-]{0,199}$/, 'expected a package name (letters, digits, "+", "-", ".", "_"; not starting with "-")')
+    .default('svc-recording'),
+  /** systemd unit or supervisor program name (systemd's unit name characters); never an option. */
+  service: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9:_@\\][A-Za-z0-9:_.@\\-]{0,254}$/,
+      'expected a unit name (letters, digits, ":", "-", "_", ".", "@", "\\"; not starting with "-")',
+    )
+    .default('svc-recording'),
   packageDriver: z.enum(['dpkg', 'apt', 'dnf']).default('apt'),
   serviceDriver: z.enum(['systemd', 'supervisor']).default('systemd'),
   /** Directory (on each host) holding .deb files, for the dpkg driver. */
