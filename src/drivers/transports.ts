@@ -58,7 +58,14 @@ function userOfUid(uid: number): string | undefined {
 export function transportFor(host: RecordingHostConfig): Transport {
   if (host.ssh) {
     return new SshTransport(
-      { host: host.ssh.host, port: host.ssh.port, user: host.ssh.user, keyFile: host.ssh.keyFile, hostKey: host.ssh.hostKey },
+      {
+        host: host.ssh.host,
+        port: host.ssh.port,
+        user: host.ssh.user,
+        keyFile: host.ssh.keyFile,
+        hostKey: host.ssh.hostKey,
+        trustOnFirstUse: host.ssh.trustOnFirstUse,
+      },
       { name: host.name },
     )
   }

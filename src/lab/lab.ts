@@ -7,7 +7,7 @@
  * `lab.step(...)`, name it in `labUpPlan`, and pass its section to `writeLabEnvironment`.
  */
 import { spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { stringify as toYaml } from 'yaml'
@@ -208,12 +208,16 @@ export async function startLabManager(lab: LabRun, options: { apiRevision: AuthR
     users[user.key] = { email: user.email, scopes: [...user.scopes], passwordFile: lab.secret(`manager-${user.key}-password`, password) }
     configUsers.push({ email: user.email, passwordHash: await hashPassword(password), permissions: [...user.scopes] })
   }
+  // The fault switch of the emulator answers only this token; its config file keeps only the hash.
+  const adminToken = randomBytes(32).toString('base64url')
+  lab.secret('manager-admin-token', adminToken)
+  const adminTokenSha256 = createHash('sha256').update(adminToken).digest('hex')
   mkdirSync(lab.paths.logsDir, { recursive: true })
   const log = join(lab.paths.logsDir, 'manager.log')
   const configFile = join(dir, 'config.json')
   for (let attempt = 1; ; attempt++) {
     const port = await freePort()
-    const config: EmulatorConfig = { host: '127.0.0.1', port, apiRevision: options.apiRevision, users: configUsers }
+    const config: EmulatorConfig = { host: '127.0.0.1', port, apiRevision: options.apiRevision, adminTokenSha256, users: configUsers }
     writeFileSync(configFile, JSON.stringify(config, null, 2), { mode: 0o600 })
     const url = `http://127.0.0.1:${port}`
     const argv = [process.execPath, projectPath('src/lab/manager/main.ts'), '--config', configFile]

@@ -32,7 +32,7 @@ export interface TestIssuer {
   url: string
   jwksUrl: string
   /** Signs an access token like the manager's (ES256, iss = url). */
-  sign(claims: { scope: string; sub?: string; expiresInSeconds?: number }): Promise<string>
+  sign(claims: { scope: string; sub?: string; expiresInSeconds?: number; audience?: string }): Promise<string>
   close(): Promise<void>
 }
 
@@ -50,11 +50,12 @@ export async function startTestIssuer(): Promise<TestIssuer> {
   return {
     url,
     jwksUrl: `${url}/.well-known/jwks.json`,
-    sign: ({ scope, sub = 'tester@example.com', expiresInSeconds = 300 }) => {
+    sign: ({ scope, sub = 'tester@example.com', expiresInSeconds = 300, audience = 'urn:svc:recorder' }) => {
       const now = Math.floor(Date.now() / 1000)
       return new SignJWT({ scope, sid: 'test-session' })
         .setProtectedHeader({ alg: 'ES256', kid: 'test-key' })
         .setIssuer(url)
+        .setAudience(audience)
         .setSubject(sub)
         .setIssuedAt(now - 5)
         .setExpirationTime(now + expiresInSeconds)

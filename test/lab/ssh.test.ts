@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Socket } from 'node:net'
@@ -151,7 +151,7 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
       { length: 20 },
       (_, i) =>
         new SshTransport(
-          { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath },
+          { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath, hostKey: sshd.hostKey },
           { name: `c${i}`, connectAttempts: 1 },
         ),
     )
@@ -163,7 +163,7 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     }
   })
 
-  it("pins the host key: the fingerprint is OpenSSH's own, another key is refused before any command, none pinned warns with the key seen", async () => {
+  it("pins the host key: the fingerprint is OpenSSH's own, another key is refused before any command, none pinned is refused", async () => {
     const openssh = execFileSync('ssh-keygen', ['-lf', join(sshd.dir, 'host_ed25519_key.pub')], { encoding: 'utf8' }).split(' ')[1]
     expect(sshd.hostKey).toBe(openssh)
     const mark = join(dir, 'ran-on-an-impostor')
@@ -175,22 +175,62 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     await expect(runCommand(pinnedWrong, ['touch', mark])).rejects.toThrow(
       `The SSH host key of rec-1 (127.0.0.1:${sshd.port}) is ${sshd.hostKey}, not the ${wrong} pinned in the environment file; refusing to connect.`,
     )
-    expect(existsSync(mark)).toBe(false)
-    const log = collect()
     const unpinned = new SshTransport(
       { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath },
       { name: 'rec-1' },
     )
+    await expect(runCommand(unpinned, ['touch', mark])).rejects.toThrow(
+      `The SSH host key of rec-1 (127.0.0.1:${sshd.port}) is not pinned (ssh.hostKey); refusing to connect. It shows ${sshd.hostKey}.`,
+    )
+    expect(existsSync(mark)).toBe(false)
+  })
+
+  it('trusts on first use only when asked, records the key in the state dir, and refuses a changed key afterwards', async () => {
+    const stateDir = join(dir, 'state')
+    process.env.SVCOPS_STATE_DIR = stateDir
+    const target = { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath, trustOnFirstUse: true }
+    const log = collect()
     try {
-      await runCommand(unpinned, ['true'])
-      await runCommand(unpinned, ['true'])
+      const first = new SshTransport(target, { name: 'rec-1' })
+      await runCommand(first, ['true'])
+      await first.close()
+      const second = new SshTransport(target, { name: 'rec-1' })
+      await runCommand(second, ['true'])
+      await second.close()
     } finally {
       log.stop()
-      await unpinned.close()
     }
+    const file = join(stateDir, 'known_hosts.json')
+    expect(statSync(file).mode & 0o777).toBe(0o600)
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ [`127.0.0.1:${sshd.port}`]: sshd.hostKey })
     const warnings = log.events.filter((e) => e.kind === 'warn')
     expect(warnings).toHaveLength(1)
-    expect(JSON.stringify(warnings[0])).toContain(`is not pinned; it is ${sshd.hostKey}`)
+    expect(JSON.stringify(warnings[0])).toContain(`was trusted on first use: ${sshd.hostKey}`)
+
+    // The host now shows another key (reinstalled, or someone in between).
+    const other = 'SHA256:' + 'B'.repeat(43)
+    writeFileSync(file, JSON.stringify({ [`127.0.0.1:${sshd.port}`]: other }))
+    const changed = new SshTransport(target, { name: 'rec-1', connectAttempts: 1 })
+    try {
+      await expect(runCommand(changed, ['true'])).rejects.toThrow(
+        `The SSH host key of rec-1 (127.0.0.1:${sshd.port}) is ${sshd.hostKey}, not the ${other} it showed on first use (recorded in ${file}); refusing to connect.`,
+      )
+    } finally {
+      delete process.env.SVCOPS_STATE_DIR
+    }
+  })
+
+  it('refuses a private key file that group or others can read, before connecting', async () => {
+    const copy = join(dir, 'id_ed25519_copy')
+    copyFileSync(sshd.privateKeyPath, copy)
+    chmodSync(copy, 0o644)
+    const loose = new SshTransport(
+      { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: copy, hostKey: sshd.hostKey },
+      { name: 'rec-1' },
+    )
+    await expect(runCommand(loose, ['true'])).rejects.toThrow(
+      `rec-1: ssh.keyFile: the file '${copy}' has mode 0644, readable by group or others; expected 0600.`,
+    )
   })
 
   it('names the host and the command to try when it cannot connect', async () => {

@@ -27,6 +27,8 @@ const configSchema = z.object({
     issuer: z.string().min(1),
     readScope: z.string().min(1).default('urn:svc:recorder:content:read'),
     writeScope: z.string().min(1).default('urn:svc:recorder:content:write'),
+    /** The `aud` a token must carry; by default `urn:<app>:<module>` of readScope (urn:svc:recorder). */
+    audience: z.string().min(1).optional(),
   }),
   storage: z.object({
     path: z.string().min(1),
