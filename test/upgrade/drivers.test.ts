@@ -27,6 +27,7 @@ describe('package drivers build the exact commands', () => {
           'Dpkg::Options::=--force-confdef',
           '-o',
           'Dpkg::Options::=--force-confold',
+          '--',
           'svc-recording=2.0.0',
         ],
         env: { DEBIAN_FRONTEND: 'noninteractive' },
@@ -38,7 +39,7 @@ describe('package drivers build the exact commands', () => {
   it('apt downloads the pinned version before anything stops', () => {
     expect(aptDriver.stageCommands(real, 'svc-recording', '2.0.0').map((c) => c.argv)).toEqual([
       ['apt-get', 'update'],
-      ['apt-get', 'install', '--download-only', '-y', '--allow-downgrades', 'svc-recording=2.0.0'],
+      ['apt-get', 'install', '--download-only', '-y', '--allow-downgrades', '--', 'svc-recording=2.0.0'],
     ])
   })
 
@@ -46,7 +47,7 @@ describe('package drivers build the exact commands', () => {
     expect(dnfDriver.installCommands(real, 'svc-recording', '1.5.0')[0]?.argv).toEqual([
       'sh',
       '-c',
-      'dnf install -y "$1" || dnf downgrade -y "$1"',
+      'dnf install -y -- "$1" || dnf downgrade -y -- "$1"',
       'sh',
       'svc-recording-1.5.0',
     ])
@@ -55,9 +56,10 @@ describe('package drivers build the exact commands', () => {
       'install',
       '-y',
       '--downloadonly',
+      '--',
       'svc-recording-1.5.0',
     ])
-    expect(dnfDriver.queryVersionCommand(real, 'svc-recording').argv).toEqual(['rpm', '-q', '--qf', '%{VERSION}', 'svc-recording'])
+    expect(dnfDriver.queryVersionCommand(real, 'svc-recording').argv).toEqual(['rpm', '-q', '--qf', '%{VERSION}', '--', 'svc-recording'])
     expect(dnfDriver.newConfigSuffixes).toEqual(['.rpmnew'])
   })
 
@@ -92,14 +94,13 @@ describe('package drivers build the exact commands', () => {
 })
 
 describe('service drivers build the exact commands', () => {
-  it('systemd uses systemctl and journalctl -u', () => {
-    expect(systemdDriver.stopCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'stop', 'svc-recording'])
-    expect(systemdDriver.startCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'start', 'svc-recording'])
-    expect(systemdDriver.statusCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'is-active', 'svc-recording'])
+  it('systemd uses systemctl and journalctl --unit, the unit never read as an option', () => {
+    expect(systemdDriver.stopCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'stop', '--', 'svc-recording'])
+    expect(systemdDriver.startCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'start', '--', 'svc-recording'])
+    expect(systemdDriver.statusCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'is-active', '--', 'svc-recording'])
     expect(systemdDriver.logsCommand(real, 'svc-recording', 50, '/ignored').argv).toEqual([
       'journalctl',
-      '-u',
-      'svc-recording',
+      '--unit=svc-recording',
       '-n',
       '50',
       '--no-pager',
