@@ -1,9 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { batchFitsWindow, parseMaxFail, parseWindow, planBatches, runConcurrently } from '../../src/runs/rollout.ts'
-import { Journal, listRuns, newRunId, type RunRecord } from '../../src/runs/journal.ts'
+import { Journal, listRuns, newRunId, newRunRecord, type RunRecord } from '../../src/runs/journal.ts'
 import { aptDriver, dnfDriver, dpkgDriver, findDebFile, showCommand } from '../../src/drivers/packages.ts'
 import { findLogErrors, linesSince, supervisorDriver, systemdDriver } from '../../src/drivers/services.ts'
 import { downtimeOf } from '../../src/runs/report.ts'
@@ -297,6 +297,27 @@ describe('journal and report', () => {
     expect(again.disrupted()).toBe(true)
     expect(again.disruptedHosts(['h0', 'h1'])).toEqual(['h1'])
     expect(() => Journal.open('nope', base)).toThrow(/Run id 'nope' is not valid/)
+  })
+
+  it('refuses damaged run records and journals with the file named, and lists the other runs', () => {
+    const base = mkdtempSync(join(tmpdir(), 'svcops-runs-'))
+    const good = Journal.create(newRunRecord({ kind: 'upgrade', environment: 'lab', envFile: '/x', targetVersion: '2.0.0' }), base)
+    good.append({ step: 'preflight', status: 'ok' })
+    const bad = newRunId()
+    mkdirSync(join(base, bad))
+    writeFileSync(join(base, bad, 'run.json'), '{"id": "not a run"')
+    expect(() => Journal.open(bad, base)).toThrow(new RegExp(`${bad}/run.json: is not valid JSON`))
+    expect(listRuns(base).map((r) => r.id)).toEqual([good.run.id])
+    const wrong = newRunId()
+    mkdirSync(join(base, wrong))
+    writeFileSync(join(base, wrong, 'run.json'), JSON.stringify({ ...good.run, id: wrong, phase: 'exploded' }))
+    expect(() => Journal.open(wrong, base)).toThrow(/run.json: phase: /)
+    // A bad line in the middle is tampering, not a torn write: refused, naming the line.
+    writeFileSync(
+      good.file('journal.jsonl'),
+      '{"time":"t","step":"preflight","status":"ok"}\nnot json\n{"time":"t","step":"stage","status":"ok"}\n',
+    )
+    expect(() => Journal.open(good.run.id, base).entries()).toThrow(/journal.jsonl:2: is not a journal entry/)
   })
 
   it('exports only recordings written after the snapshot, never test recordings', () => {

@@ -206,5 +206,9 @@ describe('upgrade of one host', () => {
     const error = await upgradeRecordingService({ env: lab.env(), to: 'latest' }).catch((e: unknown) => e)
     expect(exitCodeFor(error)).toBe(2)
     expect((error as Error).message).toMatch(/--to: 'latest' is not a version/)
+    // The dry run checks it too: a plan for a version that cannot exist is bad input, not a plan.
+    const dry = await runCli(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', 'latest', '--dry-run'])
+    expect(dry.code).toBe(2)
+    expect(dry.stderr).toContain("--to: 'latest' is not a version")
   })
 })
