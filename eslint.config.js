@@ -4,7 +4,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', '.dist-*/**', '.svcops/**', 'coverage/**', '**/*.d.ts'] },
+  { ignores: ['node_modules/**', '.svcops/**', 'coverage/**', '**/*.d.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -20,17 +20,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['**/*.js', '**/*.cjs'],
+    files: ['**/*.js'],
     ...tseslint.configs.disableTypeChecked,
-  },
-  {
-    // The launcher is CommonJS (bin/svcops.cjs): it starts faster than an ES module entry.
-    files: ['**/*.cjs'],
-    languageOptions: {
-      sourceType: 'commonjs',
-      globals: { __dirname: 'readonly', __filename: 'readonly' },
-      parserOptions: { projectService: false },
-    },
-    rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
 )

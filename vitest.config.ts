@@ -7,8 +7,9 @@ export default defineConfig({
     // Suites start real PostgreSQL clusters, sshd and supervisors; two cores are the budget.
     pool: 'forks',
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
+    // End-to-end tests start real services; a machine busy with other work makes them slower, never wrong.
+    testTimeout: 180_000,
+    hookTimeout: 240_000,
     teardownTimeout: 60_000,
   },
 })

@@ -16,7 +16,7 @@ import {
   type BackupRunContext,
 } from '../src/backup/steps.ts'
 import type { PlannedStep, Run } from '../src/runs/engine.ts'
-import { holderName, Journal, newRunId, type RunRecord } from '../src/runs/journal.ts'
+import { Journal, newRunRecord, type RunRecord } from '../src/runs/journal.ts'
 import { planRun, startRun, type Playbook, type RunOutcome } from '../src/runs/playbook.ts'
 import { runAsCommand } from '../src/runs/script.ts'
 
@@ -41,22 +41,7 @@ export interface BackupRequest {
 }
 
 function newBackupRecord(env: Environment): RunRecord {
-  return {
-    id: newRunId(),
-    kind: 'backup',
-    environment: env.name,
-    envFile: env.file,
-    targetVersion: '',
-    previousVersions: {},
-    hosts: [],
-    batchSize: 1,
-    maxFail: '0',
-    autoRollback: false,
-    phase: 'running',
-    startedAt: new Date().toISOString(),
-    holder: holderName(),
-    pid: process.pid,
-  }
+  return newRunRecord({ kind: 'backup', environment: env.name, envFile: env.file })
 }
 
 function retentionOf(req: BackupRequest) {

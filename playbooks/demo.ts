@@ -22,7 +22,7 @@ import { loadEnvironment } from '../src/config/load.ts'
 import { consoleSink, events } from '../src/core/events.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const svcops = ['node', fileURLToPath(new URL('../bin/svcops.cjs', import.meta.url))]
+const svcops = ['node', fileURLToPath(new URL('../bin/svcops', import.meta.url))]
 const shell = $({ cwd: root, stdio: 'inherit', verbose: false, nothrow: true })
 events.subscribe(consoleSink())
 

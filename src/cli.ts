@@ -1,4 +1,5 @@
-/** `svcops`: the one entry point. bin/svcops.cjs calls `run`, from the build in dist/ or from here. */
+/** `svcops`: the one entry point. `bin/svcops` calls `run`; `node src/cli.ts ...` runs it too. */
+import { realpathSync } from 'node:fs'
 import { main } from './commands/program.ts'
 
 export { main }
@@ -13,9 +14,7 @@ export async function run(argv: string[] = process.argv.slice(2)): Promise<void>
     })
   }
   process.exitCode = await main(argv)
-  // What is left is Node tearing down its heap, ~15 ms after a large scan: exit now, but only when
-  // nothing but the standard streams (written synchronously on Linux) is open. A child, a socket, a
-  // timer or a file still being written gets the natural exit instead.
-  const open = process.getActiveResourcesInfo()
-  if (open.length <= 3 && open.every((r) => r === 'TTYWrap' || r === 'PipeWrap')) process.exit()
 }
+
+// `node src/cli.ts ...` runs the CLI too (the check import.meta.main makes on Node 24, also on 22.18).
+if (process.argv[1] !== undefined && realpathSync(process.argv[1]) === import.meta.filename) await run()

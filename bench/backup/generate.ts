@@ -3,7 +3,7 @@
  * shaped database of about `--gb` GB. Writes the cluster's connection facts to `--out` (0600) so the
  * benchmark can use it and `stop.ts` can remove it.
  *
- *   npx tsx bench/backup/generate.ts --gb 1 --out /tmp/svcops-bench-1g.json
+ *   node bench/backup/generate.ts --gb 1 --out /tmp/svcops-bench-1g.json
  */
 import { writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'

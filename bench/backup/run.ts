@@ -2,13 +2,13 @@
  * Backup throughput and memory, side by side in one run on the same generated database:
  *   pg_dump -Fc > /dev/null                  (the floor: pg_dump alone at its default compression)
  *   pg_dump -Fc | gpg --encrypt -r KEY       (the usual pipeline)
- *   svcops backup create                     (as users run it: bin/svcops, which sets the node flags)
+ *   svcops backup create                     (as users run it: bin/svcops)
  *   svcops backup verify --restore-test      (checksum, decrypt, full restore into a scratch database)
  * Each row runs under /usr/bin/time (wall time, peak RSS of the largest process). MB/s is the
  * database's size (pg_database_size) over the wall time. Prints a Markdown table.
  *
- *   npx tsx bench/backup/generate.ts --gb 1 --out /tmp/svcops-bench-1g.json   # once, ~1 min
- *   npx tsx bench/backup/run.ts --info /tmp/svcops-bench-1g.json
+ *   node bench/backup/generate.ts --gb 1 --out /tmp/svcops-bench-1g.json   # once, ~1 min
+ *   node bench/backup/run.ts --info /tmp/svcops-bench-1g.json
  */
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -108,14 +108,14 @@ try {
     ),
   )
   rmSync(gpgOut)
-  const create = await measure('`svcops backup create`', `bin/svcops --env-file ${envFile} --json backup create`)
+  const create = await measure('`svcops backup create`', `bin/svcops --stack-file ${envFile} --json backup create`)
   const manifest = (JSON.parse(create.stdout) as { backup: { id: string; file: string; sizes: { encrypted: number } } }).backup
   create.outBytes = manifest.sizes.encrypted
   rows.push(create)
   rows.push(
     await measure(
       '`svcops backup verify --restore-test`',
-      `bin/svcops --env-file ${envFile} --json backup verify ${manifest.id} --restore-test`,
+      `bin/svcops --stack-file ${envFile} --json backup verify ${manifest.id} --restore-test`,
     ),
   )
 

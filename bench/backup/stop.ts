@@ -1,7 +1,7 @@
 /**
  * Stops the benchmark database that generate.ts left running and removes its files and the info file.
  *
- *   npx tsx bench/backup/stop.ts --info /tmp/svcops-bench-1g.json
+ *   node bench/backup/stop.ts --info /tmp/svcops-bench-1g.json
  */
 import { readFileSync, rmSync } from 'node:fs'
 import { parseArgs } from 'node:util'

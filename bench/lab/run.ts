@@ -4,7 +4,7 @@
  * the first measured run (the lab caches them; a cold build adds a few seconds to the first lab up
  * after a change of the service's sources). Prints a Markdown table plus the slowest steps.
  *
- *   npx tsx bench/lab/run.ts [--hosts 1,10] [--runs 3]
+ *   node bench/lab/run.ts [--hosts 1,10] [--runs 3]
  */
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'

@@ -2,18 +2,17 @@
  * `svcops scan sdk` against `rg` on the same generated C++ tree with the same symbol list, side by
  * side in one run. The tree is deterministic (seeded): ordinary code, comments and string literals
  * that mention the symbols (traps), similarly named identifiers, and real uses in a few files.
- * Prints a Markdown table per tree size: median wall time of the CLI as a user runs it (bin/svcops,
- * from the build in dist/ when it is current), lines per second and findings; the scan phase of
- * svcops measured in-process (warm, no start-up); and the start-up of Node alone and of svcops.
+ * Prints a Markdown table per tree size: median wall time of the CLI as a user runs it
+ * (`node bin/svcops`, on the Node running this file), lines per second and findings; the scan phase
+ * of svcops measured in-process (warm, no start-up); and the start-up of Node alone and of svcops.
  *
- *   npx tsx bench/scan/run.ts [--lines 400000,2000000] [--runs 11] [--from 1.0.0] [--to 7.0.0] [--keep]
+ *   node bench/scan/run.ts [--lines 400000,2000000] [--runs 11] [--from 1.0.0] [--to 7.0.0] [--keep]
  */
 import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { currentBuild } from '../../bin/build-state.cjs'
 import { parseArgs } from 'node:util'
 import { findBinary } from '../../src/core/runner.ts'
 import { CPP_EXTENSIONS, scanSdk, sdkSymbolRules } from '../../src/releases/sdk-scan.ts'
@@ -100,10 +99,6 @@ function makeFile(index: number): string {
   return lines.join('\n')
 }
 
-const fromBuild = currentBuild(ROOT) !== undefined
-if (!fromBuild)
-  process.stderr.write('dist/ is missing or older than the sources: the CLI rows measure the tsx path. Run `npm run build` first.\n')
-
 /** Generates a tree of at least `target` lines; returns its folder, files and lines. */
 function generateTree(target: number): { dir: string; files: number; lines: number } {
   const dir = mkdtempSync(join(tmpdir(), 'svcops-bench-scan-'))
@@ -138,11 +133,11 @@ const globs = CPP_EXTENSIONS.flatMap((e) => ['-g', `*${e}`])
 const startup = { node: [] as number[], svcops: [] as number[] }
 for (let r = 0; r < runs; r++) {
   startup.node.push((await timed([process.execPath, '-e', '0'])).ms)
-  startup.svcops.push((await timed([CLI, '--version'])).ms)
+  startup.svcops.push((await timed([process.execPath, CLI, '--version'])).ms)
 }
 
 const out: string[] = [
-  `${cpus().length} CPUs; median of ${runs} runs; symbols ${values.from} -> ${values.to}; svcops CLI from ${fromBuild ? 'the build (dist/)' : 'the sources (tsx)'}.`,
+  `${cpus().length} CPUs; median of ${runs} runs; symbols ${values.from} -> ${values.to}; Node ${process.version}, svcops from its sources (compile cache in node_modules/.cache).`,
   '',
 ]
 for (const target of sizes) {
@@ -158,8 +153,8 @@ for (const target of sizes) {
     ...symbols.flatMap((s) => ['-e', s]),
     tree.dir,
   ]
-  // As a user runs it: the executable itself, bin/svcops, with the Node flags it chooses.
-  const svcopsArgv = [CLI, 'scan', 'sdk', tree.dir, '--from', values.from, '--to', values.to]
+  // As a user runs it: bin/svcops, on the same Node as `node -e 0` above.
+  const svcopsArgv = [process.execPath, CLI, 'scan', 'sdk', tree.dir, '--from', values.from, '--to', values.to]
   const results: Record<'rg' | 'svcops', { ms: number[]; findings: number }> = {
     rg: { ms: [], findings: 0 },
     svcops: { ms: [], findings: 0 },

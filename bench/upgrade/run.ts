@@ -10,7 +10,7 @@
  *    playbook (serial [1, 5], forks 5, pipelining on; pg_dump once, then per host: copy the .deb,
  *    stop, dpkg -i, start, wait for GET /, status, last log lines).
  *
- *   npx tsx bench/upgrade/run.ts [--rounds 3] [--fleet 10] [--fleet-rounds 3]
+ *   node bench/upgrade/run.ts [--rounds 3] [--fleet 10] [--fleet-rounds 3]
  *
  * Each fleet round runs both tools 1.4.0 -> 1.5.0 (svcops puts the fleet back on 1.4.0 between
  * runs, unmeasured); the table gives the median and the range.
@@ -113,7 +113,7 @@ async function svcopsUpgrade(
   }
 }> {
   const t0 = performance.now()
-  const r = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', to, '--yes', '--json', ...extra])
+  const r = await runCli(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', to, '--yes', '--json', ...extra])
   const wall = performance.now() - t0
   if (r.code !== 0) throw new Error(`svcops upgrade failed (${r.code}): ${r.stderr.slice(-500)}`)
   const out = JSON.parse(r.stdout) as { report: Awaited<ReturnType<typeof svcopsUpgrade>>['report'] }

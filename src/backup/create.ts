@@ -26,6 +26,7 @@ import {
   spawnPgTool,
   type DatabaseTarget,
 } from '../drivers/postgres.ts'
+import { signManifest, type SigningKey } from './signing.ts'
 import type { BackupStore } from './store.ts'
 import { HashingTap, toWebStream } from './streams.ts'
 
@@ -36,6 +37,8 @@ export interface CreateBackupOptions {
   store: BackupStore
   database: DatabaseTarget
   recipients: Recipient[]
+  /** The key that signs the manifest (`readSigningKey`); one of the trusted signers. */
+  signer: SigningKey
   /** Environment name; the first part of the backup id. */
   environment: string
   /** pg_dump --compress level 0-9 (default 1). */
@@ -48,14 +51,14 @@ export interface CreateBackupOptions {
 }
 
 /** The steps `createBackup` takes, for --dry-run. */
-export function planBackup(options: Omit<CreateBackupOptions, 'store'> & { storeLocation: string }): string[] {
+export function planBackup(options: Omit<CreateBackupOptions, 'store' | 'signer'> & { storeLocation: string }): string[] {
   const d = options.database
   return [
     `check that pg_dump is installed and not older than the server at ${d.host}:${d.port}`,
     `open a read-only snapshot of ${d.name} and record its schema fingerprint and row counts`,
     `stream pg_dump --format=custom --compress=${options.compressionLevel ?? DEFAULT_COMPRESSION_LEVEL} of that snapshot through OpenPGP encryption to ${options.recipients.map((r) => r.fingerprint).join(', ')}`,
     `write the encrypted dump to ${options.storeLocation} (0600), computing its SHA-256 on the way, and sync it`,
-    `write the manifest last`,
+    `sign the manifest (it holds the dump's SHA-256) and write the signature, then the manifest last`,
   ]
 }
 
@@ -105,7 +108,13 @@ export async function createBackup(options: CreateBackupOptions): Promise<Manife
       sizes: { dump: streamed.dumpBytes, encrypted: streamed.encryptedBytes },
       checksums: { encryptedSha256: streamed.encryptedSha256, dumpSha256: streamed.dumpSha256 },
     }
-    await events.step('write the manifest', () => store.writeText(files.manifest, JSON.stringify(manifest, null, 2) + '\n'))
+    const text = JSON.stringify(manifest, null, 2) + '\n'
+    const signature = await signManifest(Buffer.from(text, 'utf8'), options.signer)
+    await events.step(`sign and write the manifest (key ${options.signer.fingerprint})`, async () => {
+      // The signature first: the manifest, written last, is what makes the backup exist.
+      await store.writeText(files.signature, signature)
+      await store.writeText(files.manifest, text)
+    })
     return manifest
   } finally {
     await client.end().catch(() => undefined)

@@ -1,10 +1,16 @@
 /**
- * Reading a backup back: the checksum of the stored file, then the decrypted dump as a stream.
- * Decryption streams (openpgp.js `allowUnauthenticatedStream`) only after the ciphertext's SHA-256
- * matched the manifest — the integrity check at the end of the OpenPGP message then can only
- * confirm what the checksum already proved, and memory stays bounded.
+ * Reading a backup back. The stored file is read once, into a private copy (0600 in a 0700 temp
+ * dir) while its size and SHA-256 are computed; only when both equal the signed manifest's is the
+ * copy decrypted and loaded. Checking one read and loading another would let whoever can write the
+ * store swap the file in between. Decryption streams (openpgp.js `allowUnauthenticatedStream`) —
+ * the integrity check at the end of the OpenPGP message then can only confirm what the checksum
+ * already proved, and memory stays bounded. The copy is ciphertext: no plaintext touches disk.
  */
-import { Writable, Readable } from 'node:stream'
+import { createReadStream, createWriteStream } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Readable, Transform, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import * as openpgp from 'openpgp'
 import { BadInputError, OperationError } from '../core/errors.ts'
@@ -15,12 +21,10 @@ import { HashingTap, toWebStream } from './streams.ts'
 
 /** A check that failed, named for the report ("checksum", "decrypt", ...). */
 export class CheckFailedError extends OperationError {
-  constructor(
-    readonly check: string,
-    message: string,
-    hint?: string,
-  ) {
+  readonly check: string
+  constructor(check: string, message: string, hint?: string) {
     super(message, hint)
+    this.check = check
   }
 }
 
@@ -29,8 +33,20 @@ export function discard(): Writable {
   return new Writable({ write: (_chunk, _encoding, callback) => callback() })
 }
 
-/** Size and SHA-256 of the stored file against the manifest. */
-export async function checkStoredFile(store: BackupStore, manifest: Manifest): Promise<{ size: number; sha256: string }> {
+/** The stored file, copied once into a private place after its size and SHA-256 matched the manifest. */
+export interface CheckedCopy {
+  path: string
+  size: number
+  sha256: string
+  /** Removes the copy and its directory. Safe to call twice. */
+  remove(): Promise<void>
+}
+
+/**
+ * Copies the backup's file out of the store in one read, hashing it on the way, and refuses it
+ * unless size and SHA-256 are the manifest's. Everything afterwards reads the copy.
+ */
+export async function checkedCopy(store: BackupStore, manifest: Manifest): Promise<CheckedCopy> {
   const size = await store.size(manifest.file)
   if (size === undefined)
     throw new CheckFailedError('file', `The file ${manifest.file} of backup ${manifest.id} is missing from ${store.location}.`)
@@ -40,21 +56,48 @@ export async function checkStoredFile(store: BackupStore, manifest: Manifest): P
       `The file ${manifest.file} has ${size} bytes; the manifest says ${manifest.sizes.encrypted} (truncated or replaced).`,
     )
   }
+  const dir = await mkdtemp(join(tmpdir(), 'svcops-backup-'))
+  const remove = (): Promise<void> => rm(dir, { recursive: true, force: true })
+  const path = join(dir, 'backup.pgp')
   const tap = new HashingTap()
-  await pipeline(await store.openRead(manifest.file), tap, discard())
+  try {
+    const limit = manifest.sizes.encrypted
+    let seen = 0
+    const cap = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        seen += chunk.length
+        // A file that grows while it is read is not the one that was measured.
+        if (seen > limit)
+          callback(
+            new CheckFailedError('size', `The file ${manifest.file} grew past the manifest's ${limit} bytes while it was read (replaced).`),
+          )
+        else callback(null, chunk)
+      },
+    })
+    await pipeline(
+      await store.openRead(manifest.file),
+      cap,
+      tap,
+      createWriteStream(path, { flags: 'wx', mode: 0o600, highWaterMark: 1 << 20 }),
+    )
+  } catch (error) {
+    await remove()
+    throw error
+  }
   const sha256 = tap.digest()
-  if (sha256 !== manifest.checksums.encryptedSha256) {
+  if (tap.bytes !== manifest.sizes.encrypted || sha256 !== manifest.checksums.encryptedSha256) {
+    await remove()
     throw new CheckFailedError(
       'checksum',
       `The SHA-256 of ${manifest.file} is ${sha256}; the manifest says ${manifest.checksums.encryptedSha256} (the file is corrupted).`,
     )
   }
-  return { size, sha256 }
+  return { path, size: tap.bytes, sha256, remove }
 }
 
 /** Refuses a private key that is not one of the backup's recipients, naming both sides. */
-export async function checkRecipientKey(store: BackupStore, manifest: Manifest, identity: openpgp.PrivateKey): Promise<void> {
-  const message = await readStoredMessage(store, manifest)
+export async function checkRecipientKey(copy: CheckedCopy, manifest: Manifest, identity: openpgp.PrivateKey): Promise<void> {
+  const message = await readStoredMessage(copy, manifest)
   const recipients = message.getEncryptionKeyIDs().map((id) => id.toHex().toUpperCase())
   const ours = keyIdsOf(identity)
   if (!recipients.some((id) => ours.includes(id))) {
@@ -66,9 +109,9 @@ export async function checkRecipientKey(store: BackupStore, manifest: Manifest, 
   }
 }
 
-async function readStoredMessage(store: BackupStore, manifest: Manifest): Promise<openpgp.Message<ReadableStream<Uint8Array>>> {
+async function readStoredMessage(copy: CheckedCopy, manifest: Manifest): Promise<openpgp.Message<ReadableStream<Uint8Array>>> {
   try {
-    return await openpgp.readMessage({ binaryMessage: toWebStream(await store.openRead(manifest.file)) })
+    return await openpgp.readMessage({ binaryMessage: toWebStream(createReadStream(copy.path, { highWaterMark: 1 << 20 })) })
   } catch (error) {
     throw new CheckFailedError('decrypt', `The file ${manifest.file} is not an OpenPGP message (${(error as Error).message}).`)
   }
@@ -78,10 +121,10 @@ async function readStoredMessage(store: BackupStore, manifest: Manifest): Promis
  * The decrypted dump as a Node stream. Errors while streaming (a failed integrity check, a
  * truncated file) surface as stream errors naming the `decrypt` check.
  */
-export async function openDecrypted(store: BackupStore, manifest: Manifest, identity: openpgp.PrivateKey): Promise<Readable> {
+export async function openDecrypted(copy: CheckedCopy, manifest: Manifest, identity: openpgp.PrivateKey): Promise<Readable> {
   if (!identity.isDecrypted())
     throw new BadInputError('backup.identity: the private key is still locked; expected it unlocked with backup.passphrase.')
-  const message = await readStoredMessage(store, manifest)
+  const message = await readStoredMessage(copy, manifest)
   let data: ReadableStream<Uint8Array>
   try {
     const result = await openpgp.decrypt({

@@ -11,7 +11,7 @@ import { pipeline } from 'node:stream/promises'
 import pg from 'pg'
 import { CommandError } from '../core/errors.ts'
 import { requireBinary } from '../core/runner.ts'
-import { decryptFailure } from './decrypt.ts'
+import { CheckFailedError, decryptFailure } from './decrypt.ts'
 import type { Manifest } from './manifest.ts'
 import { lastLine, libpqEnv, spawnPgTool, type DatabaseTarget, type PgTool } from '../drivers/postgres.ts'
 import { HashingTap } from './streams.ts'
@@ -110,7 +110,10 @@ export async function dropStatements(client: Pick<pg.ClientBase, 'query'>, schem
 
 /**
  * Replaces the contents of `target` with the dump, all or nothing: the drop statements and the
- * dump's SQL run in one transaction of `psql --single-transaction -v ON_ERROR_STOP=1`.
+ * dump's SQL run in one transaction of `psql --single-transaction -v ON_ERROR_STOP=1`. psql commits
+ * when its input ends, so its input ends only after pg_restore exited 0 and the whole dump went
+ * through with the manifest's size and SHA-256; otherwise psql is killed first (no commit) and the
+ * database stays as it was.
  */
 export async function loadOverDatabase(
   manifest: Manifest,
@@ -130,19 +133,43 @@ export async function loadOverDatabase(
   const psqlIn = psql.child.stdin
   if (!restoreIn || !restoreOut || !psqlIn) throw new CommandError('pg_restore or psql was started without its streams.', null, '')
   const preamble = Buffer.from(drops.join('\n') + '\n')
+  const dumpFlow = pipeline(dump, tap, restoreIn)
+  let result: LoadResult | undefined
+  let refusal: unknown
   async function* sql(): AsyncGenerator<Buffer> {
-    yield preamble
-    for await (const chunk of restoreOut as AsyncIterable<Buffer>) yield chunk
+    try {
+      yield preamble
+      for await (const chunk of restoreOut as AsyncIterable<Buffer>) yield chunk
+      await dumpFlow
+      const exit = await restore.exited
+      if (exit.code !== 0) throw failed('pg_restore', exit, target.name)
+      result = { dumpBytes: tap.bytes, dumpSha256: tap.digest() }
+      if (result.dumpSha256 !== manifest.checksums.dumpSha256 || result.dumpBytes !== manifest.sizes.dump)
+        throw new CheckFailedError(
+          'decrypt',
+          `The decrypted dump has ${result.dumpBytes} bytes with SHA-256 ${result.dumpSha256}; the manifest says ${manifest.sizes.dump} bytes with ${manifest.checksums.dumpSha256}; nothing was committed.`,
+        )
+    } catch (error) {
+      // The end of psql's input would commit: kill it before the pipe closes.
+      refusal = error
+      psql.child.kill('SIGKILL')
+      throw error
+    }
   }
-  const flow = Promise.all([pipeline(dump, tap, restoreIn), pipeline(Readable.from(sql()), psqlIn)]).then(() => undefined)
-  await settle(
-    manifest,
-    flow,
-    [
-      { name: 'pg_restore', exited: restore.exited },
-      { name: 'psql', exited: psql.exited },
-    ],
-    target.name,
-  )
-  return { dumpBytes: tap.bytes, dumpSha256: tap.digest() }
+  const flow = Promise.all([dumpFlow, pipeline(Readable.from(sql()), psqlIn)]).then(() => undefined)
+  try {
+    await settle(
+      manifest,
+      flow,
+      [
+        { name: 'pg_restore', exited: restore.exited },
+        { name: 'psql', exited: psql.exited },
+      ],
+      target.name,
+    )
+  } catch (error) {
+    throw refusal instanceof CheckFailedError || refusal instanceof CommandError ? refusal : error
+  }
+  if (!result) throw new CommandError(`psql into ${target.name} ended before the dump was complete; nothing was committed.`, null, '')
+  return result
 }

@@ -56,8 +56,8 @@ export const verifyRecordSchema = z.object({
 export type VerifyRecord = z.infer<typeof verifyRecordSchema>
 
 /** File names of one backup in the store. */
-export function backupFiles(id: string): { dump: string; manifest: string; verified: string } {
-  return { dump: `${id}.dump.pgp`, manifest: `${id}.manifest.json`, verified: `${id}.verified.json` }
+export function backupFiles(id: string): { dump: string; manifest: string; signature: string; verified: string } {
+  return { dump: `${id}.dump.pgp`, manifest: `${id}.manifest.json`, signature: `${id}.manifest.json.sig`, verified: `${id}.verified.json` }
 }
 
 const ID = /^[a-z0-9][a-z0-9_-]*-\d{8}T\d{6}Z-[0-9a-f]{4}$/
@@ -81,8 +81,12 @@ export function assertBackupId(id: string): string {
   return id
 }
 
-/** Parses a manifest's text; `where` names the file in the error. */
-export function parseManifest(text: string, where: string): Manifest {
+/**
+ * Parses a manifest's text; `where` names the file in the error. With `expectedId`, the manifest
+ * must describe that very backup and name its own dump, `<id>.dump.pgp` in the store directory: a
+ * manifest is read from a store others may write to, and its `file` becomes a path to read.
+ */
+export function parseManifest(text: string, where: string, expectedId?: string): Manifest {
   let raw: unknown
   try {
     raw = JSON.parse(text)
@@ -96,5 +100,25 @@ export function parseManifest(text: string, where: string): Manifest {
       `${where}: ${issue ? `${issue.path.join('.') || '(root)'}: ${issue.message}` : 'invalid'}; expected a ${MANIFEST_FORMAT} manifest.`,
     )
   }
-  return result.data
+  const manifest = result.data
+  if (expectedId !== undefined) {
+    if (manifest.id !== expectedId)
+      throw new BadInputError(`${where}: id: '${manifest.id}' is not the backup asked for; expected '${expectedId}'.`)
+    const dump = backupFiles(expectedId).dump
+    if (manifest.file !== dump)
+      throw new BadInputError(
+        `${where}: file: '${manifest.file}' is not this backup's dump; expected '${dump}' in the store directory (a manifest never names another path).`,
+      )
+  }
+  return manifest
+}
+
+/**
+ * Refuses a store file name that is not a plain name in the store directory: no directory part,
+ * no `.` or `..`, no NUL. Every store path is built through this.
+ */
+export function assertPlainName(name: string, location: string): string {
+  if (name === '' || name === '.' || name === '..' || /[/\\\0]/.test(name))
+    throw new BadInputError(`'${name}' is not a file name inside the backup store ${location}; expected a plain name (no '/', no '..').`)
+  return name
 }

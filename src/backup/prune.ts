@@ -6,11 +6,18 @@
 import { BadInputError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { backupFiles, parseManifest, verifyRecordSchema, type Manifest, type VerifyRecord } from './manifest.ts'
+import { checkManifestSignature, type Signer } from './signing.ts'
 import type { BackupStore } from './store.ts'
 
 export interface BackupEntry {
   id: string
   manifest: Manifest
+  /**
+   * `trusted`: signed by one of the signers given to `listBackups`; `untrusted`: signed, but not
+   * verifiably by one of them; `unsigned`: no signature (made before svcops signed backups, or
+   * planted — restorable only with --allow-unsigned); `unchecked`: signed, no signers were given.
+   */
+  signature: 'trusted' | 'untrusted' | 'unsigned' | 'unchecked'
   /** The last verification, if any. */
   verified?: VerifyRecord
 }
@@ -18,15 +25,17 @@ export interface BackupEntry {
 const MANIFEST_SUFFIX = '.manifest.json'
 
 /** Every complete backup in the store, newest first. Unreadable manifests are reported as warnings. */
-export async function listBackups(store: BackupStore): Promise<BackupEntry[]> {
+export async function listBackups(store: BackupStore, options: { signers?: Signer[] } = {}): Promise<BackupEntry[]> {
   const names = new Set(await store.names())
   const entries: BackupEntry[] = []
   for (const name of names) {
     if (!name.endsWith(MANIFEST_SUFFIX)) continue
     const id = name.slice(0, -MANIFEST_SUFFIX.length)
     let manifest: Manifest
+    let text: string
     try {
-      manifest = parseManifest(await store.readText(name), `${store.location}/${name}`)
+      text = await store.readText(name)
+      manifest = parseManifest(text, `${store.location}/${name}`, id)
     } catch (error) {
       events.warn(`skipping ${name}: ${(error as Error).message}`)
       continue
@@ -37,13 +46,48 @@ export async function listBackups(store: BackupStore): Promise<BackupEntry[]> {
     }
     const files = backupFiles(id)
     let verified: VerifyRecord | undefined
-    if (names.has(files.verified)) {
-      const parsed = verifyRecordSchema.safeParse(JSON.parse(await store.readText(files.verified)))
-      if (parsed.success) verified = parsed.data
+    if (names.has(files.verified)) verified = await readVerifyRecord(store, id)
+    let signature: BackupEntry['signature'] = 'unsigned'
+    if (names.has(files.signature)) {
+      if (!options.signers) signature = 'unchecked'
+      else {
+        const check = await store
+          .readText(files.signature)
+          .then((armored) => checkManifestSignature(Buffer.from(text, 'utf8'), armored, options.signers ?? []))
+          .catch(() => ({ signed: false }))
+        signature = check.signed ? 'trusted' : 'untrusted'
+      }
     }
-    entries.push({ id, manifest, ...(verified ? { verified } : {}) })
+    entries.push({ id, manifest, signature, ...(verified ? { verified } : {}) })
   }
   return entries.sort((a, b) => b.manifest.completedAt.localeCompare(a.manifest.completedAt))
+}
+
+/**
+ * The verification record of `id`, or undefined (with a warning naming the file) when it is not
+ * valid JSON, not a record, or about another backup: a broken record makes a backup count as not
+ * verified, never breaks the listing.
+ */
+async function readVerifyRecord(store: BackupStore, id: string): Promise<VerifyRecord | undefined> {
+  const name = backupFiles(id).verified
+  let raw: unknown
+  try {
+    raw = JSON.parse(await store.readText(name))
+  } catch (error) {
+    events.warn(
+      `ignoring ${store.location}/${name}: ${error instanceof SyntaxError ? 'not valid JSON' : (error as Error).message}; backup ${id} counts as not verified`,
+    )
+    return undefined
+  }
+  const parsed = verifyRecordSchema.safeParse(raw)
+  if (!parsed.success || parsed.data.id !== id) {
+    const issue = parsed.success
+      ? `id: '${parsed.data.id}' is not ${id}`
+      : `${parsed.error.issues[0]?.path.join('.') || '(root)'}: ${parsed.error.issues[0]?.message ?? 'invalid'}`
+    events.warn(`ignoring ${store.location}/${name}: ${issue}; backup ${id} counts as not verified`)
+    return undefined
+  }
+  return parsed.data
 }
 
 export interface PruneOptions {
@@ -91,6 +135,7 @@ export async function pruneBackups(store: BackupStore, options: PruneOptions): P
     const files = backupFiles(id)
     await events.step(`remove backup ${id}`, async () => {
       await store.remove(files.manifest)
+      await store.remove(files.signature)
       await store.remove(files.verified)
       await store.remove(files.dump)
     })

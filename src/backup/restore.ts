@@ -9,11 +9,12 @@ import type * as openpgp from 'openpgp'
 import { BadInputError, OperationError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { compareRowCounts, rowCounts, schemaFingerprint } from '../drivers/fingerprint.ts'
-import { checkRecipientKey, checkStoredFile, openDecrypted, CheckFailedError } from './decrypt.ts'
+import { checkedCopy, checkRecipientKey, openDecrypted } from './decrypt.ts'
 import { dropStatements, loadOverDatabase } from './load.ts'
 import type { Manifest } from './manifest.ts'
 import {
   assertToolFits,
+  assertToolPatched,
   clientConfig,
   connectDatabase,
   findPgTool,
@@ -22,9 +23,9 @@ import {
   type DatabaseTarget,
 } from '../drivers/postgres.ts'
 import type { BackupStore } from './store.ts'
-import { readManifest } from './verify-backup.ts'
+import { readManifest, type BackupTrust } from './verify-backup.ts'
 
-export interface RestoreOptions {
+export interface RestoreOptions extends BackupTrust {
   /** Unlocked private key of a recipient (`readIdentity`). */
   identity: openpgp.PrivateKey
   /** The caller confirmed that the database will be replaced (the CLI asks, or --yes). */
@@ -46,7 +47,7 @@ export interface RestoreReport {
 /** The steps `restoreBackup` takes, for --dry-run. */
 export function planRestore(manifest: Manifest, target: DatabaseTarget): string[] {
   return [
-    `check the manifest, size and SHA-256 of ${manifest.file} and that the private key is a recipient`,
+    `check the manifest's signature by a trusted signer, then copy ${manifest.file} once into a private file and check its size and SHA-256 and that the private key is a recipient`,
     `check that ${target.host}:${target.port} runs PostgreSQL ${majorOf(manifest.versions.serverNum)} or newer, pg_restore is ${manifest.versions.pgDump.split('.')[0]} or newer, and nobody else is connected to ${target.name}`,
     `in one transaction: drop the objects in ${target.name} and load backup ${manifest.id} (taken ${manifest.completedAt}, ${Object.values(manifest.rowCounts).reduce((a, b) => a + b, 0)} rows)`,
     `compare row counts and schema fingerprint ${manifest.fingerprint.slice(0, 16)}… with the manifest`,
@@ -71,7 +72,7 @@ export async function restoreBackup(
   options: RestoreOptions,
 ): Promise<RestoreReport> {
   const started = Date.now()
-  const manifest = await readManifest(store, id)
+  const { manifest } = await readManifest(store, id, options)
   if (!options.confirmed) {
     throw new BadInputError(
       `Restoring backup ${id} replaces every table in ${target.name} on ${target.host}:${target.port}; it needs confirmation.`,
@@ -81,13 +82,23 @@ export async function restoreBackup(
   assertFingerprintFits(manifest, options.expectFingerprint)
   const pgRestore = await findPgTool('pg_restore')
   assertToolFits(pgRestore, manifest.versions.pgDump, Number(manifest.versions.pgDump.split('.')[0]), 'the pg_dump that made the backup')
+  assertToolPatched(pgRestore)
+  assertToolPatched(await findPgTool('psql'))
 
-  await events.step(`check ${manifest.file} (size, SHA-256, key)`, async () => {
-    await checkStoredFile(store, manifest)
-    await checkRecipientKey(store, manifest, options.identity)
+  // One read of the stored file: what was checked is what is decrypted and loaded.
+  const copy = await events.step(`check ${manifest.file} (size, SHA-256, key) into a private copy`, async () => {
+    const checked = await checkedCopy(store, manifest)
+    try {
+      await checkRecipientKey(checked, manifest, options.identity)
+    } catch (error) {
+      await checked.remove()
+      throw error
+    }
+    return checked
   })
-  const client = await connectDatabase(target)
+  let client: Awaited<ReturnType<typeof connectDatabase>> | undefined
   try {
+    client = await connectDatabase(target)
     const version = await serverVersion(client)
     if (majorOf(version.num) < majorOf(manifest.versions.serverNum)) {
       throw new OperationError(
@@ -107,14 +118,9 @@ export async function restoreBackup(
     const schemas = manifest.schemas
     const drops = await dropStatements(client, schemas)
     await events.step(`restore backup ${id} into ${target.name} (one transaction)`, async () => {
-      const dump = await openDecrypted(store, manifest, options.identity)
-      const loaded = await loadOverDatabase(manifest, dump, pgRestore, target, drops)
-      if (loaded.dumpSha256 !== manifest.checksums.dumpSha256) {
-        throw new CheckFailedError(
-          'decrypt',
-          `The decrypted dump's SHA-256 ${loaded.dumpSha256} differs from the manifest's ${manifest.checksums.dumpSha256}.`,
-        )
-      }
+      const dump = await openDecrypted(copy, manifest, options.identity)
+      // psql commits only once the whole dump went through and its SHA-256 is the manifest's.
+      await loadOverDatabase(manifest, dump, pgRestore, target, drops)
     })
     const config = clientConfig(target)
     const schemaOptions = schemas.length > 0 ? { schemas } : {}
@@ -144,6 +150,7 @@ export async function restoreBackup(
       durationMs: Date.now() - started,
     }
   } finally {
-    await client.end().catch(() => undefined)
+    await client?.end().catch(() => undefined)
+    await copy.remove()
   }
 }

@@ -10,7 +10,9 @@ import type { sshSchema } from '../config/schema.ts'
 import { OperationError } from '../core/errors.ts'
 import { runCommand } from '../core/runner.ts'
 import { SshTransport } from '../drivers/ssh.ts'
-import type { BackupStore, StoreWriter } from './store.ts'
+import { assertPlainName } from './manifest.ts'
+import { MAX_TEXT_BYTES, tooLargeInStore } from './limits.ts'
+import type { BackupStore, StoreWriter } from './store-interface.ts'
 
 // The members of ssh2's SFTP session used here (ssh2 ships no type declarations of its own).
 interface SftpLike {
@@ -35,16 +37,17 @@ export class SshStore implements BackupStore {
   readonly location: string
   private sftpSession: Promise<SftpLike> | undefined
 
-  constructor(
-    private readonly transport: SshTransport,
-    private readonly dir: string,
-    target: { user: string; host: string; port: number },
-  ) {
+  private readonly transport: SshTransport
+  private readonly dir: string
+
+  constructor(transport: SshTransport, dir: string, target: { user: string; host: string; port: number }) {
+    this.transport = transport
+    this.dir = dir
     this.location = `${target.user}@${target.host}:${target.port}:${dir}`
   }
 
   private path(name: string): string {
-    return posix.join(this.dir, name)
+    return posix.join(this.dir, assertPlainName(name, this.location))
   }
 
   private sftp(): Promise<SftpLike> {
@@ -72,7 +75,16 @@ export class SshStore implements BackupStore {
 
   async readText(name: string): Promise<string> {
     const chunks: Buffer[] = []
-    for await (const chunk of await this.openRead(name)) chunks.push(chunk as Buffer)
+    let size = 0
+    const stream = await this.openRead(name)
+    for await (const chunk of stream) {
+      size += (chunk as Buffer).length
+      if (size > MAX_TEXT_BYTES) {
+        stream.destroy()
+        throw tooLargeInStore(this.location, name, (await this.size(name)) ?? size)
+      }
+      chunks.push(chunk as Buffer)
+    }
     return Buffer.concat(chunks).toString('utf8')
   }
 
@@ -90,9 +102,9 @@ export class SshStore implements BackupStore {
   }
 
   async createWriter(name: string): Promise<StoreWriter> {
-    await this.ensure()
-    const partial = this.path(name + PARTIAL)
     const final = this.path(name)
+    const partial = this.path(name + PARTIAL)
+    await this.ensure()
     const stream = (await this.sftp()).createWriteStream(partial, { flags: 'wx', mode: 0o600 })
     const closed = new Promise<void>((resolve) => stream.once('close', () => resolve()))
     return {
@@ -142,7 +154,7 @@ export class SshStore implements BackupStore {
 /** Opens the store `path` on the host `ssh` names (backup.store.ssh). */
 export function openSshStore(ssh: z.infer<typeof sshSchema>, path: string): SshStore {
   const transport = new SshTransport(
-    { host: ssh.host, port: ssh.port, user: ssh.user, keyFile: ssh.keyFile, hostKey: ssh.hostKey },
+    { host: ssh.host, port: ssh.port, user: ssh.user, keyFile: ssh.keyFile, hostKey: ssh.hostKey, trustOnFirstUse: ssh.trustOnFirstUse },
     { name: `backup store ${ssh.host}` },
   )
   return new SshStore(transport, path, { user: ssh.user, host: ssh.host, port: ssh.port })

@@ -52,7 +52,7 @@ export const createEncryptedBackup = defineStep<BackupRunContext>({
   once: true,
   describe: (ctx) => planBackup({ ...ctx.backup.createOptions, storeLocation: ctx.backup.store.location }),
   async act(ctx) {
-    const m = await createBackup(ctx.backup.createOptions)
+    const m = await createBackup({ ...ctx.backup.createOptions, signer: await ctx.backup.signingKey() })
     ctx.journal.update({ backupId: m.id, fingerprintBefore: m.fingerprint })
     return { changed: [`created backup ${m.id} (${formatBytes(m.sizes.encrypted)})`], data: { backupId: m.id, bytes: m.sizes.encrypted } }
   },
@@ -63,13 +63,14 @@ export const verifyWithTestRestore = defineStep<BackupRunContext>({
   title: 'verify the backup: checksum, decrypt, test restore, fingerprint and row counts',
   once: true,
   describe: (ctx) => [
-    `check the manifest and the SHA-256 of the encrypted file in ${ctx.backup.store.location}`,
+    `check the manifest's signature against backup.signers, then the SHA-256 of the encrypted file in ${ctx.backup.store.location} (one read, into a private copy)`,
     `decrypt with backup.identity and restore into a scratch database on ${ctx.backup.database.host}:${ctx.backup.database.port}; compare fingerprint and row counts; drop it`,
   ],
   async act(ctx) {
     const id = backupIdOf(ctx)
     const report = await verifyBackup(ctx.backup.store, id, {
       identity: await readIdentity(ctx.backup.backup),
+      signers: ctx.backup.signers,
       restoreTest: { server: ctx.backup.database },
     })
     assertVerified(report)

@@ -4,37 +4,16 @@
  * name and become visible only after they are synced and renamed, so a reader never sees half a file.
  */
 import { createReadStream, createWriteStream, type WriteStream } from 'node:fs'
-import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises'
+import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import type { Readable, Writable } from 'node:stream'
+import type { Readable } from 'node:stream'
 import type { BackupConfig } from '../config/schema.ts'
 import { OperationError } from '../core/errors.ts'
+import type { BackupStore, StoreWriter } from './store-interface.ts'
+import { MAX_TEXT_BYTES, tooLargeInStore } from './limits.ts'
+import { assertPlainName } from './manifest.ts'
 
-/** A file being written to the store; invisible until `commit`. */
-export interface StoreWriter {
-  readonly stream: Writable
-  /** Syncs the file to stable storage and gives it its final name. Call after `stream` finished. */
-  commit(): Promise<void>
-  /** Removes the partial file (after a failure). Safe to call twice. */
-  abort(): Promise<void>
-}
-
-/** Where backups are kept. Names are plain file names (no directories). */
-export interface BackupStore {
-  /** Human-readable place, for messages: a path, or user@host:path. */
-  readonly location: string
-  /** Names of the complete files in the store. */
-  names(): Promise<string[]>
-  readText(name: string): Promise<string>
-  /** Writes a small file atomically (0600, synced, then renamed into place). */
-  writeText(name: string, text: string): Promise<void>
-  openRead(name: string): Promise<Readable>
-  createWriter(name: string): Promise<StoreWriter>
-  /** Size in bytes, or undefined when the file does not exist. */
-  size(name: string): Promise<number | undefined>
-  remove(name: string): Promise<void>
-  close(): Promise<void>
-}
+export type { BackupStore, StoreWriter } from './store-interface.ts'
 
 const PARTIAL = '.partial'
 
@@ -46,7 +25,7 @@ export class LocalStore implements BackupStore {
   }
 
   private path(name: string): string {
-    return join(this.location, name)
+    return join(this.location, assertPlainName(name, this.location))
   }
 
   async ensure(): Promise<void> {
@@ -62,8 +41,15 @@ export class LocalStore implements BackupStore {
     }
   }
 
-  readText(name: string): Promise<string> {
-    return readFile(this.path(name), 'utf8')
+  async readText(name: string): Promise<string> {
+    const handle = await open(this.path(name), 'r')
+    try {
+      const { size } = await handle.stat()
+      if (size > MAX_TEXT_BYTES) throw tooLargeInStore(this.location, name, size)
+      return await handle.readFile('utf8')
+    } finally {
+      await handle.close()
+    }
   }
 
   async writeText(name: string, text: string): Promise<void> {
@@ -89,9 +75,9 @@ export class LocalStore implements BackupStore {
   }
 
   async createWriter(name: string): Promise<StoreWriter> {
-    await this.ensure()
-    const partial = this.path(name + PARTIAL)
     const final = this.path(name)
+    const partial = this.path(name + PARTIAL)
+    await this.ensure()
     const stream: WriteStream = createWriteStream(partial, { flags: 'wx', mode: 0o600, highWaterMark: 1 << 20 })
     const closed = new Promise<void>((resolveClosed) => stream.once('close', () => resolveClosed()))
     return {

@@ -1,6 +1,8 @@
 /**
- * Verifying a backup, in the order that makes each step safe: manifest, size and SHA-256 of the
- * stored file (before anything is decrypted), the private key against the recipients, then a full
+ * Verifying a backup, in the order that makes each step safe: the manifest's signature by a trusted
+ * signer (over the very bytes then parsed), the manifest (its own id and dump file), size and
+ * SHA-256 of the stored file, read once into a private copy (before anything is decrypted; all later
+ * steps read that copy), the private key against the recipients, then a full
  * decryption (OpenPGP integrity check and the dump's own SHA-256) and — with a restore test — a
  * complete restore into a scratch database whose row counts and schema fingerprint must equal the
  * manifest's. The report names the first check that failed. The result is kept beside the backup,
@@ -13,7 +15,8 @@ import type * as openpgp from 'openpgp'
 import { OperationError, SvcopsError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { compareRowCounts, rowCounts, schemaFingerprint } from '../drivers/fingerprint.ts'
-import { CheckFailedError, checkRecipientKey, checkStoredFile, decryptFailure, discard, openDecrypted } from './decrypt.ts'
+import { CheckFailedError, checkedCopy, checkRecipientKey, decryptFailure, discard, openDecrypted, type CheckedCopy } from './decrypt.ts'
+import { checkManifestSignature, type SignatureCheck, type Signer } from './signing.ts'
 import { loadIntoEmptyDatabase } from './load.ts'
 import { assertBackupId, backupFiles, parseManifest, type Manifest, type VerifyRecord } from './manifest.ts'
 import {
@@ -45,7 +48,7 @@ export interface VerifyReport {
   durationMs: number
 }
 
-export interface VerifyOptions {
+export interface VerifyOptions extends BackupTrust {
   /** Unlocked private key of a recipient (`readIdentity`). Without it only manifest and checksum are checked. */
   identity?: openpgp.PrivateKey
   /** Restore into a scratch database on this server (the user needs CREATEDB); dropped afterwards. */
@@ -54,16 +57,59 @@ export interface VerifyOptions {
   record?: boolean
 }
 
-/** Reads the manifest of `id`, naming the store and the id when it is missing or invalid. */
-export async function readManifest(store: BackupStore, id: string): Promise<Manifest> {
-  const name = backupFiles(assertBackupId(id)).manifest
-  if ((await store.size(name)) === undefined)
+/** Who is trusted to have made a backup. */
+export interface BackupTrust {
+  /** Trusted signers (`readSigners`): a backup counts only when one of them signed its manifest. */
+  signers: Signer[]
+  /** Accept a backup without a signature file (made before svcops signed backups); warned. Never for a bad signature. */
+  allowUnsigned?: boolean
+}
+
+/** A manifest read from the store and checked, with who signed it (undefined: unsigned, accepted on request). */
+export interface TrustedManifest {
+  manifest: Manifest
+  signedBy?: SignatureCheck
+}
+
+/**
+ * Reads the manifest of `id` once, checks its signature over exactly those bytes, then parses them
+ * (the id asked for, its own dump file). Each refusal is a CheckFailedError naming the check.
+ */
+export async function readManifest(store: BackupStore, id: string, trust: BackupTrust): Promise<TrustedManifest> {
+  const files = backupFiles(assertBackupId(id))
+  const where = `${store.location}/${files.manifest}`
+  const refuse = (check: string, error: unknown): never => {
+    if (error instanceof CheckFailedError || !(error instanceof SvcopsError)) throw error
+    throw new CheckFailedError(check, error.message, 'Treat the store as tampered with: svcops backup list --env <env>')
+  }
+  if ((await store.size(files.manifest)) === undefined)
     throw new CheckFailedError('manifest', `There is no backup ${id} in ${store.location}.`, 'Run: svcops backup list --env <env>')
-  return parseManifest(await store.readText(name), `${store.location}/${name}`)
+  const text = await store.readText(files.manifest).catch((error: unknown) => refuse('manifest', error))
+  let signedBy: SignatureCheck | undefined
+  if ((await store.size(files.signature)) === undefined) {
+    if (!trust.allowUnsigned)
+      throw new CheckFailedError(
+        'signature',
+        `Backup ${id} is not signed (no ${files.signature} in ${store.location}): made before svcops signed backups, or planted; it was refused.`,
+        `If you know where it came from: svcops backup restore ${id} --allow-unsigned`,
+      )
+    events.warn(`Backup ${id} is not signed; it is used only because unsigned backups were explicitly allowed.`)
+  } else {
+    const signature = await store.readText(files.signature).catch((error: unknown) => refuse('signature', error))
+    const check = await checkManifestSignature(Buffer.from(text, 'utf8'), signature, trust.signers)
+    if (!check.signed)
+      throw new CheckFailedError('signature', `Backup ${id} was refused: ${check.reason}.`, 'Treat the store as tampered with.')
+    signedBy = check
+  }
+  try {
+    return { manifest: parseManifest(text, where, id), ...(signedBy ? { signedBy } : {}) }
+  } catch (error) {
+    return refuse('manifest', error)
+  }
 }
 
 /** Verifies backup `id`; never throws for a failed check — the report says which one failed. */
-export async function verifyBackup(store: BackupStore, id: string, options: VerifyOptions = {}): Promise<VerifyReport> {
+export async function verifyBackup(store: BackupStore, id: string, options: VerifyOptions): Promise<VerifyReport> {
   assertBackupId(id)
   const started = Date.now()
   const checks: VerifyCheck[] = []
@@ -72,22 +118,32 @@ export async function verifyBackup(store: BackupStore, id: string, options: Veri
     events.emit({ kind: 'check', check, ok: true, detail })
   }
   let manifest: Manifest | undefined
+  let copy: CheckedCopy | undefined
   try {
-    manifest = await readManifest(store, id)
+    const trusted = await readManifest(store, id, options)
+    manifest = trusted.manifest
+    pass(
+      'signature',
+      trusted.signedBy
+        ? `signed by ${trusted.signedBy.fingerprint}${trusted.signedBy.userIds[0] ? ` (${trusted.signedBy.userIds[0]})` : ''}, a trusted signer`
+        : 'NOT SIGNED: accepted only because unsigned backups were explicitly allowed',
+    )
     pass('manifest', `${manifest.file}, ${manifest.sizes.encrypted} bytes, taken ${manifest.completedAt}`)
-    const stored = await checkStoredFile(store, manifest)
-    pass('checksum', `SHA-256 ${stored.sha256} of ${stored.size} bytes matches the manifest`)
+    copy = await checkedCopy(store, manifest)
+    pass('checksum', `SHA-256 ${copy.sha256} of ${copy.size} bytes matches the manifest`)
     if (options.identity) {
-      await checkRecipientKey(store, manifest, options.identity)
+      await checkRecipientKey(copy, manifest, options.identity)
       pass('key', `${options.identity.getFingerprint().toUpperCase()} is a recipient`)
-      if (options.restoreTest) await restoreTest(store, manifest, options.identity, options.restoreTest.server, pass)
-      else await decryptOnly(store, manifest, options.identity, pass)
+      if (options.restoreTest) await restoreTest(copy, manifest, options.identity, options.restoreTest.server, pass)
+      else await decryptOnly(copy, manifest, options.identity, pass)
     }
   } catch (error) {
     if (!(error instanceof SvcopsError)) throw error
     const check = error instanceof CheckFailedError ? error.check : 'restore'
     checks.push({ check, ok: false, detail: error.message })
     events.emit({ kind: 'check', check, ok: false, detail: error.message })
+  } finally {
+    await copy?.remove()
   }
   const failed = checks.find((c) => !c.ok)
   const report: VerifyReport = {
@@ -132,14 +188,14 @@ function checkDumpHash(manifest: Manifest, bytes: number, sha256: string): void 
 }
 
 async function decryptOnly(
-  store: BackupStore,
+  copy: CheckedCopy,
   manifest: Manifest,
   identity: openpgp.PrivateKey,
   pass: (check: string, detail: string) => void,
 ): Promise<void> {
   const tap = new HashingTap()
   try {
-    await pipeline(await openDecrypted(store, manifest, identity), tap, discard())
+    await pipeline(await openDecrypted(copy, manifest, identity), tap, discard())
   } catch (error) {
     throw decryptFailure(manifest, error)
   }
@@ -148,7 +204,7 @@ async function decryptOnly(
 }
 
 async function restoreTest(
-  store: BackupStore,
+  copy: CheckedCopy,
   manifest: Manifest,
   identity: openpgp.PrivateKey,
   server: DatabaseTarget,
@@ -176,7 +232,7 @@ async function restoreTest(
       )
     }
     const loaded = await events.step(`test restore into scratch database ${scratch}`, async () => {
-      const dump = await openDecrypted(store, manifest, identity)
+      const dump = await openDecrypted(copy, manifest, identity)
       return loadIntoEmptyDatabase(manifest, dump, pgRestore, server, scratch)
     })
     checkDumpHash(manifest, loaded.dumpBytes, loaded.dumpSha256)

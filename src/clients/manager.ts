@@ -23,8 +23,10 @@ import { retry, type RetryOptions } from '../core/retry.ts'
 import { requestAccessToken, requestLogout, requestSession, SessionRejectedError, type ManagerSession } from './manager-api.ts'
 
 export interface ManagerClientOptions {
-  /** Base URL of the manager (the auth API lives under /api/v1/auth). */
+  /** Base URL of the manager (the auth API lives under /api/v1/auth): https://, or http:// on loopback. */
   url: string
+  /** Accept http:// to a host that is not loopback (`manager.allowInsecureHttp`); warns at every client start. */
+  allowInsecureHttp?: boolean
   email: string
   /** Reads the password (through `readSecret`, which registers it); called once, at the first login. */
   password: () => string
@@ -72,6 +74,38 @@ function normalizeScopes(scopes: string[]): string[] {
   return list
 }
 
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
+}
+
+/**
+ * The seed's base URL is https://. Plain http:// sends the operator's password and every token in
+ * clear text, so it is accepted only on loopback (the lab) or when the environment says so on
+ * purpose — and then every run says so.
+ */
+export function assertManagerUrl(url: string, allowInsecureHttp: boolean): void {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    throw new BadInputError(`manager.url: '${url}' is not a URL; expected https://<manager-host>.`)
+  }
+  if (parsed.username || parsed.password)
+    throw new BadInputError(
+      'manager.url: carries a user name or password; expected https://<manager-host> (the password belongs in manager.password).',
+    )
+  if (parsed.protocol === 'https:' || (parsed.protocol === 'http:' && isLoopback(parsed.hostname))) return
+  if (parsed.protocol === 'http:' && allowInsecureHttp) {
+    events.warn(
+      `manager.url ${parsed.origin} is plain http:// (manager.allowInsecureHttp: true): the password and tokens cross the network unencrypted.`,
+    )
+    return
+  }
+  throw new BadInputError(
+    `manager.url: '${parsed.origin}' is not https://; expected https://<manager-host> (plain http:// only on loopback, or with manager.allowInsecureHttp: true).`,
+  )
+}
+
 /** A manager session with cached, self-renewing access tokens. */
 export class ManagerClient {
   /** Counters for reports and tests: how many logins, token exchanges and logouts this client made. */
@@ -82,7 +116,11 @@ export class ManagerClient {
   private password: string | undefined
   private readonly now: () => number
 
-  constructor(private readonly options: ManagerClientOptions) {
+  private readonly options: ManagerClientOptions
+
+  constructor(options: ManagerClientOptions) {
+    assertManagerUrl(options.url, options.allowInsecureHttp ?? false)
+    this.options = options
     this.now = options.now ?? Date.now
   }
 
@@ -239,6 +277,7 @@ export function managerClientFor(
   return new ManagerClient({
     ...options,
     url: manager.url,
+    allowInsecureHttp: manager.allowInsecureHttp,
     email: manager.email,
     password: () => readSecret(manager.password, 'manager.password'),
   })

@@ -81,7 +81,10 @@ export function extractRecordingList(body: unknown): unknown[] {
 export class RecordingClient {
   private readonly scopes: { read: string; write: string }
 
-  constructor(private readonly options: RecordingClientOptions) {
+  private readonly options: RecordingClientOptions
+
+  constructor(options: RecordingClientOptions) {
+    this.options = options
     this.scopes = options.scopes ?? DEFAULT_RECORDING_SCOPES
   }
 

@@ -24,11 +24,14 @@ export function register(program: Command): void {
       'after',
       `
 Backups are pg_dump custom-format archives encrypted to the public keys in backup.recipients; a
-JSON manifest beside each one records checksums, row counts and the schema fingerprint. Any holder
+JSON manifest beside each one records checksums, row counts and the schema fingerprint, and is
+signed (<id>.manifest.json.sig) by backup.signingKey. Verify and restore accept only backups signed
+by one of backup.signers (gpg --verify checks the same signature). Any holder
 of a recipient's private key can restore one by hand: gpg --decrypt FILE | pg_restore -d DB.
 
 Examples:
   svcops backup keygen --out-dir ./keys --name "svcops backups prod"
+  svcops backup keygen --out-dir /etc/svcops/keys --name "svcops backup signing prod" --signing
   svcops backup create --env prod
   svcops backup verify prod-20260101T020000Z-1a2b --restore-test --env prod`,
     )
@@ -99,7 +102,7 @@ Examples:
           printResult(command, { ok: true, dryRun: true, steps }, ['Would:', ...steps.map((s, i) => `  ${i + 1}. ${s}`)].join('\n'))
           return
         }
-        const m = await createBackup(ctx.createOptions)
+        const m = await createBackup({ ...ctx.createOptions, signer: await ctx.signingKey() })
         printResult(
           command,
           { ok: true, backup: m },
@@ -116,17 +119,20 @@ Examples:
     .description('List the complete backups in the store, newest first, with their last verification.')
     .addHelpText('after', '\nExamples:\n  svcops backup list --env prod\n  svcops backup list --env prod --json')
     .action(async (_options: object, command: Command) => {
-      const { listBackups, openStore } = await import('../backup/index.ts')
+      const { listBackups, openStore, readSigners } = await import('../backup/index.ts')
       const { requireSection } = await import('../config/load.ts')
-      const store = await openStore(requireSection(await environmentOf(command), 'backup'))
+      const config = requireSection(await environmentOf(command), 'backup')
+      const signers = await readSigners(config)
+      const store = await openStore(config)
       try {
-        const entries = await listBackups(store)
+        const entries = await listBackups(store, { signers })
         const rows = entries.map((e) => ({
           id: e.id,
           completedAt: e.manifest.completedAt,
           size: e.manifest.sizes.encrypted,
           rows: Object.values(e.manifest.rowCounts).reduce((a, b) => a + b, 0),
           fingerprint: e.manifest.fingerprint,
+          signature: e.signature,
           verified: e.verified
             ? {
                 at: e.verified.verifiedAt,
@@ -142,7 +148,7 @@ Examples:
             : rows
                 .map(
                   (r) =>
-                    `${r.id}  ${r.completedAt}  ${formatBytes(r.size).padStart(10)}  ${String(r.rows).padStart(9)} rows  ${r.verified ? (r.verified.ok ? `verified${r.verified.restoreTest ? ' (restore test)' : ''} ${r.verified.at}` : `FAILED ${r.verified.failedCheck ?? ''}`) : 'not verified'}`,
+                    `${r.id}  ${r.completedAt}  ${formatBytes(r.size).padStart(10)}  ${String(r.rows).padStart(9)} rows  ${r.signature === 'trusted' ? 'signed' : r.signature.toUpperCase()}  ${r.verified ? (r.verified.ok ? `verified${r.verified.restoreTest ? ' (restore test)' : ''} ${r.verified.at}` : `FAILED ${r.verified.failedCheck ?? ''}`) : 'not verified'}`,
                 )
                 .join('\n'),
         )
@@ -157,17 +163,20 @@ Examples:
       'Check manifest and SHA-256, then decrypt; with --restore-test also restore into a scratch database and compare row counts and schema fingerprint.',
     )
     .option('--restore-test', "restore into a scratch database on the service's server (its user needs CREATEDB); dropped afterwards")
+    .option('--allow-unsigned', 'accept a backup without a signature (made before svcops signed backups); never one with a bad signature')
     .addHelpText(
       'after',
-      '\nExits 1 naming the first failed check: manifest, file, size, checksum, key, decrypt, restore, row counts, fingerprint.\n\nExamples:\n  svcops backup verify prod-20260101T020000Z-1a2b --env prod\n  svcops backup verify prod-20260101T020000Z-1a2b --env prod --restore-test --json',
+      '\nExits 1 naming the first failed check: signature, manifest, file, size, checksum, key, decrypt, restore, row counts, fingerprint.\n\nExamples:\n  svcops backup verify prod-20260101T020000Z-1a2b --env prod\n  svcops backup verify prod-20260101T020000Z-1a2b --env prod --restore-test --json',
     )
-    .action(async (id: string, options: { restoreTest?: boolean }, command: Command) => {
+    .action(async (id: string, options: { restoreTest?: boolean; allowUnsigned?: boolean }, command: Command) => {
       const { openBackupContext, readIdentity, verifyBackup } = await import('../backup/index.ts')
       const ctx = await openBackupContext(await environmentOf(command))
       const stop = showProgress(command)
       try {
         const identity = await readIdentity(ctx.backup)
         const report = await verifyBackup(ctx.store, id, {
+          signers: ctx.signers,
+          allowUnsigned: options.allowUnsigned ?? false,
           identity,
           ...(options.restoreTest ? { restoreTest: { server: ctx.database } } : {}),
         })
@@ -190,47 +199,56 @@ Examples:
     .description('Verify the backup, then replace the service database with it in one transaction. Stop the recording service first.')
     .option('-y, --yes', 'do not ask for confirmation (scripts)')
     .option('--expect-fingerprint <sha256>', 'refuse unless the backup holds this schema fingerprint')
+    .option('--allow-unsigned', 'restore a backup without a signature (made before svcops signed backups); never one with a bad signature')
     .option('--dry-run', 'show the steps without changing anything')
     .addHelpText(
       'after',
       '\nRefuses while other sessions are connected, when the server or pg_restore is older than the backup, or when\n--expect-fingerprint does not match. On any error the database is left as it was.\n\nExamples:\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --dry-run\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --yes --json',
     )
-    .action(async (id: string, options: { yes?: boolean; expectFingerprint?: string; dryRun?: boolean }, command: Command) => {
-      const { openBackupContext, readIdentity, readManifest, restoreBackup, planRestore, assertFingerprintFits } =
-        await import('../backup/index.ts')
-      const ctx = await openBackupContext(await environmentOf(command))
-      const stop = showProgress(command)
-      try {
-        const manifest = await readManifest(ctx.store, id)
-        assertFingerprintFits(manifest, options.expectFingerprint)
-        if (options.dryRun) {
-          const steps = planRestore(manifest, ctx.database)
-          printResult(command, { ok: true, dryRun: true, steps }, ['Would:', ...steps.map((s, i) => `  ${i + 1}. ${s}`)].join('\n'))
-          return
+    .action(
+      async (
+        id: string,
+        options: { yes?: boolean; expectFingerprint?: string; dryRun?: boolean; allowUnsigned?: boolean },
+        command: Command,
+      ) => {
+        const { openBackupContext, readIdentity, readManifest, restoreBackup, planRestore, assertFingerprintFits } =
+          await import('../backup/index.ts')
+        const ctx = await openBackupContext(await environmentOf(command))
+        const stop = showProgress(command)
+        try {
+          const trust = { signers: ctx.signers, allowUnsigned: options.allowUnsigned ?? false }
+          const { manifest } = await readManifest(ctx.store, id, trust)
+          assertFingerprintFits(manifest, options.expectFingerprint)
+          if (options.dryRun) {
+            const steps = planRestore(manifest, ctx.database)
+            printResult(command, { ok: true, dryRun: true, steps }, ['Would:', ...steps.map((s, i) => `  ${i + 1}. ${s}`)].join('\n'))
+            return
+          }
+          const identity = await readIdentity(ctx.backup)
+          const d = ctx.database
+          await confirm(
+            `Replace every table in ${d.name} on ${d.host}:${d.port} with backup ${id} (taken ${manifest.completedAt})?`,
+            options.yes,
+            'replaces the database',
+          )
+          const confirmed = true
+          const report = await restoreBackup(ctx.store, id, d, {
+            ...trust,
+            identity,
+            confirmed,
+            ...(options.expectFingerprint ? { expectFingerprint: options.expectFingerprint } : {}),
+          })
+          printResult(
+            command,
+            { ok: true, ...report },
+            `Restored backup ${id} into ${d.name}: ${Object.values(report.rowCounts).reduce((a, b) => a + b, 0)} rows, fingerprint ${report.fingerprint.slice(0, 16)}… equal to the manifest.`,
+          )
+        } finally {
+          stop()
+          await ctx.store.close()
         }
-        const identity = await readIdentity(ctx.backup)
-        const d = ctx.database
-        await confirm(
-          `Replace every table in ${d.name} on ${d.host}:${d.port} with backup ${id} (taken ${manifest.completedAt})?`,
-          options.yes,
-          'replaces the database',
-        )
-        const confirmed = true
-        const report = await restoreBackup(ctx.store, id, d, {
-          identity,
-          confirmed,
-          ...(options.expectFingerprint ? { expectFingerprint: options.expectFingerprint } : {}),
-        })
-        printResult(
-          command,
-          { ok: true, ...report },
-          `Restored backup ${id} into ${d.name}: ${Object.values(report.rowCounts).reduce((a, b) => a + b, 0)} rows, fingerprint ${report.fingerprint.slice(0, 16)}… equal to the manifest.`,
-        )
-      } finally {
-        stop()
-        await ctx.store.close()
-      }
-    })
+      },
+    )
 
   backup
     .command('prune')
@@ -279,13 +297,20 @@ Examples:
     .option('--name <name>', 'user id of the key', 'svcops backups')
     .option('--email <email>', 'e-mail address of the key')
     .option('--passphrase-env <VAR>', 'protect the private key with the passphrase in this environment variable')
+    .option(
+      '--signing',
+      'a signing key pair: the private key stays on the machine that backs up (backup.signingKey), the public key goes into backup.signers',
+    )
     .option('--dry-run', 'show the files that would be written')
     .addHelpText(
       'after',
       '\nThe private key is never printed. Keep it (and its passphrase) in the vault; svcops needs it only to verify and restore.\n\nExamples:\n  svcops backup keygen --out-dir /etc/svcops/keys --name "svcops backups prod"\n  SVCOPS_BACKUP_PASSPHRASE=... svcops backup keygen --out-dir ./keys --passphrase-env SVCOPS_BACKUP_PASSPHRASE --json',
     )
     .action(
-      async (options: { outDir: string; name: string; email?: string; passphraseEnv?: string; dryRun?: boolean }, command: Command) => {
+      async (
+        options: { outDir: string; name: string; email?: string; passphraseEnv?: string; signing?: boolean; dryRun?: boolean },
+        command: Command,
+      ) => {
         const { writeKeyPairFiles, keyPairPaths } = await import('../backup/keyfiles.ts')
         const paths = keyPairPaths(options.outDir, options.name)
         if (options.dryRun) {
@@ -306,7 +331,9 @@ Examples:
         printResult(
           command,
           { ok: true, ...written },
-          `Key ${written.fingerprint}\n  public:  ${written.publicKeyFile}  (put it in backup.recipients)\n  private: ${written.privateKeyFile}  (vault; backup.identity references it)`,
+          options.signing
+            ? `Signing key ${written.fingerprint}\n  public:  ${written.publicKeyFile}  (put it in backup.signers wherever backups are verified or restored)\n  private: ${written.privateKeyFile}  (stays on the machine that backs up; backup.signingKey references it)`
+            : `Key ${written.fingerprint}\n  public:  ${written.publicKeyFile}  (put it in backup.recipients)\n  private: ${written.privateKeyFile}  (vault; backup.identity references it)`,
         )
       },
     )

@@ -10,7 +10,7 @@ import { redact, redactDeep } from '../core/redact.ts'
 
 export interface GlobalOptions {
   env?: string
-  envFile?: string
+  stackFile?: string
   json?: boolean
   verbose?: boolean
 }
@@ -21,13 +21,13 @@ export function globals(command: Command): GlobalOptions {
 }
 
 /**
- * Loads the environment named by --env / --env-file. The loader (zod, yaml) is imported here, not
+ * Loads the environment named by --env / --stack-file. The loader (zod, yaml) is imported here, not
  * at start-up: commands that need no environment (scan, plan, psk) start without it.
  */
 export async function environmentOf(command: Command): Promise<Environment> {
   const { loadEnvironment } = await import('../config/load.ts')
-  const { env, envFile } = globals(command)
-  return loadEnvironment({ ...(env ? { env } : {}), ...(envFile ? { envFile } : {}) })
+  const { env, stackFile } = globals(command)
+  return loadEnvironment({ ...(env ? { env } : {}), ...(stackFile ? { stackFile } : {}) })
 }
 
 /**

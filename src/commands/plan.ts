@@ -7,10 +7,10 @@ import type { Command } from 'commander'
 import { DEFAULT_PRODUCT, type Product } from '../releases/types.ts'
 import { environmentOf, globals, printResult, setResultExitCode } from './context.ts'
 
-/** The product prefix and folder of `--env`/`--env-file`, or the defaults (`svc`, `svc`) without one. */
+/** The product prefix and folder of `--env`/`--stack-file`, or the defaults (`svc`, `svc`) without one. */
 export async function productFor(command: Command): Promise<Product> {
-  const { env, envFile } = globals(command)
-  return env || envFile ? (await environmentOf(command)).product : DEFAULT_PRODUCT
+  const { env, stackFile } = globals(command)
+  return env || stackFile ? (await environmentOf(command)).product : DEFAULT_PRODUCT
 }
 
 /** Exit code for a result that needs a person; see `setResultExitCode`. */

@@ -26,7 +26,8 @@ export async function buildProgram(argv: string[] = []): Promise<Command> {
     )
     .version(pkg.version, '-V', 'print the svcops version (also: svcops --version)')
     .addOption(new Option('-e, --env <name>', 'environment (stack) to act on: reads stacks/Pulumi.<name>.yaml').env('SVCOPS_ENV'))
-    .option('--env-file <path>', 'read the environment from this stack file instead of stacks/')
+    // Not --env-file: Node reads that option itself, even after the script's name (Node 24).
+    .option('--stack-file <path>', 'read the environment from this stack file instead of stacks/')
     .option('--json', 'print one JSON document on stdout (for schedulers and scripts)')
     .option('-v, --verbose', 'also show every command and HTTP call')
     .showHelpAfterError('(run with --help for usage)')

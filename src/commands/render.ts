@@ -31,14 +31,14 @@ Examples:
     .action(async (options: { stack?: string; out: string; dryRun?: boolean }, command: Command) => {
       const { renderStack } = await import('../infra/render.ts')
       const { stackFilePath } = await import('../config/load.ts')
-      const { env, envFile } = globals(command)
+      const { env, stackFile } = globals(command)
       const stack = options.stack ?? env
       if (!stack) throw new BadInputError('--stack: missing; expected the name of a stack in stacks/, for example --stack dev.')
       const stop = showProgress(command)
       try {
         const report = await renderStack({
           stack,
-          stackFile: envFile ?? stackFilePath(stack),
+          stackFile: stackFile ?? stackFilePath(stack),
           outDir: options.out,
           dryRun: options.dryRun ?? false,
         })

@@ -19,8 +19,8 @@ const quantity = z.union([
   z.string().regex(/^\d+(\.\d+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$/, 'expected a Kubernetes quantity like 250m, 512Mi or 2'),
   z.number().positive(),
 ])
-// A repository without tag or digest: the tag is always the configured version, so an image is
-// pinned by construction and never drifts with `latest`.
+// A repository without tag or digest: the tag is always the configured version, so an image never
+// drifts with `latest`; a digest (`digest:`) pins it to the exact bytes reviewed.
 const imageRepository = z
   .string()
   .regex(
@@ -47,6 +47,11 @@ const workloadFields = {
   image: imageRepository,
   /** Overrides the release's version for this one component (a patch release of one image). */
   version: version.optional(),
+  /** Pins the image to its content (`repository:version@sha256:...`): a re-pushed tag cannot change what runs. */
+  digest: z
+    .string()
+    .regex(/^sha256:[a-f0-9]{64}$/, 'expected an image digest like sha256:<64 hex digits>')
+    .optional(),
   replicas: z.number().int().min(0).max(100).default(1),
   resources: resourcesSchema,
   nodeSelector: labelMap.default({}),
@@ -79,6 +84,11 @@ export const recordingDeploySchema = z.strictObject({
 
 export const systemControllerDeploySchema = z.strictObject({
   ...workloadFields,
+  /**
+   * Exactly one: every component must hold the controller's PSK, and two controllers during a
+   * rotation would hold two different keys. The controller is restarted by Recreate, never rolled.
+   */
+  replicas: z.literal(1, { error: 'expected 1; the system controller runs as one pod so that one PSK is in force at a time' }).default(1),
   port: port.default(8080),
   /** Path under the release's API prefix that answers health probes. */
   healthPath: z

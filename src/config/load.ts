@@ -1,9 +1,9 @@
 /**
- * Loads an environment: `--env NAME` reads `stacks/Pulumi.NAME.yaml`, `--env-file PATH` an explicit
+ * Loads an environment: `--env NAME` reads `stacks/Pulumi.NAME.yaml`, `--stack-file PATH` an explicit
  * file. Three steps, as in the changesets config: parse YAML, validate with the schema, then named
  * rules. Every error names the dot-path of the field, the value and what is expected.
  */
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, statSync } from 'node:fs'
 import { basename, resolve } from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import type { z } from 'zod'
@@ -86,8 +86,16 @@ export function parseEnvironment(stackConfig: Record<string, unknown>, name: str
   return env
 }
 
+/** Debian policy 5.6.1: lower case letters, digits, "+", "-", "."; at least two; starting alphanumeric. */
+const DEBIAN_PACKAGE = /^[a-z0-9][a-z0-9+.-]+$/
+
 /** Named rules that a schema cannot express. */
 function checkRules(env: Environment): void {
+  const recording = env.recording
+  if (recording && recording.packageDriver !== 'dnf' && !DEBIAN_PACKAGE.test(recording.package))
+    throw new BadInputError(
+      `${env.file}: recording.package: "${recording.package}" is not a Debian package name; expected lower-case letters, digits, "+", "-" and ".", starting with a letter or digit (Debian policy 5.6.1).`,
+    )
   const hosts = env.recording?.hosts ?? []
   const seen = new Set<string>()
   hosts.forEach((host, i) => {
@@ -100,6 +108,9 @@ function checkRules(env: Environment): void {
     throw new BadInputError(`${env.file}: recording.hosts: ${canaries.length} hosts are marked canary; expected at most one.`)
 }
 
+/** A stack file is a few KB; parsing a large one takes memory for nothing (a 60 MB file took 2 GB). */
+export const MAX_STACK_FILE_BYTES = 1 << 20
+
 /** Reads and validates a stack file. */
 export function loadEnvironmentFile(
   file: string,
@@ -110,9 +121,15 @@ export function loadEnvironmentFile(
   if (!existsSync(file)) {
     throw new BadInputError(
       `The environment file '${file}' does not exist.`,
-      `Create it, or pass --env-file PATH (lab environments: run 'svcops lab up' first).`,
+      `Create it, or pass --stack-file PATH (lab environments: run 'svcops lab up' first).`,
     )
   }
+  const size = statSync(file).size
+  if (size > MAX_STACK_FILE_BYTES)
+    throw new BadInputError(
+      `${file}: has ${size} bytes; a stack file has at most ${MAX_STACK_FILE_BYTES} (it was not parsed).`,
+      'Check that --env-file names the stack file, not a dump or a log.',
+    )
   let doc: unknown
   try {
     doc = parseYaml(readFileSync(file, 'utf8'))
@@ -125,9 +142,9 @@ export function loadEnvironmentFile(
   return parseEnvironment(doc.config as Record<string, unknown>, name, file)
 }
 
-/** Loads `--env-file` if given, else the stack file of `--env`. */
-export function loadEnvironment(options: { env?: string; envFile?: string }): Environment {
-  if (options.envFile) return loadEnvironmentFile(resolve(options.envFile), options.env)
+/** Loads `--stack-file` if given, else the stack file of `--env`. */
+export function loadEnvironment(options: { env?: string; stackFile?: string }): Environment {
+  if (options.stackFile) return loadEnvironmentFile(resolve(options.stackFile), options.env)
   if (!options.env)
     throw new BadInputError('--env: missing; expected the name of an environment (a stack in stacks/), for example --env dev.')
   return loadEnvironmentFile(stackFilePath(options.env), options.env)

@@ -37,6 +37,11 @@ export const managerSchema = z.strictObject({
   apiRevision: z.enum(['1.4.1', '1.6.1', '1.6.2']).default('1.6.2'),
   email: z.email({ error: 'expected an e-mail address' }),
   password: secretRef,
+  /**
+   * Accept an http:// manager URL that is not on loopback (the password and tokens then cross the
+   * network in clear text). Off by default; every run warns while it is on.
+   */
+  allowInsecureHttp: z.boolean().default(false),
 })
 
 export const sshSchema = z.strictObject({
@@ -47,7 +52,8 @@ export const sshSchema = z.strictObject({
   keyFile: z.string().min(1).optional(),
   /**
    * The host's key, pinned: its SHA-256 fingerprint as `ssh-keygen -lf` prints it. A host that
-   * shows another key is refused; without it the connection warns and names the key it saw.
+   * shows another key is refused; without it (and without `trustOnFirstUse`) the host is refused,
+   * naming the key it showed.
    */
   hostKey: z
     .string()
@@ -55,6 +61,11 @@ export const sshSchema = z.strictObject({
       error: 'expected a SHA-256 host key fingerprint as ssh-keygen -lf prints it, like SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8',
     })
     .optional(),
+  /**
+   * Without `hostKey`: trust the key the host shows on the first connection, record it in the state
+   * dir (`.svcops/known_hosts.json`) and refuse any other key afterwards. Off by default.
+   */
+  trustOnFirstUse: z.boolean().optional(),
 })
 
 export const recordingHostSchema = z.strictObject({
@@ -80,8 +91,19 @@ export const databaseSchema = z.strictObject({
 export const recordingSchema = z.strictObject({
   /** Release expected on the hosts. */
   version: semver,
-  package: z.string().min(1).default('svc-recording'),
-  service: z.string().min(1).default('svc-recording'),
+  /** Package name: Debian policy for apt/dpkg (checked by a named rule), RPM's characters for dnf; never an option. */
+  package: z
+    .string()
+    .regex(/^[A-Za-z0-9_][A-Za-z0-9._+-]{0,199}$/, 'expected a package name (letters, digits, "+", "-", ".", "_"; not starting with "-")')
+    .default('svc-recording'),
+  /** systemd unit or supervisor program name (systemd's unit name characters); never an option. */
+  service: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9:_@\\][A-Za-z0-9:_.@\\-]{0,254}$/,
+      'expected a unit name (letters, digits, ":", "-", "_", ".", "@", "\\"; not starting with "-")',
+    )
+    .default('svc-recording'),
   packageDriver: z.enum(['dpkg', 'apt', 'dnf']).default('apt'),
   serviceDriver: z.enum(['systemd', 'supervisor']).default('systemd'),
   /** Directory (on each host) holding .deb files, for the dpkg driver. */
@@ -115,6 +137,18 @@ export const backupSchema = z.strictObject({
   identity: secretRef.optional(),
   /** Passphrase of the private key, if it has one. */
   passphrase: secretRef.optional(),
+  /**
+   * Private key that signs every backup (a 0600 file on the machine that backs up). Without it the
+   * private key in `identity` signs.
+   */
+  signingKey: secretRef.optional(),
+  /** Passphrase of `signingKey`, if it has one. */
+  signingPassphrase: secretRef.optional(),
+  /**
+   * Armored OpenPGP public keys (file paths) of the trusted signers: verify and restore accept only
+   * a backup signed by one of them. Without it, the recipients' keys are the trusted signers.
+   */
+  signers: z.array(z.string().min(1)).min(1, 'expected at least one signer public key').optional(),
   /** pg_dump's zlib level for the custom-format archive (0-9); 1 is about twice as fast as pg_dump's default for a few percent more bytes. */
   compression: z.number().int().min(0).max(9).optional(),
 })

@@ -29,12 +29,10 @@ export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode]
 export class SvcopsError extends Error {
   readonly exitCode: ExitCodeValue = ExitCode.failed
   facts: Record<string, unknown> = {}
-  constructor(
-    message: string,
-    readonly hint?: string,
-    options?: { cause?: unknown },
-  ) {
+  readonly hint?: string
+  constructor(message: string, hint?: string, options?: { cause?: unknown }) {
     super(message, options)
+    this.hint = hint
     this.name = new.target.name
   }
 }
@@ -52,35 +50,30 @@ export class OperationError extends SvcopsError {}
 
 /** A command exited non-zero. Carries the redacted command line and the tail of its output. */
 export class CommandError extends OperationError {
-  constructor(
-    message: string,
-    readonly code: number | null,
-    readonly stderrTail: string,
-    hint?: string,
-  ) {
+  readonly code: number | null
+  readonly stderrTail: string
+  constructor(message: string, code: number | null, stderrTail: string, hint?: string) {
     super(message, hint)
+    this.code = code
+    this.stderrTail = stderrTail
   }
 }
 
 /** An HTTP call failed; `status` is the HTTP status when there was one. */
 export class HttpError extends OperationError {
-  constructor(
-    message: string,
-    readonly status: number | undefined,
-    hint?: string,
-  ) {
+  readonly status: number | undefined
+  constructor(message: string, status: number | undefined, hint?: string) {
     super(message, hint)
+    this.status = status
   }
 }
 
 /** Authentication or authorization failed (wrong password, missing scopes). */
 export class AuthError extends OperationError {
-  constructor(
-    message: string,
-    readonly missingScopes: string[] = [],
-    hint?: string,
-  ) {
+  readonly missingScopes: string[]
+  constructor(message: string, missingScopes: string[] = [], hint?: string) {
     super(message, hint)
+    this.missingScopes = missingScopes
   }
 }
 

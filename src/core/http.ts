@@ -2,11 +2,17 @@
  * JSON over HTTP for the typed clients. Every call emits an `http` event (method, redacted URL,
  * status, time; never bodies), has a timeout, and answers are validated with zod: a mismatch is a
  * ProtocolError naming the field and what was expected, never echoing a value (it may be a secret).
+ *
+ * Redirects are never followed (`redirect: 'manual'`): the calls carry a password, a session token
+ * or a bearer token in their body or headers, and a redirect would hand them to another origin
+ * (fetch keeps a 307/308 body, and https -> http too). A 3xx is an HttpError naming the target.
+ * Answers are capped (`maxBodyBytes`, 4 MB by default): an API answer of svcops is a few KB.
  */
 import type { z } from 'zod'
 import { HttpError, ProtocolError, errorMessage } from './errors.ts'
 import { events } from './events.ts'
 import { redact } from './redact.ts'
+import { formatBytes } from './units.ts'
 
 export interface HttpRequest {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
@@ -15,7 +21,12 @@ export interface HttpRequest {
   body?: unknown
   headers?: Record<string, string>
   timeoutMs?: number
+  /** Refuse answers longer than this (default 4 MB); read in chunks, never buffered beyond it. */
+  maxBodyBytes?: number
 }
+
+/** The default cap of an answer's body. */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024
 
 export interface HttpResponse {
   status: number
@@ -36,6 +47,7 @@ export async function sendRequest(request: HttpRequest): Promise<HttpResponse> {
       method: request.method,
       headers,
       ...(request.body !== undefined ? { body: JSON.stringify(request.body) } : {}),
+      redirect: 'manual',
       signal: AbortSignal.timeout(request.timeoutMs ?? 15_000),
     })
   } catch (error) {
@@ -46,7 +58,18 @@ export async function sendRequest(request: HttpRequest): Promise<HttpResponse> {
         : describeNetworkError(error)
     throw new HttpError(`${request.method} ${shownUrl} failed: ${reason}.`, undefined)
   }
-  const text = await response.text()
+  if (response.status >= 300 && response.status < 400) {
+    await response.body?.cancel().catch(() => undefined)
+    events.emit({ kind: 'http', method: request.method, url: shownUrl, status: response.status, durationMs: Date.now() - started })
+    const location = response.headers.get('location')
+    const target = location ? redact(new URL(location, request.url).href.replace(/\/\/[^/@]*@/, '//')) : 'no Location header'
+    throw new HttpError(
+      `${request.method} ${shownUrl} answered ${response.status}, a redirect to ${target}; svcops does not follow redirects with credentials.`,
+      response.status,
+      'Set the URL in the environment file to the final address.',
+    )
+  }
+  const text = await readCapped(response, request.maxBodyBytes ?? MAX_BODY_BYTES, `${request.method} ${shownUrl}`)
   events.emit({ kind: 'http', method: request.method, url: shownUrl, status: response.status, durationMs: Date.now() - started })
   let body: unknown = undefined
   if (text.length > 0) {
@@ -57,6 +80,30 @@ export async function sendRequest(request: HttpRequest): Promise<HttpResponse> {
     }
   }
   return { status: response.status, headers: response.headers, body }
+}
+
+/** The body as text, refused (and the connection dropped) as soon as it passes `max` bytes. */
+async function readCapped(response: Response, max: number, what: string): Promise<string> {
+  const tooLarge = (): HttpError =>
+    new HttpError(
+      `${what} answered more than ${formatBytes(max)} (status ${response.status}); an API answer is a few KB, so it was refused unread.`,
+      response.status,
+    )
+  const declared = Number(response.headers.get('content-length') ?? NaN)
+  if (declared > max) {
+    await response.body?.cancel().catch(() => undefined)
+    throw tooLarge()
+  }
+  if (!response.body) return ''
+  const chunks: Uint8Array[] = []
+  let size = 0
+  // Leaving the loop early cancels the stream, which drops the connection.
+  for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength
+    if (size > max) throw tooLarge()
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks).toString('utf8')
 }
 
 function describeNetworkError(error: unknown): string {

@@ -1,7 +1,7 @@
 /**
- * Where the project's own files are. The CLI runs either from the TypeScript sources (tsx) or from
- * the build in dist/ (see scripts/build.ts), so a path relative to a module's own URL would differ
- * between the two; everything resolves from the project root found here instead.
+ * Where the project's own files are: everything resolves from the project root found here (the
+ * folder holding package.json), not from each module's own URL, so a module can move between
+ * folders without its paths changing.
  */
 import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'

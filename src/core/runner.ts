@@ -21,7 +21,7 @@ export interface CommandResult {
 
 export interface RunOptions {
   cwd?: string
-  /** Extra environment variables (merged over the process environment for local commands). */
+  /** Extra environment variables, over the allow-listed basics of this process (`childEnvironment`) for local commands. */
   env?: Record<string, string>
   /** Data written to the command's stdin (how secrets reach a command). */
   input?: string | Buffer
@@ -105,7 +105,7 @@ export class LocalTransport implements Transport {
     // zx quotes every word of argv for its shell: nothing from input is ever parsed as shell syntax.
     const output = await $({
       ...(options.cwd ? { cwd: options.cwd } : {}),
-      env: { ...process.env, ...options.env },
+      env: childEnvironment(options.env),
       input: options.input ?? '',
       ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}),
     })`${argv}`
@@ -129,6 +129,42 @@ export class LocalTransport implements Transport {
   close(): Promise<void> {
     return Promise.resolve()
   }
+}
+
+// What a child process gets from svcops' own environment: the platform basics only. Credentials
+// svcops read (a manager password in SVCOPS_MANAGER_PASSWORD, a passphrase, a database password)
+// never reach a child that does not need them; a child that does gets them through `extra`.
+const INHERITED = new Set([
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'LANG',
+  'LANGUAGE',
+  'TZ',
+  'TMPDIR',
+  'TERM',
+  'http_proxy',
+  'https_proxy',
+  'no_proxy',
+  'HTTP_PROXY',
+  'HTTPS_PROXY',
+  'NO_PROXY',
+  // libpq's TLS settings: how the operator wants the database reached, not secrets.
+  'PGSSLMODE',
+  'PGSSLROOTCERT',
+  'PGSSLCERT',
+  'PGSSLKEY',
+  'PGSSLCRL',
+])
+
+/** The environment of a child: the allow-listed variables of this process, plus `extra`. */
+export function childEnvironment(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const [key, value] of Object.entries(process.env))
+    if (value !== undefined && (INHERITED.has(key) || key.startsWith('LC_'))) env[key] = value
+  return { ...env, ...extra }
 }
 
 /** The local transport every command on this machine runs through. */

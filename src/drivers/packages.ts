@@ -78,11 +78,11 @@ export const aptDriver: PackageDriver = {
   parseVersion: parseDpkgStatus,
   stageCommands: (_host, pkg, version) => [
     { argv: ['apt-get', 'update'], env: aptEnv, mutates: true },
-    { argv: ['apt-get', 'install', '--download-only', '-y', '--allow-downgrades', `${pkg}=${version}`], env: aptEnv, mutates: true },
+    { argv: ['apt-get', 'install', '--download-only', '-y', '--allow-downgrades', '--', `${pkg}=${version}`], env: aptEnv, mutates: true },
   ],
   installCommands: (_host, pkg, version) => [
     {
-      argv: ['apt-get', 'install', '-y', '--no-install-recommends', '--allow-downgrades', ...aptKeepConfig, `${pkg}=${version}`],
+      argv: ['apt-get', 'install', '-y', '--no-install-recommends', '--allow-downgrades', ...aptKeepConfig, '--', `${pkg}=${version}`],
       env: aptEnv,
       mutates: true,
     },
@@ -93,12 +93,12 @@ export const aptDriver: PackageDriver = {
 /** Pinned `name-version` from the host's dnf repositories (`.rpmnew` beside a kept config). */
 export const dnfDriver: PackageDriver = {
   name: 'dnf',
-  queryVersionCommand: (_host, pkg) => ({ argv: ['rpm', '-q', '--qf', '%{VERSION}', pkg], mutates: false }),
+  queryVersionCommand: (_host, pkg) => ({ argv: ['rpm', '-q', '--qf', '%{VERSION}', '--', pkg], mutates: false }),
   parseVersion: (stdout) => (/^\d[\w.+~-]*$/.test(stdout.trim()) ? stdout.trim() : undefined),
-  stageCommands: (_host, pkg, version) => [{ argv: ['dnf', 'install', '-y', '--downloadonly', `${pkg}-${version}`], mutates: true }],
+  stageCommands: (_host, pkg, version) => [{ argv: ['dnf', 'install', '-y', '--downloadonly', '--', `${pkg}-${version}`], mutates: true }],
   // `dnf install` refuses to go down; `dnf downgrade` refuses to go up; `--allowerasing` is never used (it could remove other packages).
   installCommands: (_host, pkg, version) => [
-    { argv: ['sh', '-c', 'dnf install -y "$1" || dnf downgrade -y "$1"', 'sh', `${pkg}-${version}`], mutates: true },
+    { argv: ['sh', '-c', 'dnf install -y -- "$1" || dnf downgrade -y -- "$1"', 'sh', `${pkg}-${version}`], mutates: true },
   ],
   newConfigSuffixes: ['.rpmnew'],
 }

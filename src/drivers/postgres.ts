@@ -11,7 +11,7 @@ import { readSecret } from '../config/secrets.ts'
 import { AuthError, BadInputError, CommandError, OperationError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { redact } from '../core/redact.ts'
-import { findBinary, local, requireBinary, runCommand, shellJoin } from '../core/runner.ts'
+import { childEnvironment, findBinary, local, requireBinary, runCommand, shellJoin } from '../core/runner.ts'
 
 /** A database to back up from, restore into, or test-restore into. */
 export interface DatabaseTarget {
@@ -106,14 +106,14 @@ export function majorOf(num: number): number {
 }
 
 export interface PgTool {
-  name: 'pg_dump' | 'pg_restore'
+  name: 'pg_dump' | 'pg_restore' | 'psql'
   path: string
   /** e.g. "15.18" */
   version: string
   major: number
 }
 
-/** Finds pg_dump or pg_restore on PATH and reads its version; fails with the install command. */
+/** Finds pg_dump, pg_restore or psql on PATH and reads its version; fails with the install command. */
 export async function findPgTool(name: PgTool['name']): Promise<PgTool> {
   const path = requireBinary(name, 'postgresql-client')
   const result = await runCommand(local, [path, '--version'])
@@ -134,6 +134,26 @@ export function assertToolFits(tool: PgTool, otherVersion: string, otherMajor: n
       `Install it with: sudo apt-get install -y postgresql-client-${otherMajor}`,
     )
   }
+}
+
+/**
+ * First minor release of each major with the fix for CVE-2025-8714 (August 2025): before it, a dump
+ * made by a malicious server — or planted — can run shell commands through psql meta-commands when
+ * it is restored; the fixed pg_dump/pg_restore write `\restrict` and psql honours it. 18 and later
+ * have it; 12 and older never got it.
+ */
+const CVE_2025_8714_FIXED: Record<number, number> = { 13: 22, 14: 19, 15: 14, 16: 10, 17: 6 }
+
+/** Refuses a pg_restore or psql without the fix for CVE-2025-8714, naming the version it needs. */
+export function assertToolPatched(tool: PgTool): void {
+  const fixed = tool.major >= 18 ? 0 : CVE_2025_8714_FIXED[tool.major]
+  const minor = Number(tool.version.split('.')[1] ?? 0)
+  if (fixed !== undefined && minor >= fixed) return
+  const needed = fixed === undefined ? '13.22, 14.19, 15.14, 16.10, 17.6 or 18' : `${tool.major}.${fixed} or newer`
+  throw new OperationError(
+    `${tool.name} ${tool.version} (${tool.path}) lacks the fix for CVE-2025-8714 (a dump can run shell commands through psql meta-commands); restoring needs ${needed}.`,
+    `Install it with: sudo apt-get install -y postgresql-client-${tool.major >= 13 ? tool.major : 17}`,
+  )
 }
 
 /** True when the PATH has this tool (for doctor-style checks). */
@@ -158,7 +178,7 @@ export function spawnPgTool(argv: string[], env: Record<string, string>, stdio: 
   // A hand-written spawn, not zx: a dump streams through at its own pace (backpressure into the
   // encryption), and zx keeps every byte a process prints in memory for its result.
   const child = spawn(file, args, {
-    env: { ...process.env, ...env },
+    env: childEnvironment(env),
     stdio: [stdio.stdin ? 'pipe' : 'ignore', stdio.stdout ? 'pipe' : 'ignore', 'pipe'],
   })
   let stderr = ''

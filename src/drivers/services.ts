@@ -41,15 +41,15 @@ const output = (r: CommandResult): string => (r.stdout + r.stderr).trim()
 /** systemd units: `systemctl stop|start|is-active`, `journalctl -u UNIT -n N`. */
 export const systemdDriver: ServiceDriver = {
   name: 'systemd',
-  stopCommand: (_h, unit) => ({ argv: ['systemctl', 'stop', unit], mutates: true }),
-  startCommand: (_h, unit) => ({ argv: ['systemctl', 'start', unit], mutates: true }),
-  statusCommand: (_h, unit) => ({ argv: ['systemctl', 'is-active', unit], mutates: false }),
+  stopCommand: (_h, unit) => ({ argv: ['systemctl', 'stop', '--', unit], mutates: true }),
+  startCommand: (_h, unit) => ({ argv: ['systemctl', 'start', '--', unit], mutates: true }),
+  statusCommand: (_h, unit) => ({ argv: ['systemctl', 'is-active', '--', unit], mutates: false }),
   // `systemctl stop` of a stopped unit exits 0.
   stopOutcome: (r) => ({ ok: r.code === 0, detail: output(r) }),
   startOutcome: (r) => ({ ok: r.code === 0, detail: output(r) }),
   parseStatus: (r) => ({ running: r.code === 0 && r.stdout.trim() === 'active', status: r.stdout.trim() || r.stderr.trim() }),
   logsCommand: (_h, unit, lines, _logPath, cursor) => ({
-    argv: ['journalctl', '-u', unit, '-n', String(lines), '--no-pager', '-o', 'short-iso', ...(cursor ? [`--since=@${cursor}`] : [])],
+    argv: ['journalctl', `--unit=${unit}`, '-n', String(lines), '--no-pager', '-o', 'short-iso', ...(cursor ? [`--since=@${cursor}`] : [])],
     mutates: false,
   }),
   // The host's own clock: a position in time that journalctl --since understands, immune to clock skew.
@@ -100,6 +100,9 @@ function supervisorOutcome(r: CommandResult, host: Host, fine: number): ActionOu
  * Programs of a supervisord (the lab's), through the XML-RPC calls supervisorctl makes:
  * `stopProcess` and `startProcess` wait like `supervisorctl stop|start` (a start returns once the
  * program counts as running, after its `startsecs`), `getProcessInfo` gives the state.
+ * A stop sticks only for a program without `autorestart`: supervisord spawns an EXITED program
+ * again by itself, and `stopProcess` on EXITED answers NOT_RUNNING (taken as stopped) without
+ * preventing that spawn. The lab's package sets `autorestart=false` for this reason.
  */
 export const supervisorDriver: ServiceDriver = {
   name: 'supervisor',

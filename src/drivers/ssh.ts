@@ -8,8 +8,10 @@
 import { createHash } from 'node:crypto'
 import { Readable } from 'node:stream'
 import { NodeSSH } from 'node-ssh'
+import { assertPrivateFile } from '../config/secrets.ts'
 import { OperationError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
+import { knownHostsFile, recordedHostKey, recordHostKey } from './known-hosts.ts'
 import { shellJoin, shellQuote, type CommandResult, type RunOptions, type Transport } from '../core/runner.ts'
 
 // The few members of ssh2's objects used here (ssh2 ships no type declarations of its own).
@@ -41,6 +43,11 @@ export interface SshTarget {
   keyFile?: string | undefined
   /** Pinned host key fingerprint (`SHA256:...`); another key is refused. */
   hostKey?: string | undefined
+  /**
+   * Without `hostKey`: accept the key seen on the first connection, record it in the state dir, and
+   * refuse any other key afterwards. Without either, the host is refused.
+   */
+  trustOnFirstUse?: boolean | undefined
 }
 
 /** `SHA256:...` of a raw public key blob, as `ssh-keygen -lf` and OpenSSH's prompts print it. */
@@ -74,10 +81,12 @@ export class SshTransport implements Transport {
   private warnedUnpinned = false
   private readonly waiting: Array<() => void> = []
 
-  constructor(
-    readonly target: SshTarget,
-    private readonly options: SshTransportOptions = {},
-  ) {
+  readonly target: SshTarget
+  private readonly options: SshTransportOptions
+
+  constructor(target: SshTarget, options: SshTransportOptions = {}) {
+    this.target = target
+    this.options = options
     this.host = options.name ?? target.host
   }
 
@@ -92,6 +101,10 @@ export class SshTransport implements Transport {
 
   private async openConnection(): Promise<NodeSSH> {
     const { host, port, user, keyFile, hostKey } = this.target
+    const tofu = hostKey === undefined && this.target.trustOnFirstUse === true
+    // What the host must show: the pinned key, the one recorded at its first use, or (first use) any.
+    const expected = hostKey ?? (tofu ? recordedHostKey(host, port) : undefined)
+    if (keyFile) assertPrivateFile(keyFile, `${this.host}: ssh.keyFile`)
     let seen: string | undefined
     const config: ConnectSettings = {
       host,
@@ -100,7 +113,7 @@ export class SshTransport implements Transport {
       readyTimeout: this.options.connectTimeoutMs ?? 10_000,
       hostVerifier: (key) => {
         seen = hostKeyFingerprint(key)
-        return hostKey === undefined || seen === hostKey
+        return expected !== undefined ? seen === expected : tofu
       },
     }
     if (keyFile) config.privateKeyPath = keyFile
@@ -124,10 +137,11 @@ export class SshTransport implements Transport {
             this.connecting = undefined
           }
         })
-        if (hostKey === undefined && !this.warnedUnpinned) {
+        if (tofu && expected === undefined && seen !== undefined && !this.warnedUnpinned) {
           this.warnedUnpinned = true
+          recordHostKey(host, port, seen)
           events.warn(
-            `The SSH host key of ${this.host} (${host}:${port}) is not pinned; it is ${seen ?? 'unknown'}. Check it out of band and pin it: ssh.hostKey: ${seen ?? 'SHA256:...'}`,
+            `The SSH host key of ${this.host} (${host}:${port}) was trusted on first use: ${seen}, recorded in ${knownHostsFile()}; another key will be refused. Check it out of band and pin it: ssh.hostKey: ${seen}`,
             this.host,
           )
         }
@@ -139,6 +153,18 @@ export class SshTransport implements Transport {
           throw new OperationError(
             `The SSH host key of ${this.host} (${host}:${port}) is ${seen}, not the ${hostKey} pinned in the environment file; refusing to connect.`,
             'If the host was reinstalled, check its new key out of band (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host) and update ssh.hostKey.',
+          )
+        }
+        if (tofu && expected !== undefined && seen !== undefined && seen !== expected) {
+          throw new OperationError(
+            `The SSH host key of ${this.host} (${host}:${port}) is ${seen}, not the ${expected} it showed on first use (recorded in ${knownHostsFile()}); refusing to connect.`,
+            'If the host was reinstalled, check its new key out of band, then remove its line from that file or pin it with ssh.hostKey.',
+          )
+        }
+        if (expected === undefined && !tofu && seen !== undefined) {
+          throw new OperationError(
+            `The SSH host key of ${this.host} (${host}:${port}) is not pinned (ssh.hostKey); refusing to connect. It shows ${seen}.`,
+            `Check it out of band (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host) and pin it: ssh.hostKey: ${seen}; or set ssh.trustOnFirstUse: true to record the first key seen.`,
           )
         }
         lastError = error

@@ -15,10 +15,12 @@ import { SshTransport } from './ssh.ts'
 /** Runs commands on this machine, as another user when `runAs` is given (needs root). */
 export class LocalHostTransport implements Transport {
   private readonly inner: LocalTransport
-  constructor(
-    readonly host: string,
-    private readonly runAs?: { user: string; uid: number; gid: number },
-  ) {
+  readonly host: string
+  private readonly runAs: { user: string; uid: number; gid: number } | undefined
+
+  constructor(host: string, runAs?: { user: string; uid: number; gid: number }) {
+    this.host = host
+    this.runAs = runAs
     this.inner = new LocalTransport(host)
   }
 
@@ -56,7 +58,14 @@ function userOfUid(uid: number): string | undefined {
 export function transportFor(host: RecordingHostConfig): Transport {
   if (host.ssh) {
     return new SshTransport(
-      { host: host.ssh.host, port: host.ssh.port, user: host.ssh.user, keyFile: host.ssh.keyFile, hostKey: host.ssh.hostKey },
+      {
+        host: host.ssh.host,
+        port: host.ssh.port,
+        user: host.ssh.user,
+        keyFile: host.ssh.keyFile,
+        hostKey: host.ssh.hostKey,
+        trustOnFirstUse: host.ssh.trustOnFirstUse,
+      },
       { name: host.name },
     )
   }

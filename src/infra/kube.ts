@@ -1,9 +1,9 @@
 /**
  * What every workload of the platform shares: the recommended `app.kubernetes.io/*` labels, a
- * locked-down pod and container security context, scheduling fields from config, and checksum
- * annotations that roll a pod template when the secret or settings it reads change.
+ * locked-down pod and container security context, scheduling fields from config, and keyed
+ * checksum annotations that roll a pod template when the secret or settings it reads change.
  */
-import { createHash } from 'node:crypto'
+import { createHmac } from 'node:crypto'
 import * as pulumi from '@pulumi/pulumi'
 import type * as k8s from '@pulumi/kubernetes'
 import type { Resources, Toleration } from '../config/deploy.ts'
@@ -83,16 +83,20 @@ export function schedulingOf(s: { nodeSelector: Record<string, string>; tolerati
 }
 
 /**
- * The checksum annotation value of `parts` (secret or not). A SHA-256 of a high-entropy secret
- * does not reveal it, so the result is deliberately not secret: it must be visible on the pod
- * template for the rollout to be reviewable, and a secret annotation would hide the whole template.
+ * The restart annotation value of `parts` (secret or not): an HMAC-SHA256 under `key`, a random
+ * value kept in Pulumi state as a secret (`ChecksumKey` in index.ts). A plain hash of a secret
+ * would let anyone who reads the pod template test guesses of it (a password, a settings file
+ * whose other keys are known); without the key the value says only "changed" or "unchanged".
+ * The result is deliberately not secret: it must be visible on the pod template for the rollout
+ * to be reviewable, and a secret annotation would hide the whole template.
  */
-export function checksumOf(...parts: Input<string>[]): pulumi.Output<string> {
+export function checksumOf(key: Input<string>, ...parts: Input<string>[]): pulumi.Output<string> {
   return pulumi.unsecret(
-    pulumi.all(parts).apply((values) => {
-      const hash = createHash('sha256')
-      for (const value of values) hash.update(value).update('\0')
-      return hash.digest('hex')
+    pulumi.all([key, ...parts]).apply(([k, ...values]) => {
+      if (!k) throw new Error('checksumOf: the checksum key is empty')
+      const mac = createHmac('sha256', k)
+      for (const value of values) mac.update(value).update('\0')
+      return mac.digest('hex')
     }),
   )
 }
@@ -105,6 +109,28 @@ export function secretData(data: Record<string, Input<string>>): pulumi.Output<R
 /** A Service's in-cluster DNS name. */
 export function serviceHost(service: string, namespace: string): string {
   return `${service}.${namespace}.svc.cluster.local`
+}
+
+/** The image reference: the tag is the version; a digest, when configured, pins the content. */
+export function imageOf(repository: string, version: string, digest?: string): string {
+  return `${repository}:${version}${digest ? `@${digest}` : ''}`
+}
+
+/**
+ * Spreads the replicas of a Deployment over nodes (required: one node lost must not take two
+ * rendering engines or two recording pods) and over zones where the cluster has them (preferred).
+ */
+export function spreadOf(selector: Record<string, string>, replicas: number): k8s.types.input.core.v1.TopologySpreadConstraint[] {
+  if (replicas < 2) return []
+  return [
+    { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: selector } },
+    {
+      maxSkew: 1,
+      topologyKey: 'topology.kubernetes.io/zone',
+      whenUnsatisfiable: 'ScheduleAnyway',
+      labelSelector: { matchLabels: selector },
+    },
+  ]
 }
 
 /** `imagePullSecrets` if one is configured. */

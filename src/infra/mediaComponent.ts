@@ -3,15 +3,21 @@
  * pipeline / rendering engine, control panel. Scheduled on the nodes that have its hardware (GPU,
  * capture cards), given the one PSK from the one Secret, the release's TCP endpoint variable, and
  * the CA certificate from the release that accepts a custom CA when TLS is on.
+ *
+ * It depends on the system controller's Deployment: in a PSK rotation `pulumi up` restarts the
+ * controller first and rolls the components only once the controller with the new key is ready.
+ * Rendering engines sit behind a headless Service: a control panel resolves the engines and
+ * stays on the one it picked, instead of being balanced onto either engine per connection.
  */
 import type * as k8s from '@pulumi/kubernetes'
 import * as pulumi from '@pulumi/pulumi'
 import { BadInputError } from '../core/errors.ts'
 import { pskVariable, supportsCustomCaCert, tcpEndpointSingleValue, tcpEndpointVariable } from '../releases/versions.ts'
-import type { AppIdentity } from './kube.ts'
+import { serviceHost, type AppIdentity } from './kube.ts'
+import { createNetworkPolicy, podsNamed, tcp } from './networkPolicy.ts'
 import { controllerVariables, type PskRef } from './systemController.ts'
 import { CA_FILE } from './tls.ts'
-import { createDeployment, createService, type WorkloadArgs } from './workload.ts'
+import { createService, createWorkload, type WorkloadArgs } from './workload.ts'
 
 /** The kinds of media component, as `app.kubernetes.io/name`. */
 export type MediaKind = 'ingest' | 'pipeline' | 'control-panel'
@@ -33,6 +39,10 @@ export interface MediaComponentArgs extends WorkloadArgs {
   psk: PskRef
   /** In-cluster URL of the system controller. */
   controllerUrl: pulumi.Input<string>
+  /** The controller's port (for the network policy) and its Deployment (rolled first). */
+  controller: { port: number; deployment: pulumi.Resource }
+  /** Control panels only: the rendering engines' headless Service, `host:port`. */
+  renderingEngines?: pulumi.Input<string>
   /** Rendering engine only: where it listens for TCP control panels. */
   tcpEndpoints?: string[]
   /** The CA of the controller's certificate and its checksum, when TLS is on. */
@@ -42,6 +52,8 @@ export interface MediaComponentArgs extends WorkloadArgs {
 export class MediaComponent extends pulumi.ComponentResource {
   /** The Deployment's name. */
   readonly deploymentName: pulumi.Output<string>
+  /** Rendering engines only: `host:port` of their headless Service. */
+  readonly enginesEndpoint?: pulumi.Output<string>
 
   constructor(name: string, args: MediaComponentArgs, opts?: pulumi.ComponentResourceOptions) {
     super('svcops:infra:MediaComponent', name, {}, opts)
@@ -64,26 +76,71 @@ export class MediaComponent extends pulumi.ComponentResource {
     const caDir = caDirectory(args.productDir)
     if (useCa) env.push({ name: vars.caFile, value: `${caDir}/${CA_FILE}` })
 
-    const deployment = createDeployment(
-      `${name}-deployment`,
+    if (args.renderingEngines !== undefined)
+      env.push({ name: `${args.prefix.toUpperCase()}_RENDERING_ENGINES`, value: args.renderingEngines })
+    // The seed gives a rendering engine's TCP endpoint to probe; ingest and control panels expose
+    // nothing it names (no port, no health path), so they get no probe rather than a made-up one.
+    const probes =
+      controlPort !== undefined
+        ? {
+            readinessProbe: { tcpSocket: { port: 'control' }, periodSeconds: 10, failureThreshold: 3 },
+            livenessProbe: { tcpSocket: { port: 'control' }, initialDelaySeconds: 15, periodSeconds: 20, failureThreshold: 3 },
+          }
+        : {}
+
+    const { deployment } = createWorkload(
+      name,
       identity,
       args,
       {
-        // Same PSK checksum as the controller: a rotation restarts every reader together.
+        // Same PSK checksum as the controller: a rotation restarts every reader.
         annotations: { 'checksum/psk': args.psk.checksum, ...(useCa && args.ca ? { 'checksum/ca': args.ca.checksum } : {}) },
         container: {
           env,
           ...(controlPort !== undefined ? { ports: [{ name: 'control', containerPort: controlPort, protocol: 'TCP' }] } : {}),
+          ...probes,
           volumeMounts: useCa ? [{ name: 'ca', mountPath: caDir, readOnly: true }] : [],
         },
         volumes: useCa && args.ca ? [{ name: 'ca', configMap: { name: args.ca.configMapName } }] : [],
+        // A pod holds its node's GPU or capture card: a surge pod would wait for hardware the old
+        // pod still holds, so one pod is replaced at a time instead.
+        strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } },
+        dependsOn: [args.controller.deployment],
       },
       this,
     )
     this.deploymentName = deployment.metadata.name
-    // Control panels reach the rendering engine's TCP endpoint through a Service.
-    if (controlPort !== undefined)
-      createService(`${name}-service`, { identity, namespace: args.namespace, port: controlPort, portName: 'control' }, this)
-    this.registerOutputs({ deploymentName: this.deploymentName })
+    if (controlPort !== undefined) {
+      const engines = createService(
+        `${name}-engines`,
+        { identity, namespace: args.namespace, port: controlPort, portName: 'control', headless: true, serviceName: `${name}-engines` },
+        this,
+      )
+      this.enginesEndpoint = pulumi
+        .all([engines.metadata.name, pulumi.output(args.namespace)])
+        .apply(([svc, ns]) => `${serviceHost(svc, ns)}:${controlPort}`)
+    }
+    const toController = { to: [podsNamed('system-controller')], ports: [tcp(args.controller.port)] }
+    const rules = {
+      // Sources push to ingest from outside on ports the seed does not name; its streams go to the
+      // pipelines on ports it does not name either.
+      ingest: { ingress: [{}], egress: [toController, { to: [podsNamed('pipeline')] }] },
+      // Control panels and ingest streams come in; outputs stream to addresses given through the
+      // controller's API at run time (SRT callers, UDP destinations), so egress is open.
+      pipeline: {
+        ingress: [
+          { from: [podsNamed('control-panel')], ...(controlPort !== undefined ? { ports: [tcp(controlPort)] } : {}) },
+          { from: [podsNamed('ingest')] },
+        ],
+        egress: [{}],
+      },
+      // A control panel only calls out: to the controller and to the rendering engines.
+      'control-panel': { ingress: [], egress: [toController, { to: [podsNamed('pipeline')] }] },
+    }[args.kind]
+    createNetworkPolicy(`${name}-network-policy`, { identity, namespace: args.namespace, ...rules }, this)
+    this.registerOutputs({
+      deploymentName: this.deploymentName,
+      ...(this.enginesEndpoint ? { enginesEndpoint: this.enginesEndpoint } : {}),
+    })
   }
 }

@@ -36,8 +36,10 @@ export interface DeclaredResource {
 export interface PreviewResult {
   stack: string
   resources: DeclaredResource[]
-  /** Kubernetes objects only (`kubernetes:*` resources), in declaration order. */
+  /** Kubernetes objects only (`kubernetes:*` resources), in declaration order; patches are apart. */
   objects: DeclaredResource[]
+  /** Server-side apply patches of objects declared above (partial objects: no schema applies). */
+  patches: DeclaredResource[]
   /** Stack outputs as the engine would record them. */
   outputs: Record<string, unknown>
   /** Secure config keys that were given stand-in values because no value was supplied. */
@@ -221,6 +223,7 @@ export async function previewStack(options: PreviewOptions): Promise<PreviewResu
   }
   if (failure instanceof pulumi.RunError) throw new BadInputError(failure.message)
   if (failure !== undefined) throw failure instanceof Error ? failure : new Error(JSON.stringify(failure))
-  const objects = resources.filter((r) => r.type.startsWith('kubernetes:'))
-  return { stack, resources, objects, outputs, standIns }
+  const kube = resources.filter((r) => r.type.startsWith('kubernetes:'))
+  const isPatch = (r: DeclaredResource) => r.type.endsWith('Patch')
+  return { stack, resources, objects: kube.filter((r) => !isPatch(r)), patches: kube.filter(isPatch), outputs, standIns }
 }

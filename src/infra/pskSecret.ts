@@ -30,6 +30,8 @@ export interface PskArgs {
   supplied?: string
   /** Labels of the Secret. */
   labels: Record<string, string>
+  /** Key of the checksum annotation (a Pulumi secret). */
+  checksumKey: pulumi.Input<string>
 }
 
 export class Psk extends pulumi.ComponentResource {
@@ -39,7 +41,7 @@ export class Psk extends pulumi.ComponentResource {
   readonly secretKey: string = PSK_KEY
   /** The PSK itself, always a Pulumi secret. */
   readonly value: pulumi.Output<string>
-  /** Checksum annotation value: changes exactly when the PSK does. */
+  /** Keyed checksum annotation value: changes exactly when the PSK does, and reveals nothing of it. */
   readonly checksum: pulumi.Output<string>
 
   constructor(name: string, args: PskArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -67,7 +69,7 @@ export class Psk extends pulumi.ComponentResource {
       { parent: this },
     )
     this.secretName = secret.metadata.name
-    this.checksum = checksumOf(this.value)
+    this.checksum = checksumOf(args.checksumKey, this.value)
     this.registerOutputs({ secretName: this.secretName })
   }
 }

@@ -1,13 +1,23 @@
 /**
  * The recording service: a pinned image, recordings on a volume claim, the database connection in
  * a Secret, readiness on `GET /` (the service's documented health check), a Service and a
- * PodDisruptionBudget. Migrations run on first start, so a rollout replaces pods one by one; with
- * a ReadWriteOnce volume the old pod must let go of it first, hence `Recreate`.
+ * PodDisruptionBudget.
+ *
+ * It follows the seed's upgrade order. Schema changes are not backward-compatible, so old and new
+ * pods must never run against one schema: the Deployment uses Recreate (stop every pod, then
+ * start). Migrations run on first start, so the Deployment declares one replica: after a version
+ * bump, one new pod starts and migrates, and `pulumi up` waits until it is ready; only then does
+ * a DeploymentPatch scale it back to the configured replicas. The backup before and the
+ * verification after are svcops' upgrade, not this program's.
+ *
+ * The recordings' claim is protected (no replacement, no delete by `pulumi destroy`) and retained
+ * (if it leaves the program, it stays in the cluster). Resizing it is an update in place.
  */
 import * as k8s from '@pulumi/kubernetes'
 import * as pulumi from '@pulumi/pulumi'
 import { checksumOf, labelsOf, secretData, type AppIdentity } from './kube.ts'
-import { createDeployment, createDisruptionBudget, createService, serviceUrl, type WorkloadArgs } from './workload.ts'
+import { createNetworkPolicy, tcp } from './networkPolicy.ts'
+import { createService, createWorkload, serviceUrl, type WorkloadArgs } from './workload.ts'
 
 /** Where recordings are stored inside the container. */
 export const RECORDINGS_DIR = '/var/lib/recordings'
@@ -61,16 +71,19 @@ export class RecordingService extends pulumi.ComponentResource {
           ...(args.storage.storageClass ? { storageClassName: args.storage.storageClass } : {}),
         },
       },
-      // Recordings must outlive a `pulumi destroy` or a mistaken replacement.
-      { parent: this, retainOnDelete: true },
+      // Recordings must outlive a `pulumi destroy` or a mistaken replacement: protect makes the
+      // engine refuse both; retainOnDelete leaves the claim in the cluster if it is ever dropped.
+      { parent: this, protect: true, retainOnDelete: true },
     )
 
-    createDeployment(
-      `${name}-deployment`,
+    // More than one replica: declare one, so a new version's first start migrates alone.
+    const firstStart = Math.min(args.replicas, 1)
+    const { deployment } = createWorkload(
+      name,
       identity,
       args,
       {
-        annotations: { 'checksum/database': checksumOf(JSON.stringify(connection), password) },
+        annotations: { 'checksum/database': checksumOf(args.checksumKey, JSON.stringify(connection), password) },
         container: {
           envFrom: [{ secretRef: { name: dbSecret.metadata.name } }],
           env: [{ name: `${p}_RECORDINGS_DIR`, value: RECORDINGS_DIR }],
@@ -82,15 +95,39 @@ export class RecordingService extends pulumi.ComponentResource {
           volumeMounts: [{ name: 'recordings', mountPath: RECORDINGS_DIR }],
         },
         volumes: [{ name: 'recordings', persistentVolumeClaim: { claimName: claim.metadata.name } }],
-        strategy:
-          args.storage.accessMode === 'ReadWriteOnce'
-            ? { type: 'Recreate' }
-            : { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+        // Stop, then start: two versions never run against one schema.
+        strategy: { type: 'Recreate' },
+        replicas: firstStart,
       },
       this,
     )
+    if (args.replicas > firstStart) {
+      // Applied after the Deployment is ready (one pod migrated), and again after every change of
+      // it: its trigger is the Deployment's generation, which every update of the Deployment bumps
+      // (each update also sets replicas back to one, and this patch takes them up again).
+      new k8s.apps.v1.DeploymentPatch(
+        `${name}-scale-up`,
+        {
+          metadata: {
+            name: deployment.metadata.name,
+            namespace: args.namespace,
+            annotations: {
+              'pulumi.com/patchForce': 'true',
+              'svcops/scaled-up-after-generation': deployment.metadata.generation.apply((g) => String(g ?? 0)),
+            },
+          },
+          spec: { replicas: args.replicas },
+        },
+        { parent: this, dependsOn: [deployment] },
+      )
+    }
     const service = createService(`${name}-service`, { identity, namespace: args.namespace, port: args.port, portName: 'http' }, this)
-    createDisruptionBudget(`${name}-pdb`, { identity, namespace: args.namespace }, this)
+    // Clients reach the content API from anywhere; the service calls only its database.
+    createNetworkPolicy(
+      `${name}-network-policy`,
+      { identity, namespace: args.namespace, ingress: [{ ports: [tcp(args.port)] }], egress: [{ ports: [tcp(args.database.port)] }] },
+      this,
+    )
 
     this.url = serviceUrl(service, args.namespace, 'http', args.port)
     this.registerOutputs({ url: this.url })

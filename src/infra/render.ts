@@ -37,6 +37,7 @@ export interface RenderReport {
 // Apply order a person would read: where things live, what they read, then what runs.
 const KIND_ORDER = [
   'Namespace',
+  'ServiceAccount',
   'Secret',
   'ConfigMap',
   'PersistentVolumeClaim',

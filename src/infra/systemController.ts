@@ -4,6 +4,10 @@
  * mount, not a subPath, because subPath mounts never see an updated Secret — `--settings-path`
  * where the release supports it, probes on the release's API prefix, and a NetworkPolicy that
  * lets only the platform's own pods reach it.
+ *
+ * One pod, restarted by Recreate: during a PSK rotation the old controller stops before the new
+ * one starts, so at no time do two controllers hold two different keys. The media components
+ * depend on the controller's Deployment, so `pulumi up` rolls them only once it is ready.
  */
 import * as k8s from '@pulumi/kubernetes'
 import * as pulumi from '@pulumi/pulumi'
@@ -16,8 +20,9 @@ import {
   settingsSearchPaths,
   supportsSettingsPathFlag,
 } from '../releases/versions.ts'
-import { checksumOf, labelsOf, PART_OF, secretData, selectorOf, serviceHost, type AppIdentity } from './kube.ts'
-import { createDeployment, createService, type WorkloadArgs } from './workload.ts'
+import { checksumOf, labelsOf, secretData, serviceHost, type AppIdentity } from './kube.ts'
+import { createNetworkPolicy, namespaceNamed, PLATFORM_PODS, tcp } from './networkPolicy.ts'
+import { createService, createWorkload, type WorkloadArgs } from './workload.ts'
 
 /** Where the settings directory is mounted: the directory the product searches from 6.0. */
 export function settingsDirectory(productDir: string): string {
@@ -49,7 +54,7 @@ export interface PskRef {
   secretKey: string
   /** The value (a Pulumi secret), for the settings file. */
   value: pulumi.Output<string>
-  /** Checksum annotation of the PSK, the same on every pod that reads it. */
+  /** Keyed checksum annotation of the PSK, the same on every pod that reads it. */
   checksum: pulumi.Input<string>
 }
 
@@ -81,6 +86,8 @@ export class SystemController extends pulumi.ComponentResource {
   readonly host: pulumi.Output<string>
   /** Checksum of the settings file on the pod template. */
   readonly settingsChecksum: pulumi.Output<string>
+  /** The Deployment: media components depend on it, so they roll after it during a rotation. */
+  readonly deployment: pulumi.Resource
 
   constructor(name: string, args: SystemControllerArgs, opts?: pulumi.ComponentResourceOptions) {
     super('svcops:infra:SystemController', name, {}, opts)
@@ -91,6 +98,10 @@ export class SystemController extends pulumi.ComponentResource {
     const prefix = apiPrefix(args.version)
     const scheme = args.tls ? 'HTTPS' : 'HTTP'
 
+    if (args.replicas !== 1)
+      throw new BadInputError(
+        `svcops:deploy.live.systemController.replicas: ${args.replicas} is not valid; expected 1, since two controllers could hold two different PSKs during a rotation.`,
+      )
     if ('psk' in args.settings)
       throw new BadInputError(
         'svcops:deploy.live.systemController.settings.psk: the PSK is set by svcops from svcops:psk or the generated one; remove it from the settings.',
@@ -105,7 +116,7 @@ export class SystemController extends pulumi.ComponentResource {
       },
       { parent: this },
     )
-    this.settingsChecksum = checksumOf(settingsJson)
+    this.settingsChecksum = checksumOf(args.checksumKey, settingsJson)
 
     const searched = settingsSearchPaths(args.version, args.productDir)
     const flagged = supportsSettingsPathFlag(args.version)
@@ -120,11 +131,13 @@ export class SystemController extends pulumi.ComponentResource {
     const tlsDir = tlsDirectory(args.productDir)
     const settingsVolume = { secret: { secretName: settings.metadata.name, defaultMode: 0o440 } }
 
-    createDeployment(
-      `${name}-deployment`,
+    const { deployment } = createWorkload(
+      name,
       identity,
       args,
       {
+        // Stop, then start: never two controllers, never two keys.
+        strategy: { type: 'Recreate' },
         // The PSK's checksum is the one every media component carries too, so a rotation restarts
         // them together; settings and TLS changes restart only the controller.
         annotations: {
@@ -168,29 +181,21 @@ export class SystemController extends pulumi.ComponentResource {
     )
     const service = createService(`${name}-service`, { identity, namespace: args.namespace, port: args.port, portName: 'api' }, this)
 
-    new k8s.networking.v1.NetworkPolicy(
-      `${name}-ingress`,
+    // Only the platform's pods (and namespaces the stack names) reach the API; it calls out to nothing.
+    createNetworkPolicy(
+      `${name}-network-policy`,
       {
-        metadata: { name: `${name}-ingress`, namespace: args.namespace, labels },
-        spec: {
-          podSelector: { matchLabels: selectorOf(identity) },
-          policyTypes: ['Ingress'],
-          ingress: [
-            {
-              from: [
-                { podSelector: { matchLabels: { 'app.kubernetes.io/part-of': PART_OF } } },
-                ...args.allowNamespaces.map((ns) => ({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } })),
-              ],
-              ports: [{ protocol: 'TCP', port: args.port }],
-            },
-          ],
-        },
+        identity,
+        namespace: args.namespace,
+        ingress: [{ from: [PLATFORM_PODS, ...args.allowNamespaces.map(namespaceNamed)], ports: [tcp(args.port)] }],
+        egress: [],
       },
-      { parent: this },
+      this,
     )
 
     this.host = pulumi.all([service.metadata.name, pulumi.output(args.namespace)]).apply(([svc, ns]) => serviceHost(svc, ns))
     this.url = this.host.apply((host) => `${args.tls ? 'https' : 'http'}://${host}:${args.port}${prefix}`)
+    this.deployment = deployment
     this.registerOutputs({ url: this.url, settingsChecksum: this.settingsChecksum })
   }
 }

@@ -7,6 +7,7 @@
 import * as k8s from '@pulumi/kubernetes'
 import * as pulumi from '@pulumi/pulumi'
 import { containerSecurity, labelsOf, podSecurity, pullSecretsOf, selectorOf, TMP_MOUNT, TMP_VOLUME, type AppIdentity } from './kube.ts'
+import { createNetworkPolicy } from './networkPolicy.ts'
 
 /** Where the stack file and the credentials are mounted in the job's container. */
 export const STACKS_DIR = '/etc/svcops/stacks'
@@ -104,6 +105,9 @@ export class UpgradeSchedule extends pulumi.ComponentResource {
       },
       { parent: this },
     )
+    // svcops reaches the recording service, its database, the manager and the Kubernetes API:
+    // outgoing connections are open, nothing connects to the job.
+    createNetworkPolicy(`${name}-network-policy`, { identity, namespace: args.namespace, ingress: [], egress: [{}] }, this)
     this.cronJobName = job.metadata.name
     this.registerOutputs({ cronJobName: this.cronJobName })
   }

@@ -6,7 +6,7 @@ import { CronJob } from 'kubernetes-models/batch/v1'
 import { Deployment } from 'kubernetes-models/apps/v1'
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1'
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1'
-import { ConfigMap, Namespace, PersistentVolumeClaim, Secret, Service } from 'kubernetes-models/v1'
+import { ConfigMap, Namespace, PersistentVolumeClaim, Secret, Service, ServiceAccount } from 'kubernetes-models/v1'
 import { BadInputError } from '../core/errors.ts'
 
 interface Model {
@@ -20,6 +20,7 @@ const MODELS: Record<string, ModelClass> = {
   'v1/Secret': Secret,
   'v1/ConfigMap': ConfigMap,
   'v1/Service': Service,
+  'v1/ServiceAccount': ServiceAccount,
   'v1/PersistentVolumeClaim': PersistentVolumeClaim,
   'apps/v1/Deployment': Deployment,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,

@@ -1,7 +1,8 @@
 /**
- * The one way the platform builds a Deployment and its Service, so every workload gets the same
- * hygiene: recommended labels, non-root with a read-only root filesystem, a writable /tmp,
- * resources and scheduling from config, and checksum annotations on the pod template.
+ * The one way the platform builds a workload, so every one gets the same hygiene: its own
+ * ServiceAccount without an API token, recommended labels, non-root with a read-only root
+ * filesystem, a writable /tmp, resources and scheduling from config, replicas spread over nodes,
+ * a PodDisruptionBudget, and keyed checksum annotations on the pod template.
  */
 import * as k8s from '@pulumi/kubernetes'
 import * as pulumi from '@pulumi/pulumi'
@@ -11,10 +12,12 @@ import {
   labelsOf,
   podSecurity,
   pullSecretsOf,
+  imageOf,
   resourcesOf,
   schedulingOf,
   selectorOf,
   serviceHost,
+  spreadOf,
   TMP_MOUNT,
   TMP_VOLUME,
   type AppIdentity,
@@ -31,6 +34,8 @@ export interface WorkloadArgs {
   version: string
   /** Image repository without tag. */
   image: string
+  /** Image digest (`sha256:...`) that pins the image's content. */
+  digest?: string
   /** Number of pods. */
   replicas: number
   /** Requests and limits from config. */
@@ -41,6 +46,8 @@ export interface WorkloadArgs {
   tolerations: Toleration[]
   /** Secret for pulling from a private registry. */
   imagePullSecret?: string
+  /** Key of the checksum annotations (a Pulumi secret; see kube.ts checksumOf). */
+  checksumKey: In<string>
 }
 
 /** The pod template's own parts. */
@@ -51,40 +58,59 @@ export interface PodSpec {
   container: Omit<Container, 'name' | 'image' | 'resources' | 'securityContext'>
   volumes?: In<k8s.types.input.core.v1.Volume>[]
   strategy?: k8s.types.input.apps.v1.DeploymentStrategy
+  /** Replicas the Deployment declares, when they differ from the configured ones (a first start). */
+  replicas?: number
+  /** Resources that must be in place (and ready) before this Deployment rolls. */
+  dependsOn?: pulumi.Input<pulumi.Resource>[]
 }
 
-/** Creates the Deployment of workload `identity` (image tag = `identity.version`) as a child of `parent`. */
-export function createDeployment(
-  name: string,
-  identity: AppIdentity,
-  args: WorkloadArgs,
-  spec: PodSpec,
-  parent: pulumi.Resource,
-): k8s.apps.v1.Deployment {
+/** What createWorkload made. */
+export interface Workload {
+  deployment: k8s.apps.v1.Deployment
+  serviceAccount: k8s.core.v1.ServiceAccount
+  budget: k8s.policy.v1.PodDisruptionBudget
+}
+
+/**
+ * Creates the ServiceAccount (`<name>-service-account`), the Deployment (`<name>-deployment`) and
+ * the PodDisruptionBudget (`<name>-pdb`) of workload `identity` (image tag = `identity.version`)
+ * as children of `parent`.
+ */
+export function createWorkload(name: string, identity: AppIdentity, args: WorkloadArgs, spec: PodSpec, parent: pulumi.Resource): Workload {
   const labels = labelsOf(identity)
+  const selector = selectorOf(identity)
+  // Its own identity, and no API token: nothing in the platform talks to the Kubernetes API.
+  const serviceAccount = new k8s.core.v1.ServiceAccount(
+    `${name}-service-account`,
+    { metadata: { name: identity.instance, namespace: args.namespace, labels }, automountServiceAccountToken: false },
+    { parent },
+  )
   const container: Container = {
     ...spec.container,
     name: identity.name,
-    image: `${args.image}:${identity.version}`,
+    image: imageOf(args.image, identity.version, args.digest),
     imagePullPolicy: 'IfNotPresent',
     resources: resourcesOf(args.resources),
     securityContext: containerSecurity(),
     volumeMounts: [TMP_MOUNT, ...((spec.container.volumeMounts as k8s.types.input.core.v1.VolumeMount[] | undefined) ?? [])],
   }
-  return new k8s.apps.v1.Deployment(
-    name,
+  const spread = spreadOf(selector, args.replicas)
+  const deployment = new k8s.apps.v1.Deployment(
+    `${name}-deployment`,
     {
       metadata: { name: identity.instance, namespace: args.namespace, labels },
       spec: {
-        replicas: args.replicas,
-        selector: { matchLabels: selectorOf(identity) },
+        replicas: spec.replicas ?? args.replicas,
+        selector: { matchLabels: selector },
         ...(spec.strategy ? { strategy: spec.strategy } : {}),
         template: {
           metadata: { labels, ...(spec.annotations ? { annotations: spec.annotations } : {}) },
           spec: {
+            serviceAccountName: serviceAccount.metadata.name,
             automountServiceAccountToken: false,
             securityContext: podSecurity(),
             ...schedulingOf(args),
+            ...(spread.length > 0 ? { topologySpreadConstraints: spread } : {}),
             ...pullSecretsOf(args.imagePullSecret),
             containers: [container],
             volumes: [TMP_VOLUME, ...(spec.volumes ?? [])],
@@ -92,22 +118,29 @@ export function createDeployment(
         },
       },
     },
-    { parent },
+    { parent, ...(spec.dependsOn ? { dependsOn: spec.dependsOn } : {}) },
   )
+  const budget = createDisruptionBudget(`${name}-pdb`, { identity, namespace: args.namespace }, parent)
+  return { deployment, serviceAccount, budget }
 }
 
-/** Creates a ClusterIP Service in front of the workload `identity`, one named port. */
+/**
+ * Creates a ClusterIP Service in front of the workload `identity`, one named port. A headless one
+ * (`headless: true`) resolves to every ready pod instead of balancing over them, so a client that
+ * must stay on one pod (a control panel on its rendering engine) picks it and keeps it.
+ */
 export function createService(
   name: string,
-  args: { identity: AppIdentity; namespace: In<string>; port: number; portName: string },
+  args: { identity: AppIdentity; namespace: In<string>; port: number; portName: string; headless?: boolean; serviceName?: string },
   parent: pulumi.Resource,
 ): k8s.core.v1.Service {
   return new k8s.core.v1.Service(
     name,
     {
-      metadata: { name: args.identity.instance, namespace: args.namespace, labels: labelsOf(args.identity) },
+      metadata: { name: args.serviceName ?? args.identity.instance, namespace: args.namespace, labels: labelsOf(args.identity) },
       spec: {
         type: 'ClusterIP',
+        ...(args.headless ? { clusterIP: 'None' } : {}),
         selector: selectorOf(args.identity),
         ports: [{ name: args.portName, port: args.port, targetPort: args.portName, protocol: 'TCP' }],
       },
@@ -133,7 +166,7 @@ export function serviceUrl(
  * A PodDisruptionBudget allowing one pod down at a time: a drain proceeds, but never takes a
  * replicated workload down whole. With one replica it still lets a node drain.
  */
-export function createDisruptionBudget(
+function createDisruptionBudget(
   name: string,
   args: { identity: AppIdentity; namespace: In<string> },
   parent: pulumi.Resource,

@@ -1,8 +1,9 @@
 /**
- * Backups in the lab: a key pair of the lab's own (GnuPG 2.2 compatible) and the `svcops:backup`
- * section of the lab's environment file, so `svcops backup create|verify|restore --env lab` work
- * right after `svcops lab up`. The private key stays in the lab directory (0600); the section
- * references it by path, never by value.
+ * Backups in the lab: two key pairs of the lab's own (GnuPG 2.2 compatible) — one backups are
+ * encrypted to, one that signs them, as in production — and the `svcops:backup` section of the
+ * lab's environment file, so `svcops backup create|verify|restore --env lab` work right after
+ * `svcops lab up`. The private keys stay in the lab directory (0600); the section references them
+ * by path, never by value.
  */
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
@@ -19,9 +20,15 @@ export async function prepareLabBackup(labDir: string): Promise<BackupConfig> {
   if (!existsSync(paths.privateKeyFile) || !existsSync(paths.publicKeyFile)) {
     await writeKeyPairFiles(paths, { name: 'svcops lab backups', email: 'backups@lab.invalid' })
   }
+  const signing = keyPairPaths(join(labDir, 'keys'), 'svcops lab backup signing')
+  if (!existsSync(signing.privateKeyFile) || !existsSync(signing.publicKeyFile)) {
+    await writeKeyPairFiles(signing, { name: 'svcops lab backup signing', email: 'backups@lab.invalid' })
+  }
   return {
     store: { path: join(labDir, 'backups') },
     recipients: [paths.publicKeyFile],
     identity: { file: paths.privateKeyFile },
+    signingKey: { file: signing.privateKeyFile },
+    signers: [signing.publicKeyFile],
   }
 }

@@ -16,7 +16,7 @@ import { events } from '../core/events.ts'
 import { readSecret } from '../config/secrets.ts'
 import { installHosts, labHostName, startHosts, type LabRecordingHost } from './hosts-fleet.ts'
 import { stopLabHost, supervisordPid, type LabHostInfo } from './hosts.ts'
-import type { LabManager, LabRun } from './lab.ts'
+import type { LabManager } from './manager/lab-users.ts'
 import type { PostgresCluster } from './postgres.ts'
 import {
   buildRecordingPackages,
@@ -25,7 +25,7 @@ import {
   recordingPackagePaths,
   type PackageOptions,
 } from './recording/index.ts'
-import { writeLabState, type LabEntry } from './state.ts'
+import { writeLabState, type LabEntry, type LabSteps } from './state.ts'
 import { isAlive, startSshd, stopSshd, type Sshd, type SshdInfo } from './sshd.ts'
 
 /** The options `lab up` adds for the recording hosts. */
@@ -89,7 +89,7 @@ export function labPackagesDir(labDir: string): string {
  * Starts the lab's sshd and fills in `entry` (recorded by the caller before anything started, so
  * that the order of the lab state, and of `lab down`, does not depend on timing).
  */
-export async function startLabSshd(lab: LabRun, entry: LabEntry): Promise<Sshd> {
+export async function startLabSshd(lab: LabSteps, entry: LabEntry): Promise<Sshd> {
   const sshd = await startSshd()
   const info: SshdInfo = {
     host: sshd.host,
@@ -135,7 +135,7 @@ export interface PreparedLabRecording {
  * The part that needs neither PostgreSQL nor the manager, so `lab up` runs it while they start:
  * packages, sshd, host trees with the release installed. Records every host before creating it.
  */
-export async function prepareLabRecording(lab: LabRun, options: LabHostsOptions): Promise<PreparedLabRecording> {
+export async function prepareLabRecording(lab: LabSteps, options: LabHostsOptions): Promise<PreparedLabRecording> {
   const o = checkLabHostsOptions(options)
   // Recorded at once, before PostgreSQL and the manager (this runs synchronously up to the first
   // await): lab down goes newest first, so trees and sshd go after the hosts and the servers.
@@ -167,7 +167,7 @@ export async function prepareLabRecording(lab: LabRun, options: LabHostsOptions)
 
 /** The rest, once PostgreSQL and the manager run: database, services started and healthy, recordings. */
 export async function finishLabRecording(
-  lab: LabRun,
+  lab: LabSteps,
   prepared: PreparedLabRecording,
   cluster: PostgresCluster,
   manager: LabManager,
@@ -230,7 +230,7 @@ export async function finishLabRecording(
 
 /** Both phases one after the other (for callers that start PostgreSQL and the manager first). */
 export async function startLabRecording(
-  lab: LabRun,
+  lab: LabSteps,
   cluster: PostgresCluster,
   manager: LabManager,
   options: LabHostsOptions,

@@ -7,7 +7,7 @@
  * `lab.step(...)`, name it in `labUpPlan`, and pass its section to `writeLabEnvironment`.
  */
 import { spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { stringify as toYaml } from 'yaml'
@@ -33,18 +33,19 @@ import {
   recordingSection,
   type LabHostsOptions,
 } from './hosts-lab.ts'
-import { labPaths, readLabState, writeLabSecret, writeLabState, type LabEntry, type LabPaths, type LabState } from './state.ts'
+import {
+  labPaths,
+  readLabState,
+  writeLabSecret,
+  writeLabState,
+  type LabEntry,
+  type LabPaths,
+  type LabState,
+  type LabSteps,
+} from './state.ts'
+import { LAB_USERS, type LabManager } from './manager/lab-users.ts'
 
 export { labPaths, type LabEntry, type LabPaths, type LabState } from './state.ts'
-
-/** The recording service's scopes, as the lab's users are granted them. */
-export const LAB_SCOPES = { read: 'urn:svc:recorder:content:read', write: 'urn:svc:recorder:content:write' } as const
-
-/** Users of the lab's manager: the operator the environment file uses, and a read-only user for tests. */
-export const LAB_USERS = [
-  { key: 'operator', email: 'operator@lab.svcops.test', scopes: [LAB_SCOPES.read, LAB_SCOPES.write] },
-  { key: 'reader', email: 'reader@lab.svcops.test', scopes: [LAB_SCOPES.read] },
-] as const
 
 const ENV_FILE_HEADER = '# Written by `svcops lab up`; removed by `svcops lab down`. Use it as --env lab.'
 
@@ -55,31 +56,18 @@ export interface LabUpOptions extends LabHostsOptions {
   managerRevision?: AuthRevision
 }
 
-/** A lab user as `lab up` reports it: the password stays in its 0600 file. */
-export interface LabUserInfo {
-  email: string
-  scopes: string[]
-  passwordFile: string
-}
-
-export interface LabManager {
-  url: string
-  apiRevision: AuthRevision
-  users: Record<(typeof LAB_USERS)[number]['key'], LabUserInfo>
-}
-
 /** A `lab up` in progress: records what was started, and stops it all on failure or Ctrl-C. */
-export class LabRun {
+export class LabRun implements LabSteps {
   readonly state: LabState
   private aborted = false
   /** Steps running now (the hosts are prepared while PostgreSQL and the manager start). */
   private readonly inFlight = new Set<Promise<unknown>>()
   private stopping: Promise<void> | undefined
 
-  constructor(
-    readonly paths: LabPaths,
-    options: Record<string, unknown>,
-  ) {
+  readonly paths: LabPaths
+
+  constructor(paths: LabPaths, options: Record<string, unknown>) {
+    this.paths = paths
     this.state = { version: 1, startedAt: new Date().toISOString(), options, complete: false, envFile: paths.envFile, entries: [] }
     writeLabState(paths, this.state)
   }
@@ -220,15 +208,19 @@ export async function startLabManager(lab: LabRun, options: { apiRevision: AuthR
     users[user.key] = { email: user.email, scopes: [...user.scopes], passwordFile: lab.secret(`manager-${user.key}-password`, password) }
     configUsers.push({ email: user.email, passwordHash: await hashPassword(password), permissions: [...user.scopes] })
   }
+  // The fault switch of the emulator answers only this token; its config file keeps only the hash.
+  const adminToken = randomBytes(32).toString('base64url')
+  lab.secret('manager-admin-token', adminToken)
+  const adminTokenSha256 = createHash('sha256').update(adminToken).digest('hex')
   mkdirSync(lab.paths.logsDir, { recursive: true })
   const log = join(lab.paths.logsDir, 'manager.log')
   const configFile = join(dir, 'config.json')
   for (let attempt = 1; ; attempt++) {
     const port = await freePort()
-    const config: EmulatorConfig = { host: '127.0.0.1', port, apiRevision: options.apiRevision, users: configUsers }
+    const config: EmulatorConfig = { host: '127.0.0.1', port, apiRevision: options.apiRevision, adminTokenSha256, users: configUsers }
     writeFileSync(configFile, JSON.stringify(config, null, 2), { mode: 0o600 })
     const url = `http://127.0.0.1:${port}`
-    const argv = [process.execPath, '--import', 'tsx', projectPath('src/lab/manager/main.ts'), '--config', configFile]
+    const argv = [process.execPath, projectPath('src/lab/manager/main.ts'), '--config', configFile]
     const pid = spawnDetached(argv, log)
     const entry: LabEntry = {
       kind: 'process',

@@ -61,7 +61,11 @@ function asServerUser(info: Pick<PostgresInfo, 'binDir' | 'osUser'>, binary: str
 
 /** A running throwaway cluster. */
 export class PostgresCluster {
-  constructor(readonly info: PostgresInfo) {}
+  readonly info: PostgresInfo
+
+  constructor(info: PostgresInfo) {
+    this.info = info
+  }
 
   get port(): number {
     return this.info.port

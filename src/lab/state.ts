@@ -100,3 +100,18 @@ export function writeLabSecret(paths: LabPaths, name: string, value: string): st
   writeFileSync(file, value + '\n', { mode: 0o600 })
   return file
 }
+
+/**
+ * What a start function of `lab up` is given (LabRun in lab.ts): the state it records into, the step
+ * runner and the secret writer. An interface here, so the start functions in other modules need no import of lab.ts.
+ */
+export interface LabSteps {
+  readonly paths: LabPaths
+  readonly state: LabState
+  /** Runs one named start function as an event step. */
+  step<T>(name: string, fn: () => Promise<T> | T): Promise<T>
+  /** Adds a started thing to the state file, at once. */
+  record(entry: LabEntry): void
+  /** Writes a secret to a 0600 file under the lab dir; returns its path. */
+  secret(name: string, value: string): string
+}

@@ -21,11 +21,12 @@ export interface IdMap {
 
 /** Thrown by a rule when a call cannot be translated without guessing. */
 export class Untranslatable extends Error {
-  constructor(
-    readonly rule: string,
-    readonly reason: string,
-  ) {
+  readonly rule: string
+  readonly reason: string
+  constructor(rule: string, reason: string) {
     super(reason)
+    this.rule = rule
+    this.reason = reason
   }
 }
 
@@ -40,12 +41,10 @@ export class WorkingCall {
   readonly rules: string[] = []
   readonly review: string[] = []
 
-  constructor(
-    call: SavedCall,
-    rel: string,
-    query: string,
-    readonly ids: IdMap,
-  ) {
+  readonly ids: IdMap
+
+  constructor(call: SavedCall, rel: string, query: string, ids: IdMap) {
+    this.ids = ids
     this.method = call.method.toUpperCase()
     this.rel = rel
     this.query = query

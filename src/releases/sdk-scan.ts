@@ -6,7 +6,7 @@
  * string and character literals, raw strings and `#include <...>` names are skipped by one lexing
  * regular expression.
  */
-import { closeSync, openSync, readdirSync, readSync } from 'node:fs'
+import { closeSync, constants, openSync, readdirSync, readSync, statSync } from 'node:fs'
 import { BadInputError } from '../core/errors.ts'
 import { formatBytes } from '../core/units.ts'
 import { NameFilter } from './name-filter.ts'
@@ -95,10 +95,10 @@ export class SdkScanner {
   /** Changed methods by type (`MediaReceiver` -> `start`), found through typed variables too. */
   private readonly methods = new Map<string, string[]>()
 
-  constructor(
-    readonly rules: SdkSymbolRule[],
-    allowed: string[] = [],
-  ) {
+  readonly rules: SdkSymbolRule[]
+
+  constructor(rules: SdkSymbolRule[], allowed: string[] = []) {
+    this.rules = rules
     for (const a of allowed) this.bySymbol.set(a, [])
     for (const r of rules) if (!allowed.includes(r.symbol)) this.bySymbol.set(r.symbol, [...(this.bySymbol.get(r.symbol) ?? []), r])
     const heads = [...new Set(rules.map((r) => r.symbol.split('::')[0] ?? r.symbol))]
@@ -203,10 +203,10 @@ class FoundNames {
   readonly typed = new Map<string, string>()
   private readonly locate: (at: number) => [number, number]
 
-  constructor(
-    text: string,
-    private readonly file: string,
-  ) {
+  private readonly file: string
+
+  constructor(text: string, file: string) {
+    this.file = file
     this.locate = locator(text)
   }
 
@@ -306,7 +306,8 @@ class SourceReader {
   read(file: string): number {
     let fd: number
     try {
-      fd = openSync(file, 'r')
+      // O_NONBLOCK: a file replaced by a FIFO after it was listed reads as empty instead of hanging.
+      fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK)
     } catch (error) {
       throw new BadInputError(`The file '${file}' cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)}.`)
     }
@@ -346,8 +347,12 @@ export function prepareScan(root: string, from: string, to: string): ScanJob {
     files = readdirSync(root, { withFileTypes: true }) && listCppFiles(root)
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOTDIR') files = [root]
-    else throw new BadInputError(`The directory '${root}' cannot be read: ${code ?? String(error)}.`)
+    if (code === 'ENOTDIR') {
+      // A FIFO, socket or device would block the read or never end: only a regular file is scanned.
+      if (!statSync(root).isFile())
+        throw new BadInputError(`'${root}' is neither a directory nor a regular file (a FIFO, socket or device); expected C++ sources.`)
+      files = [root]
+    } else throw new BadInputError(`The directory '${root}' cannot be read: ${code ?? String(error)}.`)
   }
   return { root, from, to, files, scanner: scannerFor(from, to) }
 }

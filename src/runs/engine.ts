@@ -13,7 +13,7 @@
 import { OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import type { Journal } from './journal.ts'
-import { batchFitsWindow, runConcurrently } from './rollout.ts'
+import { allOrFirstFailure, batchFitsWindow, runConcurrently } from './rollout.ts'
 import { Phase, stepName, type PhasePrefix, type Step, type StepName, type StepResult } from './step.ts'
 
 export type Mode = 'act' | 'plan'
@@ -184,9 +184,7 @@ export class Run<C> {
       for (const h of hosts) await fn(h)
       return
     }
-    const results = await runConcurrently(hosts, hosts.length, fn)
-    const failed = results.find((r) => r.status === 'rejected')
-    if (failed?.status === 'rejected') throw failed.reason
+    await allOrFirstFailure(hosts, fn)
   }
 
   /**

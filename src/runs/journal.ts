@@ -16,11 +16,14 @@ import {
   readdirSync,
   readFileSync,
   renameSync,
+  statSync,
   writeFileSync,
 } from 'node:fs'
 import { hostname, userInfo } from 'node:os'
 import { join, resolve } from 'node:path'
-import { BadInputError } from '../core/errors.ts'
+import { z } from 'zod'
+import { BadInputError, errorMessage } from '../core/errors.ts'
+import { events } from '../core/events.ts'
 import { redactDeep } from '../core/redact.ts'
 import type { ReportSection } from './step.ts'
 
@@ -105,6 +108,75 @@ export function holderName(): string {
   return `${user}@${hostname()}`
 }
 
+/**
+ * A new run's record: its id, who runs it and since when, `phase: 'running'`, and the fields a kind
+ * of run sets itself (`fields`). Kinds without hosts or versions leave those empty.
+ */
+export function newRunRecord(fields: Pick<RunRecord, 'kind' | 'environment' | 'envFile'> & Partial<RunRecord>): RunRecord {
+  return {
+    id: newRunId(),
+    targetVersion: '',
+    previousVersions: {},
+    hosts: [],
+    batchSize: 1,
+    maxFail: '0',
+    autoRollback: false,
+    phase: 'running',
+    startedAt: new Date().toISOString(),
+    holder: holderName(),
+    pid: process.pid,
+    ...fields,
+  }
+}
+
+/** Run folders are ours, but a person or a disk can damage them: every file read is checked and capped. */
+const MAX_RECORD_BYTES = 1 << 20
+const MAX_JOURNAL_BYTES = 64 << 20
+
+const runRecordSchema = z.looseObject({
+  id: z.string().regex(/^\d{8}T\d{6}Z-[0-9a-f]{6}$/),
+  kind: z.enum(['upgrade', 'rollback', 'backup', 'verify']),
+  environment: z.string(),
+  envFile: z.string(),
+  targetVersion: z.string(),
+  previousVersions: z.record(z.string(), z.string()),
+  hosts: z.array(z.string()),
+  batchSize: z.number().int().min(1),
+  maxFail: z.string(),
+  autoRollback: z.boolean(),
+  phase: z.enum(['running', 'rolling-back', 'succeeded', 'failed', 'rolled-back', 'rollback-failed']),
+  startedAt: z.string(),
+  holder: z.string(),
+  pid: z.number().int(),
+})
+
+const entrySchema = z.looseObject({
+  time: z.string(),
+  step: z.string(),
+  host: z.string().optional(),
+  status: z.enum(['start', 'ok', 'failed', 'skipped']),
+})
+
+/** Reads and checks a run record; one sentence naming the file and the field when it is not one. */
+export function readRunRecord(file: string): RunRecord {
+  const size = statSync(file).size
+  if (size > MAX_RECORD_BYTES) throw new BadInputError(`${file}: is ${size} bytes; a run record is at most ${MAX_RECORD_BYTES} bytes.`)
+  let json: unknown
+  try {
+    json = JSON.parse(readFileSync(file, 'utf8'))
+  } catch {
+    throw new BadInputError(`${file}: is not valid JSON; expected a run record written by svcops.`)
+  }
+  const parsed = runRecordSchema.safeParse(json)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    throw new BadInputError(
+      `${file}: ${issue?.path.join('.') || '(record)'}: ${issue?.message ?? 'invalid'}; expected a run record written by svcops.`,
+    )
+  }
+  return parsed.data
+}
+
 const RUN_ID = /^\d{8}T\d{6}Z-[0-9a-f]{6}$/
 
 function writeSynced(path: string, text: string): void {
@@ -152,7 +224,7 @@ export class Journal {
       throw new BadInputError(`Run id '${id}' is not valid; expected an id like 20261122T031500Z-3fa9c1 (see 'svcops runs list').`)
     const file = join(base, id, 'run.json')
     if (!existsSync(file)) throw new BadInputError(`There is no run '${id}' in ${base}.`, `List the runs with: svcops runs list`)
-    return new Journal(join(base, id), JSON.parse(readFileSync(file, 'utf8')) as RunRecord)
+    return new Journal(join(base, id), readRunRecord(file))
   }
 
   /** Updates fields of the run record and writes it (synced). */
@@ -189,15 +261,25 @@ export class Journal {
     if (this.memory) return [...this.memory]
     const file = join(this.dir, 'journal.jsonl')
     if (!existsSync(file)) return []
+    const size = statSync(file).size
+    if (size > MAX_JOURNAL_BYTES) throw new BadInputError(`${file}: is ${size} bytes; a journal is at most ${MAX_JOURNAL_BYTES} bytes.`)
+    const lines = readFileSync(file, 'utf8').split('\n')
+    while (lines.length && !lines.at(-1)?.trim()) lines.pop()
     const out: JournalEntry[] = []
-    for (const line of readFileSync(file, 'utf8').split('\n')) {
-      if (!line.trim()) continue
+    for (const [i, line] of lines.entries()) {
+      let parsed: ReturnType<typeof entrySchema.safeParse> | undefined
       try {
-        out.push(JSON.parse(line) as JournalEntry)
+        parsed = entrySchema.safeParse(JSON.parse(line))
       } catch {
-        // Only the last line can be torn by a kill; everything before it was synced whole.
-        break
+        parsed = undefined
       }
+      if (parsed?.success) {
+        out.push(parsed.data)
+        continue
+      }
+      // Only the last line can be torn by a kill; everything before it was synced whole.
+      if (i === lines.length - 1) break
+      throw new BadInputError(`${file}:${i + 1}: is not a journal entry; the journal was changed by something other than svcops.`)
     }
     return out
   }
@@ -232,7 +314,13 @@ export function listRuns(base = runsDir()): RunRecord[] {
   const runs: RunRecord[] = []
   for (const id of readdirSync(base).filter((d) => RUN_ID.test(d))) {
     const file = join(base, id, 'run.json')
-    if (existsSync(file)) runs.push(JSON.parse(readFileSync(file, 'utf8')) as RunRecord)
+    if (!existsSync(file)) continue
+    try {
+      runs.push(readRunRecord(file))
+    } catch (error) {
+      // One damaged run folder must not hide the others from `runs list` or `rollback`.
+      events.warn(`Skipping ${file}: ${errorMessage(error)}`)
+    }
   }
   return runs.sort((a, b) => b.id.localeCompare(a.id))
 }

@@ -64,3 +64,14 @@ export async function runConcurrently<T, R>(items: T[], limit: number, fn: (item
   await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker))
   return results
 }
+
+/**
+ * Runs `fn` on every item at once and, once all have ended, throws the first failure (in input
+ * order): nothing is left half-way unseen, and the error a person reads is the first host's.
+ */
+export async function allOrFirstFailure<T, R>(items: T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = await runConcurrently(items, items.length, fn)
+  const failed = results.find((r) => r.status === 'rejected')
+  if (failed?.status === 'rejected') throw failed.reason
+  return results.map((r) => (r as PromiseFulfilledResult<R>).value)
+}

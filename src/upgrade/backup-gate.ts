@@ -1,6 +1,6 @@
 /**
  * Adapter to the backup library for the upgrade: a backup counts only once it passed the full
- * verification (checksum, key, decrypt, test restore into a scratch database with fingerprint and
+ * verification (signature, checksum, key, decrypt, test restore into a scratch database with fingerprint and
  * row counts compared); a rollback restores it over the service database, refusing a backup whose
  * schema is not the one the run recorded before it changed anything.
  */
@@ -15,16 +15,21 @@ export async function createVerifiedBackup(
 ): Promise<{ id: string; fingerprint: string }> {
   const ctx = await openBackupContext(env)
   try {
-    const manifest = await createBackup({ ...ctx.createOptions, serviceVersions, serviceVersionsSource: 'hosts' })
+    const manifest = await createBackup({
+      ...ctx.createOptions,
+      signer: await ctx.signingKey(),
+      serviceVersions,
+      serviceVersionsSource: 'hosts',
+    })
     const identity = await readIdentity(ctx.backup)
-    let report = await verifyBackup(ctx.store, manifest.id, { identity, restoreTest: { server: ctx.database } })
+    let report = await verifyBackup(ctx.store, manifest.id, { signers: ctx.signers, identity, restoreTest: { server: ctx.database } })
     const denied = report.checks.find((c) => !c.ok && c.check === 'restore' && /permission denied to create database/i.test(c.detail))
     if (denied) {
       // A role without CREATEDB cannot test-restore; the decrypted dump is still checked byte for byte.
       events.warn(
         `The test restore of backup ${manifest.id} needs CREATEDB for ${ctx.database.user}; verifying by checksum, key and a full decrypt against the manifest's dump hash instead.`,
       )
-      report = await verifyBackup(ctx.store, manifest.id, { identity })
+      report = await verifyBackup(ctx.store, manifest.id, { signers: ctx.signers, identity })
     }
     assertVerified(report)
     return { id: manifest.id, fingerprint: manifest.fingerprint }
@@ -33,11 +38,16 @@ export async function createVerifiedBackup(
   }
 }
 
-/** Restores backup `id` over the service database (every service host stopped by the caller). */
+/**
+ * Restores backup `id` over the service database (every service host stopped by the caller). The
+ * backup library refuses one that no trusted signer signed; an automatic rollback never accepts an
+ * unsigned backup.
+ */
 export async function restoreVerifiedBackup(env: Environment, id: string, expectFingerprint: string | undefined): Promise<void> {
   const ctx = await openBackupContext(env)
   try {
     await restoreBackup(ctx.store, id, ctx.database, {
+      signers: ctx.signers,
       identity: await readIdentity(ctx.backup),
       confirmed: true,
       ...(expectFingerprint ? { expectFingerprint } : {}),

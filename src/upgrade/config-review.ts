@@ -1,7 +1,7 @@
 /**
  * "Review configuration changes" of the seed's upgrade steps. The package manager keeps a config
  * file the operator edited and leaves the package's new default beside it (`.dpkg-dist`,
- * `.dpkg-new`, `.rpmnew`). This finds those files, diffs them against the active config for the
+ * `.dpkg-new`, `.rpmnew`). This finds those files, compares them with the active config option by option for the
  * report, syntax-checks the active config (the service reads JSON), and warns on options the active
  * config sets that the new default no longer has (likely obsolete or renamed).
  */
@@ -27,14 +27,96 @@ export interface ConfigReview {
   newOptions: string[]
 }
 
-const SECRETISH = /pass|secret|token|psk|key/i
+/**
+ * Option paths whose values the review may show (array indices written `[]`). Everything else —
+ * passwords, tokens, keys, a credential nested anywhere, an option a later release adds — shows
+ * only as "changed" with its value masked: a config file holds secrets under names no pattern
+ * guesses (`mediaApi.baseUrl` with `user:password@`, `headers.X-Api`, ...).
+ */
+const SHOWN_VALUES = new Set([
+  'listen.host',
+  'listen.port',
+  'database.host',
+  'database.port',
+  'database.name',
+  'database.user',
+  'database.passwordFile',
+  'auth.jwksUrl',
+  'auth.issuer',
+  'auth.readScope',
+  'auth.writeScope',
+  'storage.path',
+  'storage.locations[].name',
+  'storage.locations[].path',
+  'storage.defaultLocation',
+  'mediaApi.baseUrl',
+  'mediaApi.timeoutMs',
+  'contentInfoCacheSize',
+  'contentInfoCacheTtlSeconds',
+  'writeRateLimit',
+  'logLevel',
+])
 
-/** Masks values of secret-looking keys in a diff, whatever the redaction registry knows. */
-function maskSecrets(diff: string): string {
-  return diff
-    .split('\n')
-    .map((line) => (SECRETISH.test(line) && /[:=]/.test(line) ? line.replace(/([:=]\s*).*$/, '$1[REDACTED]') : line))
-    .join('\n')
+const MASKED = '[masked]'
+
+/** A URL without its `user:password@` and with its query values masked; any other string as is. */
+export function withoutCredentials(value: string): string {
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return value
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    return MASKED
+  }
+  url.username = ''
+  url.password = ''
+  for (const key of [...url.searchParams.keys()]) url.searchParams.set(key, 'masked')
+  return url.href
+}
+
+/** Every leaf of a JSON value by path (`a.b`, `a.list[0].c`); empty objects and arrays are leaves. */
+export function leafValues(value: unknown, prefix = '', out = new Map<string, unknown>()): Map<string, unknown> {
+  const entries: Array<[string, unknown]> = Array.isArray(value)
+    ? value.map((v, i) => [`${prefix}[${i}]`, v])
+    : value && typeof value === 'object'
+      ? Object.entries(value as Record<string, unknown>).map(([k, v]) => [prefix ? `${prefix}.${k}` : k, v])
+      : []
+  if (entries.length === 0) out.set(prefix, value)
+  for (const [path, v] of entries) leafValues(v, path, out)
+  return out
+}
+
+function shown(path: string, value: unknown): string {
+  if (!SHOWN_VALUES.has(path.replace(/\[\d+\]/g, '[]'))) return MASKED
+  if (typeof value === 'string') return JSON.stringify(withoutCredentials(value))
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null) return JSON.stringify(value)
+  return MASKED
+}
+
+/**
+ * The review's diff of two parsed configs, one line per changed option path, in unified-diff
+ * signs: `+` set by the new default only, `-` set by the active config only, `~` both set, values
+ * differ. Values only where the allow-list permits; never a line of either file.
+ */
+export function reviewDiff(active: unknown, dflt: unknown): string {
+  const before = leafValues(active)
+  const after = leafValues(dflt)
+  const lines: string[] = []
+  for (const path of [...new Set([...before.keys(), ...after.keys()])].sort()) {
+    const a = before.get(path)
+    const b = after.get(path)
+    const key = JSON.stringify(path)
+    if (!before.has(path)) lines.push(`+  ${key}: ${shown(path, b)}`)
+    else if (!after.has(path)) lines.push(`-  ${key}: ${shown(path, a)}`)
+    else if (JSON.stringify(a) !== JSON.stringify(b)) {
+      const old = shown(path, a)
+      const now = shown(path, b)
+      if (old === MASKED || now === MASKED) lines.push(`~  ${key}: changed ${MASKED}`)
+      else if (old === now) lines.push(`~  ${key}: ${now} (changed in masked parts: credentials or query)`)
+      else lines.push(`~  ${key}: ${old} -> ${now}`)
+    }
+  }
+  return lines.join('\n')
 }
 
 /** Dot-paths of every leaf key of a JSON object. */
@@ -43,24 +125,28 @@ export function optionPaths(value: unknown, prefix = ''): string[] {
   return Object.entries(value as Record<string, unknown>).flatMap(([k, v]) => optionPaths(v, prefix ? `${prefix}.${k}` : k))
 }
 
+/** Parses JSON; the error gives the place only — V8's message quotes the text, which may be a secret. */
 function parseJson(text: string): { ok: true; value: unknown } | { ok: false; error: string } {
   try {
     return { ok: true, value: JSON.parse(text) }
   } catch (error) {
-    return { ok: false, error: (error as Error).message }
+    const at = /position (\d+)/.exec((error as Error).message)
+    if (!at?.[1]) return { ok: false, error: 'it ends early or is not JSON at all' }
+    const before = text.slice(0, Number(at[1])).split('\n')
+    return { ok: false, error: `error at line ${before.length}, column ${(before.at(-1)?.length ?? 0) + 1}` }
   }
 }
 
-// One remote command reads the active config, every new default beside it and their diffs, so the
+// One remote command reads the active config and every new default beside it, so the
 // review adds one round trip to the downtime window, not one per file.
 const READ_ALL = [
   'f="$1"; m="$2"; shift 2',
   'if [ -r "$f" ]; then printf "%s active\\n" "$m"; cat "$f"; else printf "%s missing\\n" "$m"; fi',
-  'for s in "$@"; do if [ -f "$f$s" ]; then printf "\\n%s default %s\\n" "$m" "$s"; cat "$f$s"; printf "\\n%s diff %s\\n" "$m" "$s"; diff -u "$f" "$f$s"; fi; done',
+  'for s in "$@"; do if [ -f "$f$s" ]; then printf "\\n%s default %s\\n" "$m" "$s"; cat "$f$s"; fi; done',
   'true',
 ].join('\n')
 
-/** Splits the output of READ_ALL into its sections: `active`, `default <suffix>`, `diff <suffix>`. */
+/** Splits the output of READ_ALL into its sections: `active` and `default <suffix>`. */
 function splitSections(text: string, marker: string): Map<string, string> {
   const out = new Map<string, string>()
   let key: string | undefined
@@ -109,8 +195,14 @@ export async function reviewConfig(
   for (const suffix of suffixes) {
     const text = sections.get(`default ${suffix}`)
     if (text === undefined) continue
-    review.newDefaults.push({ path: configPath + suffix, diff: maskSecrets(sections.get(`diff ${suffix}`) ?? '') })
     const dflt = parseJson(text)
+    review.newDefaults.push({
+      path: configPath + suffix,
+      diff:
+        dflt.ok && parsed.ok
+          ? reviewDiff(parsed.value, dflt.value)
+          : `(no diff: ${parsed.ok ? configPath + suffix : configPath} is not valid JSON, and its lines may hold secrets)`,
+    })
     if (dflt.ok && parsed.ok) {
       const defaultKeys = new Set(optionPaths(dflt.value))
       review.obsoleteOptions.push(

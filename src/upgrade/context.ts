@@ -14,6 +14,7 @@ import { serviceDriver, type ServiceDriver } from '../drivers/services.ts'
 import { transportFor } from '../drivers/transports.ts'
 import { isFinished, Journal, listRuns, type RunRecord } from '../runs/journal.ts'
 import { acquireEnvironmentLock, acquireHostLock, releaseHostLock, type EnvironmentLock } from '../runs/lock.ts'
+import { allOrFirstFailure } from '../runs/rollout.ts'
 import type { Opened } from '../runs/playbook.ts'
 import type { UpgradeDeps } from './deps.ts'
 import { openUpgradeDeps } from './wiring.ts'
@@ -145,11 +146,7 @@ export function openRecordingRun(env: Environment, takeOver: string[], breakLock
       await closeRecordingContext(ctx)
     }
     try {
-      const results = await Promise.allSettled(
-        ctx.allHosts.map((h) => acquireHostLock(h.transport, hostLockFile(ctx, h), holder, { takeOver, breakLock })),
-      )
-      const failed = results.find((r) => r.status === 'rejected')
-      if (failed?.status === 'rejected') throw failed.reason
+      await allOrFirstFailure(ctx.allHosts, (h) => acquireHostLock(h.transport, hostLockFile(ctx, h), holder, { takeOver, breakLock }))
     } catch (error) {
       journal.update({ phase: 'failed', finishedAt: new Date().toISOString(), cause: errorMessage(error) })
       await close()

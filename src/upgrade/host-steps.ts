@@ -27,8 +27,10 @@ type Ctx = RecordingContext
 
 /** Log positions taken right before each host's start: only that start's lines are judged. */
 const logCursors = new WeakMap<Ctx, Map<string, string | undefined>>()
-function cursorOf(ctx: Ctx, h: HostHandle): string | undefined {
-  return logCursors.get(ctx)?.get(h.name)
+/** The service's log lines written since this host's last start (all of the last lines when unknown). */
+function logsSinceStart(ctx: Ctx, h: HostHandle): Promise<string[]> {
+  const cursor = logCursors.get(ctx)?.get(h.name)
+  return readServiceLogs(ctx.svc, h.transport, h.config, ctx.settings.service, ctx.settings.logLines, ctx.settings.logPath, cursor)
 }
 
 export const stopService = defineStep<Ctx, [HostHandle]>({
@@ -124,15 +126,7 @@ export const checkStatusAndLogs = defineStep<Ctx, [HostHandle]>({
   ],
   async act(ctx, h) {
     const status = await readServiceStatus(ctx.svc, h.transport, h.config, ctx.settings.service)
-    const lines = await readServiceLogs(
-      ctx.svc,
-      h.transport,
-      h.config,
-      ctx.settings.service,
-      ctx.settings.logLines,
-      ctx.settings.logPath,
-      cursorOf(ctx, h),
-    )
+    const lines = await logsSinceStart(ctx, h)
     const errors = findLogErrors(lines, ctx.settings.errorPatterns)
     if (!status.running)
       throw new HostFailure(h.name, 'check-logs', `${ctx.settings.service} on ${h.name} is not running after the start: ${status.status}.`)
@@ -195,15 +189,7 @@ async function pollHealth(ctx: Ctx, h: HostHandle): Promise<{ data: Record<strin
       const fatal = /FATAL|EXITED|failed/i.test(status.status)
       notRunning = status.running || /STARTING|activating/i.test(status.status) ? 0 : notRunning + 1
       if (fatal || notRunning >= 2) {
-        const lines = await readServiceLogs(
-          ctx.svc,
-          h.transport,
-          h.config,
-          ctx.settings.service,
-          ctx.settings.logLines,
-          ctx.settings.logPath,
-          cursorOf(ctx, h),
-        )
+        const lines = await logsSinceStart(ctx, h)
         const last = lines.filter((l) => /ERROR|FATAL/i.test(l)).at(-1) ?? lines.at(-1) ?? 'no log lines'
         throw new HostFailure(
           h.name,

@@ -8,7 +8,7 @@ import { requireSection } from '../config/load.ts'
 import type { Environment } from '../config/schema.ts'
 import { BadInputError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
-import { isFinished, Journal, holderName, newRunId, type RunRecord } from '../runs/journal.ts'
+import { isFinished, Journal, newRunRecord, type RunRecord } from '../runs/journal.ts'
 import type { PlannedStep } from '../runs/engine.ts'
 import { assertResumable, planRun, resumeRun, startRun, type Playbook, type RunOutcome } from '../runs/playbook.ts'
 import { parseMaxFail, planBatches } from '../runs/rollout.ts'
@@ -64,26 +64,20 @@ export function newUpgradeRecord(req: UpgradeRequest): RunRecord {
   const batch = req.batch ?? 1
   const maxFail = req.maxFail ?? '0'
   parseMaxFail(maxFail, hosts.length)
-  return {
-    id: newRunId(),
+  return newRunRecord({
     kind: 'upgrade',
     environment: req.env.name,
     envFile: req.env.file,
     targetVersion: req.to,
-    previousVersions: {},
     hosts: planBatches(hosts, batch)
       .flat()
       .map((h) => h.name),
     batchSize: batch,
     maxFail,
     autoRollback: req.autoRollback ?? true,
-    phase: 'running',
-    startedAt: new Date().toISOString(),
-    holder: holderName(),
-    pid: process.pid,
     ...(req.windowMs ? { deadline: new Date(Date.now() + req.windowMs).toISOString() } : {}),
     ...(req.retryOf ? retriedFacts(req.retryOf) : {}),
-  }
+  })
 }
 
 /**
@@ -102,22 +96,7 @@ function retriedFacts(old: RunRecord): Partial<RunRecord> {
 /** The record of a check of every host that changes nothing worth a journal (`svcops verify recording`). */
 export function newVerifyRecord(env: Environment): RunRecord {
   const rec = requireSection(env, 'recording')
-  return {
-    id: newRunId(),
-    kind: 'verify',
-    environment: env.name,
-    envFile: env.file,
-    targetVersion: '',
-    previousVersions: {},
-    hosts: rec.hosts.map((h) => h.name),
-    batchSize: 1,
-    maxFail: '0',
-    autoRollback: false,
-    phase: 'running',
-    startedAt: new Date().toISOString(),
-    holder: holderName(),
-    pid: process.pid,
-  }
+  return newRunRecord({ kind: 'verify', environment: env.name, envFile: env.file, hosts: rec.hosts.map((h) => h.name) })
 }
 
 /** Starts a new run of `playbook` (`svcops upgrade recording`). */

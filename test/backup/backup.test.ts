@@ -30,7 +30,7 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
 
   it('writes an encrypted dump and a manifest, both 0600, and lists the backup', async () => {
     const files = readdirSync(bed.store.location).sort()
-    expect(files).toEqual([`${manifest.id}.dump.pgp`, `${manifest.id}.manifest.json`])
+    expect(files).toEqual([`${manifest.id}.dump.pgp`, `${manifest.id}.manifest.json`, `${manifest.id}.manifest.json.sig`])
     for (const f of files) expect(statSync(join(bed.store.location, f)).mode & 0o777).toBe(0o600)
     // No plaintext: the pg_dump magic never appears in the stored file.
     expect(readFileSync(join(bed.store.location, manifest.file)).includes(Buffer.from('PGDMP'))).toBe(false)
@@ -38,12 +38,17 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
     expect(manifest.versions.pgDump).toMatch(/^\d+\.\d+$/)
     expect(manifest.encryption.recipients[0]?.fingerprint).toBe(bed.recipients[0]?.fingerprint)
     expect(manifest.serviceVersions).toEqual({ rec1: '1.6.0' })
-    expect((await listBackups(bed.store)).map((b) => b.id)).toEqual([manifest.id])
+    expect((await listBackups(bed.store, { signers: bed.signers })).map((b) => [b.id, b.signature])).toEqual([[manifest.id, 'trusted']])
   })
 
   it('verifies with a full test restore whose row counts and fingerprint equal the manifest', async () => {
-    const report = await verifyBackup(bed.store, manifest.id, { identity: bed.identity, restoreTest: { server: bed.database } })
+    const report = await verifyBackup(bed.store, manifest.id, {
+      signers: bed.signers,
+      identity: bed.identity,
+      restoreTest: { server: bed.database },
+    })
     expect(report.checks.map((c) => [c.check, c.ok])).toEqual([
+      ['signature', true],
       ['manifest', true],
       ['checksum', true],
       ['key', true],
@@ -70,13 +75,20 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
       PGPASSWORD: bed.database.password ?? '',
       PGDATABASE: 'by_hand',
     }
-    await runCommand(local, ['gpg', '--batch', '--import', bed.privateKeyFile], { env })
+    await runCommand(local, ['gpg', '--batch', '--import', bed.privateKeyFile, bed.signerPublicKeyFile], { env })
+    // As the README shows: the signature first, then the dump's SHA-256 from the signed manifest, then decrypt.
     const restored = await runCommand(
       local,
       [
         'bash',
         '-c',
-        `set -o pipefail; gpg --batch --decrypt '${join(bed.store.location, manifest.file)}' | pg_restore --no-owner --exit-on-error -d by_hand`,
+        [
+          'set -eo pipefail',
+          `cd '${bed.store.location}'`,
+          `gpg --batch --verify ${manifest.id}.manifest.json.sig ${manifest.id}.manifest.json`,
+          `sed -n 's/.*"encryptedSha256": "\\([0-9a-f]*\\)".*/\\1  ${manifest.file}/p' ${manifest.id}.manifest.json | sha256sum -c`,
+          `gpg --batch --decrypt ${manifest.file} | pg_restore --no-owner --exit-on-error -d by_hand`,
+        ].join('\n'),
       ],
       { env, check: false },
     ).finally(async () => {
@@ -84,6 +96,8 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
       await runCommand(local, ['gpgconf', '--kill', 'gpg-agent'], { env, check: false })
       rmSync(gnupgHome, { recursive: true, force: true })
     })
+    expect(restored.stderr).toMatch(/Good signature from "svcops test signing <signing@example.invalid>"/)
+    expect(restored.stdout).toContain(`${manifest.file}: OK`)
     expect(restored.stderr).toMatch(/encrypted with 255-bit ECDH key/)
     expect(restored.code).toBe(0)
     const config = clientConfig(bed.database, 'by_hand')
@@ -98,6 +112,7 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
     const migrated = await schemaFingerprint(clientConfig(bed.database))
     expect(migrated).not.toBe(manifest.fingerprint)
     const report = await restoreBackup(bed.store, manifest.id, bed.database, {
+      signers: bed.signers,
       identity: bed.identity,
       confirmed: true,
       expectFingerprint: manifest.fingerprint,
@@ -109,18 +124,23 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
 
   it('refuses to restore without confirmation, into a busy database, or a backup of another schema', async () => {
     const before = await rowCounts(clientConfig(bed.database))
-    await expect(restoreBackup(bed.store, manifest.id, bed.database, { identity: bed.identity, confirmed: false })).rejects.toThrow(
-      /needs confirmation/,
-    )
     await expect(
-      restoreBackup(bed.store, manifest.id, bed.database, { identity: bed.identity, confirmed: true, expectFingerprint: 'f'.repeat(64) }),
+      restoreBackup(bed.store, manifest.id, bed.database, { signers: bed.signers, identity: bed.identity, confirmed: false }),
+    ).rejects.toThrow(/needs confirmation/)
+    await expect(
+      restoreBackup(bed.store, manifest.id, bed.database, {
+        signers: bed.signers,
+        identity: bed.identity,
+        confirmed: true,
+        expectFingerprint: 'f'.repeat(64),
+      }),
     ).rejects.toThrow(/has schema fingerprint [0-9a-f]{64}; expected f{64}/)
     const service = new pg.Client({ ...clientConfig(bed.database), application_name: 'svc-recording' })
     await service.connect()
     try {
-      await expect(restoreBackup(bed.store, manifest.id, bed.database, { identity: bed.identity, confirmed: true })).rejects.toThrow(
-        /1 other session\(s\) are connected to recordings \(svc-recording\); stop the recording service/,
-      )
+      await expect(
+        restoreBackup(bed.store, manifest.id, bed.database, { signers: bed.signers, identity: bed.identity, confirmed: true }),
+      ).rejects.toThrow(/1 other session\(s\) are connected to recordings \(svc-recording\); stop the recording service/)
     } finally {
       await service.end()
     }
@@ -139,6 +159,7 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
     )
     // pg_restore creates every schema but public itself; one left in place used to fail the restore.
     const report = await restoreBackup(bed.store, withAudit.id, bed.database, {
+      signers: bed.signers,
       identity: bed.identity,
       confirmed: true,
       expectFingerprint: withAudit.fingerprint,

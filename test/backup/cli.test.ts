@@ -1,4 +1,4 @@
-import { existsSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { stringify } from 'yaml'
@@ -25,7 +25,7 @@ describe('svcops backup (CLI)', () => {
   let envFile: string
   const outputs: string[] = []
   const run = async (...args: string[]): Promise<Awaited<ReturnType<typeof svcops>>> => {
-    const result = await svcops('--env-file', envFile, ...args)
+    const result = await svcops('--stack-file', envFile, ...args)
     outputs.push(result.stdout, result.stderr)
     return result
   }
@@ -67,7 +67,7 @@ describe('svcops backup (CLI)', () => {
   it('creates, lists, verifies with a restore test, and restores with --yes', async () => {
     const dry = await run('--json', 'backup', 'create', '--dry-run')
     expect(dry.code).toBe(0)
-    expect(dry.json().steps).toContain('write the manifest last')
+    expect(dry.json().steps).toContain("sign the manifest (it holds the dump's SHA-256) and write the signature, then the manifest last")
     expect(existsSync(join(bed.dir, 'cli-store'))).toBe(false)
 
     const created = await run('--json', 'backup', 'create')
@@ -84,7 +84,7 @@ describe('svcops backup (CLI)', () => {
     expect(verified.json()).toMatchObject({ ok: true, restoreTest: true })
 
     const human = await run('backup', 'list')
-    expect(human.stdout).toMatch(new RegExp(`^${backup.id} .* 303 rows  verified \\(restore test\\)`))
+    expect(human.stdout).toMatch(new RegExp(`^${backup.id} .* 303 rows  signed  verified \\(restore test\\)`))
 
     const refused = await run('backup', 'restore', backup.id)
     expect(refused.code).toBe(2)
@@ -166,8 +166,30 @@ describe('svcops backup (CLI)', () => {
     expect(existsSync(publicKeyFile)).toBe(true)
   })
 
-  it('never prints the database password', () => {
-    expect(outputs.join('\n')).not.toContain(SERVICE_PASSWORD)
+  it('refuses an unsigned backup with exit 1 naming the check, and restores it only with --allow-unsigned', async () => {
+    const made = (await run('--json', 'backup', 'create')).json().backup as { id: string }
+    rmSync(join(bed.dir, 'cli-store', `${made.id}.manifest.json.sig`))
+    expect((await run('backup', 'list')).stdout).toMatch(new RegExp(`^${made.id} .* rows  UNSIGNED  not verified`, 'm'))
+    const refused = await run('backup', 'verify', made.id)
+    expect(refused.code).toBe(1)
+    expect(refused.stdout).toContain(`FAIL signature: Backup ${made.id} is not signed`)
+    const restore = await run('backup', 'restore', made.id, '--yes')
+    expect(restore.code).toBe(1)
+    expect(restore.stderr).toContain(`Backup ${made.id} is not signed`)
+    const allowed = await run('--json', 'backup', 'restore', made.id, '--yes', '--allow-unsigned')
+    expect(allowed.code).toBe(0)
+  })
+
+  it('never prints the database password or any private key (the identity signs here)', () => {
+    const all = outputs.join('\n')
+    expect(all).not.toContain(SERVICE_PASSWORD)
+    for (const file of [bed.privateKeyFile, bed.signerPrivateKeyFile]) {
+      const body = readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((line) => /^[A-Za-z0-9+/=]{40,}$/.test(line))
+      expect(body.length).toBeGreaterThan(0)
+      for (const line of body) expect(all).not.toContain(line)
+    }
   })
 })
 

@@ -29,6 +29,7 @@ import { assertToolFits, findPgTool } from '../../src/drivers/postgres.ts'
 import { BadInputError, MissingBinaryError, OperationError } from '../../src/core/errors.ts'
 import { freePort } from '../../src/lab/ports.ts'
 import { local, runCommand } from '../../src/core/runner.ts'
+import { signManifest } from '../../src/backup/signing.ts'
 import { startBackupBed, type BackupBed } from './fixture.ts'
 
 describe('backup errors, each against the real components', () => {
@@ -123,7 +124,7 @@ describe('backup errors, each against the real components', () => {
     await expect(readIdentity({})).rejects.toThrow(/^backup\.identity: missing; verify and restore need the private key/)
     const other = await generateBackupKey({ name: 'someone else' })
     const wrong = await openpgp.readPrivateKey({ armoredKey: other.privateKey })
-    const report = await verifyBackup(bed.store, manifest.id, { identity: wrong, record: false })
+    const report = await verifyBackup(bed.store, manifest.id, { signers: bed.signers, identity: wrong, record: false })
     expect(report.ok).toBe(false)
     expect(report.failedCheck).toBe('key')
     expect(report.checks.at(-1)?.detail).toBe(
@@ -159,7 +160,7 @@ describe('backup errors, each against the real components', () => {
     readSync(fd, byte, 0, 1, offset)
     writeSync(fd, Buffer.from([byte[0]! ^ 0xff]), 0, 1, offset)
     closeSync(fd)
-    const corrupted = await verifyBackup(bed.store, manifest.id, { identity: bed.identity })
+    const corrupted = await verifyBackup(bed.store, manifest.id, { signers: bed.signers, identity: bed.identity })
     expect(corrupted.failedCheck).toBe('checksum')
     expect(corrupted.checks.at(-1)?.detail).toMatch(
       new RegExp(
@@ -169,14 +170,14 @@ describe('backup errors, each against the real components', () => {
     expect((await listBackups(bed.store))[0]?.verified).toMatchObject({ ok: false, failedCheck: 'checksum' })
 
     truncateSync(file, 1000)
-    const truncated = await verifyBackup(bed.store, manifest.id, { identity: bed.identity })
+    const truncated = await verifyBackup(bed.store, manifest.id, { signers: bed.signers, identity: bed.identity })
     expect(truncated.failedCheck).toBe('size')
     expect(truncated.checks.at(-1)?.detail).toBe(
       `The file ${manifest.file} has 1000 bytes; the manifest says ${manifest.sizes.encrypted} (truncated or replaced).`,
     )
 
     rmSync(file)
-    expect((await verifyBackup(bed.store, manifest.id, { identity: bed.identity })).failedCheck).toBe('file')
+    expect((await verifyBackup(bed.store, manifest.id, { signers: bed.signers, identity: bed.identity })).failedCheck).toBe('file')
   })
 
   it('names the decrypt check when the data fails the OpenPGP integrity check although the checksum was rewritten', async () => {
@@ -187,9 +188,13 @@ describe('backup errors, each against the real components', () => {
     data[at] = (data[at] ?? 0) ^ 0x01
     writeFileSync(file, data)
     const tampered = { ...other, checksums: { ...other.checksums, encryptedSha256: createHash('sha256').update(data).digest('hex') } }
-    writeFileSync(join(bed.store.location, `${other.id}.manifest.json`), JSON.stringify(tampered))
-    const report = await verifyBackup(bed.store, other.id, { identity: bed.identity })
+    // Re-signed with the trusted key (a signer gone rogue): the OpenPGP integrity check still holds.
+    const text = JSON.stringify(tampered)
+    writeFileSync(join(bed.store.location, `${other.id}.manifest.json`), text)
+    writeFileSync(join(bed.store.location, `${other.id}.manifest.json.sig`), await signManifest(Buffer.from(text), bed.signer))
+    const report = await verifyBackup(bed.store, other.id, { signers: bed.signers, identity: bed.identity })
     expect(report.checks.map((c) => [c.check, c.ok])).toEqual([
+      ['signature', true],
       ['manifest', true],
       ['checksum', true],
       ['key', true],
@@ -199,6 +204,8 @@ describe('backup errors, each against the real components', () => {
   })
 
   it('refuses an id that is not a backup id before touching the store', async () => {
-    await expect(verifyBackup(bed.store, '../../etc/passwd')).rejects.toThrow(/^backup id: '\.\.\/\.\.\/etc\/passwd' is not a backup id/)
+    await expect(verifyBackup(bed.store, '../../etc/passwd', { signers: bed.signers })).rejects.toThrow(
+      /^backup id: '\.\.\/\.\.\/etc\/passwd' is not a backup id/,
+    )
   })
 })

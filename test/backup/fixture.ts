@@ -10,7 +10,11 @@ import {
   generateBackupKey,
   LocalStore,
   readRecipients,
+  readSigners,
+  readSigningKey,
   type CreateBackupOptions,
+  type Signer,
+  type SigningKey,
   type DatabaseTarget,
   type Recipient,
 } from '../../src/backup/index.ts'
@@ -27,6 +31,11 @@ export interface BackupBed {
   publicKeyFile: string
   privateKeyFile: string
   identity: openpgp.PrivateKey
+  /** The key that signs backups (its own pair, as in production) and the trusted signers. */
+  signer: SigningKey
+  signers: Signer[]
+  signerPublicKeyFile: string
+  signerPrivateKeyFile: string
   options(overrides?: Partial<CreateBackupOptions>): CreateBackupOptions
   sql(text: string, database?: string): Promise<Record<string, unknown>[]>
   stop(): Promise<void>
@@ -71,6 +80,13 @@ export async function startBackupBed(rows = 2000): Promise<BackupBed> {
     writeFileSync(privateKeyFile, pair.privateKey, { mode: 0o600 })
     const recipients = await readRecipients([publicKeyFile])
     const identity = await openpgp.readPrivateKey({ armoredKey: pair.privateKey })
+    const signing = await generateBackupKey({ name: 'svcops test signing', email: 'signing@example.invalid' })
+    const signerPublicKeyFile = join(dir, 'signing.pub.asc')
+    const signerPrivateKeyFile = join(dir, 'signing.key.asc')
+    writeFileSync(signerPublicKeyFile, signing.publicKey)
+    writeFileSync(signerPrivateKeyFile, signing.privateKey, { mode: 0o600 })
+    const signers = await readSigners({ recipients: [publicKeyFile], signers: [signerPublicKeyFile] })
+    const signer = await readSigningKey({ signingKey: { file: signerPrivateKeyFile } }, signers)
     const store = new LocalStore(join(dir, 'store'))
     const database: DatabaseTarget = {
       host: cluster.info.host,
@@ -88,7 +104,11 @@ export async function startBackupBed(rows = 2000): Promise<BackupBed> {
       publicKeyFile,
       privateKeyFile,
       identity,
-      options: (overrides = {}) => ({ store, database, recipients, environment: 'test', ...overrides }),
+      signer,
+      signers,
+      signerPublicKeyFile,
+      signerPrivateKeyFile,
+      options: (overrides = {}) => ({ store, database, recipients, signer, environment: 'test', ...overrides }),
       sql: (text, db = 'recordings') => cluster.query(text, [], db),
       stop: async () => {
         await cluster.stop()

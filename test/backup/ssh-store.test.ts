@@ -21,7 +21,10 @@ describe('backup store on a host over SSH/SFTP (real sshd on loopback)', () => {
     if (owner) chownSync(parent, owner.uid, owner.gid)
     remoteDir = join(parent, 'backups')
     store = await openStore({
-      store: { path: remoteDir, ssh: { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath } },
+      store: {
+        path: remoteDir,
+        ssh: { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath, hostKey: sshd.hostKey },
+      },
     })
   })
   afterAll(async () => {
@@ -34,10 +37,14 @@ describe('backup store on a host over SSH/SFTP (real sshd on loopback)', () => {
     expect(store.location).toBe(`${sshd.user}@127.0.0.1:${sshd.port}:${remoteDir}`)
     const first = await createBackup(bed.options({ store }))
     const files = readdirSync(remoteDir).sort()
-    expect(files).toEqual([first.file, `${first.id}.manifest.json`])
+    expect(files).toEqual([first.file, `${first.id}.manifest.json`, `${first.id}.manifest.json.sig`])
     for (const f of files) expect(statSync(join(remoteDir, f)).mode & 0o777).toBe(0o600)
 
-    const report = await verifyBackup(store, first.id, { identity: bed.identity, restoreTest: { server: bed.database } })
+    const report = await verifyBackup(store, first.id, {
+      signers: bed.signers,
+      identity: bed.identity,
+      restoreTest: { server: bed.database },
+    })
     expect(report.failedCheck).toBeUndefined()
     expect(report.ok).toBe(true)
 
@@ -49,5 +56,14 @@ describe('backup store on a host over SSH/SFTP (real sshd on loopback)', () => {
     const plan = await pruneBackups(store, { keepLast: 1 })
     expect(plan.remove).toEqual([])
     expect(plan.keep.map((k) => k.id)).toEqual([second.id, first.id])
+  })
+  it('never reads or writes outside its directory, whatever name it is given', async () => {
+    for (const name of ['../../../../etc/hostname', '/etc/hostname', '..', 'x/../../y']) {
+      const refused = `'${name}' is not a file name inside the backup store ${store.location}`
+      await expect(store.readText(name)).rejects.toThrow(refused)
+      await expect(store.openRead(name)).rejects.toThrow(refused)
+      await expect(store.size(name)).rejects.toThrow(refused)
+      await expect(store.createWriter(name)).rejects.toThrow(refused)
+    }
   })
 })

@@ -35,7 +35,7 @@ describe('svcops start-up: only the command group a run needs is loaded', () => 
       ['-e', 'prod', '--json', 'resume', 'ID'],
       ['upgrade', 'rollback', 'verify', 'runs', 'resume'],
     ],
-    [['--env-file', 'x.yaml', 'backup', 'list'], ['backup']],
+    [['--stack-file', 'x.yaml', 'backup', 'list'], ['backup']],
   ])('%j loads the group of %j', async (argv, commands) => {
     expect(groupsFor(argv, valueFlagsOf(await buildProgram())).map((g) => g.commands)).toEqual([commands])
   })

@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdtempSync, truncateSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -90,6 +90,26 @@ describe('environment loader', () => {
       },
       /recording\.hosts\[1\]\.name: "a" is used twice/,
     ],
+    [
+      'a package name that is an apt option',
+      { ...valid, 'svcops:recording': { ...valid['svcops:recording'], package: '-oDPkg::Pre-Invoke::=touch /tmp/pwned' } },
+      /recording\.package: "-oDPkg::Pre-Invoke::=touch \/tmp\/pwned" is not valid; expected a package name \(letters, digits, "\+", "-", "\.", "_"; not starting with "-"\)/,
+    ],
+    [
+      'a package name against Debian policy with the apt driver',
+      { ...valid, 'svcops:recording': { ...valid['svcops:recording'], package: 'Svc_Recording' } },
+      /recording\.package: "Svc_Recording" is not a Debian package name; expected lower-case letters/,
+    ],
+    [
+      'a unit name that is a systemctl option',
+      { ...valid, 'svcops:recording': { ...valid['svcops:recording'], service: '--host=evil' } },
+      /recording\.service: "--host=evil" is not valid; expected a unit name/,
+    ],
+    [
+      'a unit name with a space',
+      { ...valid, 'svcops:recording': { ...valid['svcops:recording'], service: 'svc recording' } },
+      /recording\.service: "svc recording" is not valid; expected a unit name/,
+    ],
   ]
   it.each(invalid)('refuses %s with the dot-path of the field', (_what, config, message) => {
     expect(() => loadEnvironmentFile(stackFile(config))).toThrow(BadInputError)
@@ -99,6 +119,21 @@ describe('environment loader', () => {
   it('never echoes a secret given as a value', () => {
     const config = { ...valid, 'svcops:manager': { ...valid['svcops:manager'], password: 'plain-text-secret-9' } }
     expect(() => loadEnvironmentFile(stackFile(config))).toThrow(/^(?!.*plain-text-secret-9)/s)
+  })
+
+  it('accepts an RPM package name with the dnf driver', () => {
+    const env = loadEnvironmentFile(
+      stackFile({ ...valid, 'svcops:recording': { ...valid['svcops:recording'], package: 'Svc_Recording', packageDriver: 'dnf' } }),
+    )
+    expect(env.recording?.package).toBe('Svc_Recording')
+  })
+
+  it('refuses a stack file over the size cap before parsing it (a sparse 60 MB file)', () => {
+    const file = stackFile(valid)
+    truncateSync(file, 60 << 20)
+    expect(() => loadEnvironmentFile(file)).toThrow(
+      `${file}: has ${60 << 20} bytes; a stack file has at most ${1 << 20} (it was not parsed).`,
+    )
   })
 
   it('names a missing environment and how to get one', () => {

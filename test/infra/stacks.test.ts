@@ -162,22 +162,30 @@ describe.each(stacks)('stack %s', (stack) => {
     expect(containerOf(objectNamed(r, 'Deployment', 'svc-manager')).resources?.limits?.memory).toBe(deploy.manager.resources.limits.memory)
   })
 
-  it('protects the manager and the recording service with PodDisruptionBudgets', () => {
+  it('protects every workload with a PodDisruptionBudget', () => {
     const r = result(stack)
     const budgets = objectsOfKind(r, 'PodDisruptionBudget').map((o) => o.unwrapped as unknown as IPodDisruptionBudget)
-    for (const name of ['svc-manager', 'svc-recording']) {
+    for (const name of objectsOfKind(r, 'Deployment').map(nameOf)) {
       const pdb = budgets.find((b) => b.metadata?.name === name)
       const selector = (objectNamed(r, 'Deployment', name).unwrapped as { spec: { selector: unknown } }).spec.selector
       expect(pdb?.spec?.selector).toEqual(selector)
     }
   })
 
-  it("lets only the platform's pods (and configured namespaces) reach the system controller", () => {
+  it("denies all traffic by default, and lets only the platform's pods (and configured namespaces) reach the system controller", () => {
     const r = result(stack)
-    const policy = objectNamed(r, 'NetworkPolicy', 'svc-system-controller-ingress').unwrapped as unknown as INetworkPolicy
+    const deny = objectNamed(r, 'NetworkPolicy', 'default-deny').unwrapped as unknown as INetworkPolicy
+    expect(deny.spec).toEqual({ podSelector: {}, policyTypes: ['Ingress', 'Egress'] })
+    // Every workload has its own policy selecting its pods.
+    for (const d of objectsOfKind(r, 'Deployment')) {
+      const policy = objectNamed(r, 'NetworkPolicy', nameOf(d)).unwrapped as unknown as INetworkPolicy
+      const labels = podOf(d).metadata?.labels ?? {}
+      for (const [k, v] of Object.entries(policy.spec?.podSelector.matchLabels ?? {})) expect(labels[k], nameOf(d)).toBe(v)
+    }
+    const policy = objectNamed(r, 'NetworkPolicy', 'svc-system-controller').unwrapped as unknown as INetworkPolicy
     const scLabels = podOf(objectNamed(r, 'Deployment', 'svc-system-controller')).metadata?.labels ?? {}
     for (const [k, v] of Object.entries(policy.spec?.podSelector.matchLabels ?? {})) expect(scLabels[k]).toBe(v)
-    expect(policy.spec?.policyTypes).toEqual(['Ingress'])
+    expect(policy.spec?.policyTypes).toEqual(['Ingress', 'Egress'])
     const from = policy.spec?.ingress?.[0]?.from ?? []
     expect(from[0]).toEqual({ podSelector: { matchLabels: { 'app.kubernetes.io/part-of': 'svc-platform' } } })
     const allowed =

@@ -93,7 +93,7 @@ describe('svcops lab up / status / down and auth check (manager as auth API revi
   it('auth check exits 1 with one sentence for a wrong password', async () => {
     const wrong = join(base, 'Pulumi.wrong.yaml')
     writeFileSync(wrong, readFileSync(envFile, 'utf8').replace(/file: .*/, 'env: SVCOPS_TEST_WRONG_PASSWORD'))
-    const check = await svcops(['auth', 'check', '--env-file', wrong], {
+    const check = await svcops(['auth', 'check', '--stack-file', wrong], {
       ...env,
       SVCOPS_TEST_WRONG_PASSWORD: 'wrong-password-for-the-test',
     })

@@ -13,14 +13,14 @@ import { runCommand } from '../../src/core/runner.ts'
 import { SshTransport } from '../../src/drivers/ssh.ts'
 import { isRunning, processesMentioning, svcops } from './labcore-helpers.ts'
 
-/** Live processes (ps -eo pid,stat,args) whose command line mentions `needle`; zombies are not running. */
-/** What the lab left in its TMPDIR (tsx keeps its compile cache there; that is not the lab's). */
+/** What the lab left in its TMPDIR. */
 function leftIn(dir: string): string[] {
   return execFileSync('ls', ['-A', dir], { encoding: 'utf8' })
     .split('\n')
-    .filter((name) => name && !name.startsWith('tsx-'))
+    .filter((name) => name)
 }
 
+/** Live processes (ps -eo pid,stat,args) whose command line mentions `needle`; zombies are not running. */
 function psLinesMentioning(needle: string): string[] {
   return execFileSync('ps', ['-eo', 'pid,stat,args'], { encoding: 'utf8' })
     .split('\n')
@@ -74,7 +74,7 @@ describe('svcops lab up --hosts 2 --version 1.5.0 --recordings 3', () => {
   })
 
   it('writes an environment file whose hosts answer health and content through the client, with the recordings created', async () => {
-    const lab = loadEnvironment({ envFile: join(env.SVCOPS_STACKS_DIR, 'Pulumi.lab.yaml') })
+    const lab = loadEnvironment({ stackFile: join(env.SVCOPS_STACKS_DIR, 'Pulumi.lab.yaml') })
     const recording = requireSection(lab, 'recording')
     expect(recording.version).toBe('1.5.0')
     expect(recording.hosts.map((h) => h.name)).toEqual(['rec-1', 'rec-2'])
@@ -91,7 +91,7 @@ describe('svcops lab up --hosts 2 --version 1.5.0 --recordings 3', () => {
   })
 
   it('reaches each host over the loopback sshd with the installed release running under supervisor', async () => {
-    const lab = loadEnvironment({ envFile: join(env.SVCOPS_STACKS_DIR, 'Pulumi.lab.yaml') })
+    const lab = loadEnvironment({ stackFile: join(env.SVCOPS_STACKS_DIR, 'Pulumi.lab.yaml') })
     for (const host of requireSection(lab, 'recording').hosts) {
       const t = transportFor(host)
       try {

@@ -65,6 +65,10 @@ describe('recording service API over HTTP', () => {
       expect((await call('/api/v1/content?limit=5', { token: 'not-a-jwt' })).status).toBe(401)
       // Same issuer URL claim would not help: the signature is checked against the service's JWKS.
       expect((await call('/api/v1/content?limit=5', { token: await other.sign({ scope: READ }) })).status).toBe(401)
+      // Signed by the right manager, but for another application (aud): refused.
+      expect(
+        (await call('/api/v1/content?limit=5', { token: await issuer.sign({ scope: READ, audience: 'urn:svc:controller' }) })).status,
+      ).toBe(401)
       const expired = await call('/api/v1/content?limit=5', { token: await issuer.sign({ scope: READ, expiresInSeconds: -60 }) })
       expect(expired.status).toBe(401)
       expect(await expired.json()).toEqual({ error: 'the access token has expired' })

@@ -32,7 +32,7 @@ export interface TestIssuer {
   url: string
   jwksUrl: string
   /** Signs an access token like the manager's (ES256, iss = url). */
-  sign(claims: { scope: string; sub?: string; expiresInSeconds?: number }): Promise<string>
+  sign(claims: { scope: string; sub?: string; expiresInSeconds?: number; audience?: string }): Promise<string>
   close(): Promise<void>
 }
 
@@ -50,11 +50,12 @@ export async function startTestIssuer(): Promise<TestIssuer> {
   return {
     url,
     jwksUrl: `${url}/.well-known/jwks.json`,
-    sign: ({ scope, sub = 'tester@example.com', expiresInSeconds = 300 }) => {
+    sign: ({ scope, sub = 'tester@example.com', expiresInSeconds = 300, audience = 'urn:svc:recorder' }) => {
       const now = Math.floor(Date.now() / 1000)
       return new SignJWT({ scope, sid: 'test-session' })
         .setProtectedHeader({ alg: 'ES256', kid: 'test-key' })
         .setIssuer(url)
+        .setAudience(audience)
         .setSubject(sub)
         .setIssuedAt(now - 5)
         .setExpirationTime(now + expiresInSeconds)
@@ -194,7 +195,9 @@ export async function runInstalledService(
     },
   }
   started.add(service)
-  const deadline = Date.now() + (options.waitMs ?? 10_000)
+  // Generous: on a loaded machine (another suite, a build) a start takes seconds; a service that
+  // exits ends the wait at once, so only a hang costs the whole of it.
+  const deadline = Date.now() + (options.waitMs ?? 45_000)
   while (!done && Date.now() < deadline) {
     if (/ INFO listening on /.test(service.log().slice(offset))) break
     await new Promise((resolve) => setTimeout(resolve, 25))
@@ -230,7 +233,7 @@ export async function startRecordingHost(options: {
 }
 
 /** Waits until the service's log matches `pattern` (or `ms` pass); returns whether it did. */
-export async function waitForLog(service: Pick<RunningService, 'log'>, pattern: RegExp, ms = 10_000): Promise<boolean> {
+export async function waitForLog(service: Pick<RunningService, 'log'>, pattern: RegExp, ms = 45_000): Promise<boolean> {
   const deadline = Date.now() + ms
   while (Date.now() < deadline) {
     if (pattern.test(service.log())) return true

@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Socket } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { RecordingHostConfig } from '../../src/config/schema.ts'
 import { createLabHost, stopLabHost, type LabHostInfo } from '../../src/lab/hosts.ts'
 import { startSshd, type Sshd } from '../../src/lab/sshd.ts'
@@ -82,14 +83,21 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     expect((await runCommand(overSsh, ['cat'], { input: 'line one\nline two\n' })).stdout).toBe('line one\nline two\n')
     expect((await runCommand(overSsh, ['pwd'], { cwd: host.root })).stdout.trim()).toBe(host.root)
     const secret = registerSecret(`pw-${Math.random().toString(36).slice(2)}-x`)
-    const running = runCommand(overSsh, ['sh', '-c', 'sleep 0.6; printf %s "$LAB_SECRET"; cat'], {
+    // The command waits for a file the test creates once it has read the process table, so the
+    // table is read while the command runs, however long a loaded machine takes to start it.
+    const go = join(host.root, `go-${Math.random().toString(36).slice(2)}`)
+    const running = runCommand(overSsh, ['sh', '-c', 'while [ ! -e "$1" ]; do sleep 0.05; done; printf %s "$LAB_SECRET"; cat', 'sh', go], {
       env: { LAB_SECRET: secret },
       input: '+stdin',
     })
-    await new Promise((r) => setTimeout(r, 300))
-    const table = execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' })
-    expect(table).toContain('sleep 0.6')
+    let table = ''
+    for (let i = 0; i < 600 && !table.includes(go); i++) {
+      await new Promise((r) => setTimeout(r, 50))
+      table = execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' })
+    }
+    expect(table).toContain(go)
     expect(table).not.toContain(secret)
+    writeFileSync(go, '')
     expect((await running).stdout).toBe(`${secret}+stdin`)
   })
 
@@ -116,11 +124,26 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     expect((await runCommand(overSsh, ['echo', 'still here'])).stdout).toBe('still here\n')
   })
 
-  it('reuses one connection with low per-command latency', async () => {
-    const started = Date.now()
-    for (let i = 0; i < 30; i++) await runCommand(overSsh, ['true'])
-    // With Nagle's algorithm on, each round trip costs ~45 ms; with setNoDelay a few ms.
-    expect((Date.now() - started) / 30).toBeLessThan(25)
+  it("reuses one connection, with Nagle's algorithm off on its socket (TCP_NODELAY)", async () => {
+    // With Nagle's algorithm on, each small command waits ~45 ms for a round trip instead of a few
+    // (bench/ssh/run.ts measures both). What is checked here is the socket option itself.
+    const setNoDelay = vi.spyOn(Socket.prototype, 'setNoDelay')
+    const fresh = new SshTransport({
+      host: sshd.host,
+      port: sshd.port,
+      user: sshd.user,
+      keyFile: sshd.privateKeyPath,
+      hostKey: sshd.hostKey,
+    })
+    try {
+      for (let i = 0; i < 3; i++) await runCommand(fresh, ['true'])
+      const toSshd = setNoDelay.mock.contexts.filter((socket) => (socket as Socket).remotePort === sshd.port)
+      expect(toSshd).toHaveLength(1)
+      expect(setNoDelay.mock.calls[setNoDelay.mock.contexts.indexOf(toSshd[0])]).toEqual([true])
+    } finally {
+      setNoDelay.mockRestore()
+      await fresh.close()
+    }
   })
 
   it('accepts 20 connections at once', async () => {
@@ -128,7 +151,7 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
       { length: 20 },
       (_, i) =>
         new SshTransport(
-          { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath },
+          { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath, hostKey: sshd.hostKey },
           { name: `c${i}`, connectAttempts: 1 },
         ),
     )
@@ -140,7 +163,7 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     }
   })
 
-  it("pins the host key: the fingerprint is OpenSSH's own, another key is refused before any command, none pinned warns with the key seen", async () => {
+  it("pins the host key: the fingerprint is OpenSSH's own, another key is refused before any command, none pinned is refused", async () => {
     const openssh = execFileSync('ssh-keygen', ['-lf', join(sshd.dir, 'host_ed25519_key.pub')], { encoding: 'utf8' }).split(' ')[1]
     expect(sshd.hostKey).toBe(openssh)
     const mark = join(dir, 'ran-on-an-impostor')
@@ -152,22 +175,62 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     await expect(runCommand(pinnedWrong, ['touch', mark])).rejects.toThrow(
       `The SSH host key of rec-1 (127.0.0.1:${sshd.port}) is ${sshd.hostKey}, not the ${wrong} pinned in the environment file; refusing to connect.`,
     )
-    expect(existsSync(mark)).toBe(false)
-    const log = collect()
     const unpinned = new SshTransport(
       { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath },
       { name: 'rec-1' },
     )
+    await expect(runCommand(unpinned, ['touch', mark])).rejects.toThrow(
+      `The SSH host key of rec-1 (127.0.0.1:${sshd.port}) is not pinned (ssh.hostKey); refusing to connect. It shows ${sshd.hostKey}.`,
+    )
+    expect(existsSync(mark)).toBe(false)
+  })
+
+  it('trusts on first use only when asked, records the key in the state dir, and refuses a changed key afterwards', async () => {
+    const stateDir = join(dir, 'state')
+    process.env.SVCOPS_STATE_DIR = stateDir
+    const target = { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath, trustOnFirstUse: true }
+    const log = collect()
     try {
-      await runCommand(unpinned, ['true'])
-      await runCommand(unpinned, ['true'])
+      const first = new SshTransport(target, { name: 'rec-1' })
+      await runCommand(first, ['true'])
+      await first.close()
+      const second = new SshTransport(target, { name: 'rec-1' })
+      await runCommand(second, ['true'])
+      await second.close()
     } finally {
       log.stop()
-      await unpinned.close()
     }
+    const file = join(stateDir, 'known_hosts.json')
+    expect(statSync(file).mode & 0o777).toBe(0o600)
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ [`127.0.0.1:${sshd.port}`]: sshd.hostKey })
     const warnings = log.events.filter((e) => e.kind === 'warn')
     expect(warnings).toHaveLength(1)
-    expect(JSON.stringify(warnings[0])).toContain(`is not pinned; it is ${sshd.hostKey}`)
+    expect(JSON.stringify(warnings[0])).toContain(`was trusted on first use: ${sshd.hostKey}`)
+
+    // The host now shows another key (reinstalled, or someone in between).
+    const other = 'SHA256:' + 'B'.repeat(43)
+    writeFileSync(file, JSON.stringify({ [`127.0.0.1:${sshd.port}`]: other }))
+    const changed = new SshTransport(target, { name: 'rec-1', connectAttempts: 1 })
+    try {
+      await expect(runCommand(changed, ['true'])).rejects.toThrow(
+        `The SSH host key of rec-1 (127.0.0.1:${sshd.port}) is ${sshd.hostKey}, not the ${other} it showed on first use (recorded in ${file}); refusing to connect.`,
+      )
+    } finally {
+      delete process.env.SVCOPS_STATE_DIR
+    }
+  })
+
+  it('refuses a private key file that group or others can read, before connecting', async () => {
+    const copy = join(dir, 'id_ed25519_copy')
+    copyFileSync(sshd.privateKeyPath, copy)
+    chmodSync(copy, 0o644)
+    const loose = new SshTransport(
+      { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: copy, hostKey: sshd.hostKey },
+      { name: 'rec-1' },
+    )
+    await expect(runCommand(loose, ['true'])).rejects.toThrow(
+      `rec-1: ssh.keyFile: the file '${copy}' has mode 0644, readable by group or others; expected 0600.`,
+    )
   })
 
   it('names the host and the command to try when it cannot connect', async () => {

@@ -1,7 +1,7 @@
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ManagerEmulator } from '../../src/lab/manager/server.ts'
-import { login, movableClock, OPERATOR, post, READ, READER, startTestManager, WRITE } from './helpers.ts'
+import { ADMIN_TOKEN, login, movableClock, OPERATOR, post, READ, READER, startTestManager, WRITE } from './helpers.ts'
 
 const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?[+-]\d{2}:\d{2}$/
 
@@ -130,7 +130,16 @@ describe('manager emulator: the three auth endpoints over HTTP', () => {
 
   it('answers 500 on every endpoint while the fault switch is on, and recovers when it is off', async () => {
     const session = await login(manager.url)
-    const flip = (enabled: boolean) => post(manager.url, '/lab/fault', { enabled })
+    const flip = (enabled: boolean, token = ADMIN_TOKEN) =>
+      post(manager.url, '/lab/fault', { enabled }, { 'content-type': 'application/json', authorization: `Bearer ${token}` })
+    // Anything on the machine reaches a loopback port: without the lab's admin token the switch does nothing.
+    const anonymous = await post(manager.url, '/lab/fault', { enabled: true })
+    expect(anonymous).toEqual({
+      status: 401,
+      body: { error: 'unauthorized', message: "The fault switch needs the lab's admin token as a bearer token." },
+    })
+    expect((await flip(true, 'guessed-token')).status).toBe(401)
+    expect((await token(session, READ)).status).toBe(200)
     expect((await flip(true)).status).toBe(200)
     expect((await post(manager.url, '/api/v1/auth/login', { email: OPERATOR.email, password: OPERATOR.password })).status).toBe(500)
     expect((await token(session, READ)).status).toBe(500)
@@ -146,8 +155,13 @@ describe('manager emulator: the three auth endpoints over HTTP', () => {
     const { body } = await token(session, READ)
     await post(manager.url, '/api/v1/auth/logout', { session_id: session.session_id, session_token: session.session_token })
     const jwks = createRemoteJWKSet(new URL(`${manager.url}/.well-known/jwks.json`))
-    const { payload } = await jwtVerify(body.access_token as string, jwks, { issuer: manager.url, currentDate: new Date(clock.now()) })
+    const { payload } = await jwtVerify(body.access_token as string, jwks, {
+      issuer: manager.url,
+      audience: 'urn:svc:recorder',
+      currentDate: new Date(clock.now()),
+    })
     expect(payload.scope).toBe(READ)
+    expect(payload.aud).toBe('urn:svc:recorder')
   })
 })
 

@@ -4,6 +4,8 @@ import { startManagerEmulator, type ManagerEmulator, type ManagerEmulatorOptions
 export const READ = 'urn:svc:recorder:content:read'
 export const WRITE = 'urn:svc:recorder:content:write'
 export const OPERATOR = { email: 'operator@lab.test', password: 'operator-known-password-7f3a', permissions: [READ, WRITE] }
+/** The admin token the test emulators' fault switch answers to. */
+export const ADMIN_TOKEN = 'lab-admin-token-for-tests-4b7e9d'
 export const READER = { email: 'reader@lab.test', password: 'reader-known-password-91c2', permissions: [READ] }
 
 /** An emulator with an operator (read + write) and a reader (read only), on a free loopback port. */
@@ -11,7 +13,7 @@ export async function startTestManager(options: Partial<ManagerEmulatorOptions> 
   const users = await Promise.all(
     [OPERATOR, READER].map(async (u) => ({ email: u.email, passwordHash: await hashPassword(u.password), permissions: u.permissions })),
   )
-  return startManagerEmulator({ users, recordIssued: true, ...options })
+  return startManagerEmulator({ users, recordIssued: true, adminToken: ADMIN_TOKEN, ...options })
 }
 
 /** Raw POST: `body` is sent as is when it is a string, else as JSON. */

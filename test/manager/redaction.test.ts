@@ -149,19 +149,36 @@ describe('redaction: the manager flows with known secrets leak none of them', ()
       expect((await run(['auth', 'check', '--env', 'lab', '--verbose'])).code).toBe(0)
       expect((await run(['auth', 'check', '--env', 'lab', '--json', '--verbose'])).code).toBe(0)
       expect(
-        (await run(['auth', 'check', '--env-file', byEnv, '--verbose', '--json'], { SVCOPS_TEST_MANAGER_PASSWORD: operatorPassword })).code,
+        (await run(['auth', 'check', '--stack-file', byEnv, '--verbose', '--json'], { SVCOPS_TEST_MANAGER_PASSWORD: operatorPassword }))
+          .code,
       ).toBe(0)
-      expect((await run(['auth', 'check', '--env-file', byEnv, '--verbose'], { SVCOPS_TEST_MANAGER_PASSWORD: wrongPassword })).code).toBe(1)
-      expect((await run(['auth', 'check', '--env-file', byEnv, '--json'], { SVCOPS_TEST_MANAGER_PASSWORD: wrongPassword })).code).toBe(1)
+      expect((await run(['auth', 'check', '--stack-file', byEnv, '--verbose'], { SVCOPS_TEST_MANAGER_PASSWORD: wrongPassword })).code).toBe(
+        1,
+      )
+      expect((await run(['auth', 'check', '--stack-file', byEnv, '--json'], { SVCOPS_TEST_MANAGER_PASSWORD: wrongPassword })).code).toBe(1)
       expect((await run(['lab', 'status', '--json'])).code).toBe(0)
+      // Backups sign with the lab's signing key and verify with its private key: neither may show anywhere.
+      const created = await run(['backup', 'create', '--env', 'lab', '--json', '--verbose'])
+      expect(created.code, created.stderr).toBe(0)
+      const backupId = (JSON.parse(created.stdout) as { backup: { id: string } }).backup.id
+      expect((await run(['backup', 'verify', backupId, '--env', 'lab', '--verbose'])).code).toBe(0)
+      const keysDir = join(env.SVCOPS_LAB_DIR, 'keys')
+      const keyLines = readdirSync(keysDir)
+        .filter((name) => name.endsWith('.key.asc'))
+        .flatMap((name) =>
+          readFileSync(join(keysDir, name), 'utf8')
+            .split('\n')
+            .filter((line) => /^[A-Za-z0-9+/=]{40,}$/.test(line)),
+        )
+      expect(keyLines.length).toBeGreaterThan(0)
 
-      const secrets = [...labPasswords, wrongPassword]
+      const secrets = [...labPasswords, wrongPassword, ...keyLines]
       const postgresLog = String(
         (
           JSON.parse(readFileSync(join(env.SVCOPS_LAB_DIR, 'state.json'), 'utf8')) as { entries: { kind: string; log?: string }[] }
         ).entries.find((e) => e.kind === 'postgres')?.log,
       )
-      const written = [...filesUnder(env.SVCOPS_LAB_DIR, [secretsDir]), ...filesUnder(env.SVCOPS_STACKS_DIR), postgresLog]
+      const written = [...filesUnder(env.SVCOPS_LAB_DIR, [secretsDir, keysDir]), ...filesUnder(env.SVCOPS_STACKS_DIR), postgresLog]
       expect(written).toContain(join(env.SVCOPS_LAB_DIR, 'logs', 'manager.log'))
       for (const file of written) expectNoSecrets(readFileSync(file).toString('latin1'), secrets, file)
 

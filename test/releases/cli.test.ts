@@ -1,4 +1,4 @@
-/** The release commands run as a user runs them: `node bin/svcops.cjs ...`, exit codes and --json. */
+/** The release commands run as a user runs them: `node bin/svcops ...`, exit codes and --json. */
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -28,7 +28,7 @@ describe('release commands end to end', () => {
   it.concurrent('takes the product prefix and folder from the environment file', async () => {
     const stack = join(dir, 'Pulumi.acme.yaml')
     writeFileSync(stack, 'config:\n  svcops:product:\n    prefix: acme\n    dir: acme-live\n')
-    const run = await svcops(['plan', 'live', '--env-file', stack, '--from', '5.0.0', '--to', '6.0.0'])
+    const run = await svcops(['plan', 'live', '--stack-file', stack, '--from', '5.0.0', '--to', '6.0.0'])
     expect(run.code).toBe(0)
     expect(run.stdout).toContain('`ACME_TCP_ENDPOINTS` is renamed `ACME_TCP_ENDPOINT`')
     expect(run.stdout).toContain('`/etc/opt/acme-live`')

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -131,6 +132,27 @@ describe('svcops scan sdk', () => {
       const job = prepareScan(root, '1.0.0', '7.0.0')
       rmSync(join(root, 'locked.cpp'))
       expect(() => scanFiles(job)).toThrow(`The file '${root}/locked.cpp' cannot be read: ENOENT.`)
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+
+  it('refuses a FIFO instead of waiting forever for a writer, and a FIFO swapped in after listing reads as empty', () => {
+    const root = mkdtempSync(join(tmpdir(), 'svcops-sdk-'))
+    try {
+      const fifo = join(root, 'pipe.cpp')
+      execFileSync('mkfifo', [fifo])
+      expect(() => scanSdk(fifo, '1.0.0', '7.0.0')).toThrow(BadInputError)
+      expect(() => scanSdk(fifo, '1.0.0', '7.0.0')).toThrow(
+        `'${fifo}' is neither a directory nor a regular file (a FIFO, socket or device); expected C++ sources.`,
+      )
+      // The tree walk lists regular files only; a file replaced by a FIFO after listing must not hang.
+      rmSync(fifo)
+      writeFileSync(fifo, 'mPTS;\n')
+      const job = prepareScan(root, '1.0.0', '7.0.0')
+      rmSync(fifo)
+      execFileSync('mkfifo', [fifo])
+      expect(scanFiles(job).bytes).toBe(0)
     } finally {
       rmSync(root, { recursive: true, force: true })
     }

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const CLI = fileURLToPath(new URL('../../bin/svcops.cjs', import.meta.url))
+const CLI = fileURLToPath(new URL('../../bin/svcops', import.meta.url))
 
 export interface CliRun {
   code: number | null

@@ -1,9 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { batchFitsWindow, parseMaxFail, parseWindow, planBatches, runConcurrently } from '../../src/runs/rollout.ts'
-import { Journal, listRuns, newRunId, type RunRecord } from '../../src/runs/journal.ts'
+import { Journal, listRuns, newRunId, newRunRecord, type RunRecord } from '../../src/runs/journal.ts'
 import { aptDriver, dnfDriver, dpkgDriver, findDebFile, showCommand } from '../../src/drivers/packages.ts'
 import { findLogErrors, linesSince, supervisorDriver, systemdDriver } from '../../src/drivers/services.ts'
 import { downtimeOf } from '../../src/runs/report.ts'
@@ -27,6 +27,7 @@ describe('package drivers build the exact commands', () => {
           'Dpkg::Options::=--force-confdef',
           '-o',
           'Dpkg::Options::=--force-confold',
+          '--',
           'svc-recording=2.0.0',
         ],
         env: { DEBIAN_FRONTEND: 'noninteractive' },
@@ -38,7 +39,7 @@ describe('package drivers build the exact commands', () => {
   it('apt downloads the pinned version before anything stops', () => {
     expect(aptDriver.stageCommands(real, 'svc-recording', '2.0.0').map((c) => c.argv)).toEqual([
       ['apt-get', 'update'],
-      ['apt-get', 'install', '--download-only', '-y', '--allow-downgrades', 'svc-recording=2.0.0'],
+      ['apt-get', 'install', '--download-only', '-y', '--allow-downgrades', '--', 'svc-recording=2.0.0'],
     ])
   })
 
@@ -46,7 +47,7 @@ describe('package drivers build the exact commands', () => {
     expect(dnfDriver.installCommands(real, 'svc-recording', '1.5.0')[0]?.argv).toEqual([
       'sh',
       '-c',
-      'dnf install -y "$1" || dnf downgrade -y "$1"',
+      'dnf install -y -- "$1" || dnf downgrade -y -- "$1"',
       'sh',
       'svc-recording-1.5.0',
     ])
@@ -55,9 +56,10 @@ describe('package drivers build the exact commands', () => {
       'install',
       '-y',
       '--downloadonly',
+      '--',
       'svc-recording-1.5.0',
     ])
-    expect(dnfDriver.queryVersionCommand(real, 'svc-recording').argv).toEqual(['rpm', '-q', '--qf', '%{VERSION}', 'svc-recording'])
+    expect(dnfDriver.queryVersionCommand(real, 'svc-recording').argv).toEqual(['rpm', '-q', '--qf', '%{VERSION}', '--', 'svc-recording'])
     expect(dnfDriver.newConfigSuffixes).toEqual(['.rpmnew'])
   })
 
@@ -92,14 +94,13 @@ describe('package drivers build the exact commands', () => {
 })
 
 describe('service drivers build the exact commands', () => {
-  it('systemd uses systemctl and journalctl -u', () => {
-    expect(systemdDriver.stopCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'stop', 'svc-recording'])
-    expect(systemdDriver.startCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'start', 'svc-recording'])
-    expect(systemdDriver.statusCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'is-active', 'svc-recording'])
+  it('systemd uses systemctl and journalctl --unit, the unit never read as an option', () => {
+    expect(systemdDriver.stopCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'stop', '--', 'svc-recording'])
+    expect(systemdDriver.startCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'start', '--', 'svc-recording'])
+    expect(systemdDriver.statusCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'is-active', '--', 'svc-recording'])
     expect(systemdDriver.logsCommand(real, 'svc-recording', 50, '/ignored').argv).toEqual([
       'journalctl',
-      '-u',
-      'svc-recording',
+      '--unit=svc-recording',
       '-n',
       '50',
       '--no-pager',
@@ -296,6 +297,27 @@ describe('journal and report', () => {
     expect(again.disrupted()).toBe(true)
     expect(again.disruptedHosts(['h0', 'h1'])).toEqual(['h1'])
     expect(() => Journal.open('nope', base)).toThrow(/Run id 'nope' is not valid/)
+  })
+
+  it('refuses damaged run records and journals with the file named, and lists the other runs', () => {
+    const base = mkdtempSync(join(tmpdir(), 'svcops-runs-'))
+    const good = Journal.create(newRunRecord({ kind: 'upgrade', environment: 'lab', envFile: '/x', targetVersion: '2.0.0' }), base)
+    good.append({ step: 'preflight', status: 'ok' })
+    const bad = newRunId()
+    mkdirSync(join(base, bad))
+    writeFileSync(join(base, bad, 'run.json'), '{"id": "not a run"')
+    expect(() => Journal.open(bad, base)).toThrow(new RegExp(`${bad}/run.json: is not valid JSON`))
+    expect(listRuns(base).map((r) => r.id)).toEqual([good.run.id])
+    const wrong = newRunId()
+    mkdirSync(join(base, wrong))
+    writeFileSync(join(base, wrong, 'run.json'), JSON.stringify({ ...good.run, id: wrong, phase: 'exploded' }))
+    expect(() => Journal.open(wrong, base)).toThrow(/run.json: phase: /)
+    // A bad line in the middle is tampering, not a torn write: refused, naming the line.
+    writeFileSync(
+      good.file('journal.jsonl'),
+      '{"time":"t","step":"preflight","status":"ok"}\nnot json\n{"time":"t","step":"stage","status":"ok"}\n',
+    )
+    expect(() => Journal.open(good.run.id, base).entries()).toThrow(/journal.jsonl:2: is not a journal entry/)
   })
 
   it('exports only recordings written after the snapshot, never test recordings', () => {

@@ -75,7 +75,7 @@ describe('a rollback that was itself killed', () => {
     const before = await lab.listAll()
     const fingerprint = await lab.fingerprint()
     const killed = await runSvcopsKilledAt(
-      ['--env-file', lab.envFile, 'upgrade', 'recording', '--to', '2.1.0+crash', '--yes'],
+      ['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '2.1.0+crash', '--yes'],
       'rollback:export',
       lab.runsDir,
     )

@@ -30,7 +30,7 @@ describe('fleet upgrade', () => {
   it('refuses a second run while one holds the environment (exit 3, names holder, since and run id)', async () => {
     const child = spawn(
       process.execPath,
-      [join(process.cwd(), 'bin/svcops.cjs'), '--env-file', lab.envFile, 'upgrade', 'recording', '--to', '1.5.0', '--yes', '--json'],
+      [join(process.cwd(), 'bin/svcops'), '--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '1.5.0', '--yes', '--json'],
       { env: process.env, stdio: ['ignore', 'pipe', 'pipe'] },
     )
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve))

@@ -50,7 +50,7 @@ describe('environment lock in the database', () => {
       await acquireEnvironmentLock(${JSON.stringify(db)}, { environment: 'lab', holder: { runId: '20261122T031000Z-deadde', holder: 'dead@box', pid: process.pid, since: new Date().toISOString() } })
       process.stdout.write('locked\\n')
       setInterval(() => undefined, 1000)`
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
       env: process.env,
       stdio: ['ignore', 'pipe', 'inherit'],
     })

@@ -48,7 +48,7 @@ export function describeCrashResume(boundaries: string[]): void {
         const from = (await lab.versions())['rec-1'] as string
         const to = from === '1.4.0' ? '1.5.0' : '1.4.0'
         const killed = await runSvcopsKilledAt(
-          ['--env-file', lab.envFile, 'upgrade', 'recording', '--to', to, '--yes'],
+          ['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', to, '--yes'],
           boundary,
           lab.runsDir,
         )

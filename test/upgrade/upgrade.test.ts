@@ -48,7 +48,7 @@ describe('upgrade of one host', () => {
       fingerprint: await lab.fingerprint(),
       dpkg: readFileSync(join(root, 'var/lib/dpkg/status'), 'utf8'),
     }
-    const out = await runCli(['--env-file', lab.envFile, 'upgrade', 'recording', '--to', '2.0.0', '--window', '1h30m', '--dry-run'])
+    const out = await runCli(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '2.0.0', '--window', '1h30m', '--dry-run'])
     expect(out.code).toBe(0)
     expect(out.stdout).toContain('Window: 1h30m from the start: a batch starts only if')
     // Every step of the playbook, in order, with the exact command it would run.
@@ -129,7 +129,7 @@ describe('upgrade of one host', () => {
     const late = [await lab.create('after the backup 1'), await lab.create('after the backup 2')]
     // The on-call engineer looks first: the dry run says the database will be restored, and changes nothing.
     const fingerprintNow = await lab.fingerprint()
-    const dry = await runCli(['--env-file', lab.envFile, 'rollback', 'recording', '--run', outcome.runId, '--dry-run'], {
+    const dry = await runCli(['--stack-file', lab.envFile, 'rollback', 'recording', '--run', outcome.runId, '--dry-run'], {
       SVCOPS_RUNS_DIR: lab.runsDir,
     })
     expect(dry.code, dry.stderr).toBe(0)
@@ -154,7 +154,7 @@ describe('upgrade of one host', () => {
   })
 
   it('verify recording checks every host; runs list and runs show give the journal to people and machines', async () => {
-    const verified = await runCli(['--env-file', lab.envFile, '--json', 'verify', 'recording'])
+    const verified = await runCli(['--stack-file', lab.envFile, '--json', 'verify', 'recording'])
     expect(verified.code).toBe(0)
     const v = JSON.parse(verified.stdout) as { ok: boolean; hosts: Array<{ checks: Array<{ check: string; ok: boolean }> }> }
     expect(v.ok).toBe(true)
@@ -167,7 +167,7 @@ describe('upgrade of one host', () => {
     const transport = transportFor(host)
     try {
       await runCommand(transport, supervisorctlArgv(host, ['stop', 'svc-recording']))
-      const failed = await runCli(['--env-file', lab.envFile, 'verify', 'recording', '--no-test-recording'])
+      const failed = await runCli(['--stack-file', lab.envFile, 'verify', 'recording', '--no-test-recording'])
       expect(failed.code).toBe(1)
       expect(failed.stdout).toMatch(/FAIL.*GET \/ \(health\)|GET \/ \(health\).*FAIL/i)
     } finally {
@@ -206,5 +206,9 @@ describe('upgrade of one host', () => {
     const error = await upgradeRecordingService({ env: lab.env(), to: 'latest' }).catch((e: unknown) => e)
     expect(exitCodeFor(error)).toBe(2)
     expect((error as Error).message).toMatch(/--to: 'latest' is not a version/)
+    // The dry run checks it too: a plan for a version that cannot exist is bad input, not a plan.
+    const dry = await runCli(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', 'latest', '--dry-run'])
+    expect(dry.code).toBe(2)
+    expect(dry.stderr).toContain("--to: 'latest' is not a version")
   })
 })

@@ -1,5 +1,5 @@
 /**
- * The manager emulator as a process: `node --import tsx src/lab/manager/main.ts --config FILE`.
+ * The manager emulator as a process: `node src/lab/manager/main.ts --config FILE`.
  * `svcops lab up` starts it detached; the config file (JSON, 0600) holds the port, the API revision
  * and the users with password hashes only. Stops cleanly on SIGTERM/SIGINT.
  */
@@ -15,6 +15,11 @@ export const emulatorConfigSchema = z.strictObject({
   apiRevision: z.enum(AUTH_REVISIONS).default('1.6.2'),
   tokenLifetimeSeconds: z.number().int().positive().optional(),
   sessionLifetimeSeconds: z.number().int().positive().optional(),
+  /** SHA-256 (hex) of the lab's admin token, which `POST /lab/fault` requires; the token itself is a 0600 secret file. */
+  adminTokenSha256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
   users: z.array(z.strictObject({ email: z.string(), passwordHash: z.string(), permissions: z.array(z.string()) })),
 })
 export type EmulatorConfig = z.infer<typeof emulatorConfigSchema>

@@ -1,6 +1,7 @@
 /**
  * The manager emulator: the three auth endpoints of the seed (login, token, logout) over real HTTP
- * on loopback, plus the JWKS lab services verify tokens with and a fault switch for tests.
+ * on loopback, plus the JWKS lab services verify tokens with and a fault switch for tests (which
+ * needs the lab's admin token: anything on the machine can reach a loopback port).
  *
  * Status codes. The seed fixes 200/401/500 for login and token and 200/400/500 for logout. A request
  * that is not even well-formed (not JSON, not an object, a field missing or of the wrong type,
@@ -15,7 +16,7 @@ import type { AddressInfo } from 'node:net'
 import { z } from 'zod'
 import { AUTH_API_PREFIX, authRevisionFacts, type AuthRevision } from '../../releases/auth.ts'
 import { verifyPassword } from './passwords.ts'
-import { createTokenSigner, type TokenSigner } from './tokens.ts'
+import { audiencesOf, createTokenSigner, type TokenSigner } from './tokens.ts'
 import { errorMessage } from '../../core/errors.ts'
 
 export type ApiRevision = AuthRevision
@@ -45,6 +46,13 @@ export interface ManagerEmulatorOptions {
   recordIssued?: boolean
   /** One line per request (method, path, status; never bodies). */
   log?: (line: string) => void
+  /**
+   * Bearer token that `POST /lab/fault` requires (the lab's admin token, a 0600 secret file of the
+   * lab). Without it the fault switch over HTTP is off; tests in the same process use `setFault`.
+   */
+  adminToken?: string
+  /** The same as its SHA-256 (hex), so a config file on disk holds no usable token. */
+  adminTokenSha256?: string
 }
 
 /** Makes endpoints answer 500. `count` limits it to that many requests; absent means until cleared. */
@@ -73,12 +81,12 @@ interface Session {
 }
 
 class RequestError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
+  readonly status: number
+  readonly code: string
+  constructor(status: number, code: string, message: string) {
     super(message)
+    this.status = status
+    this.code = code
   }
 }
 
@@ -212,6 +220,7 @@ export async function startManagerEmulator(options: ManagerEmulatorOptions): Pro
       email: user.email,
       sessionId: session.id,
       scopes: granted,
+      audience: audiencesOf(granted),
       issuedAt,
       expiresAt: issuedAt + tokenLifetime,
     })
@@ -226,6 +235,16 @@ export async function startManagerEmulator(options: ManagerEmulatorOptions): Pro
     // Only the session ends: access tokens issued from it stay valid until they expire (seed).
     session.loggedOut = true
     return { status: 'Ok' }
+  }
+
+  const adminHash = options.adminToken
+    ? hashToken(options.adminToken)
+    : options.adminTokenSha256
+      ? Buffer.from(options.adminTokenSha256, 'hex')
+      : undefined
+  function isAdmin(header: string | undefined): boolean {
+    const presented = /^Bearer (\S+)$/i.exec(header ?? '')?.[1]
+    return adminHash !== undefined && presented !== undefined && timingSafeEqual(hashToken(presented), adminHash)
   }
 
   async function route(req: IncomingMessage): Promise<[number, unknown]> {
@@ -247,6 +266,10 @@ export async function startManagerEmulator(options: ManagerEmulatorOptions): Pro
     if (path === '/.well-known/jwks.json' && req.method === 'GET') return [200, signer.jwks]
     if (path === '/lab/health' && req.method === 'GET') return [200, { status: 'Ok', apiRevision, sessions: sessions.size }]
     if (path === '/lab/fault' && req.method === 'POST') {
+      if (!isAdmin(req.headers.authorization)) {
+        req.resume()
+        throw new RequestError(401, 'unauthorized', "The fault switch needs the lab's admin token as a bearer token.")
+      }
       const spec = validate(faultBody, await readJson(req))
       fault = spec.enabled
         ? { ...(spec.endpoints ? { endpoints: spec.endpoints } : {}), ...(spec.count ? { count: spec.count } : {}) }

@@ -1,7 +1,9 @@
 /**
  * Access tokens of the manager emulator: ES256-signed JWTs with a `kid`, verifiable by lab services
- * through the published JWKS. Claims: iss (the manager's base URL), sub (the user's e-mail), sid
- * (the session), scope (space-separated granted scopes), iat, exp, jti.
+ * through the published JWKS. Claims: iss (the manager's base URL), aud (the applications the granted
+ * scopes belong to: `urn:<app>:<module>` of each `urn:<app>:<module>:<area>:<action>` scope), sub (the
+ * user's e-mail), sid (the session), scope (space-separated granted scopes), iat, exp, jti. A resource
+ * server checks `aud`, so a token meant for one application is refused by another.
  */
 import { randomUUID } from 'node:crypto'
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JSONWebKeySet } from 'jose'
@@ -13,6 +15,8 @@ export interface AccessTokenClaims {
   email: string
   sessionId: string
   scopes: string[]
+  /** The `aud` claim (`audiencesOf(scopes)`); absent when no scope names an application. */
+  audience?: string[]
   /** Unix seconds. */
   issuedAt: number
   /** Unix seconds. */
@@ -35,9 +39,19 @@ export async function createTokenSigner(): Promise<TokenSigner> {
   return { kid, jwks, sign: (claims) => signAccessToken(privateKey, kid, claims) }
 }
 
+/** The applications scopes are for: `urn:<app>:<module>` of each URN-style scope (seed: `urn:<app>:<module>:<area>:<action>`). */
+export function audiencesOf(scopes: string[]): string[] {
+  return [...new Set(scopes.flatMap((s) => (/^urn:[^:\s]+:[^:\s]+:/.test(s) ? [s.split(':').slice(0, 3).join(':')] : [])))]
+}
+
 function signAccessToken(key: CryptoKey, kid: string, claims: AccessTokenClaims): Promise<string> {
-  return new SignJWT({ sid: claims.sessionId, scope: claims.scopes.join(' ') })
-    .setProtectedHeader({ alg: TOKEN_ALGORITHM, kid, typ: 'JWT' })
+  const jwt = new SignJWT({ sid: claims.sessionId, scope: claims.scopes.join(' ') }).setProtectedHeader({
+    alg: TOKEN_ALGORITHM,
+    kid,
+    typ: 'JWT',
+  })
+  if (claims.audience?.length) jwt.setAudience(claims.audience.length === 1 ? (claims.audience[0] ?? '') : claims.audience)
+  return jwt
     .setIssuer(claims.issuer)
     .setSubject(claims.email)
     .setIssuedAt(claims.issuedAt)

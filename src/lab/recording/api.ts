@@ -33,12 +33,12 @@ export interface ApiContext {
 }
 
 class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly headers: Record<string, string> = {},
-  ) {
+  readonly status: number
+  readonly headers: Record<string, string>
+  constructor(status: number, message: string, headers: Record<string, string> = {}) {
     super(message)
+    this.status = status
+    this.headers = headers
   }
 }
 
@@ -59,6 +59,8 @@ interface Row {
 export function createApiServer(context: ApiContext): Server {
   const jwks = createRemoteJWKSet(new URL(context.config.auth.jwksUrl), { timeoutDuration: 5000 })
   const writes = { second: 0, count: 0 }
+  // A token for another application of the same manager (another `aud`) is not one for this service.
+  const audience = context.config.auth.audience ?? context.config.auth.readScope.split(':').slice(0, 3).join(':')
 
   async function authorize(request: IncomingMessage, scope: string): Promise<string> {
     const header = request.headers.authorization ?? ''
@@ -66,7 +68,11 @@ export function createApiServer(context: ApiContext): Server {
     if (!match?.[1]) throw new ApiError(401, 'a bearer access token is required', { 'www-authenticate': 'Bearer' })
     let payload
     try {
-      ;({ payload } = await jwtVerify(match[1], jwks, { issuer: context.config.auth.issuer, algorithms: ['ES256', 'RS256', 'EdDSA'] }))
+      ;({ payload } = await jwtVerify(match[1], jwks, {
+        issuer: context.config.auth.issuer,
+        audience,
+        algorithms: ['ES256', 'RS256', 'EdDSA'],
+      }))
     } catch (error) {
       if (error instanceof joseErrors.JWKSTimeout || (error instanceof TypeError && /fetch/.test(error.message))) {
         context.log('ERROR', `cannot fetch the signing keys from ${context.config.auth.jwksUrl}: ${error.message}`)

@@ -7,7 +7,7 @@
 import { isAbsolute, join, resolve } from 'node:path'
 import { z } from 'zod'
 import { RECORDING_RELEASES, type RecordingRelease } from './releases.ts'
-import { errorMessage } from '../../core/errors.ts'
+import { describeJsonSyntaxError } from '../../core/json-syntax.ts'
 
 const port = z.number().int().min(1).max(65535)
 
@@ -27,6 +27,8 @@ const configSchema = z.object({
     issuer: z.string().min(1),
     readScope: z.string().min(1).default('urn:svc:recorder:content:read'),
     writeScope: z.string().min(1).default('urn:svc:recorder:content:write'),
+    /** The `aud` a token must carry; by default `urn:<app>:<module>` of readScope (urn:svc:recorder). */
+    audience: z.string().min(1).optional(),
   }),
   storage: z.object({
     path: z.string().min(1),
@@ -89,8 +91,9 @@ export function parseServiceConfig(text: string, file: string, release: Recordin
   let raw: unknown
   try {
     raw = JSON.parse(text)
-  } catch (error) {
-    throw new ConfigFileError(`configuration file ${file} is not valid JSON: ${describeSyntaxError(text, error)}`)
+  } catch {
+    // Our own sentence and position: V8's message changes wording between Node versions.
+    throw new ConfigFileError(`configuration file ${file} is not valid JSON: ${describeJsonSyntaxError(text)}`)
   }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
     throw new ConfigFileError(`configuration file ${file} must hold a JSON object`)
@@ -112,15 +115,6 @@ export function parseServiceConfig(text: string, file: string, release: Recordin
     )
   }
   return { config, unknownKeys }
-}
-
-/** The parser's message with the line and column of its position (what a person opens the editor at). */
-function describeSyntaxError(text: string, error: unknown): string {
-  const message = errorMessage(error)
-  const position = /at position (\d+)/.exec(message)?.[1]
-  if (position === undefined || /line \d+/.test(message)) return message
-  const before = text.slice(0, Number(position)).split('\n')
-  return `${message} (line ${before.length}, column ${(before.at(-1)?.length ?? 0) + 1})`
 }
 
 /** Resolves an absolute path of the config under the host's root; relative paths are relative to `base`. */

@@ -52,13 +52,14 @@ const MIGRATION_LOCK = 74_210_001
 
 /** Raised when the database holds a schema newer than the release knows. */
 export class NewerSchemaError extends Error {
-  constructor(
-    readonly found: number,
-    readonly known: number,
-  ) {
+  readonly found: number
+  readonly known: number
+  constructor(found: number, known: number) {
     super(
       `database schema version ${found} is newer than this release knows (${known}); restore the database backup taken before the upgrade, or install a release that knows schema ${found}`,
     )
+    this.found = found
+    this.known = known
   }
 }
 

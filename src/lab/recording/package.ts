@@ -82,7 +82,12 @@ function supervisorProgram(name: string, options: PackageOptions): string {
     `[program:${name}]`,
     `command=node ${root}${paths.service} --root ${root} --config ${root}${paths.config}`,
     'autostart=true',
-    'autorestart=unexpected',
+    // Never restarted by supervisord itself: a release whose start fails after `startsecs` (a slow
+    // start on a loaded machine) ends EXITED, and supervisord would spawn it again from EXITED on
+    // its own, where stopProcess answers NOT_RUNNING and cannot prevent it. A rollback's stop then
+    // did not stick: the failed release ran again beside the install of the old one. svcops starts
+    // and stops the service; a crash is for the health check and the log check to report.
+    'autorestart=false',
     'exitcodes=0',
     'startsecs=1',
     'startretries=2',

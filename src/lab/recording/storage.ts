@@ -22,10 +22,10 @@ export class RecordingStorage {
   private readonly base: string
   private readonly cache = new Map<string, ContentInfo>()
 
-  constructor(
-    root: string,
-    private readonly config: RecordingServiceConfig,
-  ) {
+  private readonly config: RecordingServiceConfig
+
+  constructor(root: string, config: RecordingServiceConfig) {
+    this.config = config
     this.base = resolveUnderRoot(root, config.storage.path)
   }
 
