@@ -199,32 +199,63 @@ Examples:
   const runs = program.command('runs').description('Upgrade and rollback runs recorded in .svcops/runs.')
   runs
     .command('list')
-    .description('List runs, newest first: id, environment, kind, target, phase, holder.')
-    .addHelpText('after', '\nExamples:\n  svcops runs list\n  svcops runs list --json')
-    .action(async (_flags: unknown, command: Command) => {
-      const { listRuns } = await import('../runs/journal.ts')
-      const list = listRuns()
-      printResult(command, { ok: true, runs: list }, () =>
-        list.length
-          ? list
-              .map(
-                (r) =>
-                  `${r.id}  ${r.environment}  ${r.kind} to ${r.targetVersion}  ${r.phase}  ${r.holder}${r.cause ? `  — ${r.cause}` : ''}`,
-              )
-              .join('\n')
-          : 'No runs yet.',
-      )
+    .description('List runs, newest first, as a table: id, environment, kind, target, outcome, duration, longest downtime.')
+    .addOption(new Option('--kind <kind>', 'only runs of this kind').choices(['upgrade', 'rollback', 'backup', 'verify']))
+    .addHelpText('after', '\nExamples:\n  svcops runs list\n  svcops runs list --env prod --kind backup\n  svcops runs list --json')
+    .action(async (flags: { kind?: string }, command: Command) => {
+      // --env (global) filters here: the runs of that environment.
+      const { env } = globals(command)
+      const { Journal, listRuns } = await import('../runs/journal.ts')
+      const { buildReport } = await import('../runs/report.ts')
+      const { renderRunsTable } = await import('../runs/report-text.ts')
+      const { longestDowntime, runDurationMs } = await import('../runs/timeline.ts')
+      const reports = listRuns()
+        .filter((r) => (!env || r.environment === env) && (!flags.kind || r.kind === flags.kind))
+        .map((r) => buildReport(Journal.open(r.id)))
+      const list = reports.map((r) => ({
+        ...r.run,
+        durationMs: runDurationMs(r) ?? null,
+        longestDowntime: longestDowntime(r) ?? null,
+      }))
+      printResult(command, { ok: true, runs: list }, () => (list.length ? renderRunsTable(reports) : 'No runs yet.'))
     })
   runs
     .command('show')
-    .description('Show one run: its record, every journaled step, downtime per host.')
+    .description('Show one run: the outcome in one sentence and its timeline, one line per host; the report on request.')
     .argument('<id>', 'run id (see svcops runs list)')
-    .addHelpText('after', '\nExamples:\n  svcops runs show 20261122T031500Z-3fa9c1\n  svcops runs show 20261122T031500Z-3fa9c1 --json')
-    .action(async (id: string, _flags: unknown, command: Command) => {
+    .option('--open', "open the run's report.html in the desktop's browser (xdg-open)")
+    .option('--html <path>', "write the run's report.html to <path>")
+    .option('--markdown', 'print report.md instead of the timeline')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  svcops runs show 20261122T031500Z-3fa9c1\n  svcops runs show 20261122T031500Z-3fa9c1 --html /tmp/run.html\n  svcops runs show 20261122T031500Z-3fa9c1 --open\n  svcops runs show 20261122T031500Z-3fa9c1 --json',
+    )
+    .action(async (id: string, flags: { open?: boolean; html?: string; markdown?: boolean }, command: Command) => {
       const { Journal } = await import('../runs/journal.ts')
       const { buildReport, renderMarkdown } = await import('../runs/report.ts')
-      const report = buildReport(Journal.open(id))
-      printResult(command, { ok: true, ...report }, () => renderMarkdown(report))
+      const { redactDeep } = await import('../core/redact.ts')
+      const { renderHtml } = await import('../runs/report-html.ts')
+      const { renderRunText } = await import('../runs/report-text.ts')
+      const { outcomeSentence } = await import('../runs/timeline.ts')
+      const journal = Journal.open(id)
+      const report = redactDeep(buildReport(journal))
+      if (flags.html || flags.open) {
+        const { writeFileSync } = await import('node:fs')
+        const file = flags.html ?? journal.file('report.html')
+        writeFileSync(file, renderHtml(report), { mode: 0o600 })
+        if (flags.open) {
+          const { spawn } = await import('node:child_process')
+          // The desktop's opener; without one (a server), the path is printed to open elsewhere.
+          spawn('xdg-open', [file], { detached: true, stdio: 'ignore' })
+            .on('error', () => events.warn(`No xdg-open here; open ${file} in a browser.`))
+            .unref()
+        }
+        events.info(`Report: ${file}`)
+      }
+      const columns = Math.max(30, Math.min(100, (process.stdout.columns || 100) - 40))
+      printResult(command, { ok: true, ...report }, () =>
+        flags.markdown ? renderMarkdown(report) : renderRunText(report, outcomeSentence(report), columns),
+      )
     })
 
   program
