@@ -25,7 +25,18 @@ async function progress(command: Command): Promise<() => void> {
   return events.subscribe(progressSink(process.stderr, { verbose: verbose ?? false }))
 }
 
+const METRICS_FILE_HELP =
+  "also write the environment's run metrics (Prometheus text) to this file, e.g. /var/lib/node_exporter/textfile/svcops.prom"
+
+/** `--metrics-file`: where the run's metrics go besides `svcops:notify.metrics` (src/notify/run-hooks.ts). */
+async function useMetricsFile(flags: { metricsFile?: string }): Promise<void> {
+  if (!flags.metricsFile) return
+  const { setRunOutputOptions } = await import('../notify/run-hooks.ts')
+  setRunOutputOptions({ metricsFile: flags.metricsFile })
+}
+
 interface UpgradeFlags {
+  metricsFile?: string
   to: string
   hosts?: string
   batch?: number
@@ -57,6 +68,7 @@ export function register(program: Command): void {
     .option('--dry-run', 'print every step and command per host; change nothing')
     .option('-y, --yes', 'do not ask for confirmation (schedulers, scripts)')
     .option('--break-lock', "take the environment's lock even though another run holds it (logged)")
+    .option('--metrics-file <path>', METRICS_FILE_HELP)
     .addHelpText(
       'after',
       `
@@ -66,7 +78,8 @@ verification -> per host: stop, install, review-config, start, wait-healthy, che
 verify-host -> verify. The canary (marked in the environment file, else the first host) goes
 alone and migrates the shared database; then batches of --batch hosts run concurrently.
 
-Every run has an id and a journal in .svcops/runs/<id>/ with report.md and report.json.
+Every run has an id and a journal in .svcops/runs/<id>/ with report.html, report.md and
+report.json; svcops:notify in the stack file tells webhooks and publishes metrics (docs/operations.md).
 Exit codes: 0 upgraded, 1 failed (see the report), 2 bad input, 3 locked by another run,
             4 failed and rolled back (the report says why and what was restored).
 
@@ -99,6 +112,7 @@ Examples:
         return
       }
       await confirm(`Upgrade the recording service of '${env.name}' to ${flags.to}?`, flags.yes)
+      await useMetricsFile(flags)
       const stop = await progress(command)
       try {
         const outcome = await play.upgradeRecordingService(request)
@@ -121,6 +135,7 @@ Examples:
     .option('--dry-run', 'print what the rollback would do, per host, with the exact commands; change nothing')
     .option('-y, --yes', 'do not ask for confirmation')
     .option('--break-lock', "take the environment's lock even though another run holds it (logged)")
+    .option('--metrics-file <path>', METRICS_FILE_HELP)
     .addHelpText(
       'after',
       `
@@ -135,37 +150,43 @@ Examples:
   svcops rollback recording --env prod --run 20261122T031500Z-3fa9c1 --yes
   svcops rollback recording --env staging --to 1.5.0`,
     )
-    .action(async (flags: { run?: string; to?: string; dryRun?: boolean; yes?: boolean; breakLock?: boolean }, command: Command) => {
-      if (flags.run && flags.to)
-        throw new BadInputError('--run and --to: both given; expected one of them (a run to undo, or a version to go to).')
-      const env = await environmentOf(command)
-      const play = await import('../../playbooks/upgrade.ts')
-      const options = { ...(flags.run ? { runId: flags.run } : {}), ...(flags.to ? { to: flags.to } : {}) }
-      if (flags.dryRun) {
-        const plan = await play.planRecordingRollback(env, options)
-        const { renderPlan } = await import('../upgrade/runs.ts')
-        printResult(command, { ok: true, dryRun: true, plan }, () => renderPlan(plan))
-        return
-      }
-      await confirm(
-        `Roll back the recording service of '${env.name}'${flags.run ? ` (run ${flags.run})` : flags.to ? ` to ${flags.to}` : ''}?`,
-        flags.yes,
-      )
-      const stop = await progress(command)
-      try {
-        const outcome = await play.rollbackRecordingService(env, {
-          ...options,
-          ...(flags.breakLock ? { breakLock: true } : {}),
-        })
-        printResult(
-          command,
-          { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
-          `Run ${outcome.runId}: ${outcome.phase}.`,
+    .action(
+      async (
+        flags: { run?: string; to?: string; dryRun?: boolean; yes?: boolean; breakLock?: boolean; metricsFile?: string },
+        command: Command,
+      ) => {
+        if (flags.run && flags.to)
+          throw new BadInputError('--run and --to: both given; expected one of them (a run to undo, or a version to go to).')
+        const env = await environmentOf(command)
+        const play = await import('../../playbooks/upgrade.ts')
+        const options = { ...(flags.run ? { runId: flags.run } : {}), ...(flags.to ? { to: flags.to } : {}) }
+        if (flags.dryRun) {
+          const plan = await play.planRecordingRollback(env, options)
+          const { renderPlan } = await import('../upgrade/runs.ts')
+          printResult(command, { ok: true, dryRun: true, plan }, () => renderPlan(plan))
+          return
+        }
+        await confirm(
+          `Roll back the recording service of '${env.name}'${flags.run ? ` (run ${flags.run})` : flags.to ? ` to ${flags.to}` : ''}?`,
+          flags.yes,
         )
-      } finally {
-        stop()
-      }
-    })
+        await useMetricsFile(flags)
+        const stop = await progress(command)
+        try {
+          const outcome = await play.rollbackRecordingService(env, {
+            ...options,
+            ...(flags.breakLock ? { breakLock: true } : {}),
+          })
+          printResult(
+            command,
+            { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
+            `Run ${outcome.runId}: ${outcome.phase}.`,
+          )
+        } finally {
+          stop()
+        }
+      },
+    )
 
   const verify = program.command('verify').description('Verify a part of the platform.')
   verify
@@ -265,6 +286,7 @@ Examples:
     .option('--rollback', 'roll the run back instead of continuing it')
     .option('--dry-run', 'print what is left to do (or what the rollback would do), per host, with the exact commands; change nothing')
     .addOption(new Option('--break-lock', "take the environment's lock even though another run holds it (logged)"))
+    .option('--metrics-file <path>', METRICS_FILE_HELP)
     .addHelpText(
       'after',
       `
@@ -277,27 +299,30 @@ Examples:
   svcops resume 20261122T031500Z-3fa9c1
   svcops resume 20261122T031500Z-3fa9c1 --rollback --json`,
     )
-    .action(async (id: string, flags: { rollback?: boolean; dryRun?: boolean; breakLock?: boolean }, command: Command) => {
-      const play = await import('../../playbooks/upgrade.ts')
-      if (flags.dryRun) {
-        const plan = await play.planRecordingResume(id, { rollback: flags.rollback ?? false })
-        const { renderPlan } = await import('../upgrade/runs.ts')
-        printResult(command, { ok: true, dryRun: true, plan }, () => renderPlan(plan))
-        return
-      }
-      const stop = await progress(command)
-      try {
-        const outcome = await play.resumeRecordingService(id, {
-          ...(flags.rollback ? { rollback: true } : {}),
-          ...(flags.breakLock ? { breakLock: true } : {}),
-        })
-        printResult(
-          command,
-          { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
-          `Run ${outcome.runId}: ${outcome.phase}.`,
-        )
-      } finally {
-        stop()
-      }
-    })
+    .action(
+      async (id: string, flags: { rollback?: boolean; dryRun?: boolean; breakLock?: boolean; metricsFile?: string }, command: Command) => {
+        const play = await import('../../playbooks/upgrade.ts')
+        if (flags.dryRun) {
+          const plan = await play.planRecordingResume(id, { rollback: flags.rollback ?? false })
+          const { renderPlan } = await import('../upgrade/runs.ts')
+          printResult(command, { ok: true, dryRun: true, plan }, () => renderPlan(plan))
+          return
+        }
+        await useMetricsFile(flags)
+        const stop = await progress(command)
+        try {
+          const outcome = await play.resumeRecordingService(id, {
+            ...(flags.rollback ? { rollback: true } : {}),
+            ...(flags.breakLock ? { breakLock: true } : {}),
+          })
+          printResult(
+            command,
+            { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
+            `Run ${outcome.runId}: ${outcome.phase}.`,
+          )
+        } finally {
+          stop()
+        }
+      },
+    )
 }
