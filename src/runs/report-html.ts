@@ -30,10 +30,13 @@ function clock(ms: number): string {
 /** The timeline picture as inline SVG. */
 export function renderTimelineSvg(t: Timeline): string {
   const plot = WIDTH - LABEL - RIGHT
-  const span = Math.max(1, t.end - t.start)
-  // A window ending long after the run is drawn at the right edge, labelled with its time.
-  const windowX = t.windowEnd === undefined ? undefined : Math.min(t.windowEnd, t.end + span * 0.1)
-  const x = (ms: number) => LABEL + ((Math.max(t.start, ms) - t.start) / span) * plot
+  // A window ending soon after the run widens the picture to show it; one ending long after is
+  // drawn at the plot's right edge, labelled with its time.
+  const runSpan = Math.max(1, t.end - t.start)
+  const inView = t.windowEnd !== undefined && t.windowEnd <= t.end + runSpan / 2
+  const span = inView && t.windowEnd !== undefined ? Math.max(runSpan, t.windowEnd - t.start) : runSpan
+  const x = (ms: number) => LABEL + ((Math.min(t.start + span, Math.max(t.start, ms)) - t.start) / span) * plot
+  const windowX = t.windowEnd === undefined ? undefined : inView ? t.windowEnd : t.start + span
   const height = TOP + t.lanes.length * LANE + 24
   const out: string[] = [
     `<svg class="timeline" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${WIDTH} ${height}" width="100%" role="img" aria-label="Timeline of the run">`,
@@ -75,7 +78,7 @@ export function renderTimelineSvg(t: Timeline): string {
   if (windowX !== undefined && t.windowEnd !== undefined)
     out.push(
       `<g class="window-end"><line x1="${x(windowX)}" x2="${x(windowX)}" y1="${TOP - 30}" y2="${height - 20}"/>` +
-        `<text x="${x(windowX) - 3}" y="${TOP - 28}" text-anchor="end">window ends ${clock(t.windowEnd)}</text></g>`,
+        `<text x="${x(windowX) - 3}" y="${TOP - 28}" text-anchor="end">window ends ${clock(t.windowEnd)}${inView ? '' : ' →'}</text></g>`,
     )
   out.push('</svg>')
   return out.join('\n')

@@ -14,7 +14,8 @@ export const CHROMIUM = '/usr/bin/chromium'
 export interface Browser {
   open(file: string, width?: number): Promise<void>
   evaluate<T>(expression: string): Promise<T>
-  screenshot(): Promise<Buffer>
+  /** The whole page, or its top `height` pixels (the picture and the outcome, for the docs). */
+  screenshot(height?: number): Promise<Buffer>
   close(): Promise<void>
 }
 
@@ -99,8 +100,11 @@ export async function startChromium(): Promise<Browser> {
       if (r.exceptionDetails) throw new Error(`In the page: ${r.exceptionDetails.text} (${expression})`)
       return r.result.value
     },
-    async screenshot() {
-      const r = await send<{ data: string }>('Page.captureScreenshot', { format: 'png', captureBeyondViewport: true }, sessionId)
+    async screenshot(height?: number) {
+      const params = height
+        ? { format: 'png', clip: { x: 0, y: 0, width: 1100, height, scale: 1 } }
+        : { format: 'png', captureBeyondViewport: true }
+      const r = await send<{ data: string }>('Page.captureScreenshot', params, sessionId)
       return Buffer.from(r.data, 'base64')
     },
     async close() {

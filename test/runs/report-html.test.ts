@@ -61,7 +61,7 @@ describe('report.html', () => {
       { host: 'rec-5', batch: 'batch 2' },
     ])
     expect(dom.batches).toEqual(['canary', 'batch 1', 'batch 2'])
-    expect(dom.window).toBe('window ends 02:34:00')
+    expect(dom.window).toBe('window ends 02:34:00 →')
     expect(Object.keys(dom.downtime)).toEqual(HOSTS)
     for (const label of Object.values(dom.downtime)) expect(label).toMatch(/^down \d+(\.\d)? s$|^down \d+ min \d+ s$/)
     expect(dom.rollbackBars).toBeGreaterThan(HOSTS.length * 3)
@@ -77,6 +77,6 @@ describe('report.html', () => {
     expect(png.subarray(1, 4).toString()).toBe('PNG')
     writeFileSync(join(journal.dir, 'report.png'), png)
     // For docs/operations.png: SVCOPS_REPORT_SCREENSHOT=docs/operations.png npx vitest run test/runs/report-html.test.ts
-    if (process.env.SVCOPS_REPORT_SCREENSHOT) writeFileSync(process.env.SVCOPS_REPORT_SCREENSHOT, png)
+    if (process.env.SVCOPS_REPORT_SCREENSHOT) writeFileSync(process.env.SVCOPS_REPORT_SCREENSHOT, await browser.screenshot(560))
   })
 })
