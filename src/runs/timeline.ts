@@ -56,7 +56,7 @@ export interface Lane {
 export interface BatchMark {
   label: string
   hosts: string[]
-  /** When the batch's first host step started (undefined: the batch never started). */
+  /** When the batch's first stop started (undefined: the batch never started). */
   start?: number
 }
 
@@ -113,7 +113,10 @@ export function buildTimeline(report: RunReport): Timeline {
     : []
   const batches: BatchMark[] = plan.map((batch, i) => {
     const hosts = batch.map((h) => h.name)
-    const first = entries.find((e) => e.host && hosts.includes(e.host) && splitStepName(e.step).phase === Phase.run)
+    // A batch starts with its first stop (steps before it, like staging packages, run on every host at once).
+    const first = entries.find(
+      (e) => e.disruptive === true && e.host && hosts.includes(e.host) && splitStepName(e.step).phase === Phase.run,
+    )
     return { label: i === 0 ? 'canary' : `batch ${i}`, hosts, ...(first ? { start: Date.parse(first.time) } : {}) }
   })
   const batchOf = new Map(batches.flatMap((b) => b.hosts.map((h) => [h, b.label] as const)))
