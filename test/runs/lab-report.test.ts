@@ -41,6 +41,7 @@ describe('report.html of a lab run', () => {
     const dom = await browser.evaluate<{
       lanes: string[]
       batches: string[]
+      batchX: number[]
       window: boolean
       downtime: string[]
       failed: string[]
@@ -49,6 +50,7 @@ describe('report.html of a lab run', () => {
     }>(`(() => ({
       lanes: [...document.querySelectorAll('svg.timeline g.lane')].map((g) => g.dataset.host + ':' + (g.dataset.batch ?? '')),
       batches: [...document.querySelectorAll('svg.timeline g.batch-marker')].map((g) => g.dataset.batch),
+      batchX: [...document.querySelectorAll('svg.timeline g.batch-marker line')].map((l) => Number(l.getAttribute('x1'))),
       window: document.querySelector('svg.timeline g.window-end') !== null,
       downtime: [...document.querySelectorAll('svg.timeline text.downtime')].map((t) => t.dataset.host),
       failed: [...document.querySelectorAll('svg.timeline rect.status-failed')].map((r) => r.closest('g.lane').dataset.host),
@@ -57,6 +59,8 @@ describe('report.html of a lab run', () => {
     }))()`)
     expect(dom.lanes).toEqual(['run:', 'rec-1:canary', 'rec-2:batch 1'])
     expect(dom.batches).toEqual(['canary', 'batch 1'])
+    // batch 1 starts after the canary was verified, not when packages were staged on every host
+    expect((dom.batchX[1] ?? 0) - (dom.batchX[0] ?? 0)).toBeGreaterThan(20)
     expect(dom.window).toBe(true)
     expect(dom.downtime).toEqual(['rec-1', 'rec-2'])
     expect(dom.failed).toContain('rec-2')
@@ -66,6 +70,7 @@ describe('report.html of a lab run', () => {
     )
     const png = await browser.screenshot()
     writeFileSync(join(lab.dir, 'report.png'), png)
-    if (process.env.SVCOPS_REPORT_SCREENSHOT) writeFileSync(process.env.SVCOPS_REPORT_SCREENSHOT, png)
+    // For docs/operations.png: SVCOPS_REPORT_SCREENSHOT=$PWD/docs/operations.png npx vitest run test/runs/lab-report.test.ts
+    if (process.env.SVCOPS_REPORT_SCREENSHOT) writeFileSync(process.env.SVCOPS_REPORT_SCREENSHOT, await browser.screenshot(520))
   }, 300_000)
 })
