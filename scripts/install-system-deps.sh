@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages svcops' lab and tests run on: a real PostgreSQL, OpenSSH server,
-# GnuPG, dpkg and a real service supervisor. Called by the npm `pre*` hooks, so
+# GnuPG, dpkg and a real service supervisor; headless Chromium (the HTML report's tests) and
+# Prometheus' promtool and Pushgateway (the metrics' tests). Called by the npm `pre*` hooks, so
 # `npm ci && npm test` and `npm ci && npm run demo` work on a fresh Debian or Ubuntu machine.
 # Idempotent: when every binary is present it does nothing. As non-root, or off Debian, it stops
 # and prints the exact command to run.
@@ -20,6 +21,9 @@ declare -A needs=(
   [runuser]=util-linux
   [useradd]=passwd
   [curl]=curl
+  [chromium]=chromium
+  [promtool]=prometheus
+  [prometheus-pushgateway]=prometheus-pushgateway
 )
 extra="${SVCOPS_EXTRA_PACKAGES:-}"
 

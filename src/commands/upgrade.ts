@@ -25,7 +25,18 @@ async function progress(command: Command): Promise<() => void> {
   return events.subscribe(progressSink(process.stderr, { verbose: verbose ?? false }))
 }
 
+const METRICS_FILE_HELP =
+  "also write the environment's run metrics (Prometheus text) to this file, e.g. /var/lib/node_exporter/textfile/svcops.prom"
+
+/** `--metrics-file`: where the run's metrics go besides `svcops:notify.metrics` (src/notify/run-hooks.ts). */
+async function useMetricsFile(flags: { metricsFile?: string }): Promise<void> {
+  if (!flags.metricsFile) return
+  const { setRunOutputOptions } = await import('../notify/run-hooks.ts')
+  setRunOutputOptions({ metricsFile: flags.metricsFile })
+}
+
 interface UpgradeFlags {
+  metricsFile?: string
   to: string
   hosts?: string
   batch?: number
@@ -57,6 +68,7 @@ export function register(program: Command): void {
     .option('--dry-run', 'print every step and command per host; change nothing')
     .option('-y, --yes', 'do not ask for confirmation (schedulers, scripts)')
     .option('--break-lock', "take the environment's lock even though another run holds it (logged)")
+    .option('--metrics-file <path>', METRICS_FILE_HELP)
     .addHelpText(
       'after',
       `
@@ -66,7 +78,8 @@ verification -> per host: stop, install, review-config, start, wait-healthy, che
 verify-host -> verify. The canary (marked in the environment file, else the first host) goes
 alone and migrates the shared database; then batches of --batch hosts run concurrently.
 
-Every run has an id and a journal in .svcops/runs/<id>/ with report.md and report.json.
+Every run has an id and a journal in .svcops/runs/<id>/ with report.html, report.md and
+report.json; svcops:notify in the stack file tells webhooks and publishes metrics (docs/operations.md).
 Exit codes: 0 upgraded, 1 failed (see the report), 2 bad input, 3 locked by another run,
             4 failed and rolled back (the report says why and what was restored).
 
@@ -99,6 +112,7 @@ Examples:
         return
       }
       await confirm(`Upgrade the recording service of '${env.name}' to ${flags.to}?`, flags.yes)
+      await useMetricsFile(flags)
       const stop = await progress(command)
       try {
         const outcome = await play.upgradeRecordingService(request)
@@ -121,6 +135,7 @@ Examples:
     .option('--dry-run', 'print what the rollback would do, per host, with the exact commands; change nothing')
     .option('-y, --yes', 'do not ask for confirmation')
     .option('--break-lock', "take the environment's lock even though another run holds it (logged)")
+    .option('--metrics-file <path>', METRICS_FILE_HELP)
     .addHelpText(
       'after',
       `
@@ -135,37 +150,43 @@ Examples:
   svcops rollback recording --env prod --run 20261122T031500Z-3fa9c1 --yes
   svcops rollback recording --env staging --to 1.5.0`,
     )
-    .action(async (flags: { run?: string; to?: string; dryRun?: boolean; yes?: boolean; breakLock?: boolean }, command: Command) => {
-      if (flags.run && flags.to)
-        throw new BadInputError('--run and --to: both given; expected one of them (a run to undo, or a version to go to).')
-      const env = await environmentOf(command)
-      const play = await import('../../playbooks/upgrade.ts')
-      const options = { ...(flags.run ? { runId: flags.run } : {}), ...(flags.to ? { to: flags.to } : {}) }
-      if (flags.dryRun) {
-        const plan = await play.planRecordingRollback(env, options)
-        const { renderPlan } = await import('../upgrade/runs.ts')
-        printResult(command, { ok: true, dryRun: true, plan }, () => renderPlan(plan))
-        return
-      }
-      await confirm(
-        `Roll back the recording service of '${env.name}'${flags.run ? ` (run ${flags.run})` : flags.to ? ` to ${flags.to}` : ''}?`,
-        flags.yes,
-      )
-      const stop = await progress(command)
-      try {
-        const outcome = await play.rollbackRecordingService(env, {
-          ...options,
-          ...(flags.breakLock ? { breakLock: true } : {}),
-        })
-        printResult(
-          command,
-          { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
-          `Run ${outcome.runId}: ${outcome.phase}.`,
+    .action(
+      async (
+        flags: { run?: string; to?: string; dryRun?: boolean; yes?: boolean; breakLock?: boolean; metricsFile?: string },
+        command: Command,
+      ) => {
+        if (flags.run && flags.to)
+          throw new BadInputError('--run and --to: both given; expected one of them (a run to undo, or a version to go to).')
+        const env = await environmentOf(command)
+        const play = await import('../../playbooks/upgrade.ts')
+        const options = { ...(flags.run ? { runId: flags.run } : {}), ...(flags.to ? { to: flags.to } : {}) }
+        if (flags.dryRun) {
+          const plan = await play.planRecordingRollback(env, options)
+          const { renderPlan } = await import('../upgrade/runs.ts')
+          printResult(command, { ok: true, dryRun: true, plan }, () => renderPlan(plan))
+          return
+        }
+        await confirm(
+          `Roll back the recording service of '${env.name}'${flags.run ? ` (run ${flags.run})` : flags.to ? ` to ${flags.to}` : ''}?`,
+          flags.yes,
         )
-      } finally {
-        stop()
-      }
-    })
+        await useMetricsFile(flags)
+        const stop = await progress(command)
+        try {
+          const outcome = await play.rollbackRecordingService(env, {
+            ...options,
+            ...(flags.breakLock ? { breakLock: true } : {}),
+          })
+          printResult(
+            command,
+            { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
+            `Run ${outcome.runId}: ${outcome.phase}.`,
+          )
+        } finally {
+          stop()
+        }
+      },
+    )
 
   const verify = program.command('verify').description('Verify a part of the platform.')
   verify
@@ -199,32 +220,63 @@ Examples:
   const runs = program.command('runs').description('Upgrade and rollback runs recorded in .svcops/runs.')
   runs
     .command('list')
-    .description('List runs, newest first: id, environment, kind, target, phase, holder.')
-    .addHelpText('after', '\nExamples:\n  svcops runs list\n  svcops runs list --json')
-    .action(async (_flags: unknown, command: Command) => {
-      const { listRuns } = await import('../runs/journal.ts')
-      const list = listRuns()
-      printResult(command, { ok: true, runs: list }, () =>
-        list.length
-          ? list
-              .map(
-                (r) =>
-                  `${r.id}  ${r.environment}  ${r.kind} to ${r.targetVersion}  ${r.phase}  ${r.holder}${r.cause ? `  — ${r.cause}` : ''}`,
-              )
-              .join('\n')
-          : 'No runs yet.',
-      )
+    .description('List runs, newest first, as a table: id, environment, kind, target, outcome, duration, longest downtime.')
+    .addOption(new Option('--kind <kind>', 'only runs of this kind').choices(['upgrade', 'rollback', 'backup', 'verify']))
+    .addHelpText('after', '\nExamples:\n  svcops runs list\n  svcops runs list --env prod --kind backup\n  svcops runs list --json')
+    .action(async (flags: { kind?: string }, command: Command) => {
+      // --env (global) filters here: the runs of that environment.
+      const { env } = globals(command)
+      const { Journal, listRuns } = await import('../runs/journal.ts')
+      const { buildReport } = await import('../runs/report.ts')
+      const { renderRunsTable } = await import('../runs/report-text.ts')
+      const { longestDowntime, runDurationMs } = await import('../runs/timeline.ts')
+      const reports = listRuns()
+        .filter((r) => (!env || r.environment === env) && (!flags.kind || r.kind === flags.kind))
+        .map((r) => buildReport(Journal.open(r.id)))
+      const list = reports.map((r) => ({
+        ...r.run,
+        durationMs: runDurationMs(r) ?? null,
+        longestDowntime: longestDowntime(r) ?? null,
+      }))
+      printResult(command, { ok: true, runs: list }, () => (list.length ? renderRunsTable(reports) : 'No runs yet.'))
     })
   runs
     .command('show')
-    .description('Show one run: its record, every journaled step, downtime per host.')
+    .description('Show one run: the outcome in one sentence and its timeline, one line per host; the report on request.')
     .argument('<id>', 'run id (see svcops runs list)')
-    .addHelpText('after', '\nExamples:\n  svcops runs show 20261122T031500Z-3fa9c1\n  svcops runs show 20261122T031500Z-3fa9c1 --json')
-    .action(async (id: string, _flags: unknown, command: Command) => {
+    .option('--open', "open the run's report.html in the desktop's browser (xdg-open)")
+    .option('--html <path>', "write the run's report.html to <path>")
+    .option('--markdown', 'print report.md instead of the timeline')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  svcops runs show 20261122T031500Z-3fa9c1\n  svcops runs show 20261122T031500Z-3fa9c1 --html /tmp/run.html\n  svcops runs show 20261122T031500Z-3fa9c1 --open\n  svcops runs show 20261122T031500Z-3fa9c1 --json',
+    )
+    .action(async (id: string, flags: { open?: boolean; html?: string; markdown?: boolean }, command: Command) => {
       const { Journal } = await import('../runs/journal.ts')
       const { buildReport, renderMarkdown } = await import('../runs/report.ts')
-      const report = buildReport(Journal.open(id))
-      printResult(command, { ok: true, ...report }, () => renderMarkdown(report))
+      const { redactDeep } = await import('../core/redact.ts')
+      const { renderHtml } = await import('../runs/report-html.ts')
+      const { renderRunText } = await import('../runs/report-text.ts')
+      const { outcomeSentence } = await import('../runs/timeline.ts')
+      const journal = Journal.open(id)
+      const report = redactDeep(buildReport(journal))
+      if (flags.html || flags.open) {
+        const { writeFileSync } = await import('node:fs')
+        const file = flags.html ?? journal.file('report.html')
+        writeFileSync(file, renderHtml(report), { mode: 0o600 })
+        if (flags.open) {
+          const { spawn } = await import('node:child_process')
+          // The desktop's opener; without one (a server), the path is printed to open elsewhere.
+          spawn('xdg-open', [file], { detached: true, stdio: 'ignore' })
+            .on('error', () => events.warn(`No xdg-open here; open ${file} in a browser.`))
+            .unref()
+        }
+        events.info(`Report: ${file}`)
+      }
+      const columns = Math.max(30, Math.min(100, (process.stdout.columns || 100) - 40))
+      printResult(command, { ok: true, ...report }, () =>
+        flags.markdown ? renderMarkdown(report) : renderRunText(report, outcomeSentence(report), columns),
+      )
     })
 
   program
@@ -238,6 +290,7 @@ Examples:
     )
     .option('--dry-run', 'print what is left to do (or what the rollback would do), per host, with the exact commands; change nothing')
     .addOption(new Option('--break-lock', "take the environment's lock even though another run holds it (logged)"))
+    .option('--metrics-file <path>', METRICS_FILE_HELP)
     .addHelpText(
       'after',
       `
@@ -251,41 +304,49 @@ Examples:
   svcops resume 20261122T031500Z-3fa9c1 --rollback --json
   svcops resume 20261122T031500Z-3fa9c1 --retry          # the seed's "restore backup and retry"`,
     )
-    .action(async (id: string, flags: { rollback?: boolean; retry?: boolean; dryRun?: boolean; breakLock?: boolean }, command: Command) => {
-      const play = await import('../../playbooks/upgrade.ts')
-      if (flags.retry && !flags.dryRun) {
+    .action(
+      async (
+        id: string,
+        flags: { rollback?: boolean; retry?: boolean; dryRun?: boolean; breakLock?: boolean; metricsFile?: string },
+        command: Command,
+      ) => {
+        const play = await import('../../playbooks/upgrade.ts')
+        if (flags.retry && !flags.dryRun) {
+          await useMetricsFile(flags)
+          const stop = await progress(command)
+          try {
+            const outcome = await play.retryRecordingService(id, flags.breakLock ? { breakLock: true } : {})
+            printResult(
+              command,
+              { ok: true, runId: outcome.runId, retryOf: id, phase: outcome.phase, report: outcome.report },
+              `Run ${outcome.runId} (retry of ${id}): ${outcome.phase}.`,
+            )
+          } finally {
+            stop()
+          }
+          return
+        }
+        if (flags.dryRun) {
+          const plan = await play.planRecordingResume(id, { rollback: flags.rollback ?? false })
+          const { renderPlan } = await import('../upgrade/runs.ts')
+          printResult(command, { ok: true, dryRun: true, plan }, () => renderPlan(plan))
+          return
+        }
+        await useMetricsFile(flags)
         const stop = await progress(command)
         try {
-          const outcome = await play.retryRecordingService(id, flags.breakLock ? { breakLock: true } : {})
+          const outcome = await play.resumeRecordingService(id, {
+            ...(flags.rollback ? { rollback: true } : {}),
+            ...(flags.breakLock ? { breakLock: true } : {}),
+          })
           printResult(
             command,
-            { ok: true, runId: outcome.runId, retryOf: id, phase: outcome.phase, report: outcome.report },
-            `Run ${outcome.runId} (retry of ${id}): ${outcome.phase}.`,
+            { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
+            `Run ${outcome.runId}: ${outcome.phase}.`,
           )
         } finally {
           stop()
         }
-        return
-      }
-      if (flags.dryRun) {
-        const plan = await play.planRecordingResume(id, { rollback: flags.rollback ?? false })
-        const { renderPlan } = await import('../upgrade/runs.ts')
-        printResult(command, { ok: true, dryRun: true, plan }, () => renderPlan(plan))
-        return
-      }
-      const stop = await progress(command)
-      try {
-        const outcome = await play.resumeRecordingService(id, {
-          ...(flags.rollback ? { rollback: true } : {}),
-          ...(flags.breakLock ? { breakLock: true } : {}),
-        })
-        printResult(
-          command,
-          { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
-          `Run ${outcome.runId}: ${outcome.phase}.`,
-        )
-      } finally {
-        stop()
-      }
-    })
+      },
+    )
 }

@@ -153,6 +153,32 @@ export const backupSchema = z.strictObject({
   compression: z.number().int().min(0).max(9).optional(),
 })
 
+/** `svcops:notify`: who is told about runs, and where their metrics go (docs/operations.md). */
+export const notifySchema = z.strictObject({
+  /** Webhooks told on the run's events; the URL carries the token, so it is a secret reference. */
+  webhooks: z
+    .array(
+      z.strictObject({
+        url: secretRef,
+        /** `json`: svcops' own body; `slack`: `{ text }`, which Slack, Teams and Mattermost accept. */
+        format: z.enum(['json', 'slack']).default('json'),
+        /** Events sent to this webhook; all of them when absent. */
+        events: z.array(z.enum(['start', 'success', 'failure', 'rollback'])).optional(),
+      }),
+    )
+    .default([]),
+  /** Base URL the run folders are served under, for links in notifications; else the report's path. */
+  reportBaseUrl: url.optional(),
+  metrics: z
+    .strictObject({
+      /** node_exporter's textfile collector directory: svcops_<environment>.prom is written there. */
+      textfileDir: z.string().min(1).optional(),
+      /** A Pushgateway (the CronJob's case): the environment's series are pushed after every run. */
+      pushgateway: url.optional(),
+    })
+    .optional(),
+})
+
 /** The whole `svcops:` namespace. Sections other than the ones a command needs are optional. */
 export const environmentSchema = z.strictObject({
   /** Name of the environment; defaults to the stack name. */
@@ -161,6 +187,7 @@ export const environmentSchema = z.strictObject({
   manager: managerSchema.optional(),
   recording: recordingSchema.optional(),
   backup: backupSchema.optional(),
+  notify: notifySchema.optional(),
   /** Pulumi-only settings (`deploy`) and `pulumi config set --secret` values (`psk`, `databasePassword`): src/config/deploy.ts. */
   ...deployKeys,
 })
@@ -171,3 +198,4 @@ export type RecordingConfig = z.infer<typeof recordingSchema>
 export type RecordingHostConfig = z.infer<typeof recordingHostSchema>
 export type DatabaseConfig = z.infer<typeof databaseSchema>
 export type BackupConfig = z.infer<typeof backupSchema>
+export type NotifyConfig = z.infer<typeof notifySchema>

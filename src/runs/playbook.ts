@@ -9,6 +9,7 @@
 import { BadInputError, OperationError, RolledBackError, errorMessage, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { onShutdown } from '../core/lifecycle.ts'
+import { announceEnd, announceStart } from '../notify/run-hooks.ts'
 import { HostFailure, Run, ToleratedFailures, type PlannedStep } from './engine.ts'
 import { holderName, isFinished, type Journal, type RunKind, type RunRecord } from './journal.ts'
 import { writeReport, type RunReport } from './report.ts'
@@ -126,7 +127,10 @@ export async function planRun<C>(
   return run.planned
 }
 
-/** Opens the playbook's context, runs `body`, and always writes the report and releases the lock. */
+/**
+ * Opens the playbook's context, runs `body`, and always writes the report and releases the lock;
+ * the webhooks hear of the start and the end, and the metrics are published after the report.
+ */
 async function drive<C>(
   setup: RunSetup<C>,
   body: (run: Run<C>) => Promise<void>,
@@ -140,6 +144,7 @@ async function drive<C>(
     unregister()
     throw error
   })
+  await announceStart(journal, options)
   let failure: unknown
   try {
     await body(new Run(opened.ctx, journal, { mode: 'act', resumed: options.resumed ?? false }))
@@ -164,6 +169,7 @@ async function drive<C>(
   await lock.release()
   unregister()
   events.info(`Report: ${journal.file('report.md')}`)
+  await announceEnd(journal, report)
   // A scheduler reading --json gets the same fields whether the run succeeded or not.
   if (failure !== undefined) {
     const error = failure instanceof Error ? failure : new OperationError(`The run failed: ${errorMessage(failure)}.`)

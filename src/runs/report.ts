@@ -9,6 +9,7 @@ import { writeFileSync } from 'node:fs'
 import { formatDuration } from '../core/events.ts'
 import type { Journal, JournalEntry, RunRecord } from './journal.ts'
 import { redact, redactDeep } from '../core/redact.ts'
+import { renderHtml } from './report-html.ts'
 
 export interface HostDowntime {
   host: string
@@ -156,11 +157,12 @@ export function renderMarkdown(report: RunReport): string {
   return redact(lines.join('\n') + '\n')
 }
 
-/** Writes report.json and report.md into the run folder and returns the report. */
+/** Writes report.json, report.md and report.html into the run folder and returns the report. */
 export function writeReport(journal: Journal): RunReport {
   const report = redactDeep(buildReport(journal))
   writeFileSync(journal.file('report.json'), JSON.stringify(report, null, 2) + '\n', { mode: 0o600 })
   writeFileSync(journal.file('report.md'), renderMarkdown(report), { mode: 0o600 })
+  writeFileSync(journal.file('report.html'), renderHtml(report), { mode: 0o600 })
   return report
 }
 

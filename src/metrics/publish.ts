@@ -1,0 +1,41 @@
+/**
+ * Where the exposition goes: a file for node_exporter's textfile collector (written whole, then
+ * renamed, so the collector never reads half a file), and a Pushgateway for runs with no
+ * node_exporter beside them (a CronJob). A push is bounded in time: metrics never hold up a run.
+ */
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { OperationError } from '../core/errors.ts'
+
+/** How long a push may take before it is given up. */
+export const PUSH_TIMEOUT_MS = 5_000
+
+/** The textfile collector's file of `environment` in `dir`. */
+export function textfilePath(dir: string, environment: string): string {
+  return join(dir, `svcops_${environment.replace(/[^A-Za-z0-9_-]/g, '_')}.prom`)
+}
+
+/** Writes `text` to `file` atomically (the collector reads only `*.prom`, so the temp file is skipped). */
+export function writeTextfile(file: string, text: string): void {
+  mkdirSync(dirname(file), { recursive: true })
+  const tmp = `${file}.${process.pid}.tmp`
+  writeFileSync(tmp, text, { mode: 0o644 })
+  renameSync(tmp, file)
+}
+
+/**
+ * Replaces the group `job=svcops, environment=<environment>` on the Pushgateway at `url` with
+ * `text` (PUT: series of an earlier push that are gone now are removed with it).
+ */
+export async function pushMetrics(url: string, environment: string, text: string): Promise<void> {
+  const target = `${url.replace(/\/+$/, '')}/metrics/job/svcops/environment/${encodeURIComponent(environment)}`
+  const answer = await fetch(target, {
+    method: 'PUT',
+    body: text,
+    headers: { 'content-type': 'text/plain; version=0.0.4' },
+    redirect: 'error',
+    signal: AbortSignal.timeout(PUSH_TIMEOUT_MS),
+  })
+  if (!answer.ok)
+    throw new OperationError(`The Pushgateway at ${url} answered ${answer.status}: ${(await answer.text()).slice(0, 300).trim()}`)
+}

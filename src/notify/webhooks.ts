@@ -1,0 +1,104 @@
+/**
+ * Webhook notifications of a run (the Ansible callback plugins' job): on start, success, failure
+ * and rollback, one message per webhook with the outcome in one sentence, the downtime and where
+ * the report is. Two body shapes: svcops' own JSON, and `{ text }` that Slack, Microsoft Teams and
+ * Mattermost incoming webhooks accept. Delivery is bounded: a few attempts within a few seconds in
+ * all; a message that cannot be delivered is logged and never fails the run.
+ */
+import { errorMessage } from '../core/errors.ts'
+import { events, formatDuration } from '../core/events.ts'
+import { redact, redactDeep } from '../core/redact.ts'
+
+export type NotifyEvent = 'start' | 'success' | 'failure' | 'rollback'
+
+export interface Webhook {
+  /** The URL, read from its secret reference (registered with the redaction layer). */
+  url: string
+  format: 'json' | 'slack'
+  events?: NotifyEvent[]
+}
+
+/** What every message says, whatever its shape. */
+export interface RunMessage {
+  event: NotifyEvent
+  runId: string
+  environment: string
+  kind: string
+  targetVersion: string
+  phase: string
+  /** The outcome in one sentence (or "started" for `start`). */
+  summary: string
+  /** Downtime per host in seconds (hosts that went down). */
+  downtime: Array<{ host: string; seconds: number | null }>
+  longestDowntimeSeconds: number | null
+  /** A link to report.html, or its path on the machine that ran it. */
+  report: string
+}
+
+/** Total time all deliveries of one event may take. */
+export const DELIVERY_BUDGET_MS = 4_000
+const ATTEMPTS = 3
+
+/** The body of `message` in `format`. */
+export function webhookBody(message: RunMessage, format: Webhook['format']): unknown {
+  if (format === 'json') return message
+  const down = message.longestDowntimeSeconds !== null ? ` Longest downtime ${formatDuration(message.longestDowntimeSeconds * 1000)}.` : ''
+  const icon = { start: ':arrow_forward:', success: ':white_check_mark:', failure: ':x:', rollback: ':leftwards_arrow_with_hook:' }[
+    message.event
+  ]
+  return {
+    text: `${icon} svcops ${message.kind} ${message.runId} (${message.environment}): ${message.summary}${down} Report: ${message.report}`,
+  }
+}
+
+async function deliver(hook: Webhook, body: string, deadline: number): Promise<void> {
+  let lastError: unknown
+  for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+    const left = deadline - Date.now()
+    if (left <= 0) break
+    try {
+      const answer = await fetch(hook.url, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json' },
+        // The URL carries the token: it never follows a redirect to somewhere else.
+        redirect: 'error',
+        signal: AbortSignal.timeout(left),
+      })
+      await answer.body?.cancel()
+      if (answer.ok) return
+      lastError = new Error(`answered ${answer.status}`)
+      // A 4xx other than 429 will not change on a retry.
+      if (answer.status < 500 && answer.status !== 429) break
+    } catch (error) {
+      lastError = error
+    }
+    await new Promise((r) => setTimeout(r, Math.min(250 * attempt, Math.max(0, deadline - Date.now()))))
+  }
+  throw lastError instanceof Error ? lastError : new Error(String(lastError))
+}
+
+/**
+ * Sends `message` to every webhook that wants its event, all at once, within DELIVERY_BUDGET_MS.
+ * Never throws: an undelivered message is a warning naming the webhook's host (not its URL).
+ */
+export async function notifyWebhooks(hooks: Webhook[], message: RunMessage): Promise<void> {
+  const deadline = Date.now() + DELIVERY_BUDGET_MS
+  const wanted = hooks.filter((h) => !h.events || h.events.includes(message.event))
+  await Promise.all(
+    wanted.map(async (hook) => {
+      const body = redact(JSON.stringify(redactDeep(webhookBody(message, hook.format))))
+      try {
+        await deliver(hook, body, deadline)
+      } catch (error) {
+        let where = 'a webhook'
+        try {
+          where = `the webhook at ${new URL(hook.url).host}`
+        } catch {
+          // An unparsable URL is named by nothing of it.
+        }
+        events.warn(`Could not notify ${redact(where)} of ${message.event} of run ${message.runId}: ${redact(errorMessage(error))}.`)
+      }
+    }),
+  )
+}
