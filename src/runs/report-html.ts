@@ -11,7 +11,7 @@ import { formatDuration } from '../core/events.ts'
 import { redact } from '../core/redact.ts'
 import { Phase } from './step.ts'
 import { buildTimeline, downtimeLabel, kindTitle, outcomeSentence, STAGES, type Bar, type Timeline } from './timeline.ts'
-import type { RunReport } from './report.ts'
+import type { RunReport } from './report-types.ts'
 
 const WIDTH = 1000
 const LABEL = 150

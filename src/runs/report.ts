@@ -7,31 +7,12 @@
  */
 import { writeFileSync } from 'node:fs'
 import { formatDuration } from '../core/events.ts'
-import type { Journal, JournalEntry, RunRecord } from './journal.ts'
+import type { Journal, JournalEntry } from './journal.ts'
+import type { HostDowntime, RunReport } from './report-types.ts'
 import { redact, redactDeep } from '../core/redact.ts'
 import { renderHtml } from './report-html.ts'
 
-export interface HostDowntime {
-  host: string
-  /** Start of the first stop of this host. */
-  stoppedAt?: string
-  /** End of the last verification of this host (upgrade or rollback). */
-  verifiedAt?: string
-  downtimeMs?: number
-  /** Version the host ended on, per the journal. */
-  endedOn?: string
-}
-
-export interface RunReport {
-  run: RunRecord
-  downtime: HostDowntime[]
-  timeline: JournalEntry[]
-  configReviews: Array<{ host: string; review: unknown }>
-  recreated: unknown[]
-  /** The doctor's findings and checks (preflight, or a failed host before its rollback): why it failed. */
-  diagnoses: Array<{ step: string; host?: string; failure?: string; findings: unknown[]; checks: unknown[] }>
-  rollback?: { restore: boolean; reason: string; hosts: string[] }
-}
+export type { HostDowntime, RunReport } from './report-types.ts'
 
 /** Downtime per host: stop (start) -> verification (ok), the window users could not reach it. */
 export function downtimeOf(entries: JournalEntry[], hosts: string[]): HostDowntime[] {

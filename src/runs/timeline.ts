@@ -7,7 +7,7 @@
  */
 import { formatDuration } from '../core/events.ts'
 import type { JournalEntry } from './journal.ts'
-import type { HostDowntime, RunReport } from './report.ts'
+import type { HostDowntime, RunReport } from './report-types.ts'
 import { planBatches } from './rollout.ts'
 import { Phase, type PhasePrefix } from './step.ts'
 

@@ -1,0 +1,24 @@
+/** The shape of a run's report, apart from the code that builds and renders it (report.ts, report-html.ts, timeline.ts). */
+import type { JournalEntry, RunRecord } from './journal.ts'
+
+export interface HostDowntime {
+  host: string
+  /** Start of the first stop of this host. */
+  stoppedAt?: string
+  /** End of the last verification of this host (upgrade or rollback). */
+  verifiedAt?: string
+  downtimeMs?: number
+  /** Version the host ended on, per the journal. */
+  endedOn?: string
+}
+
+export interface RunReport {
+  run: RunRecord
+  downtime: HostDowntime[]
+  timeline: JournalEntry[]
+  configReviews: Array<{ host: string; review: unknown }>
+  recreated: unknown[]
+  /** The doctor's findings and checks (preflight, or a failed host before its rollback): why it failed. */
+  diagnoses: Array<{ step: string; host?: string; failure?: string; findings: unknown[]; checks: unknown[] }>
+  rollback?: { restore: boolean; reason: string; hosts: string[] }
+}
