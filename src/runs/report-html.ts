@@ -11,7 +11,7 @@ import { formatDuration } from '../core/events.ts'
 import { redact } from '../core/redact.ts'
 import { Phase } from './step.ts'
 import { buildTimeline, downtimeLabel, kindTitle, outcomeSentence, STAGES, type Bar, type Timeline } from './timeline.ts'
-import type { RunReport } from './report-types.ts'
+import type { FindingView, RunReport } from './report-types.ts'
 
 const WIDTH = 1000
 const LABEL = 150
@@ -165,6 +165,8 @@ export function renderHtml(report: RunReport): string {
     )
     parts.push(section(`Recordings re-created (${report.recreated.length})`, `<ul id="recreated">${rows.join('')}</ul>`))
   }
+  const why = diagnoses(report)
+  if (why) parts.push(section('Why it failed (doctor)', why))
   parts.push(section('Downtime per host', downtimeTable(report)))
   const reviews = configReviews(report)
   if (reviews) parts.push(section('Configuration review', reviews))
@@ -178,6 +180,25 @@ ${parts.join('\n')}
 </body></html>
 `
   return redact(html)
+}
+
+/** The doctor's findings (cause, evidence, fix) per diagnosed host; the checks it made are in report.md. */
+function diagnoses(report: RunReport): string | undefined {
+  if (!report.diagnoses.length) return undefined
+  const out: string[] = []
+  for (const d of report.diagnoses) {
+    const findings = d.findings as FindingView[]
+    const items = findings.map(
+      (f) =>
+        `<li data-cause="${esc(f.cause)}"><strong>${esc(f.severity)}</strong> <code>${esc(f.cause)}</code> on ${esc(f.host)}: ${esc(f.summary)}` +
+        `<ul>${f.evidence.map((e) => `<li>evidence: ${esc(e)}</li>`).join('')}<li>fix: ${esc(f.remedy)}</li></ul></li>`,
+    )
+    out.push(
+      `<h3>${esc(d.host ? `${d.host}: ` : '')}${esc(d.step)}${d.failure ? ` — after: ${esc(d.failure)}` : ''}</h3>`,
+      items.length ? `<ul>${items.join('')}</ul>` : '<p>No cause found.</p>',
+    )
+  }
+  return `<div id="doctor">${out.join('\n')}</div>`
 }
 
 function downtimeTable(report: RunReport): string {

@@ -22,3 +22,21 @@ export interface RunReport {
   diagnoses: Array<{ step: string; host?: string; failure?: string; findings: unknown[]; checks: unknown[] }>
   rollback?: { restore: boolean; reason: string; hosts: string[] }
 }
+
+/** A doctor finding as the report shows it (src/doctor writes these into a step's data). */
+export interface FindingView {
+  cause: string
+  host: string
+  severity: string
+  summary: string
+  evidence: string[]
+  remedy: string
+}
+/** One check the doctor made, as the report shows it. */
+export interface CheckView {
+  cause: string
+  host: string
+  status: string
+  check: string
+  detail: string
+}

@@ -8,7 +8,7 @@
 import { writeFileSync } from 'node:fs'
 import { formatDuration } from '../core/events.ts'
 import type { Journal, JournalEntry } from './journal.ts'
-import type { HostDowntime, RunReport } from './report-types.ts'
+import type { CheckView, FindingView, HostDowntime, RunReport } from './report-types.ts'
 import { redact, redactDeep } from '../core/redact.ts'
 import { renderHtml } from './report-html.ts'
 
@@ -145,22 +145,6 @@ export function writeReport(journal: Journal): RunReport {
   writeFileSync(journal.file('report.md'), renderMarkdown(report), { mode: 0o600 })
   writeFileSync(journal.file('report.html'), renderHtml(report), { mode: 0o600 })
   return report
-}
-
-interface FindingView {
-  cause: string
-  host: string
-  severity: string
-  summary: string
-  evidence: string[]
-  remedy: string
-}
-interface CheckView {
-  cause: string
-  host: string
-  status: string
-  check: string
-  detail: string
 }
 
 /** "Why it failed": the doctor's findings (cause, evidence, fix), then every check it made. */

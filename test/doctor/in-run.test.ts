@@ -79,6 +79,10 @@ describe('the doctor in the upgrade runs', () => {
     const entries = journal.entries().map((e) => `${e.step} ${e.status}`)
     expect(entries.indexOf('diagnose ok')).toBeLessThan(entries.indexOf('rollback:decide ok'))
     expect(readFileSync(journal.file('report.md'), 'utf8')).toMatch(/## Why it failed \(doctor\)[\s\S]*migration-history/)
+    // The picture's page says why too: the finding, its evidence and its fix.
+    expect(readFileSync(journal.file('report.html'), 'utf8')).toMatch(
+      /<h2>Why it failed \(doctor\)<\/h2>[\s\S]*data-cause="migration-history"[\s\S]*fix: /,
+    )
     expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
     expect(await lab.healthy()).toEqual([true])
   })
