@@ -229,7 +229,7 @@ Examples:
           await confirm(
             `Replace every table in ${d.name} on ${d.host}:${d.port} with backup ${id} (taken ${manifest.completedAt})?`,
             options.yes,
-            'replaces the database',
+            'restoring replaces the database',
           )
           const confirmed = true
           const report = await restoreBackup(ctx.store, id, d, {

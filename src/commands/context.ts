@@ -70,13 +70,13 @@ export function takeResultExitCode(): number | undefined {
 /**
  * Asks a person to confirm a change at the terminal (zx's `question`, on stderr: stdout is for
  * results), unless `--yes`. Without a terminal `--yes` is required: a scheduler cannot answer.
- * `what` completes "this command ... and nobody is at a terminal to confirm it".
+ * `what` is the first half of "... and nobody is at a terminal to confirm it".
  */
-export async function confirm(prompt: string, yes: boolean | undefined, what = 'changes the environment'): Promise<void> {
+export async function confirm(prompt: string, yes: boolean | undefined, what = 'this command changes the environment'): Promise<void> {
   if (yes) return
   if (!process.stdin.isTTY) {
     throw new BadInputError(
-      `--yes: missing; this command ${what} and nobody is at a terminal to confirm it.`,
+      `--yes: missing; ${what} and nobody is at a terminal to confirm it.`,
       'Add --yes (schedulers and scripts), or --dry-run to see the plan.',
     )
   }

@@ -175,8 +175,11 @@ describe('upgrade of one host', () => {
       await transport.close()
     }
     const list = await runCli(['runs', 'list'], { SVCOPS_RUNS_DIR: lab.runsDir })
-    expect(list.stdout).toMatch(/upgrade to 2\.0\.0 {2}rolled-back/)
-    const id = /^(\S+)/.exec(list.stdout.trim())?.[1] ?? ''
+    // A table: header first, newest run first.
+    const rows = list.stdout.trim().split('\n')
+    expect(rows[0]).toMatch(/^ID\s+ENV\s+KIND\s+TARGET\s+OUTCOME/)
+    expect(list.stdout).toMatch(/\slab\s+upgrade\s+2\.0\.0\s+rolled-back\s/)
+    const id = /^(\S+)/.exec(rows[1] ?? '')?.[1] ?? ''
     const shown = await runCli(['--json', 'runs', 'show', id], { SVCOPS_RUNS_DIR: lab.runsDir })
     expect((JSON.parse(shown.stdout) as { run: { id: string } }).run.id).toBe(id)
   })
