@@ -128,7 +128,7 @@ export function loadEnvironmentFile(
   if (size > MAX_STACK_FILE_BYTES)
     throw new BadInputError(
       `${file}: has ${size} bytes; a stack file has at most ${MAX_STACK_FILE_BYTES} (it was not parsed).`,
-      'Check that --env-file names the stack file, not a dump or a log.',
+      'Check that --stack-file names the stack file, not a dump or a log.',
     )
   let doc: unknown
   try {

@@ -62,7 +62,7 @@ describe('svcops doctor recording names the cause of each lab fault, and no othe
   it('the CLI exits 5 with the findings as JSON when something needs a person', async () => {
     await switchLabFault(target(), 'tables-not-owned', true)
     try {
-      const run = await runCli(['--env-file', lab.envFile, '--json', 'doctor', 'recording'])
+      const run = await runCli(['--stack-file', lab.envFile, '--json', 'doctor', 'recording'])
       expect(run.code, run.stderr).toBe(5)
       const out = JSON.parse(run.stdout) as { findings: { cause: string; severity: string }[] }
       expect(out.findings).toEqual([expect.objectContaining({ cause: 'schema-change-permission', severity: 'error' })])

@@ -100,12 +100,15 @@ describe('configuration review that cannot leak', () => {
       },
       runs,
     )
-    journal.append({ step: 'review-config', host: 'rec-1', status: 'ok', data: { review } })
+    journal.append({ step: 'review-config', host: 'rec-1', status: 'ok', data: { review }, report: 'config-review' })
     writeReport(journal)
     const files = readdirSync(join(runs, id))
-    expect(files.sort()).toEqual(['journal.jsonl', 'report.json', 'report.md', 'run.json'])
+    expect(files.sort()).toEqual(['journal.jsonl', 'report.html', 'report.json', 'report.md', 'run.json'])
     const everything = files.map((f) => readFileSync(join(runs, id, f), 'utf8')).join('\n')
     expect(everything).toContain('mediaApi.auth.credential')
+    // The review reaches every report (the changed path is shown, its value is not).
+    for (const report of ['report.md', 'report.html'])
+      expect(readFileSync(join(runs, id, report), 'utf8')).toContain('mediaApi.auth.credential')
     for (const secret of SECRETS) expect(everything).not.toContain(secret)
   })
 
