@@ -203,9 +203,8 @@ export class Run<C> {
         const why = longestBatchMs
           ? `would not end before it (a batch has taken ${Math.round(longestBatchMs / 1000)} s)`
           : 'cannot start after it'
-        throw new OperationError(
-          `The maintenance window ends at ${new Date(policy.deadline).toISOString()}; the ${label} (${names}) ${why}.`,
-        )
+        const which = i === 0 ? 'the canary' : label
+        throw new OperationError(`The maintenance window ends at ${new Date(policy.deadline).toISOString()}; ${which} (${names}) ${why}.`)
       }
       const started = Date.now()
       this.batch = label

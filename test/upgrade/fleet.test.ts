@@ -88,7 +88,7 @@ describe('fleet upgrade', () => {
       (e: unknown) => e,
     )
     expect(exitCodeFor(error), String(error)).toBe(4)
-    expect((error as Error).message).toMatch(
+    expect((error as Error).message, (error as Error).message).toMatch(
       /The maintenance window ends at \S+; batch 1 \(rec-2\) would not end before it \(a batch has taken \d+ s\)/,
     )
     const run = Journal.open(listRuns(lab.runsDir)[0]?.id ?? '')
