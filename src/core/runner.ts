@@ -4,12 +4,12 @@
  * arrays, never shell strings built from input; secrets go through stdin or the environment,
  * never the argument list.
  */
+import { spawn } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
 import { delimiter, join } from 'node:path'
 import { CommandError, MissingBinaryError } from './errors.ts'
 import { events, type EventLog } from './events.ts'
 import { redact } from './redact.ts'
-import { $ } from './shell.ts'
 
 export interface CommandResult {
   code: number | null
@@ -98,28 +98,41 @@ export class LocalTransport implements Transport {
     this.host = host
   }
 
-  async exec(argv: string[], options: RunOptions): Promise<CommandResult> {
-    const [file] = argv
-    if (!file) throw new Error('runCommand needs a command.')
+  exec(argv: string[], options: RunOptions): Promise<CommandResult> {
+    const [file, ...args] = argv
+    if (!file) return Promise.reject(new Error('runCommand needs a command.'))
     const started = Date.now()
-    // zx quotes every word of argv for its shell: nothing from input is ever parsed as shell syntax.
-    const output = await $({
-      ...(options.cwd ? { cwd: options.cwd } : {}),
-      env: childEnvironment(options.env),
-      input: options.input ?? '',
-      ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}),
-    })`${argv}`
-    // The shell answers 127 for a program that is not there (spawn's ENOENT, seen through a shell).
-    if (output.exitCode === 127 && /not found|No such file/.test(output.stderr)) {
-      throw new CommandError(`The program '${file}' was not found on ${this.host}.`, null, '')
-    }
-    return {
-      code: output.exitCode,
-      signal: output.signal,
-      stdout: output.stdout,
-      stderr: output.stderr,
-      durationMs: Date.now() - started,
-    }
+    // A hand-written spawn, not zx's `$`: zx given a reduced environment (childEnvironment) took
+    // ~0.6 s a command here against ~20 ms with the full one, which made `lab up` 5x slower.
+    return new Promise((resolve, reject) => {
+      const child = spawn(file, args, {
+        cwd: options.cwd,
+        env: childEnvironment(options.env),
+        stdio: ['pipe', 'pipe', 'pipe'],
+        timeout: options.timeoutMs,
+      })
+      const out: Buffer[] = []
+      const err: Buffer[] = []
+      child.stdout.on('data', (d: Buffer) => out.push(d))
+      child.stderr.on('data', (d: Buffer) => err.push(d))
+      child.on('error', (error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') reject(new CommandError(`The program '${file}' was not found on ${this.host}.`, null, ''))
+        else reject(error)
+      })
+      child.on('close', (code, signal) => {
+        resolve({
+          code,
+          signal,
+          stdout: Buffer.concat(out).toString('utf8'),
+          stderr: Buffer.concat(err).toString('utf8'),
+          durationMs: Date.now() - started,
+        })
+      })
+      child.stdin.on('error', () => {
+        // The command may exit without reading its input; its exit code tells what happened.
+      })
+      child.stdin.end(options.input ?? '')
+    })
   }
 
   upload(): Promise<void> {

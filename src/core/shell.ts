@@ -1,7 +1,7 @@
 /**
- * zx, configured once for svcops: every local command goes through this `$` (the runner's local
- * transport, the playbooks' own local steps). zx prints nothing by itself (quiet, not verbose): the
- * runner emits one `command` event per command instead. Whatever zx does log — with `--verbose`, or a
+ * zx, configured once for svcops: the `$` a playbook runs its own local commands with (a playbook
+ * started as a script runs its CLI command through it). zx prints nothing by itself (quiet, not
+ * verbose). The runner's local transport spawns directly instead (see runner.ts for why). Whatever zx does log — with `--verbose`, or a
  * playbook that turns it on — passes the one redaction layer first, so no secret reaches a terminal
  * or a CI log through zx.
  */

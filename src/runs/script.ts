@@ -4,7 +4,7 @@
  * code as through the CLI. It starts the CLI as a process (zx) rather than importing it, so a
  * playbook depends on the engine only, never on the command line that lists it.
  */
-import { $ } from 'zx'
+import { $ } from '../core/shell.ts'
 import { projectPath } from '../core/paths.ts'
 
 /** Runs `svcops <command...> <this process's arguments>` and takes over its exit code. */
