@@ -15,12 +15,17 @@
  */
 import type { Environment } from '../src/config/schema.ts'
 import type { Diagnosis } from '../src/doctor/diagnose.ts'
-import { doctorEnvironment } from '../src/doctor/environment.ts'
+import { onHostsOf } from '../src/doctor/environment.ts'
 import { runAsCommand } from '../src/runs/script.ts'
 
-/** `svcops doctor recording`: every cause on every host (or `hosts`). */
+/** `svcops doctor recording`: the seed's four problems, in its order, on every host (or `hosts`). */
 export function doctorRecording(env: Environment, hosts?: string[]): Promise<Diagnosis> {
-  return doctorEnvironment(env, hosts)
+  return onHostsOf(env, hosts, async (check) => {
+    await check('problem-no-start') // the service does not start: logs, configuration syntax, file permissions, database access
+    await check('problem-migration') // migration fails: connectivity, schema-change permission, migration logs
+    await check('problem-recordings') // recordings inaccessible: storage paths, permissions, location names, media API
+    await check('problem-slow') // slow performance: content info cache, write rate limit, query performance, disk I/O
+  })
 }
 
 if (import.meta.main) await runAsCommand(['doctor', 'recording'])

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { doctorEnvironment } from '../../src/doctor/environment.ts'
+import { doctorRecording } from '../../playbooks/doctor.ts'
 import { switchLabFault, type LabFault } from '../../src/lab/recording-faults.ts'
 import { runCli, startUpgradeLab, type UpgradeLab } from '../upgrade/fixture.ts'
 
@@ -38,7 +38,7 @@ const cases: { fault: LabFault; cause: string; evidence: RegExp }[] = [
 
 describe('svcops doctor recording names the cause of each lab fault, and no other', () => {
   it('finds nothing on a healthy lab, and lists every cause with its check', async () => {
-    const d = await doctorEnvironment(lab.env())
+    const d = await doctorRecording(lab.env())
     expect(d.findings).toEqual([])
     expect(new Set(d.checks.map((c) => c.cause)).size).toBe(13)
     expect(d.checks.filter((c) => c.status !== 'ok')).toEqual([])
@@ -48,7 +48,7 @@ describe('svcops doctor recording names the cause of each lab fault, and no othe
     it(`${c.fault}: names ${c.cause} with its evidence and remedy`, async () => {
       await switchLabFault(target(), c.fault, true)
       try {
-        const d = await doctorEnvironment(lab.env())
+        const d = await doctorRecording(lab.env())
         expect(d.findings.map((f) => f.cause)).toEqual([c.cause])
         const finding = d.findings[0]!
         expect(finding.evidence.join('\n')).toMatch(c.evidence)
