@@ -35,6 +35,21 @@ async function useMetricsFile(flags: { metricsFile?: string }): Promise<void> {
   setRunOutputOptions({ metricsFile: flags.metricsFile })
 }
 
+/** Runs a playbook run with progress on stderr and prints how it ended (its report with --json). */
+async function showRun(command: Command, run: () => Promise<{ runId: string; phase: string; report: unknown }>): Promise<void> {
+  const stop = await progress(command)
+  try {
+    const outcome = await run()
+    printResult(
+      command,
+      { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
+      `Run ${outcome.runId}: ${outcome.phase}.`,
+    )
+  } finally {
+    stop()
+  }
+}
+
 interface UpgradeFlags {
   metricsFile?: string
   to: string
@@ -171,20 +186,7 @@ Examples:
           flags.yes,
         )
         await useMetricsFile(flags)
-        const stop = await progress(command)
-        try {
-          const outcome = await play.rollbackRecordingService(env, {
-            ...options,
-            ...(flags.breakLock ? { breakLock: true } : {}),
-          })
-          printResult(
-            command,
-            { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
-            `Run ${outcome.runId}: ${outcome.phase}.`,
-          )
-        } finally {
-          stop()
-        }
+        await showRun(command, () => play.rollbackRecordingService(env, { ...options, ...(flags.breakLock ? { breakLock: true } : {}) }))
       },
     )
 
@@ -333,20 +335,12 @@ Examples:
           return
         }
         await useMetricsFile(flags)
-        const stop = await progress(command)
-        try {
-          const outcome = await play.resumeRecordingService(id, {
+        await showRun(command, () =>
+          play.resumeRecordingService(id, {
             ...(flags.rollback ? { rollback: true } : {}),
             ...(flags.breakLock ? { breakLock: true } : {}),
-          })
-          printResult(
-            command,
-            { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
-            `Run ${outcome.runId}: ${outcome.phase}.`,
-          )
-        } finally {
-          stop()
-        }
+          }),
+        )
       },
     )
 }
