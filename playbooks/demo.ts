@@ -20,9 +20,10 @@ import { managerClientFor } from '../src/clients/manager.ts'
 import { RecordingClient } from '../src/clients/recording.ts'
 import { loadEnvironment } from '../src/config/load.ts'
 import { consoleSink, events } from '../src/core/events.ts'
+import { svcopsCommand } from '../src/core/paths.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const svcops = ['node', fileURLToPath(new URL('../bin/svcops', import.meta.url))]
+const svcops = svcopsCommand()
 const shell = $({ cwd: root, stdio: 'inherit', verbose: false, nothrow: true })
 events.subscribe(consoleSink())
 

@@ -7,8 +7,13 @@
  * Each row runs under /usr/bin/time (wall time, peak RSS of the largest process). MB/s is the
  * database's size (pg_database_size) over the wall time. Prints a Markdown table.
  *
+ * With `--vs DIR` it then runs `backup create` and `backup verify --restore-test` of another
+ * checkout (DIR/bin/svcops, e.g. the build before a change) and of this one in alternation, A B A B,
+ * `--rounds` times each on the same database and store, and prints the medians and their ratio: the
+ * cost of a change measured side by side, so that load on the machine falls on both alike.
+ *
  *   node bench/backup/generate.ts --gb 1 --out /tmp/svcops-bench-1g.json   # once, ~1 min
- *   node bench/backup/run.ts --info /tmp/svcops-bench-1g.json
+ *   node bench/backup/run.ts --info /tmp/svcops-bench-1g.json [--vs /tmp/svcops-before --rounds 3]
  */
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -20,7 +25,12 @@ import { generateBackupKey } from '../../src/backup/keys.ts'
 import { local, runCommand } from '../../src/core/runner.ts'
 
 const { values } = parseArgs({
-  options: { info: { type: 'string', default: '/tmp/svcops-bench-1g.json' }, keep: { type: 'boolean', default: false } },
+  options: {
+    info: { type: 'string', default: '/tmp/svcops-bench-1g.json' },
+    keep: { type: 'boolean', default: false },
+    vs: { type: 'string' },
+    rounds: { type: 'string', default: '3' },
+  },
 })
 const info = JSON.parse(readFileSync(values.info, 'utf8')) as {
   host: string
@@ -136,8 +146,49 @@ try {
       : '',
   ]
   process.stdout.write(lines.join('\n') + '\n')
+  if (values.vs) process.stdout.write('\n' + (await alternate(resolve(values.vs), Number(values.rounds))) + '\n')
 } finally {
   // gpg started an agent for the bench's key ring; it must not outlive the run.
   await runCommand(local, ['gpgconf', '--kill', 'gpg-agent'], { env: { GNUPGHOME: gnupgHome }, check: false })
   if (!values.keep) rmSync(work, { recursive: true, force: true })
+}
+
+/** `--vs DIR`: create and verify of DIR's build (A) and this one (B), alternated; medians and B/A. */
+async function alternate(other: string, rounds: number): Promise<string> {
+  // Builds before 2026-11-24 name the stack file option --env-file (Node 24 now takes that name).
+  const help = (await runCommand(local, [join(other, 'bin/svcops'), '--help'], { cwd: other })).stdout
+  const otherOption = help.includes('--stack-file') ? '--stack-file' : '--env-file'
+  const builds = [
+    { label: `A: ${other}`, bin: `${join(other, 'bin/svcops')} ${otherOption} ${envFile}` },
+    { label: 'B: this checkout', bin: `${join(root, 'bin/svcops')} --stack-file ${envFile}` },
+  ]
+  const runs = builds.map(() => ({ create: [] as Row[], verify: [] as Row[] }))
+  for (let round = 0; round < rounds; round++) {
+    for (const [i, build] of builds.entries()) {
+      const made = await measure(`create ${build.label}`, `${build.bin} --json backup create`)
+      const id = (JSON.parse(made.stdout) as { backup: { id: string } }).backup.id
+      runs[i]?.create.push(made)
+      runs[i]?.verify.push(await measure(`verify ${build.label}`, `${build.bin} --json backup verify ${id} --restore-test`))
+    }
+  }
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
+  const cell = (rows: Row[], pick: (r: Row) => number, digits: number): string =>
+    `${median(rows.map(pick)).toFixed(digits)} (${rows.map((r) => pick(r).toFixed(digits)).join(' / ')})`
+  const lines = [
+    `Alternated A B, ${rounds} rounds; median (every run). Load average at the end: ${(await runCommand(local, ['cat', '/proc/loadavg'])).stdout.split(' ').slice(0, 3).join(' ')}.`,
+    '',
+    '| command | build | wall (s) | client CPU (s) | peak RSS (MB) |',
+    '|---|---|---:|---:|---:|',
+  ]
+  for (const command of ['create', 'verify'] as const) {
+    for (const [i, build] of builds.entries()) {
+      const rows = runs[i]?.[command] ?? []
+      lines.push(
+        `| ${command === 'create' ? '`backup create`' : '`backup verify --restore-test`'} | ${build.label} | ${cell(rows, (r) => r.wallS, 1)} | ${cell(rows, (r) => r.cpuS, 1)} | ${cell(rows, (r) => r.rssMb, 0)} |`,
+      )
+    }
+    const [a, b] = runs.map((r) => median(r[command].map((x) => x.wallS)))
+    lines.push(`| | B / A wall | ${((b ?? NaN) / (a ?? NaN)).toFixed(3)} | | |`)
+  }
+  return lines.join('\n')
 }

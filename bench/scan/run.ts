@@ -14,11 +14,12 @@ import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { svcopsCommand } from '../../src/core/paths.ts'
 import { findBinary } from '../../src/core/runner.ts'
 import { CPP_EXTENSIONS, scanSdk, sdkSymbolRules } from '../../src/releases/sdk-scan.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const CLI = join(ROOT, 'bin/svcops')
+const CLI = svcopsCommand() // bin/svcops with the flags of its #! line, on this Node
 const { values } = parseArgs({
   options: {
     lines: { type: 'string', default: '400000,2000000' },
@@ -133,7 +134,7 @@ const globs = CPP_EXTENSIONS.flatMap((e) => ['-g', `*${e}`])
 const startup = { node: [] as number[], svcops: [] as number[] }
 for (let r = 0; r < runs; r++) {
   startup.node.push((await timed([process.execPath, '-e', '0'])).ms)
-  startup.svcops.push((await timed([process.execPath, CLI, '--version'])).ms)
+  startup.svcops.push((await timed([...CLI, '--version'])).ms)
 }
 
 const out: string[] = [
@@ -154,7 +155,7 @@ for (const target of sizes) {
     tree.dir,
   ]
   // As a user runs it: bin/svcops, on the same Node as `node -e 0` above.
-  const svcopsArgv = [process.execPath, CLI, 'scan', 'sdk', tree.dir, '--from', values.from, '--to', values.to]
+  const svcopsArgv = [...CLI, 'scan', 'sdk', tree.dir, '--from', values.from, '--to', values.to]
   const results: Record<'rg' | 'svcops', { ms: number[]; findings: number }> = {
     rg: { ms: [], findings: 0 },
     svcops: { ms: [], findings: 0 },

@@ -3,7 +3,7 @@
  * folder holding package.json), not from each module's own URL, so a module can move between
  * folders without its paths changing.
  */
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -20,4 +20,15 @@ export const PROJECT_ROOT = findProjectRoot(dirname(fileURLToPath(import.meta.ur
 /** An absolute path inside the project, from path segments relative to its root. */
 export function projectPath(...segments: string[]): string {
   return join(PROJECT_ROOT, ...segments)
+}
+
+/**
+ * The argv that starts the svcops CLI as users run it, on this process's Node: the executable's
+ * own flags are read from its `#!/usr/bin/env -S node ...` line, so they are written once.
+ */
+export function svcopsCommand(): string[] {
+  const bin = projectPath('bin/svcops')
+  const shebang = readFileSync(bin, 'utf8').split('\n', 1)[0] ?? ''
+  const flags = shebang.split(/\s+/).filter((word) => word.startsWith('--'))
+  return [process.execPath, ...flags, bin]
 }

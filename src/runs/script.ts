@@ -5,7 +5,7 @@
  * playbook depends on the engine only, never on the command line that lists it.
  */
 import { $ } from '../core/shell.ts'
-import { projectPath } from '../core/paths.ts'
+import { svcopsCommand } from '../core/paths.ts'
 
 /** Runs `svcops <command...> <this process's arguments>` and takes over its exit code. */
 export async function runAsCommand(command: string[]): Promise<void> {
@@ -14,6 +14,6 @@ export async function runAsCommand(command: string[]): Promise<void> {
     nothrow: true,
     verbose: false,
     quiet: true,
-  })`${process.execPath} ${projectPath('bin/svcops')} ${command} ${process.argv.slice(2)}`
+  })`${svcopsCommand()} ${command} ${process.argv.slice(2)}`
   process.exitCode = result.exitCode ?? 1
 }

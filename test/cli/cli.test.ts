@@ -1,4 +1,7 @@
+import { execFileSync } from 'node:child_process'
+import { dirname } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { projectPath, svcopsCommand } from '../../src/core/paths.ts'
 import { buildProgram, valueFlagsOf } from '../../src/commands/program.ts'
 import { commandGroups, groupsFor } from '../../src/commands/registry.ts'
 import { runSvcops as svcops } from '../support/cli.ts'
@@ -8,6 +11,16 @@ describe('svcops CLI', () => {
     const { code, stdout } = await svcops(['--version'])
     expect(code).toBe(0)
     expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/)
+  })
+
+  it('runs as an executable through its #! line, with the flags the tests and playbooks use too', () => {
+    // A scheduler runs bin/svcops itself: env -S splits the line into node and its V8 flag.
+    const path = `${dirname(process.execPath)}:${process.env.PATH ?? ''}`
+    const out = execFileSync(projectPath('bin/svcops'), ['--version'], { env: { ...process.env, PATH: path }, encoding: 'utf8' })
+    expect(out.trim()).toMatch(/^\d+\.\d+\.\d+$/)
+    const [node, ...rest] = svcopsCommand()
+    expect(node).toBe(process.execPath)
+    expect(rest).toEqual(['--max-semi-space-size=4', projectPath('bin/svcops')])
   })
 
   it('teaches in --help: options, exit codes and examples', async () => {

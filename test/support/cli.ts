@@ -3,9 +3,9 @@ import { spawn } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { svcopsCommand } from '../../src/core/paths.ts'
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const CLI = fileURLToPath(new URL('../../bin/svcops', import.meta.url))
 
 export interface CliRun {
   code: number | null
@@ -27,7 +27,8 @@ export interface CliOptions {
 /** Runs `svcops ...args` and resolves with its exit code, signal and output once it exited. */
 export function runSvcops(args: string[], options: CliOptions = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
+    const [node = process.execPath, ...cli] = svcopsCommand()
+    const child = spawn(node, [...cli, ...args], {
       cwd: options.cwd ?? ROOT,
       env: { ...process.env, ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
