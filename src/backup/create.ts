@@ -28,7 +28,7 @@ import {
 } from '../drivers/postgres.ts'
 import { signManifest, type SigningKey } from './signing.ts'
 import type { BackupStore } from './store.ts'
-import { HashingTap, toWebStream } from './streams.ts'
+import { HashingTap, PIECE_BYTES, PieceHashingTap, toWebStream } from './streams.ts'
 
 /** pg_dump's zlib level: 1 is about twice as fast as the default 6 for a few percent more bytes. */
 export const DEFAULT_COMPRESSION_LEVEL = 1
@@ -106,7 +106,11 @@ export async function createBackup(options: CreateBackupOptions): Promise<Manife
       compression: { method: 'pg_dump-zlib', level },
       encryption: { standard: 'OpenPGP', recipients: options.recipients.map((r) => ({ fingerprint: r.fingerprint, userIds: r.userIds })) },
       sizes: { dump: streamed.dumpBytes, encrypted: streamed.encryptedBytes },
-      checksums: { encryptedSha256: streamed.encryptedSha256, dumpSha256: streamed.dumpSha256 },
+      checksums: {
+        encryptedSha256: streamed.encryptedSha256,
+        dumpSha256: streamed.dumpSha256,
+        encryptedPieces: { size: PIECE_BYTES, sha256: streamed.encryptedPieces },
+      },
     }
     const text = JSON.stringify(manifest, null, 2) + '\n'
     const signature = await signManifest(Buffer.from(text, 'utf8'), options.signer)
@@ -136,6 +140,7 @@ interface Streamed {
   dumpSha256: string
   encryptedBytes: number
   encryptedSha256: string
+  encryptedPieces: string[]
 }
 
 /** pg_dump -> SHA-256 -> OpenPGP -> SHA-256 -> store; removes the partial file on any failure. */
@@ -147,6 +152,7 @@ async function streamDump(o: StreamDumpOptions): Promise<Streamed> {
   if (!stdout) throw new OperationError('pg_dump was started without an output stream.')
   const plainTap = new HashingTap()
   const cipherTap = new HashingTap()
+  const pieceTap = new PieceHashingTap()
   try {
     const plain = stdout.pipe(plainTap)
     const message = await openpgp.createMessage({ binary: toWebStream(plain), format: 'binary' })
@@ -158,7 +164,7 @@ async function streamDump(o: StreamDumpOptions): Promise<Streamed> {
       config: { ...GNUPG22_CONFIG, preferredCompressionAlgorithm: openpgp.enums.compression.uncompressed },
     })
     const [, exit] = await Promise.all([
-      pipeline(Readable.fromWeb(encrypted as NodeWebStream<Uint8Array>), cipherTap, writer.stream),
+      pipeline(Readable.fromWeb(encrypted as NodeWebStream<Uint8Array>), cipherTap, pieceTap, writer.stream),
       dump.exited,
     ])
     if (exit.code !== 0) {
@@ -175,7 +181,13 @@ async function streamDump(o: StreamDumpOptions): Promise<Streamed> {
     await dump.exited.catch(() => undefined)
     throw explainWriteError(error, o.store.location, cipherTap.bytes)
   }
-  return { dumpBytes: plainTap.bytes, dumpSha256: plainTap.digest(), encryptedBytes: cipherTap.bytes, encryptedSha256: cipherTap.digest() }
+  return {
+    dumpBytes: plainTap.bytes,
+    dumpSha256: plainTap.digest(),
+    encryptedBytes: cipherTap.bytes,
+    encryptedSha256: cipherTap.digest(),
+    encryptedPieces: pieceTap.pieces,
+  }
 }
 
 /** Disk full and friends become one sentence naming the store; other errors pass through. */

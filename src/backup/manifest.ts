@@ -41,6 +41,12 @@ export const manifestSchema = z.object({
     encryptedSha256: sha256,
     /** SHA-256 of the decrypted pg_dump output. */
     dumpSha256: sha256,
+    /**
+     * SHA-256 of each `size`-byte piece of the stored file, in order (backups made since signing
+     * began to list them): a reader checks every piece before it is decrypted, in one read. Backups
+     * without it are checked through a private copy.
+     */
+    encryptedPieces: z.object({ size: z.number().int().min(1), sha256: z.array(sha256) }).optional(),
   }),
 })
 export type Manifest = z.infer<typeof manifestSchema>

@@ -43,3 +43,39 @@ export class HashingTap extends Transform {
     return this.hash.digest('hex')
   }
 }
+
+/** Size of the pieces of the stored file whose SHA-256 the manifest lists (`checksums.encryptedPieces`). */
+export const PIECE_BYTES = 4 << 20
+
+/**
+ * A pass-through that records the SHA-256 of every `PIECE_BYTES` piece of what flows through it:
+ * listed in the signed manifest, they let a reader check the stored file piece by piece as it
+ * reads it, in one read and without a copy (`PieceChecker` in decrypt.ts).
+ */
+export class PieceHashingTap extends Transform {
+  readonly pieces: string[] = []
+  private piece: Hash = createHash('sha256')
+  private filled = 0
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null, data?: Buffer) => void): void {
+    for (let offset = 0; offset < chunk.length;) {
+      const take = Math.min(PIECE_BYTES - this.filled, chunk.length - offset)
+      this.piece.update(chunk.subarray(offset, offset + take))
+      this.filled += take
+      offset += take
+      if (this.filled === PIECE_BYTES) this.close()
+    }
+    callback(null, chunk)
+  }
+
+  override _flush(callback: (error?: Error | null) => void): void {
+    if (this.filled > 0) this.close()
+    callback()
+  }
+
+  private close(): void {
+    this.pieces.push(this.piece.digest('hex'))
+    this.piece = createHash('sha256')
+    this.filled = 0
+  }
+}

@@ -1,21 +1,23 @@
 /**
  * Verifying a backup, in the order that makes each step safe: the manifest's signature by a trusted
  * signer (over the very bytes then parsed), the manifest (its own id and dump file), size and
- * SHA-256 of the stored file, read once into a private copy (before anything is decrypted; all later
- * steps read that copy), the private key against the recipients, then a full
+ * SHA-256 of the stored file — checked piece by piece as the one read flows, each piece before it is
+ * decrypted, or for backups whose manifest lists no pieces up front into a private copy (decrypt.ts)
+ * — the private key against the recipients, then a full
  * decryption (OpenPGP integrity check and the dump's own SHA-256) and — with a restore test — a
  * complete restore into a scratch database whose row counts and schema fingerprint must equal the
  * manifest's. The report names the first check that failed. The result is kept beside the backup,
  * so prune can tell verified backups from unverified ones.
  */
 import { randomBytes } from 'node:crypto'
+import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import pg from 'pg'
 import type * as openpgp from 'openpgp'
 import { OperationError, SvcopsError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { compareRowCounts, rowCounts, schemaFingerprint } from '../drivers/fingerprint.ts'
-import { CheckFailedError, checkedCopy, checkRecipientKey, decryptFailure, discard, openDecrypted, type CheckedCopy } from './decrypt.ts'
+import { CheckFailedError, checkedSource, decryptFailure, discard, openDecrypted, type CheckedSource } from './decrypt.ts'
 import { checkManifestSignature, type SignatureCheck, type Signer } from './signing.ts'
 import { loadIntoEmptyDatabase } from './load.ts'
 import { assertBackupId, backupFiles, parseManifest, type Manifest, type VerifyRecord } from './manifest.ts'
@@ -118,7 +120,7 @@ export async function verifyBackup(store: BackupStore, id: string, options: Veri
     events.emit({ kind: 'check', check, ok: true, detail })
   }
   let manifest: Manifest | undefined
-  let copy: CheckedCopy | undefined
+  let source: CheckedSource | undefined
   try {
     const trusted = await readManifest(store, id, options)
     manifest = trusted.manifest
@@ -129,13 +131,20 @@ export async function verifyBackup(store: BackupStore, id: string, options: Veri
         : 'NOT SIGNED: accepted only because unsigned backups were explicitly allowed',
     )
     pass('manifest', `${manifest.file}, ${manifest.sizes.encrypted} bytes, taken ${manifest.completedAt}`)
-    copy = await checkedCopy(store, manifest)
-    pass('checksum', `SHA-256 ${copy.sha256} of ${copy.size} bytes matches the manifest`)
+    source = await checkedSource(store, manifest)
+    if (source.mode === 'copy') pass('checksum', source.summary())
     if (options.identity) {
-      await checkRecipientKey(copy, manifest, options.identity)
-      pass('key', `${options.identity.getFingerprint().toUpperCase()} is a recipient`)
-      if (options.restoreTest) await restoreTest(copy, manifest, options.identity, options.restoreTest.server, pass)
-      else await decryptOnly(copy, manifest, options.identity, pass)
+      const dump = await openDecrypted(source, manifest, options.identity)
+      try {
+        pass('key', `${options.identity.getFingerprint().toUpperCase()} is a recipient`)
+        if (options.restoreTest) await restoreTest(source, dump, manifest, options.restoreTest.server, pass)
+        else await decryptOnly(source, dump, manifest, pass)
+      } finally {
+        dump.destroy() // a check that failed before the dump was read to its end leaves no read of the store open
+      }
+    } else if (source.mode === 'pieces') {
+      await readChecked(source, manifest)
+      pass('checksum', source.summary())
     }
   } catch (error) {
     if (!(error instanceof SvcopsError)) throw error
@@ -143,7 +152,7 @@ export async function verifyBackup(store: BackupStore, id: string, options: Veri
     checks.push({ check, ok: false, detail: error.message })
     events.emit({ kind: 'check', check, ok: false, detail: error.message })
   } finally {
-    await copy?.remove()
+    await source?.remove()
   }
   const failed = checks.find((c) => !c.ok)
   const report: VerifyReport = {
@@ -187,26 +196,53 @@ function checkDumpHash(manifest: Manifest, bytes: number, sha256: string): void 
   }
 }
 
-async function decryptOnly(
-  copy: CheckedCopy,
+/** Reads the stored file to its end through its checks (a verify without the private key). */
+async function readChecked(source: CheckedSource, manifest: Manifest): Promise<void> {
+  try {
+    await pipeline(await source.open(), discard())
+  } catch (error) {
+    throw decryptFailure(manifest, error, source)
+  }
+}
+
+/** In `pieces` mode the checksum check passes once every piece was read and matched. */
+function passChecksum(source: CheckedSource, pass: (check: string, detail: string) => void): void {
+  if (source.mode === 'pieces' && source.complete()) pass('checksum', source.summary())
+}
+
+/** The failure of a read that flowed; every piece having matched is reported first (the cause lies after). */
+function flowFailure(
+  source: CheckedSource,
   manifest: Manifest,
-  identity: openpgp.PrivateKey,
+  error: unknown,
+  pass: (check: string, detail: string) => void,
+): CheckFailedError {
+  const failure = decryptFailure(manifest, error, source)
+  if (failure.check !== 'checksum' && failure.check !== 'size') passChecksum(source, pass)
+  return failure
+}
+
+async function decryptOnly(
+  source: CheckedSource,
+  dump: Readable,
+  manifest: Manifest,
   pass: (check: string, detail: string) => void,
 ): Promise<void> {
   const tap = new HashingTap()
   try {
-    await pipeline(await openDecrypted(copy, manifest, identity), tap, discard())
+    await pipeline(dump, tap, discard())
   } catch (error) {
-    throw decryptFailure(manifest, error)
+    throw flowFailure(source, manifest, error, pass)
   }
+  passChecksum(source, pass)
   checkDumpHash(manifest, tap.bytes, tap.digest())
   pass('decrypt', `integrity check passed; ${tap.bytes} bytes of pg_dump output match the manifest's SHA-256`)
 }
 
 async function restoreTest(
-  copy: CheckedCopy,
+  source: CheckedSource,
+  dump: Readable,
   manifest: Manifest,
-  identity: openpgp.PrivateKey,
   server: DatabaseTarget,
   pass: (check: string, detail: string) => void,
 ): Promise<void> {
@@ -232,9 +268,14 @@ async function restoreTest(
       )
     }
     const loaded = await events.step(`test restore into scratch database ${scratch}`, async () => {
-      const dump = await openDecrypted(copy, manifest, identity)
-      return loadIntoEmptyDatabase(manifest, dump, pgRestore, server, scratch)
+      try {
+        return await loadIntoEmptyDatabase(manifest, dump, pgRestore, server, scratch)
+      } catch (error) {
+        // A piece that differs cuts pg_restore's input short: the piece is the cause, not pg_restore.
+        throw source.failure() ?? error
+      }
     })
+    passChecksum(source, pass)
     checkDumpHash(manifest, loaded.dumpBytes, loaded.dumpSha256)
     pass('decrypt', `integrity check passed; ${loaded.dumpBytes} bytes of pg_dump output match the manifest's SHA-256`)
     pass('restore', `pg_restore into ${scratch} on ${server.host}:${server.port} succeeded`)

@@ -162,11 +162,15 @@ describe('backup errors, each against the real components', () => {
     closeSync(fd)
     const corrupted = await verifyBackup(bed.store, manifest.id, { signers: bed.signers, identity: bed.identity })
     expect(corrupted.failedCheck).toBe('checksum')
+    // Checked piece by piece as it is read: the message names the bytes of the piece that differs.
+    const pieces = manifest.checksums.encryptedPieces
+    const piece = Math.floor(offset / (pieces?.size ?? 1))
     expect(corrupted.checks.at(-1)?.detail).toMatch(
       new RegExp(
-        `^The SHA-256 of ${manifest.file} is [0-9a-f]{64}; the manifest says ${manifest.checksums.encryptedSha256} \\(the file is corrupted\\)\\.$`,
+        `^The SHA-256 of bytes ${piece * (pieces?.size ?? 0)}-\\d+ of ${manifest.file} is [0-9a-f]{64}; the manifest says ${pieces?.sha256[piece]} \\(the file is corrupted\\)\\.$`,
       ),
     )
+    expect(corrupted.checks.map((c) => c.check)).not.toContain('decrypt')
     expect((await listBackups(bed.store))[0]?.verified).toMatchObject({ ok: false, failedCheck: 'checksum' })
 
     truncateSync(file, 1000)
@@ -187,7 +191,18 @@ describe('backup errors, each against the real components', () => {
     const at = data.length - 40
     data[at] = (data[at] ?? 0) ^ 0x01
     writeFileSync(file, data)
-    const tampered = { ...other, checksums: { ...other.checksums, encryptedSha256: createHash('sha256').update(data).digest('hex') } }
+    const pieceSize = other.checksums.encryptedPieces?.size ?? data.length
+    const pieces = { size: pieceSize, sha256: [] as string[] }
+    for (let at = 0; at < data.length; at += pieceSize)
+      pieces.sha256.push(
+        createHash('sha256')
+          .update(data.subarray(at, at + pieceSize))
+          .digest('hex'),
+      )
+    const tampered = {
+      ...other,
+      checksums: { ...other.checksums, encryptedSha256: createHash('sha256').update(data).digest('hex'), encryptedPieces: pieces },
+    }
     // Re-signed with the trusted key (a signer gone rogue): the OpenPGP integrity check still holds.
     const text = JSON.stringify(tampered)
     writeFileSync(join(bed.store.location, `${other.id}.manifest.json`), text)
@@ -196,11 +211,31 @@ describe('backup errors, each against the real components', () => {
     expect(report.checks.map((c) => [c.check, c.ok])).toEqual([
       ['signature', true],
       ['manifest', true],
-      ['checksum', true],
       ['key', true],
+      ['checksum', true],
       ['decrypt', false],
     ])
     expect(report.checks.at(-1)?.detail).toMatch(/^Decrypting backup .* failed: .*(Modification detected|integrity|MDC)/i)
+  })
+
+  it('checks a backup whose manifest lists no pieces (made before it did) through a private copy, up front', async () => {
+    const older = await createBackup(bed.options())
+    const { encryptedPieces, ...checksums } = older.checksums
+    expect(encryptedPieces?.sha256.length).toBeGreaterThan(0)
+    const text = JSON.stringify({ ...older, checksums }, null, 2)
+    writeFileSync(join(bed.store.location, `${older.id}.manifest.json`), text)
+    writeFileSync(join(bed.store.location, `${older.id}.manifest.json.sig`), await signManifest(Buffer.from(text), bed.signer))
+    const report = await verifyBackup(bed.store, older.id, { signers: bed.signers, identity: bed.identity })
+    expect(report.checks.map((c) => [c.check, c.ok])).toEqual([
+      ['signature', true],
+      ['manifest', true],
+      ['checksum', true],
+      ['key', true],
+      ['decrypt', true],
+    ])
+    expect(report.checks[2]?.detail).toBe(
+      `SHA-256 ${older.checksums.encryptedSha256} of ${older.sizes.encrypted} bytes matches the manifest`,
+    )
   })
 
   it('refuses an id that is not a backup id before touching the store', async () => {
