@@ -126,16 +126,38 @@ export const liveDeploySchema = z.strictObject({
   controlPanel: mediaDeploySchema,
 })
 
+const cron = z.string().regex(/^(\S+\s+){4}\S+$/, 'expected a cron expression with five fields, like "30 2 * * 0"')
+
+/**
+ * What every svcops job in the cluster (the scheduled upgrade, the scheduled backup) runs and
+ * mounts (docs/deploy.md, "Scheduled jobs"). Secrets are copied to 0600 files by an init container,
+ * since Kubernetes mounts them group-readable and svcops refuses such key files.
+ */
+export const jobsSchema = z.strictObject({
+  /** Image of svcops itself (with its tag), built from the Containerfile. */
+  image: z.string().regex(/^[^\s@]+:[A-Za-z0-9._-]+$/, 'expected an image with a tag, like registry.example.internal/svcops:0.1.0'),
+  /** Existing Secret with the credentials the stack file references: as environment variables, and as files under /etc/svcops/credentials. */
+  credentialsSecret: dnsLabel,
+  /** Existing Secret with the backup keys (recipients, signers, signing key, identity) as files under /etc/svcops/backup-keys. */
+  backupKeysSecret: dnsLabel,
+  /** Existing PersistentVolumeClaim mounted at svcops:backup.store.path; not used with an SSH store. */
+  backupStoreClaim: dnsLabel.optional(),
+  /** Existing PersistentVolumeClaim for run folders and state (SVCOPS_RUNS_DIR, SVCOPS_STATE_DIR), so journals and reports outlive the pod. */
+  runsClaim: dnsLabel,
+})
+
 export const upgradeScheduleSchema = z.strictObject({
   /** Cron expression of the maintenance window, like "30 2 * * 0". */
-  schedule: z.string().regex(/^(\S+\s+){4}\S+$/, 'expected a cron expression with five fields, like "30 2 * * 0"'),
+  schedule: cron,
   timeZone: z.string().min(1).default('Etc/UTC'),
   /** Release of the recording service to upgrade to. */
   to: version,
-  /** Image of svcops itself (with its tag), which runs the upgrade. */
-  image: z.string().regex(/^[^\s@]+:[A-Za-z0-9._-]+$/, 'expected an image with a tag, like registry.example.internal/svcops:0.1.0'),
-  /** Existing Secret holding the credentials the stack file references (environment variables and files). */
-  credentialsSecret: dnsLabel,
+})
+
+export const backupScheduleSchema = z.strictObject({
+  /** Cron expression of the nightly backup (create, verify with a test restore, prune), like "15 1 * * *". */
+  schedule: cron,
+  timeZone: z.string().min(1).default('Etc/UTC'),
 })
 
 /** `svcops:deploy`. */
@@ -149,7 +171,10 @@ export const deploySchema = z.strictObject({
   manager: managerDeploySchema,
   recording: recordingDeploySchema,
   live: liveDeploySchema,
+  /** How the scheduled jobs run; needed by upgradeSchedule and backupSchedule. */
+  jobs: jobsSchema.optional(),
   upgradeSchedule: upgradeScheduleSchema.optional(),
+  backupSchedule: backupScheduleSchema.optional(),
 })
 
 /** A value set with `pulumi config set --secret`: the stack file holds only its ciphertext. */
@@ -174,3 +199,4 @@ export type DeployConfig = z.infer<typeof deploySchema>
 export type WorkloadConfig = z.infer<typeof mediaDeploySchema>
 export type Resources = z.infer<typeof resourcesSchema>
 export type Toleration = z.infer<typeof tolerationSchema>
+export type JobsConfig = z.infer<typeof jobsSchema>

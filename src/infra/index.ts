@@ -25,7 +25,7 @@ import { RecordingService } from './recordingService.ts'
 import { publicStackFile, readStackSettings, type StackSettings } from './settings.ts'
 import { SystemController } from './systemController.ts'
 import { Tls } from './tls.ts'
-import { UpgradeSchedule } from './upgradeSchedule.ts'
+import { ScheduledJobs } from './scheduledJobs.ts'
 import type { WorkloadArgs } from './workload.ts'
 
 /** Stack outputs: where things are and which versions run; never a secret value. */
@@ -41,6 +41,7 @@ export interface PlatformOutputs {
   versions: { manager: string; recording: string; live: string }
   tls: boolean
   upgradeSchedule?: { cronJob: pulumi.Output<string>; schedule: string; timeZone: string; to: string }
+  backupSchedule?: { cronJob: pulumi.Output<string>; schedule: string; timeZone: string }
 }
 
 function wire(s: StackSettings): PlatformOutputs {
@@ -202,23 +203,26 @@ function wire(s: StackSettings): PlatformOutputs {
   )
 
   const u = deploy.upgradeSchedule
-  const schedule = u
-    ? new UpgradeSchedule(
-        `${prefix}-upgrade-recording`,
-        {
-          namespace,
-          stack: s.stack,
-          stackFile: publicStackFile(s),
-          to: u.to,
-          schedule: u.schedule,
-          timeZone: u.timeZone,
-          image: u.image,
-          credentialsSecret: u.credentialsSecret,
-          ...pull,
-        },
-        inCluster,
-      )
-    : undefined
+  const b = deploy.backupSchedule
+  const store = env.backup?.store
+  // readStackSettings refused schedules without deploy.jobs and backup.
+  const schedule =
+    deploy.jobs && (u || b)
+      ? new ScheduledJobs(
+          `${prefix}-svcops`,
+          {
+            namespace,
+            stack: s.stack,
+            stackFile: publicStackFile(s),
+            jobs: deploy.jobs,
+            ...(store && !store.ssh ? { backupStorePath: store.path } : {}),
+            ...(u ? { upgrade: { schedule: u.schedule, timeZone: u.timeZone, to: u.to } } : {}),
+            ...(b ? { backup: { schedule: b.schedule, timeZone: b.timeZone } } : {}),
+            ...pull,
+          },
+          inCluster,
+        )
+      : undefined
 
   // Last: on a namespace that already runs the platform, closing it before every workload's own
   // policy exists would cut live traffic.
@@ -239,7 +243,12 @@ function wire(s: StackSettings): PlatformOutputs {
     psk: { secretName: psk.secretName, secretKey: psk.secretKey, rotation: deploy.pskRotation },
     versions: { manager: m.version, recording: s.recordingVersion, live: live.version },
     tls: deploy.tls,
-    ...(schedule && u ? { upgradeSchedule: { cronJob: schedule.cronJobName, schedule: u.schedule, timeZone: u.timeZone, to: u.to } } : {}),
+    ...(schedule?.upgradeCronJob && u
+      ? { upgradeSchedule: { cronJob: schedule.upgradeCronJob, schedule: u.schedule, timeZone: u.timeZone, to: u.to } }
+      : {}),
+    ...(schedule?.backupCronJob && b
+      ? { backupSchedule: { cronJob: schedule.backupCronJob, schedule: b.schedule, timeZone: b.timeZone } }
+      : {}),
   }
 }
 

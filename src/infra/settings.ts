@@ -10,6 +10,7 @@ import { SECURE_KEYS, type DeployConfig } from '../config/deploy.ts'
 import { parseEnvironment } from '../config/load.ts'
 import type { Environment } from '../config/schema.ts'
 import { readSecret } from '../config/secrets.ts'
+import { scheduledJobProblems } from './jobRules.ts'
 import { BadInputError } from '../core/errors.ts'
 import { assertStrongPsk } from '../releases/pre-shared-key.ts'
 import { registerSecret } from '../core/redact.ts'
@@ -133,6 +134,14 @@ export function parseStackConfig(all: Record<string, string>, stack: string, pla
       'deploy.live.systemController.settings.psk',
       'is not allowed; the PSK comes from svcops:psk (pulumi config set --secret) or is generated.',
     )
+  }
+
+  const jobProblems = scheduledJobProblems(env, deploy)
+  if (jobProblems.length > 0) {
+    const which = [deploy.upgradeSchedule ? 'deploy.upgradeSchedule' : '', deploy.backupSchedule ? 'deploy.backupSchedule' : '']
+      .filter(Boolean)
+      .join(' and ')
+    fail(which, `the scheduled job cannot run as configured: ${jobProblems.join('; ')}.`)
   }
 
   const ref = database.password

@@ -6,6 +6,7 @@ import { CronJob } from 'kubernetes-models/batch/v1'
 import { Deployment } from 'kubernetes-models/apps/v1'
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1'
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1'
+import { Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1'
 import { ConfigMap, Namespace, PersistentVolumeClaim, Secret, Service, ServiceAccount } from 'kubernetes-models/v1'
 import { BadInputError } from '../core/errors.ts'
 
@@ -26,6 +27,8 @@ const MODELS: Record<string, ModelClass> = {
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'batch/v1/CronJob': CronJob,
+  'rbac.authorization.k8s.io/v1/Role': Role,
+  'rbac.authorization.k8s.io/v1/RoleBinding': RoleBinding,
 }
 
 /** Kinds that have a schema here. */

@@ -303,7 +303,7 @@ describe('two runs of prod: what pulumi up replaces', () => {
         'Deployment/svc-pipeline': 'update',
         'Deployment/svc-control-panel': 'update',
         // The stack file mounted for the scheduled upgrade carries svcops:deploy.
-        'ConfigMap/svc-upgrade-recording-stack': 'update',
+        'ConfigMap/svc-svcops-stack': 'update',
       })
     },
     RUN_TIMEOUT,
@@ -323,7 +323,7 @@ describe('two runs of prod: what pulumi up replaces', () => {
         'Deployment/svc-system-controller': 'update',
         'ConfigMap/svc-manager-config': 'update',
         'Deployment/svc-manager': 'update',
-        'ConfigMap/svc-upgrade-recording-stack': 'update',
+        'ConfigMap/svc-svcops-stack': 'update',
       })
     },
     RUN_TIMEOUT,
@@ -337,7 +337,7 @@ describe('two runs of prod: what pulumi up replaces', () => {
       expect(gaps(base, resized)).toEqual([])
       expect(changed(planChanges(base, resized))).toEqual({
         'PersistentVolumeClaim/svc-recording-recordings': 'update',
-        'ConfigMap/svc-upgrade-recording-stack': 'update',
+        'ConfigMap/svc-svcops-stack': 'update',
       })
       const moved = await upAfter('prod', base, (c) => (deployOf(c).recording.storage.storageClass = 'fast-nfs'))
       const claim = planChanges(base, moved).find((c) => c.object === 'PersistentVolumeClaim/svc-recording-recordings')

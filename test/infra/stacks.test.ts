@@ -217,7 +217,9 @@ describe.each(stacks)('stack %s', (stack) => {
   it('schedules the recording upgrade in the maintenance window when the stack asks for it', () => {
     const r = result(stack)
     const schedule = (stackConfig(stack)['svcops:deploy'] as { upgradeSchedule?: { schedule: string; to: string } }).upgradeSchedule
-    const jobs = objectsOfKind(r, 'CronJob').map((o) => o.unwrapped as unknown as ICronJob)
+    const jobs = objectsOfKind(r, 'CronJob')
+      .map((o) => o.unwrapped as unknown as ICronJob)
+      .filter((j) => j.metadata?.name === 'svc-svcops-upgrade')
     if (!schedule) {
       expect(jobs).toEqual([])
       return
@@ -229,7 +231,7 @@ describe.each(stacks)('stack %s', (stack) => {
     const container = job?.spec?.jobTemplate.spec?.template.spec?.containers[0]
     expect(container?.command?.join(' ')).toBe(`svcops upgrade recording --env ${stack} --to ${schedule.to} --yes --json`)
     // The stack file mounted for svcops is one svcops accepts, and it carries no secure value.
-    const file = dataOf(objectNamed(r, 'ConfigMap', 'svc-upgrade-recording-stack'))[`Pulumi.${stack}.yaml`] ?? ''
+    const file = dataOf(objectNamed(r, 'ConfigMap', 'svc-svcops-stack'))[`Pulumi.${stack}.yaml`] ?? ''
     expect(file).not.toMatch(/secure:|svcops:psk|svcops:databasePassword/)
     const path = join(mkdtempSync(join(tmpdir(), 'svcops-cron-')), `Pulumi.${stack}.yaml`)
     writeFileSync(path, file)

@@ -1,0 +1,81 @@
+/**
+ * What a scheduled svcops job in the cluster needs from the stack, checked when the program starts:
+ * a schedule whose job would fail at 2 a.m. for want of a mount or a key is refused at `pulumi
+ * preview`, naming everything missing at once. The paths are the ones `scheduledJobs.ts` mounts.
+ */
+import type { DeployConfig } from '../config/deploy.ts'
+import type { Environment } from '../config/schema.ts'
+
+/** Where a scheduled job's container finds what it needs. */
+export const JOB_PATHS = {
+  /** The stack file svcops reads (`SVCOPS_STACKS_DIR`), from a ConfigMap the program writes. */
+  stacks: '/etc/svcops/stacks',
+  /** 0600 copies of the files of `jobs.credentialsSecret`. */
+  credentials: '/etc/svcops/credentials',
+  /** 0600 copies of the files of `jobs.backupKeysSecret`. */
+  backupKeys: '/etc/svcops/backup-keys',
+  /** `jobs.runsClaim`: run folders and state that outlive the pod. */
+  data: '/var/lib/svcops',
+  runs: '/var/lib/svcops/runs',
+  state: '/var/lib/svcops/state',
+} as const
+
+/** Directories whose files a job can read: the copies of the two Secrets. */
+const FILE_DIRS = [JOB_PATHS.credentials, JOB_PATHS.backupKeys]
+
+/** Every file the environment names, with its dot-path: secret references, SSH keys, key lists. */
+export function referencedFiles(env: Environment): Array<{ path: string; file: string }> {
+  const found: Array<{ path: string; file: string }> = []
+  const walk = (value: unknown, path: string): void => {
+    if (Array.isArray(value)) {
+      value.forEach((v, i) => walk(v, `${path}[${i}]`))
+      return
+    }
+    if (typeof value !== 'object' || value === null) return
+    for (const [key, v] of Object.entries(value)) {
+      const at = path ? `${path}.${key}` : key
+      if ((key === 'file' || key === 'keyFile') && typeof v === 'string') found.push({ path: at, file: v })
+      else walk(v, at)
+    }
+  }
+  const { manager, recording, backup, notify } = env
+  walk({ manager, recording, notify }, '')
+  if (backup) {
+    walk({ backup: { ...backup, recipients: undefined, signers: undefined } }, '')
+    backup.recipients.forEach((file, i) => found.push({ path: `backup.recipients[${i}]`, file }))
+    backup.signers?.forEach((file, i) => found.push({ path: `backup.signers[${i}]`, file }))
+  }
+  return found
+}
+
+/**
+ * What the scheduled jobs of `deploy` lack, one phrase each naming the field; empty when they can
+ * run.
+ */
+export function scheduledJobProblems(env: Environment, deploy: DeployConfig): string[] {
+  const schedules = [deploy.upgradeSchedule ? 'upgradeSchedule' : '', deploy.backupSchedule ? 'backupSchedule' : ''].filter(Boolean)
+  if (schedules.length === 0) return []
+  const problems: string[] = []
+  const jobs = deploy.jobs
+  if (!jobs) problems.push('deploy.jobs is missing (image, credentialsSecret, backupKeysSecret, runsClaim)')
+  const backup = env.backup
+  if (!backup) {
+    problems.push('backup is missing (the job backs up the database: store, recipients, identity, signingKey)')
+  } else {
+    if (!backup.identity) problems.push('backup.identity is missing (the test restore after each backup and a rollback decrypt with it)')
+    if (!backup.store.path.startsWith('/')) problems.push(`backup.store.path "${backup.store.path}" is not an absolute path`)
+    if (backup.store.ssh) {
+      if (!backup.store.ssh.hostKey && !backup.store.ssh.trustOnFirstUse)
+        problems.push('backup.store.ssh.hostKey is missing (a job never connects to an unpinned store)')
+    } else if (jobs && !jobs.backupStoreClaim) {
+      problems.push(
+        `deploy.jobs.backupStoreClaim is missing (backup.store.path ${backup.store.path} is a local directory: it needs a volume, or give backup.store an ssh section)`,
+      )
+    }
+  }
+  for (const { path, file } of referencedFiles(env)) {
+    if (!FILE_DIRS.some((dir) => file.startsWith(`${dir}/`) && !file.slice(dir.length).includes('/..')))
+      problems.push(`${path} "${file}" is not in a mounted Secret (expected a file under ${FILE_DIRS.join(' or ')})`)
+  }
+  return problems
+}

@@ -1,0 +1,241 @@
+/**
+ * svcops' own jobs in the cluster: the scheduled upgrade of the recording service
+ * (`svcops upgrade recording --env <stack> --to <v> --yes --json` in the maintenance window) and the
+ * nightly backup (`svcops backup run --env <stack> --json`: create, verify with a test restore,
+ * prune). Each runs the svcops image (Containerfile) with what its steps need and nothing more:
+ * - the stack file, from a ConfigMap the program writes (every svcops:* key but secure values);
+ * - the credentials and the backup keys from two existing Secrets, copied by an init container to
+ *   0600 files in memory (Kubernetes mounts Secrets group-readable with an fsGroup, and svcops
+ *   refuses a key file that others can read);
+ * - the backup store (a PersistentVolumeClaim at `backup.store.path`, or the SSH store);
+ * - a runs volume (`SVCOPS_RUNS_DIR`, `SVCOPS_STATE_DIR`, `TMPDIR`), so journals, reports and the
+ *   private copy a restore makes live outside the pod and its small /tmp;
+ * - a ServiceAccount each: the upgrade's may read and patch what an upgrade touches (`UPGRADE_RULES`,
+ *   listed in docs/deploy.md); the backup's gets no API token at all.
+ */
+import * as k8s from '@pulumi/kubernetes'
+import * as pulumi from '@pulumi/pulumi'
+import type { JobsConfig } from '../config/deploy.ts'
+import { JOB_PATHS } from './jobRules.ts'
+import { containerSecurity, labelsOf, podSecurity, pullSecretsOf, selectorOf, TMP_MOUNT, TMP_VOLUME, type AppIdentity } from './kube.ts'
+import { createNetworkPolicy } from './networkPolicy.ts'
+
+/** Kept for the names the CronJob mounts; the stack file's folder. */
+export const STACKS_DIR = JOB_PATHS.stacks
+
+/** The command of the scheduled upgrade. */
+export function upgradeCommand(stack: string, to: string): string[] {
+  return ['svcops', 'upgrade', 'recording', '--env', stack, '--to', to, '--yes', '--json']
+}
+
+/** The command of the scheduled backup: the nightly backup playbook. */
+export function backupCommand(stack: string): string[] {
+  return ['svcops', 'backup', 'run', '--env', stack, '--json']
+}
+
+/**
+ * What the scheduled upgrade may do through the Kubernetes API, in its namespace only: read and
+ * patch the Deployment (`pulumi up` of the new version, one replica first), follow its rollout, read
+ * pods and their logs (status and last log lines), read the Service it verifies through.
+ */
+export const UPGRADE_RULES: k8s.types.input.rbac.v1.PolicyRule[] = [
+  { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'patch'] },
+  { apiGroups: ['apps'], resources: ['replicasets'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
+  { apiGroups: [''], resources: ['services', 'endpoints'], verbs: ['get'] },
+]
+
+/** Where the two Secrets are mounted as Kubernetes writes them, before the init container copies them. */
+export const SECRET_SOURCES = '/var/run/svcops-secrets'
+
+/**
+ * The init container's script: owner-only copies of every file of both Secrets (Kubernetes mounts
+ * them as symlinks into a `..data` folder, group-readable), and the folders of the runs volume.
+ * `root` prefixes every path, for a test to run the script in a temp dir.
+ */
+export function copySecretsScript(root = ''): string {
+  return [
+    'umask 077',
+    `for dir in credentials backup-keys; do for f in ${root}${SECRET_SOURCES}/$dir/*; do if [ -f "$f" ]; then cp "$f" ${root}/etc/svcops/$dir/; fi; done; done`,
+    `mkdir -p ${root}${JOB_PATHS.runs} ${root}${JOB_PATHS.state} ${root}${JOB_PATHS.data}/tmp`,
+  ].join('\n')
+}
+
+export interface ScheduledJobsArgs {
+  namespace: pulumi.Input<string>
+  /** Stack (environment) name passed to `--env`. */
+  stack: string
+  /** Stack file content for svcops (YAML, `config:` with svcops:* keys, no secure values). */
+  stackFile: string
+  jobs: JobsConfig
+  /** `backup.store.path` when the store is a local directory (mounted from `jobs.backupStoreClaim`). */
+  backupStorePath?: string
+  upgrade?: { schedule: string; timeZone: string; to: string }
+  backup?: { schedule: string; timeZone: string }
+  imagePullSecret?: string
+}
+
+export class ScheduledJobs extends pulumi.ComponentResource {
+  readonly upgradeCronJob?: pulumi.Output<string>
+  readonly backupCronJob?: pulumi.Output<string>
+
+  constructor(name: string, args: ScheduledJobsArgs, opts?: pulumi.ComponentResourceOptions) {
+    super('svcops:infra:ScheduledJobs', name, {}, opts)
+    const tag = args.jobs.image.slice(args.jobs.image.lastIndexOf(':') + 1)
+    const parent = { parent: this }
+    const stackMap = new k8s.core.v1.ConfigMap(
+      `${name}-stack`,
+      {
+        metadata: { name: `${name}-stack`, namespace: args.namespace, labels: labelsOf(identityOf(name, 'stack', tag)) },
+        data: { [`Pulumi.${args.stack}.yaml`]: args.stackFile },
+      },
+      parent,
+    )
+    const job = (
+      kind: 'upgrade' | 'backup',
+      schedule: { schedule: string; timeZone: string },
+      command: string[],
+    ): pulumi.Output<string> => {
+      const jobName = `${name}-${kind}`
+      const identity = identityOf(name, kind, tag)
+      const account = new k8s.core.v1.ServiceAccount(
+        `${jobName}-account`,
+        {
+          metadata: { name: jobName, namespace: args.namespace, labels: labelsOf(identity) },
+          automountServiceAccountToken: kind === 'upgrade',
+        },
+        parent,
+      )
+      if (kind === 'upgrade') {
+        const role = new k8s.rbac.v1.Role(
+          `${jobName}-role`,
+          { metadata: { name: jobName, namespace: args.namespace, labels: labelsOf(identity) }, rules: UPGRADE_RULES },
+          parent,
+        )
+        new k8s.rbac.v1.RoleBinding(
+          `${jobName}-binding`,
+          {
+            metadata: { name: jobName, namespace: args.namespace, labels: labelsOf(identity) },
+            roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name },
+            subjects: [{ kind: 'ServiceAccount', name: account.metadata.name, namespace: args.namespace }],
+          },
+          parent,
+        )
+      }
+      const cron = new k8s.batch.v1.CronJob(
+        `${jobName}-cronjob`,
+        {
+          metadata: { name: jobName, namespace: args.namespace, labels: labelsOf(identity) },
+          spec: {
+            schedule: schedule.schedule,
+            timeZone: schedule.timeZone,
+            // Two runs at once would fight over the environment's lock; a missed window is skipped, not caught up late.
+            concurrencyPolicy: 'Forbid',
+            startingDeadlineSeconds: 3600,
+            successfulJobsHistoryLimit: 3,
+            failedJobsHistoryLimit: 5,
+            jobTemplate: {
+              metadata: { labels: labelsOf(identity) },
+              spec: {
+                // svcops rolls back by itself and `svcops resume` continues a killed run; a blind retry is not safe.
+                backoffLimit: 0,
+                template: {
+                  metadata: { labels: { ...labelsOf(identity), ...selectorOf(identity) } },
+                  spec: podSpec(args, kind, command, account.metadata.name, stackMap.metadata.name),
+                },
+              },
+            },
+          },
+        },
+        parent,
+      )
+      // svcops reaches the recording service, its database, the manager, the backup store and the
+      // Kubernetes API: outgoing connections are open, nothing connects to the job.
+      createNetworkPolicy(`${jobName}-network-policy`, { identity, namespace: args.namespace, ingress: [], egress: [{}] }, this)
+      return cron.metadata.name
+    }
+    if (args.upgrade) this.upgradeCronJob = job('upgrade', args.upgrade, upgradeCommand(args.stack, args.upgrade.to))
+    if (args.backup) this.backupCronJob = job('backup', args.backup, backupCommand(args.stack))
+    this.registerOutputs({ upgradeCronJob: this.upgradeCronJob, backupCronJob: this.backupCronJob })
+  }
+}
+
+function identityOf(name: string, kind: string, tag: string): AppIdentity {
+  return { name: `svcops-${kind}`, instance: name, component: 'maintenance', version: tag }
+}
+
+/** The job's pod: the init container that copies the Secrets, then svcops. */
+function podSpec(
+  args: ScheduledJobsArgs,
+  kind: 'upgrade' | 'backup',
+  command: string[],
+  serviceAccount: pulumi.Input<string>,
+  stackMap: pulumi.Input<string>,
+): k8s.types.input.core.v1.PodSpec {
+  const { jobs } = args
+  const store =
+    args.backupStorePath !== undefined && jobs.backupStoreClaim ? { path: args.backupStorePath, claim: jobs.backupStoreClaim } : undefined
+  const copies = [
+    { name: 'credentials', mountPath: JOB_PATHS.credentials },
+    { name: 'backup-keys', mountPath: JOB_PATHS.backupKeys },
+  ]
+  const data = { name: 'data', mountPath: JOB_PATHS.data }
+  return {
+    restartPolicy: 'Never',
+    serviceAccountName: serviceAccount,
+    automountServiceAccountToken: kind === 'upgrade',
+    securityContext: podSecurity(),
+    ...pullSecretsOf(args.imagePullSecret),
+    initContainers: [
+      {
+        name: 'secrets',
+        image: jobs.image,
+        command: ['sh', '-ec', copySecretsScript()],
+        securityContext: containerSecurity(),
+        resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { memory: '64Mi' } },
+        volumeMounts: [
+          { name: 'credentials-secret', mountPath: `${SECRET_SOURCES}/credentials`, readOnly: true },
+          { name: 'backup-keys-secret', mountPath: `${SECRET_SOURCES}/backup-keys`, readOnly: true },
+          ...copies,
+          data,
+        ],
+      },
+    ],
+    containers: [
+      {
+        name: kind,
+        image: jobs.image,
+        command,
+        env: [
+          { name: 'SVCOPS_STACKS_DIR', value: JOB_PATHS.stacks },
+          { name: 'SVCOPS_RUNS_DIR', value: JOB_PATHS.runs },
+          { name: 'SVCOPS_STATE_DIR', value: JOB_PATHS.state },
+          { name: 'TMPDIR', value: `${JOB_PATHS.data}/tmp` },
+          { name: 'HOME', value: '/tmp' },
+          { name: 'PULUMI_HOME', value: '/tmp/.pulumi' },
+        ],
+        envFrom: [{ secretRef: { name: jobs.credentialsSecret } }],
+        securityContext: containerSecurity(),
+        resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
+        volumeMounts: [
+          TMP_MOUNT,
+          { name: 'stack', mountPath: JOB_PATHS.stacks, readOnly: true },
+          ...copies.map((c) => ({ ...c, readOnly: true })),
+          data,
+          ...(store ? [{ name: 'backup-store', mountPath: store.path }] : []),
+        ],
+      },
+    ],
+    volumes: [
+      TMP_VOLUME,
+      { name: 'stack', configMap: { name: stackMap } },
+      { name: 'credentials-secret', secret: { secretName: jobs.credentialsSecret, defaultMode: 0o400 } },
+      { name: 'backup-keys-secret', secret: { secretName: jobs.backupKeysSecret, defaultMode: 0o400 } },
+      { name: 'credentials', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
+      { name: 'backup-keys', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
+      { name: 'data', persistentVolumeClaim: { claimName: jobs.runsClaim } },
+      ...(store ? [{ name: 'backup-store', persistentVolumeClaim: { claimName: store.claim } }] : []),
+    ],
+  }
+}

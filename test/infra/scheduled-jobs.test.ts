@@ -1,0 +1,222 @@
+/**
+ * svcops' scheduled jobs in the cluster (the upgrade in the maintenance window, the nightly backup),
+ * built by the Pulumi program under the engine harness and checked against the official schemas: what
+ * each job mounts and may do, the refusal of a schedule whose job would lack a mount or a key, and
+ * the init container's copy of the Secrets run for real on the layout the kubelet writes.
+ * What this cannot prove: that a cluster schedules the pods, or that the image runs (no API server
+ * and no container engine here; `npm run test:cluster` does that where they exist).
+ */
+import { execFileSync } from 'node:child_process'
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { ICronJob } from 'kubernetes-models/batch/v1'
+import type { IRole, IRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1'
+import type { IServiceAccount } from 'kubernetes-models/v1'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { readSecret } from '../../src/config/secrets.ts'
+import { BadInputError } from '../../src/core/errors.ts'
+import type { PreviewResult } from '../../src/infra/preview.ts'
+import { copySecretsScript, SECRET_SOURCES, UPGRADE_RULES } from '../../src/infra/scheduledJobs.ts'
+import { validateObject } from '../../src/infra/validate.ts'
+import { buildStack, deployOf, objectNamed, objectsOfKind, stackConfig, type LooseConfig } from './helpers.ts'
+
+let prod: PreviewResult
+beforeAll(async () => {
+  prod = await buildStack('prod')
+})
+
+function cronJob(r: PreviewResult, name: string): ICronJob {
+  return objectNamed(r, 'CronJob', name).unwrapped as unknown as ICronJob
+}
+
+describe('the scheduled jobs of the prod stack', () => {
+  it('are an upgrade in the maintenance window and a nightly backup, each a valid CronJob that never retries blindly', () => {
+    const deploy = deployOf(stackConfig('prod'))
+    const upgrade = cronJob(prod, 'svc-svcops-upgrade')
+    const backup = cronJob(prod, 'svc-svcops-backup')
+    for (const job of [upgrade, backup]) {
+      expect(() => validateObject(job as unknown as Record<string, unknown>)).not.toThrow()
+      expect(job.spec?.concurrencyPolicy).toBe('Forbid')
+      expect(job.spec?.jobTemplate.spec?.backoffLimit).toBe(0)
+    }
+    expect(upgrade.spec?.schedule).toBe(deploy.upgradeSchedule?.schedule)
+    expect(backup.spec?.schedule).toBe(deploy.backupSchedule?.schedule)
+    expect(upgrade.spec?.jobTemplate.spec?.template.spec?.containers[0]?.command).toEqual([
+      'svcops',
+      'upgrade',
+      'recording',
+      '--env',
+      'prod',
+      '--to',
+      deploy.upgradeSchedule?.to,
+      '--yes',
+      '--json',
+    ])
+    expect(backup.spec?.jobTemplate.spec?.template.spec?.containers[0]?.command).toEqual([
+      'svcops',
+      'backup',
+      'run',
+      '--env',
+      'prod',
+      '--json',
+    ])
+  })
+
+  it('mount the stack file, 0600 copies of the credentials and backup keys, the backup store and a runs volume', () => {
+    const backupConfig = stackConfig('prod')['svcops:backup'] as { store: { path: string } }
+    const jobs = deployOf(stackConfig('prod')).jobs
+    for (const name of ['svc-svcops-upgrade', 'svc-svcops-backup']) {
+      const pod = cronJob(prod, name).spec?.jobTemplate.spec?.template.spec
+      const container = pod?.containers[0]
+      const volume = (mount: string): unknown => {
+        const m = container?.volumeMounts?.find((v) => v.mountPath === mount)
+        return pod?.volumes?.find((v) => v.name === m?.name)
+      }
+      expect(volume('/etc/svcops/stacks')).toMatchObject({ configMap: { name: 'svc-svcops-stack' } })
+      expect(volume('/var/lib/svcops')).toMatchObject({ persistentVolumeClaim: { claimName: jobs?.runsClaim } })
+      expect(volume(backupConfig.store.path)).toMatchObject({ persistentVolumeClaim: { claimName: jobs?.backupStoreClaim } })
+      // The keys svcops reads are the init container's copies, in memory, never the Secret's group-readable files.
+      expect(volume('/etc/svcops/credentials')).toMatchObject({ emptyDir: { medium: 'Memory' } })
+      expect(volume('/etc/svcops/backup-keys')).toMatchObject({ emptyDir: { medium: 'Memory' } })
+      const init = pod?.initContainers?.[0]
+      const source = (dir: string): unknown =>
+        pod?.volumes?.find((v) => v.name === init?.volumeMounts?.find((m) => m.mountPath === `${SECRET_SOURCES}/${dir}`)?.name)
+      expect(source('credentials')).toMatchObject({ secret: { secretName: jobs?.credentialsSecret } })
+      expect(source('backup-keys')).toMatchObject({ secret: { secretName: jobs?.backupKeysSecret } })
+      const env = Object.fromEntries((container?.env ?? []).map((e) => [e.name, e.value]))
+      expect(env).toMatchObject({
+        SVCOPS_STACKS_DIR: '/etc/svcops/stacks',
+        SVCOPS_RUNS_DIR: '/var/lib/svcops/runs',
+        SVCOPS_STATE_DIR: '/var/lib/svcops/state',
+        TMPDIR: '/var/lib/svcops/tmp',
+      })
+      expect(container?.securityContext).toMatchObject({ readOnlyRootFilesystem: true, runAsNonRoot: true })
+    }
+  })
+
+  it('run the upgrade under a ServiceAccount with only the namespaced rights its steps use, and the backup with no API token', () => {
+    const role = objectNamed(prod, 'Role', 'svc-svcops-upgrade').unwrapped as unknown as IRole
+    const binding = objectNamed(prod, 'RoleBinding', 'svc-svcops-upgrade').unwrapped as unknown as IRoleBinding
+    expect(() => validateObject(role as unknown as Record<string, unknown>)).not.toThrow()
+    expect(() => validateObject(binding as unknown as Record<string, unknown>)).not.toThrow()
+    expect(role.rules).toEqual(UPGRADE_RULES)
+    const granted = (role.rules ?? []).flatMap((r) => (r.resources ?? []).flatMap((res) => (r.verbs ?? []).map((v) => `${res}:${v}`)))
+    // Never secrets, never a wildcard, never create or delete: a patch of the Deployment is the one write.
+    expect(granted.filter((g) => /secrets|\*/.test(g))).toEqual([])
+    expect(granted.filter((g) => /:(create|delete|update|deletecollection)$/.test(g))).toEqual([])
+    expect(granted.filter((g) => g.endsWith(':patch'))).toEqual(['deployments:patch'])
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'svc-svcops-upgrade', namespace: 'svc-prod' }])
+    expect(objectsOfKind(prod, 'ClusterRole')).toEqual([])
+    const backupAccount = objectNamed(prod, 'ServiceAccount', 'svc-svcops-backup').unwrapped as unknown as IServiceAccount
+    expect(backupAccount.automountServiceAccountToken).toBe(false)
+    expect(cronJob(prod, 'svc-svcops-backup').spec?.jobTemplate.spec?.template.spec?.automountServiceAccountToken).toBe(false)
+    const bindings = objectsOfKind(prod, 'RoleBinding').map((o) => o.unwrapped as unknown as IRoleBinding)
+    expect(bindings.flatMap((b) => b.subjects ?? []).map((s) => s.name)).not.toContain('svc-svcops-backup')
+  })
+})
+
+// Each row: what the stack lacks, and what the refusal must name.
+const REFUSED: [string, (c: LooseConfig) => void, RegExp][] = [
+  ['no jobs section', (c) => delete deployOf(c).jobs, /deploy\.jobs is missing \(image, credentialsSecret, backupKeysSecret, runsClaim\)/],
+  ['no backup section', (c) => delete c['svcops:backup'], /backup is missing/],
+  ['no identity', (c) => delete (c['svcops:backup'] as LooseConfig).identity, /backup\.identity is missing/],
+  [
+    'a recipient key outside the mounted Secrets',
+    (c) => ((c['svcops:backup'] as LooseConfig).recipients = ['/etc/svcops/backup-recipient.asc']),
+    /backup\.recipients\[0\] "\/etc\/svcops\/backup-recipient\.asc" is not in a mounted Secret \(expected a file under \/etc\/svcops\/credentials or \/etc\/svcops\/backup-keys\)/,
+  ],
+  [
+    'a signing key reaching out of its folder',
+    (c) => ((c['svcops:backup'] as LooseConfig).signingKey = { file: '/etc/svcops/backup-keys/../signing.key.asc' }),
+    /backup\.signingKey\.file "\/etc\/svcops\/backup-keys\/\.\.\/signing\.key\.asc" is not in a mounted Secret/,
+  ],
+  [
+    'a local backup store without a volume',
+    (c) => delete deployOf(c).jobs?.backupStoreClaim,
+    /deploy\.jobs\.backupStoreClaim is missing \(backup\.store\.path \/var\/backups\/svcops is a local directory/,
+  ],
+  [
+    'an SSH store without a pinned host key',
+    (c) =>
+      ((c['svcops:backup'] as LooseConfig).store = {
+        path: '/srv/backups',
+        ssh: { host: 'backup.example.internal', user: 'svcops', keyFile: '/etc/svcops/credentials/store_ed25519' },
+      }),
+    /backup\.store\.ssh\.hostKey is missing/,
+  ],
+]
+
+describe('a schedule whose job would lack a mount or a key', () => {
+  it.each(REFUSED)('is refused at preview, naming it: %s', async (_what, change, expected) => {
+    const error = await buildStack('prod', change).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(BadInputError)
+    expect(String(error)).toMatch(/deploy\.upgradeSchedule and deploy\.backupSchedule: the scheduled job cannot run as configured: /)
+    expect(String(error)).toMatch(expected)
+  })
+
+  it('names every problem at once', async () => {
+    const error = await buildStack('prod', (c) => {
+      delete (c['svcops:backup'] as LooseConfig).identity
+      delete deployOf(c).jobs?.backupStoreClaim
+    }).catch((e: unknown) => e)
+    expect(String(error)).toMatch(/backup\.identity is missing.*; deploy\.jobs\.backupStoreClaim is missing/)
+  })
+
+  it('is accepted with an SSH store whose key is a mounted Secret and whose host key is pinned, and mounts no store volume then', async () => {
+    const r = await buildStack('prod', (c) => {
+      ;(c['svcops:backup'] as LooseConfig).store = {
+        path: '/srv/backups',
+        ssh: {
+          host: 'backup.example.internal',
+          user: 'svcops',
+          keyFile: '/etc/svcops/credentials/store_ed25519',
+          hostKey: 'SHA256:' + 'A'.repeat(43),
+        },
+      }
+    })
+    const pod = cronJob(r, 'svc-svcops-backup').spec?.jobTemplate.spec?.template.spec
+    expect(pod?.volumes?.map((v) => v.name)).not.toContain('backup-store')
+  })
+
+  it('is no concern of a stack without schedules', async () => {
+    const r = await buildStack('prod', (c) => {
+      delete deployOf(c).upgradeSchedule
+      delete deployOf(c).backupSchedule
+      delete c['svcops:backup']
+    })
+    expect(objectsOfKind(r, 'CronJob')).toEqual([])
+  })
+})
+
+describe("the init container's copy of the Secrets", () => {
+  it('turns the group-readable files the kubelet mounts into owner-only files svcops accepts', () => {
+    const root = mkdtempSync(join(tmpdir(), 'svcops-secret-copy-'))
+    // The kubelet's layout: each key a symlink into ..data, files 0440 (defaultMode 0400 | fsGroup).
+    for (const [dir, files] of [
+      ['credentials', { 'recording-db-password': 'db secret\n' }],
+      ['backup-keys', { 'identity.asc': 'private key\n', 'recipient.asc': 'public key\n' }],
+    ] as const) {
+      const mount = join(root, SECRET_SOURCES, dir)
+      mkdirSync(join(mount, '..2026_11_25_01_00_00.123'), { recursive: true })
+      symlinkSync('..2026_11_25_01_00_00.123', join(mount, '..data'))
+      for (const [name, text] of Object.entries(files)) {
+        writeFileSync(join(mount, '..data', name), text)
+        chmodSync(join(mount, '..data', name), 0o440)
+        symlinkSync(join('..data', name), join(mount, name))
+      }
+      mkdirSync(join(root, 'etc/svcops', dir), { recursive: true })
+    }
+    const password = join(root, 'etc/svcops/credentials/recording-db-password')
+    // Before the copy svcops refuses the mounted file itself, as it must.
+    expect(() =>
+      readSecret({ file: join(root, SECRET_SOURCES, 'credentials/recording-db-password') }, 'recording.database.password'),
+    ).toThrow(/has mode 0440, readable by group or others; expected 0600/)
+    execFileSync('sh', ['-ec', copySecretsScript(root)])
+    expect(readdirSync(join(root, 'etc/svcops/backup-keys')).sort()).toEqual(['identity.asc', 'recipient.asc'])
+    expect(statSync(password).mode & 0o077).toBe(0)
+    expect(statSync(password).isSymbolicLink()).toBe(false)
+    expect(readSecret({ file: password }, 'recording.database.password')).toBe('db secret')
+    for (const dir of ['runs', 'state', 'tmp']) expect(statSync(join(root, 'var/lib/svcops', dir)).isDirectory()).toBe(true)
+  })
+})
