@@ -24,6 +24,7 @@ declare -A needs=(
   [chromium]=chromium
   [promtool]=prometheus
   [prometheus-pushgateway]=prometheus-pushgateway
+  [systemd-analyze]=systemd
 )
 extra="${SVCOPS_EXTRA_PACKAGES:-}"
 

@@ -25,6 +25,7 @@ export const commandGroups: CommandGroup[] = [
   { commands: ['upgrade', 'rollback', 'verify', 'runs', 'resume'], load: () => import('./upgrade.ts') },
   { commands: ['backup'], load: () => import('./backup.ts') },
   { commands: ['doctor'], load: () => import('./doctor.ts') },
+  { commands: ['schedule'], load: () => import('./schedule.ts') },
 ]
 
 /**
