@@ -212,9 +212,11 @@ function wire(s: StackSettings): PlatformOutputs {
           `${prefix}-svcops`,
           {
             namespace,
+            namespaceName: deploy.namespace,
             stack: s.stack,
             stackFile: publicStackFile(s),
             jobs: deploy.jobs,
+            ...(context ? { kubeContext: context } : {}),
             ...(store && !store.ssh ? { backupStorePath: store.path } : {}),
             ...(u ? { upgrade: { schedule: u.schedule, timeZone: u.timeZone, to: u.to } } : {}),
             ...(b ? { backup: { schedule: b.schedule, timeZone: b.timeZone } } : {}),

@@ -16,6 +16,7 @@
 import * as k8s from '@pulumi/kubernetes'
 import * as pulumi from '@pulumi/pulumi'
 import type { JobsConfig } from '../config/deploy.ts'
+import { BadInputError } from '../core/errors.ts'
 import { JOB_PATHS } from './jobRules.ts'
 import { containerSecurity, labelsOf, podSecurity, pullSecretsOf, selectorOf, TMP_MOUNT, TMP_VOLUME, type AppIdentity } from './kube.ts'
 import { createNetworkPolicy } from './networkPolicy.ts'
@@ -54,16 +55,55 @@ export const SECRET_SOURCES = '/var/run/svcops-secrets'
  * them as symlinks into a `..data` folder, group-readable), and the folders of the runs volume.
  * `root` prefixes every path, for a test to run the script in a temp dir.
  */
-export function copySecretsScript(root = ''): string {
+export function copySecretsScript(root = '', kube?: { context: string; namespace: string }): string {
   return [
     'umask 077',
     `for dir in credentials backup-keys; do for f in ${root}${SECRET_SOURCES}/$dir/*; do if [ -f "$f" ]; then cp "$f" ${root}/etc/svcops/$dir/; fi; done; done`,
     `mkdir -p ${root}${JOB_PATHS.runs} ${root}${JOB_PATHS.state} ${root}${JOB_PATHS.data}/tmp`,
+    ...(kube ? [`cat > ${root}${KUBECONFIG} <<'EOF'\n${inClusterKubeconfig(kube.context, kube.namespace)}EOF`] : []),
+  ].join('\n')
+}
+
+/** Where the upgrade job's kubeconfig is written (the shared temp volume). */
+export const KUBECONFIG = '/tmp/kubeconfig'
+
+const SERVICE_ACCOUNT = '/var/run/secrets/kubernetes.io/serviceaccount'
+
+/**
+ * A kubeconfig for the pod's own ServiceAccount under the context name the stack gives
+ * (`kubernetes:context`), so that the Pulumi program's provider and the client library find the
+ * context they were configured with. It names the token and CA files; it holds neither.
+ */
+export function inClusterKubeconfig(context: string, namespace: string): string {
+  if (!/^[A-Za-z0-9._@:/-]+$/.test(context) || !/^[a-z0-9-]+$/.test(namespace))
+    throw new BadInputError(`kubernetes:context: "${context}" is not valid; expected letters, digits and . _ @ : / -.`)
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    '  - name: in-cluster',
+    '    cluster:',
+    '      server: https://kubernetes.default.svc',
+    `      certificate-authority: ${SERVICE_ACCOUNT}/ca.crt`,
+    'users:',
+    '  - name: service-account',
+    '    user:',
+    `      tokenFile: ${SERVICE_ACCOUNT}/token`,
+    'contexts:',
+    `  - name: ${context}`,
+    '    context:',
+    '      cluster: in-cluster',
+    '      user: service-account',
+    `      namespace: ${namespace}`,
+    `current-context: ${context}`,
+    '',
   ].join('\n')
 }
 
 export interface ScheduledJobsArgs {
   namespace: pulumi.Input<string>
+  /** The namespace's name as configured (for the kubeconfig's context). */
+  namespaceName: string
   /** Stack (environment) name passed to `--env`. */
   stack: string
   /** Stack file content for svcops (YAML, `config:` with svcops:* keys, no secure values). */
@@ -74,6 +114,8 @@ export interface ScheduledJobsArgs {
   upgrade?: { schedule: string; timeZone: string; to: string }
   backup?: { schedule: string; timeZone: string }
   imagePullSecret?: string
+  /** The stack's `kubernetes:context`: the upgrade job gets a kubeconfig of that name for its ServiceAccount. */
+  kubeContext?: string
 }
 
 export class ScheduledJobs extends pulumi.ComponentResource {
@@ -181,6 +223,7 @@ function podSpec(
     { name: 'backup-keys', mountPath: JOB_PATHS.backupKeys },
   ]
   const data = { name: 'data', mountPath: JOB_PATHS.data }
+  const kube = kind === 'upgrade' && args.kubeContext ? { context: args.kubeContext, namespace: args.namespaceName } : undefined
   return {
     restartPolicy: 'Never',
     serviceAccountName: serviceAccount,
@@ -191,7 +234,7 @@ function podSpec(
       {
         name: 'secrets',
         image: jobs.image,
-        command: ['sh', '-ec', copySecretsScript()],
+        command: ['sh', '-ec', copySecretsScript('', kube)],
         securityContext: containerSecurity(),
         resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { memory: '64Mi' } },
         volumeMounts: [
@@ -199,6 +242,7 @@ function podSpec(
           { name: 'backup-keys-secret', mountPath: `${SECRET_SOURCES}/backup-keys`, readOnly: true },
           ...copies,
           data,
+          TMP_MOUNT,
         ],
       },
     ],
@@ -214,6 +258,7 @@ function podSpec(
           { name: 'TMPDIR', value: `${JOB_PATHS.data}/tmp` },
           { name: 'HOME', value: '/tmp' },
           { name: 'PULUMI_HOME', value: '/tmp/.pulumi' },
+          ...(kube ? [{ name: 'KUBECONFIG', value: KUBECONFIG }] : []),
         ],
         envFrom: [{ secretRef: { name: jobs.credentialsSecret } }],
         securityContext: containerSecurity(),

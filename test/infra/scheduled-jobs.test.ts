@@ -7,7 +7,7 @@
  * and no container engine here; `npm run test:cluster` does that where they exist).
  */
 import { execFileSync } from 'node:child_process'
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { ICronJob } from 'kubernetes-models/batch/v1'
@@ -17,7 +17,8 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { readSecret } from '../../src/config/secrets.ts'
 import { BadInputError } from '../../src/core/errors.ts'
 import type { PreviewResult } from '../../src/infra/preview.ts'
-import { copySecretsScript, SECRET_SOURCES, UPGRADE_RULES } from '../../src/infra/scheduledJobs.ts'
+import { copySecretsScript, KUBECONFIG, SECRET_SOURCES, UPGRADE_RULES } from '../../src/infra/scheduledJobs.ts'
+import { parse as parseYaml } from 'yaml'
 import { validateObject } from '../../src/infra/validate.ts'
 import { buildStack, deployOf, objectNamed, objectsOfKind, stackConfig, type LooseConfig } from './helpers.ts'
 
@@ -92,6 +93,8 @@ describe('the scheduled jobs of the prod stack', () => {
         TMPDIR: '/var/lib/svcops/tmp',
       })
       expect(container?.securityContext).toMatchObject({ readOnlyRootFilesystem: true, runAsNonRoot: true })
+      // Only the upgrade talks to the Kubernetes API, through the stack's context on its own ServiceAccount.
+      expect(env.KUBECONFIG).toBe(name.endsWith('upgrade') ? KUBECONFIG : undefined)
     }
   })
 
@@ -212,11 +215,22 @@ describe("the init container's copy of the Secrets", () => {
     expect(() =>
       readSecret({ file: join(root, SECRET_SOURCES, 'credentials/recording-db-password') }, 'recording.database.password'),
     ).toThrow(/has mode 0440, readable by group or others; expected 0600/)
-    execFileSync('sh', ['-ec', copySecretsScript(root)])
+    mkdirSync(join(root, 'tmp'))
+    execFileSync('sh', ['-ec', copySecretsScript(root, { context: 'prod-cluster', namespace: 'svc-prod' })])
     expect(readdirSync(join(root, 'etc/svcops/backup-keys')).sort()).toEqual(['identity.asc', 'recipient.asc'])
     expect(statSync(password).mode & 0o077).toBe(0)
     expect(statSync(password).isSymbolicLink()).toBe(false)
     expect(readSecret({ file: password }, 'recording.database.password')).toBe('db secret')
     for (const dir of ['runs', 'state', 'tmp']) expect(statSync(join(root, 'var/lib/svcops', dir)).isDirectory()).toBe(true)
+    // The upgrade's kubeconfig: the stack's context name on the pod's own ServiceAccount, naming its token file, holding no token.
+    const kubeconfig = parseYaml(readFileSync(join(root, KUBECONFIG), 'utf8')) as {
+      'current-context': string
+      contexts: { name: string; context: { namespace: string } }[]
+      users: { user: Record<string, string> }[]
+    }
+    expect(kubeconfig['current-context']).toBe('prod-cluster')
+    expect(kubeconfig.contexts[0]).toMatchObject({ name: 'prod-cluster', context: { namespace: 'svc-prod' } })
+    expect(kubeconfig.users[0]?.user).toEqual({ tokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token' })
+    expect(statSync(join(root, KUBECONFIG)).mode & 0o077).toBe(0)
   })
 })
