@@ -322,7 +322,8 @@ export function listRuns(base = runsDir()): RunRecord[] {
       events.warn(`Skipping ${file}: ${errorMessage(error)}`)
     }
   }
-  return runs.sort((a, b) => b.id.localeCompare(a.id))
+  // Newest first by the start's milliseconds: ids carry whole seconds, and two runs may start in one.
+  return runs.sort((a, b) => b.startedAt.localeCompare(a.startedAt) || b.id.localeCompare(a.id))
 }
 
 /** True when the process `pid` on this machine is alive (a run's holder that died is not). */
