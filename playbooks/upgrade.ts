@@ -124,7 +124,12 @@ export function planRecordingService(request: UpgradeRequest): Promise<RunPlan> 
 
 /** `svcops resume ID [--rollback]`: continues an interrupted run from its journal, or rolls it back. */
 export function resumeRecordingService(id: string, options: { rollback?: boolean; breakLock?: boolean } = {}): Promise<RunOutcome> {
-  return resumeRecordingRun(upgradeRecording, id, options)
+  return resumeRecordingRun(playbookOfRun(id), id, options)
+}
+
+/** The procedure run `id` follows: a downgrade across a schema change continues as one. */
+function playbookOfRun(id: string): Playbook<RecordingContext> {
+  return Journal.open(id).run.procedure === 'downgrade' ? downgradeRecording : upgradeRecording
 }
 
 /**
@@ -145,7 +150,7 @@ export function retryRecordingService(id: string, options: { breakLock?: boolean
 
 /** `svcops resume ID --dry-run`: what is left to do (or what the rollback would do). */
 export function planRecordingResume(id: string, options: { rollback?: boolean } = {}): Promise<RunPlan> {
-  return planRecordingContinuation(upgradeRecording, id, { rollback: options.rollback ?? false })
+  return planRecordingContinuation(playbookOfRun(id), id, { rollback: options.rollback ?? false })
 }
 
 /**
@@ -170,16 +175,25 @@ export function rollbackRecordingService(
  * one, refused (schemaPathTo names what is missing).
  */
 async function rollBackToVersion(env: Environment, to: string, breakLock: boolean): Promise<RunOutcome> {
-  const rec = requireSection(env, 'recording')
-  const fingerprint = await withDatabase(databaseTarget(rec.database), (c) => schemaFingerprint(c))
-  const path = await schemaPathTo(env, to, fingerprint)
   const request = { env, to, ...(breakLock ? { breakLock: true } : {}) }
-  return startRecordingRun(path.restore ? downgradeRecording : upgradeRecording, request)
+  if (await acrossSchemaChange(env, to)) return startRecordingRun(downgradeRecording, { ...request, procedure: 'downgrade' })
+  return startRecordingRun(upgradeRecording, request)
 }
 
-/** `svcops rollback recording --dry-run`. */
-export function planRecordingRollback(env: Environment, options: { runId?: string; to?: string }): Promise<RunPlan> {
-  if (options.to) return planRecordingService({ env, to: options.to })
+/** True when V runs on another schema than today's (refused, naming what is missing, when no verified backup was taken on it). */
+async function acrossSchemaChange(env: Environment, to: string): Promise<boolean> {
+  const rec = requireSection(env, 'recording')
+  const fingerprint = await withDatabase(databaseTarget(rec.database), (c) => schemaFingerprint(c))
+  return (await schemaPathTo(env, to, fingerprint)).restore
+}
+
+/** `svcops rollback recording --dry-run`: with `--to V`, the procedure the run would follow (the downgrade across a schema change). */
+export async function planRecordingRollback(env: Environment, options: { runId?: string; to?: string }): Promise<RunPlan> {
+  if (options.to) {
+    const request = { env, to: options.to }
+    if (await acrossSchemaChange(env, options.to)) return planRecordingUpgrade(downgradeRecording, { ...request, procedure: 'downgrade' })
+    return planRecordingService(request)
+  }
   return planRecordingResume(findRunToRollBack(env, options.runId), { rollback: true })
 }
 

@@ -62,6 +62,12 @@ export interface RunRecord {
   deadline?: string
   /** Run this one rolls back (for rollback runs). */
   rollsBack?: string
+  /**
+   * Which procedure of its kind the run follows, so `resume` continues it with the same one:
+   * `downgrade` for `rollback recording --to V` across a schema change. Absent: the kind's own
+   * (records written before the field existed are upgrades).
+   */
+  procedure?: 'downgrade'
 }
 
 export type StepOutcome = 'start' | 'ok' | 'failed' | 'skipped'
@@ -148,6 +154,7 @@ const runRecordSchema = z.looseObject({
   startedAt: z.string(),
   holder: z.string(),
   pid: z.number().int(),
+  procedure: z.literal('downgrade').optional(),
 })
 
 const entrySchema = z.looseObject({

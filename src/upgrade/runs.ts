@@ -35,6 +35,8 @@ export interface UpgradeRequest {
   windowMs?: number
   /** `resume ID --retry`: the failed, rolled-back run whose verified backup and snapshot this run reuses. */
   retryOf?: RunRecord
+  /** Recorded in the run, so a resume follows the same procedure (`RunRecord.procedure`). */
+  procedure?: 'downgrade'
 }
 
 /** The dry run: what would be done, step by step, with the exact commands. */
@@ -77,6 +79,7 @@ export function newUpgradeRecord(req: UpgradeRequest): RunRecord {
     autoRollback: req.autoRollback ?? true,
     ...(req.windowMs ? { deadline: new Date(Date.now() + req.windowMs).toISOString() } : {}),
     ...(req.retryOf ? retriedFacts(req.retryOf) : {}),
+    ...(req.procedure ? { procedure: req.procedure } : {}),
   })
 }
 

@@ -3,10 +3,20 @@
  * newest verified backup taken on V is restored and every recording written since is re-created;
  * without such a backup the way back is refused, naming what is missing, before anything changes.
  */
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BadInputError, RolledBackError } from '../../src/core/errors.ts'
+import { switchLabFault } from '../../src/lab/recording-faults.ts'
 import { Journal, listRuns } from '../../src/runs/journal.ts'
-import { retryRecordingService, rollbackRecordingService, upgradeRecordingService } from '../../playbooks/upgrade.ts'
+import {
+  planRecordingRollback,
+  resumeRecordingService,
+  retryRecordingService,
+  rollbackRecordingService,
+  upgradeRecordingService,
+} from '../../playbooks/upgrade.ts'
+import { runSvcopsKilledAt } from '../support/cli.ts'
 import { startUpgradeLab, type UpgradeLab } from '../upgrade/fixture.ts'
 
 let lab: UpgradeLab
@@ -37,6 +47,13 @@ describe('rollback --to V across a schema change', () => {
     await lab.create('written on 2.0.0')
     const titles = (await lab.listAll()).filter((r) => r.channelName !== 'svcops-verify').map((r) => r.title)
 
+    // The dry run shows the procedure the run will follow: the downgrade, with V's backup restored.
+    const plan = await planRecordingRollback(lab.env(), { to: '1.4.0' })
+    const planned = plan.steps.map((p) => p.step)
+    expect(planned).toEqual(expect.arrayContaining(['choose-backup', 'export', 'restore-target']))
+    expect(planned.indexOf('restore-target')).toBeGreaterThan(planned.indexOf('install'))
+    expect(await lab.versions()).toEqual({ 'rec-1': '2.0.0' })
+
     const outcome = await rollbackRecordingService(lab.env(), { to: '1.4.0' })
     expect(outcome.phase).toBe('succeeded')
     expect(outcome.report.timeline.some((e) => e.step === 'restore-target' && e.status === 'ok')).toBe(true)
@@ -45,6 +62,28 @@ describe('rollback --to V across a schema change', () => {
     const after = (await lab.listAll()).map((r) => r.title)
     for (const title of titles) expect(after).toContain(title)
     expect(await lab.healthy()).toEqual([true])
+  }, 300_000)
+
+  it('a downgrade killed after its stop resumes as a downgrade and ends on V with its data', async () => {
+    const fingerprintOnV = await lab.fingerprint()
+    expect((await upgradeRecordingService({ env: lab.env(), to: '2.0.0' })).phase).toBe('succeeded')
+    await lab.create('written before the killed downgrade')
+    const titles = (await lab.listAll()).filter((r) => r.channelName !== 'svcops-verify').map((r) => r.title)
+    const killed = await runSvcopsKilledAt(
+      ['--stack-file', lab.envFile, 'rollback', 'recording', '--to', '1.4.0', '--yes'],
+      'stop@rec-1',
+      lab.runsDir,
+    )
+    expect(killed.signal).toBe('SIGKILL')
+    const id = listRuns(lab.runsDir)[0]?.id as string
+    expect(Journal.open(id).run).toMatchObject({ procedure: 'downgrade', phase: 'running', targetVersion: '1.4.0' })
+    const outcome = await resumeRecordingService(id)
+    expect(outcome.phase).toBe('succeeded')
+    expect(outcome.report.timeline.some((e) => e.step === 'restore-target' && e.status === 'ok')).toBe(true)
+    expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
+    expect(await lab.fingerprint()).toBe(fingerprintOnV)
+    const after = (await lab.listAll()).map((r) => r.title)
+    for (const title of titles) expect(after).toContain(title)
   }, 300_000)
 
   it('resume --retry after a rolled-back migration upgrades again to the same target with the same backup, and rolls back again without loss', async () => {
@@ -64,5 +103,37 @@ describe('rollback --to V across a schema change', () => {
     expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
     const after = (await lab.listAll()).map((r) => r.title)
     for (const title of titles) expect(after).toContain(title)
+  }, 300_000)
+
+  it('resume --retry after the cause of a failed migration was fixed: same backup, same target, upgraded', async () => {
+    const target = { env: lab.env(), superuserPassword: readFileSync(join(lab.dir, 'lab', 'secrets', 'postgres-password'), 'utf8').trim() }
+    // The cause appears after the preflight passed (someone changes the tables' owner during the window).
+    const killed = await runSvcopsKilledAt(
+      ['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '2.0.0', '--yes'],
+      'backup',
+      lab.runsDir,
+    )
+    expect(killed.signal).toBe('SIGKILL')
+    const id = listRuns(lab.runsDir)[0]?.id as string
+    await switchLabFault(target, 'tables-not-owned', true)
+    let failed: unknown
+    try {
+      failed = await resumeRecordingService(id).catch((e: unknown) => e)
+    } finally {
+      await switchLabFault(target, 'tables-not-owned', false) // the fix
+    }
+    expect(failed).toBeInstanceOf(RolledBackError)
+    const first = Journal.open(id).run
+    expect(first.phase).toBe('rolled-back')
+    expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
+
+    const outcome = await retryRecordingService(id)
+    expect(outcome.phase).toBe('succeeded')
+    const retry = Journal.open(outcome.runId)
+    expect(retry.run.targetVersion).toBe('2.0.0')
+    expect(retry.run.backupId).toBe(first.backupId)
+    expect(retry.entries().find((e) => e.step === 'backup' && e.status === 'ok')?.detail).toMatch(/is reused/)
+    expect(await lab.versions()).toEqual({ 'rec-1': '2.0.0' })
+    expect(await lab.healthy()).toEqual([true])
   }, 300_000)
 })

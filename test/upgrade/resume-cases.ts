@@ -15,6 +15,7 @@ import { startUpgradeLab, type UpgradeLab } from './fixture.ts'
 /** Every boundary of an upgrade of one host, in order. */
 export const BOUNDARIES = [
   'preflight',
+  'doctor',
   'stage@rec-1',
   'snapshot',
   'backup',

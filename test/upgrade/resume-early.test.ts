@@ -1,3 +1,3 @@
 import { BOUNDARIES, describeCrashResume } from './resume-cases.ts'
 
-describeCrashResume(BOUNDARIES.slice(0, 6))
+describeCrashResume(BOUNDARIES.slice(0, 7))
