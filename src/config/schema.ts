@@ -118,6 +118,11 @@ export const recordingSchema = z.strictObject({
   healthTimeoutSeconds: z.number().int().min(1).max(3600).optional(),
   /** `limit` of the content listing used by snapshots and verification. */
   contentLimit: z.number().int().min(1).optional(),
+  /**
+   * The post-upgrade check fails a host whose content list or test write takes longer than this,
+   * in ms (default 5000): slow performance, diagnosed by the doctor before the rollback.
+   */
+  slowResponseMs: z.number().int().min(1).max(600_000).optional(),
   scopes: z
     .strictObject({
       read: z.string().min(1).default('urn:svc:recorder:content:read'),

@@ -36,6 +36,8 @@ export interface RunSettings {
   errorPatterns: string[]
   healthTimeoutMs: number
   contentLimit: number
+  /** The post-upgrade check's limit on the list's and the test write's answer, in ms. */
+  slowResponseMs: number
   hostLockPath: string
   logLines: number
 }
@@ -71,6 +73,7 @@ export function settingsFor(env: Environment, rec: RecordingConfig): RunSettings
     errorPatterns: rec.errorPatterns ?? ['\\bERROR\\b', '\\bFATAL\\b', 'panic'],
     healthTimeoutMs: (rec.healthTimeoutSeconds ?? 60) * 1000,
     contentLimit: rec.contentLimit ?? 10_000,
+    slowResponseMs: rec.slowResponseMs ?? 5_000,
     hostLockPath: '/var/lib/svcops/upgrade.lock',
     logLines: 50,
   }

@@ -149,6 +149,7 @@ export const verifyHost = defineStep<Ctx, [HostHandle]>({
     `GET ${h.url}/`,
     `GET ${h.url}/api/v1/content?limit=${ctx.settings.contentLimit}: every recording of the snapshot present`,
     `POST ${h.url}/api/v1/content (a test recording marked with the run id), then see it listed`,
+    `each answered within ${ctx.settings.slowResponseMs} ms (recording.slowResponseMs), else slow`,
   ],
   async act(ctx, h) {
     const keys = ctx.journal.run.snapshotIds ?? []
@@ -157,6 +158,9 @@ export const verifyHost = defineStep<Ctx, [HostHandle]>({
       limit: ctx.settings.contentLimit,
       expectKeys: keys,
       runId: ctx.journal.run.id,
+      // Slowness fails a host on the way up only: a rollback that ends slow still ends on the old
+      // version (the cause is then not the new one), and its report shows the timings.
+      ...(ctx.journal.run.phase === 'running' ? { slowMs: ctx.settings.slowResponseMs } : {}),
     })
     if (!v.ok && v.missing.length) {
       const message = `Verification of ${h.name} failed: ${v.missing.length} of ${keys.length} recordings of the snapshot are missing after the upgrade.`

@@ -34,6 +34,12 @@ export interface VerifyOptions {
   expectKeys?: string[]
   /** Run id the test recording is marked with; omitted: no test recording is created. */
   runId?: string
+  /**
+   * The slowest the list and the test write may answer, in ms (`recording.slowResponseMs`): a host
+   * that answers but slower fails the check "response time", so the doctor looks for the seed's
+   * causes of slow performance on it before the rollback. Omitted: not checked.
+   */
+  slowMs?: number
 }
 
 function record(host: string, checks: CheckResult[], check: string, ok: boolean, detail?: string): void {
@@ -53,8 +59,15 @@ export async function verifyHost(api: ContentApi, baseUrl: string, options: Veri
     return result
   }
   let list: Recording[]
+  const timings: Array<{ what: string; ms: number }> = []
+  const timed = async <T>(what: string, call: () => Promise<T>): Promise<T> => {
+    const started = performance.now()
+    const value = await call()
+    timings.push({ what, ms: Math.round(performance.now() - started) })
+    return value
+  }
   try {
-    list = await api.list(baseUrl, options.limit)
+    list = await timed(`GET /api/v1/content?limit=${options.limit}`, () => api.list(baseUrl, options.limit))
     result.listed = list.length
     record(options.host, checks, `GET /api/v1/content?limit=${options.limit}`, true, `${list.length} recordings`)
   } catch (error) {
@@ -82,7 +95,7 @@ export async function verifyHost(api: ContentApi, baseUrl: string, options: Veri
       stopTime: now + 1,
     }
     try {
-      const created = await api.create(baseUrl, input)
+      const created = await timed('POST /api/v1/content', () => api.create(baseUrl, input))
       result.testRecording = created
       const after = await api.list(baseUrl, options.limit)
       const seen = after.some((r) =>
@@ -98,6 +111,19 @@ export async function verifyHost(api: ContentApi, baseUrl: string, options: Veri
     } catch (error) {
       record(options.host, checks, 'POST /api/v1/content (test recording) and seen in the list', false, errorMessage(error))
     }
+  }
+  if (options.slowMs !== undefined && timings.length > 0) {
+    const slowest = timings.reduce((a, b) => (b.ms > a.ms ? b : a))
+    const slow = slowest.ms > options.slowMs
+    record(
+      options.host,
+      checks,
+      'response time',
+      !slow,
+      slow
+        ? `${slowest.what} took ${slowest.ms} ms, over recording.slowResponseMs (${options.slowMs} ms): slow performance`
+        : `slowest ${slowest.what} ${slowest.ms} ms (limit ${options.slowMs} ms)`,
+    )
   }
   result.ok = checks.every((c) => c.ok)
   return result

@@ -86,4 +86,22 @@ describe('the doctor in the upgrade runs', () => {
     expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
     expect(await lab.healthy()).toEqual([true])
   })
+
+  it('a host that answers slowly after the upgrade is diagnosed before the rollback (a content info cache too small), and the rollback still runs', async () => {
+    // Any answer counts as slow at a 1 ms limit: what is under test is what a slow host leads to.
+    lab.setRecording({ healthTimeoutSeconds: 4, slowResponseMs: 1 })
+    try {
+      const error = await withFault('tiny-cache', () => upgradeRecordingService({ env: lab.env(), to: '1.5.0' }).catch((e: unknown) => e))
+      expect(error, (error as Error).message).toBeInstanceOf(RolledBackError)
+      expect((error as Error).message).toMatch(/response time — .* took \d+ ms, over recording\.slowResponseMs \(1 ms\): slow performance/)
+      const journal = newestRun()
+      const diagnosis = buildReport(journal).diagnoses.find((d) => d.step === 'diagnose')
+      expect(diagnosis?.findings).toEqual([expect.objectContaining({ cause: 'content-info-cache', host: 'rec-1' })])
+      expect(readFileSync(journal.file('report.md'), 'utf8')).toMatch(/## Why it failed \(doctor\)[\s\S]*content-info-cache/)
+      expect(journal.run.phase).toBe('rolled-back')
+      expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
+    } finally {
+      lab.setRecording({ healthTimeoutSeconds: 4 })
+    }
+  })
 })
