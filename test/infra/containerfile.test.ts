@@ -38,7 +38,8 @@ describe('Containerfile', () => {
   it('runs Node 24 as the uid the CronJobs run as, svcops as its entry point', () => {
     expect(containerfile).toMatch(/^FROM \S+\/node:24-/m)
     const uid = podSecurity().runAsUser
-    expect(containerfile).toMatch(new RegExp(`^USER ${String(uid)}:${String(uid)}$`, 'm'))
+    expect(typeof uid).toBe('number')
+    expect(containerfile).toMatch(new RegExp(`^USER ${uid as number}:${uid as number}$`, 'm'))
     expect(containerfile).toMatch(/^ENTRYPOINT \["svcops"\]$/m)
     expect(containerfile).toMatch(/postgresql-client-\$\{PG_MAJOR\}/)
     expect(containerfile).toMatch(/apt-get install -y --no-install-recommends .*\bgnupg\b.*\bopenssh-client\b/)
