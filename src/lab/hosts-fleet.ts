@@ -8,6 +8,7 @@ import { chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSy
 import { basename, dirname, join } from 'node:path'
 import { OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
+import { readServiceStatus, supervisorDriver } from '../drivers/services.ts'
 import { dpkgArgv, transportFor } from '../drivers/transports.ts'
 import { registerSecret } from '../core/redact.ts'
 import { runCommand, type Transport } from '../core/runner.ts'
@@ -103,6 +104,27 @@ async function waitHealthy(url: string, timeoutMs: number, host: LabHostInfo, lo
   )
 }
 
+/**
+ * Waits until supervisord counts the program as RUNNING: it answers health before its `startsecs`
+ * have passed, and a lab that is "up" must show the state an operator expects.
+ */
+async function waitRunning(host: LabHostInfo, program: string, timeoutMs: number): Promise<void> {
+  const t = transportFor({ name: host.name, url: 'http://127.0.0.1:1', root: host.root, canary: false })
+  const deadline = Date.now() + timeoutMs
+  let status = ''
+  try {
+    while (Date.now() < deadline) {
+      const state = await readServiceStatus(supervisorDriver, t, host, program)
+      if (state.running) return
+      status = state.status
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  } finally {
+    await t.close()
+  }
+  throw new OperationError(`${program} on lab host ${host.name} answers but supervisord still reports ${status} after ${timeoutMs} ms.`)
+}
+
 /** What installing needs: everything but the database and the manager (so it can run before they are up). */
 export type InstallHostsOptions = Pick<
   ProvisionHostsOptions,
@@ -143,6 +165,7 @@ export async function startHost(host: LabHostInfo, options: ProvisionHostsOption
   const supervisordPid = await startSupervisord(host)
   const url = `http://127.0.0.1:${port}`
   await waitHealthy(url, options.healthTimeoutMs ?? 30_000, host, join(host.root, recordingPackagePaths(options.product).log))
+  await waitRunning(host, recordingPackageName(options.product.prefix), options.healthTimeoutMs ?? 30_000)
   return { ...host, supervisordPid, url, port, version: options.version }
 }
 
