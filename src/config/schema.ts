@@ -158,6 +158,52 @@ export const backupSchema = z.strictObject({
   compression: z.number().int().min(0).max(9).optional(),
 })
 
+/** A host of the live production system: where its components are installed and how it is reached. */
+export const liveHostSchema = z.strictObject({
+  name,
+  /** How commands reach the host: over SSH, or on this machine. */
+  ssh: sshSchema.optional(),
+  /** Root directory of a sandboxed lab host (dpkg --root); absent on real hosts. */
+  root: z.string().min(1).optional(),
+})
+
+/**
+ * `svcops:live`: the live production system on a host (written by `svcops lab up --live V`; read by
+ * the live playbook). Never holds the PSK: that is in the settings file and the components'
+ * environment files on the host.
+ */
+export const liveHostsSchema = z.strictObject({
+  /** Release installed on the host. */
+  version: semver,
+  /** Product prefix of package, program, variable and metric names (`svc`). */
+  prefix: z
+    .string()
+    .regex(/^[a-z][a-z0-9]*$/, 'expected lower-case letters and digits, like svc')
+    .default('svc'),
+  /** Product folder under /opt, /etc/opt, /var/opt and /var/log (`svc`). */
+  productDir: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9._-]*$/, 'expected a folder name like svc')
+    .default('svc'),
+  packageDriver: z.enum(['dpkg', 'apt']).default('apt'),
+  serviceDriver: z.enum(['systemd', 'supervisor']).default('systemd'),
+  /** Directory holding the components' .deb files (`<prefix>-<component>_<version>_all.deb`), for the dpkg driver. */
+  packageDir: z.string().min(1).optional(),
+  host: liveHostSchema,
+  /** Base URL of the system controller's REST API (without the API prefix). */
+  controllerUrl: url,
+  /** Port of each component's `/metrics` and `/health` on the host's loopback. */
+  metricsPorts: z.strictObject({ 'system-controller': port, ingest: port, pipeline: port, 'control-panel': port }),
+  /** The pipeline's TCP control panel endpoints (`host:port`) as configured now. */
+  tcpEndpoints: z.array(z.string().regex(/^[^\s,]+:\d{1,5}$/, 'expected host:port')).default([]),
+  /** C++ SDK source directories checked by `svcops scan sdk` before an upgrade (a blocking gate). */
+  sdkSourceDirs: z.array(z.string().min(1)).default([]),
+  /** Files of saved controller calls checked by `svcops migrate requests`. */
+  savedRequests: z.array(z.string().min(1)).default([]),
+  /** Dashboards and rules checked by `svcops migrate metrics`. */
+  metricFiles: z.array(z.string().min(1)).default([]),
+})
+
 /** `svcops:notify`: who is told about runs, and where their metrics go (docs/operations.md). */
 export const notifySchema = z.strictObject({
   /** Webhooks told on the run's events; the URL carries the token, so it is a secret reference. */
@@ -193,6 +239,7 @@ export const environmentSchema = z.strictObject({
   recording: recordingSchema.optional(),
   backup: backupSchema.optional(),
   notify: notifySchema.optional(),
+  live: liveHostsSchema.optional(),
   /** Pulumi-only settings (`deploy`) and `pulumi config set --secret` values (`psk`, `databasePassword`): src/config/deploy.ts. */
   ...deployKeys,
 })
@@ -204,3 +251,5 @@ export type RecordingHostConfig = z.infer<typeof recordingHostSchema>
 export type DatabaseConfig = z.infer<typeof databaseSchema>
 export type BackupConfig = z.infer<typeof backupSchema>
 export type NotifyConfig = z.infer<typeof notifySchema>
+export type LiveConfig = z.infer<typeof liveHostsSchema>
+export type LiveHostConfig = z.infer<typeof liveHostSchema>
