@@ -141,9 +141,7 @@ describe('the scheduled jobs of the prod stack', () => {
   })
 
   it('carry the version label on the Deployments and pod templates only, so a version change patches nothing else', () => {
-    const versioned = prod.objects
-      .filter((o) => JSON.stringify(o.unwrapped).includes('app.kubernetes.io/version'))
-      .map((o) => kindOf(o))
+    const versioned = prod.objects.filter((o) => JSON.stringify(o.unwrapped).includes('app.kubernetes.io/version')).map((o) => kindOf(o))
     expect(new Set(versioned)).toEqual(new Set(['Deployment']))
   })
 })
