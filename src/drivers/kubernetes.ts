@@ -276,7 +276,9 @@ export class KubernetesDriver {
     } catch (error) {
       const code = (error as { code?: number }).code
       throw new OperationError(
-        `The Kubernetes API at ${this.server()} answered ${request} with ${typeof code === 'number' ? `HTTP ${code}` : errorMessage(error)}.`,
+        typeof code === 'number'
+          ? `The Kubernetes API at ${this.server()} answered ${request} with HTTP ${code}.`
+          : `The Kubernetes API at ${this.server()} could not be reached for ${request}: ${errorMessage(error).replace(/\.$/, '')}.`,
         code === 403 ? 'Grant the rights listed in docs/deploy.md (RBAC) to this identity.' : undefined,
       )
     }
