@@ -1,8 +1,10 @@
-import { defineConfig } from 'vitest/config'
+import { configDefaults, defineConfig } from 'vitest/config'
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The real-cluster suite has its own config (vitest.cluster.config.ts, npm run test:cluster).
+    exclude: [...configDefaults.exclude, 'test/cluster/**'],
     globalSetup: ['test/support/tmpdir.ts'],
     // Suites start real PostgreSQL clusters, sshd and supervisors; two cores are the budget.
     pool: 'forks',

@@ -33,10 +33,8 @@ async function verifyOne(
 ): Promise<ServiceVerification['hosts'][number]> {
   const testRun = options.testRecording === false ? {} : { runId: `verify-${new Date().toISOString()}` }
   const v = await verifyHost(ctx.deps.content, h.url, { host: h.name, limit: ctx.settings.contentLimit, ...testRun }) // GET /, GET content, POST a test recording
-  const status = await readServiceStatus(ctx.svc, h.transport, h.config, ctx.settings.service) // the service runs
-  const lines = await readServiceLogs(ctx.svc, h.transport, h.config, ctx.settings.service, ctx.settings.logLines, ctx.settings.logPath) // read the logs
+  const { status, lines, version } = await serviceFacts(ctx, h) // the service runs; read the logs
   const errors = findLogErrors(linesSince(lines, new Date(Date.now() - 600_000).toISOString()), ctx.settings.errorPatterns)
-  const version = await readInstalledVersion(ctx.pkg, h.transport, h.config, ctx.settings.package)
   const checks: CheckResult[] = [
     ...v.checks,
     { check: 'service status', ok: status.running, detail: status.status },
@@ -56,10 +54,32 @@ async function verifyOne(
   }
 }
 
+/** Status, log lines and version: from the host's service manager and package database, or on Kubernetes from the API. */
+async function serviceFacts(
+  ctx: RecordingContext,
+  h: HostHandle,
+): Promise<{ status: { running: boolean; status: string }; lines: string[]; version: string | undefined }> {
+  const cluster = ctx.cluster?.kube()
+  if (cluster) {
+    const d = await cluster.readDeployment()
+    const pods = await cluster.listPods()
+    const lines = (
+      await Promise.all(pods.map(async (p) => (await cluster.podLog(p.name, ctx.settings.logLines)).map((l) => `${p.name}: ${l}`)))
+    ).flat()
+    const running = pods.length > 0 && pods.every((p) => p.ready && p.version === d.version)
+    const status = `${d.readyReplicas}/${d.replicas} ready: ${pods.map((p) => `${p.name} ${p.phase}${p.ready ? ' ready' : ''}${p.waiting ? ` ${p.waiting}` : ''}`).join(', ') || 'no pod'}`
+    return { status: { running, status }, lines, version: d.version }
+  }
+  const status = await readServiceStatus(ctx.svc, h.transport, h.config, ctx.settings.service)
+  const lines = await readServiceLogs(ctx.svc, h.transport, h.config, ctx.settings.service, ctx.settings.logLines, ctx.settings.logPath)
+  return { status, lines, version: await readInstalledVersion(ctx.pkg, h.transport, h.config, ctx.settings.package) }
+}
+
 /** Verifies every host; never throws for a failed check (see `ok`). */
 export async function verifyRecordingService(env: Environment, options: { testRecording?: boolean } = {}): Promise<ServiceVerification> {
   const ctx = await recordingContext(env, Journal.inMemory(newVerifyRecord(env)))
   try {
+    await ctx.cluster?.connect() // outside the cluster: the port-forward to the Service
     const hosts = await Promise.all(ctx.allHosts.map((h) => verifyOne(ctx, h, options)))
     const fingerprint = await ctx.deps.database.fingerprint() // recorded for comparison with a later run
     return { ok: hosts.every((h) => h.ok), environment: env.name, fingerprint, hosts }

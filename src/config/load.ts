@@ -81,9 +81,23 @@ export function parseEnvironment(stackConfig: Record<string, unknown>, name: str
     const lines = formatIssues(result.error.issues, section)
     throw new BadInputError(`${file}: ${lines[0]}${lines.length > 1 ? ` (and ${lines.length - 1} more: ${lines.slice(1).join(' ')})` : ''}`)
   }
-  const env = { ...result.data, name: result.data.environment ?? name, file }
+  const kube = kubernetesKeys(stackConfig, file)
+  const env = { ...result.data, name: result.data.environment ?? name, file, ...(kube ? { kubernetes: kube } : {}) }
   checkRules(env)
   return env
+}
+
+/** `kubernetes:context` and `kubernetes:kubeconfig`: the cluster the stack's provider and svcops' Kubernetes driver reach. */
+function kubernetesKeys(stackConfig: Record<string, unknown>, file: string): Environment['kubernetes'] {
+  const out: { context?: string; kubeconfig?: string } = {}
+  for (const key of ['context', 'kubeconfig'] as const) {
+    const value = stackConfig[`kubernetes:${key}`]
+    if (value === undefined) continue
+    if (typeof value !== 'string' || !value)
+      throw new BadInputError(`${file}: kubernetes:${key}: ${describeValue(value)} is not valid; expected a non-empty string.`)
+    out[key] = value
+  }
+  return Object.keys(out).length ? out : undefined
 }
 
 /** Debian policy 5.6.1: lower case letters, digits, "+", "-", "."; at least two; starting alphanumeric. */
@@ -96,6 +110,7 @@ function checkRules(env: Environment): void {
     throw new BadInputError(
       `${env.file}: recording.package: "${recording.package}" is not a Debian package name; expected lower-case letters, digits, "+", "-" and ".", starting with a letter or digit (Debian policy 5.6.1).`,
     )
+  checkPlatform(env)
   const hosts = env.recording?.hosts ?? []
   const seen = new Set<string>()
   hosts.forEach((host, i) => {
@@ -106,6 +121,24 @@ function checkRules(env: Environment): void {
   const canaries = hosts.filter((h) => h.canary)
   if (canaries.length > 1)
     throw new BadInputError(`${env.file}: recording.hosts: ${canaries.length} hosts are marked canary; expected at most one.`)
+}
+
+/** Hosts on the `hosts` platform; none, and a `deploy` section, on `kubernetes`. */
+function checkPlatform(env: Environment): void {
+  const recording = env.recording
+  if (!recording) return
+  if (recording.platform === 'hosts' && recording.hosts.length === 0)
+    throw new BadInputError(`${env.file}: recording.hosts: [] is not valid; expected at least one host (recording.platform is hosts).`)
+  if (recording.platform === 'kubernetes') {
+    if (recording.hosts.length)
+      throw new BadInputError(
+        `${env.file}: recording.hosts: ${recording.hosts.length} host(s) given; expected none, since recording.platform is kubernetes (the Deployment comes from svcops:deploy).`,
+      )
+    if (!env.deploy)
+      throw new BadInputError(
+        `${env.file}: svcops:deploy: missing; recording.platform kubernetes takes the namespace and the Deployment from it.`,
+      )
+  }
 }
 
 /** A stack file is a few KB; parsing a large one takes memory for nothing (a 60 MB file took 2 GB). */

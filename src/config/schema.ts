@@ -89,7 +89,14 @@ export const databaseSchema = z.strictObject({
 })
 
 export const recordingSchema = z.strictObject({
-  /** Release expected on the hosts. */
+  /**
+   * Where the service runs: `hosts` (OS packages and a service manager, reached over SSH or on this
+   * machine; the default) or `kubernetes` (the Deployment of this project's Pulumi program: no
+   * hosts here, the namespace and the Deployment come from `svcops:deploy`, the version from
+   * `svcops:deploy.recording.version`).
+   */
+  platform: z.enum(['hosts', 'kubernetes']).default('hosts'),
+  /** Release expected on the hosts (on Kubernetes, the fallback of `deploy.recording.version`). */
   version: semver,
   /** Package name: Debian policy for apt/dpkg (checked by a named rule), RPM's characters for dnf; never an option. */
   package: z
@@ -129,7 +136,8 @@ export const recordingSchema = z.strictObject({
       write: z.string().min(1).default('urn:svc:recorder:content:write'),
     })
     .default({ read: 'urn:svc:recorder:content:read', write: 'urn:svc:recorder:content:write' }),
-  hosts: z.array(recordingHostSchema).min(1, 'expected at least one host'),
+  /** The hosts (platform `hosts`); none on Kubernetes, where the Deployment is the one target. */
+  hosts: z.array(recordingHostSchema).default([]),
   database: databaseSchema,
 })
 
@@ -244,7 +252,12 @@ export const environmentSchema = z.strictObject({
   ...deployKeys,
 })
 
-export type Environment = z.infer<typeof environmentSchema> & { name: string; file: string }
+export type Environment = z.infer<typeof environmentSchema> & {
+  name: string
+  file: string
+  /** The stack's `kubernetes:context` / `kubernetes:kubeconfig` (Pulumi's provider keys), when set. */
+  kubernetes?: { context?: string; kubeconfig?: string }
+}
 export type ManagerConfig = z.infer<typeof managerSchema>
 export type RecordingConfig = z.infer<typeof recordingSchema>
 export type RecordingHostConfig = z.infer<typeof recordingHostSchema>

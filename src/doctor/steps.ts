@@ -13,6 +13,9 @@ import { diagnoseHost as diagnose, diagnoseHosts, type Diagnosis } from './diagn
 
 type Ctx = RecordingContext
 
+/** The doctor's causes are read on a host (its files, its service's view); a Deployment's pods are judged by check-logs. */
+const ON_KUBERNETES = "not on Kubernetes: the causes are host checks; the pods' status and last log lines are read by check-logs"
+
 function emitFindings(d: Diagnosis): void {
   for (const f of d.findings) events.emit({ kind: 'check', check: `doctor: ${f.cause}`, ok: false, host: f.host, detail: f.summary })
 }
@@ -22,15 +25,20 @@ export const doctorPreflight = defineStep<Ctx>({
   title: "check the causes of the seed's common upgrade problems that can be known before a stop",
   report: 'diagnosis',
   once: true,
-  describe: (ctx) => [
-    `on ${ctx.hosts.map((h) => h.name).join(', ')}, as the service sees it: ${PREFLIGHT_CAUSES.map((c) => c.id).join(', ')}`,
-    'stop before anything changes on an error finding',
-  ],
+  describe: (ctx) =>
+    ctx.cluster
+      ? []
+      : [
+          `on ${ctx.hosts.map((h) => h.name).join(', ')}, as the service sees it: ${PREFLIGHT_CAUSES.map((c) => c.id).join(', ')}`,
+          'stop before anything changes on an error finding',
+        ],
   async preview(ctx) {
+    if (ctx.cluster) return { skipped: ON_KUBERNETES }
     const d = await diagnoseHosts(ctx.hosts, ctx.settings, PREFLIGHT_CAUSES)
     return { data: { ...d } }
   },
   async act(ctx) {
+    if (ctx.cluster) return { skipped: ON_KUBERNETES }
     const d = await diagnoseHosts(ctx.hosts, ctx.settings, PREFLIGHT_CAUSES)
     emitFindings(d)
     const errors = d.findings.filter((f) => f.severity === 'error')
@@ -54,8 +62,9 @@ export const diagnoseHost = defineStep<Ctx, [HostHandle, unknown]>({
   id: 'diagnose',
   title: 'why it failed: every cause of the common upgrade problems checked on the failed host',
   report: 'diagnosis',
-  describe: (_ctx, h) => [`on ${h.name}, if a step failed: ${CAUSES.map((c) => c.id).join(', ')}`],
+  describe: (ctx, h) => (ctx.cluster ? [ON_KUBERNETES] : [`on ${h.name}, if a step failed: ${CAUSES.map((c) => c.id).join(', ')}`]),
   async act(ctx, h, failure) {
+    if (ctx.cluster) return { skipped: ON_KUBERNETES, data: { failure: errorMessage(failure), findings: [], checks: [] } }
     try {
       const d = await diagnose(h, ctx.settings)
       emitFindings(d)

@@ -25,16 +25,24 @@ export interface AppIdentity {
   version: string
 }
 
-/** The recommended labels, for metadata. */
+/**
+ * The recommended labels, for metadata, without the version: a version change then patches the
+ * Deployment alone (`versionedLabelsOf`), so the scheduled upgrade's Role needs no write on the
+ * Secrets, claims, Services, budgets and policies around it (docs/deploy.md, RBAC).
+ */
 export function labelsOf(id: AppIdentity): Record<string, string> {
   return {
     'app.kubernetes.io/name': id.name,
     'app.kubernetes.io/instance': id.instance,
     'app.kubernetes.io/component': id.component,
-    'app.kubernetes.io/version': id.version,
     'app.kubernetes.io/part-of': PART_OF,
     'app.kubernetes.io/managed-by': 'pulumi',
   }
+}
+
+/** The labels of a Deployment and its pod template: the recommended ones with `app.kubernetes.io/version`. */
+export function versionedLabelsOf(id: AppIdentity): Record<string, string> {
+  return { ...labelsOf(id), 'app.kubernetes.io/version': id.version }
 }
 
 /**

@@ -10,7 +10,7 @@
  * - the backup store (a PersistentVolumeClaim at `backup.store.path`, or the SSH store);
  * - a runs volume (`SVCOPS_RUNS_DIR`, `SVCOPS_STATE_DIR`, `TMPDIR`), so journals, reports and the
  *   private copy a restore makes live outside the pod and its small /tmp;
- * - a ServiceAccount each: the upgrade's may read and patch what an upgrade touches (`UPGRADE_RULES`,
+ * - a ServiceAccount each: the upgrade's may read and patch what an upgrade touches (`upgradeRules`,
  *   listed in docs/deploy.md); the backup's gets no API token at all.
  */
 import * as k8s from '@pulumi/kubernetes'
@@ -35,17 +35,29 @@ export function backupCommand(stack: string): string[] {
 }
 
 /**
- * What the scheduled upgrade may do through the Kubernetes API, in its namespace only: read and
- * patch the Deployment (`pulumi up` of the new version, one replica first), follow its rollout, read
- * pods and their logs (status and last log lines), read the Service it verifies through.
+ * What the scheduled upgrade may do through the Kubernetes API, in its namespace only, and why
+ * (docs/deploy.md, RBAC; svcops' preflight asks the API server for each of these with a
+ * SelfSubjectAccessReview, `src/drivers/kubernetes.ts`). A version change patches the Deployment and
+ * its scale-up patch alone (the version label is on the Deployment and its pod template only) and
+ * the jobs' copy of the stack file (`stackMap`, by name): nothing else is writable.
  */
-export const UPGRADE_RULES: k8s.types.input.rbac.v1.PolicyRule[] = [
-  { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'patch'] },
-  { apiGroups: ['apps'], resources: ['replicasets'], verbs: ['get', 'list', 'watch'] },
-  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
-  { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
-  { apiGroups: [''], resources: ['services', 'endpoints'], verbs: ['get'] },
-]
+export function upgradeRules(stackMap: string): k8s.types.input.rbac.v1.PolicyRule[] {
+  return [
+    // `pulumi up` of the new version (the Deployment and the DeploymentPatch that scales it up), its rollout.
+    { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'patch'] },
+    // The stop before the install (replicas 0), read back before the start.
+    { apiGroups: ['apps'], resources: ['deployments/scale'], verbs: ['get', 'patch'] },
+    // Pulumi's wait for the rollout follows the new ReplicaSet, its pods, their claims and events.
+    { apiGroups: ['apps'], resources: ['replicasets'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['pods', 'persistentvolumeclaims', 'events'], verbs: ['get', 'list', 'watch'] },
+    // The last log lines of every pod.
+    { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
+    // Verification through the Service.
+    { apiGroups: [''], resources: ['services', 'endpoints'], verbs: ['get'] },
+    // The jobs' copy of the stack file holds the version too: `pulumi up` patches it, and only it.
+    { apiGroups: [''], resources: ['configmaps'], resourceNames: [stackMap], verbs: ['get', 'patch'] },
+  ]
+}
 
 /** Where the two Secrets are mounted as Kubernetes writes them, before the init container copies them. */
 export const SECRET_SOURCES = '/var/run/svcops-secrets'
@@ -152,7 +164,7 @@ export class ScheduledJobs extends pulumi.ComponentResource {
       if (kind === 'upgrade') {
         const role = new k8s.rbac.v1.Role(
           `${jobName}-role`,
-          { metadata: { name: jobName, namespace: args.namespace, labels: labelsOf(identity) }, rules: UPGRADE_RULES },
+          { metadata: { name: jobName, namespace: args.namespace, labels: labelsOf(identity) }, rules: upgradeRules(`${name}-stack`) },
           parent,
         )
         new k8s.rbac.v1.RoleBinding(

@@ -10,6 +10,7 @@ import type { Resources, Toleration } from '../config/deploy.ts'
 import {
   containerSecurity,
   labelsOf,
+  versionedLabelsOf,
   podSecurity,
   pullSecretsOf,
   imageOf,
@@ -77,12 +78,12 @@ export interface Workload {
  * as children of `parent`.
  */
 export function createWorkload(name: string, identity: AppIdentity, args: WorkloadArgs, spec: PodSpec, parent: pulumi.Resource): Workload {
-  const labels = labelsOf(identity)
+  const labels = versionedLabelsOf(identity)
   const selector = selectorOf(identity)
   // Its own identity, and no API token: nothing in the platform talks to the Kubernetes API.
   const serviceAccount = new k8s.core.v1.ServiceAccount(
     `${name}-service-account`,
-    { metadata: { name: identity.instance, namespace: args.namespace, labels }, automountServiceAccountToken: false },
+    { metadata: { name: identity.instance, namespace: args.namespace, labels: labelsOf(identity) }, automountServiceAccountToken: false },
     { parent },
   )
   const container: Container = {

@@ -16,6 +16,7 @@ import { isFinished, Journal, listRuns, type RunRecord } from '../runs/journal.t
 import { acquireEnvironmentLock, acquireHostLock, releaseHostLock, type EnvironmentLock } from '../runs/lock.ts'
 import { allOrFirstFailure } from '../runs/rollout.ts'
 import type { Opened } from '../runs/playbook.ts'
+import { clusterHandle, openRecordingCluster, type RecordingCluster } from './cluster.ts'
 import type { UpgradeDeps } from './deps.ts'
 import { openUpgradeDeps } from './wiring.ts'
 
@@ -55,6 +56,8 @@ export interface RecordingContext {
   svc: ServiceDriver
   deps: UpgradeDeps
   settings: RunSettings
+  /** The Kubernetes platform (`recording.platform: kubernetes`): the Deployment is the one "host"; else undefined. */
+  cluster?: RecordingCluster
   /** The local package file of a version (dpkg driver), else undefined. */
   packageFile(version: string): string | undefined
 }
@@ -103,12 +106,15 @@ export async function recordingContext(
   openDeps: DepsFactory = openUpgradeDeps,
 ): Promise<RecordingContext> {
   const rec = requireSection(env, 'recording')
-  const allHosts: HostHandle[] = rec.hosts.map((config) => ({
-    name: config.name,
-    config,
-    transport: transportFor(config),
-    url: config.url,
-  }))
+  const cluster = rec.platform === 'kubernetes' ? openRecordingCluster(env) : undefined
+  const allHosts: HostHandle[] = cluster
+    ? [clusterHandle(cluster)]
+    : rec.hosts.map((config) => ({
+        name: config.name,
+        config,
+        transport: transportFor(config),
+        url: config.url,
+      }))
   const hosts = journal.run.hosts.map((n) => allHosts.find((h) => h.name === n)).filter((h): h is HostHandle => !!h)
   const files = new Map<string, string>()
   return {
@@ -121,6 +127,7 @@ export async function recordingContext(
     svc: serviceDriver(rec.serviceDriver),
     deps: await openDeps(env),
     settings: settingsFor(env, rec),
+    ...(cluster ? { cluster } : {}),
     packageFile(version) {
       if (rec.packageDriver !== 'dpkg') return undefined
       if (!files.has(version)) files.set(version, findDebFile(rec.packageDir, rec.package, version))
@@ -133,6 +140,7 @@ export async function recordingContext(
 export async function closeRecordingContext(ctx: RecordingContext): Promise<void> {
   await ctx.deps.close().catch((error: unknown) => events.warn(`Logging out of the manager failed: ${errorMessage(error)}`))
   await Promise.all(ctx.allHosts.map((h) => h.transport.close()))
+  await ctx.cluster?.close()
 }
 
 /**
@@ -144,12 +152,15 @@ export function openRecordingRun(env: Environment, takeOver: string[], breakLock
     const ctx = await recordingContext(env, journal, openDeps)
     const run = journal.run
     const holder = { runId: run.id, holder: run.holder, pid: process.pid, since: run.startedAt }
+    // A Deployment has no host lock: the environment's lock in the database is the run's.
+    const locked = ctx.cluster ? [] : ctx.allHosts
     const close = async () => {
-      await Promise.all(ctx.allHosts.map((h) => releaseHostLock(h.transport, hostLockFile(ctx, h), run.id).catch(() => undefined)))
+      await Promise.all(locked.map((h) => releaseHostLock(h.transport, hostLockFile(ctx, h), run.id).catch(() => undefined)))
       await closeRecordingContext(ctx)
     }
     try {
-      await allOrFirstFailure(ctx.allHosts, (h) => acquireHostLock(h.transport, hostLockFile(ctx, h), holder, { takeOver, breakLock }))
+      await allOrFirstFailure(locked, (h) => acquireHostLock(h.transport, hostLockFile(ctx, h), holder, { takeOver, breakLock }))
+      await ctx.cluster?.connect() // outside the cluster: the port-forward to the Service
     } catch (error) {
       journal.update({ phase: 'failed', finishedAt: new Date().toISOString(), cause: errorMessage(error) })
       await close()

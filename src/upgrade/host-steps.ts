@@ -22,6 +22,15 @@ import { defineStep } from '../runs/step.ts'
 import { reviewConfig as review } from './config-review.ts'
 import type { HostHandle, RecordingContext } from './context.ts'
 import { assertVerified, verifyHost as verify } from './verify-host.ts'
+import {
+  clusterCheckLogs,
+  clusterInstall,
+  clusterOf,
+  clusterReview,
+  clusterStart,
+  clusterStop,
+  clusterWaitHealthy,
+} from './cluster-steps.ts'
 
 type Ctx = RecordingContext
 
@@ -37,8 +46,13 @@ export const stopService = defineStep<Ctx, [HostHandle]>({
   id: 'stop',
   title: 'stop the service',
   disruptive: true,
-  describe: (ctx, h) => [showCommand(ctx.svc.stopCommand(h.config, ctx.settings.service))],
+  describe: (ctx, h) => {
+    const k = clusterOf(ctx)
+    return k ? clusterStop.describe(k) : [showCommand(ctx.svc.stopCommand(h.config, ctx.settings.service))]
+  },
   async act(ctx, h) {
+    const k = clusterOf(ctx)
+    if (k) return clusterStop.act(k, h)
     await stop(ctx.svc, h.transport, h.config, ctx.settings.service)
     return { changed: [`stopped ${ctx.settings.service}`] }
   },
@@ -49,12 +63,16 @@ export const installPackage = defineStep<Ctx, [HostHandle, string | undefined]>(
   title: 'install the package version, keeping the host’s configuration',
   async describe(ctx, h, version) {
     if (!version) return ['no previous version is recorded for this host: nothing to install']
+    const k = clusterOf(ctx)
+    if (k) return clusterInstall.describe(k, version)
     const current = await readInstalledVersion(ctx.pkg, h.transport, h.config, ctx.settings.package)
     const commands = ctx.pkg.installCommands(h.config, ctx.settings.package, version, ctx.packageFile(version)).map(showCommand)
     return [`install ${version} over ${current ?? 'nothing'}: ${commands.join(' && ')}`]
   },
   async act(ctx, h, version) {
     if (!version) return { skipped: 'no previous version is recorded for this host' }
+    const k = clusterOf(ctx)
+    if (k) return clusterInstall.act(k, h, version)
     const current = await readInstalledVersion(ctx.pkg, h.transport, h.config, ctx.settings.package)
     if (current === version) return { skipped: `${ctx.settings.package} ${version} is already installed`, data: { from: current } }
     await install(ctx.pkg, h.transport, h.config, ctx.settings.package, version, ctx.packageFile(version))
@@ -77,11 +95,17 @@ export const reviewConfig = defineStep<Ctx, [HostHandle]>({
   id: 'review-config',
   title: 'review configuration changes',
   report: 'config-review',
-  describe: (ctx, h) => [
-    `look for ${ctx.pkg.newConfigSuffixes.map((s) => hostPath(h.config, ctx.settings.configPath) + s).join(', ')}; diff -u against ${hostPath(h.config, ctx.settings.configPath)}; ` +
-      'check its JSON syntax; warn on options the new default no longer has',
-  ],
+  describe: (ctx, h) => {
+    const k = clusterOf(ctx)
+    if (k) return clusterReview.describe(k)
+    return [
+      `look for ${ctx.pkg.newConfigSuffixes.map((s) => hostPath(h.config, ctx.settings.configPath) + s).join(', ')}; diff -u against ${hostPath(h.config, ctx.settings.configPath)}; ` +
+        'check its JSON syntax; warn on options the new default no longer has',
+    ]
+  },
   async act(ctx, h) {
+    const k = clusterOf(ctx)
+    if (k) return clusterReview.act(k, h)
     const result = await review(h.transport, h.config, ctx.settings.configPath, ctx.pkg.newConfigSuffixes)
     if (!result.syntaxOk) {
       throw new HostFailure(
@@ -97,8 +121,13 @@ export const reviewConfig = defineStep<Ctx, [HostHandle]>({
 export const startService = defineStep<Ctx, [HostHandle]>({
   id: 'start',
   title: 'start the service (migrations run on its first start)',
-  describe: (ctx, h) => [showCommand(ctx.svc.startCommand(h.config, ctx.settings.service))],
+  describe: (ctx, h) => {
+    const k = clusterOf(ctx)
+    return k ? clusterStart.describe(k) : [showCommand(ctx.svc.startCommand(h.config, ctx.settings.service))]
+  },
   async act(ctx, h) {
+    const k = clusterOf(ctx)
+    if (k) return clusterStart.act(k, h)
     const startedAt = new Date().toISOString()
     const cursor = await readLogCursor(ctx.svc, h.transport, h.config, ctx.settings.service, ctx.settings.logPath)
     if (!logCursors.has(ctx)) logCursors.set(ctx, new Map())
@@ -112,19 +141,33 @@ export const startService = defineStep<Ctx, [HostHandle]>({
 export const waitHealthy = defineStep<Ctx, [HostHandle]>({
   id: 'wait-healthy',
   title: 'wait until the service answers its health check',
-  describe: (ctx, h) => [`GET ${h.url}/ until it answers, at most ${Math.round(ctx.settings.healthTimeoutMs / 1000)} s`],
-  act: (ctx, h) => pollHealth(ctx, h),
+  describe: (ctx, h) => {
+    const k = clusterOf(ctx)
+    return k
+      ? clusterWaitHealthy.describe(k, h)
+      : [`GET ${h.url}/ until it answers, at most ${Math.round(ctx.settings.healthTimeoutMs / 1000)} s`]
+  },
+  act: (ctx, h) => {
+    const k = clusterOf(ctx)
+    return k ? clusterWaitHealthy.act(k, h) : pollHealth(ctx, h)
+  },
 })
 
 export const checkStatusAndLogs = defineStep<Ctx, [HostHandle]>({
   id: 'check-logs',
   title: 'check status and the last log lines',
-  describe: (ctx, h) => [
-    showCommand(ctx.svc.statusCommand(h.config, ctx.settings.service)),
-    showCommand(ctx.svc.logsCommand(h.config, ctx.settings.service, ctx.settings.logLines, ctx.settings.logPath)),
-    `fail on ${ctx.settings.errorPatterns.join(' | ')}`,
-  ],
+  describe: (ctx, h) => {
+    const k = clusterOf(ctx)
+    if (k) return clusterCheckLogs.describe(k)
+    return [
+      showCommand(ctx.svc.statusCommand(h.config, ctx.settings.service)),
+      showCommand(ctx.svc.logsCommand(h.config, ctx.settings.service, ctx.settings.logLines, ctx.settings.logPath)),
+      `fail on ${ctx.settings.errorPatterns.join(' | ')}`,
+    ]
+  },
   async act(ctx, h) {
+    const k = clusterOf(ctx)
+    if (k) return clusterCheckLogs.act(k, h)
     const status = await readServiceStatus(ctx.svc, h.transport, h.config, ctx.settings.service)
     const lines = await logsSinceStart(ctx, h)
     const errors = findLogErrors(lines, ctx.settings.errorPatterns)

@@ -17,6 +17,8 @@ import { runConcurrently } from '../runs/rollout.ts'
 import { defineStep } from '../runs/step.ts'
 import type { HostHandle, RecordingContext } from './context.ts'
 import { contentKey, readRecordings, snapshotContent as takeSnapshot, type Recording } from './snapshot.ts'
+import { readStackVersion } from '../drivers/pulumi.ts'
+import { clusterOf, clusterPreflight, clusterVersions, describeClusterPreflight } from './cluster-steps.ts'
 
 type Ctx = RecordingContext
 
@@ -25,6 +27,8 @@ export const CONTENT_BEFORE_STOP = 'content-before-stop.json'
 
 /** Versions installed on every host of the environment. */
 export async function readVersions(ctx: Ctx): Promise<Record<string, string>> {
+  const k = clusterOf(ctx)
+  if (k) return clusterVersions(k)
   const out: Record<string, string> = {}
   await runConcurrently(ctx.allHosts, ctx.allHosts.length, async (h) => {
     const v = await readInstalledVersion(ctx.pkg, h.transport, h.config, ctx.settings.package)
@@ -50,6 +54,15 @@ export const preflight = defineStep<Ctx>({
   async describe(ctx) {
     const db = ctx.rec.database
     const first = ctx.hosts[0] ?? ctx.allHosts[0]
+    const k = clusterOf(ctx)
+    if (k)
+      return [
+        `the run lock of environment '${ctx.env.name}' in ${db.host}:${db.port}/${db.name} (advisory lock + row in svcops.run_lock), ${await lockState(ctx)}`,
+        ...describeClusterPreflight(k),
+        `log in to the manager and check the scopes ${ctx.rec.scopes.read} ${ctx.rec.scopes.write}`,
+        'check the database role may change the schema (CREATE on database and schema public, ownership of every table a migration alters)',
+        'check the backup store has room for the database plus 20%',
+      ]
     return [
       `the run lock of environment '${ctx.env.name}' in ${db.host}:${db.port}/${db.name} (advisory lock + row in svcops.run_lock), ` +
         `${await lockState(ctx)}; the host lock ${ctx.settings.hostLockPath} on ${ctx.allHosts.map((h) => h.name).join(', ')}`,
@@ -60,11 +73,17 @@ export const preflight = defineStep<Ctx>({
     ]
   },
   async preview(ctx) {
-    const versions = await readVersions(ctx)
+    const versions = await readVersions(ctx).catch((error: unknown) => {
+      // The dry run goes on without the API (a workstation without the cluster's credentials): the version stays unknown.
+      events.warn(`The installed version could not be read: ${errorMessage(error)}`)
+      return {}
+    })
     ctx.journal.update({ previousVersions: versions })
     return { data: { versions } }
   },
   async act(ctx) {
+    const k = clusterOf(ctx)
+    const cluster = k ? await clusterPreflight(k) : {}
     const granted = await ctx.deps.content.checkAuth()
     events.emit({ kind: 'check', check: 'manager auth with the needed scopes', ok: true, detail: granted.join(' ') })
     const may = await ctx.deps.database.mayChangeSchema()
@@ -99,7 +118,7 @@ export const preflight = defineStep<Ctx>({
       }
     }
     ctx.journal.update({ previousVersions: versions })
-    return { data: { versions, granted } }
+    return { data: { versions, granted, ...cluster } }
   },
 })
 
@@ -113,12 +132,18 @@ export const stagePackages = defineStep<Ctx, [HostHandle]>({
   id: 'stage',
   title: 'copy the target and the previous package into the host’s package cache',
   once: true,
-  describe: (ctx, h) => [
-    ...new Set(
-      versionsToStage(ctx, h).flatMap((v) => ctx.pkg.stageCommands(h.config, ctx.settings.package, v, ctx.packageFile(v)).map(showCommand)),
-    ),
-  ],
+  describe: (ctx, h) =>
+    clusterOf(ctx)
+      ? ['nothing to stage: the kubelet pulls the image when the new pod starts (imagePullPolicy IfNotPresent)']
+      : [
+          ...new Set(
+            versionsToStage(ctx, h).flatMap((v) =>
+              ctx.pkg.stageCommands(h.config, ctx.settings.package, v, ctx.packageFile(v)).map(showCommand),
+            ),
+          ),
+        ],
   async act(ctx, h) {
+    if (clusterOf(ctx)) return { skipped: 'the kubelet pulls the image when the new pod starts' }
     const changed: string[] = []
     for (const version of versionsToStage(ctx, h)) {
       changed.push(...(await stagePackage(ctx.pkg, h.transport, h.config, ctx.settings.package, version, ctx.packageFile(version))))
@@ -232,7 +257,10 @@ export async function listFromAny(ctx: Ctx, hosts: HostHandle[]): Promise<Record
 export const verifyFleet = defineStep<Ctx, [HostFailure[]]>({
   id: 'verify',
   title: 'record the schema fingerprint; check every host runs the target version',
-  describe: () => ['record the schema fingerprint after the upgrade; read the installed version on every host'],
+  describe: (ctx) => [
+    'record the schema fingerprint after the upgrade; read the installed version on every host',
+    ...(ctx.cluster ? [`the stack file's ${ctx.cluster.versionKey} holds the target version (the stack file is the record)`] : []),
+  ],
   async act(ctx, tolerated) {
     const run = ctx.journal.run
     const fingerprintAfter = await ctx.deps.database.fingerprint()
@@ -246,7 +274,21 @@ export const verifyFleet = defineStep<Ctx, [HostFailure[]]>({
         `${wrong.map((h) => `${h.name} runs ${versions[h.name] ?? 'nothing'}`).join(', ')}; expected ${run.targetVersion}.`,
       )
     }
+    const recorded = ctx.cluster ? readStackVersion(ctx.cluster.stack().stackFile, ctx.cluster.versionKey) : undefined
+    if (ctx.cluster && recorded !== run.targetVersion)
+      throw new HostFailure(
+        ctx.cluster.target.deployment,
+        'verify',
+        `The stack file ${ctx.cluster.stack().stackFile} holds ${ctx.cluster.versionKey} = ${recorded ?? 'nothing'}, not ${run.targetVersion}.`,
+      )
     ctx.journal.update({ fingerprintAfter })
-    return { data: { fingerprintAfter, versions, schemaChanged: fingerprintAfter !== run.fingerprintBefore } }
+    return {
+      data: {
+        fingerprintAfter,
+        versions,
+        schemaChanged: fingerprintAfter !== run.fingerprintBefore,
+        ...(ctx.cluster ? { stackFile: { [ctx.cluster.versionKey]: recorded } } : {}),
+      },
+    }
   },
 })

@@ -12,6 +12,7 @@ import { isFinished, Journal, newRunRecord, type RunRecord } from '../runs/journ
 import type { PlannedStep } from '../runs/engine.ts'
 import { assertResumable, planRun, resumeRun, startRun, type Playbook, type RunOutcome } from '../runs/playbook.ts'
 import { parseMaxFail, planBatches } from '../runs/rollout.ts'
+import { platformHosts } from './cluster.ts'
 import {
   closeRecordingContext,
   environmentOfRun,
@@ -62,7 +63,7 @@ export function assertVersion(version: string, flag = '--to'): void {
 export function newUpgradeRecord(req: UpgradeRequest): RunRecord {
   const rec = requireSection(req.env, 'recording')
   assertVersion(req.to)
-  const hosts = selectHosts(rec.hosts, req.hosts, req.env.file)
+  const hosts = selectHosts(platformHosts(req.env, rec), req.hosts, req.env.file)
   const batch = req.batch ?? 1
   const maxFail = req.maxFail ?? '0'
   parseMaxFail(maxFail, hosts.length)
@@ -99,7 +100,7 @@ function retriedFacts(old: RunRecord): Partial<RunRecord> {
 /** The record of a check of every host that changes nothing worth a journal (`svcops verify recording`). */
 export function newVerifyRecord(env: Environment): RunRecord {
   const rec = requireSection(env, 'recording')
-  return newRunRecord({ kind: 'verify', environment: env.name, envFile: env.file, hosts: rec.hosts.map((h) => h.name) })
+  return newRunRecord({ kind: 'verify', environment: env.name, envFile: env.file, hosts: platformHosts(env, rec).map((h) => h.name) })
 }
 
 /** Starts a new run of `playbook` (`svcops upgrade recording`). */

@@ -34,6 +34,16 @@ describe('environment loader', () => {
     expect(env.recording?.database.port).toBe(5432)
   })
 
+  it('loads the shipped prod and staging stacks on the kubernetes platform, with their kubernetes:context, and keeps hosts the default', () => {
+    for (const name of ['prod', 'staging']) {
+      const env = loadEnvironment({ env: name })
+      expect(env.recording?.platform).toBe('kubernetes')
+      expect(env.recording?.hosts).toEqual([])
+      expect(env.kubernetes?.context).toBe(`${name}-cluster`)
+    }
+    expect(loadEnvironmentFile(stackFile(valid)).recording?.platform).toBe('hosts')
+  })
+
   it('loads the example stack shipped in stacks/', () => {
     const env = loadEnvironment({ env: 'example' })
     expect(env.recording?.hosts.map((h) => h.name)).toEqual(['rec-1', 'rec-2'])
@@ -109,6 +119,31 @@ describe('environment loader', () => {
       'a unit name with a space',
       { ...valid, 'svcops:recording': { ...valid['svcops:recording'], service: 'svc recording' } },
       /recording\.service: "svc recording" is not valid; expected a unit name/,
+    ],
+    [
+      'no host on the hosts platform',
+      { ...valid, 'svcops:recording': { ...valid['svcops:recording'], hosts: [] } },
+      /recording\.hosts: \[\] is not valid; expected at least one host \(recording\.platform is hosts\)/,
+    ],
+    [
+      'hosts on the kubernetes platform',
+      { ...valid, 'svcops:recording': { ...valid['svcops:recording'], platform: 'kubernetes' } },
+      /recording\.hosts: 1 host\(s\) given; expected none, since recording\.platform is kubernetes/,
+    ],
+    [
+      'the kubernetes platform without svcops:deploy',
+      { ...valid, 'svcops:recording': { ...valid['svcops:recording'], platform: 'kubernetes', hosts: [] } },
+      /svcops:deploy: missing; recording\.platform kubernetes takes the namespace and the Deployment from it/,
+    ],
+    [
+      'an unknown platform',
+      { ...valid, 'svcops:recording': { ...valid['svcops:recording'], platform: 'nomad' } },
+      /recording\.platform: "nomad" is not valid; .*expected one of "hosts"\|"kubernetes"/,
+    ],
+    [
+      'a kubernetes:context that is not a string',
+      { ...valid, 'kubernetes:context': 42 },
+      /kubernetes:context: 42 is not valid; expected a non-empty string/,
     ],
   ]
   it.each(invalid)('refuses %s with the dot-path of the field', (_what, config, message) => {

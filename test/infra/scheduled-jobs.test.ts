@@ -17,10 +17,10 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { readSecret } from '../../src/config/secrets.ts'
 import { BadInputError } from '../../src/core/errors.ts'
 import type { PreviewResult } from '../../src/infra/preview.ts'
-import { copySecretsScript, KUBECONFIG, SECRET_SOURCES, UPGRADE_RULES } from '../../src/infra/scheduledJobs.ts'
+import { copySecretsScript, KUBECONFIG, SECRET_SOURCES, upgradeRules } from '../../src/infra/scheduledJobs.ts'
 import { parse as parseYaml } from 'yaml'
 import { validateObject } from '../../src/infra/validate.ts'
-import { buildStack, deployOf, objectNamed, objectsOfKind, stackConfig, type LooseConfig } from './helpers.ts'
+import { buildStack, deployOf, kindOf, objectNamed, objectsOfKind, stackConfig, type LooseConfig } from './helpers.ts'
 
 let prod: PreviewResult
 beforeAll(async () => {
@@ -103,12 +103,14 @@ describe('the scheduled jobs of the prod stack', () => {
     const binding = objectNamed(prod, 'RoleBinding', 'svc-svcops-upgrade').unwrapped as unknown as IRoleBinding
     expect(() => validateObject(role as unknown as Record<string, unknown>)).not.toThrow()
     expect(() => validateObject(binding as unknown as Record<string, unknown>)).not.toThrow()
-    expect(role.rules).toEqual(UPGRADE_RULES)
+    expect(role.rules).toEqual(upgradeRules('svc-svcops-stack'))
     const granted = (role.rules ?? []).flatMap((r) => (r.resources ?? []).flatMap((res) => (r.verbs ?? []).map((v) => `${res}:${v}`)))
-    // Never secrets, never a wildcard, never create or delete: a patch of the Deployment is the one write.
+    // Never secrets, never a wildcard, never create or delete: the Deployment (and its scale) and, by
+    // name, the jobs' copy of the stack file are the only writes a version change needs.
     expect(granted.filter((g) => /secrets|\*/.test(g))).toEqual([])
     expect(granted.filter((g) => /:(create|delete|update|deletecollection)$/.test(g))).toEqual([])
-    expect(granted.filter((g) => g.endsWith(':patch'))).toEqual(['deployments:patch'])
+    expect(granted.filter((g) => g.endsWith(':patch'))).toEqual(['deployments:patch', 'deployments/scale:patch', 'configmaps:patch'])
+    expect((role.rules ?? []).find((r) => r.resources?.includes('configmaps'))?.resourceNames).toEqual(['svc-svcops-stack'])
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'svc-svcops-upgrade', namespace: 'svc-prod' }])
     expect(objectsOfKind(prod, 'ClusterRole')).toEqual([])
     const backupAccount = objectNamed(prod, 'ServiceAccount', 'svc-svcops-backup').unwrapped as unknown as IServiceAccount
@@ -116,6 +118,31 @@ describe('the scheduled jobs of the prod stack', () => {
     expect(cronJob(prod, 'svc-svcops-backup').spec?.jobTemplate.spec?.template.spec?.automountServiceAccountToken).toBe(false)
     const bindings = objectsOfKind(prod, 'RoleBinding').map((o) => o.unwrapped as unknown as IRoleBinding)
     expect(bindings.flatMap((b) => b.subjects ?? []).map((s) => s.name)).not.toContain('svc-svcops-backup')
+  })
+
+  it("are listed in docs/deploy.md's RBAC table row by row, as the Role grants them", () => {
+    const doc = readFileSync(join(import.meta.dirname, '../../docs/deploy.md'), 'utf8')
+    const table = doc.slice(doc.indexOf('| API group | resources | names | verbs | used by |'))
+    const rows = table
+      .split('\n')
+      .slice(2)
+      .filter((l) => l.startsWith('|'))
+      .map((l) => l.split('|').map((c) => c.trim().replace(/`/g, '')))
+      .map(([, group, resources, names, verbs]) => ({ group, resources, names, verbs }))
+    const role = objectNamed(prod, 'Role', 'svc-svcops-upgrade').unwrapped as unknown as IRole
+    expect(rows).toEqual(
+      (role.rules ?? []).map((r) => ({
+        group: r.apiGroups?.[0] === '' ? 'core' : r.apiGroups?.[0],
+        resources: (r.resources ?? []).join(', '),
+        names: r.resourceNames?.join(', ') ?? 'any',
+        verbs: r.verbs.join(', '),
+      })),
+    )
+  })
+
+  it('carry the version label on the Deployments and pod templates only, so a version change patches nothing else', () => {
+    const versioned = prod.objects.filter((o) => JSON.stringify(o.unwrapped).includes('app.kubernetes.io/version')).map((o) => kindOf(o))
+    expect(new Set(versioned)).toEqual(new Set(['Deployment']))
   })
 })
 

@@ -1,0 +1,332 @@
+/**
+ * The Kubernetes API as the recording service's playbooks use it, through `@kubernetes/client-node`
+ * with the kubeconfig and context Pulumi's provider uses (`kubernetes:kubeconfig`, else KUBECONFIG
+ * or ~/.kube/config; `kubernetes:context`): the Deployment (its version, replicas and rollout), its
+ * scale (the stop), its pods (status) and their logs (the last lines), the rights of this identity
+ * (SelfSubjectAccessReview), and a port-forward to the Service for a run outside the cluster.
+ *
+ * Every call is also written as the request it sends (`describe*`), for the dry run and the tests:
+ *
+ *   const kube = openKubernetes(target)
+ *   await kube.readDeployment()          // GET /apis/apps/v1/namespaces/svc-prod/deployments/svc-recording
+ */
+import { createServer, type Server, type Socket } from 'node:net'
+import {
+  AppsV1Api,
+  AuthorizationV1Api,
+  CoreV1Api,
+  KubeConfig,
+  PatchStrategy,
+  PortForward,
+  setHeaderOptions,
+  VersionApi,
+  type V1Deployment,
+  type V1Pod,
+} from '@kubernetes/client-node'
+import { BadInputError, OperationError, errorMessage } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+
+/** The recording service's objects, named as the Pulumi program names them (src/infra/recordingService.ts). */
+export interface ClusterTarget {
+  namespace: string
+  /** Deployment, Service and `app.kubernetes.io/instance` label: `<prefix>-recording`. */
+  deployment: string
+  /** The container of the service in the pod template. */
+  container: string
+  /** The Service's port (`svcops:deploy.recording.port`). */
+  port: number
+  /** `kubernetes:context` of the stack, when set; else the kubeconfig's current context. */
+  context?: string
+  /** `kubernetes:kubeconfig` of the stack: a path or the kubeconfig itself, as Pulumi's provider reads it. */
+  kubeconfig?: string
+}
+
+/** The `app.kubernetes.io/name` of the recording service's pods (src/infra/recordingService.ts). */
+export const RECORDING_APP = 'recording-service'
+
+/** The label selector of the service's pods, as the program's `selectorOf` writes it. */
+export function podSelector(t: ClusterTarget): string {
+  return `app.kubernetes.io/name=${RECORDING_APP},app.kubernetes.io/instance=${t.deployment}`
+}
+
+/** What a Deployment says about the rollout. */
+export interface DeploymentFacts {
+  /** The image tag of the service's container (the version the program sets). */
+  version: string | undefined
+  image: string | undefined
+  replicas: number
+  readyReplicas: number
+  updatedReplicas: number
+  generation: number
+  observedGeneration: number
+}
+
+/** One pod: its phase, readiness, restarts and why a container waits (CrashLoopBackOff, ...). */
+export interface PodFacts {
+  name: string
+  phase: string
+  ready: boolean
+  restarts: number
+  version: string | undefined
+  waiting?: string
+  deleting: boolean
+}
+
+/** A right the run needs, as a SelfSubjectAccessReview asks for it. */
+export interface NeededRight {
+  group: string
+  resource: string
+  subresource?: string
+  verb: string
+  name?: string
+  /** What the run uses it for. */
+  why: string
+}
+
+/** The rights a run on the Kubernetes platform uses: the scheduled upgrade's Role (src/infra/scheduledJobs.ts) is their least set. */
+export function neededRights(t: ClusterTarget, options: { portForward: boolean; stackMap?: string }): NeededRight[] {
+  return [
+    { group: 'apps', resource: 'deployments', verb: 'get', name: t.deployment, why: 'read the version and the rollout' },
+    { group: 'apps', resource: 'deployments', verb: 'patch', name: t.deployment, why: '`pulumi up` of the new version' },
+    { group: 'apps', resource: 'deployments', verb: 'watch', why: "Pulumi's wait for the rollout" },
+    { group: 'apps', resource: 'deployments', subresource: 'scale', verb: 'patch', name: t.deployment, why: 'the stop (replicas 0)' },
+    { group: 'apps', resource: 'replicasets', verb: 'list', why: "Pulumi's wait for the rollout" },
+    { group: '', resource: 'pods', verb: 'list', why: 'the status of every pod' },
+    { group: '', resource: 'persistentvolumeclaims', verb: 'list', why: "Pulumi's wait for the rollout" },
+    { group: '', resource: 'events', verb: 'list', why: "Pulumi's wait for the rollout" },
+    { group: '', resource: 'pods', subresource: 'log', verb: 'get', why: 'the last log lines of every pod' },
+    { group: '', resource: 'services', verb: 'get', name: t.deployment, why: 'verification through the Service' },
+    ...(options.stackMap
+      ? [{ group: '', resource: 'configmaps', verb: 'patch', name: options.stackMap, why: "the jobs' copy of the stack file" }]
+      : []),
+    ...(options.portForward
+      ? [{ group: '', resource: 'pods', subresource: 'portforward', verb: 'create', why: 'verification from this machine (port-forward)' }]
+      : []),
+  ]
+}
+
+/** A right as one phrase: `patch deployments/scale svc-recording`. */
+export function showRight(r: NeededRight): string {
+  return `${r.verb} ${r.group ? `${r.group}/` : ''}${r.resource}${r.subresource ? `/${r.subresource}` : ''}${r.name ? ` ${r.name}` : ''}`
+}
+
+/** The requests each call sends, for the dry run (the in-test API server checks the real ones). */
+export const describeCall = {
+  version: () => 'GET /version',
+  deployment: (t: ClusterTarget) => `GET /apis/apps/v1/namespaces/${t.namespace}/deployments/${t.deployment}`,
+  scale: (t: ClusterTarget, replicas: number) =>
+    `PATCH /apis/apps/v1/namespaces/${t.namespace}/deployments/${t.deployment}/scale {"spec":{"replicas":${replicas}}} (merge patch)`,
+  pods: (t: ClusterTarget) => `GET /api/v1/namespaces/${t.namespace}/pods?labelSelector=${podSelector(t)}`,
+  log: (t: ClusterTarget, lines: number) =>
+    `GET /api/v1/namespaces/${t.namespace}/pods/POD/log?container=${t.container}&tailLines=${lines} (every pod)`,
+  access: (r: NeededRight) => `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews (${showRight(r)})`,
+  portForward: (t: ClusterTarget) =>
+    `GET /api/v1/namespaces/${t.namespace}/services/${t.deployment}, a ready pod of its selector, then ` +
+    `/api/v1/namespaces/${t.namespace}/pods/POD/portforward?ports=${t.port} (WebSocket) for each connection to a local port`,
+}
+
+/** Loads the kubeconfig Pulumi's provider would use and selects the stack's context. */
+export function loadKubeConfig(t: Pick<ClusterTarget, 'context' | 'kubeconfig'>): KubeConfig {
+  const kc = new KubeConfig()
+  try {
+    if (t.kubeconfig && /\n|^\s*apiVersion:/.test(t.kubeconfig)) kc.loadFromString(t.kubeconfig)
+    else if (t.kubeconfig) kc.loadFromFile(t.kubeconfig)
+    else kc.loadFromDefault()
+  } catch (error) {
+    throw new BadInputError(`The kubeconfig ${t.kubeconfig ? `'${t.kubeconfig}' ` : ''}cannot be read: ${errorMessage(error)}`)
+  }
+  if (t.context) {
+    if (!kc.getContextObject(t.context))
+      throw new BadInputError(
+        `kubernetes:context: "${t.context}" is not a context of the kubeconfig; expected one of ${kc.contexts.map((c) => c.name).join(', ') || 'none (the kubeconfig is empty)'}.`,
+        'Point KUBECONFIG (or kubernetes:kubeconfig) at the kubeconfig Pulumi uses for this stack.',
+      )
+    kc.setCurrentContext(t.context)
+  }
+  return kc
+}
+
+/** The Kubernetes API of one stack's recording service. */
+export class KubernetesDriver {
+  readonly target: ClusterTarget
+  private readonly kc: KubeConfig
+  private readonly apps: AppsV1Api
+  private readonly core: CoreV1Api
+
+  constructor(target: ClusterTarget, kc = loadKubeConfig(target)) {
+    this.target = target
+    this.kc = kc
+    this.apps = kc.makeApiClient(AppsV1Api)
+    this.core = kc.makeApiClient(CoreV1Api)
+  }
+
+  /** The API server's address (for messages). */
+  server(): string {
+    return this.kc.getCurrentCluster()?.server ?? 'the cluster'
+  }
+
+  /** `GET /version`: the API is reachable with this kubeconfig; its version. */
+  async serverVersion(): Promise<string> {
+    const v = await this.call('GET /version', () => this.kc.makeApiClient(VersionApi).getCode())
+    return v.gitVersion
+  }
+
+  /** The Deployment's version (image tag), replicas and rollout. */
+  async readDeployment(): Promise<DeploymentFacts> {
+    const t = this.target
+    const d = await this.call(describeCall.deployment(t), () =>
+      this.apps.readNamespacedDeployment({ name: t.deployment, namespace: t.namespace }),
+    )
+    return deploymentFacts(d, t.container)
+  }
+
+  /** Sets the Deployment's replicas through its scale subresource (the stop: 0). */
+  async scale(replicas: number): Promise<void> {
+    const t = this.target
+    await this.call(describeCall.scale(t, replicas), () =>
+      this.apps.patchNamespacedDeploymentScale(
+        { name: t.deployment, namespace: t.namespace, body: { spec: { replicas } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ),
+    )
+  }
+
+  /** Every pod of the service (by the program's selector). */
+  async listPods(): Promise<PodFacts[]> {
+    const t = this.target
+    const list = await this.call(describeCall.pods(t), () =>
+      this.core.listNamespacedPod({ namespace: t.namespace, labelSelector: podSelector(t) }),
+    )
+    return list.items.map((p) => podFacts(p, t.container))
+  }
+
+  /** The last `lines` lines of the service's container in `pod`. */
+  async podLog(pod: string, lines: number): Promise<string[]> {
+    const t = this.target
+    const text = await this.call(describeCall.log(t, lines).replace('POD', pod).replace(' (every pod)', ''), () =>
+      this.core.readNamespacedPodLog({ name: pod, namespace: t.namespace, container: t.container, tailLines: lines }),
+    )
+    return String(text).split('\n').filter(Boolean).slice(-lines)
+  }
+
+  /** Asks the API server whether this identity holds each right; returns the missing ones. */
+  async missingRights(rights: NeededRight[]): Promise<NeededRight[]> {
+    const auth = this.kc.makeApiClient(AuthorizationV1Api)
+    const missing: NeededRight[] = []
+    for (const r of rights) {
+      const review = await this.call(describeCall.access(r), () =>
+        auth.createSelfSubjectAccessReview({
+          body: {
+            apiVersion: 'authorization.k8s.io/v1',
+            kind: 'SelfSubjectAccessReview',
+            spec: {
+              resourceAttributes: {
+                namespace: this.target.namespace,
+                group: r.group,
+                resource: r.resource,
+                verb: r.verb,
+                ...(r.subresource ? { subresource: r.subresource } : {}),
+                ...(r.name ? { name: r.name } : {}),
+              },
+            },
+          },
+        }),
+      )
+      if (!review.status?.allowed) missing.push(r)
+    }
+    return missing
+  }
+
+  /**
+   * A local port forwarded to the Service: each connection goes to a ready pod of the Service's
+   * selector, looked up again per connection (Recreate replaces every pod during the run).
+   */
+  async forwardService(): Promise<{ url: string; close(): Promise<void> }> {
+    const t = this.target
+    const forward = new PortForward(this.kc)
+    const sockets = new Set<Socket>()
+    const server: Server = createServer((socket) => {
+      sockets.add(socket)
+      socket.on('close', () => sockets.delete(socket))
+      forward.portForwardService(t.namespace, t.deployment, [t.port], socket, null, socket).catch((error: unknown) => {
+        events.emit({ kind: 'check', check: 'port-forward to the Service', ok: false, detail: errorMessage(error) })
+        socket.destroy()
+      })
+    })
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(0, '127.0.0.1', () => resolve())
+    })
+    const address = server.address()
+    const port = typeof address === 'object' && address ? address.port : 0
+    return {
+      url: `http://127.0.0.1:${port}`,
+      close: () =>
+        new Promise<void>((resolve) => {
+          for (const s of sockets) s.destroy()
+          server.close(() => resolve())
+        }),
+    }
+  }
+
+  /** One API call: its failure names the request and the server, never a token. */
+  private async call<T>(request: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn()
+    } catch (error) {
+      const code = (error as { code?: number }).code
+      throw new OperationError(
+        typeof code === 'number'
+          ? `The Kubernetes API at ${this.server()} answered ${request} with HTTP ${code}.`
+          : `The Kubernetes API at ${this.server()} could not be reached for ${request}: ${errorMessage(error).replace(/\.$/, '')}.`,
+        code === 403 ? 'Grant the rights listed in docs/deploy.md (RBAC) to this identity.' : undefined,
+      )
+    }
+  }
+}
+
+/** The facts of a Deployment answer (the API reference's `Deployment`). */
+export function deploymentFacts(d: V1Deployment, container: string): DeploymentFacts {
+  const c = d.spec?.template.spec?.containers.find((x) => x.name === container)
+  return {
+    version: c?.image ? imageTag(c.image) : undefined,
+    image: c?.image,
+    replicas: d.spec?.replicas ?? 1,
+    readyReplicas: d.status?.readyReplicas ?? 0,
+    updatedReplicas: d.status?.updatedReplicas ?? 0,
+    generation: d.metadata?.generation ?? 0,
+    observedGeneration: d.status?.observedGeneration ?? 0,
+  }
+}
+
+function podFacts(p: V1Pod, container: string): PodFacts {
+  const status = p.status?.containerStatuses?.find((s) => s.name === container)
+  const image = p.spec?.containers.find((c) => c.name === container)?.image
+  return {
+    name: p.metadata?.name ?? '?',
+    phase: p.status?.phase ?? 'Unknown',
+    ready: status?.ready ?? false,
+    restarts: status?.restartCount ?? 0,
+    version: image ? imageTag(image) : undefined,
+    ...(status?.state?.waiting?.reason ? { waiting: status.state.waiting.reason } : {}),
+    deleting: !!p.metadata?.deletionTimestamp,
+  }
+}
+
+/** The tag of `registry/repo:1.5.0[@sha256:...]`. */
+export function imageTag(image: string): string | undefined {
+  const noDigest = image.split('@')[0] ?? image
+  const slash = noDigest.lastIndexOf('/')
+  const colon = noDigest.lastIndexOf(':')
+  return colon > slash ? noDigest.slice(colon + 1) : undefined
+}
+
+/** True inside a pod (the scheduled job): the Service is reached by its cluster DNS name, without a port-forward. */
+export function insideCluster(): boolean {
+  return !!process.env.KUBERNETES_SERVICE_HOST
+}
+
+/** The Service's in-cluster URL. */
+export function serviceUrlOf(t: ClusterTarget): string {
+  return `http://${t.deployment}.${t.namespace}.svc.cluster.local:${t.port}`
+}

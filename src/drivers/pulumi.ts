@@ -1,0 +1,303 @@
+/**
+ * The Pulumi CLI as the recording service's playbooks use it on Kubernetes: its version, the stack,
+ * the recording service's version set in the stack file (`pulumi config set --path`, which writes
+ * the file Pulumi.yaml's `stackConfigDir` names), `pulumi preview --json` and the rule that it shows
+ * no change but that version, and `pulumi up` limited to what the preview showed (`--target`).
+ * Every command is an exact argv (unit-tested) run through the one runner, in the project's folder.
+ * Nothing secret is ever an argument: the state backend's credentials reach the CLI through its
+ * environment (PULUMI_ACCESS_TOKEN, PULUMI_CONFIG_PASSPHRASE), never through argv or a log.
+ */
+import { existsSync, readFileSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+import { parse as parseYaml } from 'yaml'
+import { BadInputError, OperationError, ProtocolError } from '../core/errors.ts'
+import { local, runCommand, shellJoin, type CommandResult, type Transport } from '../core/runner.ts'
+
+/** The oldest Pulumi CLI whose `preview --json`, `--target` and `config set --path` the driver relies on. */
+export const PULUMI_MIN_VERSION = '3.100.0'
+
+/** Where the CLI runs and which stack it acts on. */
+export interface PulumiStack {
+  /** The folder of Pulumi.yaml. */
+  projectDir: string
+  /** The stack name (`--stack`). */
+  stack: string
+  /** The stack file Pulumi reads for this stack (`<projectDir>/<stackConfigDir>/Pulumi.<stack>.yaml`). */
+  stackFile: string
+}
+
+/** The config key that holds the recording service's version in this stack. */
+export type VersionKey = 'svcops:deploy.recording.version' | 'svcops:recording.version'
+
+/** Variables the CLI needs from svcops' environment: its backend, its secrets provider, the cluster. */
+const PULUMI_ENV = /^(PULUMI_[A-Z_]+|KUBECONFIG|AWS_[A-Z_]+|AZURE_[A-Z_]+|GOOGLE_[A-Z_]+|CLOUDSDK_[A-Z_]+)$/
+
+/** The argv of every command, one function each (the tests assert them). */
+export const pulumiArgv = {
+  version: (): string[] => ['pulumi', 'version'],
+  stacks: (): string[] => ['pulumi', 'stack', 'ls', '--json', '--non-interactive'],
+  configSet: (s: PulumiStack, key: VersionKey, value: string): string[] => [
+    'pulumi',
+    'config',
+    'set',
+    '--path',
+    '--stack',
+    s.stack,
+    '--non-interactive',
+    '--',
+    key,
+    value,
+  ],
+  preview: (s: PulumiStack): string[] => ['pulumi', 'preview', '--stack', s.stack, '--json', '--refresh', '--non-interactive'],
+  up: (s: PulumiStack, targets: string[]): string[] => [
+    'pulumi',
+    'up',
+    '--stack',
+    s.stack,
+    '--yes',
+    '--refresh',
+    '--non-interactive',
+    '--skip-preview',
+    ...targets.flatMap((urn) => ['--target', urn]),
+  ],
+}
+
+/** A command as the dry run and the journal show it: the argv, and the folder it runs in. */
+export function showPulumi(s: PulumiStack, argv: string[]): string {
+  return `${shellJoin(argv)}   (in ${s.projectDir})`
+}
+
+/** The Pulumi CLI on this machine for one stack. */
+export class PulumiCli {
+  readonly stack: PulumiStack
+  private readonly transport: Transport
+
+  constructor(stack: PulumiStack, transport: Transport = local) {
+    this.stack = stack
+    this.transport = transport
+  }
+
+  /** Runs one `pulumi` argv in the project's folder, with the CLI's own variables passed through. */
+  run(argv: string[], options: { check?: boolean; timeoutMs?: number } = {}): Promise<CommandResult> {
+    const env: Record<string, string> = { PULUMI_SKIP_UPDATE_CHECK: 'true' }
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && PULUMI_ENV.test(k)) env[k] = v
+    return runCommand(this.transport, argv, { cwd: this.stack.projectDir, env, ...options })
+  }
+
+  /** `pulumi version`, checked against PULUMI_MIN_VERSION. */
+  async version(): Promise<string> {
+    const out = (await this.run(pulumiArgv.version())).stdout.trim()
+    const v = /^v?(\d+\.\d+\.\d+)/.exec(out)?.[1]
+    if (!v) throw new ProtocolError(`'pulumi version' printed "${out.slice(0, 60)}"; expected a version like v3.150.0.`)
+    if (compareVersions(v, PULUMI_MIN_VERSION) < 0)
+      throw new OperationError(
+        `The Pulumi CLI is ${v}; the Kubernetes platform needs ${PULUMI_MIN_VERSION} or newer.`,
+        'Install a current Pulumi CLI (https://www.pulumi.com/docs/install/).',
+      )
+    return v
+  }
+
+  /** The stack exists in the backend, and no other update of it is running. */
+  async checkStack(): Promise<void> {
+    const out = (await this.run(pulumiArgv.stacks())).stdout
+    const stacks = parseStackList(out)
+    const found = stacks.find((s) => s.name === this.stack.stack || s.name.endsWith(`/${this.stack.stack}`))
+    if (!found)
+      throw new OperationError(
+        `The Pulumi stack '${this.stack.stack}' does not exist in the logged-in backend (it has ${stacks.map((s) => s.name).join(', ') || 'no stacks'}).`,
+        `Log in to the stack's backend (pulumi login) or create it: pulumi stack init ${this.stack.stack}`,
+      )
+    if (found.updateInProgress)
+      throw new OperationError(`An update of the Pulumi stack '${this.stack.stack}' is in progress; svcops does not start on top of it.`)
+  }
+
+  /** `pulumi config set --path KEY VERSION`: the stack file holds `version` afterwards (checked by reading it). */
+  async setVersion(key: VersionKey, version: string): Promise<void> {
+    await this.run(pulumiArgv.configSet(this.stack, key, version))
+    const now = readStackVersion(this.stack.stackFile, key)
+    if (now !== version)
+      throw new OperationError(`After 'pulumi config set', ${this.stack.stackFile} holds ${key} = ${now ?? 'nothing'}, not ${version}.`)
+  }
+
+  /** `pulumi preview --json`: what an update would do now. */
+  async preview(): Promise<PreviewDigest> {
+    const result = await this.run(pulumiArgv.preview(this.stack), { check: false })
+    const digest = parsePreview(result.stdout)
+    if (result.code !== 0) {
+      const errors = (digest?.diagnostics ?? []).filter((d) => d.severity === 'error').map((d) => d.message.trim())
+      throw new OperationError(
+        `'pulumi preview' of stack '${this.stack.stack}' failed (exit ${result.code}): ${errors[0] ?? result.stderr.trim().split('\n').at(-1) ?? 'no message'}`,
+      )
+    }
+    if (!digest) throw new ProtocolError(`'pulumi preview --json' of stack '${this.stack.stack}' printed no JSON document.`)
+    return digest
+  }
+
+  /** `pulumi up` of exactly `targets`. */
+  async up(targets: string[]): Promise<void> {
+    if (targets.length === 0) return
+    await this.run(pulumiArgv.up(this.stack, targets), { timeoutMs: 3_600_000 })
+  }
+}
+
+/**
+ * The stack of an environment: Pulumi.yaml found above the stack file, and the stack file checked
+ * to be the one Pulumi reads for the stack (its `stackConfigDir`), so that `pulumi config set`
+ * writes the very file svcops read. Refused with one sentence otherwise.
+ */
+export function pulumiStackOf(stackFile: string, stack: string): PulumiStack {
+  const file = resolve(stackFile)
+  let dir = dirname(file)
+  for (let i = 0; i < 4 && !existsSync(join(dir, 'Pulumi.yaml')); i++) dir = dirname(dir)
+  const project = join(dir, 'Pulumi.yaml')
+  if (!existsSync(project))
+    throw new BadInputError(
+      `No Pulumi.yaml above ${file}; the Kubernetes platform runs the Pulumi CLI in the project whose stack file this is.`,
+      'Run svcops from a checkout of the project (stacks/ next to Pulumi.yaml).',
+    )
+  const doc = parseYaml(readFileSync(project, 'utf8')) as { stackConfigDir?: unknown } | null
+  const configDir = typeof doc?.stackConfigDir === 'string' ? doc.stackConfigDir : '.'
+  const expected = resolve(dir, configDir, `Pulumi.${stack}.yaml`)
+  if (expected !== file)
+    throw new BadInputError(
+      `${file} is not the stack file Pulumi reads for stack '${stack}' (${expected}); the run would set the version in one file and deploy another.`,
+    )
+  return { projectDir: dir, stack, stackFile: file }
+}
+
+/** The version the stack file holds under `key`, read from the file itself (not from svcops' cache of it). */
+export function readStackVersion(stackFile: string, key: VersionKey): string | undefined {
+  const doc = parseYaml(readFileSync(stackFile, 'utf8')) as { config?: Record<string, unknown> } | null
+  const config = doc?.config ?? {}
+  const [ns, ...path] = key.split('.')
+  let node: unknown = config[ns ?? '']
+  for (const p of path) node = node && typeof node === 'object' ? (node as Record<string, unknown>)[p] : undefined
+  return typeof node === 'string' ? node : undefined
+}
+
+/** Where the version lives: `deploy.recording.version` when the stack sets it, else `recording.version` (the program reads the first, then the second). */
+export function versionKeyOf(deployRecordingVersion: string | undefined): VersionKey {
+  return deployRecordingVersion ? 'svcops:deploy.recording.version' : 'svcops:recording.version'
+}
+
+// ---- pulumi preview --json ----
+
+/** One entry of `steps` (Pulumi's `PreviewStep`: op, urn, oldState/newState, diffReasons, detailedDiff). */
+export interface PreviewStep {
+  op: string
+  urn: string
+  diffReasons?: string[]
+  detailedDiff?: Record<string, { kind: string; inputDiff?: boolean }>
+}
+
+/** The document `pulumi preview --json` prints (Pulumi's `PreviewDigest`), the fields read here. */
+export interface PreviewDigest {
+  steps: PreviewStep[]
+  diagnostics?: Array<{ message: string; severity: string; urn?: string }>
+  changeSummary?: Record<string, number>
+}
+
+/** Parses the JSON document (the CLI may print log lines before it); undefined when there is none. */
+export function parsePreview(stdout: string): PreviewDigest | undefined {
+  const start = stdout.indexOf('{')
+  if (start < 0) return undefined
+  let doc: unknown
+  try {
+    doc = JSON.parse(stdout.slice(start))
+  } catch {
+    return undefined
+  }
+  if (!doc || typeof doc !== 'object') return undefined
+  const d = doc as { steps?: unknown; diagnostics?: unknown; changeSummary?: unknown }
+  const steps = Array.isArray(d.steps) ? d.steps : []
+  for (const s of steps)
+    if (!s || typeof s !== 'object' || typeof (s as PreviewStep).op !== 'string' || typeof (s as PreviewStep).urn !== 'string')
+      throw new ProtocolError("'pulumi preview --json' listed a step without op and urn.")
+  return {
+    steps: steps as PreviewStep[],
+    ...(Array.isArray(d.diagnostics) ? { diagnostics: d.diagnostics as PreviewDigest['diagnostics'] } : {}),
+    ...(d.changeSummary && typeof d.changeSummary === 'object' ? { changeSummary: d.changeSummary as Record<string, number> } : {}),
+  }
+}
+
+/** Operations that change nothing in the cluster. */
+const NO_CHANGE = new Set(['same', 'read', 'refresh'])
+
+/** Type and name of a URN: `urn:pulumi:prod::svcops::a$b$kubernetes:apps/v1:Deployment::svc-recording-deployment`. */
+export function urnParts(urn: string): { type: string; name: string } {
+  const parts = urn.split('::')
+  const qualified = parts[2] ?? ''
+  return { type: qualified.slice(qualified.lastIndexOf('$') + 1), name: parts.slice(3).join('::') }
+}
+
+/** What a version change of the recording service may touch in a preview, and where. */
+export interface VersionChange {
+  /** Pulumi names: the Deployment (`<prefix>-recording-deployment`), its scale-up patch, the jobs' stack copy. */
+  deployment: string
+  scaleUp: string
+  stackMap: string
+}
+
+/** Property paths of a version change, per resource. */
+const VERSION_PATHS: Record<'deployment' | 'scaleUp' | 'stackMap', RegExp> = {
+  deployment:
+    /^(spec\.template\.spec\.containers\[\d+\]\.image|metadata\.labels\["app\.kubernetes\.io\/version"\]|spec\.template\.metadata\.labels\["app\.kubernetes\.io\/version"\])$/,
+  scaleUp: /^metadata\.annotations\["svcops\/scaled-up-after-generation"\]$/,
+  stackMap: /^data(\.|\[|$)/,
+}
+
+/**
+ * The preview's changes split into what a version change of the recording service does (the
+ * targets of `pulumi up`) and everything else, one phrase each (the refusal lists them): an update
+ * of the Deployment's image and version labels, of its scale-up patch's generation annotation, of
+ * the jobs' stack copy's data; with `afterStop`, the replicas the run's stop set to 0 as well.
+ */
+export function versionOnlyChanges(
+  digest: PreviewDigest,
+  names: VersionChange,
+  options: { afterStop?: boolean } = {},
+): { targets: string[]; other: string[] } {
+  const targets: string[] = []
+  const other: string[] = []
+  for (const step of digest.steps) {
+    if (NO_CHANGE.has(step.op)) continue
+    const { type, name } = urnParts(step.urn)
+    const role =
+      type === 'kubernetes:apps/v1:Deployment' && name === names.deployment
+        ? 'deployment'
+        : type === 'kubernetes:apps/v1:DeploymentPatch' && name === names.scaleUp
+          ? 'scaleUp'
+          : type === 'kubernetes:core/v1:ConfigMap' && name === names.stackMap
+            ? 'stackMap'
+            : undefined
+    const paths = Object.keys(step.detailedDiff ?? {})
+    const shown = `${step.op} ${type} ${name}${paths.length ? ` (${paths.join(', ')})` : step.diffReasons?.length ? ` (${step.diffReasons.join(', ')})` : ''}`
+    // After the run's own stop (scale 0), the refresh finds the Deployment's replicas at 0: Pulumi sets them back.
+    const allowed = (p: string) =>
+      VERSION_PATHS[role ?? 'deployment'].test(p) || (!!options.afterStop && role !== 'stackMap' && p === 'spec.replicas')
+    if (!role || step.op !== 'update' || paths.length === 0 || !paths.every(allowed)) other.push(shown)
+    else targets.push(step.urn)
+  }
+  for (const d of digest.diagnostics ?? []) if (d.severity === 'error') other.push(`error: ${d.message.trim()}`)
+  return { targets, other }
+}
+
+/** Compares two x.y.z versions. */
+export function compareVersions(a: string, b: string): number {
+  const pa = a.split('.').map(Number)
+  const pb = b.split('.').map(Number)
+  for (let i = 0; i < 3; i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0)
+  return 0
+}
+
+/** `pulumi stack ls --json`: `[{ name, current, updateInProgress, ... }]`. */
+function parseStackList(stdout: string): Array<{ name: string; updateInProgress?: boolean }> {
+  let doc: unknown
+  try {
+    doc = JSON.parse(stdout)
+  } catch {
+    throw new ProtocolError("'pulumi stack ls --json' printed no JSON list.")
+  }
+  if (!Array.isArray(doc)) throw new ProtocolError("'pulumi stack ls --json' printed no JSON list.")
+  return doc.filter((s): s is { name: string; updateInProgress?: boolean } => !!s && typeof (s as { name?: unknown }).name === 'string')
+}

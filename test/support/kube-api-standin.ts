@@ -1,0 +1,256 @@
+/**
+ * A STAND-IN for the Kubernetes API server, for the few endpoints svcops' Kubernetes driver calls.
+ * It is not a cluster: a small HTTP server inside the test that answers with the shapes the
+ * Kubernetes API reference gives (Deployment, Scale, PodList, pod log as text, VersionInfo,
+ * SelfSubjectAccessReview, Status for errors), holds one Deployment and its pods in memory, and
+ * records every request, so a test can check the exact calls the driver made and what it read.
+ * Nothing here schedules pods, runs a controller or enforces RBAC beyond the `denied` list.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+export interface StandinPod {
+  name: string
+  version: string
+  phase?: string
+  ready?: boolean
+  restarts?: number
+  waiting?: string
+  log?: string[]
+}
+
+export interface StandinState {
+  namespace: string
+  deployment: string
+  container: string
+  image: string
+  version: string
+  replicas: number
+  pods: StandinPod[]
+  /** Rights the SelfSubjectAccessReview answers `allowed: false` for: `verb resource[/subresource]`. */
+  denied: string[]
+}
+
+export interface RecordedRequest {
+  method: string
+  path: string
+  query: Record<string, string>
+  contentType?: string
+  authorization?: string
+  body?: unknown
+}
+
+/** The running stand-in: its URL, a kubeconfig for it, the state it answers from, and the requests seen. */
+export interface KubeApiStandin {
+  url: string
+  /** A kubeconfig file with contexts `context` (the stand-in) and `other` (nowhere), bearer token `token`. */
+  kubeconfig: string
+  token: string
+  state: StandinState
+  requests: RecordedRequest[]
+  close(): Promise<void>
+}
+
+function send(res: ServerResponse, code: number, body: unknown, type = 'application/json'): void {
+  res.writeHead(code, { 'Content-Type': type })
+  res.end(typeof body === 'string' ? body : JSON.stringify(body))
+}
+
+/** The API reference's `Status` for an error. */
+function status(code: number, reason: string, message: string) {
+  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code }
+}
+
+function deploymentOf(s: StandinState) {
+  const labels = { 'app.kubernetes.io/name': 'recording-service', 'app.kubernetes.io/instance': s.deployment }
+  const ready = s.pods.filter((p) => p.ready !== false).length
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: s.deployment, namespace: s.namespace, generation: 4, labels: { ...labels, 'app.kubernetes.io/version': s.version } },
+    spec: {
+      replicas: s.replicas,
+      selector: { matchLabels: labels },
+      strategy: { type: 'Recreate' },
+      template: {
+        metadata: { labels: { ...labels, 'app.kubernetes.io/version': s.version } },
+        spec: { containers: [{ name: s.container, image: `${s.image}:${s.version}` }] },
+      },
+    },
+    status: {
+      observedGeneration: 4,
+      replicas: s.pods.length,
+      readyReplicas: ready,
+      updatedReplicas: s.pods.length,
+      availableReplicas: ready,
+    },
+  }
+}
+
+function podOf(s: StandinState, p: StandinPod) {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: p.name,
+      namespace: s.namespace,
+      labels: { 'app.kubernetes.io/name': 'recording-service', 'app.kubernetes.io/instance': s.deployment },
+    },
+    spec: { containers: [{ name: s.container, image: `${s.image}:${p.version}` }] },
+    status: {
+      phase: p.phase ?? 'Running',
+      containerStatuses: [
+        {
+          name: s.container,
+          ready: p.ready ?? true,
+          restartCount: p.restarts ?? 0,
+          image: `${s.image}:${p.version}`,
+          imageID: '',
+          state: p.waiting ? { waiting: { reason: p.waiting } } : { running: { startedAt: '2026-11-25T02:30:00Z' } },
+        },
+      ],
+    },
+  }
+}
+
+async function bodyOf(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = []
+  for await (const c of req) chunks.push(c as Buffer)
+  const text = Buffer.concat(chunks).toString('utf8')
+  if (!text) return undefined
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}
+
+/** Starts the stand-in on a free loopback port. */
+export async function startKubeApiStandin(initial: Partial<StandinState> = {}, context = 'test-cluster'): Promise<KubeApiStandin> {
+  const state: StandinState = {
+    namespace: 'svc-prod',
+    deployment: 'svc-recording',
+    container: 'recording-service',
+    image: 'registry.example.internal/svc/recording',
+    version: '1.5.0',
+    replicas: 3,
+    pods: [
+      { name: 'svc-recording-7d4b9c-a1', version: '1.5.0', log: ['INFO listening on :8080'] },
+      { name: 'svc-recording-7d4b9c-b2', version: '1.5.0', log: ['INFO listening on :8080'] },
+    ],
+    denied: [],
+    ...initial,
+  }
+  const requests: RecordedRequest[] = []
+  const token = 'standin-bearer-7f3a9c1e5b2d4086'
+  const ns = () => `/namespaces/${state.namespace}`
+  const server: Server = createServer((req, res) => {
+    void (async () => {
+      const url = new URL(req.url ?? '/', 'http://standin')
+      const body = await bodyOf(req)
+      requests.push({
+        method: req.method ?? 'GET',
+        path: url.pathname,
+        query: Object.fromEntries(url.searchParams),
+        ...(req.headers['content-type'] ? { contentType: req.headers['content-type'] } : {}),
+        ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+        ...(body !== undefined ? { body } : {}),
+      })
+      if (req.headers.authorization !== `Bearer ${token}`) return send(res, 401, status(401, 'Unauthorized', 'Unauthorized'))
+      const path = url.pathname
+      const deployment = `/apis/apps/v1${ns()}/deployments/${state.deployment}`
+      if (req.method === 'GET' && path === '/version')
+        return send(res, 200, {
+          major: '1',
+          minor: '31',
+          gitVersion: 'v1.31.2',
+          gitCommit: '',
+          gitTreeState: 'clean',
+          buildDate: '',
+          goVersion: 'go1.22',
+          compiler: 'gc',
+          platform: 'linux/amd64',
+        })
+      if (req.method === 'GET' && path === deployment) return send(res, 200, deploymentOf(state))
+      if (req.method === 'PATCH' && path === `${deployment}/scale`) {
+        const replicas = (body as { spec?: { replicas?: number } } | undefined)?.spec?.replicas
+        if (typeof replicas !== 'number') return send(res, 422, status(422, 'Invalid', 'spec.replicas: Required value'))
+        state.replicas = replicas
+        if (replicas === 0) state.pods = []
+        return send(res, 200, {
+          apiVersion: 'autoscaling/v1',
+          kind: 'Scale',
+          metadata: { name: state.deployment, namespace: state.namespace },
+          spec: { replicas },
+          status: {
+            replicas: state.pods.length,
+            selector: `app.kubernetes.io/name=recording-service,app.kubernetes.io/instance=${state.deployment}`,
+          },
+        })
+      }
+      if (req.method === 'GET' && path === `/api/v1${ns()}/pods`)
+        return send(res, 200, {
+          apiVersion: 'v1',
+          kind: 'PodList',
+          metadata: { resourceVersion: '1' },
+          items: state.pods.map((p) => podOf(state, p)),
+        })
+      const log = new RegExp(`^/api/v1${ns()}/pods/([^/]+)/log$`).exec(path)
+      if (req.method === 'GET' && log) {
+        const pod = state.pods.find((p) => p.name === log[1])
+        if (!pod) return send(res, 404, status(404, 'NotFound', `pods "${log[1]}" not found`))
+        const tail = Number(url.searchParams.get('tailLines') ?? '0')
+        const lines = pod.log ?? []
+        return send(res, 200, `${(tail ? lines.slice(-tail) : lines).join('\n')}\n`, 'text/plain')
+      }
+      if (req.method === 'POST' && path === '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews') {
+        const attrs =
+          (body as { spec?: { resourceAttributes?: { verb?: string; resource?: string; subresource?: string } } }).spec
+            ?.resourceAttributes ?? {}
+        const right = `${attrs.verb ?? ''} ${attrs.resource ?? ''}${attrs.subresource ? `/${attrs.subresource}` : ''}`
+        const allowed = !state.denied.includes(right)
+        return send(res, 201, { ...(body as object), status: { allowed, ...(allowed ? {} : { reason: 'no RBAC policy matched' }) } })
+      }
+      return send(res, 404, status(404, 'NotFound', `the server could not find the requested resource (${req.method} ${path})`))
+    })()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
+  const address = server.address()
+  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+  const dir = mkdtempSync(join(tmpdir(), 'svcops-kube-standin-'))
+  const kubeconfig = join(dir, 'kubeconfig')
+  writeFileSync(
+    kubeconfig,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      `current-context: other`,
+      'clusters:',
+      `- name: standin`,
+      // Plain HTTP on loopback: the client library accepts it only with TLS verification off.
+      `  cluster: { server: '${url}', insecure-skip-tls-verify: true }`,
+      `- name: nowhere`,
+      `  cluster: { server: 'http://127.0.0.1:9' }`,
+      'users:',
+      `- name: svcops`,
+      `  user: { token: ${token} }`,
+      'contexts:',
+      `- name: ${context}`,
+      `  context: { cluster: standin, user: svcops, namespace: ${state.namespace} }`,
+      `- name: other`,
+      `  context: { cluster: nowhere, user: svcops }`,
+      '',
+    ].join('\n'),
+    { mode: 0o600 },
+  )
+  return {
+    url,
+    kubeconfig,
+    token,
+    state,
+    requests,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  }
+}

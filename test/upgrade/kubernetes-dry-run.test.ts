@@ -1,0 +1,89 @@
+/**
+ * `svcops upgrade recording --env prod --to 2.0.0 --dry-run` on the shipped prod stack (platform
+ * kubernetes): the plan is the Kubernetes steps with the exact `pulumi` commands and API calls. The
+ * API answers come from an in-test STAND-IN of the API server (test/support/kube-api-standin.ts),
+ * reached through the stack's `kubernetes:context` in KUBECONFIG; `pulumi` on PATH is an argv
+ * recorder (test/support/pulumi-argv-recorder.ts) that shows the dry run starts no pulumi at all.
+ */
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { PlannedStep } from '../../src/runs/engine.ts'
+import { ROOT, runSvcops } from '../support/cli.ts'
+import { startKubeApiStandin, type KubeApiStandin } from '../support/kube-api-standin.ts'
+import { createPulumiArgvRecorder, type ArgvRecorder } from '../support/pulumi-argv-recorder.ts'
+
+let api: KubeApiStandin
+let recorder: ArgvRecorder
+
+beforeAll(async () => {
+  api = await startKubeApiStandin({ version: '1.5.0' }, 'prod-cluster')
+  recorder = createPulumiArgvRecorder()
+})
+afterAll(() => api.close())
+
+function actionsOf(steps: PlannedStep[], name: string): string[] {
+  return steps.filter((s) => s.step === name).flatMap((s) => s.actions)
+}
+
+describe('svcops upgrade recording --env prod --to 2.0.0 --dry-run', () => {
+  it('plans the Kubernetes steps with the exact pulumi commands and API calls, and changes nothing', async () => {
+    const stackBefore = readFileSync(join(ROOT, 'stacks/Pulumi.prod.yaml'), 'utf8')
+    const run = await runSvcops(['upgrade', 'recording', '--env', 'prod', '--to', '2.0.0', '--dry-run', '--json'], {
+      env: {
+        KUBECONFIG: api.kubeconfig,
+        PATH: `${recorder.binDir}:${process.env.PATH ?? ''}`,
+        SVCOPS_RUNS_DIR: mkdtempSync(join(tmpdir(), 'svcops-k8s-dry-')),
+      },
+    })
+    expect(run.code, run.stderr).toBe(0)
+    const plan = JSON.parse(run.stdout) as { batches: string[][]; steps: PlannedStep[] }
+    expect(plan.batches).toEqual([['svc-recording']])
+    const inProject = `   (in ${ROOT.replace(/\/$/, '')})`
+    expect(actionsOf(plan.steps, 'preflight')).toEqual(
+      expect.arrayContaining([
+        `the Pulumi CLI and its version: pulumi version${inProject}`,
+        `the stack 'prod' exists and no update of it runs: pulumi stack ls --json --non-interactive${inProject}`,
+        'the Kubernetes API with context prod-cluster: GET /version; GET /apis/apps/v1/namespaces/svc-prod/deployments/svc-recording',
+        `no change but the recording service's version: pulumi preview --stack prod --json --refresh --non-interactive${inProject}; refused, listing every other change`,
+      ]),
+    )
+    expect(actionsOf(plan.steps, 'preflight').join('\n')).toContain('patch apps/deployments/scale svc-recording; ')
+    expect(actionsOf(plan.steps, 'stop')).toEqual([
+      'PATCH /apis/apps/v1/namespaces/svc-prod/deployments/svc-recording/scale {"spec":{"replicas":0}} (merge patch)',
+      'GET /api/v1/namespaces/svc-prod/pods?labelSelector=app.kubernetes.io/name=recording-service,app.kubernetes.io/instance=svc-recording until no pod is left, at most 60 s',
+    ])
+    expect(actionsOf(plan.steps, 'install')).toEqual([
+      `set svcops:recording.version to 2.0.0 in the stack file: pulumi config set --path --stack prod --non-interactive -- svcops:recording.version 2.0.0${inProject}`,
+    ])
+    expect(actionsOf(plan.steps, 'start').join('\n')).toContain(
+      `pulumi up --stack prod --yes --refresh --non-interactive --skip-preview --target URN --target ...${inProject} with a --target per changed URN`,
+    )
+    expect(actionsOf(plan.steps, 'check-logs')).toContain(
+      'GET /api/v1/namespaces/svc-prod/pods/POD/log?container=recording-service&tailLines=50 (every pod); fail on \\bERROR\\b | \\bFATAL\\b | panic',
+    )
+    // The version the rollback returns to was read from the Deployment through the API.
+    expect(actionsOf(plan.steps, 'rollback:install')).toEqual([
+      `set svcops:recording.version to 1.5.0 in the stack file: pulumi config set --path --stack prod --non-interactive -- svcops:recording.version 1.5.0${inProject}`,
+    ])
+    expect(actionsOf(plan.steps, 'stage')).toEqual([
+      'nothing to stage: the kubelet pulls the image when the new pod starts (imagePullPolicy IfNotPresent)',
+    ])
+    // Plan mode: the API was only read, no pulumi was started, the stack file is as it was.
+    expect(api.requests.map((r) => r.method)).not.toContain('PATCH')
+    expect(api.requests.map((r) => `${r.method} ${r.path}`)).toContain('GET /apis/apps/v1/namespaces/svc-prod/deployments/svc-recording')
+    expect(recorder.calls()).toEqual([])
+    expect(readFileSync(join(ROOT, 'stacks/Pulumi.prod.yaml'), 'utf8')).toBe(stackBefore)
+  })
+
+  it('refuses a bad version in one sentence, before anything is read', async () => {
+    const before = api.requests.length
+    const run = await runSvcops(['upgrade', 'recording', '--env', 'prod', '--to', 'latest', '--dry-run'], {
+      env: { KUBECONFIG: api.kubeconfig },
+    })
+    expect(run.code).toBe(2)
+    expect(run.stderr).toContain("--to: 'latest' is not a version; expected a version like 2.0.0.")
+    expect(api.requests.length).toBe(before)
+  })
+})
