@@ -201,8 +201,18 @@ describe('svcops lab up --hosts 0 --live 5.2.0 --live-tcp-endpoints 2, then the 
     expect(await accepts(host.live.tcpEndpoints[1] ?? '')).toBe(false)
   })
 
+  it('release 6.0.0 reads the settings file from its working directory', async () => {
+    host.move('/etc/opt/svc/svc_sc_settings.json', '/var/opt/svc/system-controller/svc_sc_settings.json')
+    const mark = host.logMark('system-controller')
+    await host.restart('system-controller')
+    expect(await host.state('system-controller')).toBe('RUNNING')
+    expect(host.log('system-controller').slice(mark).join('\n')).toMatch(
+      /settings \/var\/opt\/svc\/system-controller\/svc_sc_settings\.json/,
+    )
+  })
+
   it('release 6.0.0 reads the settings file from the directory given by --settings-path, and splits the ingest metrics', async () => {
-    host.move('/etc/opt/svc/svc_sc_settings.json', '/srv/sc-settings/svc_sc_settings.json')
+    host.move('/var/opt/svc/system-controller/svc_sc_settings.json', '/srv/sc-settings/svc_sc_settings.json')
     host.writeEnv('system-controller', { ...host.readEnv('system-controller'), SVC_SC_ARGS: '--settings-path /srv/sc-settings' })
     const mark = host.logMark('system-controller')
     await host.restart('system-controller')
@@ -287,7 +297,7 @@ describe('svcops lab up --hosts 0 --live 6.0.0 --live-weak-psk', () => {
     expect(status.stdout).toMatch(/stopped {2}live-1 system-controller/)
   })
 
-  it.each([
+  it.concurrent.each([
     [['--live', '8.0.0'], /^--live: 8\.0\.0 is not a live lab release; expected one of 1\.0\.0, .*, 7\.0\.1\.$/],
     [
       ['--live', '6.0.0', '--live-tcp-endpoints', '2'],
@@ -297,7 +307,7 @@ describe('svcops lab up --hosts 0 --live 6.0.0 --live-weak-psk', () => {
     [['--live', '1.0.0', '--live-weak-psk'], /^--live-weak-psk is not allowed with --live 1\.0\.0: that release has no pre-shared key\.$/],
     [['--live-weak-psk'], /^--live-weak-psk needs --live V: it configures the live lab host\.$/],
   ])('refuses lab up %j before anything starts (one sentence, exit 2)', async (args, message) => {
-    const other = liveLabEnv(base, 'c')
+    const other = liveLabEnv(base, `c-${args.join('')}`)
     const result = await svcops(['lab', 'up', '--hosts', '0', ...args], other)
     expect(result.code).toBe(2)
     expect(result.stderr.split('\n')[0]?.replace(/^(error|svcops): /i, '')).toMatch(message)
