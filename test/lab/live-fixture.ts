@@ -11,7 +11,8 @@ import { connect } from 'node:net'
 import { loadEnvironment, requireSection } from '../../src/config/load.ts'
 import type { LiveConfig } from '../../src/config/schema.ts'
 import { runCommand } from '../../src/core/runner.ts'
-import { transportFor } from '../../src/drivers/transports.ts'
+import { supervisorSocketPath, transportFor } from '../../src/drivers/transports.ts'
+import { encodeCall } from '../../src/drivers/supervisor-rpc.ts'
 import { readServiceStatus, supervisorDriver } from '../../src/drivers/services.ts'
 import { installLiveRelease, writeLiveHostFile } from '../../src/lab/live-lab.ts'
 import { formatEnvFile, parseEnvFile } from '../../src/lab/live/env-file.ts'
@@ -87,16 +88,35 @@ export class LiveHost {
     }
   }
 
+  /**
+   * One call to the host's supervisord over its XML-RPC socket (what supervisorctl sends, without
+   * its Python start-up), as the host's user; waits like supervisorctl does. Faults are ignored:
+   * the tests read the state afterwards.
+   */
+  async rpc(method: string, params: Array<string | boolean>): Promise<void> {
+    const t = transportFor({ name: this.live.host.name, url: 'http://127.0.0.1:1', root: this.root, canary: false })
+    try {
+      const argv = ['curl', '--silent', '--max-time', '60', '--unix-socket', supervisorSocketPath({ root: this.root })]
+      await runCommand(t, [...argv, '--header', 'Content-Type: text/xml', '--data-binary', '@-', 'http://localhost/RPC2'], {
+        input: encodeCall(method, params),
+        check: false,
+      })
+    } finally {
+      await t.close()
+    }
+  }
+
   /** Stops every component, installs the four packages of `version` with dpkg, and starts them again. */
   async switchRelease(version: string, edit: () => void = () => undefined): Promise<void> {
-    await this.supervisorctl(['stop', 'all'])
+    await this.rpc('supervisor.stopAllProcesses', [true])
     await installLiveRelease(this.info, this.live.packageDir ?? '', version)
     edit()
-    await this.supervisorctl(['start', 'all'])
+    await this.rpc('supervisor.startAllProcesses', [true])
   }
 
   async restart(component: LiveComponent): Promise<void> {
-    await this.supervisorctl(['restart', livePackageName(PRODUCT.prefix, component)])
+    await this.rpc('supervisor.stopProcess', [livePackageName(PRODUCT.prefix, component), true])
+    await this.rpc('supervisor.startProcess', [livePackageName(PRODUCT.prefix, component), true])
   }
 
   readEnv(component: LiveComponent): Record<string, string> {
