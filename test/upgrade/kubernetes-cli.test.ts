@@ -1,7 +1,9 @@
 /**
- * `svcops upgrade recording` on the Kubernetes platform stops at its preflight, in one sentence, with
- * nothing changed, when the preview shows somebody else's change or the identity lacks a right. Run
- * as a scheduler runs it (the CLI, a child process), on the real lab's PostgreSQL and manager; the
+ * The CLI on the Kubernetes platform, as a scheduler or a person runs it (a child process), on the
+ * real lab's PostgreSQL, manager and recording service: `svcops upgrade recording` stops at its
+ * preflight, in one sentence, with nothing changed, when the preview shows somebody else's change or
+ * the identity lacks a right; `svcops verify recording` checks the service through a port-forward
+ * the client library makes, to the lab's service standing behind the pod's port. The
  * API server is an in-test STAND-IN (test/support/kube-api-standin.ts) and `pulumi` on PATH an ARGV
  * RECORDER that prints recorded documents (test/support/pulumi-argv-recorder.ts).
  */
@@ -39,6 +41,8 @@ beforeAll(async () => {
   stackFile = join(project, 'stacks', 'Pulumi.lab.yaml')
   writeFileSync(stackFile, toYaml(doc))
   backups = String((doc.config['svcops:backup'] as { store: { path: string } }).store.path)
+  const service = new URL(lab.env().recording?.hosts[0]?.url ?? '')
+  api.state.forwardTo = { host: service.hostname, port: Number(service.port) }
 })
 afterAll(async () => {
   await api.close()
@@ -89,5 +93,29 @@ describe('svcops upgrade recording on the Kubernetes platform, at its preflight'
     )
     expectNothingChanged(before)
     api.state.denied = []
+  })
+})
+
+describe('svcops verify recording on the Kubernetes platform', () => {
+  it('checks the service through a port-forward to the Service, and every pod through the API', async () => {
+    api.state.pods = [
+      { name: 'svc-recording-7d4b9c-a1', version: '1.5.0', log: ['2026-11-25T02:30:01Z INFO listening on :8080'] },
+      { name: 'svc-recording-7d4b9c-b2', version: '1.5.0', log: ['2026-11-25T02:30:02Z INFO listening on :8080'] },
+    ]
+    const run = await runSvcops(['verify', 'recording', '--stack-file', stackFile, '--env', 'lab', '--json'], {
+      env: { KUBECONFIG: api.kubeconfig, SVCOPS_RUNS_DIR: lab.runsDir },
+    })
+    expect(run.code, run.stderr).toBe(0)
+    const v = JSON.parse(run.stdout) as {
+      ok: boolean
+      hosts: Array<{ host: string; version: string; status: string; checks: Array<{ check: string; ok: boolean }> }>
+    }
+    expect(v.ok).toBe(true)
+    expect(v.hosts.map((h) => [h.host, h.version])).toEqual([['svc-recording', '1.5.0']])
+    expect(v.hosts[0]?.status).toBe('2/3 ready: svc-recording-7d4b9c-a1 Running ready, svc-recording-7d4b9c-b2 Running ready')
+    expect(v.hosts[0]?.checks.every((c) => c.ok)).toBe(true)
+    const forwarded = api.requests.filter((r) => r.path.endsWith('/portforward'))
+    expect(forwarded.length).toBeGreaterThan(0)
+    expect(forwarded.every((r) => r.query.ports === '8080')).toBe(true)
   })
 })
