@@ -11,7 +11,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFi
 import { join } from 'node:path'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ROOT, runSvcops } from '../support/cli.ts'
+import { ROOT, runSvcops, runSvcopsKilledAt } from '../support/cli.ts'
 import { startKubeApiStandin, type KubeApiStandin } from '../support/kube-api-standin.ts'
 import { createPulumiArgvRecorder, type ArgvRecorder } from '../support/pulumi-argv-recorder.ts'
 import { startUpgradeLab, type UpgradeLab } from './fixture.ts'
@@ -117,5 +117,40 @@ describe('svcops verify recording on the Kubernetes platform', () => {
     const forwarded = api.requests.filter((r) => r.path.endsWith('/portforward'))
     expect(forwarded.length).toBeGreaterThan(0)
     expect(forwarded.every((r) => r.query.ports === '8080')).toBe(true)
+  })
+})
+
+describe('a Kubernetes run killed after its stop, continued from its journal', () => {
+  it('took the verified backup first; resume plans the rest from the journal, and its rollback the previous version, with the exact pulumi commands', async () => {
+    recorder.answer('preview', JSON.stringify({ steps: [], changeSummary: { same: 42 } }))
+    recorder.answer('config', '', 0, 5000) // `pulumi config set` still running when the run is killed
+    api.state.pods = [{ name: 'svc-recording-7d4b9c-a1', version: '1.5.0', log: ['INFO listening on :8080'] }]
+    const killed = await runSvcopsKilledAt(
+      ['upgrade', 'recording', '--stack-file', stackFile, '--env', 'lab', '--to', '2.0.0', '--yes', '--json'],
+      'stop@svc-recording',
+      lab.runsDir,
+      { env: { KUBECONFIG: api.kubeconfig, PATH: `${recorder.binDir}:${process.env.PATH ?? ''}` } },
+    )
+    expect(killed.signal).toBe('SIGKILL')
+    expect(readdirSync(backups).some((f) => f.endsWith('.manifest.json'))).toBe(true) // the backup came before the stop
+    expect(api.requests.filter((r) => r.method === 'PATCH').map((r) => r.body)).toEqual([{ spec: { replicas: 0 } }])
+    const id = readdirSync(lab.runsDir).sort().at(-1) ?? ''
+    const env = { KUBECONFIG: api.kubeconfig, SVCOPS_RUNS_DIR: lab.runsDir }
+    const project = join(lab.dir, 'project')
+    const resume = await runSvcops(['resume', id, '--dry-run', '--json'], { env })
+    expect(resume.code, resume.stderr).toBe(0)
+    const steps = (JSON.parse(resume.stdout) as { plan: { steps: Array<{ step: string; actions: string[] }> } }).plan.steps
+    expect(steps.map((s) => s.step)).toEqual(
+      expect.arrayContaining(['install', 'review-config', 'start', 'check-logs', 'verify-host', 'verify']),
+    )
+    expect(steps.find((s) => s.step === 'install')?.actions).toEqual([
+      `set svcops:recording.version to 2.0.0 in the stack file: pulumi config set --path --stack lab --non-interactive -- svcops:recording.version 2.0.0   (in ${project})`,
+    ])
+    const back = await runSvcops(['resume', id, '--rollback', '--dry-run', '--json'], { env })
+    expect(back.code, back.stderr).toBe(0)
+    const rollback = (JSON.parse(back.stdout) as { plan: { steps: Array<{ step: string; actions: string[] }> } }).plan.steps
+    expect(rollback.find((s) => s.step === 'rollback:install')?.actions).toEqual([
+      `set svcops:recording.version to 1.5.0 in the stack file: pulumi config set --path --stack lab --non-interactive -- svcops:recording.version 1.5.0   (in ${project})`,
+    ])
   })
 })
