@@ -176,9 +176,23 @@ export const clusterStart = {
     const c = ctx.cluster
     const startedAt = new Date().toISOString()
     const targets = await versionPreview(ctx, h, 'start')
-    await c.pulumi().up(targets)
-    const d = await c.kube().readDeployment()
     const want = readStackVersion(c.stack().stackFile, c.versionKey)
+    try {
+      await c.pulumi().up(targets)
+    } catch (error) {
+      // The stack file already holds the new version: say where the cluster is, so the report never hides a disagreement.
+      const now = await c
+        .kube()
+        .readDeployment()
+        .then((x) => x.version ?? 'no known version')
+        .catch(() => 'an unknown version')
+      throw new HostFailure(
+        h.name,
+        'start',
+        `pulumi up failed (${errorMessage(error).replace(/\.$/, '')}); the stack file holds ${c.versionKey} = ${want ?? 'nothing'}, ${h.name} runs ${now}.`,
+      )
+    }
+    const d = await c.kube().readDeployment()
     if (d.version !== want)
       throw new HostFailure(
         h.name,

@@ -60,7 +60,7 @@ export const stopService = defineStep<Ctx, [HostHandle]>({
 
 export const installPackage = defineStep<Ctx, [HostHandle, string | undefined]>({
   id: 'install',
-  title: 'install the package version, keeping the host’s configuration',
+  title: 'install the version: the package, keeping the host’s configuration (on Kubernetes: the version in the stack file)',
   async describe(ctx, h, version) {
     if (!version) return ['no previous version is recorded for this host: nothing to install']
     const k = clusterOf(ctx)

@@ -3,6 +3,7 @@
  * kubeconfig and context, against an in-test STAND-IN of the API server that answers as the API
  * reference shapes them (test/support/kube-api-standin.ts). No cluster is involved.
  */
+import { createServer } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BadInputError, OperationError } from '../../src/core/errors.ts'
 import { describeCall, imageTag, KubernetesDriver, neededRights, podSelector, type ClusterTarget } from '../../src/drivers/kubernetes.ts'
@@ -130,6 +131,26 @@ describe('the Kubernetes driver, against a stand-in of the API server', () => {
       `The Kubernetes API at ${api.url} answered GET /apis/apps/v1/namespaces/svc-prod/deployments/missing with HTTP 404.`,
     )
     expect((error as Error).message).not.toContain(api.token)
+  })
+
+  it('forwards a local port to the Service: each connection to a ready pod of its selector, through the pod’s portforward', async () => {
+    const pod = createServer((req, res) => res.end(`answered ${req.method} ${req.url}`))
+    await new Promise<void>((resolve) => pod.listen(0, '127.0.0.1', () => resolve()))
+    const address = pod.address()
+    api.state.pods = [{ name: 'svc-recording-5f6c7d-c3', version: '2.0.0' }]
+    api.state.forwardTo = { host: '127.0.0.1', port: typeof address === 'object' && address ? address.port : 0 }
+    const forward = await new KubernetesDriver(target).forwardService()
+    try {
+      expect(forward.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+      for (const path of ['/', '/api/v1/content?limit=5'])
+        expect(await (await fetch(`${forward.url}${path}`)).text()).toBe(`answered GET ${path}`)
+      const seen = api.requests.map((r) => `${r.method} ${r.path}${r.query.ports ? `?ports=${r.query.ports}` : ''}`)
+      expect(seen).toContain('GET /api/v1/namespaces/svc-prod/services/svc-recording')
+      expect(seen).toContain('GET /api/v1/namespaces/svc-prod/pods/svc-recording-5f6c7d-c3/portforward?ports=8080')
+    } finally {
+      await forward.close()
+      pod.close()
+    }
   })
 
   it('reads the tag of an image reference, with a registry port and a digest', () => {

@@ -20,6 +20,7 @@ import type { PreviewResult } from '../../src/infra/preview.ts'
 import { copySecretsScript, KUBECONFIG, SECRET_SOURCES, upgradeRules } from '../../src/infra/scheduledJobs.ts'
 import { parse as parseYaml } from 'yaml'
 import { validateObject } from '../../src/infra/validate.ts'
+import { neededRights, showRight } from '../../src/drivers/kubernetes.ts'
 import { buildStack, deployOf, kindOf, objectNamed, objectsOfKind, stackConfig, type LooseConfig } from './helpers.ts'
 
 let prod: PreviewResult
@@ -138,6 +139,22 @@ describe('the scheduled jobs of the prod stack', () => {
         verbs: r.verbs.join(', '),
       })),
     )
+  })
+
+  it("grant every right the Kubernetes run's preflight asks for in the cluster (the SelfSubjectAccessReviews of src/drivers/kubernetes.ts)", () => {
+    const rules = upgradeRules('svc-svcops-stack')
+    const target = { namespace: 'svc-prod', deployment: 'svc-recording', container: 'recording-service', port: 8080 }
+    const denied = neededRights(target, { portForward: false, stackMap: 'svc-svcops-stack' }).filter(
+      (r) =>
+        !rules.some(
+          (rule) =>
+            (rule.apiGroups as string[]).includes(r.group) &&
+            (rule.resources as string[]).includes(r.subresource ? `${r.resource}/${r.subresource}` : r.resource) &&
+            (rule.verbs as string[]).includes(r.verb) &&
+            (!rule.resourceNames || (!!r.name && (rule.resourceNames as string[]).includes(r.name))),
+        ),
+    )
+    expect(denied.map(showRight)).toEqual([])
   })
 
   it('carry the version label on the Deployments and pod templates only, so a version change patches nothing else', () => {

@@ -2,11 +2,16 @@
  * A STAND-IN for the Kubernetes API server, for the few endpoints svcops' Kubernetes driver calls.
  * It is not a cluster: a small HTTP server inside the test that answers with the shapes the
  * Kubernetes API reference gives (Deployment, Scale, PodList, pod log as text, VersionInfo,
- * SelfSubjectAccessReview, Status for errors), holds one Deployment and its pods in memory, and
- * records every request, so a test can check the exact calls the driver made and what it read.
- * Nothing here schedules pods, runs a controller or enforces RBAC beyond the `denied` list.
+ * SelfSubjectAccessReview, Service, Status for errors), holds one Deployment and its pods in memory,
+ * and records every request, so a test can check the exact calls the driver made and what it read.
+ * A pod's `portforward` subresource speaks the WebSocket channel protocol the client library uses
+ * (`v4.channel.k8s.io`: a channel byte before each frame, the port first on each channel) and
+ * connects to `forwardTo`, a local TCP address standing for the pod's port. Nothing here schedules
+ * pods, runs a controller or enforces RBAC beyond the `denied` list.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { connect } from 'node:net'
+import { WebSocketServer } from 'ws'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -31,6 +36,8 @@ export interface StandinState {
   pods: StandinPod[]
   /** Rights the SelfSubjectAccessReview answers `allowed: false` for: `verb resource[/subresource]`. */
   denied: string[]
+  /** Where a port-forward to any pod connects (`{ host, port }` of a local server), if anywhere. */
+  forwardTo?: { host: string; port: number }
 }
 
 export interface RecordedRequest {
@@ -101,6 +108,7 @@ function podOf(s: StandinState, p: StandinPod) {
     spec: { containers: [{ name: s.container, image: `${s.image}:${p.version}` }] },
     status: {
       phase: p.phase ?? 'Running',
+      conditions: [{ type: 'Ready', status: (p.ready ?? true) ? 'True' : 'False' }],
       containerStatuses: [
         {
           name: s.container,
@@ -190,6 +198,17 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
           },
         })
       }
+      if (req.method === 'GET' && path === `/api/v1${ns()}/services/${state.deployment}`)
+        return send(res, 200, {
+          apiVersion: 'v1',
+          kind: 'Service',
+          metadata: { name: state.deployment, namespace: state.namespace },
+          spec: {
+            type: 'ClusterIP',
+            selector: { 'app.kubernetes.io/name': 'recording-service', 'app.kubernetes.io/instance': state.deployment },
+            ports: [{ name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' }],
+          },
+        })
       if (req.method === 'GET' && path === `/api/v1${ns()}/pods`)
         return send(res, 200, {
           apiVersion: 'v1',
@@ -215,6 +234,40 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
       }
       return send(res, 404, status(404, 'NotFound', `the server could not find the requested resource (${req.method} ${path})`))
     })()
+  })
+  // pods/portforward: one WebSocket per forwarded connection, channel 0 data, channel 1 errors.
+  const sockets = new WebSocketServer({
+    noServer: true,
+    handleProtocols: (protocols) => (protocols.has('v4.channel.k8s.io') ? 'v4.channel.k8s.io' : false),
+  })
+  server.on('upgrade', (req, socket, head) => {
+    const url = new URL(req.url ?? '/', 'http://standin')
+    const pod = new RegExp(`^/api/v1${ns()}/pods/([^/]+)/portforward$`).exec(url.pathname)
+    requests.push({
+      method: 'GET',
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+    })
+    if (!pod || req.headers.authorization !== `Bearer ${token}` || !state.forwardTo || !state.pods.some((p) => p.name === pod[1])) {
+      socket.end('HTTP/1.1 404 Not Found\r\n\r\n')
+      return
+    }
+    const to = state.forwardTo
+    sockets.handleUpgrade(req, socket, head, (ws) => {
+      const port = Number(url.searchParams.get('ports'))
+      const portBytes = Buffer.from([port & 0xff, port >> 8])
+      ws.send(Buffer.concat([Buffer.from([0]), portBytes]))
+      ws.send(Buffer.concat([Buffer.from([1]), portBytes]))
+      const tcp = connect(to.port, to.host)
+      tcp.on('data', (d: Buffer) => ws.send(Buffer.concat([Buffer.from([0]), d])))
+      tcp.on('close', () => ws.close())
+      tcp.on('error', () => ws.close())
+      ws.on('message', (m: Buffer) => {
+        if (m[0] === 0 && m.length > 1) tcp.write(m.subarray(1))
+      })
+      ws.on('close', () => tcp.destroy())
+    })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
   const address = server.address()
@@ -251,6 +304,11 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
     token,
     state,
     requests,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const c of sockets.clients) c.terminate()
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
   }
 }

@@ -18,8 +18,8 @@ export interface RecordedCall {
 export interface ArgvRecorder {
   /** Put this first on PATH. */
   binDir: string
-  /** Sets the answer (stdout) and exit code of a subcommand. */
-  answer(subcommand: 'version' | 'stack' | 'preview' | 'config' | 'up', stdout: string, code?: number): void
+  /** Sets the answer (stdout) and exit code of a subcommand, and how long it takes (a test that kills svcops meanwhile). */
+  answer(subcommand: 'version' | 'stack' | 'preview' | 'config' | 'up', stdout: string, code?: number, delayMs?: number): void
   calls(): RecordedCall[]
 }
 
@@ -39,15 +39,17 @@ export function createPulumiArgvRecorder(): ArgvRecorder {
       `const answer = path.join(${JSON.stringify(dir)}, 'answer-' + argv[0])`,
       "if (fs.existsSync(answer + '.out')) process.stdout.write(fs.readFileSync(answer + '.out'))",
       "process.exitCode = fs.existsSync(answer + '.code') ? Number(fs.readFileSync(answer + '.code', 'utf8')) : 0",
+      "if (fs.existsSync(answer + '.delay')) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Number(fs.readFileSync(answer + '.delay', 'utf8')))",
       '',
     ].join('\n'),
   )
   chmodSync(script, 0o755)
   return {
     binDir: dir,
-    answer(subcommand, stdout, code = 0) {
+    answer(subcommand, stdout, code = 0, delayMs = 0) {
       writeFileSync(join(dir, `answer-${subcommand}.out`), stdout)
       writeFileSync(join(dir, `answer-${subcommand}.code`), String(code))
+      writeFileSync(join(dir, `answer-${subcommand}.delay`), String(delayMs))
     },
     calls: () =>
       readFileSync(log, 'utf8')
