@@ -158,6 +158,65 @@ export const backupSchema = z.strictObject({
   compression: z.number().int().min(0).max(9).optional(),
 })
 
+/** The components of the live production system, in dependency order (the controller first). */
+export const LIVE_COMPONENTS = ['system-controller', 'ingest', 'pipeline', 'control-panel'] as const
+export type LiveComponentName = (typeof LIVE_COMPONENTS)[number]
+
+const endpoint = z.string().regex(/^[^\s,;]+:\d{1,5}$/, 'expected an endpoint host:port like 127.0.0.1:7101')
+
+/**
+ * `svcops:live`: the live production system on a host (packages, a service supervisor, reached
+ * over SSH or locally), as `svcops lab up --live V` writes it. The PSK is never here: it is in
+ * the settings file and the components' environment files on the host.
+ */
+export const liveHostsSchema = z.strictObject({
+  /** Release expected on the host. */
+  version: semver,
+  /** Package prefix: the package (and service) of a component is `<prefix>-<component>`. */
+  prefix: z
+    .string()
+    .regex(/^[a-z][a-z0-9]*$/, 'expected lower-case letters and digits, like svc')
+    .default('svc'),
+  /** The product's folder under /opt, /etc/opt and /var/opt. */
+  productDir: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9._-]*$/, 'expected a folder name like svc')
+    .default('svc'),
+  packageDriver: z.enum(['dpkg', 'apt', 'dnf']).default('apt'),
+  serviceDriver: z.enum(['systemd', 'supervisor']).default('systemd'),
+  /** Directory holding `<prefix>-<component>_<version>_*.deb` files, for the dpkg driver. */
+  packageDir: z.string().min(1).optional(),
+  host: z.strictObject({
+    name,
+    /** Root directory of a sandboxed lab host (dpkg --root); absent on real hosts. */
+    root: z.string().min(1).optional(),
+    ssh: sshSchema.optional(),
+  }),
+  /** Base URL of the system controller's REST API (without the /api/vN prefix). */
+  controllerUrl: url,
+  /** Port of each component's HTTP endpoint with /metrics (on the controller's host). */
+  metricsPorts: z.strictObject({
+    'system-controller': port,
+    ingest: port,
+    pipeline: port,
+    'control-panel': port,
+  }),
+  /** The pipeline's TCP control panel endpoints as configured now (its environment file is the truth). */
+  tcpEndpoints: z.array(endpoint).default([]),
+  /** Where the system controller's settings file is now, when not in a directory svcops looks in (see docs/live.md). */
+  settingsFile: z.string().startsWith('/', 'expected an absolute path').optional(),
+  /** The former fixed application directory of the settings file before 6.0 (default /opt/<productDir>/system-controller/etc). */
+  legacySettingsDir: z.string().startsWith('/', 'expected an absolute path').optional(),
+  /** How long a started component may take to connect to the controller (default 30 s). */
+  connectTimeoutSeconds: z.number().int().min(1).max(3600).optional(),
+  /** Gate inputs: C++ source directories built against the pipeline SDK (checked with `scan sdk`). */
+  sdkSourceDirs: z.array(z.string().min(1)).default([]),
+  /** Gate inputs: files of saved system controller calls (checked with `migrate requests`). */
+  savedRequests: z.array(z.string().min(1)).default([]),
+  /** Gate inputs: Prometheus rules, Grafana dashboards, PromQL files (checked with `migrate metrics`). */
+  metricFiles: z.array(z.string().min(1)).default([]),
+})
+
 /** `svcops:notify`: who is told about runs, and where their metrics go (docs/operations.md). */
 export const notifySchema = z.strictObject({
   /** Webhooks told on the run's events; the URL carries the token, so it is a secret reference. */
@@ -193,6 +252,7 @@ export const environmentSchema = z.strictObject({
   recording: recordingSchema.optional(),
   backup: backupSchema.optional(),
   notify: notifySchema.optional(),
+  live: liveHostsSchema.optional(),
   /** Pulumi-only settings (`deploy`) and `pulumi config set --secret` values (`psk`, `databasePassword`): src/config/deploy.ts. */
   ...deployKeys,
 })
@@ -204,3 +264,4 @@ export type RecordingHostConfig = z.infer<typeof recordingHostSchema>
 export type DatabaseConfig = z.infer<typeof databaseSchema>
 export type BackupConfig = z.infer<typeof backupSchema>
 export type NotifyConfig = z.infer<typeof notifySchema>
+export type LiveConfig = z.infer<typeof liveHostsSchema>
