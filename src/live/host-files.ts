@@ -112,12 +112,12 @@ export function fileDiff(path: string, before: string | undefined, after: string
       out.push(` ${mask(a[i] ?? '')}`)
       i++
       j++
-    } else if (j < m && (i >= n || lcs[i]![j + 1]! >= lcs[i + 1]![j]!)) {
-      out.push(`+${mask(b[j] ?? '')}`)
-      j++
-    } else {
+    } else if (i < n && (j >= m || lcs[i + 1]![j]! >= lcs[i]![j + 1]!)) {
       out.push(`-${mask(a[i] ?? '')}`)
       i++
+    } else {
+      out.push(`+${mask(b[j] ?? '')}`)
+      j++
     }
   }
   return out
