@@ -43,6 +43,16 @@ Examples:
     .option('--version <version>', 'recording service release installed on every host (default: the oldest lab release, 1.4.0)')
     .addOption(new Option('--release <version>', 'same as --version').hideHelp())
     .option('--recordings <k>', 'recordings created through the recording API once the hosts are up', parseInteger, 6)
+    .option(
+      '--live <version>',
+      'also start the live production system of this release on host live-1 (system controller, ingest, pipeline, control panel)',
+    )
+    .option('--live-weak-psk', 'give the live system a low-entropy PSK (a 6.x controller refuses to start with it)')
+    .option(
+      '--live-tcp-endpoints <n>',
+      'TCP control panel endpoints the pipeline is configured with (default 1; more than 1 only before 6.0)',
+      parseInteger,
+    )
     .option('--dry-run', 'print the steps without starting anything')
     .addHelpText(
       'after',
@@ -54,6 +64,7 @@ Examples:
   svcops lab up
   svcops lab up --hosts 10 --version 1.5.0 --recordings 50
   svcops lab up --manager-revision 1.4.1
+  svcops lab up --hosts 0 --live 5.2.0 --live-tcp-endpoints 2   # the live system only (see docs/lab.md)
   svcops lab up --dry-run --json`,
     )
     .action(
@@ -64,6 +75,9 @@ Examples:
           release?: string
           version?: string
           recordings: number
+          live?: string
+          liveWeakPsk?: boolean
+          liveTcpEndpoints?: number
           dryRun?: boolean
         },
         command: Command,
@@ -74,6 +88,9 @@ Examples:
           hosts: options.hosts,
           recordings: options.recordings,
           ...((options.version ?? options.release) ? { version: options.version ?? options.release } : {}),
+          ...(options.live !== undefined ? { live: options.live } : {}),
+          ...(options.liveWeakPsk ? { liveWeakPsk: true } : {}),
+          ...(options.liveTcpEndpoints !== undefined ? { liveTcpEndpoints: options.liveTcpEndpoints } : {}),
         }
         if (options.dryRun) {
           const steps = labUpPlan(upOptions)
@@ -114,7 +131,14 @@ Examples:
     .addHelpText('after', '\nExamples:\n  svcops lab status\n  svcops lab status --json')
     .action(async (_options: object, command: Command) => {
       const { labStatus } = await import('../lab/lab.ts')
-      const status = labStatus()
+      const { liveComponentDetails } = await import('../lab/live-lab.ts')
+      const plain = labStatus()
+      const details = await liveComponentDetails(plain.entries)
+      const status = { ...plain, entries: plain.entries.map((e) => ({ ...e, ...details[e.name] })) }
+      const live = (e: (typeof status.entries)[number]): string =>
+        e.name in details
+          ? `  ${details[e.name]?.version ?? 'version unknown'}, ${details[e.name]?.connected ? 'connected' : 'not connected'}`
+          : ''
       printResult(command, status, () =>
         status.entries.length === 0
           ? `The lab is not up (no ${status.stateFile}).`
@@ -122,7 +146,7 @@ Examples:
               `The lab is ${status.up ? (status.complete ? 'up' : 'partly up') : 'down'}:`,
               ...status.entries.map(
                 (e) =>
-                  `  ${e.kind === 'files' ? (e.running ? 'present' : 'missing') : e.running ? 'running' : 'stopped'}  ${e.name}${e.url ? `  ${e.url}` : e.port ? `  127.0.0.1:${e.port}` : ''}${e.pid ? `  (pid ${e.pid})` : ''}`,
+                  `  ${e.kind === 'files' ? (e.running ? 'present' : 'missing') : e.running ? 'running' : 'stopped'}  ${e.name}${e.url ? `  ${e.url}` : e.port ? `  127.0.0.1:${e.port}` : ''}${e.pid ? `  (pid ${e.pid})` : ''}${live(e)}`,
               ),
             ].join('\n'),
       )

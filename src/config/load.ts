@@ -151,7 +151,10 @@ export function loadEnvironment(options: { env?: string; stackFile?: string }): 
 }
 
 /** The section `key` of `env`, or a clear error saying the environment does not configure it. */
-export function requireSection<K extends 'manager' | 'recording' | 'backup' | 'live'>(env: Environment, key: K): NonNullable<Environment[K]> {
+export function requireSection<K extends 'manager' | 'recording' | 'backup' | 'live'>(
+  env: Environment,
+  key: K,
+): NonNullable<Environment[K]> {
   const section = env[key]
   if (!section)
     throw new BadInputError(`${env.file}: svcops:${key}: missing; this command needs it configured for environment '${env.name}'.`)

@@ -158,62 +158,55 @@ export const backupSchema = z.strictObject({
   compression: z.number().int().min(0).max(9).optional(),
 })
 
-/** The components of the live production system, in dependency order (the controller first). */
-export const LIVE_COMPONENTS = ['system-controller', 'ingest', 'pipeline', 'control-panel'] as const
-export type LiveComponentName = (typeof LIVE_COMPONENTS)[number]
-
-const endpoint = z.string().regex(/^[^\s,;]+:\d{1,5}$/, 'expected an endpoint host:port like 127.0.0.1:7101')
+/** A host of the live production system: where its components are installed and how it is reached. */
+export const liveHostSchema = z.strictObject({
+  name,
+  /** How commands reach the host: over SSH, or on this machine. */
+  ssh: sshSchema.optional(),
+  /** Root directory of a sandboxed lab host (dpkg --root); absent on real hosts. */
+  root: z.string().min(1).optional(),
+})
 
 /**
- * `svcops:live`: the live production system on a host (packages, a service supervisor, reached
- * over SSH or locally), as `svcops lab up --live V` writes it. The PSK is never here: it is in
- * the settings file and the components' environment files on the host.
+ * `svcops:live`: the live production system on a host (written by `svcops lab up --live V`; read by
+ * the live playbook). Never holds the PSK: that is in the settings file and the components'
+ * environment files on the host.
  */
 export const liveHostsSchema = z.strictObject({
-  /** Release expected on the host. */
+  /** Release installed on the host. */
   version: semver,
-  /** Package prefix: the package (and service) of a component is `<prefix>-<component>`. */
+  /** Product prefix of package, program, variable and metric names (`svc`). */
   prefix: z
     .string()
     .regex(/^[a-z][a-z0-9]*$/, 'expected lower-case letters and digits, like svc')
     .default('svc'),
-  /** The product's folder under /opt, /etc/opt and /var/opt. */
+  /** Product folder under /opt, /etc/opt, /var/opt and /var/log (`svc`). */
   productDir: z
     .string()
     .regex(/^[a-z0-9][a-z0-9._-]*$/, 'expected a folder name like svc')
     .default('svc'),
-  packageDriver: z.enum(['dpkg', 'apt', 'dnf']).default('apt'),
+  packageDriver: z.enum(['dpkg', 'apt']).default('apt'),
   serviceDriver: z.enum(['systemd', 'supervisor']).default('systemd'),
-  /** Directory holding `<prefix>-<component>_<version>_*.deb` files, for the dpkg driver. */
+  /** Directory holding the components' .deb files (`<prefix>-<component>_<version>_all.deb`), for the dpkg driver. */
   packageDir: z.string().min(1).optional(),
-  host: z.strictObject({
-    name,
-    /** Root directory of a sandboxed lab host (dpkg --root); absent on real hosts. */
-    root: z.string().min(1).optional(),
-    ssh: sshSchema.optional(),
-  }),
-  /** Base URL of the system controller's REST API (without the /api/vN prefix). */
+  host: liveHostSchema,
+  /** Base URL of the system controller's REST API (without the API prefix). */
   controllerUrl: url,
-  /** Port of each component's HTTP endpoint with /metrics (on the controller's host). */
-  metricsPorts: z.strictObject({
-    'system-controller': port,
-    ingest: port,
-    pipeline: port,
-    'control-panel': port,
-  }),
-  /** The pipeline's TCP control panel endpoints as configured now (its environment file is the truth). */
-  tcpEndpoints: z.array(endpoint).default([]),
-  /** Where the system controller's settings file is now, when not in a directory svcops looks in (see docs/live.md). */
+  /** Port of each component's `/metrics` and `/health` on the host's loopback. */
+  metricsPorts: z.strictObject({ 'system-controller': port, ingest: port, pipeline: port, 'control-panel': port }),
+  /** The pipeline's TCP control panel endpoints (`host:port`) as configured now. */
+  tcpEndpoints: z.array(z.string().regex(/^[^\s,]+:\d{1,5}$/, 'expected host:port')).default([]),
+  /** Where the system controller's settings file is now, when not where svcops looks (docs/live.md); read by the live playbook. */
   settingsFile: z.string().startsWith('/', 'expected an absolute path').optional(),
-  /** The former fixed application directory of the settings file before 6.0 (default /opt/<productDir>/system-controller/etc). */
+  /** The settings file's former fixed application directory before 6.0 (default /opt/<productDir>/system-controller/etc). */
   legacySettingsDir: z.string().startsWith('/', 'expected an absolute path').optional(),
-  /** How long a started component may take to connect to the controller (default 30 s). */
+  /** How long a started component may take to connect to the controller during an upgrade (default 30 s). */
   connectTimeoutSeconds: z.number().int().min(1).max(3600).optional(),
-  /** Gate inputs: C++ source directories built against the pipeline SDK (checked with `scan sdk`). */
+  /** C++ SDK source directories checked by `svcops scan sdk` before an upgrade (a blocking gate). */
   sdkSourceDirs: z.array(z.string().min(1)).default([]),
-  /** Gate inputs: files of saved system controller calls (checked with `migrate requests`). */
+  /** Files of saved controller calls checked by `svcops migrate requests`. */
   savedRequests: z.array(z.string().min(1)).default([]),
-  /** Gate inputs: Prometheus rules, Grafana dashboards, PromQL files (checked with `migrate metrics`). */
+  /** Dashboards and rules checked by `svcops migrate metrics`. */
   metricFiles: z.array(z.string().min(1)).default([]),
 })
 
@@ -265,3 +258,4 @@ export type DatabaseConfig = z.infer<typeof databaseSchema>
 export type BackupConfig = z.infer<typeof backupSchema>
 export type NotifyConfig = z.infer<typeof notifySchema>
 export type LiveConfig = z.infer<typeof liveHostsSchema>
+export type LiveHostConfig = z.infer<typeof liveHostSchema>

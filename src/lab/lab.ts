@@ -33,6 +33,7 @@ import {
   recordingSection,
   type LabHostsOptions,
 } from './hosts-lab.ts'
+import { checkLabLiveOptions, labLivePlan, liveCheckers, liveSection, liveStoppers, startLabLive, type LabLiveOptions } from './live-lab.ts'
 import {
   labPaths,
   readLabState,
@@ -49,7 +50,7 @@ export { labPaths, type LabEntry, type LabPaths, type LabState } from './state.t
 
 const ENV_FILE_HEADER = '# Written by `svcops lab up`; removed by `svcops lab down`. Use it as --env lab.'
 
-export interface LabUpOptions extends LabHostsOptions {
+export interface LabUpOptions extends LabHostsOptions, LabLiveOptions {
   dir?: string
   stacksDir?: string
   /** Auth API revision the manager emulator runs as (1.4.1 issues 300 s tokens). */
@@ -120,33 +121,55 @@ export class LabRun implements LabSteps {
 /** What `lab up` would do, one line per step (for --dry-run). */
 export function labUpPlan(options: LabUpOptions = {}): string[] {
   const paths = labPaths(options)
+  const liveOnly = isLiveOnly(options)
   return [
-    `start PostgreSQL (fsync on) on a free loopback port, in a temp dir`,
-    `start the manager emulator (auth API revision ${options.managerRevision ?? '1.6.2'}) with users ${LAB_USERS.map((u) => `${u.email} (${u.scopes.join(' ')})`).join(' and ')}; passwords in 0600 files under ${paths.secretsDir}`,
+    ...(liveOnly
+      ? []
+      : [
+          `start PostgreSQL (fsync on) on a free loopback port, in a temp dir`,
+          `start the manager emulator (auth API revision ${options.managerRevision ?? '1.6.2'}) with users ${LAB_USERS.map((u) => `${u.email} (${u.scopes.join(' ')})`).join(' and ')}; passwords in 0600 files under ${paths.secretsDir}`,
+        ]),
     ...labHostsPlan(options),
+    ...labLivePlan(options),
     ...((options.hosts ?? 3) > 0 ? [`create the backup key pair (OpenPGP, private key 0600) and the backup store under ${paths.dir}`] : []),
     `write the environment file ${paths.envFile}`,
   ]
+}
+
+/** `--hosts 0 --live V`: only the live host (no PostgreSQL, manager or recording hosts, so it is up in seconds). */
+function isLiveOnly(options: LabUpOptions): boolean {
+  return options.live !== undefined && checkLabHostsOptions(options).hosts === 0
 }
 
 /** Brings the lab up and returns what runs where. Fails if a lab is already up in the same dir. */
 export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
   const paths = labPaths(options)
   const hostOptions = checkLabHostsOptions(options)
+  const liveOptions = checkLabLiveOptions(options)
   await clearStaleLab(paths)
   const managerRevision = options.managerRevision ?? '1.6.2'
-  const lab = new LabRun(paths, { managerRevision, ...hostOptions })
+  const lab = new LabRun(paths, { managerRevision, ...hostOptions, ...liveOptions })
   const release = onShutdown(() => lab.abort())
   try {
     lab.record({ kind: 'files', name: 'lab files', info: {}, paths: [paths.secretsDir, paths.logsDir], stop: 'nothing runs' })
+    for (const dir of [paths.secretsDir, paths.logsDir]) mkdirSync(dir, { recursive: true, mode: 0o700 })
     // The hosts need neither PostgreSQL nor the manager until their services start: prepare them meanwhile.
     const preparing =
       hostOptions.hosts > 0 ? lab.step('prepare the recording hosts', () => prepareLabRecording(lab, hostOptions)) : undefined
+    // The live host needs nothing else of the lab: it comes up meanwhile too.
+    const living = liveOptions ? lab.step('start the live host', () => startLabLive(lab, liveOptions)) : undefined
     // Observed here so that a failure before it is awaited is not an unhandled rejection; stopAll waits for it.
     preparing?.catch(() => undefined)
-    const cluster = await lab.step('start PostgreSQL', () => startLabPostgres(lab))
-    const manager = await lab.step('start the manager emulator', () => startLabManager(lab, { apiRevision: managerRevision }))
-    const recording = preparing ? await finishLabRecording(lab, await preparing, cluster, manager) : undefined
+    living?.catch(() => undefined)
+    let manager: LabManager | undefined
+    let recording: Awaited<ReturnType<typeof finishLabRecording>> | undefined
+    if (!isLiveOnly(options)) {
+      const cluster = await lab.step('start PostgreSQL', () => startLabPostgres(lab))
+      const started = await lab.step('start the manager emulator', () => startLabManager(lab, { apiRevision: managerRevision }))
+      manager = started
+      recording = preparing ? await finishLabRecording(lab, await preparing, cluster, started) : undefined
+    }
+    const live = living ? await living : undefined
     // Backups need the recording database; the key pair is the lab's own, the private key 0600 in the lab dir.
     const backup = recording
       ? await lab.step('create the backup key pair and store', () => {
@@ -165,8 +188,9 @@ export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
     await lab.step('write the lab environment file', () =>
       writeLabEnvironment(lab, {
         environment: 'lab',
-        manager: managerSection(manager),
+        ...(manager ? { manager: managerSection(manager) } : {}),
         ...(recording ? { recording: recordingSection(recording) } : {}),
+        ...(live ? { live: liveSection(live) } : {}),
         ...(backup ? { backup } : {}),
       }),
     )
@@ -331,6 +355,7 @@ const stoppers: Record<string, (entry: LabEntry) => Promise<void>> = {
   process: stopProcess,
   postgres: (entry) => stopPostgres({ ...(entry.info as unknown as PostgresInfo), password: '' }),
   ...hostStoppers,
+  ...liveStoppers,
 }
 
 /** How each kind of entry is checked by `lab status`; kinds without one count as running while their paths exist. */
@@ -342,6 +367,7 @@ const checkers: Record<string, (entry: LabEntry) => boolean> = {
     return isAlive(Number(readFileSync(pidFile, 'utf8').split('\n')[0]))
   },
   ...hostCheckers,
+  ...liveCheckers,
 }
 
 /** Stops every entry of `state`, newest first, removes their paths, the state file and the lab dir if empty. */

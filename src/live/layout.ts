@@ -5,11 +5,13 @@
  * each component exposes. Host paths are absolute as on a real host; on a lab host they lie under
  * its root (`hostPath`). The lab's packages (src/lab/live) install to the same layout.
  */
-import { LIVE_COMPONENTS, type LiveComponentName, type LiveConfig } from '../config/schema.ts'
+import type { LiveConfig } from '../config/schema.ts'
 import { changesWithEffect, expandName } from '../releases/live.ts'
 import { compareVersions, settingsFileName, settingsPathFlag, settingsSearchPaths, supportsSettingsPathFlag } from '../releases/versions.ts'
 
-export { LIVE_COMPONENTS, type LiveComponentName }
+/** The components of the live production system, in dependency order (the controller first). */
+export const LIVE_COMPONENTS = ['system-controller', 'ingest', 'pipeline', 'control-panel'] as const
+export type LiveComponentName = (typeof LIVE_COMPONENTS)[number]
 
 /** The product as the live section names it. */
 export interface LiveProduct {

@@ -4,11 +4,11 @@
  * config as a dpkg conffile, a supervisor program section for lab hosts and a systemd unit for
  * real hosts. Builds are cached: a stamp over the sources and options skips an unchanged rebuild.
  */
-import { createHash, randomBytes } from 'node:crypto'
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { BadInputError } from '../../core/errors.ts'
-import { local, requireBinary, runCommand } from '../../core/runner.ts'
+import { buildDeb, buildUnlessCached } from '../deb.ts'
 import { projectPath } from '../../core/paths.ts'
 import { defaultServiceConfig } from './config.ts'
 import { RECORDING_RELEASES, type RecordingRelease } from './releases.ts'
@@ -156,12 +156,7 @@ async function buildPackage(release: RecordingRelease, options: PackageOptions, 
     mkdirSync(join(tree, paths.storage), { recursive: true })
     put('/DEBIAN/control', controlFile(name, release))
     put('/DEBIAN/conffiles', `${paths.config}\n`)
-    const temporary = `${outFile}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`
-    await runCommand(local, ['dpkg-deb', '--root-owner-group', '-Zgzip', '--build', tree, temporary], {
-      env: { SOURCE_DATE_EPOCH: '1700000000' },
-    })
-    // Parallel builders (test workers) write the same content: the rename makes each file whole.
-    renameSync(temporary, outFile)
+    await buildDeb(tree, outFile)
   } finally {
     rmSync(tree, { recursive: true, force: true })
   }
@@ -207,8 +202,6 @@ export function buildRecordingPackages(
 }
 
 async function buildMissingPackages(outDir: string, options: PackageOptions): Promise<Record<string, string>> {
-  requireBinary('dpkg-deb', 'dpkg')
-  mkdirSync(outDir, { recursive: true })
   const name = recordingPackageName(options.prefix)
   const releases = RECORDING_RELEASES.filter((release) => options.versions?.includes(release.version) ?? true)
   const debs = Object.fromEntries(releases.map((release) => [release.version, join(outDir, `${name}_${release.version}_all.deb`)]))
@@ -218,12 +211,8 @@ async function buildMissingPackages(outDir: string, options: PackageOptions): Pr
     `.${name}${options.versions ? `-${createHash('sha256').update(options.versions.join(' ')).digest('hex').slice(0, 8)}` : ''}.stamp`,
   )
   const key = buildKey({ prefix: options.prefix, dir: options.dir })
-  const fresh = existsSync(stamp) && readFileSync(stamp, 'utf8') === key && Object.values(debs).every((deb) => existsSync(deb))
-  if (!fresh) {
+  await buildUnlessCached(outDir, stamp, key, Object.values(debs), async () => {
     await Promise.all(releases.map((release) => buildPackage(release, options, debs[release.version] as string)))
-    const temporary = `${stamp}.${process.pid}-${randomBytes(4).toString('hex')}`
-    writeFileSync(temporary, key)
-    renameSync(temporary, stamp)
-  }
+  })
   return debs
 }

@@ -1,0 +1,349 @@
+/**
+ * The live part of `svcops lab up --live V`: one sandboxed host `live-1` (src/lab/hosts.ts: its own
+ * dpkg database and supervisord, reached over a loopback sshd) with the four components of release
+ * V installed from the lab's packages (src/lab/live/), the controller's settings file and every
+ * component's environment file written the way an operator would, supervisord started, and the
+ * `svcops:live` section of the lab environment file. `liveStoppers`/`liveCheckers` tell lab.ts how
+ * `lab down`/`lab status` handle what it records.
+ */
+import { randomInt } from 'node:crypto'
+import { chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, chmodSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { BadInputError, OperationError } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import { registerSecret } from '../core/redact.ts'
+import { runCommand } from '../core/runner.ts'
+import { dpkgArgv, transportFor } from '../drivers/transports.ts'
+import { readServiceStatus, supervisorDriver } from '../drivers/services.ts'
+import { generatePsk } from '../releases/pre-shared-key.ts'
+import { pskEntropyEnforced, pskRequired, pskVariable, tcpEndpointSingleValue, tcpEndpointVariable } from '../releases/versions.ts'
+import { createLabHostTree, labHostPaths, startSupervisord, supervisordPid, type LabHostInfo } from './hosts.ts'
+import { startLabSshd } from './hosts-lab.ts'
+import { formatEnvFile } from './live/env-file.ts'
+import { buildLivePackages } from './live/package.ts'
+import {
+  controllerUrlVariable,
+  DEFAULT_LIVE_PRODUCT,
+  liveComponentPaths,
+  livePackageFile,
+  livePackageName,
+  liveSettingsFile,
+  metricsPortVariable,
+  type LiveProduct,
+} from './live/paths.ts'
+import { CONNECTING_COMPONENTS, findLiveLabRelease, LIVE_COMPONENTS, LIVE_LAB_RELEASES, type LiveComponent } from './live/releases.ts'
+import { freePort } from './ports.ts'
+import { descendantsOf, lookupUser, type SshdInfo } from './sshd.ts'
+import type { LabEntry, LabSteps } from './state.ts'
+
+/** The options `lab up` adds for the live production system. */
+export interface LabLiveOptions {
+  /** Release of the live production system installed on `live-1`; no live host without it. */
+  live?: string
+  /** Write a low-entropy PSK (what a 6.x controller refuses). */
+  liveWeakPsk?: boolean
+  /** Number of TCP control panel endpoints the pipeline is configured with (default 1). */
+  liveTcpEndpoints?: number
+}
+
+export const LIVE_HOST_NAME = 'live-1'
+export const MAX_LIVE_TCP_ENDPOINTS = 8
+const PRODUCT: LiveProduct = DEFAULT_LIVE_PRODUCT
+
+/** The live options checked (one sentence per refusal, before anything starts); undefined without --live. */
+export function checkLabLiveOptions(options: LabLiveOptions): Required<LabLiveOptions> | undefined {
+  if (options.live === undefined) {
+    for (const [flag, given] of [
+      ['--live-weak-psk', options.liveWeakPsk],
+      ['--live-tcp-endpoints', options.liveTcpEndpoints],
+    ] as const)
+      if (given !== undefined && given !== false) throw new BadInputError(`${flag} needs --live V: it configures the live lab host.`)
+    return undefined
+  }
+  const version = options.live
+  if (!findLiveLabRelease(version))
+    throw new BadInputError(
+      `--live: ${version} is not a live lab release; expected one of ${LIVE_LAB_RELEASES.map((r) => r.version).join(', ')}.`,
+    )
+  const endpoints = options.liveTcpEndpoints ?? 1
+  if (!Number.isInteger(endpoints) || endpoints < 0 || endpoints > MAX_LIVE_TCP_ENDPOINTS)
+    throw new BadInputError(
+      `--live-tcp-endpoints: ${String(options.liveTcpEndpoints)} is not allowed; expected an integer from 0 to ${MAX_LIVE_TCP_ENDPOINTS}.`,
+    )
+  if (endpoints > 1 && tcpEndpointSingleValue(version))
+    throw new BadInputError(
+      `--live-tcp-endpoints: ${endpoints} is not allowed with --live ${version}: from that release the pipeline reads one endpoint (${tcpEndpointVariable(version, PRODUCT.prefix)}).`,
+    )
+  if (options.liveWeakPsk && !pskRequired(version))
+    throw new BadInputError(`--live-weak-psk is not allowed with --live ${version}: that release has no pre-shared key.`)
+  return { live: version, liveWeakPsk: options.liveWeakPsk ?? false, liveTcpEndpoints: endpoints }
+}
+
+/** Steps of the live part, for `lab up --dry-run`. */
+export function labLivePlan(options: LabLiveOptions): string[] {
+  const o = checkLabLiveOptions(options)
+  if (!o) return []
+  const psk = !pskRequired(o.live) ? 'no PSK (before 2.0)' : o.liveWeakPsk ? 'a low-entropy PSK' : 'a generated PSK (256 bits)'
+  return [
+    `build the live component packages (${LIVE_COMPONENTS.map((c) => livePackageName(PRODUCT.prefix, c)).join(', ')}; releases ${LIVE_LAB_RELEASES.map((r) => r.version).join(', ')}) unless cached`,
+    `start sshd on a free loopback port for the live host`,
+    `create host ${LIVE_HOST_NAME}: sandbox with its own dpkg database and supervisord, install the four components ${o.live}`,
+    `write the settings file ${liveSettingsFile(o.live, PRODUCT)} (${psk}, 0600) and each component's environment file (0600) with ${o.liveTcpEndpoints} TCP endpoint${o.liveTcpEndpoints === 1 ? '' : 's'}`,
+    `start supervisord on ${LIVE_HOST_NAME} and wait for the components`,
+  ]
+}
+
+/** Where the live packages are kept between labs. */
+export function liveLabPackagesDir(labDir: string): string {
+  const shared = process.env.SVCOPS_LAB_PACKAGES_DIR
+  return shared ? join(shared, 'live') : join(dirname(labDir), 'cache', 'live-packages')
+}
+
+/** What the live part started. */
+export interface LabLivePart {
+  version: string
+  host: LabHostInfo
+  sshd: SshdInfo
+  packageDir: string
+  controllerUrl: string
+  metricsPorts: Record<LiveComponent, number>
+  tcpEndpoints: string[]
+}
+
+/** Writes a host file as its owner would: parents made, mode set, owned by the host's user. */
+function writeHostFile(host: LabHostInfo, path: string, text: string, mode: number): void {
+  const file = join(host.root, path)
+  const owner = lookupUser(host.user)
+  const made = mkdirSync(dirname(file), { recursive: true })
+  writeFileSync(file, text, { mode })
+  chmodSync(file, mode)
+  if (process.getuid?.() === 0 && owner) {
+    chownSync(file, owner.uid, owner.gid)
+    // Directories this made (e.g. /etc/opt/<dir>, /etc/default) belong to the host's user too.
+    for (let dir = dirname(file); made && dir.startsWith(made) && dir.length >= made.length; dir = dirname(dir))
+      chownSync(dir, owner.uid, owner.gid)
+  }
+}
+
+/** A PSK that `svcops psk check` refuses (a dictionary word and a short key), random enough to be told apart. */
+function weakPsk(): string {
+  return `studio-password-${randomInt(1000, 10000)}`
+}
+
+/** Starts the live host; records each thing before waiting on it. */
+export async function startLabLive(lab: LabSteps, options: Required<LabLiveOptions>): Promise<LabLivePart> {
+  const version = options.live
+  const hostsDir = mkdtempSync(join(tmpdir(), 'svcops-lab-live-'))
+  chmodSync(hostsDir, 0o755)
+  lab.record({ kind: 'files', name: 'live host tree', info: {}, paths: [hostsDir], stop: 'remove the files' })
+  const sshdEntry: LabEntry = { kind: 'sshd', name: 'sshd (live)', info: {}, paths: [], stop: 'not started yet' }
+  lab.record(sshdEntry)
+  const packageDir = liveLabPackagesDir(lab.paths.dir)
+  const [, sshd] = await Promise.all([
+    events.step('build the live component packages', () => buildLivePackages(packageDir, PRODUCT)),
+    events.step('start sshd for the live host', () => startLabSshd(lab, sshdEntry)),
+  ])
+  const root = join(hostsDir, 'hosts', LIVE_HOST_NAME)
+  const hostEntry: LabEntry = {
+    kind: 'lab-host',
+    name: `host ${LIVE_HOST_NAME}`,
+    info: { name: LIVE_HOST_NAME, root, user: sshd.user, hostsDir },
+    paths: [],
+    stop: `SIGTERM to the supervisord of ${root} and its programs`,
+  }
+  lab.record(hostEntry)
+  const host = createLabHostTree({ name: LIVE_HOST_NAME, root, user: sshd.user, openUpTo: hostsDir })
+  await events.step(`host ${LIVE_HOST_NAME}: install the live components ${version}`, () => installLiveRelease(host, packageDir, version))
+
+  const [controllerPort, ...ports] = await Promise.all([freePort(), ...LIVE_COMPONENTS.map(() => freePort())])
+  const metricsPorts = Object.fromEntries(LIVE_COMPONENTS.map((c, i) => [c, ports[i] ?? 0])) as Record<LiveComponent, number>
+  const tcpEndpoints = await Promise.all(Array.from({ length: options.liveTcpEndpoints }, async () => `127.0.0.1:${await freePort()}`))
+  const controllerUrl = `http://127.0.0.1:${controllerPort ?? 0}`
+  const psk = !pskRequired(version) ? undefined : registerSecret(options.liveWeakPsk ? weakPsk() : generatePsk())
+  writeHostFile(
+    host,
+    liveSettingsFile(version, PRODUCT),
+    `${JSON.stringify({ ...(psk ? { psk } : {}), listen: { port: controllerPort } }, null, 2)}\n`,
+    0o600,
+  )
+  for (const component of LIVE_COMPONENTS) {
+    const vars: Record<string, string> = {}
+    if (component !== 'system-controller') {
+      vars[controllerUrlVariable(PRODUCT.prefix)] = controllerUrl
+      if (psk) vars[pskVariable(PRODUCT.prefix)] = psk
+    }
+    vars[metricsPortVariable(PRODUCT.prefix)] = String(metricsPorts[component])
+    if (component === 'pipeline' && tcpEndpoints.length > 0) vars[tcpEndpointVariable(version, PRODUCT.prefix)] = tcpEndpoints.join(',')
+    writeHostFile(
+      host,
+      liveComponentPaths(PRODUCT, component).envFile,
+      formatEnvFile(vars, `${livePackageName(PRODUCT.prefix, component)}: written by svcops lab up`),
+      0o600,
+    )
+  }
+  for (const component of LIVE_COMPONENTS)
+    lab.record({
+      kind: 'live-component',
+      name: `${LIVE_HOST_NAME} ${component}`,
+      info: { root, component, program: liveComponentPaths(PRODUCT, component).program, version },
+      port: metricsPorts[component],
+      ...(component === 'system-controller' ? { url: controllerUrl } : {}),
+      log: join(root, liveComponentPaths(PRODUCT, component).log),
+      paths: [],
+      stop: `stopped with the supervisord of ${LIVE_HOST_NAME}`,
+    })
+  hostEntry.pid = await startSupervisord(host)
+  hostEntry.info = { ...hostEntry.info, version }
+  await events.step(`host ${LIVE_HOST_NAME}: wait for the live components`, () =>
+    waitForComponents(host, version, metricsPorts, { controllerRefuses: options.liveWeakPsk && pskEntropyEnforced(version) }),
+  )
+  return { version, host, sshd, packageDir, controllerUrl, metricsPorts, tcpEndpoints }
+}
+
+/** Installs the four components of `version` on a host with dpkg, as the host's user (one dpkg run). */
+export async function installLiveRelease(host: LabHostInfo, packageDir: string, version: string): Promise<void> {
+  const owner = lookupUser(host.user)
+  const cached = LIVE_COMPONENTS.map((c) => {
+    const file = join(labHostPaths(host.root).packageCache, livePackageFile(PRODUCT.prefix, c, version))
+    copyFileSync(join(packageDir, livePackageFile(PRODUCT.prefix, c, version)), file)
+    if (process.getuid?.() === 0 && owner) chownSync(file, owner.uid, owner.gid)
+    return file
+  })
+  const t = transportFor({ name: host.name, url: 'http://127.0.0.1:1', root: host.root, canary: false })
+  try {
+    await runCommand(t, dpkgArgv(host, ['--force-confdef', '--force-confold', '-i', ...cached]))
+  } finally {
+    await t.close()
+  }
+}
+
+interface HealthAnswer {
+  component: string
+  version: string
+  connected: boolean
+}
+
+/** A component's `/health`, or undefined when it does not answer. */
+export async function readComponentHealth(port: number): Promise<HealthAnswer | undefined> {
+  try {
+    const response = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(1000) })
+    return response.ok ? ((await response.json()) as HealthAnswer) : undefined
+  } catch {
+    // Not listening (stopped, or not started yet).
+    return undefined
+  }
+}
+
+function lastLogLine(host: LabHostInfo, component: LiveComponent): string {
+  const file = join(host.root, liveComponentPaths(PRODUCT, component).log)
+  return existsSync(file) ? (readFileSync(file, 'utf8').trim().split('\n').at(-1) ?? '') : 'no log'
+}
+
+/**
+ * Waits until supervisord reports every component RUNNING and each connecting one is connected —
+ * except what the lab set up to fail: a controller that refuses its weak PSK (then the others
+ * cannot connect), and a fault release that never connects.
+ */
+async function waitForComponents(
+  host: LabHostInfo,
+  version: string,
+  metricsPorts: Record<LiveComponent, number>,
+  expect: { controllerRefuses: boolean },
+  timeoutMs = 30_000,
+): Promise<void> {
+  const connects = !expect.controllerRefuses && findLiveLabRelease(version)?.fault !== 'never-connects'
+  const t = transportFor({ name: host.name, url: 'http://127.0.0.1:1', root: host.root, canary: false })
+  const deadline = Date.now() + timeoutMs
+  let waiting: string[] = []
+  try {
+    while (Date.now() < deadline) {
+      waiting = []
+      for (const component of LIVE_COMPONENTS) {
+        const status = await readServiceStatus(supervisorDriver, t, host, livePackageName(PRODUCT.prefix, component))
+        if (component === 'system-controller' && expect.controllerRefuses) {
+          if (status.running || /STARTING/.test(status.status)) waiting.push(`${component} (expected to refuse its PSK: ${status.status})`)
+          continue
+        }
+        const health = await readComponentHealth(metricsPorts[component])
+        if (!status.running) waiting.push(`${component} (${status.status}; ${lastLogLine(host, component)})`)
+        else if (connects && CONNECTING_COMPONENTS.includes(component) && !health?.connected)
+          waiting.push(`${component} (not connected; ${lastLogLine(host, component)})`)
+      }
+      if (waiting.length === 0) return
+      await new Promise((r) => setTimeout(r, 200))
+    }
+  } finally {
+    await t.close()
+  }
+  throw new OperationError(`The live components on ${host.name} did not come up within ${timeoutMs} ms: ${waiting.join('; ')}.`)
+}
+
+/** The `svcops:live` section for the lab. */
+export function liveSection(part: LabLivePart): Record<string, unknown> {
+  return {
+    version: part.version,
+    prefix: PRODUCT.prefix,
+    productDir: PRODUCT.dir,
+    packageDriver: 'dpkg',
+    serviceDriver: 'supervisor',
+    packageDir: part.packageDir,
+    host: {
+      name: part.host.name,
+      root: part.host.root,
+      ssh: {
+        host: part.sshd.host,
+        port: part.sshd.port,
+        user: part.sshd.user,
+        keyFile: part.sshd.privateKeyPath,
+        hostKey: part.sshd.hostKey,
+      },
+    },
+    controllerUrl: part.controllerUrl,
+    metricsPorts: part.metricsPorts,
+    tcpEndpoints: part.tcpEndpoints,
+    sdkSourceDirs: [],
+    savedRequests: [],
+    metricFiles: [],
+  }
+}
+
+/** Whether a component's program runs under its host's supervisord (read from the process table). */
+function componentRuns(entry: LabEntry): boolean {
+  const root = String(entry.info.root)
+  const pid = supervisordPid({ root })
+  if (!pid) return false
+  const program = String(entry.info.program)
+  return descendantsOf(pid).some((child) => {
+    try {
+      return readFileSync(`/proc/${child}/cmdline`, 'utf8')
+        .split('\0')
+        .some((arg) => arg.endsWith(program))
+    } catch {
+      return false
+    }
+  })
+}
+
+/** `lab down`: the components stop with their host's supervisord (its `lab-host` entry). */
+export const liveStoppers: Record<string, (entry: LabEntry) => Promise<void>> = {
+  'live-component': () => Promise.resolve(),
+}
+
+/** `lab status`: a component runs when its program is a child of its host's supervisord. */
+export const liveCheckers: Record<string, (entry: LabEntry) => boolean> = {
+  'live-component': componentRuns,
+}
+
+/** What `lab status` adds for each live component: the version and connection its `/health` reports. */
+export async function liveComponentDetails(
+  entries: Array<Pick<LabEntry, 'kind' | 'name' | 'port'>>,
+): Promise<Record<string, { version?: string; connected: boolean }>> {
+  const out: Record<string, { version?: string; connected: boolean }> = {}
+  for (const entry of entries) {
+    if (entry.kind !== 'live-component' || entry.port === undefined) continue
+    const health = await readComponentHealth(entry.port)
+    out[entry.name] = health ? { version: health.version, connected: health.connected } : { connected: false }
+  }
+  return out
+}

@@ -1,0 +1,111 @@
+/**
+ * The components that connect to the system controller: ingest, pipeline (the rendering engine)
+ * and control panel. From 2.0 each needs the PSK in `SVC_SYSTEM_CONTROLLER_PSK`: without it, or
+ * with one the controller refuses, it logs an ERROR line and stops. The pipeline listens on the
+ * TCP control panel endpoints of its release's variable (`SVC_TCP_ENDPOINTS`, several, before 6.0;
+ * `SVC_TCP_ENDPOINT`, exactly one, from 6.0). Each serves its release's metric names.
+ */
+import { createServer as createTcpServer } from 'node:net'
+import { changesWithEffect, expandName } from '../../releases/live.ts'
+import { apiPrefix, pskRequired, pskVariable, tcpEndpointSingleValue, tcpEndpointVariable } from '../../releases/versions.ts'
+import { connectedMetricName, liveMetricNames } from './metrics.ts'
+import { controllerUrlVariable, pskHeader } from './paths.ts'
+import { CONNECTION_TIMEOUT_MS } from './controller.ts'
+import { exitOnSignals, listen, serveStatus, type ComponentContext } from './runtime.ts'
+
+const RECONNECT_MS = 1000
+
+/** The pipeline's TCP variable before its rename (`SVC_TCP_ENDPOINTS`), from the catalog. */
+function oldTcpVariable(prefix: string): string {
+  const rename = changesWithEffect('env-rename').find((c) => c.effect.from.endsWith('_TCP_ENDPOINTS'))
+  return expandName(rename?.effect.from ?? '{PREFIX}_TCP_ENDPOINTS', { prefix, dir: prefix })
+}
+
+/** The endpoints the pipeline listens on, from its release's variable; refusals stop it. */
+function tcpEndpoints(ctx: ComponentContext): string[] {
+  const { version, product } = ctx.build
+  const variable = tcpEndpointVariable(version, product.prefix)
+  const value = ctx.env[variable]?.trim() ?? ''
+  if (tcpEndpointSingleValue(version)) {
+    const old = oldTcpVariable(product.prefix)
+    if (!value && ctx.env[old]) ctx.fail(`${old} is set but release ${version} reads ${variable} (one endpoint); ${old} is ignored`)
+    if (value.includes(','))
+      ctx.fail(`${variable} accepts a single endpoint, which accepts multiple connections; it holds ${value.split(',').length}`)
+  }
+  const endpoints = value
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)
+  if (endpoints.length === 0) ctx.log('INFO', `${variable} is not set: no TCP control panel endpoint`)
+  return endpoints
+}
+
+async function listenTcp(ctx: ComponentContext, endpoint: string): Promise<void> {
+  const m = /^(.+):(\d{1,5})$/.exec(endpoint)
+  if (!m) return ctx.fail(`the TCP endpoint '${endpoint}' is not host:port`)
+  const server = createTcpServer((socket) => {
+    socket.on('error', () => socket.destroy())
+    socket.resume()
+  })
+  await listen(server, Number(m[2]), m[1] ?? '').catch((error: unknown) =>
+    ctx.fail(`cannot listen on the TCP endpoint ${endpoint}: ${error instanceof Error ? error.message : String(error)}`),
+  )
+  ctx.log('INFO', `TCP control panel endpoint listening on ${endpoint}`)
+}
+
+/** Runs a connecting component until it is stopped or refused. */
+export async function runMember(ctx: ComponentContext): Promise<void> {
+  const { version, product, component, fault } = ctx.build
+  const urlVariable = controllerUrlVariable(product.prefix)
+  const url = ctx.env[urlVariable]?.replace(/\/+$/, '')
+  if (!url) ctx.fail(`${urlVariable} is not set: no system controller to connect to`)
+  let psk: string | undefined
+  if (pskRequired(version)) {
+    const variable = pskVariable(product.prefix)
+    psk = ctx.env[variable]
+    if (!psk) ctx.fail(`${variable} is not set: ${component} cannot connect to the system controller without the pre-shared key`)
+  }
+  if (component === 'pipeline') for (const endpoint of tcpEndpoints(ctx)) await listenTcp(ctx, endpoint)
+
+  let lastConnected = 0
+  const connected = (): boolean => Date.now() - lastConnected <= CONNECTION_TIMEOUT_MS
+  const names = liveMetricNames(version, component, product.prefix)
+  await serveStatus(ctx, { connected, metrics: () => names.map((n) => [n, 0]) })
+  exitOnSignals(ctx)
+  ctx.log('INFO', `started; ${connectedMetricName(product.prefix)} and ${names.length} product metric(s) on /metrics`)
+  if (fault === 'never-connects') return
+
+  const endpoint = `${url ?? ''}${apiPrefix(version)}/connections`
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...(psk ? { [pskHeader(product.prefix)]: psk } : {}) }
+  let problem = ''
+  const connect = async (): Promise<void> => {
+    let now = ''
+    try {
+      const response = await fetch(endpoint, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ name: component, version }),
+        redirect: 'error',
+        signal: AbortSignal.timeout(2000),
+      })
+      await response.arrayBuffer()
+      if (response.status === 401 || response.status === 403)
+        ctx.fail(
+          `the system controller at ${url ?? ''} refused the pre-shared key in ${pskVariable(product.prefix)} (HTTP ${response.status})`,
+        )
+      if (response.ok) {
+        if (!connected()) ctx.log('INFO', `connected to the system controller at ${url ?? ''}`)
+        lastConnected = Date.now()
+      } else now = `the system controller answered ${response.status} to POST ${apiPrefix(version)}/connections`
+    } catch (error) {
+      now = `cannot reach the system controller at ${url ?? ''}: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`
+    }
+    if (now && now !== problem) ctx.log('WARN', `${now}; retrying every ${RECONNECT_MS / 1000} s`)
+    problem = now
+  }
+  const loop = async (): Promise<void> => {
+    await connect()
+    setTimeout(() => void loop(), RECONNECT_MS)
+  }
+  await loop()
+}
