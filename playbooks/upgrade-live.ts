@@ -52,8 +52,8 @@ async function upgradeLive(run: Run<LiveContext>): Promise<void> {
   const target = ctx.journal.run.targetVersion
   const pending = (c: ComponentHandle) => !run.finished(checkStarted, c.name) // not yet upgraded and checked before an interruption
   await run.step(preflight) // the installed release of every component; a downgrade or mixed releases refused
-  await run.everyHost(ctx.components, (c) => run.onHost(c, stagePackages)) // target and current package on the host
   await run.step(checkGates) // what only people can fix: unacknowledged gates stop here, nothing changed
+  await run.everyHost(ctx.components, (c) => run.onHost(c, stagePackages)) // target and current package on the host
   await run.step(checkConfig) // settings and environment files read; several TCP endpoints refused
   await run.step(backupFiles) // every file the run may touch, into the run folder (0600)
   for (const c of stopOrder(ctx.components).filter(pending)) await run.onHost(c, stopComponent) // control panel first, controller last

@@ -10,7 +10,13 @@ import { confirm, environmentOf, printResult, setResultExitCode } from './contex
 /** How a run is shown: progress on stderr, its outcome (and report with --json) on stdout. */
 export type ShowRun = (command: Command, run: () => Promise<{ runId: string; phase: string; report: unknown }>) => Promise<void>
 
-const collect = (value: string, previous: string[] = []): string[] => [...previous, value]
+const collect = (value: string, previous: string[] = []): string[] => [
+  ...previous,
+  ...value
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean),
+]
 
 interface UpgradeLiveFlags {
   to: string
@@ -30,7 +36,11 @@ export function registerLive(groups: { upgrade: Command; rollback: Command; veri
       'Upgrade the live production system across majors: gates, backup, PSK / settings / TCP endpoint done by svcops, each component installed, started and checked in dependency order; automatic rollback on failure.',
     )
     .requiredOption('--to <version>', 'release to install, e.g. 7.0.0')
-    .option('--ack <gate>', 'acknowledge a gate by its id once people have handled it, e.g. 6.0.0/send-message (repeatable)', collect)
+    .option(
+      '--ack <gate>',
+      'acknowledge a gate by its id once people have handled it, e.g. 6.0.0/send-message (repeatable, or comma-separated)',
+      collect,
+    )
     .option('--tcp-endpoint <host:port>', 'the one TCP control panel endpoint kept when the pipeline lists several (6.0 takes one)')
     .option('--no-auto-rollback', 'on failure, keep the broken state for inspection instead of rolling back')
     .option('--dry-run', 'print every step, every command and every file change as a diff (secrets masked); change nothing')

@@ -156,7 +156,7 @@ export function evaluateGates(live: LiveConfig, from: string, to: string, acks: 
     return {
       ...base,
       state: 'blocked' as const,
-      detail: `needs a person: ${item.action}`,
+      detail: `needs a person: ${item.action.replace(/\.$/, '')}`,
       clear: `${how}--ack ${item.id} once done`,
     }
   })

@@ -12,7 +12,7 @@ import { BadInputError, OperationError } from '../core/errors.ts'
 import { redact } from '../core/redact.ts'
 import { hostPath } from '../drivers/transports.ts'
 import { generatePsk } from '../releases/pre-shared-key.ts'
-import { compareVersions } from '../releases/versions.ts'
+import { apiPrefix, compareVersions } from '../releases/versions.ts'
 import { HostFailure } from '../runs/engine.ts'
 import { defineStep, stepName, type StepResult } from '../runs/step.ts'
 import { checkComponent, connectionStatus, controllerStatus, failedChecks } from './checks.ts'
@@ -104,7 +104,11 @@ export const checkGates = defineStep<Ctx>({
     const to = ctx.journal.run.targetVersion
     const gates = evaluateGates(ctx.live, from, to, ctx.journal.run.acks ?? [])
     assertGatesClear(gates, from, to)
-    return Promise.resolve({ data: { gates: gates.map((g) => ({ id: g.id, state: g.state, detail: g.detail })) } })
+    return Promise.resolve({
+      // Shown in the report's timeline: which gate was cleared how.
+      ...(gates.length ? { changed: gates.map((g) => `gate ${g.id} ${g.state}: ${g.detail}`) } : {}),
+      data: { gates: gates.map((g) => ({ id: g.id, state: g.state, detail: g.detail })) },
+    })
   },
 })
 
@@ -270,7 +274,9 @@ function phaseOf(ctx: Ctx): '' | 'rollback:' {
 export const verifySystem = defineStep<Ctx, [string]>({
   id: 'verify',
   title: 'the whole system: the controller on the release’s prefix lists every component connected at the release',
-  describe: (_ctx, version) => [`GET <controller>${'{prefix of ' + version + '}'}/status and /components`],
+  describe: (ctx, version) => [
+    `GET ${ctx.live.controllerUrl.replace(/\/+$/, '')}${apiPrefix(version)}/status and ${apiPrefix(version)}/components; the installed version of every component`,
+  ],
   async act(ctx, version) {
     const results = [await controllerStatus(ctx, version)]
     for (const c of ctx.components.filter((x) => x.name !== 'system-controller')) results.push(await connectionStatus(ctx, c.name, version))
