@@ -58,6 +58,23 @@ export function liveDebFile(live: LiveConfig, pkg: string, version: string): str
   return join(dir, found)
 }
 
+const ISO_TIME = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z/
+
+/**
+ * The log lines written since the process started, judged by the uptime the service manager
+ * reports (`uptime 0:01:05`, supervisor) and the ISO time in each line; the last ten minutes
+ * when the uptime is unknown. Lines without a time are kept: a multi-line error must not hide.
+ */
+export function linesSinceStart(lines: string[], status: string, now = Date.now()): string[] {
+  const up = /uptime (?:(\d+) days?, )?(\d+):(\d\d):(\d\d)/.exec(status)
+  const seconds = up ? Number(up[1] ?? 0) * 86_400 + Number(up[2]) * 3600 + Number(up[3]) * 60 + Number(up[4]) : 600
+  const since = now - (seconds + 1) * 1000
+  return lines.filter((line) => {
+    const t = ISO_TIME.exec(line)
+    return !t || Date.parse(t[0]) >= since
+  })
+}
+
 /** The platform of a live system on a host: its packages and its services. */
 export function hostsPlatform(live: LiveConfig, host: LiveHost): LivePlatform {
   const product: LiveProduct = productOf(live)
@@ -79,7 +96,10 @@ export function hostsPlatform(live: LiveConfig, host: LiveHost): LivePlatform {
     status: (c) => readServiceStatus(svc, host.transport, host.config, name(c)),
     async errorLines(c, cursor) {
       const lines = await readServiceLogs(svc, host.transport, host.config, name(c), 200, componentLog(product, c), cursor)
-      return findLogErrors(lines, ERROR_PATTERNS)
+      if (cursor) return findLogErrors(lines, ERROR_PATTERNS)
+      // Without a position taken before the start, the lines since the running process started.
+      const status = await readServiceStatus(svc, host.transport, host.config, name(c))
+      return findLogErrors(linesSinceStart(lines, status.status), ERROR_PATTERNS)
     },
     describe(call, c, v) {
       if (call === 'stage') return pkg.stageCommands(host.config, name(c), v ?? '', v ? file(c, v) : undefined).map(showCommand)
