@@ -181,7 +181,7 @@ export function planConfig(
     if (pskRequired(to)) {
       const weak = current !== undefined && pskEntropyEnforced(to) && !assessPsk(current).ok
       if (current === undefined || weak) {
-        psk = registerSecret(options.newPsk())
+        psk = options.newPsk() // generatePsk registers it for redaction; the dry run's placeholder is shown
         const since = changesWithEffect(weak ? 'psk-entropy-enforced' : 'psk-required')[0]?.release ?? to
         plan.newPsk = weak
           ? `the PSK fails the entropy check the system controller enforces from ${since}`
