@@ -141,8 +141,7 @@ export function evaluateGates(live: LiveConfig, from: string, to: string, acks: 
     const acked = acks.includes(item.id)
     if (uses) {
       const here = uses.get(item.id) ?? []
-      if (!here.length)
-        return { ...base, state: 'checked' as const, detail: `checked: no use in ${checker?.name ?? 'the inputs'}`, clear: '' }
+      if (!here.length) return { ...base, state: 'checked' as const, detail: `no use in ${checker?.name ?? 'the inputs'}`, clear: '' }
       const shown = `${here.slice(0, 3).join('; ')}${here.length > 3 ? `; and ${here.length - 3} more` : ''}`
       return {
         ...base,
