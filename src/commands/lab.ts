@@ -32,7 +32,9 @@ Examples:
 
   lab
     .command('up')
-    .description('Start PostgreSQL and the manager emulator as background processes and write the lab environment file.')
+    .description(
+      'Start PostgreSQL, the manager emulator and the recording hosts (with --live V also the live production system on host live-1) as background processes and write the lab environment file.',
+    )
     .addOption(
       new Option('--manager-revision <revision>', 'auth API revision the manager emulator runs as (1.4.1 issues 300 s tokens)')
         .choices(REVISIONS)

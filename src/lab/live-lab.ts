@@ -111,8 +111,8 @@ export interface LabLivePart {
   tcpEndpoints: string[]
 }
 
-/** Writes a host file as its owner would: parents made, mode set, owned by the host's user. */
-function writeHostFile(host: LabHostInfo, path: string, text: string, mode: number): void {
+/** Writes a file on a lab host as its owner would (path in the host's terms): parents made, mode set, owned by the host's user. */
+export function writeLiveHostFile(host: LabHostInfo, path: string, text: string, mode: number): void {
   const file = join(host.root, path)
   const owner = lookupUser(host.user)
   const made = mkdirSync(dirname(file), { recursive: true })
@@ -161,7 +161,7 @@ export async function startLabLive(lab: LabSteps, options: Required<LabLiveOptio
   const tcpEndpoints = await Promise.all(Array.from({ length: options.liveTcpEndpoints }, async () => `127.0.0.1:${await freePort()}`))
   const controllerUrl = `http://127.0.0.1:${controllerPort ?? 0}`
   const psk = !pskRequired(version) ? undefined : registerSecret(options.liveWeakPsk ? weakPsk() : generatePsk())
-  writeHostFile(
+  writeLiveHostFile(
     host,
     liveSettingsFile(version, PRODUCT),
     `${JSON.stringify({ ...(psk ? { psk } : {}), listen: { port: controllerPort } }, null, 2)}\n`,
@@ -175,7 +175,7 @@ export async function startLabLive(lab: LabSteps, options: Required<LabLiveOptio
     }
     vars[metricsPortVariable(PRODUCT.prefix)] = String(metricsPorts[component])
     if (component === 'pipeline' && tcpEndpoints.length > 0) vars[tcpEndpointVariable(version, PRODUCT.prefix)] = tcpEndpoints.join(',')
-    writeHostFile(
+    writeLiveHostFile(
       host,
       liveComponentPaths(PRODUCT, component).envFile,
       formatEnvFile(vars, `${livePackageName(PRODUCT.prefix, component)}: written by svcops lab up`),

@@ -26,13 +26,21 @@ export function parseEnvFile(text: string): Record<string, string> {
   return vars
 }
 
-/** An environment file with `vars` in the given order, values double-quoted when they hold spaces or quotes. */
+/** A value as `parseEnvFile` reads it back: bare, or in the quotes it does not contain. */
+function quoteEnvValue(key: string, value: string): string {
+  if (!/[\s"'#;]/.test(value)) return value
+  if (!value.includes('"')) return `"${value}"`
+  if (!value.includes("'")) return `'${value}'`
+  throw new Error(`The value of ${key} holds both kinds of quote; an environment file cannot say it.`)
+}
+
+/** An environment file with `vars` in the given order, values quoted when they hold spaces, quotes, # or ;. */
 export function formatEnvFile(vars: Record<string, string>, comment?: string): string {
   const lines = comment ? comment.split('\n').map((l) => `# ${l}`) : []
   for (const [key, value] of Object.entries(vars)) {
     if (!KEY.test(key)) throw new Error(`'${key}' is not an environment variable name.`)
     if (/[\r\n]/.test(value)) throw new Error(`The value of ${key} holds a line break; an environment file value is one line.`)
-    lines.push(/[\s"'#]/.test(value) && !value.includes('"') ? `${key}="${value}"` : `${key}=${value}`)
+    lines.push(`${key}=${quoteEnvValue(key, value)}`)
   }
   return `${lines.join('\n')}\n`
 }

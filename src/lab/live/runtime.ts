@@ -8,7 +8,7 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { parseEnvFile } from './env-file.ts'
-import { liveComponentPaths, metricsPortVariable, type LiveProduct } from './paths.ts'
+import { controllerArgsVariable, liveComponentPaths, metricsPortVariable, type LiveProduct } from './paths.ts'
 import type { LiveComponent, LiveLabFault } from './releases.ts'
 
 /** What a package bakes into its program (`build.json` beside it). */
@@ -70,7 +70,10 @@ export function componentContext(build: LiveBuild, argv: string[]): ComponentCon
   const fromFile = existsSync(envFile) ? parseEnvFile(readFileSync(envFile, 'utf8')) : {}
   const env: Record<string, string> = {}
   for (const [key, value] of Object.entries({ ...process.env, ...fromFile })) if (value !== undefined) env[key] = value
-  return { build, root, args: rest, env, log, fail, hostFile, shown }
+  // The controller's flags from its environment file (the lab's launcher's way of passing them).
+  const extra =
+    build.component === 'system-controller' ? (env[controllerArgsVariable(build.product.prefix)] ?? '').split(/\s+/).filter(Boolean) : []
+  return { build, root, args: [...rest, ...extra], env, log, fail, hostFile, shown }
 }
 
 /** What `/health` and `/metrics` report. */
