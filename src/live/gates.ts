@@ -8,7 +8,7 @@
  */
 import { readFileSync, statSync } from 'node:fs'
 import type { LiveConfig } from '../config/schema.ts'
-import { BadInputError, BlockedError } from '../core/errors.ts'
+import { BadInputError, BlockedError, withFacts } from '../core/errors.ts'
 import { changeById } from '../releases/live.ts'
 import { migrateMetricFiles } from '../releases/metrics.ts'
 import { planLive, type PlanItem } from '../releases/plan.ts'
@@ -169,9 +169,15 @@ function migratorOf(item: PlanItem): Migrator | null {
 export function assertGatesClear(gates: Gate[], from: string, to: string): void {
   const blocked = gates.filter((g) => g.state === 'blocked')
   if (!blocked.length) return
-  throw new BlockedError(
-    `${blocked.length} gate${blocked.length > 1 ? 's block' : ' blocks'} the upgrade from ${from} to ${to}, and nothing was changed: ${blocked.map((g) => g.id).join(', ')}.`,
-    blocked.map((g) => `  ${g.id} (${g.detail}): ${g.clear}`).join('\n'),
+  throw withFacts(
+    new BlockedError(
+      `${blocked.length} gate${blocked.length > 1 ? 's block' : ' blocks'} the upgrade from ${from} to ${to}, and nothing was changed: ${blocked.map((g) => g.id).join(', ')}.`,
+      [
+        ...blocked.map((g) => `  ${g.id} (${g.detail}): ${g.clear}`),
+        `Once every one is handled: --ack ${blocked.map((g) => g.id).join(',')}`,
+      ].join('\n'),
+    ),
+    { gates: blocked.map((g) => ({ id: g.id, detail: g.detail, clear: g.clear })) },
   )
 }
 
