@@ -218,7 +218,9 @@ export function environmentOfRun(record: RunRecord): Environment {
 
 /** The run `svcops rollback recording` acts on: `runId`, or the environment's newest upgrade run not yet rolled back. */
 export function findRunToRollBack(env: Environment, runId?: string): string {
-  const id = runId ?? listRuns().find((r) => r.environment === env.name && r.kind === 'upgrade' && r.phase !== 'rolled-back')?.id
+  const id =
+    runId ??
+    listRuns().find((r) => r.environment === env.name && r.kind === 'upgrade' && r.system !== 'live' && r.phase !== 'rolled-back')?.id
   if (!id) {
     throw new BadInputError(
       `There is no upgrade run of environment '${env.name}' to roll back.`,
@@ -226,6 +228,11 @@ export function findRunToRollBack(env: Environment, runId?: string): string {
     )
   }
   const run = Journal.open(id).run
+  if (run.system === 'live')
+    throw new BadInputError(
+      `Run ${id} is an upgrade of the live production system, not of the recording service.`,
+      `Roll it back with: svcops rollback live --env ${env.name} --run ${id}`,
+    )
   if (run.environment !== env.name) throw new BadInputError(`Run ${id} belongs to environment '${run.environment}', not '${env.name}'.`)
   if (run.phase === 'rolled-back') throw new BadInputError(`Run ${id} was already rolled back.`)
   return id
