@@ -3,6 +3,7 @@
  * its own transport and checked as its service sees it. Read-only.
  */
 import { requireSection } from '../config/load.ts'
+import { BadInputError } from '../core/errors.ts'
 import type { Environment } from '../config/schema.ts'
 import { transportFor } from '../drivers/transports.ts'
 import { selectHosts, settingsFor, type HostHandle } from '../upgrade/context.ts'
@@ -23,6 +24,11 @@ export async function onHostsOf(
   procedure: (check: CheckProblem) => Promise<void>,
 ): Promise<Diagnosis> {
   const rec = requireSection(env, 'recording')
+  if (rec.platform === 'kubernetes')
+    throw new BadInputError(
+      `The doctor checks hosts, and environment '${env.name}' runs the recording service on Kubernetes (recording.platform in ${env.file}).`,
+      `Read every pod's status and last log lines: svcops verify recording --env ${env.name}`,
+    )
   const all: HostHandle[] = rec.hosts.map((config) => ({ name: config.name, config, transport: transportFor(config), url: config.url }))
   const out: Diagnosis = { findings: [], checks: [] }
   try {

@@ -21,6 +21,8 @@ export interface RunReport {
   /** The doctor's findings and checks (preflight, or a failed host before its rollback): why it failed. */
   diagnoses: Array<{ step: string; host?: string; failure?: string; findings: unknown[]; checks: unknown[] }>
   rollback?: { restore: boolean; reason: string; hosts: string[] }
+  /** Kubernetes platform: what the stack file holds at the run's last check, and what the Deployment runs (the file is the record). */
+  stackFile?: { file: string; key: string; version: string | null; deployment: string | null }
 }
 
 /** A doctor finding as the report shows it (src/doctor writes these into a step's data). */

@@ -37,6 +37,7 @@ export function buildReport(journal: Journal): RunReport {
   const run = journal.run
   const decide = entries.filter((e) => e.report === 'restore-decision' && e.status === 'ok').at(-1)
   const recreate = entries.filter((e) => e.report === 'recreated' && e.status === 'ok').at(-1)
+  const record = entries.filter((e) => e.status === 'ok' && e.data?.stackFile && typeof e.data.stackFile === 'object').at(-1)
   return {
     run,
     downtime: downtimeOf(entries, run.hosts),
@@ -54,6 +55,7 @@ export function buildReport(journal: Journal): RunReport {
         findings: (e.data?.findings as unknown[] | undefined) ?? [],
         checks: (e.data?.checks as unknown[] | undefined) ?? [],
       })),
+    ...(record ? { stackFile: record.data?.stackFile as NonNullable<RunReport['stackFile']> } : {}),
     ...(decide?.data
       ? {
           rollback: {
@@ -86,6 +88,13 @@ export function renderMarkdown(report: RunReport): string {
   )
   if (run.deadline) lines.push(`- maintenance window until: ${run.deadline}`)
   if (run.backupId) lines.push(`- backup: ${run.backupId} (verified before anything stopped)`)
+  const sf = report.stackFile
+  if (sf)
+    lines.push(
+      sf.version === sf.deployment
+        ? `- stack file: ${sf.file} holds ${sf.key} = ${sf.version ?? '?'}, the version the Deployment runs; commit it (docs/upgrade.md)`
+        : `- stack file: ${sf.file} holds ${sf.key} = ${sf.version ?? 'nothing'}, but the Deployment runs ${sf.deployment ?? 'no known version'}: they disagree`,
+    )
   if (run.fingerprintBefore)
     lines.push(
       `- schema fingerprint: before ${run.fingerprintBefore.slice(0, 16)}${run.fingerprintAfter ? `, after ${run.fingerprintAfter.slice(0, 16)}` : ''}`,

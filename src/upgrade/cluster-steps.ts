@@ -275,7 +275,13 @@ export const clusterCheckLogs = {
         'check-logs',
         `The stack file ${c.stack().stackFile} holds ${c.versionKey} = ${recorded ?? 'nothing'}, but ${h.name} runs ${d.version ?? 'no known version'}.`,
       )
-    return { data: { status, lastLines: Object.values(lines).flatMap((l) => l.slice(-10)), stackFile: { [c.versionKey]: recorded } } }
+    return {
+      data: {
+        status,
+        lastLines: Object.values(lines).flatMap((l) => l.slice(-10)),
+        stackFile: { file: c.stack().stackFile, key: c.versionKey, version: recorded ?? null, deployment: d.version ?? null },
+      },
+    }
   },
 }
 

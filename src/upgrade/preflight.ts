@@ -287,7 +287,16 @@ export const verifyFleet = defineStep<Ctx, [HostFailure[]]>({
         fingerprintAfter,
         versions,
         schemaChanged: fingerprintAfter !== run.fingerprintBefore,
-        ...(ctx.cluster ? { stackFile: { [ctx.cluster.versionKey]: recorded } } : {}),
+        ...(ctx.cluster
+          ? {
+              stackFile: {
+                file: ctx.cluster.stack().stackFile,
+                key: ctx.cluster.versionKey,
+                version: recorded ?? null,
+                deployment: versions[ctx.cluster.target.deployment] ?? null,
+              },
+            }
+          : {}),
       },
     }
   },

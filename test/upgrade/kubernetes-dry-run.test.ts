@@ -86,4 +86,11 @@ describe('svcops upgrade recording --env prod --to 2.0.0 --dry-run', () => {
     expect(run.stderr).toContain("--to: 'latest' is not a version; expected a version like 2.0.0.")
     expect(api.requests.length).toBe(before)
   })
+
+  it('is the Kubernetes platform, where the doctor (a host check) refuses in one sentence and names what to run instead', async () => {
+    const run = await runSvcops(['doctor', 'recording', '--env', 'prod'], { env: { KUBECONFIG: api.kubeconfig } })
+    expect(run.code).toBe(2)
+    expect(run.stderr).toContain("The doctor checks hosts, and environment 'prod' runs the recording service on Kubernetes")
+    expect(run.stderr).toContain('svcops verify recording --env prod')
+  })
 })
