@@ -55,7 +55,7 @@ export interface LiveLab {
   svcopsKilledAt(args: string[], boundary: string): Promise<CliRun>
   /** Every PSK seen on the host so far (collected at each call of svcops and snapshot). */
   psks(): string[]
-  /** Every output of svcops so far, and every run file except the backups (which hold the files, PSK included). */
+  /** Every output of svcops so far, the process arguments seen while it ran, and every run file except the backups (which hold the files, PSK included). */
   everythingPrinted(): string[]
   stop(): Promise<void>
 }
@@ -168,10 +168,16 @@ export async function startLiveLab(options: { version: string; weakPsk?: boolean
     },
     async svcops(args) {
       collect()
-      const run = await runSvcops(['--stack-file', envFile, ...args], { env: { SVCOPS_RUNS_DIR: runsDir } })
-      outputs.push(run.stdout, run.stderr)
-      collect()
-      return run
+      // What every process on the machine was started with, sampled while svcops runs: no PSK in any argv.
+      const sampler = setInterval(() => outputs.push(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })), 100)
+      try {
+        const run = await runSvcops(['--stack-file', envFile, ...args], { env: { SVCOPS_RUNS_DIR: runsDir } })
+        outputs.push(run.stdout, run.stderr)
+        return run
+      } finally {
+        clearInterval(sampler)
+        collect()
+      }
     },
     async svcopsKilledAt(args, boundary) {
       collect()
