@@ -53,6 +53,8 @@ export interface LiveLab {
   /** `svcops --stack-file <lab> ...args`; its output is kept for the secrets check. */
   svcops(args: string[]): Promise<CliRun>
   svcopsKilledAt(args: string[], boundary: string): Promise<CliRun>
+  /** `svcops ...args` continuing run `id` (a rollback, a resume), killed once its journal shows `boundary` (`step@component`) finished. */
+  svcopsKilledInRun(args: string[], id: string, boundary: string): Promise<CliRun>
   /** Every PSK seen on the host so far (collected at each call of svcops and snapshot). */
   psks(): string[]
   /** Every output of svcops so far, the process arguments seen while it ran, and every run file except the backups (which hold the files, PSK included). */
@@ -182,6 +184,37 @@ export async function startLiveLab(options: { version: string; weakPsk?: boolean
     async svcopsKilledAt(args, boundary) {
       collect()
       const run = await runSvcopsKilledAt(['--stack-file', envFile, ...args], boundary, runsDir)
+      outputs.push(run.stdout, run.stderr)
+      collect()
+      return run
+    },
+    async svcopsKilledInRun(args, id, boundary) {
+      collect()
+      const [step, host] = boundary.split('@')
+      const journal = join(runsDir, id, 'journal.jsonl')
+      let timer: NodeJS.Timeout | undefined
+      const run = await runSvcops(['--stack-file', envFile, ...args], {
+        env: { SVCOPS_RUNS_DIR: runsDir },
+        onSpawn(pid) {
+          timer = setInterval(() => {
+            const reached = readFileSync(journal, 'utf8')
+              .split('\n')
+              .filter(Boolean)
+              .some((line) => {
+                const e = JSON.parse(line) as { step?: string; host?: string; status?: string }
+                return e.step === step && e.host === host && e.status === 'ok'
+              })
+            if (!reached) return
+            clearInterval(timer)
+            try {
+              process.kill(pid, 'SIGKILL')
+            } catch {
+              // It ended on its own before the kill: the caller sees no SIGKILL.
+            }
+          }, 2)
+        },
+      })
+      clearInterval(timer)
       outputs.push(run.stdout, run.stderr)
       collect()
       return run
