@@ -107,7 +107,7 @@ describe('the configuration svcops writes itself', () => {
   it('a settings file nowhere, where the target needs a PSK, is refused naming where svcops looked', () => {
     const none = { ...state({}), settings: undefined, searched: [LEGACY, '/etc/opt/svc/svc_sc_settings.json'] }
     expect(() => planConfig(live, none, '1.0.0', '2.0.0', { newPsk })).toThrow(
-      /is in none of .*svc_sc_settings\.json.*live\.settingsFile|in none of/,
+      /settings file svc_sc_settings\.json is in none of \/opt\/svc\/system-controller\/etc\/svc_sc_settings\.json, \/etc\/opt\/svc\/svc_sc_settings\.json/,
     )
   })
 })
