@@ -127,10 +127,12 @@ describe('the scheduled jobs of the prod stack', () => {
   it("are listed in docs/deploy.md's RBAC table row by row, as the Role grants them", () => {
     const doc = readFileSync(join(import.meta.dirname, '../../docs/deploy.md'), 'utf8')
     const table = doc.slice(doc.indexOf('| API group | resources | names | verbs | used by |'))
-    const rows = table
-      .split('\n')
-      .slice(2)
-      .filter((l) => l.startsWith('|'))
+    const lines = table.split('\n').slice(2)
+    const rows = lines
+      .slice(
+        0,
+        lines.findIndex((l) => !l.startsWith('|')),
+      )
       .map((l) => l.split('|').map((c) => c.trim().replace(/`/g, '')))
       .map(([, group, resources, names, verbs]) => ({ group, resources, names, verbs }))
     const role = objectNamed(prod, 'Role', 'svc-svcops-upgrade').unwrapped as unknown as IRole
