@@ -22,7 +22,7 @@ import { Manager } from './manager.ts'
 import { MediaComponent, type MediaKind } from './mediaComponent.ts'
 import { Psk } from './pskSecret.ts'
 import { RecordingService } from './recordingService.ts'
-import { publicStackFile, readStackSettings, type StackSettings } from './settings.ts'
+import { ownStackFile, readStackSettings, type StackSettings } from './settings.ts'
 import { SystemController } from './systemController.ts'
 import { Tls } from './tls.ts'
 import { ScheduledJobs } from './scheduledJobs.ts'
@@ -214,7 +214,7 @@ function wire(s: StackSettings): PlatformOutputs {
             namespace,
             namespaceName: deploy.namespace,
             stack: s.stack,
-            stackFile: publicStackFile(s),
+            stackFile: ownStackFile(s.stack).text,
             jobs: deploy.jobs,
             ...(context ? { kubeContext: context } : {}),
             ...(store && !store.ssh ? { backupStorePath: store.path } : {}),

@@ -8,8 +8,14 @@ import type { Environment } from '../config/schema.ts'
 
 /** Where a scheduled job's container finds what it needs. */
 export const JOB_PATHS = {
-  /** The stack file svcops reads (`SVCOPS_STACKS_DIR`), from a ConfigMap the program writes. */
+  /** The stack file as Pulumi reads it, from a ConfigMap the program writes (the backup's `SVCOPS_STACKS_DIR`). */
   stacks: '/etc/svcops/stacks',
+  /**
+   * The upgrade's `SVCOPS_STACKS_DIR`: a writable folder next to the image's Pulumi.yaml
+   * (/opt/svcops, `stackConfigDir: stacks`) holding a 0600 copy of that file, which `pulumi config
+   * set --path` rewrites.
+   */
+  projectStacks: '/opt/svcops/stacks',
   /** 0600 copies of the files of `jobs.credentialsSecret`. */
   credentials: '/etc/svcops/credentials',
   /** 0600 copies of the files of `jobs.backupKeysSecret`. */
@@ -73,9 +79,29 @@ export function scheduledJobProblems(env: Environment, deploy: DeployConfig): st
       )
     }
   }
+  if (deploy.upgradeSchedule && env.recording?.platform === 'kubernetes') problems.push(...clusterUpgradeProblems(env))
   for (const { path, file } of referencedFiles(env)) {
     if (!FILE_DIRS.some((dir) => file.startsWith(`${dir}/`) && !file.slice(dir.length).includes('/..')))
       problems.push(`${path} "${file}" is not in a mounted Secret (expected a file under ${FILE_DIRS.join(' or ')})`)
   }
+  return problems
+}
+
+/**
+ * What the scheduled upgrade on the Kubernetes platform needs besides the mounts: it runs `pulumi`
+ * and the client library on the kubeconfig its init container writes for the job's ServiceAccount,
+ * under the name `kubernetes:context` gives (the program's provider and svcops select it), so the
+ * stack must name a context and must not point at a kubeconfig of another machine.
+ */
+function clusterUpgradeProblems(env: Environment): string[] {
+  const problems: string[] = []
+  if (!env.kubernetes?.context)
+    problems.push(
+      'kubernetes:context is missing (recording.platform kubernetes: the upgrade job writes a kubeconfig of that name for its ServiceAccount, which Pulumi and svcops select)',
+    )
+  if (env.kubernetes?.kubeconfig)
+    problems.push(
+      'kubernetes:kubeconfig is set (recording.platform kubernetes: the upgrade job uses the kubeconfig of its ServiceAccount; a kubeconfig from the stack would replace it)',
+    )
   return problems
 }

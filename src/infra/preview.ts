@@ -6,8 +6,11 @@
  * renders the same objects and a changed `keepers` gives a new value, as the real provider does.
  */
 import { createHmac } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import * as pulumi from '@pulumi/pulumi'
+import * as runtimeState from '@pulumi/pulumi/runtime/state.js'
 import { parse as parseYaml } from 'yaml'
 import { SECURE_KEYS } from '../config/deploy.ts'
 import { BadInputError } from '../core/errors.ts'
@@ -202,6 +205,15 @@ export async function previewStack(options: PreviewOptions): Promise<PreviewResu
     false,
   )
   pulumi.runtime.setAllConfig(config, [...secretKeys])
+  // The program reads its own stack file from the project root the CLI passes (settings.ts
+  // ownStackFile): here, a throwaway project holding a copy of the file given.
+  const root = mkdtempSync(join(tmpdir(), 'svcops-render-'))
+  writeFileSync(join(root, 'Pulumi.yaml'), 'name: svcops\nruntime: nodejs\nstackConfigDir: stacks\n')
+  mkdirSync(join(root, 'stacks'))
+  copyFileSync(options.stackFile, join(root, 'stacks', `Pulumi.${stack}.yaml`))
+  ;(
+    runtimeState as unknown as { getStore(): { settings: { options: { rootDirectory?: string } } } }
+  ).getStore().settings.options.rootDirectory = root
   // Imported after setMocks, as the SDK expects.
   const { default: program } = await import('./index.ts')
   // The program's error is caught inside the stack's init: thrown from there, the SDK would also
@@ -220,6 +232,7 @@ export async function previewStack(options: PreviewOptions): Promise<PreviewResu
       })) ?? {}
   } finally {
     await pulumi.runtime.disconnect()
+    rmSync(root, { recursive: true, force: true })
   }
   if (failure instanceof pulumi.RunError) throw new BadInputError(failure.message)
   if (failure !== undefined) throw failure instanceof Error ? failure : new Error(JSON.stringify(failure))

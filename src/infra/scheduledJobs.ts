@@ -3,7 +3,9 @@
  * (`svcops upgrade recording --env <stack> --to <v> --yes --json` in the maintenance window) and the
  * nightly backup (`svcops backup run --env <stack> --json`: create, verify with a test restore,
  * prune). Each runs the svcops image (Containerfile) with what its steps need and nothing more:
- * - the stack file, from a ConfigMap the program writes (every svcops:* key but secure values);
+ * - the stack file exactly as Pulumi reads it (secure values as their ciphertexts), from a ConfigMap
+ *   the program writes; the upgrade's init container copies it to a writable 0600 file next to the
+ *   image's Pulumi.yaml, where `pulumi config set --path` rewrites it and `pulumi up` runs;
  * - the credentials and the backup keys from two existing Secrets, copied by an init container to
  *   0600 files in memory (Kubernetes mounts Secrets group-readable with an fsGroup, and svcops
  *   refuses a key file that others can read);
@@ -64,14 +66,18 @@ export const SECRET_SOURCES = '/var/run/svcops-secrets'
 
 /**
  * The init container's script: owner-only copies of every file of both Secrets (Kubernetes mounts
- * them as symlinks into a `..data` folder, group-readable), and the folders of the runs volume.
- * `root` prefixes every path, for a test to run the script in a temp dir.
+ * them as symlinks into a `..data` folder, group-readable), and the folders of the runs volume;
+ * for the upgrade (`stack`), an owner-only copy of the stack file into the project's writable
+ * stacks folder. `root` prefixes every path, for a test to run the script in a temp dir.
  */
-export function copySecretsScript(root = '', kube?: { context: string; namespace: string }): string {
+export function copySecretsScript(root = '', kube?: { context: string; namespace: string }, stack?: string): string {
+  if (stack !== undefined && !/^[a-z0-9][a-z0-9_-]*$/.test(stack))
+    throw new BadInputError(`stack: "${stack}" is not valid; expected lower-case letters, digits, '-' or '_'.`)
   return [
     'umask 077',
     `for dir in credentials backup-keys; do for f in ${root}${SECRET_SOURCES}/$dir/*; do if [ -f "$f" ]; then cp "$f" ${root}/etc/svcops/$dir/; fi; done; done`,
     `mkdir -p ${root}${JOB_PATHS.runs} ${root}${JOB_PATHS.state} ${root}${JOB_PATHS.data}/tmp`,
+    ...(stack !== undefined ? [`cp ${root}${JOB_PATHS.stacks}/Pulumi.${stack}.yaml ${root}${JOB_PATHS.projectStacks}/`] : []),
     ...(kube ? [`cat > ${root}${KUBECONFIG} <<'EOF'\n${inClusterKubeconfig(kube.context, kube.namespace)}EOF`] : []),
   ].join('\n')
 }
@@ -118,7 +124,7 @@ export interface ScheduledJobsArgs {
   namespaceName: string
   /** Stack (environment) name passed to `--env`. */
   stack: string
-  /** Stack file content for svcops (YAML, `config:` with svcops:* keys, no secure values). */
+  /** The stack file as Pulumi reads it (its text from disk: secure values are ciphertexts). */
   stackFile: string
   jobs: JobsConfig
   /** `backup.store.path` when the store is a local directory (mounted from `jobs.backupStoreClaim`). */
@@ -236,6 +242,10 @@ function podSpec(
   ]
   const data = { name: 'data', mountPath: JOB_PATHS.data }
   const kube = kind === 'upgrade' && args.kubeContext ? { context: args.kubeContext, namespace: args.namespaceName } : undefined
+  // The upgrade runs `pulumi config set --path` on its stack file: a writable copy next to Pulumi.yaml.
+  const stack = { name: 'stack', mountPath: JOB_PATHS.stacks, readOnly: true }
+  const projectStacks = { name: 'project-stacks', mountPath: JOB_PATHS.projectStacks }
+  const upgrade = kind === 'upgrade'
   return {
     restartPolicy: 'Never',
     serviceAccountName: serviceAccount,
@@ -246,7 +256,7 @@ function podSpec(
       {
         name: 'secrets',
         image: jobs.image,
-        command: ['sh', '-ec', copySecretsScript('', kube)],
+        command: ['sh', '-ec', copySecretsScript('', kube, upgrade ? args.stack : undefined)],
         securityContext: containerSecurity(),
         resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { memory: '64Mi' } },
         volumeMounts: [
@@ -255,6 +265,7 @@ function podSpec(
           ...copies,
           data,
           TMP_MOUNT,
+          ...(upgrade ? [stack, projectStacks] : []),
         ],
       },
     ],
@@ -264,7 +275,7 @@ function podSpec(
         image: jobs.image,
         command,
         env: [
-          { name: 'SVCOPS_STACKS_DIR', value: JOB_PATHS.stacks },
+          { name: 'SVCOPS_STACKS_DIR', value: upgrade ? JOB_PATHS.projectStacks : JOB_PATHS.stacks },
           { name: 'SVCOPS_RUNS_DIR', value: JOB_PATHS.runs },
           { name: 'SVCOPS_STATE_DIR', value: JOB_PATHS.state },
           { name: 'TMPDIR', value: `${JOB_PATHS.data}/tmp` },
@@ -277,7 +288,7 @@ function podSpec(
         resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
         volumeMounts: [
           TMP_MOUNT,
-          { name: 'stack', mountPath: JOB_PATHS.stacks, readOnly: true },
+          upgrade ? projectStacks : stack,
           ...copies.map((c) => ({ ...c, readOnly: true })),
           data,
           ...(store ? [{ name: 'backup-store', mountPath: store.path }] : []),
@@ -292,6 +303,7 @@ function podSpec(
       { name: 'credentials', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
       { name: 'backup-keys', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
       { name: 'data', persistentVolumeClaim: { claimName: jobs.runsClaim } },
+      ...(upgrade ? [{ name: 'project-stacks', emptyDir: { sizeLimit: '1Mi' } }] : []),
       ...(store ? [{ name: 'backup-store', persistentVolumeClaim: { claimName: store.claim } }] : []),
     ],
   }

@@ -5,7 +5,9 @@
  */
 import * as pulumi from '@pulumi/pulumi'
 import * as runtimeConfig from '@pulumi/pulumi/runtime/config.js'
-import { stringify as toYaml } from 'yaml'
+import { existsSync, readFileSync, statSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { parse as parseYaml } from 'yaml'
 import { SECURE_KEYS, type DeployConfig } from '../config/deploy.ts'
 import { parseEnvironment } from '../config/load.ts'
 import type { Environment } from '../config/schema.ts'
@@ -30,8 +32,6 @@ export interface StackSettings {
   recordingDatabase: { host: string; port: number; name: string; user: string }
   /** Decrypted `pulumi config set --secret` values and resolved references (registered for redaction). */
   secrets: { psk?: string; databasePassword: string }
-  /** The svcops:* keys without secure values, as svcops reads them (for the upgrade CronJob). */
-  publicConfig: Record<string, unknown>
 }
 
 // The SDK knows which keys were set with --secret but does not declare the function in its types.
@@ -71,9 +71,10 @@ export function parseStackConfig(all: Record<string, string>, stack: string, pla
     )
   }
   const forSchema: Record<string, unknown> = {}
-  const publicConfig: Record<string, unknown> = {}
   const decrypted: Partial<Record<(typeof SECURE_KEYS)[number], string>> = {}
   for (const [key, raw] of Object.entries(all)) {
+    // The cluster keys as svcops reads them too (the scheduled upgrade's rules look at them).
+    if (key === 'kubernetes:context' || key === 'kubernetes:kubeconfig') forSchema[key] = raw
     if (!key.startsWith(NAMESPACE)) continue
     const short = key.slice(NAMESPACE.length)
     const secure = SECURE_KEYS.find((k) => k === short)
@@ -85,7 +86,6 @@ export function parseStackConfig(all: Record<string, string>, stack: string, pla
       continue
     }
     forSchema[key] = parseValue(raw)
-    publicConfig[key] = forSchema[key]
   }
   const env = parseEnvironment(forSchema, stack, file)
   const deploy = env.deploy
@@ -162,11 +162,31 @@ export function parseStackConfig(all: Record<string, string>, stack: string, pla
     recordingVersion,
     recordingDatabase: { host: database.host, port: database.port, name: database.name, user: database.user },
     secrets: { ...(decrypted.psk !== undefined ? { psk: decrypted.psk } : {}), databasePassword },
-    publicConfig,
   }
 }
 
-/** The stack file svcops reads inside the cluster: every svcops:* key except secure values. */
-export function publicStackFile(settings: StackSettings): string {
-  return `# Written by the Pulumi program for svcops jobs; secure values are left out.\n${toYaml({ config: settings.publicConfig })}`
+/** Pulumi's own size limit for a ConfigMap is 1 MiB; a stack file is a few KiB. */
+const STACK_FILE_MAX = 512 * 1024
+
+/**
+ * The stack file exactly as Pulumi reads it for this run (`<project root>/<stackConfigDir>/
+ * Pulumi.<stack>.yaml`, the root the CLI passes, else the working folder), for the scheduled jobs:
+ * read from disk, never rebuilt from the configuration, so a secure value stays the ciphertext the
+ * file holds and the secrets provider's keys (`encryptionsalt`, `secretsprovider`) come along.
+ */
+export function ownStackFile(stack: string, root: string = pulumi.runtime.getRootDirectory()): { path: string; text: string } {
+  const dir = root && existsSync(join(root, 'Pulumi.yaml')) ? root : process.cwd()
+  const project = join(dir, 'Pulumi.yaml')
+  if (!existsSync(project))
+    throw new BadInputError(`No Pulumi.yaml in ${dir}; the scheduled jobs carry the stack file the project reads for stack '${stack}'.`)
+  const doc = parseYaml(readFileSync(project, 'utf8')) as { stackConfigDir?: unknown } | null
+  const path = resolve(dir, typeof doc?.stackConfigDir === 'string' ? doc.stackConfigDir : '.', `Pulumi.${stack}.yaml`)
+  if (!existsSync(path))
+    throw new BadInputError(`${path}: missing; the scheduled jobs carry the stack file Pulumi reads for stack '${stack}'.`)
+  const size = statSync(path).size
+  if (size > STACK_FILE_MAX)
+    throw new BadInputError(
+      `${path}: ${size} bytes is too large; expected a stack file under ${STACK_FILE_MAX} bytes (it becomes a ConfigMap).`,
+    )
+  return { path, text: readFileSync(path, 'utf8') }
 }

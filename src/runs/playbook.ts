@@ -6,6 +6,8 @@
  * The failure policy: before the first disruptive step (a stop) "failed, nothing changed"; after it
  * the playbook's lossless rollback runs, unless the run was started with `--no-auto-rollback`.
  */
+import { chmodSync, copyFileSync } from 'node:fs'
+import { basename } from 'node:path'
 import { BadInputError, OperationError, RolledBackError, errorMessage, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { onShutdown } from '../core/lifecycle.ts'
@@ -39,6 +41,12 @@ export interface RunOutcome {
 export interface Opened<C> {
   ctx: C
   close(): Promise<void>
+  /**
+   * Files the run leaves a copy of in its run folder when it ends, whatever the outcome: on the
+   * Kubernetes platform the stack file, the record to commit (in a scheduled job the only copy
+   * that outlives the pod is the one on the runs volume).
+   */
+  records?: string[]
 }
 
 /** A lock the caller took for the run (refused before any run folder exists). */
@@ -165,6 +173,7 @@ async function drive<C>(
           },
     )
   }
+  keepRecords(journal, opened.records ?? [])
   const report = writeReport(journal)
   await lock.release()
   unregister()
@@ -176,6 +185,20 @@ async function drive<C>(
     throw withFacts(error, { runId: journal.run.id, phase: journal.run.phase, reportPath: journal.file('report.md'), report })
   }
   return { runId: journal.run.id, phase: journal.run.phase, report }
+}
+
+/** Copies each record into the run folder, owner-only, and journals where; a failed copy is journaled, never fatal. */
+function keepRecords(journal: Journal, files: string[]): void {
+  for (const file of files) {
+    const copy = journal.file(basename(file))
+    try {
+      copyFileSync(file, copy)
+      chmodSync(copy, 0o600)
+      journal.append({ step: 'keep-record', status: 'ok', detail: `copied ${file} to ${copy}`, data: { record: { file, copy } } })
+    } catch (error) {
+      journal.append({ step: 'keep-record', status: 'failed', detail: `${file} was not copied to the run folder: ${errorMessage(error)}` })
+    }
+  }
 }
 
 /** Runs the procedure; on failure applies the policy (see the file's comment). */

@@ -23,6 +23,8 @@ export interface RunReport {
   rollback?: { restore: boolean; reason: string; hosts: string[] }
   /** Kubernetes platform: what the stack file holds at the run's last check, and what the Deployment runs (the file is the record). */
   stackFile?: { file: string; key: string; version: string | null; deployment: string | null }
+  /** Kubernetes platform: the copy of the stack file the run left in its run folder (`copy`), made from `file` at its end. */
+  record?: { file: string; copy: string }
 }
 
 /** A doctor finding as the report shows it (src/doctor writes these into a step's data). */

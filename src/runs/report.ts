@@ -38,6 +38,7 @@ export function buildReport(journal: Journal): RunReport {
   const decide = entries.filter((e) => e.report === 'restore-decision' && e.status === 'ok').at(-1)
   const recreate = entries.filter((e) => e.report === 'recreated' && e.status === 'ok').at(-1)
   const record = entries.filter((e) => e.status === 'ok' && e.data?.stackFile && typeof e.data.stackFile === 'object').at(-1)
+  const kept = entries.filter((e) => e.step === 'keep-record' && e.status === 'ok' && e.data?.record).at(-1)
   return {
     run,
     downtime: downtimeOf(entries, run.hosts),
@@ -56,6 +57,7 @@ export function buildReport(journal: Journal): RunReport {
         checks: (e.data?.checks as unknown[] | undefined) ?? [],
       })),
     ...(record ? { stackFile: record.data?.stackFile as NonNullable<RunReport['stackFile']> } : {}),
+    ...(kept ? { record: kept.data?.record as NonNullable<RunReport['record']> } : {}),
     ...(decide?.data
       ? {
           rollback: {
@@ -94,6 +96,10 @@ export function renderMarkdown(report: RunReport): string {
       sf.version === sf.deployment
         ? `- stack file: ${sf.file} holds ${sf.key} = ${sf.version ?? '?'}, the version the Deployment runs; commit it (docs/upgrade.md)`
         : `- stack file: ${sf.file} holds ${sf.key} = ${sf.version ?? 'nothing'}, but the Deployment runs ${sf.deployment ?? 'no known version'}: they disagree`,
+    )
+  if (report.record)
+    lines.push(
+      `- record: ${report.record.copy} is the stack file as this run left it (${report.record.file}); commit it to the project (docs/deploy.md, "Scheduled jobs")`,
     )
   if (run.fingerprintBefore)
     lines.push(

@@ -166,7 +166,8 @@ export function openRecordingRun(env: Environment, takeOver: string[], breakLock
       await close()
       throw error
     }
-    return { ctx, close }
+    // On Kubernetes the stack file is the record: its copy in the run folder outlives a job's pod.
+    return { ctx, close, ...(ctx.cluster ? { records: [env.file] } : {}) }
   }
 }
 

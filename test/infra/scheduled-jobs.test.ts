@@ -7,7 +7,7 @@
  * and no container engine here; `npm run test:cluster` does that where they exist).
  */
 import { execFileSync } from 'node:child_process'
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { ICronJob } from 'kubernetes-models/batch/v1'
@@ -18,9 +18,11 @@ import { readSecret } from '../../src/config/secrets.ts'
 import { BadInputError } from '../../src/core/errors.ts'
 import type { PreviewResult } from '../../src/infra/preview.ts'
 import { copySecretsScript, KUBECONFIG, SECRET_SOURCES, upgradeRules } from '../../src/infra/scheduledJobs.ts'
-import { parse as parseYaml } from 'yaml'
+import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { validateObject } from '../../src/infra/validate.ts'
 import { neededRights, showRight } from '../../src/drivers/kubernetes.ts'
+import { errors, kubeObjects, runEngine, type EngineRun } from './engine/engine.ts'
+import { plain } from './engine/wire.ts'
 import { buildStack, deployOf, kindOf, objectNamed, objectsOfKind, stackConfig, type LooseConfig } from './helpers.ts'
 
 let prod: PreviewResult
@@ -75,7 +77,8 @@ describe('the scheduled jobs of the prod stack', () => {
         const m = container?.volumeMounts?.find((v) => v.mountPath === mount)
         return pod?.volumes?.find((v) => v.name === m?.name)
       }
-      expect(volume('/etc/svcops/stacks')).toMatchObject({ configMap: { name: 'svc-svcops-stack' } })
+      // The backup reads the stack file from the ConfigMap; the upgrade from its writable copy (below).
+      if (name.endsWith('backup')) expect(volume('/etc/svcops/stacks')).toMatchObject({ configMap: { name: 'svc-svcops-stack' } })
       expect(volume('/var/lib/svcops')).toMatchObject({ persistentVolumeClaim: { claimName: jobs?.runsClaim } })
       expect(volume(backupConfig.store.path)).toMatchObject({ persistentVolumeClaim: { claimName: jobs?.backupStoreClaim } })
       // The keys svcops reads are the init container's copies, in memory, never the Secret's group-readable files.
@@ -88,7 +91,7 @@ describe('the scheduled jobs of the prod stack', () => {
       expect(source('backup-keys')).toMatchObject({ secret: { secretName: jobs?.backupKeysSecret } })
       const env = Object.fromEntries((container?.env ?? []).map((e) => [e.name, e.value]))
       expect(env).toMatchObject({
-        SVCOPS_STACKS_DIR: '/etc/svcops/stacks',
+        SVCOPS_STACKS_DIR: name.endsWith('upgrade') ? '/opt/svcops/stacks' : '/etc/svcops/stacks',
         SVCOPS_RUNS_DIR: '/var/lib/svcops/runs',
         SVCOPS_STATE_DIR: '/var/lib/svcops/state',
         TMPDIR: '/var/lib/svcops/tmp',
@@ -124,10 +127,12 @@ describe('the scheduled jobs of the prod stack', () => {
   it("are listed in docs/deploy.md's RBAC table row by row, as the Role grants them", () => {
     const doc = readFileSync(join(import.meta.dirname, '../../docs/deploy.md'), 'utf8')
     const table = doc.slice(doc.indexOf('| API group | resources | names | verbs | used by |'))
-    const rows = table
-      .split('\n')
-      .slice(2)
-      .filter((l) => l.startsWith('|'))
+    const lines = table.split('\n').slice(2)
+    const rows = lines
+      .slice(
+        0,
+        lines.findIndex((l) => !l.startsWith('|')),
+      )
       .map((l) => l.split('|').map((c) => c.trim().replace(/`/g, '')))
       .map(([, group, resources, names, verbs]) => ({ group, resources, names, verbs }))
     const role = objectNamed(prod, 'Role', 'svc-svcops-upgrade').unwrapped as unknown as IRole
@@ -193,6 +198,20 @@ const REFUSED: [string, (c: LooseConfig) => void, RegExp][] = [
     /backup\.store\.ssh\.hostKey is missing/,
   ],
 ]
+
+// The prod stack runs the recording service on the Kubernetes platform: its upgrade job runs pulumi.
+REFUSED.push(
+  [
+    'no kubernetes:context for the upgrade on the Kubernetes platform',
+    (c) => delete c['kubernetes:context'],
+    /kubernetes:context is missing \(recording\.platform kubernetes: the upgrade job writes a kubeconfig of that name for its ServiceAccount/,
+  ],
+  [
+    'a kubeconfig of another machine for the upgrade on the Kubernetes platform',
+    (c) => (c['kubernetes:kubeconfig'] = '/home/ops/.kube/prod-admin'),
+    /kubernetes:kubeconfig is set \(recording\.platform kubernetes: the upgrade job uses the kubeconfig of its ServiceAccount/,
+  ],
+)
 
 describe('a schedule whose job would lack a mount or a key', () => {
   it.each(REFUSED)('is refused at preview, naming it: %s', async (_what, change, expected) => {
@@ -276,5 +295,105 @@ describe("the init container's copy of the Secrets", () => {
     expect(kubeconfig.contexts[0]).toMatchObject({ name: 'prod-cluster', context: { namespace: 'svc-prod' } })
     expect(kubeconfig.users[0]?.user).toEqual({ tokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token' })
     expect(statSync(join(root, KUBECONFIG)).mode & 0o077).toBe(0)
+  })
+})
+
+describe('the scheduled upgrade on the Kubernetes platform', () => {
+  const mountsOf = (c: { volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[] } | undefined) =>
+    Object.fromEntries((c?.volumeMounts ?? []).map((m) => [m.mountPath, { name: m.name, readOnly: m.readOnly ?? false }]))
+
+  it("runs svcops on a writable 0600 copy of the stack file next to the image's Pulumi.yaml, copied by its init container from the ConfigMap", () => {
+    const pod = cronJob(prod, 'svc-svcops-upgrade').spec?.jobTemplate.spec?.template.spec
+    const container = pod?.containers[0]
+    const init = pod?.initContainers?.[0]
+    const env = Object.fromEntries((container?.env ?? []).map((e) => [e.name, e.value]))
+    expect(env.SVCOPS_STACKS_DIR).toBe('/opt/svcops/stacks')
+    // svcops writes its stack file in place: a writable volume at stackConfigDir, and no read-only ConfigMap in its way.
+    expect(mountsOf(container)['/opt/svcops/stacks']).toEqual({ name: 'project-stacks', readOnly: false })
+    expect(mountsOf(container)['/etc/svcops/stacks']).toBeUndefined()
+    expect(pod?.volumes?.find((v) => v.name === 'project-stacks')).toEqual({ name: 'project-stacks', emptyDir: { sizeLimit: '1Mi' } })
+    expect(mountsOf(init)['/etc/svcops/stacks']).toEqual({ name: 'stack', readOnly: true })
+    expect(mountsOf(init)['/opt/svcops/stacks']).toEqual({ name: 'project-stacks', readOnly: false })
+    expect(pod?.volumes?.find((v) => v.name === 'stack')).toMatchObject({ configMap: { name: 'svc-svcops-stack' } })
+    expect(init?.command?.[2]).toContain('umask 077')
+    expect(init?.command?.[2]).toContain('cp /etc/svcops/stacks/Pulumi.prod.yaml /opt/svcops/stacks/')
+    // The copy is owned by the uid both containers run as.
+    expect(pod?.securityContext?.runAsUser).toBe(10001)
+    // The Pulumi backend and secrets provider come from the credentials Secret's variables, never from args.
+    expect(container?.envFrom).toEqual([{ secretRef: { name: deployOf(stackConfig('prod')).jobs?.credentialsSecret } }])
+    expect(JSON.stringify([container?.command, container?.args ?? []])).not.toMatch(/PULUMI_|passphrase|token/i)
+  })
+
+  it('leaves the backup job as it was: the ConfigMap read-only at /etc/svcops/stacks, no stacks volume, no copy', () => {
+    const pod = cronJob(prod, 'svc-svcops-backup').spec?.jobTemplate.spec?.template.spec
+    const container = pod?.containers[0]
+    expect(mountsOf(container)['/etc/svcops/stacks']).toEqual({ name: 'stack', readOnly: true })
+    expect(mountsOf(container)['/opt/svcops/stacks']).toBeUndefined()
+    expect(pod?.volumes?.map((v) => v.name)).not.toContain('project-stacks')
+    expect(mountsOf(pod?.initContainers?.[0])['/etc/svcops/stacks']).toBeUndefined()
+    expect(pod?.initContainers?.[0]?.command?.[2]).not.toContain('/opt/svcops/stacks')
+    expect(Object.fromEntries((container?.env ?? []).map((e) => [e.name, e.value])).SVCOPS_STACKS_DIR).toBe('/etc/svcops/stacks')
+  })
+
+  it("copies the ConfigMap's file (a symlink into ..data, 0644) to an owner-only regular file svcops and pulumi can rewrite", () => {
+    const root = mkdtempSync(join(tmpdir(), 'svcops-stack-copy-'))
+    const text = 'config:\n  svcops:databasePassword:\n    secure: v1:AAAAAAAAAAAAAAAA:ciphertext\n'
+    const map = join(root, '/etc/svcops/stacks')
+    mkdirSync(join(map, '..2026_11_25_01_00_00.456'), { recursive: true })
+    symlinkSync('..2026_11_25_01_00_00.456', join(map, '..data'))
+    writeFileSync(join(map, '..data', 'Pulumi.prod.yaml'), text)
+    chmodSync(join(map, '..data', 'Pulumi.prod.yaml'), 0o644)
+    symlinkSync(join('..data', 'Pulumi.prod.yaml'), join(map, 'Pulumi.prod.yaml'))
+    for (const dir of [
+      'etc/svcops/credentials',
+      'etc/svcops/backup-keys',
+      'opt/svcops/stacks',
+      `${SECRET_SOURCES.slice(1)}/credentials`,
+      `${SECRET_SOURCES.slice(1)}/backup-keys`,
+    ])
+      mkdirSync(join(root, dir), { recursive: true })
+    execFileSync('sh', ['-ec', copySecretsScript(root, undefined, 'prod')])
+    const copy = join(root, 'opt/svcops/stacks/Pulumi.prod.yaml')
+    expect(readFileSync(copy, 'utf8')).toBe(text)
+    expect(lstatSync(copy).isSymbolicLink()).toBe(false)
+    expect(statSync(copy).mode & 0o777).toBe(0o600)
+    expect(statSync(copy).uid).toBe(process.getuid?.())
+    expect(() => copySecretsScript('', undefined, 'prod; rm -rf /')).toThrow(BadInputError)
+  })
+})
+
+describe('the stack file the jobs carry, through the SDK run entry', () => {
+  const CIPHERTEXT = 'v1:Zm9yLXRoZS1zY2hlZHVsZWQtam9icw==:c2VjdXJlLXZhbHVlLWFzLXRoZS1maWxlLWhvbGRzLWl0'
+  const PASSWORD = 'db-Pa55word-never-in-a-job-object-4c1e'
+  let run: EngineRun
+  let fileText: string
+  beforeAll(async () => {
+    const config = { ...stackConfig('prod'), 'svcops:databasePassword': { secure: CIPHERTEXT } }
+    fileText = `# the operator's own comment\n${toYaml({ encryptionsalt: 'v1:c2FsdA==:v1:aXY=:dGFn', config })}`
+    const file = join(mkdtempSync(join(tmpdir(), 'svcops-jobs-stack-')), 'Pulumi.prod.yaml')
+    writeFileSync(file, fileText)
+    // As `pulumi up` hands it to the program: decrypted, marked secret.
+    run = await runEngine({
+      stack: 'prod',
+      preview: false,
+      stackFile: file,
+      config: { 'svcops:databasePassword': PASSWORD },
+      secretKeys: ['svcops:databasePassword'],
+    })
+  }, 600_000)
+
+  it("is the file Pulumi reads, byte for byte: the secure value as its ciphertext, the secrets provider's salt, the comments", () => {
+    expect(errors(run)).toEqual([])
+    const map = kubeObjects(run).find((r) => r.type === 'kubernetes:core/v1:ConfigMap' && r.name === 'svc-svcops-stack')
+    const data = (plain(map?.inputs ?? {}) as { data?: Record<string, string> }).data ?? {}
+    expect(Object.keys(data)).toEqual(['Pulumi.prod.yaml'])
+    expect(data['Pulumi.prod.yaml']).toBe(fileText)
+    expect(data['Pulumi.prod.yaml']).toContain(`secure: ${CIPHERTEXT}`)
+  })
+
+  it('puts the decrypted value in no job object: not the ConfigMap, not a CronJob, not a Role', () => {
+    const jobObjects = kubeObjects(run).filter((r) => r.parent.includes('svcops:infra:ScheduledJobs'))
+    expect(jobObjects.map((r) => r.type)).toContain('kubernetes:batch/v1:CronJob')
+    for (const r of jobObjects) expect(JSON.stringify(plain(r.inputs)), r.name).not.toContain(PASSWORD)
   })
 })

@@ -81,6 +81,13 @@ describe('svcops upgrade recording on the Kubernetes platform, at its preflight'
     expect(recorder.calls().map((c) => c.argv.slice(0, 2))).toEqual([['version'], ['stack', 'ls'], ['preview', '--stack']])
     expect(recorder.calls().every((c) => c.cwd === join(lab.dir, 'project'))).toBe(true)
     expectNothingChanged(before)
+    // The stack file is the record: the run folder keeps it as the run left it, and the report says so.
+    const { runId } = JSON.parse(run.stdout) as { runId: string }
+    const copy = join(lab.runsDir, runId, 'Pulumi.lab.yaml')
+    expect(readFileSync(copy, 'utf8')).toBe(before)
+    expect(readFileSync(join(lab.runsDir, runId, 'report.md'), 'utf8')).toContain(
+      `- record: ${copy} is the stack file as this run left it (${stackFile}); commit it to the project`,
+    )
   })
 
   it('refuses when this identity lacks a right the run uses, naming it and what it is for', async () => {

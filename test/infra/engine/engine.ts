@@ -11,7 +11,8 @@
  * providers' answers come from ./providers.ts and the replace rules from ./replace.ts.
  */
 import { spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { createRequire } from 'node:module'
 import { join, resolve } from 'node:path'
 import { parse as parseYaml } from 'yaml'
@@ -123,10 +124,22 @@ function qualifiedType(parentUrn: string, type: string): string {
   return parentType === STACK_TYPE ? type : `${parentType}$${type}`
 }
 
+/** A project root with Pulumi.yaml and `stacks/Pulumi.<stack>.yaml` copied from `stackFile`. */
+function stageProject(stack: string, stackFile: string): string {
+  const root = mkdtempSync(join(tmpdir(), 'svcops-engine-project-'))
+  copyFileSync(join(ROOT, 'Pulumi.yaml'), join(root, 'Pulumi.yaml'))
+  mkdirSync(join(root, 'stacks'))
+  copyFileSync(stackFile, join(root, 'stacks', `Pulumi.${stack}.yaml`))
+  return root
+}
+
 /** Runs the program once under the stand-in engine. */
 export async function runEngine(options: RunOptions): Promise<EngineRun> {
   const project = projectFile()
   const stackFile = options.stackFile ?? join(STACK_DIR, `Pulumi.${options.stack}.yaml`)
+  // The CLI passes the project's root (Pulumi.yaml, stackConfigDir: stacks); the program reads its
+  // own stack file there. A stack file given elsewhere gets a throwaway root holding it.
+  const rootDirectory = options.stackFile ? stageProject(options.stack, options.stackFile) : ROOT
   const { config } = readStackConfig(stackFile)
   Object.assign(config, options.config ?? {})
   const prior = options.state ?? new Map<string, ResourceState>()
@@ -251,7 +264,7 @@ export async function runEngine(options: RunOptions): Promise<EngineRun> {
       '--organization=organization',
       `--project=${project.name}`,
       `--stack=${options.stack}`,
-      `--root-directory=${ROOT}`,
+      `--root-directory=${rootDirectory}`,
       `--pwd=${ROOT}`,
       ...(options.preview ? ['--dry-run'] : []),
       '--parallel=16',
