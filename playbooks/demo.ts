@@ -1,8 +1,8 @@
 /**
  * `npm run demo`: the embedded lab end to end, as a user would type it.
  *
- *   1. start the lab: PostgreSQL, the manager emulator, an sshd and 3 recording hosts on 1.5.0
- *      with 6 recordings; writes stacks/Pulumi.lab.yaml
+ *   1. start the lab: PostgreSQL, the manager emulator, an sshd, 3 recording hosts on 1.5.0
+ *      with 6 recordings, and a live production system host on 5.2.0; writes stacks/Pulumi.lab.yaml
  *   2. check the operator's credentials and recording scopes at the lab manager
  *   3. show that a scope the operator lacks is refused with the missing scope named
  *   4. verify the recording service: every host answers health and content through the client
@@ -12,9 +12,20 @@
  *   8. record on the upgraded service: a recording the pre-upgrade backup does not hold
  *   9. roll the run back: 1.5.0 again, database restored, that recording re-created and listed
  *  10. list the runs (each has a journal and a report under .svcops/runs/)
- *  11. stop the lab (also when a step failed)
+ *  11. plan the live production system's upgrade 5.2.0 -> 7.0.0 from the catalog: what breaks, who acts
+ *  12. try it: the blocking gates stop it before anything changes (code, calls, dashboards unchecked)
+ *  13. list the studio's ported SDK code, saved calls and dashboards in the stack file: the gates are
+ *      checked by svcops; the dry run shows every command and every file diff (PSK masked)
+ *  14. upgrade the live system to 7.0.0: settings file moved, TCP endpoint renamed, each component
+ *      installed, started and checked in dependency order; then verify it
+ *  15. roll the live upgrade back: 5.2.0 with its old settings, environments and PSK; verify again
+ *  16. stop the lab (also when a step failed)
  */
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { parse as parseYaml, stringify } from 'yaml'
 import { $ } from 'zx'
 import { managerClientFor } from '../src/clients/manager.ts'
 import { RecordingClient } from '../src/clients/recording.ts'
@@ -47,8 +58,8 @@ try {
 
 async function demo(): Promise<void> {
   await events.step(
-    '1. start the lab with 3 recording hosts on 1.5.0',
-    () => run`${svcops} lab up --hosts 3 --version 1.5.0 --recordings 6`,
+    '1. start the lab with 3 recording hosts on 1.5.0 and the live production system on 5.2.0',
+    () => run`${svcops} lab up --hosts 3 --version 1.5.0 --recordings 6 --live 5.2.0`,
   )
   try {
     await events.step('2. check the operator credentials and scopes at the lab manager', () => run`${svcops} auth check --env lab`)
@@ -94,9 +105,65 @@ async function demo(): Promise<void> {
       events.info(`Every host lists "${title}" on 1.5.0 again.`)
     })
     await events.step('10. show the runs and their reports', () => run`${svcops} runs list --env lab`)
+    await liveDemo()
   } finally {
-    await events.step('11. stop the lab', () => run`${svcops} lab down`)
+    await events.step('16. stop the lab', () => run`${svcops} lab down`)
   }
+}
+
+/** Steps 11-15: the live production system across two majors and back. */
+async function liveDemo(): Promise<void> {
+  await events.step(
+    '11. plan the live upgrade 5.2.0 -> 7.0.0: what breaks, by who acts',
+    () => run`${svcops} plan live --from 5.2.0 --to 7.0.0`,
+  )
+  await events.step('12. upgrade live without the studio having checked its code (expected to stop at the gates)', async () => {
+    const blocked = await shell`${svcops} upgrade live --env lab --to 7.0.0 --yes`
+    if (blocked.exitCode !== 5) throw new Error(`upgrade live with open gates exited ${blocked.exitCode}; expected 5.`)
+  })
+  await events.step('13. list the ported code, saved calls and dashboards for svcops to check; dry run', async () => {
+    listStudioInputs()
+    await run`${svcops} upgrade live --env lab --to 7.0.0 --dry-run`
+  })
+  await events.step('14. upgrade the live production system to 7.0.0, then verify it', async () => {
+    await run`${svcops} upgrade live --env lab --to 7.0.0 --yes`
+    await run`${svcops} verify live --env lab`
+  })
+  await events.step('15. roll the live upgrade back to 5.2.0 (settings, environments, PSK restored), then verify', async () => {
+    await run`${svcops} rollback live --env lab --yes`
+    await run`${svcops} verify live --env lab`
+  })
+}
+
+/**
+ * What a studio has ported before the upgrade, as files, listed in the stack file's live section:
+ * C++ code on the 7.0 SDK, controller calls on /api/v3, a rule on the 6.0 ingest metrics.
+ */
+function listStudioInputs(): void {
+  const dir = mkdtempSync(join(tmpdir(), 'svcops-demo-studio-'))
+  mkdirSync(join(dir, 'sdk'))
+  writeFileSync(
+    join(dir, 'sdk', 'render.cpp'),
+    '#include "MediaReceiver.h"\n#include "PixelFormat.h"\nvoid onFrame(const AlignedFrame& f, PixelFormat format) { (void)f.mRenderingTimestamp; (void)format; }\n',
+  )
+  writeFileSync(
+    join(dir, 'calls.yaml'),
+    'calls:\n  - { name: status, method: GET, path: /api/v3/status }\n  - { name: components, method: GET, path: /api/v3/components }\n',
+  )
+  writeFileSync(
+    join(dir, 'rules.yaml'),
+    'groups:\n  - name: ingest\n    rules:\n      - alert: IngestDroppingVideo\n        expr: rate(svc_ingest_source_dropped_video_frames[5m]) > 0\n',
+  )
+  const file = join(process.env.SVCOPS_STACKS_DIR ?? join(root, 'stacks'), 'Pulumi.lab.yaml')
+  const doc = parseYaml(readFileSync(file, 'utf8')) as { config: Record<string, Record<string, unknown>> }
+  doc.config['svcops:live'] = {
+    ...doc.config['svcops:live'],
+    sdkSourceDirs: [join(dir, 'sdk')],
+    savedRequests: [join(dir, 'calls.yaml')],
+    metricFiles: [join(dir, 'rules.yaml')],
+  }
+  writeFileSync(file, stringify(doc))
+  events.info(`Listed ${dir}/sdk, calls.yaml and rules.yaml in svcops:live of ${file}.`)
 }
 
 /** Runs `fn` with a recording-service client per lab host, logged in as the lab's operator. */

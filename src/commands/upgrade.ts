@@ -8,6 +8,7 @@ import { BadInputError, ExitCode } from '../core/errors.ts'
 import { parseWindow } from '../runs/rollout.ts'
 import { events } from '../core/events.ts'
 import { confirm, environmentOf, globals, printResult, setResultExitCode } from './context.ts'
+import { registerLive } from './live.ts'
 
 function toInt(flag: string) {
   return (value: string): number => {
@@ -191,6 +192,7 @@ Examples:
     )
 
   const verify = program.command('verify').description('Verify a part of the platform.')
+  registerLive({ upgrade, rollback, verify }, showRun)
   verify
     .command('recording')
     .description(
@@ -312,6 +314,19 @@ Examples:
         flags: { rollback?: boolean; retry?: boolean; dryRun?: boolean; breakLock?: boolean; metricsFile?: string },
         command: Command,
       ) => {
+        const live = await import('../../playbooks/upgrade-live.ts')
+        if (live.isLiveRun(id)) {
+          if (flags.dryRun) {
+            const plan = await live.planLiveResume(id, { rollback: flags.rollback ?? false })
+            const { renderLivePlan } = await import('../live/runs.ts')
+            printResult(command, { ok: true, dryRun: true, plan }, () => renderLivePlan(plan))
+            return
+          }
+          await showRun(command, () =>
+            live.resumeLiveSystem(id, { ...(flags.rollback ? { rollback: true } : {}), ...(flags.breakLock ? { breakLock: true } : {}) }),
+          )
+          return
+        }
         const play = await import('../../playbooks/upgrade.ts')
         if (flags.retry && !flags.dryRun) {
           await useMetricsFile(flags)

@@ -204,6 +204,12 @@ export const liveHostsSchema = z.strictObject({
   metricsPorts: z.strictObject({ 'system-controller': port, ingest: port, pipeline: port, 'control-panel': port }),
   /** The pipeline's TCP control panel endpoints (`host:port`) as configured now. */
   tcpEndpoints: z.array(z.string().regex(/^[^\s,]+:\d{1,5}$/, 'expected host:port')).default([]),
+  /** Where the system controller's settings file is now, when not where svcops looks (docs/live.md); read by the live playbook. */
+  settingsFile: z.string().startsWith('/', 'expected an absolute path').optional(),
+  /** The settings file's former fixed application directory before 6.0 (default /opt/<productDir>/system-controller/etc). */
+  legacySettingsDir: z.string().startsWith('/', 'expected an absolute path').optional(),
+  /** How long a started component may take to connect to the controller during an upgrade (default 30 s). */
+  connectTimeoutSeconds: z.number().int().min(1).max(3600).optional(),
   /** C++ SDK source directories checked by `svcops scan sdk` before an upgrade (a blocking gate). */
   sdkSourceDirs: z.array(z.string().min(1)).default([]),
   /** Files of saved controller calls checked by `svcops migrate requests`. */

@@ -82,6 +82,11 @@ export class LockedError extends SvcopsError {
   override readonly exitCode = ExitCode.locked
 }
 
+/** Something only a person can clear stops the operation before it changes anything (an unacknowledged gate). */
+export class BlockedError extends SvcopsError {
+  override readonly exitCode = ExitCode.findings
+}
+
 /** A failure after which svcops rolled back successfully. */
 export class RolledBackError extends SvcopsError {
   override readonly exitCode = ExitCode.rolledBack

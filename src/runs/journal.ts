@@ -68,6 +68,12 @@ export interface RunRecord {
    * (records written before the field existed are upgrades).
    */
   procedure?: 'downgrade'
+  /** The part of the platform the run acts on; absent: the recording service. */
+  system?: 'live'
+  /** Live upgrades: the gates acknowledged with `--ack` (catalog change ids). */
+  acks?: string[]
+  /** Live upgrades: the one TCP endpoint kept when the pipeline lists several (`--tcp-endpoint`). */
+  tcpEndpoint?: string
 }
 
 export type StepOutcome = 'start' | 'ok' | 'failed' | 'skipped'
@@ -155,6 +161,9 @@ const runRecordSchema = z.looseObject({
   holder: z.string(),
   pid: z.number().int(),
   procedure: z.literal('downgrade').optional(),
+  system: z.literal('live').optional(),
+  acks: z.array(z.string()).optional(),
+  tcpEndpoint: z.string().optional(),
 })
 
 const entrySchema = z.looseObject({

@@ -218,7 +218,9 @@ export function environmentOfRun(record: RunRecord): Environment {
 
 /** The run `svcops rollback recording` acts on: `runId`, or the environment's newest upgrade run not yet rolled back. */
 export function findRunToRollBack(env: Environment, runId?: string): string {
-  const id = runId ?? listRuns().find((r) => r.environment === env.name && r.kind === 'upgrade' && r.phase !== 'rolled-back')?.id
+  const id =
+    runId ??
+    listRuns().find((r) => r.environment === env.name && r.kind === 'upgrade' && r.system !== 'live' && r.phase !== 'rolled-back')?.id
   if (!id) {
     throw new BadInputError(
       `There is no upgrade run of environment '${env.name}' to roll back.`,

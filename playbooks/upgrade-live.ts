@@ -1,0 +1,132 @@
+#!/usr/bin/env node
+/**
+ * Playbook: upgrade the live production system across majors (seed, Versioning > "Live production
+ * system: changes per major release"). Before anything changes: the installed release, the
+ * packages staged, the blocking gates (what only people can fix: checked by svcops or
+ * acknowledged with --ack), the files read and a backup of each. Then every component stops, svcops
+ * writes what the target needs (a PSK in the settings file and every environment together, the
+ * settings file where the target reads it, one TCP endpoint), and each component is installed,
+ * started and checked in dependency order: the controller, ingest, the pipeline, the control panel.
+ * Any failure after the first stop puts every component back on its previous package, settings,
+ * environment and PSK, each verified (the rollback below).
+ *
+ *   node playbooks/upgrade-live.ts --env lab --to 7.0.0 [--ack 6.0.0/send-message] [--dry-run]
+ *
+ * `--dry-run` runs this same procedure in plan mode: every command, every file change as a diff
+ * with secrets masked. Every run is journaled; `svcops resume ID` continues it after a kill.
+ */
+import type { Environment } from '../src/config/schema.ts'
+import { Journal } from '../src/runs/journal.ts'
+import type { Run } from '../src/runs/engine.ts'
+import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
+import { runAsCommand } from '../src/runs/script.ts'
+import type { ComponentHandle, LiveContext } from '../src/live/context.ts'
+import { stopOrder } from '../src/live/layout.ts'
+import {
+  findLiveRunToRollBack,
+  planLiveContinuation,
+  planLiveUpgradeRun,
+  resumeLiveRun,
+  startLiveRun,
+  type LivePlan,
+  type LiveUpgradeRequest,
+} from '../src/live/runs.ts'
+import {
+  backupFiles,
+  checkConfig,
+  checkGates,
+  checkStarted,
+  installComponent,
+  preflight,
+  restoreConfig,
+  stagePackages,
+  startComponent,
+  stopComponent,
+  verifySystem,
+  writeConfig,
+} from '../src/live/steps.ts'
+
+/** The procedure, top to bottom. */
+async function upgradeLive(run: Run<LiveContext>): Promise<void> {
+  const { ctx } = run
+  const target = ctx.journal.run.targetVersion
+  const pending = (c: ComponentHandle) => !run.finished(checkStarted, c.name) // not yet upgraded and checked before an interruption
+  await run.step(preflight) // the installed release of every component; a downgrade or mixed releases refused
+  await run.step(checkGates) // what only people can fix: unacknowledged gates stop here, nothing changed
+  await run.everyHost(ctx.components, (c) => run.onHost(c, stagePackages)) // target and current package on the host
+  await run.step(checkConfig) // settings and environment files read; several TCP endpoints refused
+  await run.step(backupFiles) // every file the run may touch, into the run folder (0600)
+  for (const c of stopOrder(ctx.components).filter(pending)) await run.onHost(c, stopComponent) // control panel first, controller last
+  await run.step(writeConfig) // PSK, settings file, TCP endpoint: all together, while nothing runs
+  for (const c of ctx.components.filter(pending)) {
+    await run.onHost(c, installComponent, target) // controller, ingest, pipeline, control panel
+    await run.onHost(c, startComponent)
+    await run.onHost(c, checkStarted, target) // running, no error lines, connected, the new prefix, the renamed metrics
+  }
+  await run.step(verifySystem, target) // the controller lists every component connected on the target
+}
+
+/** The way back: every component on its previous package, settings, environment and PSK, each verified. */
+async function rollBackLive(run: Run<LiveContext>): Promise<string> {
+  const { ctx } = run
+  const previous = (c: ComponentHandle) => ctx.journal.run.previousVersions[c.name] ?? ''
+  for (const c of stopOrder(ctx.components)) await run.onHost(c, stopComponent)
+  await run.step(restoreConfig) // settings file, environments and PSK from the run's backup
+  for (const c of ctx.components) {
+    await run.onHost(c, installComponent, previous(c))
+    await run.onHost(c, startComponent)
+    await run.onHost(c, checkStarted, previous(c))
+  }
+  const first = ctx.components[0]
+  const version = first ? previous(first) : ''
+  await run.step(verifySystem, version)
+  return `rolled back to ${version}; settings, environments and PSK restored from the run's backup`
+}
+
+/** The playbook: this procedure, and its rollback as the failure policy. */
+export const upgradeLivePlaybook: Playbook<LiveContext> = {
+  kind: 'upgrade',
+  what: (record) => `Upgrade of the live production system to ${record.targetVersion}`,
+  rollbackCommand: (record) => `svcops rollback live --env ${record.environment} --run ${record.id}`,
+  procedure: upgradeLive,
+  rollback: rollBackLive,
+}
+
+// Entry points; the CLI (src/commands/live.ts) and the tests call these.
+
+/** `svcops upgrade live`; throws RolledBackError (exit 4) when it failed and was rolled back. */
+export function upgradeLiveSystem(request: LiveUpgradeRequest): Promise<RunOutcome> {
+  return startLiveRun(upgradeLivePlaybook, request)
+}
+
+/** `svcops upgrade live --dry-run`: this playbook in plan mode; reads only. */
+export function planLiveUpgrade(request: LiveUpgradeRequest): Promise<LivePlan> {
+  return planLiveUpgradeRun(upgradeLivePlaybook, request)
+}
+
+/** `svcops resume ID [--rollback]` of a live run. */
+export function resumeLiveSystem(id: string, options: { rollback?: boolean; breakLock?: boolean } = {}): Promise<RunOutcome> {
+  return resumeLiveRun(upgradeLivePlaybook, id, options)
+}
+
+/** `svcops resume ID --dry-run` of a live run. */
+export function planLiveResume(id: string, options: { rollback?: boolean } = {}): Promise<LivePlan> {
+  return planLiveContinuation(upgradeLivePlaybook, id, { rollback: options.rollback ?? false })
+}
+
+/** `svcops rollback live`: rolls back run `runId` (default: the environment's newest live upgrade run). */
+export function rollbackLiveSystem(env: Environment, options: { runId?: string; breakLock?: boolean } = {}): Promise<RunOutcome> {
+  return resumeLiveSystem(findLiveRunToRollBack(env, options.runId), { rollback: true, ...(options.breakLock ? { breakLock: true } : {}) })
+}
+
+/** `svcops rollback live --dry-run`. */
+export function planLiveRollback(env: Environment, options: { runId?: string } = {}): Promise<LivePlan> {
+  return planLiveResume(findLiveRunToRollBack(env, options.runId), { rollback: true })
+}
+
+/** True when run `id` is a run of the live production system (so `svcops resume ID` continues it here). */
+export function isLiveRun(id: string): boolean {
+  return Journal.open(id).run.system === 'live'
+}
+
+if (import.meta.main) await runAsCommand(['upgrade', 'live'])

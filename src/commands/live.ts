@@ -1,0 +1,160 @@
+/**
+ * `svcops upgrade live`, `svcops rollback live`, `svcops verify live`: the live production
+ * system's upgrade across majors, its way back and its checks. Options and help only; the
+ * playbooks (playbooks/upgrade-live.ts, playbooks/verify-live.ts) do the work.
+ */
+import type { Command } from 'commander'
+import { ExitCode } from '../core/errors.ts'
+import { confirm, environmentOf, printResult, setResultExitCode } from './context.ts'
+
+/** How a run is shown: progress on stderr, its outcome (and report with --json) on stdout. */
+export type ShowRun = (command: Command, run: () => Promise<{ runId: string; phase: string; report: unknown }>) => Promise<void>
+
+const collect = (value: string, previous: string[] = []): string[] => [
+  ...previous,
+  ...value
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean),
+]
+
+interface UpgradeLiveFlags {
+  to: string
+  ack?: string[]
+  tcpEndpoint?: string
+  autoRollback: boolean
+  dryRun?: boolean
+  yes?: boolean
+  breakLock?: boolean
+}
+
+/** Adds the `live` subcommands to the `upgrade`, `rollback` and `verify` groups. */
+export function registerLive(groups: { upgrade: Command; rollback: Command; verify: Command }, showRun: ShowRun): void {
+  groups.upgrade
+    .command('live')
+    .description(
+      'Upgrade the live production system across majors: gates, backup, PSK / settings / TCP endpoint done by svcops, each component installed, started and checked in dependency order; automatic rollback on failure.',
+    )
+    .requiredOption('--to <version>', 'release to install, e.g. 7.0.0')
+    .option(
+      '--ack <gate>',
+      'acknowledge a gate by its id once people have handled it, e.g. 6.0.0/send-message (repeatable, or comma-separated)',
+      collect,
+    )
+    .option('--tcp-endpoint <host:port>', 'the one TCP control panel endpoint kept when the pipeline lists several (6.0 takes one)')
+    .option('--no-auto-rollback', 'on failure, keep the broken state for inspection instead of rolling back')
+    .option('--dry-run', 'print every step, every command and every file change as a diff (secrets masked); change nothing')
+    .option('-y, --yes', 'do not ask for confirmation (schedulers, scripts)')
+    .option('--break-lock', "take the live system's lock even though another run holds it (logged)")
+    .addHelpText(
+      'after',
+      `
+Procedure (playbooks/upgrade-live.ts; docs/live.md has a runbook per major):
+  preflight      the installed release of every component; a downgrade or mixed releases refused
+  stage          the target and the current package on the host, before anything stops
+  gates          every change only people can make, for each major crossed (svcops plan live):
+                   checked by svcops when the stack file lists inputs (live.sdkSourceDirs -> scan sdk,
+                   live.savedRequests -> migrate requests, live.metricFiles -> migrate metrics),
+                   else acknowledged with --ack ID; an open gate stops the run here (exit 5), nothing changed
+  check-config   settings and environment files read; several TCP endpoints refused (pick one: --tcp-endpoint)
+  backup         every settings and environment file, into .svcops/runs/<id>/backup/ (0600)
+  stop           control panel, pipeline, ingest, controller
+  write-config   a new PSK when the target needs one (2.0) or the current one fails the entropy check
+                 (6.0), in the settings file and every environment together; the settings file moved to
+                 /etc/opt/<product_dir> before a 6.x controller starts; SVC_TCP_ENDPOINTS -> SVC_TCP_ENDPOINT
+  per component  install, start, check (running, no ERROR lines, connected, the controller on the new
+                 prefix, the renamed metrics): controller, ingest, pipeline, control panel
+  verify         the controller lists every component connected on the target
+On failure after the first stop: every component back on its previous package, settings,
+environment and PSK, each checked. The PSK never appears in output, journal or report.
+
+Exit codes: 0 upgraded, 1 failed (nothing stopped, or see the report), 2 bad input, 3 locked,
+            4 failed and rolled back, 5 a gate needs a person (nothing changed).
+
+Examples:
+  svcops plan live --from 5.2.0 --to 7.0.0                      # what breaks, by who acts
+  svcops upgrade live --env lab --to 7.0.0 --dry-run            # every command and file diff
+  svcops upgrade live --env prod --to 7.0.0 --ack 5.0.0/output-streams-multiple --yes --json
+  svcops upgrade live --env lab --to 6.0.0 --tcp-endpoint 127.0.0.1:7101
+  svcops resume 20261122T031500Z-3fa9c1                         # a killed run
+  svcops rollback live --env prod                               # the newest live upgrade, undone`,
+    )
+    .action(async (flags: UpgradeLiveFlags, command: Command) => {
+      const env = await environmentOf(command)
+      const request = {
+        env,
+        to: flags.to,
+        acks: flags.ack ?? [],
+        ...(flags.tcpEndpoint ? { tcpEndpoint: flags.tcpEndpoint } : {}),
+        autoRollback: flags.autoRollback,
+        ...(flags.breakLock ? { breakLock: true } : {}),
+      }
+      const play = await import('../../playbooks/upgrade-live.ts')
+      if (flags.dryRun) {
+        const plan = await play.planLiveUpgrade(request)
+        const { renderLivePlan } = await import('../live/runs.ts')
+        printResult(command, { ok: true, dryRun: true, ...plan }, () => renderLivePlan(plan))
+        return
+      }
+      await confirm(`Upgrade the live production system of '${env.name}' to ${flags.to}?`, flags.yes)
+      await showRun(command, () => play.upgradeLiveSystem(request))
+    })
+
+  groups.rollback
+    .command('live')
+    .description("Roll back the live production system: the newest (or given) live upgrade run, from its journal and the run's backup.")
+    .option('--run <id>', 'the run to roll back (default: the newest live upgrade run of the environment)')
+    .option('--dry-run', 'print what the rollback would do, with the exact commands; change nothing')
+    .option('-y, --yes', 'do not ask for confirmation')
+    .option('--break-lock', "take the live system's lock even though another run holds it (logged)")
+    .addHelpText(
+      'after',
+      `
+Stops every component (control panel first), puts back every settings and environment file from
+the run's backup (and so the PSK, and the settings file where the old release reads it), installs
+each component's previous package, starts and checks each in dependency order. Exit 0 rolled back.
+
+Examples:
+  svcops rollback live --env prod --dry-run
+  svcops rollback live --env prod --yes
+  svcops rollback live --env lab --run 20261122T031500Z-3fa9c1`,
+    )
+    .action(async (flags: { run?: string; dryRun?: boolean; yes?: boolean; breakLock?: boolean }, command: Command) => {
+      const env = await environmentOf(command)
+      const play = await import('../../playbooks/upgrade-live.ts')
+      const options = flags.run ? { runId: flags.run } : {}
+      if (flags.dryRun) {
+        const plan = await play.planLiveRollback(env, options)
+        const { renderLivePlan } = await import('../live/runs.ts')
+        printResult(command, { ok: true, dryRun: true, plan }, () => renderLivePlan(plan))
+        return
+      }
+      await confirm(`Roll back the live production system of '${env.name}'${flags.run ? ` (run ${flags.run})` : ''}?`, flags.yes)
+      await showRun(command, () => play.rollbackLiveSystem(env, { ...options, ...(flags.breakLock ? { breakLock: true } : {}) }))
+    })
+
+  groups.verify
+    .command('live')
+    .description(
+      'The checks of a live upgrade without changing anything: every component installed, running, without error lines, connected; the controller on its prefix; the metric names; one strong PSK everywhere.',
+    )
+    .addHelpText(
+      'after',
+      `
+Exit 0 when every check passes, 1 otherwise (the error names each failed check).
+
+Examples:
+  svcops verify live --env lab
+  svcops verify live --env prod --json`,
+    )
+    .action(async (_flags: unknown, command: Command) => {
+      const env = await environmentOf(command)
+      const play = await import('../../playbooks/verify-live.ts')
+      const result = await play.verifyLiveSystem(env)
+      printResult(command, result, () => play.renderLiveVerification(result))
+      if (!result.ok) {
+        process.stderr.write(`svcops: ${play.failedSummary(result)}\n`)
+        setResultExitCode(ExitCode.failed)
+      }
+    })
+}

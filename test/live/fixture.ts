@@ -1,0 +1,200 @@
+/**
+ * One live lab per test file (`labUp --live V`: a sandboxed host with real dpkg, supervisord and
+ * sshd, the four components of release V), and what a test does from outside, as an operator
+ * would: svcops through its command line, the host's own supervisorctl, the files on the host, the
+ * controller's REST API. Every PSK the host ever held is collected, so a test can search every
+ * output and run file for it.
+ */
+import { execFileSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parse as parseYaml, stringify as toYaml } from 'yaml'
+import { loadEnvironmentFile, requireSection } from '../../src/config/load.ts'
+import type { LiveConfig } from '../../src/config/schema.ts'
+import { labDown, labUp } from '../../src/lab/lab.ts'
+import { gateItems } from '../../src/live/gates.ts'
+import { envValue } from '../../src/live/host-files.ts'
+import {
+  componentEnvFile,
+  componentLog,
+  componentPackage,
+  LIVE_COMPONENTS,
+  productOf,
+  settingsCandidates,
+  type LiveComponentName,
+} from '../../src/live/layout.ts'
+import { runSvcops, runSvcopsKilledAt, type CliRun } from '../support/cli.ts'
+import { supervisorctlArgv } from '../support/supervisorctl.ts'
+
+export { LIVE_COMPONENTS, type LiveComponentName }
+
+export interface LiveLab {
+  envFile: string
+  runsDir: string
+  live(): LiveConfig
+  /** A host path inside the sandbox. */
+  file(path: string): string
+  /** The host file's text, or undefined. */
+  read(path: string): string | undefined
+  /** Every settings and environment file of the host, by path (absent ones undefined). */
+  snapshot(): Record<string, string | undefined>
+  /** The settings file's path and JSON, wherever it is. */
+  settings(): { path: string; json: { psk?: string; listen?: unknown } } | undefined
+  env(component: LiveComponentName): string
+  setEnv(component: LiveComponentName, text: string): void
+  versions(): Record<LiveComponentName, string | undefined>
+  state(component: LiveComponentName): string
+  supervisorctl(args: string[]): string
+  log(component: LiveComponentName): string[]
+  controller(path: string): Promise<{ status: number; body: unknown }>
+  /** Edits the stack file's live section (gate inputs, timeouts) for the next runs. */
+  setLive(fields: Record<string, unknown>): void
+  /** `svcops --stack-file <lab> ...args`; its output is kept for the secrets check. */
+  svcops(args: string[]): Promise<CliRun>
+  svcopsKilledAt(args: string[], boundary: string): Promise<CliRun>
+  /** Every PSK seen on the host so far (collected at each call of svcops and snapshot). */
+  psks(): string[]
+  /** Every output of svcops so far, and every run file except the backups (which hold the files, PSK included). */
+  everythingPrinted(): string[]
+  stop(): Promise<void>
+}
+
+/** Every gate id of an upgrade from `from` to `to` (what `--ack` may take). */
+export function gateIds(live: LiveConfig, from: string, to: string): string[] {
+  return gateItems(from, to, live).map((g) => g.id)
+}
+
+function filesUnder(dir: string): string[] {
+  if (!existsSync(dir)) return []
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name)
+    return statSync(path).isDirectory() ? (name === 'backup' ? [] : filesUnder(path)) : [path]
+  })
+}
+
+/** Starts a lab with the live system on `version`. */
+export async function startLiveLab(options: { version: string; weakPsk?: boolean; tcpEndpoints?: number }): Promise<LiveLab> {
+  const dir = mkdtempSync(join(tmpdir(), 'svcops-live-'))
+  const labDir = join(dir, 'lab')
+  const stacksDir = join(dir, 'stacks')
+  const runsDir = join(dir, 'runs')
+  await labUp({
+    dir: labDir,
+    stacksDir,
+    hosts: 0,
+    live: options.version,
+    ...(options.weakPsk ? { liveWeakPsk: true } : {}),
+    ...(options.tcpEndpoints !== undefined ? { liveTcpEndpoints: options.tcpEndpoints } : {}),
+  })
+  const envFile = join(stacksDir, 'Pulumi.lab.yaml')
+  const outputs: string[] = []
+  const seen = new Set<string>()
+  const live = (): LiveConfig => requireSection(loadEnvironmentFile(envFile, 'lab'), 'live')
+  const root = live().host.root ?? ''
+  const file = (path: string): string => join(root, path)
+  const read = (path: string): string | undefined => (existsSync(file(path)) ? readFileSync(file(path), 'utf8') : undefined)
+  const product = productOf(live())
+  const paths = (): string[] => [...settingsCandidates(live()), ...LIVE_COMPONENTS.map((c) => componentEnvFile(product, c))]
+  const collect = (): void => {
+    for (const p of paths()) {
+      const text = read(p)
+      if (!text) continue
+      const psk = p.endsWith('.json')
+        ? (JSON.parse(text) as { psk?: string }).psk
+        : envValue(text, `${product.prefix.toUpperCase()}_SYSTEM_CONTROLLER_PSK`)
+      if (psk) seen.add(psk)
+    }
+  }
+  const supervisorctl = (args: string[]): string => {
+    const [cmd = '', ...rest] = supervisorctlArgv({ root }, args)
+    try {
+      return execFileSync(cmd, rest, { encoding: 'utf8' })
+    } catch (error) {
+      // supervisorctl exits non-zero for a program that is not running; its output says which state.
+      return String((error as { stdout?: string }).stdout ?? '')
+    }
+  }
+  collect()
+  const lab: LiveLab = {
+    envFile,
+    runsDir,
+    live,
+    file,
+    read,
+    snapshot() {
+      collect()
+      return Object.fromEntries(paths().map((p) => [p, read(p)]))
+    },
+    settings() {
+      for (const p of settingsCandidates(live())) {
+        const text = read(p)
+        if (text) return { path: p, json: JSON.parse(text) as { psk?: string } }
+      }
+      return undefined
+    },
+    env: (c) => read(componentEnvFile(product, c)) ?? '',
+    setEnv: (c, text) => writeFileSync(file(componentEnvFile(product, c)), text),
+    versions() {
+      const out = {} as Record<LiveComponentName, string | undefined>
+      for (const c of LIVE_COMPONENTS) {
+        const r = execFileSync(
+          'dpkg-query',
+          [`--admindir=${join(root, 'var/lib/dpkg')}`, '-W', '-f=${Version}', componentPackage(product, c)],
+          {
+            encoding: 'utf8',
+          },
+        )
+        out[c] = r.trim() || undefined
+      }
+      return out
+    },
+    state: (c) => /\s([A-Z]+)\s/.exec(supervisorctl(['status', componentPackage(product, c)]))?.[1] ?? '?',
+    supervisorctl,
+    log: (c) => (read(componentLog(product, c)) ?? '').split('\n').filter(Boolean),
+    async controller(path) {
+      const r = await fetch(`${live().controllerUrl}${path}`, { signal: AbortSignal.timeout(3000) })
+      const text = await r.text()
+      try {
+        return { status: r.status, body: JSON.parse(text) as unknown }
+      } catch {
+        return { status: r.status, body: text }
+      }
+    },
+    setLive(fields) {
+      const doc = parseYaml(readFileSync(envFile, 'utf8')) as { config: Record<string, unknown> }
+      doc.config['svcops:live'] = { ...(doc.config['svcops:live'] as object), ...fields }
+      writeFileSync(envFile, toYaml(doc))
+    },
+    async svcops(args) {
+      collect()
+      const run = await runSvcops(['--stack-file', envFile, ...args], { env: { SVCOPS_RUNS_DIR: runsDir } })
+      outputs.push(run.stdout, run.stderr)
+      collect()
+      return run
+    },
+    async svcopsKilledAt(args, boundary) {
+      collect()
+      const run = await runSvcopsKilledAt(['--stack-file', envFile, ...args], boundary, runsDir)
+      outputs.push(run.stdout, run.stderr)
+      collect()
+      return run
+    },
+    psks: () => [...seen],
+    everythingPrinted: () => [...outputs, ...filesUnder(runsDir).map((f) => readFileSync(f, 'utf8'))],
+    async stop() {
+      await labDown({ dir: labDir, stacksDir })
+    },
+  }
+  lab.setLive({ connectTimeoutSeconds: 8 })
+  return lab
+}
+
+/** Polls `check` until it is true (a component coming up or going down takes a moment). */
+export async function waitUntil(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}.`)
+    await new Promise((r) => setTimeout(r, 200))
+  }
+}
