@@ -316,6 +316,10 @@ Examples:
       ) => {
         const live = await import('../../playbooks/upgrade-live.ts')
         if (live.isLiveRun(id)) {
+          if (flags.retry)
+            throw new BadInputError(
+              `--retry: run ${id} is an upgrade of the live production system; expected a run of the recording service (a live upgrade is started again with svcops upgrade live).`,
+            )
           if (flags.dryRun) {
             const plan = await live.planLiveResume(id, { rollback: flags.rollback ?? false })
             const { renderLivePlan } = await import('../live/runs.ts')

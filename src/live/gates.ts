@@ -8,7 +8,7 @@
  */
 import { readFileSync, statSync } from 'node:fs'
 import type { LiveConfig } from '../config/schema.ts'
-import { BadInputError, BlockedError } from '../core/errors.ts'
+import { BadInputError, BlockedError, withFacts } from '../core/errors.ts'
 import { changeById } from '../releases/live.ts'
 import { migrateMetricFiles } from '../releases/metrics.ts'
 import { planLive, type PlanItem } from '../releases/plan.ts'
@@ -141,8 +141,7 @@ export function evaluateGates(live: LiveConfig, from: string, to: string, acks: 
     const acked = acks.includes(item.id)
     if (uses) {
       const here = uses.get(item.id) ?? []
-      if (!here.length)
-        return { ...base, state: 'checked' as const, detail: `checked: no use in ${checker?.name ?? 'the inputs'}`, clear: '' }
+      if (!here.length) return { ...base, state: 'checked' as const, detail: `no use in ${checker?.name ?? 'the inputs'}`, clear: '' }
       const shown = `${here.slice(0, 3).join('; ')}${here.length > 3 ? `; and ${here.length - 3} more` : ''}`
       return {
         ...base,
@@ -170,9 +169,15 @@ function migratorOf(item: PlanItem): Migrator | null {
 export function assertGatesClear(gates: Gate[], from: string, to: string): void {
   const blocked = gates.filter((g) => g.state === 'blocked')
   if (!blocked.length) return
-  throw new BlockedError(
-    `${blocked.length} gate${blocked.length > 1 ? 's block' : ' blocks'} the upgrade from ${from} to ${to}, and nothing was changed: ${blocked.map((g) => g.id).join(', ')}.`,
-    blocked.map((g) => `  ${g.id} (${g.detail}): ${g.clear}`).join('\n'),
+  throw withFacts(
+    new BlockedError(
+      `${blocked.length} gate${blocked.length > 1 ? 's block' : ' blocks'} the upgrade from ${from} to ${to}, and nothing was changed: ${blocked.map((g) => g.id).join(', ')}.`,
+      [
+        ...blocked.map((g) => `  ${g.id} (${g.detail}): ${g.clear}`),
+        `Once every one is handled: --ack ${blocked.map((g) => g.id).join(',')}`,
+      ].join('\n'),
+    ),
+    { gates: blocked.map((g) => ({ id: g.id, detail: g.detail, clear: g.clear })) },
   )
 }
 

@@ -27,6 +27,8 @@ import { componentLog, componentPackage, productOf, type LiveComponentName, type
 export interface LivePlatform {
   /** The installed version, or undefined when the component is not installed. */
   installedVersion(component: LiveComponentName): Promise<string | undefined>
+  /** Refuses (bad input, naming what is missing) a version whose package cannot be found where the platform takes it from. */
+  assertAvailable(component: LiveComponentName, version: string): void
   /** Makes `version` available without installing it (nothing stops for a download). */
   stage(component: LiveComponentName, version: string): Promise<string[]>
   /** Installs exactly `version` (up or down). */
@@ -84,6 +86,9 @@ export function hostsPlatform(live: LiveConfig, host: LiveHost): LivePlatform {
   const file = (c: LiveComponentName, v: string): string | undefined => (pkg.name === 'dpkg' ? liveDebFile(live, name(c), v) : undefined)
   return {
     installedVersion: (c) => readInstalledVersion(pkg, host.transport, host.config, name(c)),
+    assertAvailable(c, v) {
+      file(c, v)
+    },
     stage: (c, v) => stagePackage(pkg, host.transport, host.config, name(c), v, file(c, v)),
     install: (c, v) => installPackage(pkg, host.transport, host.config, name(c), v, file(c, v)),
     stop: (c) => stopService(svc, host.transport, host.config, name(c)),

@@ -94,6 +94,8 @@ async function readPreflight(ctx: Ctx): Promise<StepResult> {
       `--to: ${to} is older than the installed ${from}; expected a newer release (a live upgrade does not go down).`,
       `To undo an upgrade: svcops rollback live --env ${ctx.env.name}`,
     )
+  // Both packages of every component must exist before anything is staged: the rollback needs the current one.
+  for (const c of ctx.components) for (const v of [to, from]) ctx.platform.assertAvailable(c.name, v)
   if (!Object.keys(ctx.journal.run.previousVersions).length)
     ctx.journal.update({ previousVersions: Object.fromEntries(Object.entries(versions).map(([c, v]) => [c, v ?? ''])) })
   return { data: { from, versions } }

@@ -228,6 +228,11 @@ export function findRunToRollBack(env: Environment, runId?: string): string {
     )
   }
   const run = Journal.open(id).run
+  if (run.system === 'live')
+    throw new BadInputError(
+      `Run ${id} is an upgrade of the live production system, not of the recording service.`,
+      `Roll it back with: svcops rollback live --env ${env.name} --run ${id}`,
+    )
   if (run.environment !== env.name) throw new BadInputError(`Run ${id} belongs to environment '${run.environment}', not '${env.name}'.`)
   if (run.phase === 'rolled-back') throw new BadInputError(`Run ${id} was already rolled back.`)
   return id

@@ -62,6 +62,33 @@ describe('upgrade live from 5.2.0 with a weak PSK and two TCP endpoints', () => 
     expect(lab.snapshot()).toEqual(before)
   })
 
+  it('refuses bad input in one sentence naming the value and what is expected (exit 2), changing nothing', async () => {
+    const before = lab.snapshot()
+    const cases: Array<[string[], RegExp]> = [
+      [
+        ['--to', '6.0.0', '--ack', '6.0.0/no-such-change'],
+        /--ack: '6\.0\.0\/no-such-change' is not a gate of the upgrade from 5\.2\.0 to 6\.0\.0/,
+      ],
+      [
+        ['--to', '6.0.0', '--ack', 'send-message'],
+        /--ack: 'send-message' is not a gate id; expected a catalog change id like 6\.0\.0\/send-message\./,
+      ],
+      [
+        ['--to', '6.0.0', '--tcp-endpoint', '10.0.0.1:1', ...acks('5.2.0', '6.0.0')],
+        /--tcp-endpoint: '10\.0\.0\.1:1' is not one of the endpoints/,
+      ],
+      [['--to', '9.9.9'], /version 9\.9\.9 of svc-system-controller is not in/],
+      [['--to', '5.0.0'], /--to: 5\.0\.0 is older than the installed 5\.2\.0/],
+    ]
+    for (const [args, message] of cases) {
+      const run = await lab.svcops(['upgrade', 'live', '--yes', ...args])
+      expect(run.code, run.stderr).toBe(2)
+      expect(run.stderr).toMatch(message)
+    }
+    expect(lab.snapshot()).toEqual(before)
+    expect(Object.values(lab.versions())).toEqual(['5.2.0', '5.2.0', '5.2.0', '5.2.0'])
+  })
+
   it('the fault release that never connects: everything back on the old versions with the old settings (exit 4)', async () => {
     const before = lab.snapshot()
     const run = await lab.svcops([
