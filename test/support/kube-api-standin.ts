@@ -2,8 +2,8 @@
  * A STAND-IN for the Kubernetes API server, for the few endpoints svcops' Kubernetes driver calls.
  * It is not a cluster: a small HTTP server inside the test that answers with the shapes the
  * Kubernetes API reference gives (Deployment, Scale, PodList, pod log as text, VersionInfo,
- * SelfSubjectAccessReview, Status for errors), holds one Deployment and its pods in memory, and
- * records every request, so a test can check the exact calls the driver made and what it read.
+ * SelfSubjectAccessReview, Status for errors), holds one Deployment and its pods in memory (and
+ * optionally more, `others`: the live production system's components), and records every request, so a test can check the exact calls the driver made and what it read.
  * Nothing here schedules pods, runs a controller or enforces RBAC beyond the `denied` list.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
@@ -21,6 +21,20 @@ export interface StandinPod {
   log?: string[]
 }
 
+/** A further Deployment (`others`): its pods' `app.kubernetes.io/name`, and the container fields a test checks. */
+export interface StandinDeployment {
+  deployment: string
+  app: string
+  container: string
+  image: string
+  version: string
+  replicas: number
+  pods: StandinPod[]
+  env?: Array<{ name: string; value?: string; valueFrom?: { secretKeyRef: { name: string; key: string } } }>
+  args?: string[]
+  mountPaths?: string[]
+}
+
 export interface StandinState {
   namespace: string
   deployment: string
@@ -31,6 +45,10 @@ export interface StandinState {
   pods: StandinPod[]
   /** Rights the SelfSubjectAccessReview answers `allowed: false` for: `verb resource[/subresource]`. */
   denied: string[]
+  /** Further Deployments in the namespace. */
+  others: StandinDeployment[]
+  /** Called before each answer (a test keeps the state in step with something else, e.g. a recorded `pulumi up`). */
+  beforeAnswer?: () => void
 }
 
 export interface RecordedRequest {
@@ -63,20 +81,35 @@ function status(code: number, reason: string, message: string) {
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code }
 }
 
-function deploymentOf(s: StandinState) {
-  const labels = { 'app.kubernetes.io/name': 'recording-service', 'app.kubernetes.io/instance': s.deployment }
+/** The primary Deployment (the recording service's) in the shape of the others. */
+function primaryOf(s: StandinState): StandinDeployment {
+  return { deployment: s.deployment, app: 'recording-service', container: s.container, image: s.image, version: s.version, replicas: s.replicas, pods: s.pods }
+}
+
+function deploymentOf(ns: string, s: StandinDeployment) {
+  const labels = { 'app.kubernetes.io/name': s.app, 'app.kubernetes.io/instance': s.deployment }
   const ready = s.pods.filter((p) => p.ready !== false).length
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: { name: s.deployment, namespace: s.namespace, generation: 4, labels: { ...labels, 'app.kubernetes.io/version': s.version } },
+    metadata: { name: s.deployment, namespace: ns, generation: 4, labels: { ...labels, 'app.kubernetes.io/version': s.version } },
     spec: {
       replicas: s.replicas,
       selector: { matchLabels: labels },
       strategy: { type: 'Recreate' },
       template: {
         metadata: { labels: { ...labels, 'app.kubernetes.io/version': s.version } },
-        spec: { containers: [{ name: s.container, image: `${s.image}:${s.version}` }] },
+        spec: {
+          containers: [
+            {
+              name: s.container,
+              image: `${s.image}:${s.version}`,
+              ...(s.args ? { args: s.args } : {}),
+              ...(s.env ? { env: s.env } : {}),
+              ...(s.mountPaths ? { volumeMounts: s.mountPaths.map((mountPath, i) => ({ name: `v${i}`, mountPath, readOnly: true })) } : {}),
+            },
+          ],
+        },
       },
     },
     status: {
@@ -89,14 +122,14 @@ function deploymentOf(s: StandinState) {
   }
 }
 
-function podOf(s: StandinState, p: StandinPod) {
+function podOf(ns: string, s: StandinDeployment, p: StandinPod) {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
       name: p.name,
-      namespace: s.namespace,
-      labels: { 'app.kubernetes.io/name': 'recording-service', 'app.kubernetes.io/instance': s.deployment },
+      namespace: ns,
+      labels: { 'app.kubernetes.io/name': s.app, 'app.kubernetes.io/instance': s.deployment },
     },
     spec: { containers: [{ name: s.container, image: `${s.image}:${p.version}` }] },
     status: {
@@ -141,8 +174,10 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
       { name: 'svc-recording-7d4b9c-b2', version: '1.5.0', log: ['INFO listening on :8080'] },
     ],
     denied: [],
+    others: [],
     ...initial,
   }
+  const all = (): StandinDeployment[] => [primaryOf(state), ...state.others]
   const requests: RecordedRequest[] = []
   const token = 'standin-bearer-7f3a9c1e5b2d4086'
   const ns = () => `/namespaces/${state.namespace}`
@@ -159,8 +194,10 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
         ...(body !== undefined ? { body } : {}),
       })
       if (req.headers.authorization !== `Bearer ${token}`) return send(res, 401, status(401, 'Unauthorized', 'Unauthorized'))
+      state.beforeAnswer?.()
       const path = url.pathname
       const deployment = `/apis/apps/v1${ns()}/deployments/${state.deployment}`
+      const other = state.others.find((d) => path === `/apis/apps/v1${ns()}/deployments/${d.deployment}`)
       if (req.method === 'GET' && path === '/version')
         return send(res, 200, {
           major: '1',
@@ -173,7 +210,8 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
           compiler: 'gc',
           platform: 'linux/amd64',
         })
-      if (req.method === 'GET' && path === deployment) return send(res, 200, deploymentOf(state))
+      if (req.method === 'GET' && path === deployment) return send(res, 200, deploymentOf(state.namespace, primaryOf(state)))
+      if (req.method === 'GET' && other) return send(res, 200, deploymentOf(state.namespace, other))
       if (req.method === 'PATCH' && path === `${deployment}/scale`) {
         const replicas = (body as { spec?: { replicas?: number } } | undefined)?.spec?.replicas
         if (typeof replicas !== 'number') return send(res, 422, status(422, 'Invalid', 'spec.replicas: Required value'))
@@ -190,16 +228,22 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
           },
         })
       }
-      if (req.method === 'GET' && path === `/api/v1${ns()}/pods`)
+      if (req.method === 'GET' && path === `/api/v1${ns()}/pods`) {
+        // The selector's instance picks the Deployment (the program labels every pod with it).
+        const instance = /app\.kubernetes\.io\/instance=([^,]+)/.exec(url.searchParams.get('labelSelector') ?? '')?.[1]
+        const owners = all().filter((d) => !instance || d.deployment === instance)
         return send(res, 200, {
           apiVersion: 'v1',
           kind: 'PodList',
           metadata: { resourceVersion: '1' },
-          items: state.pods.map((p) => podOf(state, p)),
+          items: owners.flatMap((d) => d.pods.map((p) => podOf(state.namespace, d, p))),
         })
+      }
       const log = new RegExp(`^/api/v1${ns()}/pods/([^/]+)/log$`).exec(path)
       if (req.method === 'GET' && log) {
-        const pod = state.pods.find((p) => p.name === log[1])
+        const pod = all()
+          .flatMap((d) => d.pods)
+          .find((p) => p.name === log[1])
         if (!pod) return send(res, 404, status(404, 'NotFound', `pods "${log[1]}" not found`))
         const tail = Number(url.searchParams.get('tailLines') ?? '0')
         const lines = pod.log ?? []
