@@ -6,7 +6,7 @@
  * settings file out of the legacy directory and replaces the weak PSK; 6.x -> 7.0 moves the
  * prefix to /api/v3. No PSK appears in any output, journal or report.
  */
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { assessPsk } from '../../src/releases/pre-shared-key.ts'
@@ -111,6 +111,11 @@ describe('upgrade live from 5.2.0 with a weak PSK and two TCP endpoints', () => 
     expect((await lab.svcops(['verify', 'live'])).code).toBe(0)
     const runId = /Run (\d{8}T\d{6}Z-[0-9a-f]{6})/.exec(run.stderr)?.[1] ?? ''
     expect(readFileSync(join(lab.runsDir, runId, 'report.md'), 'utf8')).toContain('rolled-back')
+    // The backup the rollback used: every file the run touched, readable by its owner only.
+    const backups = readdirSync(join(lab.runsDir, runId, 'backup'))
+    expect(backups).toContain('opt__svc__system-controller__etc__svc_sc_settings.json')
+    expect(backups).toContain('etc__default__svc-pipeline')
+    for (const b of backups) expect(statSync(join(lab.runsDir, runId, 'backup', b)).mode & 0o777).toBe(0o600)
   })
 
   it('5.x -> 6.0 refuses two TCP endpoints, naming them, and changes nothing (exit 2)', async () => {
