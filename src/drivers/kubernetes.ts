@@ -121,6 +121,7 @@ export const describeCall = {
   pods: (t: ClusterTarget) => `GET /api/v1/namespaces/${t.namespace}/pods?labelSelector=${podSelector(t)}`,
   log: (t: ClusterTarget, lines: number) =>
     `GET /api/v1/namespaces/${t.namespace}/pods/POD/log?container=${t.container}&tailLines=${lines} (every pod)`,
+  configMap: (t: Pick<ClusterTarget, 'namespace'>, name: string) => `GET /api/v1/namespaces/${t.namespace}/configmaps/${name}`,
   access: (r: NeededRight) => `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews (${showRight(r)})`,
   portForward: (t: ClusterTarget) =>
     `GET /api/v1/namespaces/${t.namespace}/services/${t.deployment}, a ready pod of its selector, then ` +
@@ -182,6 +183,13 @@ export class KubernetesDriver {
   readDeploymentObject(): Promise<V1Deployment> {
     const t = this.target
     return this.call(describeCall.deployment(t), () => this.apps.readNamespacedDeployment({ name: t.deployment, namespace: t.namespace }))
+  }
+
+  /** The data of a ConfigMap of the namespace (a CA certificate: nothing secret is kept in one). */
+  async readConfigMap(name: string): Promise<Record<string, string>> {
+    const t = this.target
+    const map = await this.call(describeCall.configMap(t, name), () => this.core.readNamespacedConfigMap({ name, namespace: t.namespace }))
+    return map.data ?? {}
   }
 
   /** Sets the Deployment's replicas through its scale subresource (the stop: 0). */

@@ -27,8 +27,14 @@ import {
   tcpEndpointVariable,
 } from '../releases/versions.ts'
 import type { StepResult } from '../runs/step.ts'
-import { controllerStatus, type CheckResult } from './checks.ts'
-import { LIVE_VERSION_KEY, PSK_ROTATION_KEY, shownPulumi, type LiveCluster } from './cluster-platform.ts'
+import type { CheckResult } from './checks.ts'
+import {
+  controllerThroughService as serviceCheck,
+  LIVE_VERSION_KEY,
+  PSK_ROTATION_KEY,
+  shownPulumi,
+  type LiveCluster,
+} from './cluster-platform.ts'
 import type { LiveContext } from './context.ts'
 import { etcSettingsDir, type LiveComponentName } from './layout.ts'
 
@@ -95,7 +101,9 @@ export function backupStackValues(ctx: Ctx): StepResult {
 }
 
 export function describeStackBackup(ctx: Ctx): string[] {
-  return [`record ${LIVE_VERSION_KEY} and ${PSK_ROTATION_KEY} of ${ctx.cluster.stack().stackFile} in the journal (the stack file is the record; it holds no PSK)`]
+  return [
+    `record ${LIVE_VERSION_KEY} and ${PSK_ROTATION_KEY} of ${ctx.cluster.stack().stackFile} in the journal (the stack file is the record; it holds no PSK)`,
+  ]
 }
 
 /** Why the run needs a new PSK, or undefined; `strength` reads the program's verdict only when it matters. */
@@ -118,7 +126,8 @@ export function describeClusterWrite(ctx: Ctx, from: string, to: string): string
   const lines = [
     `the settings file (${etcSettingsDir(ctx.product)}), ${tcpEndpointVariable(to, ctx.live.prefix)} and ${pskVariable(ctx.live.prefix)} of every component: written by the program for ${to} at \`pulumi up\``,
   ]
-  if (ctx.cluster.suppliedPsk) return [...lines, 'the PSK is the stack’s own (svcops:psk): kept; the program checks its strength at every preview']
+  if (ctx.cluster.suppliedPsk)
+    return [...lines, 'the PSK is the stack’s own (svcops:psk): kept; the program checks its strength at every preview']
   if (pskRequired(to) && !pskRequired(from)) return [...lines, `a new PSK, since ${to} needs one: ${set}`]
   if (pskEntropyEnforced(to))
     return [
@@ -201,7 +210,8 @@ async function templateChecks(ctx: Ctx, c: LiveComponentName, version: string): 
     const dir = etcSettingsDir(ctx.product)
     const mounted = (container?.volumeMounts ?? []).some((m) => m.mountPath === dir)
     const args = container?.args ?? []
-    const flagged = !supportsSettingsPathFlag(version) || (args[args.indexOf(settingsPathFlag()) + 1] === dir && args.includes(settingsPathFlag()))
+    const flagged =
+      !supportsSettingsPathFlag(version) || (args[args.indexOf(settingsPathFlag()) + 1] === dir && args.includes(settingsPathFlag()))
     checks.push({
       check: `settings file where ${version} reads it`,
       ok: mounted && flagged,
@@ -221,13 +231,8 @@ async function templateChecks(ctx: Ctx, c: LiveComponentName, version: string): 
 }
 
 /** The controller's answer on the release's prefix, through its Service (a port-forward from a workstation). */
-async function controllerThroughService(ctx: Ctx, version: string): Promise<CheckResult> {
-  try {
-    ctx.live.controllerUrl = await ctx.cluster.connect()
-  } catch (error) {
-    return { check: 'the system controller answers through its Service', ok: false, detail: (error as Error).message }
-  }
-  return controllerStatus(ctx, version)
+function controllerThroughService(ctx: Ctx, version: string): Promise<CheckResult> {
+  return serviceCheck(ctx.cluster, version)
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
@@ -279,7 +284,10 @@ export function stackFileAgreement(ctx: Ctx, running: string | undefined): Check
   return {
     check: `the stack file's ${LIVE_VERSION_KEY} agrees with the cluster`,
     ok: recorded === running,
-    detail: recorded === running ? `${recorded ?? '?'}` : `the stack file holds ${recorded ?? 'nothing'}, the cluster runs ${running ?? 'nothing'}`,
+    detail:
+      recorded === running
+        ? `${recorded ?? '?'}`
+        : `the stack file holds ${recorded ?? 'nothing'}, the cluster runs ${running ?? 'nothing'}`,
   }
 }
 

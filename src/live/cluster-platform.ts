@@ -15,14 +15,26 @@
  *                      of exactly those; a later component finds its version installed
  *   status, errors     its pods Running and ready on the version; ERROR lines in their last lines
  */
+import { request as httpRequest } from 'node:http'
+import { request as httpsRequest } from 'node:https'
+import { checkServerIdentity } from 'node:tls'
 import { resolve } from 'node:path'
 import type { Environment, LiveConfig } from '../config/schema.ts'
 import type { DeployConfig } from '../config/deploy.ts'
 import type { LiveClusterConfig } from '../config/live-cluster.ts'
-import { BadInputError, OperationError } from '../core/errors.ts'
+import { BadInputError, errorMessage, OperationError } from '../core/errors.ts'
+import { apiPrefix } from '../releases/versions.ts'
 import { events } from '../core/events.ts'
 import { local, type CommandResult, type Transport } from '../core/runner.ts'
-import { describeCall, insideCluster, KubernetesDriver, showRight, type ClusterTarget, type NeededRight, type PodFacts } from '../drivers/kubernetes.ts'
+import {
+  describeCall,
+  insideCluster,
+  KubernetesDriver,
+  showRight,
+  type ClusterTarget,
+  type NeededRight,
+  type PodFacts,
+} from '../drivers/kubernetes.ts'
 import {
   PulumiCli,
   pulumiArgv,
@@ -42,6 +54,9 @@ import type { LivePlatform } from './platform.ts'
 /** The stack file key of the live system's release, and of its PSK rotation. */
 export const LIVE_VERSION_KEY = 'svcops:deploy.live.version' satisfies StackKey
 export const PSK_ROTATION_KEY = 'svcops:deploy.pskRotation' satisfies StackKey
+
+/** The key of the CA certificate in the stack's CA ConfigMap (src/infra/tls.ts). */
+const CA_KEY = 'ca.crt'
 
 /** Log lines that count as errors (the product writes ERROR; FATAL for a crash). */
 const ERROR_PATTERNS = ['\\bERROR\\b', '\\bFATAL\\b']
@@ -66,6 +81,8 @@ export interface LiveCluster {
   controllerUrl: string
   /** Opens the port-forward to the controller's Service (outside the cluster, without a configured URL). */
   connect(): Promise<string>
+  /** With `deploy.tls`: the ConfigMap of the stack's CA, and the name the controller's certificate holds. */
+  tls?: { caConfigMap: string; serverName: string }
   close(): Promise<void>
 }
 
@@ -114,6 +131,11 @@ export function openLiveCluster(env: Environment, section: LiveClusterConfig): L
       return k
     },
     reach: section.controllerUrl ? 'configured' : inside ? 'service' : 'port-forward',
+    ...(deploy.tls
+      ? {
+          tls: { caConfigMap: `${prefix}-tls-ca`, serverName: `${targets['system-controller'].deployment}.${namespace}.svc.cluster.local` },
+        }
+      : {}),
     controllerUrl:
       section.controllerUrl ?? `${scheme}://${targets['system-controller'].deployment}.${namespace}.svc.cluster.local:${sc.port}`,
     async connect() {
@@ -163,8 +185,15 @@ export function clusterLiveConfig(env: Environment, section: LiveClusterConfig, 
 export function clusterHost(cluster: LiveCluster): LiveHost {
   const name = cluster.namespace
   const refuse = (): Promise<never> =>
-    Promise.reject(new OperationError(`Namespace ${name} is a Kubernetes namespace: svcops runs no command in it (a host step reached it).`))
-  const transport: Transport = { host: name, exec: (): Promise<CommandResult> => refuse(), upload: () => refuse(), close: () => cluster.close() }
+    Promise.reject(
+      new OperationError(`Namespace ${name} is a Kubernetes namespace: svcops runs no command in it (a host step reached it).`),
+    )
+  const transport: Transport = {
+    host: name,
+    exec: (): Promise<CommandResult> => refuse(),
+    upload: () => refuse(),
+    close: () => cluster.close(),
+  }
   return { name, config: { name }, transport }
 }
 
@@ -229,7 +258,12 @@ export function liveComponentChanges(
 /** `pulumi preview` under the rule; a foreign change refused, listing every one. */
 export async function previewLiveChange(cluster: LiveCluster, env: Environment, rotation: boolean): Promise<string[]> {
   const preview = liveComponentChanges(await cluster.pulumi().preview(), cluster, { rotation })
-  events.emit({ kind: 'check', check: 'pulumi preview: only the live components change', ok: preview.other.length === 0, detail: preview.other.join('; ') })
+  events.emit({
+    kind: 'check',
+    check: 'pulumi preview: only the live components change',
+    ok: preview.other.length === 0,
+    detail: preview.other.join('; '),
+  })
   if (preview.other.length)
     throw new OperationError(
       `pulumi preview of stack '${env.name}' shows ${preview.other.length} change(s) besides the live production system's components, which a live upgrade does not apply: ${preview.other.join('; ')}.`,
@@ -253,11 +287,30 @@ export function liveRights(cluster: LiveCluster): NeededRight[] {
     { group: '', resource: 'pods', verb: 'list', why: 'the status of every pod' },
     { group: '', resource: 'pods', subresource: 'log', verb: 'get', why: 'the last log lines of every pod' },
     { group: '', resource: 'services', verb: 'get', name: sc, why: "the controller's Service" },
+    ...(cluster.tls && cluster.reach !== 'configured'
+      ? [
+          {
+            group: '',
+            resource: 'configmaps',
+            verb: 'get',
+            name: cluster.tls.caConfigMap,
+            why: "the stack's CA, to trust the controller's certificate",
+          },
+        ]
+      : []),
     ...(cluster.stackMap
       ? [{ group: '', resource: 'configmaps', verb: 'patch', name: cluster.stackMap, why: "the jobs' copy of the stack file" }]
       : []),
     ...(cluster.reach === 'port-forward'
-      ? [{ group: '', resource: 'pods', subresource: 'portforward', verb: 'create', why: 'the controller from this machine (port-forward)' }]
+      ? [
+          {
+            group: '',
+            resource: 'pods',
+            subresource: 'portforward',
+            verb: 'create',
+            why: 'the controller from this machine (port-forward)',
+          },
+        ]
       : []),
   ]
 }
@@ -277,7 +330,11 @@ export function describeLiveClusterPreflight(cluster: LiveCluster, env: Environm
 }
 
 /** The preflight's Kubernetes part: CLI, stack, API, rights, a preview without foreign change, file and cluster agreeing. */
-export async function liveClusterPreflight(cluster: LiveCluster, env: Environment, installed: string | undefined): Promise<Record<string, unknown>> {
+export async function liveClusterPreflight(
+  cluster: LiveCluster,
+  env: Environment,
+  installed: string | undefined,
+): Promise<Record<string, unknown>> {
   const cli = cluster.pulumi()
   const pulumiVersion = await cli.version()
   events.emit({ kind: 'check', check: 'Pulumi CLI', ok: true, detail: pulumiVersion })
@@ -287,7 +344,12 @@ export async function liveClusterPreflight(cluster: LiveCluster, env: Environmen
   const server = await kube.serverVersion()
   events.emit({ kind: 'check', check: 'Kubernetes API reachable with the stack’s context', ok: true, detail: `${kube.server()} ${server}` })
   const missing = await kube.missingRights(liveRights(cluster))
-  events.emit({ kind: 'check', check: 'rights of this identity', ok: missing.length === 0, detail: missing.map(showRight).join(', ') || 'all' })
+  events.emit({
+    kind: 'check',
+    check: 'rights of this identity',
+    ok: missing.length === 0,
+    detail: missing.map(showRight).join(', ') || 'all',
+  })
   if (missing.length)
     throw new OperationError(
       `This identity lacks ${missing.length} right(s) in namespace ${cluster.namespace} the run needs: ${missing.map((r) => `${showRight(r)} (${r.why})`).join(', ')}.`,
@@ -338,7 +400,10 @@ export function clusterPlatform(cluster: LiveCluster, env: Environment, rotation
       const d = await cluster.kube(c).readDeployment()
       const pods = await livePods(cluster, c)
       const running = pods.length > 0 && pods.every((p) => p.phase === 'Running' && p.ready && p.version === d.version)
-      return { running, status: `${d.readyReplicas}/${d.replicas} ready on ${d.version ?? '?'}${pods.length ? `: ${pods.map(showPod).join(', ')}` : ': no pod'}` }
+      return {
+        running,
+        status: `${d.readyReplicas}/${d.replicas} ready on ${d.version ?? '?'}${pods.length ? `: ${pods.map(showPod).join(', ')}` : ': no pod'}`,
+      }
     },
     async errorLines(c) {
       const errors: string[] = []
@@ -366,5 +431,79 @@ export function clusterPlatform(cluster: LiveCluster, env: Environment, rotation
         `${describeCall.log(t, cluster.logLines)}; fail on ERROR | FATAL`,
       ]
     },
+  }
+}
+
+// ---- the controller through its Service ----
+
+/** GET `url` as JSON; with `tls`, trusting only `ca` and checking the certificate for `serverName` (the port-forward's address is 127.0.0.1). */
+function getJson(url: string, tls?: { ca: string; serverName: string }): Promise<{ status: number; body: unknown }> {
+  const u = new URL(url)
+  return new Promise((resolve, reject) => {
+    const options = { method: 'GET', headers: { accept: 'application/json' }, timeout: 5000 }
+    const req = tls
+      ? httpsRequest(u, {
+          ...options,
+          ca: tls.ca,
+          servername: tls.serverName,
+          checkServerIdentity: (_host, cert) => checkServerIdentity(tls.serverName, cert),
+        })
+      : httpRequest(u, options)
+    req.on('timeout', () => req.destroy(new Error('no answer within 5000 ms')))
+    req.on('error', reject)
+    req.on('response', (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => {
+        text += chunk
+        if (text.length > 1 << 20) req.destroy(new Error('the answer is larger than 1 MiB'))
+      })
+      res.on('end', () => {
+        let body: unknown = text
+        try {
+          body = JSON.parse(text)
+        } catch {
+          // Not JSON: judged as text below.
+        }
+        resolve({ status: res.statusCode ?? 0, body })
+      })
+    })
+    req.end()
+  })
+}
+
+/**
+ * The system controller answering `GET <prefix>/status` with its version through its Service: in
+ * the cluster by its DNS name, from a workstation through a port-forward, or at `live.controllerUrl`.
+ * With `deploy.tls` the stack's CA (its ConfigMap) is the only one trusted, for the Service's name.
+ */
+export async function controllerThroughService(
+  cluster: LiveCluster,
+  version: string,
+): Promise<{ check: string; ok: boolean; detail?: string }> {
+  const prefix = apiPrefix(version)
+  const check = `the system controller answers on ${prefix} through its Service`
+  try {
+    const base = await cluster.connect()
+    const tls =
+      cluster.tls && cluster.reach !== 'configured'
+        ? {
+            ca: (await cluster.kube('system-controller').readConfigMap(cluster.tls.caConfigMap))[CA_KEY] ?? '',
+            serverName: cluster.tls.serverName,
+          }
+        : undefined
+    if (tls && !tls.ca) return { check, ok: false, detail: `the ConfigMap ${cluster.tls?.caConfigMap} holds no ${CA_KEY}` }
+    const r = await getJson(`${base.replace(/\/+$/, '')}${prefix}/status`, tls)
+    const body = r.body as { version?: unknown; status?: unknown } | undefined
+    if (r.status !== 200) return { check, ok: false, detail: `GET ${prefix}/status answered ${r.status}` }
+    if (body?.version !== version || body.status !== 'ok')
+      return {
+        check,
+        ok: false,
+        detail: `it reports version ${String(body?.version)}, status ${String(body?.status)}; expected ${version}, ok`,
+      }
+    return { check, ok: true, detail: `${version}, status ok` }
+  } catch (error) {
+    return { check, ok: false, detail: errorMessage(error) }
   }
 }

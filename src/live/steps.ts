@@ -184,9 +184,9 @@ export const backupFiles = defineStep<Ctx>({
     const cluster = liveClusterOf(ctx)
     if (cluster) return describeStackBackup(cluster)
     return [
-    `copy ${[...settingsCandidates(ctx.live), ...LIVE_COMPONENTS.map((c) => componentEnvFile(ctx.product, c))]
-      .map((p) => hostPath(ctx.host.config, p))
-      .join(', ')} (those that exist) to ${ctx.journal.file('backup')}/ with mode 0600`,
+      `copy ${[...settingsCandidates(ctx.live), ...LIVE_COMPONENTS.map((c) => componentEnvFile(ctx.product, c))]
+        .map((p) => hostPath(ctx.host.config, p))
+        .join(', ')} (those that exist) to ${ctx.journal.file('backup')}/ with mode 0600`,
     ]
   },
   async act(ctx) {

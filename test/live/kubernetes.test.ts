@@ -30,7 +30,10 @@ import { createPulumiArgvRecorder, type ArgvRecorder } from '../support/pulumi-a
 const NS = 'svc-prod'
 const IN_ROOT = `   (in ${ROOT.replace(/\/$/, '')})`
 /** Secrets the svcops process holds in its environment: none may reach an output, a file of the run or an argv. */
-const OPERATOR_SECRETS = { PULUMI_CONFIG_PASSPHRASE: 'passphrase-9c2e7a41d05b', SVC_SYSTEM_CONTROLLER_PSK: 'Kq7Zp2Lm9Xw4Rt6Yb1Nc8Vd3Hf5Gj0Ts2Ue4Wi6Oa' }
+const OPERATOR_SECRETS = {
+  PULUMI_CONFIG_PASSPHRASE: 'passphrase-9c2e7a41d05b',
+  SVC_SYSTEM_CONTROLLER_PSK: 'Kq7Zp2Lm9Xw4Rt6Yb1Nc8Vd3Hf5Gj0Ts2Ue4Wi6Oa',
+}
 
 /** The pod template the program writes for a component of `version` (src/infra/systemController.ts, mediaComponent.ts). */
 function liveDeployment(c: LiveComponentName, version: string, tcpEndpoints = ['0.0.0.0:7000']): StandinDeployment {
@@ -47,7 +50,10 @@ function liveDeployment(c: LiveComponentName, version: string, tcpEndpoints = ['
     pods: [{ name: `svc-${c}-5f6d7c-x1`, version, log: [`2026-11-25T02:30:00Z INFO ${c} ${version} started`] }],
     env,
     ...(c === 'system-controller'
-      ? { mountPaths: ['/tmp', '/etc/opt/svc'], ...(supportsSettingsPathFlag(version) ? { args: [settingsPathFlag(), '/etc/opt/svc'] } : {}) }
+      ? {
+          mountPaths: ['/tmp', '/etc/opt/svc'],
+          ...(supportsSettingsPathFlag(version) ? { args: [settingsPathFlag(), '/etc/opt/svc'] } : {}),
+        }
       : {}),
   }
 }
@@ -67,14 +73,26 @@ function preview(steps: Array<{ op: string; urn: string; paths?: string[] }>): s
 const urn = (parent: string, type: string, name: string) => `urn:pulumi:prod::svcops::${parent}$${type}::${name}`
 const COMPONENT_STEPS = LIVE_COMPONENTS.map((c) => ({
   op: 'update',
-  urn: urn(c === 'system-controller' ? 'svcops:infra:SystemController' : 'svcops:infra:MediaComponent', 'kubernetes:apps/v1:Deployment', `svc-${c}-deployment`),
+  urn: urn(
+    c === 'system-controller' ? 'svcops:infra:SystemController' : 'svcops:infra:MediaComponent',
+    'kubernetes:apps/v1:Deployment',
+    `svc-${c}-deployment`,
+  ),
   paths: ['spec.template.spec.containers[0].image', 'spec.template.spec.containers[0].env[2].name'],
 }))
 const PSK_STEPS = [
-  { op: 'replace', urn: urn('svcops:infra:Psk', 'random:index/randomPassword:RandomPassword', 'svc-psk-random'), paths: ['keepers.rotation'] },
+  {
+    op: 'replace',
+    urn: urn('svcops:infra:Psk', 'random:index/randomPassword:RandomPassword', 'svc-psk-random'),
+    paths: ['keepers.rotation'],
+  },
   { op: 'update', urn: urn('svcops:infra:Psk', 'kubernetes:core/v1:Secret', 'svc-psk-secret'), paths: ['stringData.psk'] },
 ]
-const STACK_COPY = { op: 'update', urn: urn('svcops:infra:ScheduledJobs', 'kubernetes:core/v1:ConfigMap', 'svc-svcops-stack'), paths: ['data["Pulumi.prod.yaml"]'] }
+const STACK_COPY = {
+  op: 'update',
+  urn: urn('svcops:infra:ScheduledJobs', 'kubernetes:core/v1:ConfigMap', 'svc-svcops-stack'),
+  paths: ['data["Pulumi.prod.yaml"]'],
+}
 
 /** Every gate id of the upgrade, acknowledged (the gates themselves are test/live's crossings' subject). */
 function allGates(from: string, to: string): string {
@@ -106,11 +124,16 @@ describe('svcops upgrade live --env prod --to 7.0.0 --dry-run (the shipped prod 
   it('plans the Kubernetes steps with the exact pulumi commands and API calls, and changes nothing', async () => {
     const stackBefore = readFileSync(join(ROOT, 'stacks/Pulumi.prod.yaml'), 'utf8')
     const run = await runSvcops(['upgrade', 'live', '--env', 'prod', '--to', '7.0.0', '--dry-run', '--json'], {
-      env: { KUBECONFIG: api.kubeconfig, PATH: `${recorder.binDir}:${process.env.PATH ?? ''}`, SVCOPS_RUNS_DIR: mkdtempSync(join(tmpdir(), 'svcops-live-k8s-dry-')) },
+      env: {
+        KUBECONFIG: api.kubeconfig,
+        PATH: `${recorder.binDir}:${process.env.PATH ?? ''}`,
+        SVCOPS_RUNS_DIR: mkdtempSync(join(tmpdir(), 'svcops-live-k8s-dry-')),
+      },
     })
     expect(run.code, run.stderr).toBe(0)
     const plan = JSON.parse(run.stdout) as { steps: PlannedStep[] }
-    const actions = (step: string, host?: string) => plan.steps.filter((s) => s.step === step && (!host || s.host === host)).flatMap((s) => s.actions)
+    const actions = (step: string, host?: string) =>
+      plan.steps.filter((s) => s.step === step && (!host || s.host === host)).flatMap((s) => s.actions)
     expect(actions('preflight')).toEqual(
       expect.arrayContaining([
         `the Pulumi CLI and its version: pulumi version${IN_ROOT}`,
@@ -119,7 +142,9 @@ describe('svcops upgrade live --env prod --to 7.0.0 --dry-run (the shipped prod 
         `no change but the live components': pulumi preview --stack prod --json --refresh --non-interactive${IN_ROOT}; refused, listing every other change`,
       ]),
     )
-    expect(actions('preflight').join('\n')).toContain('create pods/portforward — one POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews each')
+    expect(actions('preflight').join('\n')).toContain(
+      'create pods/portforward — one POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews each',
+    )
     expect(actions('check-config')[0]).toBe(
       'svcops:deploy.live.pipeline.tcpEndpoints (0.0.0.0:7000): the program gives the pipeline SVC_TCP_ENDPOINT; several are refused before anything changes, naming them',
     )
@@ -129,14 +154,20 @@ describe('svcops upgrade live --env prod --to 7.0.0 --dry-run (the shipped prod 
         `whether the PSK passes the entropy check of 7.0.0: pulumi stack output --stack prod --json --non-interactive${IN_ROOT} (psk.passesEntropyCheck; the PSK is never read)`,
       ]),
     )
-    expect(actions('write-config').join('\n')).toMatch(/when it does not, or is not reported: pulumi config set --path --stack prod --non-interactive -- svcops:deploy\.pskRotation svcops-\S+/)
+    expect(actions('write-config').join('\n')).toMatch(
+      /when it does not, or is not reported: pulumi config set --path --stack prod --non-interactive -- svcops:deploy\.pskRotation svcops-\S+/,
+    )
     expect(actions('install', 'system-controller')).toEqual([
       `install 7.0.0 over 6.2.0: pulumi config set --path --stack prod --non-interactive -- svcops:deploy.live.version 7.0.0${IN_ROOT} (when the stack file holds another version) && ` +
         `pulumi preview --stack prod --json --refresh --non-interactive${IN_ROOT}: only the live components (and the PSK when the run rotates it) may change && ` +
         `pulumi up --stack prod --yes --refresh --non-interactive --skip-preview --target URN --target ...${IN_ROOT} with a --target per changed URN; a later component finds 7.0.0 installed`,
     ])
-    expect(actions('stop', 'system-controller')).toEqual(['nothing: `pulumi up` restarts svc-system-controller — first, by its Recreate strategy'])
-    expect(actions('stop', 'ingest')).toEqual(['nothing: `pulumi up` restarts svc-ingest — after the controller is ready (the program’s dependsOn)'])
+    expect(actions('stop', 'system-controller')).toEqual([
+      'nothing: `pulumi up` restarts svc-system-controller — first, by its Recreate strategy',
+    ])
+    expect(actions('stop', 'ingest')).toEqual([
+      'nothing: `pulumi up` restarts svc-ingest — after the controller is ready (the program’s dependsOn)',
+    ])
     expect(actions('check', 'pipeline')).toEqual(
       expect.arrayContaining([
         `GET /api/v1/namespaces/${NS}/pods?labelSelector=app.kubernetes.io/name=pipeline,app.kubernetes.io/instance=svc-pipeline: every pod Running, ready, on the version`,
@@ -148,7 +179,9 @@ describe('svcops upgrade live --env prod --to 7.0.0 --dry-run (the shipped prod 
     expect(actions('rollback:install', 'system-controller')[0]).toContain('-- svcops:deploy.live.version 6.2.0')
     // Plan mode: the API was only read, no pulumi was started, the stack file is as it was.
     expect(api.requests.map((r) => r.method).filter((m) => m !== 'GET')).toEqual([])
-    expect(api.requests.map((r) => `${r.method} ${r.path}`)).toContain(`GET /apis/apps/v1/namespaces/${NS}/deployments/svc-system-controller`)
+    expect(api.requests.map((r) => `${r.method} ${r.path}`)).toContain(
+      `GET /apis/apps/v1/namespaces/${NS}/deployments/svc-system-controller`,
+    )
     expect(recorder.calls()).toEqual([])
     expect(readFileSync(join(ROOT, 'stacks/Pulumi.prod.yaml'), 'utf8')).toBe(stackBefore)
   })
@@ -242,9 +275,21 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
 
   it('refuses a preview with a change besides the live components, listing it, before anything changes', async () => {
     const s = setup('6.2.0')
-    s.recorder.answer('preview', preview([...COMPONENT_STEPS, { op: 'update', urn: urn('svcops:infra:Manager', 'kubernetes:apps/v1:Deployment', 'svc-manager-deployment'), paths: ['spec.replicas'] }]))
+    s.recorder.answer(
+      'preview',
+      preview([
+        ...COMPONENT_STEPS,
+        {
+          op: 'update',
+          urn: urn('svcops:infra:Manager', 'kubernetes:apps/v1:Deployment', 'svc-manager-deployment'),
+          paths: ['spec.replicas'],
+        },
+      ]),
+    )
     const before = readFileSync(s.stackFile, 'utf8')
-    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '7.0.0', '--ack', allGates('6.2.0', '7.0.0'), '--yes'], { env: s.env })
+    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '7.0.0', '--ack', allGates('6.2.0', '7.0.0'), '--yes'], {
+      env: s.env,
+    })
     expect(run.code).toBe(1)
     expect(run.stderr).toContain(
       "pulumi preview of stack 'prod' shows 1 change(s) besides the live production system's components, which a live upgrade does not apply: update kubernetes:apps/v1:Deployment svc-manager-deployment (spec.replicas).",
@@ -258,7 +303,9 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
   it('refuses two tcpEndpoints when crossing 6.0, naming them, before anything changes', async () => {
     const s = setup('5.2.0', { tcpEndpoints: ['0.0.0.0:7000', '0.0.0.0:7001'] })
     const before = readFileSync(s.stackFile, 'utf8')
-    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '6.0.0', '--ack', allGates('5.2.0', '6.0.0'), '--yes'], { env: s.env })
+    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '6.0.0', '--ack', allGates('5.2.0', '6.0.0'), '--yes'], {
+      env: s.env,
+    })
     expect(run.code).toBe(2)
     expect(run.stderr).toContain(
       'svcops:deploy.live.pipeline.tcpEndpoints: 2 endpoints (0.0.0.0:7000, 0.0.0.0:7001); expected exactly one, since 6.0.0 reads SVC_TCP_ENDPOINT, a single endpoint that accepts several connections. Nothing was changed.',
@@ -270,19 +317,43 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
   it('1.x -> 2.0: sets the version and a new pskRotation in the stack file, then pulumi up of the live components only', async () => {
     const s = setup('1.0.0')
     s.recorder.answerNth('preview', 1, preview([...COMPONENT_STEPS, ...PSK_STEPS, STACK_COPY]))
-    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '2.0.0', '--ack', allGates('1.0.0', '2.0.0'), '--yes', '--json'], { env: s.env })
+    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '2.0.0', '--ack', allGates('1.0.0', '2.0.0'), '--yes', '--json'], {
+      env: s.env,
+    })
     expect(run.code, run.stderr).toBe(0)
     const rotation = readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')
     expect(rotation).toMatch(/^svcops-\d{8}T\d{6}Z-[0-9a-f]+$/)
     expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('2.0.0')
     const pulumi = s.recorder.calls().map((c) => c.argv)
-    expect(pulumi).toContainEqual(['config', 'set', '--path', '--stack', 'prod', '--non-interactive', '--', 'svcops:deploy.pskRotation', rotation])
-    expect(pulumi).toContainEqual(['config', 'set', '--path', '--stack', 'prod', '--non-interactive', '--', 'svcops:deploy.live.version', '2.0.0'])
+    expect(pulumi).toContainEqual([
+      'config',
+      'set',
+      '--path',
+      '--stack',
+      'prod',
+      '--non-interactive',
+      '--',
+      'svcops:deploy.pskRotation',
+      rotation,
+    ])
+    expect(pulumi).toContainEqual([
+      'config',
+      'set',
+      '--path',
+      '--stack',
+      'prod',
+      '--non-interactive',
+      '--',
+      'svcops:deploy.live.version',
+      '2.0.0',
+    ])
     // No `stack output`: crossing 2.0 needs a new PSK whatever the old one was.
     expect(pulumi.some((a) => a[0] === 'stack' && a[1] === 'output')).toBe(false)
     const ups = pulumi.filter((a) => a[0] === 'up')
     expect(ups).toHaveLength(1)
-    expect(ups[0]?.filter((a, i) => ups[0]?.[i - 1] === '--target')).toEqual([...COMPONENT_STEPS, ...PSK_STEPS, STACK_COPY].map((x) => x.urn))
+    expect(ups[0]?.filter((a, i) => ups[0]?.[i - 1] === '--target')).toEqual(
+      [...COMPONENT_STEPS, ...PSK_STEPS, STACK_COPY].map((x) => x.urn),
+    )
     expect(s.recorder.calls().every((c) => c.cwd === s.dir)).toBe(true)
     expect(api.state.others.every((d) => d.version === '2.0.0')).toBe(true)
     expectNoSecret(s, [run.stdout, run.stderr])
@@ -292,10 +363,15 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     const s = setup('5.2.0')
     const original = readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')
     // The program's verdict on the PSK in the stack's last update (never the PSK): it fails the 6.0 check.
-    s.recorder.answer('stack-output', JSON.stringify({ psk: { secretName: 'svc-psk', secretKey: 'psk', rotation: original, passesEntropyCheck: false } }))
+    s.recorder.answer(
+      'stack-output',
+      JSON.stringify({ psk: { secretName: 'svc-psk', secretKey: 'psk', rotation: original, passesEntropyCheck: false } }),
+    )
     s.recorder.answerNth('preview', 1, preview([...COMPONENT_STEPS, ...PSK_STEPS]))
     s.recorder.answerNth('preview', 2, preview([...COMPONENT_STEPS, ...PSK_STEPS]))
-    const up = await runSvcops(['upgrade', 'live', ...s.args, '--to', '6.0.0', '--ack', allGates('5.2.0', '6.0.0'), '--yes', '--json'], { env: s.env })
+    const up = await runSvcops(['upgrade', 'live', ...s.args, '--to', '6.0.0', '--ack', allGates('5.2.0', '6.0.0'), '--yes', '--json'], {
+      env: s.env,
+    })
     expect(up.code, up.stderr).toBe(0)
     expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('6.0.0')
     const rotated = readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')
@@ -303,7 +379,9 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     expect(rotated).toMatch(/^svcops-/)
     expect(s.recorder.calls().map((c) => c.argv)).toContainEqual(['stack', 'output', '--stack', 'prod', '--json', '--non-interactive'])
     // What the program writes for 6.0 was confirmed through the API: the settings mount and flag, one TCP endpoint variable.
-    const report = JSON.parse(readFileSync(join(s.dir, 'runs', readdirSync(join(s.dir, 'runs'))[0] ?? '', 'report.json'), 'utf8')) as unknown
+    const report = JSON.parse(
+      readFileSync(join(s.dir, 'runs', readdirSync(join(s.dir, 'runs'))[0] ?? '', 'report.json'), 'utf8'),
+    ) as unknown
     expect(JSON.stringify(report)).toContain('--settings-path /etc/opt/svc')
     expect(JSON.stringify(report)).toContain('SVC_TCP_ENDPOINT set, SVC_TCP_ENDPOINTS not')
 
@@ -312,8 +390,16 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('5.2.0')
     expect(readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')).toBe(original)
     expect(api.state.others.every((d) => d.version === '5.2.0')).toBe(true)
-    const sets = s.recorder.calls().filter((c) => c.argv[0] === 'config').map((c) => c.argv.slice(-2).join(' '))
-    expect(sets).toEqual([`svcops:deploy.pskRotation ${rotated}`, 'svcops:deploy.live.version 6.0.0', `svcops:deploy.pskRotation ${original}`, 'svcops:deploy.live.version 5.2.0'])
+    const sets = s.recorder
+      .calls()
+      .filter((c) => c.argv[0] === 'config')
+      .map((c) => c.argv.slice(-2).join(' '))
+    expect(sets).toEqual([
+      `svcops:deploy.pskRotation ${rotated}`,
+      'svcops:deploy.live.version 6.0.0',
+      `svcops:deploy.pskRotation ${original}`,
+      'svcops:deploy.live.version 5.2.0',
+    ])
     expectNoSecret(s, [up.stdout, up.stderr, back.stdout, back.stderr])
 
     const verify = await runSvcops(['verify', 'live', ...s.args, '--json'], { env: s.env })
@@ -323,12 +409,22 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
 
   it('keeps the PSK when the stack reports it passing (6.x -> 7.0), and says when the stack file and the cluster disagree', async () => {
     const s = setup('6.2.0')
-    s.recorder.answer('stack-output', JSON.stringify({ psk: { secretName: 'svc-psk', secretKey: 'psk', rotation: 'x', passesEntropyCheck: true } }))
+    s.recorder.answer(
+      'stack-output',
+      JSON.stringify({ psk: { secretName: 'svc-psk', secretKey: 'psk', rotation: 'x', passesEntropyCheck: true } }),
+    )
     s.recorder.answerNth('preview', 1, preview(COMPONENT_STEPS))
-    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '7.0.0', '--ack', allGates('6.2.0', '7.0.0'), '--yes', '--json'], { env: s.env })
+    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '7.0.0', '--ack', allGates('6.2.0', '7.0.0'), '--yes', '--json'], {
+      env: s.env,
+    })
     expect(run.code, run.stderr).toBe(0)
     expect(readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')).toBe('2026-09-01')
-    expect(s.recorder.calls().filter((c) => c.argv[0] === 'config').map((c) => c.argv.slice(-2).join(' '))).toEqual(['svcops:deploy.live.version 7.0.0'])
+    expect(
+      s.recorder
+        .calls()
+        .filter((c) => c.argv[0] === 'config')
+        .map((c) => c.argv.slice(-2).join(' ')),
+    ).toEqual(['svcops:deploy.live.version 7.0.0'])
     // Somebody moves the cluster behind the stack file's back: verify names both.
     api.state.others = LIVE_COMPONENTS.map((c) => liveDeployment(c, '6.2.0'))
     const verify = await runSvcops(['verify', 'live', ...s.args], { env: s.env })
@@ -346,9 +442,11 @@ describe('the preview rule of a live upgrade', () => {
       'replace random:index/randomPassword:RandomPassword svc-psk-random (keepers.rotation)',
       'update kubernetes:core/v1:Secret svc-psk-secret (stringData.psk)',
     ])
-    const deleted = JSON.parse(preview([{ op: 'delete', urn: urn('svcops:infra:MediaComponent', 'kubernetes:apps/v1:Deployment', 'svc-ingest-deployment') }])) as Parameters<
-      typeof liveComponentChanges
-    >[0]
-    expect(liveComponentChanges(deleted, cluster, { rotation: true }).other).toEqual(['delete kubernetes:apps/v1:Deployment svc-ingest-deployment'])
+    const deleted = JSON.parse(
+      preview([{ op: 'delete', urn: urn('svcops:infra:MediaComponent', 'kubernetes:apps/v1:Deployment', 'svc-ingest-deployment') }]),
+    ) as Parameters<typeof liveComponentChanges>[0]
+    expect(liveComponentChanges(deleted, cluster, { rotation: true }).other).toEqual([
+      'delete kubernetes:apps/v1:Deployment svc-ingest-deployment',
+    ])
   })
 })

@@ -83,7 +83,15 @@ function status(code: number, reason: string, message: string) {
 
 /** The primary Deployment (the recording service's) in the shape of the others. */
 function primaryOf(s: StandinState): StandinDeployment {
-  return { deployment: s.deployment, app: 'recording-service', container: s.container, image: s.image, version: s.version, replicas: s.replicas, pods: s.pods }
+  return {
+    deployment: s.deployment,
+    app: 'recording-service',
+    container: s.container,
+    image: s.image,
+    version: s.version,
+    replicas: s.replicas,
+    pods: s.pods,
+  }
 }
 
 function deploymentOf(ns: string, s: StandinDeployment) {
