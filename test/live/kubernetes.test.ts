@@ -11,13 +11,16 @@
  * docs/live.md ("Live on Kubernetes").
  */
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
 import { createServer, type Server } from 'node:http'
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { readStackVersion } from '../../src/drivers/pulumi.ts'
-import { liveComponentChanges } from '../../src/live/cluster-platform.ts'
+import { KubernetesDriver } from '../../src/drivers/kubernetes.ts'
+import { controllerThroughService, liveComponentChanges, type LiveCluster } from '../../src/live/cluster-platform.ts'
 import { gateItems } from '../../src/live/gates.ts'
 import { LIVE_COMPONENTS, type LiveComponentName } from '../../src/live/layout.ts'
 import type { LiveConfig } from '../../src/config/schema.ts'
@@ -448,5 +451,135 @@ describe('the preview rule of a live upgrade', () => {
     expect(liveComponentChanges(deleted, cluster, { rotation: true }).other).toEqual([
       'delete kubernetes:apps/v1:Deployment svc-ingest-deployment',
     ])
+  })
+})
+
+describe("the controller through its Service with deploy.tls (the stack's CA from its ConfigMap)", () => {
+  let api: KubeApiStandin
+  let server: HttpsServer
+  let port = 0
+  const serverName = 'svc-system-controller.svc-prod.svc.cluster.local'
+  beforeAll(async () => {
+    // A CA and the controller's certificate for its Service's name, as src/infra/tls.ts issues them.
+    const dir = mkdtempSync(join(tmpdir(), 'svcops-live-tls-'))
+    const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' })
+    ssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.crt',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=svc-tls-ca',
+    )
+    ssl(
+      'req',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      'sc.key',
+      '-out',
+      'sc.csr',
+      '-subj',
+      `/CN=${serverName}`,
+    )
+    writeFileSync(join(dir, 'ext'), `subjectAltName=DNS:${serverName}\n`)
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      'sc.csr',
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      'sc.crt',
+      '-days',
+      '2',
+      '-extfile',
+      'ext',
+    )
+    const ca = readFileSync(join(dir, 'ca.crt'), 'utf8')
+    // Another CA, which did not sign the controller's certificate.
+    ssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      'other.key',
+      '-out',
+      'other.crt',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=other',
+    )
+    const other = readFileSync(join(dir, 'other.crt'), 'utf8')
+    api = await startKubeApiStandin({ configMaps: { 'svc-tls-ca': { 'ca.crt': ca }, 'svc-wrong-ca': { 'ca.crt': other } } }, 'prod-cluster')
+    server = createHttpsServer({ key: readFileSync(join(dir, 'sc.key')), cert: readFileSync(join(dir, 'sc.crt')) }, (req, res) => {
+      res.writeHead(req.url === '/api/v3/status' ? 200 : 404, { 'Content-Type': 'application/json' })
+      res.end(JSON.stringify({ version: '7.0.0', status: 'ok' }))
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+    const address = server.address()
+    port = typeof address === 'object' && address ? address.port : 0
+  })
+  afterAll(async () => {
+    await api.close()
+    await new Promise<void>((r) => server.close(() => r()))
+  })
+
+  /** The cluster as seen from a workstation, its port-forward replaced by the local address of the stand-in. */
+  function cluster(caConfigMap = 'svc-tls-ca'): LiveCluster {
+    const target = {
+      namespace: NS,
+      deployment: 'svc-system-controller',
+      container: 'system-controller',
+      app: 'system-controller',
+      port: 8080,
+      context: 'prod-cluster',
+      kubeconfig: api.kubeconfig,
+    }
+    const kube = new KubernetesDriver(target)
+    return {
+      reach: 'port-forward',
+      tls: { caConfigMap, serverName },
+      connect: () => Promise.resolve(`https://127.0.0.1:${port}`),
+      kube: () => kube,
+    } as unknown as LiveCluster
+  }
+
+  it("trusts the stack's CA for the Service's name on the port-forward's address, and nothing else", async () => {
+    expect(await controllerThroughService(cluster(), '7.0.0')).toEqual({
+      check: 'the system controller answers on /api/v3 through its Service',
+      ok: true,
+      detail: '7.0.0, status ok',
+    })
+    expect(api.requests.map((r) => `${r.method} ${r.path}`)).toContain(`GET /api/v1/namespaces/${NS}/configmaps/svc-tls-ca`)
+    const missing = await controllerThroughService(cluster('svc-other-ca'), '7.0.0')
+    expect(missing.ok).toBe(false)
+    expect(missing.detail).toContain(`GET /api/v1/namespaces/${NS}/configmaps/svc-other-ca with HTTP 404`)
+    const untrusted = await controllerThroughService(cluster('svc-wrong-ca'), '7.0.0')
+    expect(untrusted.ok).toBe(false)
+    expect(untrusted.detail).toMatch(/certificate/i)
+    const wrongPrefix = await controllerThroughService(cluster(), '6.2.0')
+    expect(wrongPrefix).toMatchObject({ ok: false, detail: 'GET /api/v2/status answered 404' })
   })
 })

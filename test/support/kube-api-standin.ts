@@ -47,6 +47,8 @@ export interface StandinState {
   denied: string[]
   /** Further Deployments in the namespace. */
   others: StandinDeployment[]
+  /** ConfigMaps of the namespace by name: their data. */
+  configMaps: Record<string, Record<string, string>>
   /** Called before each answer (a test keeps the state in step with something else, e.g. a recorded `pulumi up`). */
   beforeAnswer?: () => void
 }
@@ -183,6 +185,7 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
     ],
     denied: [],
     others: [],
+    configMaps: {},
     ...initial,
   }
   const all = (): StandinDeployment[] => [primaryOf(state), ...state.others]
@@ -246,6 +249,12 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
           metadata: { resourceVersion: '1' },
           items: owners.flatMap((d) => d.pods.map((p) => podOf(state.namespace, d, p))),
         })
+      }
+      const map = new RegExp(`^/api/v1${ns()}/configmaps/([^/]+)$`).exec(path)
+      if (req.method === 'GET' && map) {
+        const data = state.configMaps[map[1] ?? '']
+        if (!data) return send(res, 404, status(404, 'NotFound', `configmaps "${map[1]}" not found`))
+        return send(res, 200, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: map[1], namespace: state.namespace }, data })
       }
       const log = new RegExp(`^/api/v1${ns()}/pods/([^/]+)/log$`).exec(path)
       if (req.method === 'GET' && log) {
