@@ -23,10 +23,11 @@ import { KubernetesDriver } from '../../src/drivers/kubernetes.ts'
 import { controllerThroughService, liveComponentChanges, type LiveCluster } from '../../src/live/cluster-platform.ts'
 import { gateItems } from '../../src/live/gates.ts'
 import { LIVE_COMPONENTS, type LiveComponentName } from '../../src/live/layout.ts'
+import { parseEnvironment } from '../../src/config/load.ts'
 import type { LiveConfig } from '../../src/config/schema.ts'
 import type { PlannedStep } from '../../src/runs/engine.ts'
 import { apiPrefix, settingsPathFlag, supportsSettingsPathFlag, tcpEndpointVariable } from '../../src/releases/versions.ts'
-import { ROOT, runSvcops } from '../support/cli.ts'
+import { ROOT, runSvcops, runSvcopsKilledAt } from '../support/cli.ts'
 import { startKubeApiStandin, type KubeApiStandin, type StandinDeployment } from '../support/kube-api-standin.ts'
 import { createPulumiArgvRecorder, type ArgvRecorder } from '../support/pulumi-argv-recorder.ts'
 
@@ -410,6 +411,33 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     expect(verify.stdout).toContain("the stack file's svcops:deploy.live.version agrees with the cluster")
   })
 
+  it('a run killed after write-config resumes from its journal: the same pskRotation, then the version, once each', async () => {
+    const s = setup('5.2.0')
+    s.recorder.answer('stack-output', JSON.stringify({ psk: { passesEntropyCheck: false } }))
+    s.recorder.answerNth('preview', 1, preview([...COMPONENT_STEPS, ...PSK_STEPS]))
+    const runs = join(s.dir, 'runs')
+    const killed = await runSvcopsKilledAt(
+      ['upgrade', 'live', ...s.args, '--to', '6.0.0', '--ack', allGates('5.2.0', '6.0.0'), '--yes'],
+      'write-config',
+      runs,
+      { env: s.env },
+    )
+    expect(killed.signal).toBe('SIGKILL')
+    const id = readdirSync(runs).sort().at(-1) ?? ''
+    const rotated = readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')
+    expect(rotated).toBe(`svcops-${id}`)
+    const resumed = await runSvcops(['resume', id], { env: s.env })
+    expect(resumed.code, resumed.stderr).toBe(0)
+    expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('6.0.0')
+    expect(readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')).toBe(rotated)
+    const sets = s.recorder
+      .calls()
+      .filter((c) => c.argv[0] === 'config')
+      .map((c) => c.argv.slice(-2).join(' '))
+    expect(sets).toEqual([`svcops:deploy.pskRotation ${rotated}`, 'svcops:deploy.live.version 6.0.0'])
+    expect(api.state.others.every((d) => d.version === '6.0.0')).toBe(true)
+  })
+
   it('keeps the PSK when the stack reports it passing (6.x -> 7.0), and says when the stack file and the cluster disagree', async () => {
     const s = setup('6.2.0')
     s.recorder.answer(
@@ -581,5 +609,20 @@ describe("the controller through its Service with deploy.tls (the stack's CA fro
     expect(untrusted.detail).toMatch(/certificate/i)
     const wrongPrefix = await controllerThroughService(cluster(), '6.2.0')
     expect(wrongPrefix).toMatchObject({ ok: false, detail: 'GET /api/v2/status answered 404' })
+  })
+})
+
+describe('svcops:live with platform kubernetes in a stack file', () => {
+  it('is checked by its own schema, an error naming live.<field>; and needs svcops:deploy', () => {
+    const base = { 'svcops:product': { prefix: 'svc', dir: 'svc' } }
+    expect(() => parseEnvironment({ ...base, 'svcops:live': { platform: 'kubernetes', logLines: 0 } }, 'x', 'Pulumi.x.yaml')).toThrow(
+      'Pulumi.x.yaml: live.logLines: 0 is not valid; Too small: expected number to be >=1.',
+    )
+    expect(() =>
+      parseEnvironment({ ...base, 'svcops:live': { platform: 'kubernetes', host: { name: 'live-1' } } }, 'x', 'Pulumi.x.yaml'),
+    ).toThrow('Pulumi.x.yaml: live: unknown field host.')
+    expect(() => parseEnvironment({ ...base, 'svcops:live': { platform: 'kubernetes' } }, 'x', 'Pulumi.x.yaml')).toThrow(
+      'Pulumi.x.yaml: svcops:deploy: missing; live.platform kubernetes takes the namespace, the Deployments and the version from it.',
+    )
   })
 })
