@@ -53,9 +53,11 @@ export interface LiveLab {
   /** `svcops --stack-file <lab> ...args`; its output is kept for the secrets check. */
   svcops(args: string[]): Promise<CliRun>
   svcopsKilledAt(args: string[], boundary: string): Promise<CliRun>
+  /** `svcops ...args` continuing run `id` (a rollback, a resume), killed once its journal shows `boundary` (`step@component`) finished. */
+  svcopsKilledInRun(args: string[], id: string, boundary: string): Promise<CliRun>
   /** Every PSK seen on the host so far (collected at each call of svcops and snapshot). */
   psks(): string[]
-  /** Every output of svcops so far, and every run file except the backups (which hold the files, PSK included). */
+  /** Every output of svcops so far, the process arguments seen while it ran, and every run file except the backups (which hold the files, PSK included). */
   everythingPrinted(): string[]
   stop(): Promise<void>
 }
@@ -168,14 +170,51 @@ export async function startLiveLab(options: { version: string; weakPsk?: boolean
     },
     async svcops(args) {
       collect()
-      const run = await runSvcops(['--stack-file', envFile, ...args], { env: { SVCOPS_RUNS_DIR: runsDir } })
-      outputs.push(run.stdout, run.stderr)
-      collect()
-      return run
+      // What every process on the machine was started with, sampled while svcops runs: no PSK in any argv.
+      const sampler = setInterval(() => outputs.push(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })), 100)
+      try {
+        const run = await runSvcops(['--stack-file', envFile, ...args], { env: { SVCOPS_RUNS_DIR: runsDir } })
+        outputs.push(run.stdout, run.stderr)
+        return run
+      } finally {
+        clearInterval(sampler)
+        collect()
+      }
     },
     async svcopsKilledAt(args, boundary) {
       collect()
       const run = await runSvcopsKilledAt(['--stack-file', envFile, ...args], boundary, runsDir)
+      outputs.push(run.stdout, run.stderr)
+      collect()
+      return run
+    },
+    async svcopsKilledInRun(args, id, boundary) {
+      collect()
+      const [step, host] = boundary.split('@')
+      const journal = join(runsDir, id, 'journal.jsonl')
+      let timer: NodeJS.Timeout | undefined
+      const run = await runSvcops(['--stack-file', envFile, ...args], {
+        env: { SVCOPS_RUNS_DIR: runsDir },
+        onSpawn(pid) {
+          timer = setInterval(() => {
+            const reached = readFileSync(journal, 'utf8')
+              .split('\n')
+              .filter(Boolean)
+              .some((line) => {
+                const e = JSON.parse(line) as { step?: string; host?: string; status?: string }
+                return e.step === step && e.host === host && e.status === 'ok'
+              })
+            if (!reached) return
+            clearInterval(timer)
+            try {
+              process.kill(pid, 'SIGKILL')
+            } catch {
+              // It ended on its own before the kill: the caller sees no SIGKILL.
+            }
+          }, 2)
+        },
+      })
+      clearInterval(timer)
       outputs.push(run.stdout, run.stderr)
       collect()
       return run
