@@ -57,7 +57,7 @@ export const preflight = defineStep<Ctx>({
   once: true,
   describe: (ctx) => [
     `read the installed version of ${ctx.components.map((c) => componentPackage(ctx.product, c.name)).join(', ')} on ${ctx.host.name}`,
-    `check that ${ctx.journal.run.targetVersion} is newer than all of them and that their package files exist`,
+    `check that ${ctx.journal.run.targetVersion} is newer than all of them${ctx.cluster ? '' : ' and that their package files exist'}`,
     ...(ctx.cluster ? describeLiveClusterPreflight(ctx.cluster, ctx.env) : []),
   ],
   preview: (ctx) => readPreflight(ctx),
@@ -115,6 +115,7 @@ export const stagePackages = defineStep<Ctx, [C]>({
       ...(await ctx.platform.stage(c.name, ctx.journal.run.targetVersion)),
       ...(await ctx.platform.stage(c.name, fromVersion(ctx))),
     ]
+    if (ctx.cluster) return { skipped: 'nothing to stage: the kubelet pulls the image when the new pod starts' }
     return changed.length ? { changed } : { skipped: 'both packages already staged' }
   },
 })
