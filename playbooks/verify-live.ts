@@ -12,6 +12,7 @@
  */
 import type { Environment } from '../src/config/schema.ts'
 import { checkComponent, controllerStatus, type CheckResult } from '../src/live/checks.ts'
+import { checkClusterComponent, liveClusterOf, verifyClusterFiles } from '../src/live/cluster-config.ts'
 import { readConfigState } from '../src/live/config-change.ts'
 import { liveContext, type LiveContext } from '../src/live/context.ts'
 import { envValue } from '../src/live/host-files.ts'
@@ -33,12 +34,17 @@ export interface LiveVerification {
 async function verifyComponent(ctx: LiveContext, component: LiveComponentName): Promise<LiveVerification['components'][number]> {
   const version = await ctx.platform.installedVersion(component) // the installed release
   if (!version) return { component, ok: false, checks: [{ check: 'installed', ok: false, detail: 'not installed' }] }
-  const checks = await checkComponent(ctx, component, version, { waitMs: 2000 }) // running, no errors, connected, prefix, metrics
+  const cluster = liveClusterOf(ctx) // on Kubernetes: pods, log lines, the pod template, the controller's Service
+  const checks = cluster
+    ? await checkClusterComponent(cluster, component, version, 0)
+    : await checkComponent(ctx, component, version, { waitMs: 2000 }) // running, no errors, connected, prefix, metrics
   return { component, version, ok: checks.every((c) => c.ok), checks }
 }
 
 /** The files of release `version`: settings where it reads them, one PSK everywhere, strong where enforced. */
 async function verifyFiles(ctx: LiveContext, version: string): Promise<CheckResult[]> {
+  const cluster = liveClusterOf(ctx)
+  if (cluster) return verifyClusterFiles(cluster, version) // the stack file is the record
   const state = await readConfigState(ctx.live, ctx.host, version, version)
   const dirs = controllerSettingsDirs(ctx.live, version, state.settingsPath)
   const where = state.settings?.path

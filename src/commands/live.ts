@@ -68,6 +68,12 @@ Procedure (playbooks/upgrade-live.ts; docs/live.md has a runbook per major):
 On failure after the first stop: every component back on its previous package, settings,
 environment and PSK, each checked. The PSK never appears in output, journal or report.
 
+On Kubernetes (svcops:live.platform: kubernetes; docs/live.md "Live on Kubernetes"): the same steps
+set svcops:deploy.live.version (and svcops:deploy.pskRotation for a new PSK) with pulumi config set
+--path, refuse a pulumi preview with any change besides the live components, run pulumi up --target
+of exactly those, and check each component's pods and logs through the API and the controller
+through its Service; the stack file holds the new version after success, the old one after rollback.
+
 Exit codes: 0 upgraded, 1 failed (nothing stopped, or see the report), 2 bad input, 3 locked,
             4 failed and rolled back, 5 a gate needs a person (nothing changed).
 

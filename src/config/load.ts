@@ -8,6 +8,7 @@ import { basename, resolve } from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import type { z } from 'zod'
 import { BadInputError } from '../core/errors.ts'
+import { isClusterLiveSection, liveClusterSchema, type LiveClusterConfig } from './live-cluster.ts'
 import { environmentSchema, type Environment } from './schema.ts'
 
 const NAMESPACE = 'svcops:'
@@ -76,15 +77,32 @@ export function parseEnvironment(stackConfig: Record<string, unknown>, name: str
   for (const [key, value] of Object.entries(stackConfig)) {
     if (key.startsWith(NAMESPACE)) section[key.slice(NAMESPACE.length)] = value
   }
+  // The live section of the Kubernetes platform has its own schema (no host, no package).
+  const liveCluster = isClusterLiveSection(section.live) ? parseLiveCluster(section.live, file) : undefined
+  if (liveCluster) delete section.live
   const result = environmentSchema.safeParse(section)
   if (!result.success) {
     const lines = formatIssues(result.error.issues, section)
     throw new BadInputError(`${file}: ${lines[0]}${lines.length > 1 ? ` (and ${lines.length - 1} more: ${lines.slice(1).join(' ')})` : ''}`)
   }
   const kube = kubernetesKeys(stackConfig, file)
-  const env = { ...result.data, name: result.data.environment ?? name, file, ...(kube ? { kubernetes: kube } : {}) }
+  const env = {
+    ...result.data,
+    name: result.data.environment ?? name,
+    file,
+    ...(kube ? { kubernetes: kube } : {}),
+    ...(liveCluster ? { liveCluster } : {}),
+  }
   checkRules(env)
   return env
+}
+
+/** `svcops:live` with `platform: kubernetes`, its errors named `live.<field>`. */
+function parseLiveCluster(raw: unknown, file: string): LiveClusterConfig {
+  const result = liveClusterSchema.safeParse(raw)
+  if (result.success) return result.data
+  const lines = formatIssues(result.error.issues, raw, 'live')
+  throw new BadInputError(`${file}: ${lines[0]}${lines.length > 1 ? ` (and ${lines.length - 1} more: ${lines.slice(1).join(' ')})` : ''}`)
 }
 
 /** `kubernetes:context` and `kubernetes:kubeconfig`: the cluster the stack's provider and svcops' Kubernetes driver reach. */
@@ -111,6 +129,10 @@ function checkRules(env: Environment): void {
       `${env.file}: recording.package: "${recording.package}" is not a Debian package name; expected lower-case letters, digits, "+", "-" and ".", starting with a letter or digit (Debian policy 5.6.1).`,
     )
   checkPlatform(env)
+  if (env.liveCluster && !env.deploy)
+    throw new BadInputError(
+      `${env.file}: svcops:deploy: missing; live.platform kubernetes takes the namespace, the Deployments and the version from it.`,
+    )
   const hosts = env.recording?.hosts ?? []
   const seen = new Set<string>()
   hosts.forEach((host, i) => {

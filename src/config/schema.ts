@@ -4,6 +4,7 @@
  * Credentials are references only (an environment variable's name or a 0600 file's path), never values.
  */
 import { z } from 'zod'
+import type { LiveClusterConfig } from './live-cluster.ts'
 import { deployKeys } from './deploy.ts'
 
 const name = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'expected lower-case letters, digits, ".", "_" or "-"')
@@ -263,6 +264,8 @@ export type Environment = z.infer<typeof environmentSchema> & {
   file: string
   /** The stack's `kubernetes:context` / `kubernetes:kubeconfig` (Pulumi's provider keys), when set. */
   kubernetes?: { context?: string; kubeconfig?: string }
+  /** `svcops:live` with `platform: kubernetes` (src/config/live-cluster.ts); `live` is then absent. */
+  liveCluster?: LiveClusterConfig
 }
 export type ManagerConfig = z.infer<typeof managerSchema>
 export type RecordingConfig = z.infer<typeof recordingSchema>

@@ -35,6 +35,8 @@ export interface ClusterTarget {
   container: string
   /** The Service's port (`svcops:deploy.recording.port`). */
   port: number
+  /** The pods' `app.kubernetes.io/name` (default: the recording service's); the live components name theirs by component. */
+  app?: string
   /** `kubernetes:context` of the stack, when set; else the kubeconfig's current context. */
   context?: string
   /** `kubernetes:kubeconfig` of the stack: a path or the kubeconfig itself, as Pulumi's provider reads it. */
@@ -46,7 +48,7 @@ export const RECORDING_APP = 'recording-service'
 
 /** The label selector of the service's pods, as the program's `selectorOf` writes it. */
 export function podSelector(t: ClusterTarget): string {
-  return `app.kubernetes.io/name=${RECORDING_APP},app.kubernetes.io/instance=${t.deployment}`
+  return `app.kubernetes.io/name=${t.app ?? RECORDING_APP},app.kubernetes.io/instance=${t.deployment}`
 }
 
 /** What a Deployment says about the rollout. */
@@ -119,6 +121,7 @@ export const describeCall = {
   pods: (t: ClusterTarget) => `GET /api/v1/namespaces/${t.namespace}/pods?labelSelector=${podSelector(t)}`,
   log: (t: ClusterTarget, lines: number) =>
     `GET /api/v1/namespaces/${t.namespace}/pods/POD/log?container=${t.container}&tailLines=${lines} (every pod)`,
+  configMap: (t: Pick<ClusterTarget, 'namespace'>, name: string) => `GET /api/v1/namespaces/${t.namespace}/configmaps/${name}`,
   access: (r: NeededRight) => `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews (${showRight(r)})`,
   portForward: (t: ClusterTarget) =>
     `GET /api/v1/namespaces/${t.namespace}/services/${t.deployment}, a ready pod of its selector, then ` +
@@ -173,11 +176,20 @@ export class KubernetesDriver {
 
   /** The Deployment's version (image tag), replicas and rollout. */
   async readDeployment(): Promise<DeploymentFacts> {
+    return deploymentFacts(await this.readDeploymentObject(), this.target.container)
+  }
+
+  /** The Deployment as the API answers it (its pod template: arguments, variables, mounts). */
+  readDeploymentObject(): Promise<V1Deployment> {
     const t = this.target
-    const d = await this.call(describeCall.deployment(t), () =>
-      this.apps.readNamespacedDeployment({ name: t.deployment, namespace: t.namespace }),
-    )
-    return deploymentFacts(d, t.container)
+    return this.call(describeCall.deployment(t), () => this.apps.readNamespacedDeployment({ name: t.deployment, namespace: t.namespace }))
+  }
+
+  /** The data of a ConfigMap of the namespace (a CA certificate: nothing secret is kept in one). */
+  async readConfigMap(name: string): Promise<Record<string, string>> {
+    const t = this.target
+    const map = await this.call(describeCall.configMap(t, name), () => this.core.readNamespacedConfigMap({ name, namespace: t.namespace }))
+    return map.data ?? {}
   }
 
   /** Sets the Deployment's replicas through its scale subresource (the stop: 0). */

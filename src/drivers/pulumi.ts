@@ -29,6 +29,9 @@ export interface PulumiStack {
 /** The config key that holds the recording service's version in this stack. */
 export type VersionKey = 'svcops:deploy.recording.version' | 'svcops:recording.version'
 
+/** Keys svcops sets in a stack file: a version, or the live system's PSK rotation (src/live/cluster-platform.ts). */
+export type StackKey = VersionKey | 'svcops:deploy.live.version' | 'svcops:deploy.pskRotation'
+
 /** Variables the CLI needs from svcops' environment: its backend, its secrets provider, the cluster. */
 const PULUMI_ENV = /^(PULUMI_[A-Z_]+|KUBECONFIG|AWS_[A-Z_]+|AZURE_[A-Z_]+|GOOGLE_[A-Z_]+|CLOUDSDK_[A-Z_]+)$/
 
@@ -36,7 +39,7 @@ const PULUMI_ENV = /^(PULUMI_[A-Z_]+|KUBECONFIG|AWS_[A-Z_]+|AZURE_[A-Z_]+|GOOGLE
 export const pulumiArgv = {
   version: (): string[] => ['pulumi', 'version'],
   stacks: (): string[] => ['pulumi', 'stack', 'ls', '--json', '--non-interactive'],
-  configSet: (s: PulumiStack, key: VersionKey, value: string): string[] => [
+  configSet: (s: PulumiStack, key: StackKey, value: string): string[] => [
     'pulumi',
     'config',
     'set',
@@ -48,6 +51,7 @@ export const pulumiArgv = {
     key,
     value,
   ],
+  outputs: (s: PulumiStack): string[] => ['pulumi', 'stack', 'output', '--stack', s.stack, '--json', '--non-interactive'],
   preview: (s: PulumiStack): string[] => ['pulumi', 'preview', '--stack', s.stack, '--json', '--refresh', '--non-interactive'],
   up: (s: PulumiStack, targets: string[]): string[] => [
     'pulumi',
@@ -112,11 +116,25 @@ export class PulumiCli {
   }
 
   /** `pulumi config set --path KEY VERSION`: the stack file holds `version` afterwards (checked by reading it). */
-  async setVersion(key: VersionKey, version: string): Promise<void> {
+  async setVersion(key: StackKey, version: string): Promise<void> {
     await this.run(pulumiArgv.configSet(this.stack, key, version))
     const now = readStackVersion(this.stack.stackFile, key)
     if (now !== version)
       throw new OperationError(`After 'pulumi config set', ${this.stack.stackFile} holds ${key} = ${now ?? 'nothing'}, not ${version}.`)
+  }
+
+  /** `pulumi stack output --json`: the outputs of the last update (secret ones stay `[secret]`: no --show-secrets). */
+  async outputs(): Promise<Record<string, unknown>> {
+    const out = (await this.run(pulumiArgv.outputs(this.stack))).stdout
+    let doc: unknown
+    try {
+      doc = JSON.parse(out)
+    } catch {
+      throw new ProtocolError(`'pulumi stack output --json' of stack '${this.stack.stack}' printed no JSON document.`)
+    }
+    if (!doc || typeof doc !== 'object' || Array.isArray(doc))
+      throw new ProtocolError(`'pulumi stack output --json' of stack '${this.stack.stack}' printed no JSON object.`)
+    return doc as Record<string, unknown>
   }
 
   /** `pulumi preview --json`: what an update would do now. */
@@ -166,7 +184,7 @@ export function pulumiStackOf(stackFile: string, stack: string): PulumiStack {
 }
 
 /** The version the stack file holds under `key`, read from the file itself (not from svcops' cache of it). */
-export function readStackVersion(stackFile: string, key: VersionKey): string | undefined {
+export function readStackVersion(stackFile: string, key: StackKey): string | undefined {
   const doc = parseYaml(readFileSync(stackFile, 'utf8')) as { config?: Record<string, unknown> } | null
   const config = doc?.config ?? {}
   const [ns, ...path] = key.split('.')

@@ -37,7 +37,7 @@ export interface PlatformOutputs {
     systemController: pulumi.Output<string>
     renderingEngines?: pulumi.Output<string>
   }
-  psk: { secretName: pulumi.Output<string>; secretKey: string; rotation: string }
+  psk: { secretName: pulumi.Output<string>; secretKey: string; rotation: string; passesEntropyCheck: pulumi.Output<boolean> }
   versions: { manager: string; recording: string; live: string }
   tls: boolean
   upgradeSchedule?: { cronJob: pulumi.Output<string>; schedule: string; timeZone: string; to: string }
@@ -242,7 +242,7 @@ function wire(s: StackSettings): PlatformOutputs {
       systemController: controller.url,
       ...(renderingEngines ? { renderingEngines } : {}),
     },
-    psk: { secretName: psk.secretName, secretKey: psk.secretKey, rotation: deploy.pskRotation },
+    psk: { secretName: psk.secretName, secretKey: psk.secretKey, rotation: deploy.pskRotation, passesEntropyCheck: psk.passesEntropyCheck },
     versions: { manager: m.version, recording: s.recordingVersion, live: live.version },
     tls: deploy.tls,
     ...(schedule?.upgradeCronJob && u

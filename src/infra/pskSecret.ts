@@ -7,7 +7,7 @@
 import * as k8s from '@pulumi/kubernetes'
 import * as pulumi from '@pulumi/pulumi'
 import * as random from '@pulumi/random'
-import { assertStrongPsk } from '../releases/pre-shared-key.ts'
+import { assessPsk, assertStrongPsk } from '../releases/pre-shared-key.ts'
 import { registerSecret } from '../core/redact.ts'
 import { checksumOf, secretData } from './kube.ts'
 
@@ -43,6 +43,11 @@ export class Psk extends pulumi.ComponentResource {
   readonly value: pulumi.Output<string>
   /** Keyed checksum annotation value: changes exactly when the PSK does, and reveals nothing of it. */
   readonly checksum: pulumi.Output<string>
+  /**
+   * Whether the PSK passes the entropy check the system controller enforces from 6.0 (`svcops psk
+   * check`'s rule): a stack output, so that a live upgrade decides on a rotation without reading the key.
+   */
+  readonly passesEntropyCheck: pulumi.Output<boolean>
 
   constructor(name: string, args: PskArgs, opts?: pulumi.ComponentResourceOptions) {
     super('svcops:infra:Psk', name, {}, opts)
@@ -70,6 +75,7 @@ export class Psk extends pulumi.ComponentResource {
     )
     this.secretName = secret.metadata.name
     this.checksum = checksumOf(args.checksumKey, this.value)
+    this.passesEntropyCheck = pulumi.unsecret(this.value.apply((v) => assessPsk(v).ok))
     this.registerOutputs({ secretName: this.secretName })
   }
 }

@@ -243,14 +243,15 @@ function lastLogLine(host: LabHostInfo, component: LiveComponent): string {
 /**
  * Waits until supervisord reports every component RUNNING and each connecting one is connected —
  * except what the lab set up to fail: a controller that refuses its weak PSK (then the others
- * cannot connect), and a fault release that never connects.
+ * cannot connect), and a fault release that never connects. The wait is generous: labs of parallel
+ * test files start at once on a busy machine, which makes the components slower, never wrong.
  */
 async function waitForComponents(
   host: LabHostInfo,
   version: string,
   metricsPorts: Record<LiveComponent, number>,
   expect: { controllerRefuses: boolean },
-  timeoutMs = 30_000,
+  timeoutMs = 90_000,
 ): Promise<void> {
   const connects = !expect.controllerRefuses && findLiveLabRelease(version)?.fault !== 'never-connects'
   const t = transportFor({ name: host.name, url: 'http://127.0.0.1:1', root: host.root, canary: false })

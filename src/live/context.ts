@@ -12,6 +12,7 @@ import { hostPath, transportFor } from '../drivers/transports.ts'
 import { isFinished, Journal, type RunRecord } from '../runs/journal.ts'
 import { acquireHostLock, releaseHostLock } from '../runs/lock.ts'
 import type { HeldLock, Opened } from '../runs/playbook.ts'
+import { clusterHost, clusterLiveConfig, clusterLock, clusterPlatform, openLiveCluster, type LiveCluster } from './cluster-platform.ts'
 import type { LiveHost } from './host-files.ts'
 import { LIVE_COMPONENTS, productOf, type LiveComponentName, type LiveProduct } from './layout.ts'
 import { hostsPlatform, type LivePlatform } from './platform.ts'
@@ -33,6 +34,8 @@ export interface LiveContext {
   components: ComponentHandle[]
   /** How long a started component may take to connect to the controller. */
   connectTimeoutMs: number
+  /** The Kubernetes platform's stack and API (`svcops:live.platform: kubernetes`); absent on hosts. */
+  cluster?: LiveCluster
 }
 
 /** The run lock's file on the live host. */
@@ -45,8 +48,10 @@ export function openLiveHost(live: LiveConfig): LiveHost {
 }
 
 /** Builds the context of run `journal`; `close` releases the transport. */
-export function liveContext(env: Environment, journal: Journal, host: LiveHost = openLiveHost(requireSection(env, 'live'))): LiveContext {
+export function liveContext(env: Environment, journal: Journal, host?: LiveHost): LiveContext {
+  if (env.liveCluster) return liveClusterContext(env, journal)
   const live = requireSection(env, 'live')
+  host ??= openLiveHost(live)
   return {
     env,
     live,
@@ -56,6 +61,26 @@ export function liveContext(env: Environment, journal: Journal, host: LiveHost =
     platform: hostsPlatform(live, host),
     components: LIVE_COMPONENTS.map((name) => ({ name })),
     connectTimeoutMs: (live.connectTimeoutSeconds ?? 30) * 1000,
+  }
+}
+
+/** The context on the Kubernetes platform: the namespace as the run's host, the stack and the API as its platform. */
+function liveClusterContext(env: Environment, journal: Journal): LiveContext {
+  const section = env.liveCluster
+  if (!section) throw new Error('liveClusterContext: the environment is not on the Kubernetes platform')
+  const cluster = openLiveCluster(env, section)
+  const live = clusterLiveConfig(env, section, cluster)
+  const rotated = () => journal.entries().some((e) => e.status === 'ok' && !!e.data?.pskRotation)
+  return {
+    env,
+    live,
+    product: productOf(live),
+    journal,
+    host: clusterHost(cluster),
+    platform: clusterPlatform(cluster, env, rotated),
+    components: LIVE_COMPONENTS.map((name) => ({ name })),
+    connectTimeoutMs: (live.connectTimeoutSeconds ?? 300) * 1000,
+    cluster,
   }
 }
 
@@ -69,9 +94,8 @@ export async function lockLiveEnvironment(
   run: Pick<RunRecord, 'id' | 'holder' | 'startedAt'>,
   options: { takeOver?: string[]; breakLock?: boolean },
 ): Promise<HeldLock> {
-  const live = requireSection(env, 'live')
-  const host = openLiveHost(live)
-  const path = hostPath(live.host, LIVE_LOCK_PATH)
+  const { transport, path } = lockPlace(env)
+  const host = { transport }
   const holder = { runId: run.id, holder: run.holder, pid: process.pid, since: run.startedAt }
   try {
     await acquireHostLock(host.transport, path, holder, {
@@ -88,6 +112,13 @@ export async function lockLiveEnvironment(
       await host.transport.close()
     },
   }
+}
+
+/** Where the lock is: a file on the live host; on Kubernetes a file where svcops runs (Pulumi refuses a second update of the stack besides). */
+function lockPlace(env: Environment): { transport: LiveHost['transport']; path: string } {
+  if (env.liveCluster) return clusterLock(env)
+  const live = requireSection(env, 'live')
+  return { transport: openLiveHost(live).transport, path: hostPath(live.host, LIVE_LOCK_PATH) }
 }
 
 /** A lock held by a run that is not finished (killed): name the commands that finish it. */

@@ -41,7 +41,7 @@ const ENDPOINT = /^[^\s,;]+:\d{1,5}$/
 
 /** The record of a new live upgrade run (validated: version, acks, endpoint). */
 export function newLiveRecord(req: LiveUpgradeRequest): RunRecord {
-  requireSection(req.env, 'live')
+  if (!req.env.liveCluster) requireSection(req.env, 'live')
   assertVersion(req.to)
   assertAckIds(req.acks ?? [])
   if (req.tcpEndpoint !== undefined && !ENDPOINT.test(req.tcpEndpoint))

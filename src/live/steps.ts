@@ -16,6 +16,20 @@ import { apiPrefix, compareVersions } from '../releases/versions.ts'
 import { HostFailure } from '../runs/engine.ts'
 import { defineStep, stepName, type StepResult } from '../runs/step.ts'
 import { checkComponent, connectionStatus, controllerStatus, failedChecks } from './checks.ts'
+import {
+  backupStackValues,
+  checkClusterComponent,
+  checkClusterConfig,
+  describeClusterConfigCheck,
+  describeClusterRestore,
+  describeClusterWrite,
+  describeStackBackup,
+  liveClusterOf,
+  restoreClusterConfig,
+  verifyClusterSystem,
+  writeClusterConfig,
+} from './cluster-config.ts'
+import { describeLiveClusterPreflight, liveClusterPreflight } from './cluster-platform.ts'
 import { NEW_PSK_PLACEHOLDER, planConfig, readConfigState, type ConfigPlan } from './config-change.ts'
 import type { ComponentHandle, LiveContext } from './context.ts'
 import { assertGatesClear, describeGates, evaluateGates } from './gates.ts'
@@ -43,10 +57,17 @@ export const preflight = defineStep<Ctx>({
   once: true,
   describe: (ctx) => [
     `read the installed version of ${ctx.components.map((c) => componentPackage(ctx.product, c.name)).join(', ')} on ${ctx.host.name}`,
-    `check that ${ctx.journal.run.targetVersion} is newer than all of them and that their package files exist`,
+    `check that ${ctx.journal.run.targetVersion} is newer than all of them${ctx.cluster ? '' : ' and that their package files exist'}`,
+    ...(ctx.cluster ? describeLiveClusterPreflight(ctx.cluster, ctx.env) : []),
   ],
   preview: (ctx) => readPreflight(ctx),
-  act: (ctx) => readPreflight(ctx),
+  async act(ctx) {
+    const result = await readPreflight(ctx)
+    // On Kubernetes: the CLI, the stack, the API, the rights, and a preview without anybody else's change.
+    if (!ctx.cluster) return result
+    const cluster = await liveClusterPreflight(ctx.cluster, ctx.env, fromVersion(ctx))
+    return { data: { ...result.data, cluster } }
+  },
 })
 
 async function readPreflight(ctx: Ctx): Promise<StepResult> {
@@ -84,14 +105,17 @@ export const stagePackages = defineStep<Ctx, [C]>({
   id: 'stage',
   title: 'make the target and the current package available on the host (nothing stops for a download)',
   describe: (ctx, c) => [
-    ...ctx.platform.describe('stage', c.name, ctx.journal.run.targetVersion),
-    ...(fromVersion(ctx) ? ctx.platform.describe('stage', c.name, fromVersion(ctx)) : []),
+    ...new Set([
+      ...ctx.platform.describe('stage', c.name, ctx.journal.run.targetVersion),
+      ...(fromVersion(ctx) ? ctx.platform.describe('stage', c.name, fromVersion(ctx)) : []),
+    ]),
   ],
   async act(ctx, c) {
     const changed = [
       ...(await ctx.platform.stage(c.name, ctx.journal.run.targetVersion)),
       ...(await ctx.platform.stage(c.name, fromVersion(ctx))),
     ]
+    if (ctx.cluster) return { skipped: 'nothing to stage: the kubelet pulls the image when the new pod starts' }
     return changed.length ? { changed } : { skipped: 'both packages already staged' }
   },
 })
@@ -125,11 +149,17 @@ async function configPlan(ctx: Ctx, newPsk: () => string): Promise<ConfigPlan> {
 export const checkConfig = defineStep<Ctx>({
   id: 'check-config',
   title: 'read the settings file and every environment file; refuse what svcops cannot change for people',
-  describe: (ctx) => [
-    `read ${settingsCandidates(ctx.live).join(', ')} and ${LIVE_COMPONENTS.map((c) => componentEnvFile(ctx.product, c)).join(', ')}`,
-    'refuse several TCP endpoints where the target takes one, and a missing settings file where the target needs a PSK',
-  ],
+  describe: (ctx) => {
+    const cluster = liveClusterOf(ctx)
+    if (cluster) return describeClusterConfigCheck(cluster, fromVersion(ctx), ctx.journal.run.targetVersion)
+    return [
+      `read ${settingsCandidates(ctx.live).join(', ')} and ${LIVE_COMPONENTS.map((c) => componentEnvFile(ctx.product, c)).join(', ')}`,
+      'refuse several TCP endpoints where the target takes one, and a missing settings file where the target needs a PSK',
+    ]
+  },
   async act(ctx) {
+    const cluster = liveClusterOf(ctx)
+    if (cluster) return checkClusterConfig(cluster, ctx.journal.run.targetVersion)
     const plan = await configPlan(ctx, () => NEW_PSK_PLACEHOLDER)
     return { data: { files: plan.changes.map((c) => c.path) } }
   },
@@ -151,12 +181,18 @@ export const backupFiles = defineStep<Ctx>({
   id: 'backup',
   title: 'back up every settings and environment file the run may touch (run folder, 0600)',
   once: true,
-  describe: (ctx) => [
-    `copy ${[...settingsCandidates(ctx.live), ...LIVE_COMPONENTS.map((c) => componentEnvFile(ctx.product, c))]
-      .map((p) => hostPath(ctx.host.config, p))
-      .join(', ')} (those that exist) to ${ctx.journal.file('backup')}/ with mode 0600`,
-  ],
+  describe: (ctx) => {
+    const cluster = liveClusterOf(ctx)
+    if (cluster) return describeStackBackup(cluster)
+    return [
+      `copy ${[...settingsCandidates(ctx.live), ...LIVE_COMPONENTS.map((c) => componentEnvFile(ctx.product, c))]
+        .map((p) => hostPath(ctx.host.config, p))
+        .join(', ')} (those that exist) to ${ctx.journal.file('backup')}/ with mode 0600`,
+    ]
+  },
   async act(ctx) {
+    const cluster = liveClusterOf(ctx)
+    if (cluster) return backupStackValues(cluster)
     const paths = [...settingsCandidates(ctx.live), ...LIVE_COMPONENTS.map((c) => componentEnvFile(ctx.product, c))]
     mkdirSync(ctx.journal.file('backup'), { recursive: true, mode: 0o700 })
     const files: BackedUp[] = []
@@ -198,8 +234,14 @@ function showChanges(ctx: Ctx, plan: ConfigPlan): string[] {
 export const writeConfig = defineStep<Ctx>({
   id: 'write-config',
   title: 'write what the target needs: PSK in the settings file and every environment together, settings file moved, TCP endpoint renamed',
-  describe: async (ctx) => showChanges(ctx, await configPlan(ctx, () => NEW_PSK_PLACEHOLDER)),
+  describe: async (ctx) => {
+    const cluster = liveClusterOf(ctx)
+    if (cluster) return describeClusterWrite(cluster, fromVersion(ctx), ctx.journal.run.targetVersion)
+    return showChanges(ctx, await configPlan(ctx, () => NEW_PSK_PLACEHOLDER))
+  },
   async act(ctx) {
+    const cluster = liveClusterOf(ctx)
+    if (cluster) return writeClusterConfig(cluster, fromVersion(ctx), ctx.journal.run.targetVersion)
     const plan = await configPlan(ctx, () => generatePsk())
     // Settings where the target reads them first, then the environments, then the old settings file removed.
     for (const ch of plan.changes) {
@@ -261,7 +303,10 @@ export const checkStarted = defineStep<Ctx, [C, string]>({
   async act(ctx, c, version) {
     const started = ctx.journal.finished(stepName(startComponent, phaseOf(ctx)), c.name)
     const cursor = typeof started?.data?.logCursor === 'string' ? started.data.logCursor : undefined
-    const results = await checkComponent(ctx, c.name, version, { cursor, waitMs: ctx.connectTimeoutMs })
+    const cluster = liveClusterOf(ctx)
+    const results = cluster
+      ? await checkClusterComponent(cluster, c.name, version, ctx.connectTimeoutMs)
+      : await checkComponent(ctx, c.name, version, { cursor, waitMs: ctx.connectTimeoutMs })
     if (results.some((r) => !r.ok))
       throw new HostFailure(c.name, 'check', `${c.name} ${version} on ${ctx.host.name}: ${failedChecks(results)}.`)
     return { data: { checks: results } }
@@ -276,10 +321,21 @@ function phaseOf(ctx: Ctx): '' | 'rollback:' {
 export const verifySystem = defineStep<Ctx, [string]>({
   id: 'verify',
   title: 'the whole system: the controller on the release’s prefix lists every component connected at the release',
-  describe: (ctx, version) => [
-    `GET ${ctx.live.controllerUrl.replace(/\/+$/, '')}${apiPrefix(version)}/status and ${apiPrefix(version)}/components; the installed version of every component`,
-  ],
+  describe: (ctx, version) =>
+    ctx.cluster
+      ? [
+          `GET ${ctx.cluster.reach === 'port-forward' ? 'http://127.0.0.1:PORT (port-forward to the Service)' : ctx.live.controllerUrl.replace(/\/+$/, '')}${apiPrefix(version)}/status; the version of every Deployment; the stack file's version agrees`,
+        ]
+      : [
+          `GET ${ctx.live.controllerUrl.replace(/\/+$/, '')}${apiPrefix(version)}/status and ${apiPrefix(version)}/components; the installed version of every component`,
+        ],
   async act(ctx, version) {
+    const cluster = liveClusterOf(ctx)
+    if (cluster) {
+      const checks = await verifyClusterSystem(cluster, version)
+      if (checks.some((r) => !r.ok)) throw new OperationError(`The live system is not whole on ${version}: ${failedChecks(checks)}.`)
+      return { data: { checks } }
+    }
     const results = [await controllerStatus(ctx, version)]
     for (const c of ctx.components.filter((x) => x.name !== 'system-controller')) results.push(await connectionStatus(ctx, c.name, version))
     const versions: Record<string, string | undefined> = {}
@@ -302,6 +358,8 @@ export const restoreConfig = defineStep<Ctx>({
   id: 'restore-config',
   title: 'put back every settings and environment file (and so the PSK) from the run’s backup',
   describe(ctx) {
+    const cluster = liveClusterOf(ctx)
+    if (cluster) return describeClusterRestore(cluster)
     const files = backedUp(ctx)
     if (!files) return ['the run backed up nothing: no file was changed']
     return files.map((f) =>
@@ -311,6 +369,8 @@ export const restoreConfig = defineStep<Ctx>({
     )
   },
   async act(ctx) {
+    const cluster = liveClusterOf(ctx)
+    if (cluster) return restoreClusterConfig(cluster)
     const files = backedUp(ctx)
     if (!files) return { skipped: 'the run backed up nothing: no file was changed' }
     const changed: string[] = []

@@ -9,7 +9,9 @@
  * SVCOPS_E2E_DATABASE, host:port of a PostgreSQL both the pods and this machine reach);
  * SVCOPS_E2E_IMAGES (a registry prefix with images of the manager and the live production system,
  * which the lab does not package) and SVCOPS_E2E_MANAGER_URL (that manager as this machine reaches
- * it, its user's password in SVCOPS_E2E_MANAGER_PASSWORD). Without them every test is skipped with
+ * it, its user's password in SVCOPS_E2E_MANAGER_PASSWORD). The live case (`svcops upgrade live` and
+ * `rollback live` on the same stack) also needs SVCOPS_E2E_LIVE_TO, a newer live release whose images
+ * SVCOPS_E2E_IMAGES holds. Without them every test is skipped with
  * one line naming what is missing. With kind, PostgreSQL runs as a container publishing its port on
  * the kind network's gateway address, which the pods and this machine both reach.
  */
@@ -22,12 +24,16 @@ import { generateBackupKey } from '../../src/backup/keys.ts'
 import { findBinary, local, runCommand } from '../../src/core/runner.ts'
 import { KubernetesDriver } from '../../src/drivers/kubernetes.ts'
 import { readStackVersion } from '../../src/drivers/pulumi.ts'
+import type { LiveConfig } from '../../src/config/schema.ts'
+import { gateItems } from '../../src/live/gates.ts'
 import { ROOT, runSvcops } from '../support/cli.ts'
 import { buildRecordingImage } from './images.ts'
 
 const CONTEXT = process.env.SVCOPS_E2E_CONTEXT
 const REGISTRY = process.env.SVCOPS_E2E_REGISTRY ?? 'localhost/svcops-e2e'
 const IMAGES = process.env.SVCOPS_E2E_IMAGES
+/** A live release whose images SVCOPS_E2E_IMAGES also holds, newer than the staging stack's: the live case upgrades to it and back. */
+const LIVE_TO = process.env.SVCOPS_E2E_LIVE_TO
 
 /** What is missing for this suite, in one line; undefined when it can run. */
 function missingTools(): string | undefined {
@@ -44,6 +50,7 @@ function missingTools(): string | undefined {
 
 const reason = missingTools()
 if (reason) process.stderr.write(`test:cluster skipped: ${reason}.\n`)
+if (!reason && !LIVE_TO) process.stderr.write('test:cluster: the live case skipped: needs SVCOPS_E2E_LIVE_TO.\n')
 const suite = reason ? describe.skip : describe
 const NAMESPACE = 'svc-e2e'
 const PASSPHRASE = 'svcops-e2e-passphrase'
@@ -147,6 +154,8 @@ suite(`the recording service on a real cluster${reason ? ` (skipped: ${reason})`
       version: '1.5.0',
       database: { host: dbHost, port: Number(dbPort), name: 'recordings', user: 'recorder', password: { env: 'SVCOPS_E2E_DB_PASSWORD' } },
     }
+    // The live production system of the same stack, upgraded by `svcops upgrade live` (docs/live.md).
+    doc.config['svcops:live'] = { platform: 'kubernetes' }
     doc.config['svcops:manager'] = {
       ...doc.config['svcops:manager'],
       url: process.env.SVCOPS_E2E_MANAGER_URL ?? '',
@@ -185,6 +194,31 @@ suite(`the recording service on a real cluster${reason ? ` (skipped: ${reason})`
     expect((await kube().readDeployment()).version).toBe('1.5.0')
     expect(readStackVersion(stackFile, 'svcops:recording.version')).toBe('1.5.0')
     const verify = await runSvcops(['verify', 'recording', '--env', 'e2e', '--json'], { cwd: work, env })
+    expect(JSON.parse(verify.stdout)).toMatchObject({ ok: true })
+  })
+
+  it.skipIf(!LIVE_TO)('upgrades the live system through the stack file and pulumi up, and rolls it back the same way', async () => {
+    const from = readStackVersion(stackFile, 'svcops:deploy.live.version') ?? ''
+    const to = LIVE_TO ?? ''
+    const acks = gateItems(from, to, { prefix: 'svc', productDir: 'svc' } as LiveConfig).map((g) => g.id)
+    const liveKube = (c: string) =>
+      new KubernetesDriver({ namespace: NAMESPACE, deployment: `svc-${c}`, container: c, app: c, port: 8080, context })
+    const components = ['system-controller', 'ingest', 'pipeline', 'control-panel']
+    const up = await runSvcops(
+      ['upgrade', 'live', '--env', 'e2e', '--to', to, ...(acks.length ? ['--ack', acks.join(',')] : []), '--yes', '--json'],
+      {
+        cwd: work,
+        env,
+      },
+    )
+    expect(up.code, up.stderr).toBe(0)
+    expect(readStackVersion(stackFile, 'svcops:deploy.live.version')).toBe(to)
+    for (const c of components) expect((await liveKube(c).readDeployment()).version, c).toBe(to)
+    const back = await runSvcops(['rollback', 'live', '--env', 'e2e', '--yes', '--json'], { cwd: work, env })
+    expect(back.code, back.stderr).toBe(0)
+    expect(readStackVersion(stackFile, 'svcops:deploy.live.version')).toBe(from)
+    for (const c of components) expect((await liveKube(c).readDeployment()).version, c).toBe(from)
+    const verify = await runSvcops(['verify', 'live', '--env', 'e2e', '--json'], { cwd: work, env })
     expect(JSON.parse(verify.stdout)).toMatchObject({ ok: true })
   })
 

@@ -244,7 +244,7 @@ describe.each(stacks)('stack %s', (stack) => {
   it('outputs endpoints, the PSK Secret name and versions', () => {
     const r = result(stack)
     const out = outputsOf(r)
-    expect(out.psk).toMatchObject({ secretName: 'svc-psk', secretKey: 'psk' })
+    expect(out.psk).toMatchObject({ secretName: 'svc-psk', secretKey: 'psk', passesEntropyCheck: true })
     expect(out.versions.live).toBe((stackConfig(stack)['svcops:deploy'] as { live: { version: string } }).live.version)
     expect(out.endpoints).toMatchObject({ systemController: expect.stringContaining(EXPECTED[stack]?.apiPrefix ?? '?') as unknown })
   })

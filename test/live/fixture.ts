@@ -81,6 +81,9 @@ export async function startLiveLab(options: { version: string; weakPsk?: boolean
   const labDir = join(dir, 'lab')
   const stacksDir = join(dir, 'stacks')
   const runsDir = join(dir, 'runs')
+  // One package cache for every lab of this test run (TMPDIR is the run's own), built once: labs of
+  // parallel files wait for it under the build lock instead of building the same packages at once.
+  process.env.SVCOPS_LAB_PACKAGES_DIR ??= join(tmpdir(), 'svcops-test-lab-packages')
   await labUp({
     dir: labDir,
     stacksDir,

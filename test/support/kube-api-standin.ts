@@ -2,8 +2,9 @@
  * A STAND-IN for the Kubernetes API server, for the few endpoints svcops' Kubernetes driver calls.
  * It is not a cluster: a small HTTP server inside the test that answers with the shapes the
  * Kubernetes API reference gives (Deployment, Scale, PodList, pod log as text, VersionInfo,
- * SelfSubjectAccessReview, Service, Status for errors), holds one Deployment and its pods in memory,
- * and records every request, so a test can check the exact calls the driver made and what it read.
+ * SelfSubjectAccessReview, Service, Status for errors), holds one Deployment and its pods in memory
+ * (and optionally more, `others`: the live production system's components), and records every
+ * request, so a test can check the exact calls the driver made and what it read.
  * A pod's `portforward` subresource speaks the WebSocket channel protocol the client library uses
  * (`v4.channel.k8s.io`: a channel byte before each frame, the port first on each channel) and
  * connects to `forwardTo`, a local TCP address standing for the pod's port. Nothing here schedules
@@ -26,6 +27,20 @@ export interface StandinPod {
   log?: string[]
 }
 
+/** A further Deployment (`others`): its pods' `app.kubernetes.io/name`, and the container fields a test checks. */
+export interface StandinDeployment {
+  deployment: string
+  app: string
+  container: string
+  image: string
+  version: string
+  replicas: number
+  pods: StandinPod[]
+  env?: Array<{ name: string; value?: string; valueFrom?: { secretKeyRef: { name: string; key: string } } }>
+  args?: string[]
+  mountPaths?: string[]
+}
+
 export interface StandinState {
   namespace: string
   deployment: string
@@ -38,6 +53,12 @@ export interface StandinState {
   denied: string[]
   /** Where a port-forward to any pod connects (`{ host, port }` of a local server), if anywhere. */
   forwardTo?: { host: string; port: number }
+  /** Further Deployments in the namespace. */
+  others: StandinDeployment[]
+  /** ConfigMaps of the namespace by name: their data. */
+  configMaps: Record<string, Record<string, string>>
+  /** Called before each answer (a test keeps the state in step with something else, e.g. a recorded `pulumi up`). */
+  beforeAnswer?: () => void
 }
 
 export interface RecordedRequest {
@@ -70,20 +91,43 @@ function status(code: number, reason: string, message: string) {
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code }
 }
 
-function deploymentOf(s: StandinState) {
-  const labels = { 'app.kubernetes.io/name': 'recording-service', 'app.kubernetes.io/instance': s.deployment }
+/** The primary Deployment (the recording service's) in the shape of the others. */
+function primaryOf(s: StandinState): StandinDeployment {
+  return {
+    deployment: s.deployment,
+    app: 'recording-service',
+    container: s.container,
+    image: s.image,
+    version: s.version,
+    replicas: s.replicas,
+    pods: s.pods,
+  }
+}
+
+function deploymentOf(ns: string, s: StandinDeployment) {
+  const labels = { 'app.kubernetes.io/name': s.app, 'app.kubernetes.io/instance': s.deployment }
   const ready = s.pods.filter((p) => p.ready !== false).length
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: { name: s.deployment, namespace: s.namespace, generation: 4, labels: { ...labels, 'app.kubernetes.io/version': s.version } },
+    metadata: { name: s.deployment, namespace: ns, generation: 4, labels: { ...labels, 'app.kubernetes.io/version': s.version } },
     spec: {
       replicas: s.replicas,
       selector: { matchLabels: labels },
       strategy: { type: 'Recreate' },
       template: {
         metadata: { labels: { ...labels, 'app.kubernetes.io/version': s.version } },
-        spec: { containers: [{ name: s.container, image: `${s.image}:${s.version}` }] },
+        spec: {
+          containers: [
+            {
+              name: s.container,
+              image: `${s.image}:${s.version}`,
+              ...(s.args ? { args: s.args } : {}),
+              ...(s.env ? { env: s.env } : {}),
+              ...(s.mountPaths ? { volumeMounts: s.mountPaths.map((mountPath, i) => ({ name: `v${i}`, mountPath, readOnly: true })) } : {}),
+            },
+          ],
+        },
       },
     },
     status: {
@@ -96,14 +140,14 @@ function deploymentOf(s: StandinState) {
   }
 }
 
-function podOf(s: StandinState, p: StandinPod) {
+function podOf(ns: string, s: StandinDeployment, p: StandinPod) {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
       name: p.name,
-      namespace: s.namespace,
-      labels: { 'app.kubernetes.io/name': 'recording-service', 'app.kubernetes.io/instance': s.deployment },
+      namespace: ns,
+      labels: { 'app.kubernetes.io/name': s.app, 'app.kubernetes.io/instance': s.deployment },
     },
     spec: { containers: [{ name: s.container, image: `${s.image}:${p.version}` }] },
     status: {
@@ -149,8 +193,11 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
       { name: 'svc-recording-7d4b9c-b2', version: '1.5.0', log: ['INFO listening on :8080'] },
     ],
     denied: [],
+    others: [],
+    configMaps: {},
     ...initial,
   }
+  const all = (): StandinDeployment[] => [primaryOf(state), ...state.others]
   const requests: RecordedRequest[] = []
   const token = 'standin-bearer-7f3a9c1e5b2d4086'
   const ns = () => `/namespaces/${state.namespace}`
@@ -167,8 +214,10 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
         ...(body !== undefined ? { body } : {}),
       })
       if (req.headers.authorization !== `Bearer ${token}`) return send(res, 401, status(401, 'Unauthorized', 'Unauthorized'))
+      state.beforeAnswer?.()
       const path = url.pathname
       const deployment = `/apis/apps/v1${ns()}/deployments/${state.deployment}`
+      const other = state.others.find((d) => path === `/apis/apps/v1${ns()}/deployments/${d.deployment}`)
       if (req.method === 'GET' && path === '/version')
         return send(res, 200, {
           major: '1',
@@ -181,7 +230,8 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
           compiler: 'gc',
           platform: 'linux/amd64',
         })
-      if (req.method === 'GET' && path === deployment) return send(res, 200, deploymentOf(state))
+      if (req.method === 'GET' && path === deployment) return send(res, 200, deploymentOf(state.namespace, primaryOf(state)))
+      if (req.method === 'GET' && other) return send(res, 200, deploymentOf(state.namespace, other))
       if (req.method === 'PATCH' && path === `${deployment}/scale`) {
         const replicas = (body as { spec?: { replicas?: number } } | undefined)?.spec?.replicas
         if (typeof replicas !== 'number') return send(res, 422, status(422, 'Invalid', 'spec.replicas: Required value'))
@@ -209,16 +259,28 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
             ports: [{ name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' }],
           },
         })
-      if (req.method === 'GET' && path === `/api/v1${ns()}/pods`)
+      if (req.method === 'GET' && path === `/api/v1${ns()}/pods`) {
+        // The selector's instance picks the Deployment (the program labels every pod with it).
+        const instance = /app\.kubernetes\.io\/instance=([^,]+)/.exec(url.searchParams.get('labelSelector') ?? '')?.[1]
+        const owners = all().filter((d) => !instance || d.deployment === instance)
         return send(res, 200, {
           apiVersion: 'v1',
           kind: 'PodList',
           metadata: { resourceVersion: '1' },
-          items: state.pods.map((p) => podOf(state, p)),
+          items: owners.flatMap((d) => d.pods.map((p) => podOf(state.namespace, d, p))),
         })
+      }
+      const map = new RegExp(`^/api/v1${ns()}/configmaps/([^/]+)$`).exec(path)
+      if (req.method === 'GET' && map) {
+        const data = state.configMaps[map[1] ?? '']
+        if (!data) return send(res, 404, status(404, 'NotFound', `configmaps "${map[1]}" not found`))
+        return send(res, 200, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: map[1], namespace: state.namespace }, data })
+      }
       const log = new RegExp(`^/api/v1${ns()}/pods/([^/]+)/log$`).exec(path)
       if (req.method === 'GET' && log) {
-        const pod = state.pods.find((p) => p.name === log[1])
+        const pod = all()
+          .flatMap((d) => d.pods)
+          .find((p) => p.name === log[1])
         if (!pod) return send(res, 404, status(404, 'NotFound', `pods "${log[1]}" not found`))
         const tail = Number(url.searchParams.get('tailLines') ?? '0')
         const lines = pod.log ?? []

@@ -4,10 +4,16 @@
  * of its environment variables to a log, prints a canned answer for the subcommand (`version`,
  * `stack`, `preview`; empty for the others) and exits with a canned code. The tests use it only at
  * the CLI seam: to see the exact argv svcops starts, where, and with which variables.
+ *
+ * One opt-in exception (`applyConfigSetTo`): it then also writes the value of a `config set --path
+ * KEY VALUE` into the given stack file, as Pulumi would, so that a test can follow the stack file as
+ * the run's record. An answer may be given per two words (`stack-output`) besides per subcommand,
+ * and for the n-th call of it (`answerNth`: counted from 0; other calls get `answer`'s).
  */
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 export interface RecordedCall {
   argv: string[]
@@ -19,11 +25,18 @@ export interface ArgvRecorder {
   /** Put this first on PATH. */
   binDir: string
   /** Sets the answer (stdout) and exit code of a subcommand, and how long it takes (a test that kills svcops meanwhile). */
-  answer(subcommand: 'version' | 'stack' | 'preview' | 'config' | 'up', stdout: string, code?: number, delayMs?: number): void
+  answer(
+    subcommand: 'version' | 'stack' | 'stack-output' | 'preview' | 'config' | 'up',
+    stdout: string,
+    code?: number,
+    delayMs?: number,
+  ): void
+  /** The answer of the `n`-th call (from 0) of a subcommand only. */
+  answerNth(subcommand: 'preview' | 'stack-output', n: number, stdout: string, code?: number): void
   calls(): RecordedCall[]
 }
 
-export function createPulumiArgvRecorder(): ArgvRecorder {
+export function createPulumiArgvRecorder(options: { applyConfigSetTo?: string } = {}): ArgvRecorder {
   const dir = mkdtempSync(join(tmpdir(), 'svcops-pulumi-recorder-'))
   const log = join(dir, 'calls.jsonl')
   writeFileSync(log, '')
@@ -36,7 +49,26 @@ export function createPulumiArgvRecorder(): ArgvRecorder {
       "const path = require('node:path')",
       'const argv = process.argv.slice(2)',
       `fs.appendFileSync(${JSON.stringify(log)}, JSON.stringify({ argv, cwd: process.cwd(), envNames: Object.keys(process.env).sort() }) + '\\n')`,
-      `const answer = path.join(${JSON.stringify(dir)}, 'answer-' + argv[0])`,
+      // The calls before this one (it is logged already), counted per two words and per subcommand.
+      `const before = fs.readFileSync(${JSON.stringify(log)}, 'utf8').split('\\n').filter(Boolean).map((l) => JSON.parse(l).argv).slice(0, -1)`,
+      'const nTwo = before.filter((a) => a[0] === argv[0] && a[1] === argv[1]).length',
+      'const nOne = before.filter((a) => a[0] === argv[0]).length',
+      `const base = (words) => path.join(${JSON.stringify(dir)}, 'answer-' + words)`,
+      "const candidates = [base(argv[0] + '-' + argv[1]) + '.' + nTwo, base(argv[0] + '-' + argv[1]), base(argv[0]) + '.' + nOne, base(argv[0])]",
+      "const answer = candidates.find((c) => fs.existsSync(c + '.out')) ?? base(argv[0])",
+      ...(options.applyConfigSetTo
+        ? [
+            `const stackFile = ${JSON.stringify(options.applyConfigSetTo)}`,
+            `const YAML = require(${JSON.stringify(fileURLToPath(new URL('../../node_modules/yaml', import.meta.url)))})`,
+            "if (argv[0] === 'config' && argv[1] === 'set' && argv.includes('--path')) {",
+            "  const [key, value] = argv.slice(argv.indexOf('--') + 1)",
+            "  const doc = YAML.parseDocument(fs.readFileSync(stackFile, 'utf8'))",
+            "  const [ns, ...rest] = key.split('.')",
+            "  doc.setIn(['config', ns, ...rest], value)",
+            '  fs.writeFileSync(stackFile, doc.toString())',
+            '}',
+          ]
+        : []),
       "if (fs.existsSync(answer + '.out')) process.stdout.write(fs.readFileSync(answer + '.out'))",
       "process.exitCode = fs.existsSync(answer + '.code') ? Number(fs.readFileSync(answer + '.code', 'utf8')) : 0",
       "if (fs.existsSync(answer + '.delay')) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Number(fs.readFileSync(answer + '.delay', 'utf8')))",
@@ -46,10 +78,14 @@ export function createPulumiArgvRecorder(): ArgvRecorder {
   chmodSync(script, 0o755)
   return {
     binDir: dir,
-    answer(subcommand, stdout, code = 0, delayMs = 0) {
+    answer(subcommand: string, stdout: string, code = 0, delayMs = 0) {
       writeFileSync(join(dir, `answer-${subcommand}.out`), stdout)
       writeFileSync(join(dir, `answer-${subcommand}.code`), String(code))
       writeFileSync(join(dir, `answer-${subcommand}.delay`), String(delayMs))
+    },
+    answerNth(subcommand: string, n: number, stdout: string, code = 0) {
+      writeFileSync(join(dir, `answer-${subcommand}.${n}.out`), stdout)
+      writeFileSync(join(dir, `answer-${subcommand}.${n}.code`), String(code))
     },
     calls: () =>
       readFileSync(log, 'utf8')

@@ -1,0 +1,628 @@
+/**
+ * The live production system on the Kubernetes platform (`svcops:live.platform: kubernetes`), at
+ * its seams, as the recording service's Kubernetes tests do: `pulumi` on PATH is an ARGV RECORDER
+ * (test/support/pulumi-argv-recorder.ts: exact argv, canned `preview --json` and `stack output
+ * --json` documents; in the runs below it also writes `config set --path` values into the test's
+ * stack file, as Pulumi would), the Kubernetes API is an in-test STAND-IN answering as the API
+ * reference shapes it (test/support/kube-api-standin.ts), and the system controller's Service is an
+ * in-test STAND-IN answering `GET <prefix>/status` for the version its Deployment runs. A recorded
+ * `pulumi up` moves the stand-in's Deployments to the stack file's version, as the program would.
+ * No cluster, no Pulumi engine, no image is involved: what this proves and cannot is in
+ * docs/live.md ("Live on Kubernetes").
+ */
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { createServer, type Server } from 'node:http'
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parse as parseYaml, stringify as toYaml } from 'yaml'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { readStackVersion } from '../../src/drivers/pulumi.ts'
+import { KubernetesDriver } from '../../src/drivers/kubernetes.ts'
+import { controllerThroughService, liveComponentChanges, type LiveCluster } from '../../src/live/cluster-platform.ts'
+import { gateItems } from '../../src/live/gates.ts'
+import { LIVE_COMPONENTS, type LiveComponentName } from '../../src/live/layout.ts'
+import { parseEnvironment } from '../../src/config/load.ts'
+import type { LiveConfig } from '../../src/config/schema.ts'
+import type { PlannedStep } from '../../src/runs/engine.ts'
+import { apiPrefix, settingsPathFlag, supportsSettingsPathFlag, tcpEndpointVariable } from '../../src/releases/versions.ts'
+import { ROOT, runSvcops, runSvcopsKilledAt } from '../support/cli.ts'
+import { startKubeApiStandin, type KubeApiStandin, type StandinDeployment } from '../support/kube-api-standin.ts'
+import { createPulumiArgvRecorder, type ArgvRecorder } from '../support/pulumi-argv-recorder.ts'
+
+const NS = 'svc-prod'
+const IN_ROOT = `   (in ${ROOT.replace(/\/$/, '')})`
+/** Secrets the svcops process holds in its environment: none may reach an output, a file of the run or an argv. */
+const OPERATOR_SECRETS = {
+  PULUMI_CONFIG_PASSPHRASE: 'passphrase-9c2e7a41d05b',
+  SVC_SYSTEM_CONTROLLER_PSK: 'Kq7Zp2Lm9Xw4Rt6Yb1Nc8Vd3Hf5Gj0Ts2Ue4Wi6Oa',
+}
+
+/** The pod template the program writes for a component of `version` (src/infra/systemController.ts, mediaComponent.ts). */
+function liveDeployment(c: LiveComponentName, version: string, tcpEndpoints = ['0.0.0.0:7000']): StandinDeployment {
+  const psk = { name: 'SVC_SYSTEM_CONTROLLER_PSK', valueFrom: { secretKeyRef: { name: 'svc-psk', key: 'psk' } } }
+  const env: NonNullable<StandinDeployment['env']> = [psk]
+  if (c === 'pipeline') env.push({ name: tcpEndpointVariable(version, 'svc'), value: tcpEndpoints.join(',') })
+  return {
+    deployment: `svc-${c}`,
+    app: c,
+    container: c,
+    image: `registry.example.internal/svc/${c}`,
+    version,
+    replicas: 1,
+    pods: [{ name: `svc-${c}-5f6d7c-x1`, version, log: [`2026-11-25T02:30:00Z INFO ${c} ${version} started`] }],
+    env,
+    ...(c === 'system-controller'
+      ? {
+          mountPaths: ['/tmp', '/etc/opt/svc'],
+          ...(supportsSettingsPathFlag(version) ? { args: [settingsPathFlag(), '/etc/opt/svc'] } : {}),
+        }
+      : {}),
+  }
+}
+
+/** A `pulumi preview --json` document (Pulumi's PreviewDigest) with these steps. */
+function preview(steps: Array<{ op: string; urn: string; paths?: string[] }>): string {
+  return JSON.stringify({
+    steps: steps.map((s) => ({
+      op: s.op,
+      urn: s.urn,
+      ...(s.paths ? { detailedDiff: Object.fromEntries(s.paths.map((p) => [p, { kind: 'update', inputDiff: true }])) } : {}),
+    })),
+    changeSummary: { update: steps.length },
+  })
+}
+
+const urn = (parent: string, type: string, name: string) => `urn:pulumi:prod::svcops::${parent}$${type}::${name}`
+const COMPONENT_STEPS = LIVE_COMPONENTS.map((c) => ({
+  op: 'update',
+  urn: urn(
+    c === 'system-controller' ? 'svcops:infra:SystemController' : 'svcops:infra:MediaComponent',
+    'kubernetes:apps/v1:Deployment',
+    `svc-${c}-deployment`,
+  ),
+  paths: ['spec.template.spec.containers[0].image', 'spec.template.spec.containers[0].env[2].name'],
+}))
+const PSK_STEPS = [
+  {
+    op: 'replace',
+    urn: urn('svcops:infra:Psk', 'random:index/randomPassword:RandomPassword', 'svc-psk-random'),
+    paths: ['keepers.rotation'],
+  },
+  { op: 'update', urn: urn('svcops:infra:Psk', 'kubernetes:core/v1:Secret', 'svc-psk-secret'), paths: ['stringData.psk'] },
+]
+const STACK_COPY = {
+  op: 'update',
+  urn: urn('svcops:infra:ScheduledJobs', 'kubernetes:core/v1:ConfigMap', 'svc-svcops-stack'),
+  paths: ['data["Pulumi.prod.yaml"]'],
+}
+
+/** Every gate id of the upgrade, acknowledged (the gates themselves are test/live's crossings' subject). */
+function allGates(from: string, to: string): string {
+  return gateItems(from, to, { prefix: 'svc', productDir: 'svc' } as LiveConfig)
+    .map((g) => g.id)
+    .join(',')
+}
+
+/** Every file under a folder, as text. */
+function filesUnder(dir: string): string[] {
+  const out: string[] = []
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name)
+    if (statSync(p).isDirectory()) out.push(...filesUnder(p))
+    else out.push(readFileSync(p, 'utf8'))
+  }
+  return out
+}
+
+describe('svcops upgrade live --env prod --to 7.0.0 --dry-run (the shipped prod stack: 6.2.0 on Kubernetes)', () => {
+  let api: KubeApiStandin
+  let recorder: ArgvRecorder
+  beforeAll(async () => {
+    api = await startKubeApiStandin({ others: LIVE_COMPONENTS.map((c) => liveDeployment(c, '6.2.0')) }, 'prod-cluster')
+    recorder = createPulumiArgvRecorder()
+  })
+  afterAll(() => api.close())
+
+  it('plans the Kubernetes steps with the exact pulumi commands and API calls, and changes nothing', async () => {
+    const stackBefore = readFileSync(join(ROOT, 'stacks/Pulumi.prod.yaml'), 'utf8')
+    const run = await runSvcops(['upgrade', 'live', '--env', 'prod', '--to', '7.0.0', '--dry-run', '--json'], {
+      env: {
+        KUBECONFIG: api.kubeconfig,
+        PATH: `${recorder.binDir}:${process.env.PATH ?? ''}`,
+        SVCOPS_RUNS_DIR: mkdtempSync(join(tmpdir(), 'svcops-live-k8s-dry-')),
+      },
+    })
+    expect(run.code, run.stderr).toBe(0)
+    const plan = JSON.parse(run.stdout) as { steps: PlannedStep[] }
+    const actions = (step: string, host?: string) =>
+      plan.steps.filter((s) => s.step === step && (!host || s.host === host)).flatMap((s) => s.actions)
+    expect(actions('preflight')).toEqual(
+      expect.arrayContaining([
+        `the Pulumi CLI and its version: pulumi version${IN_ROOT}`,
+        `the stack 'prod' exists and no update of it runs: pulumi stack ls --json --non-interactive${IN_ROOT}`,
+        `the Kubernetes API with context prod-cluster: GET /version; ${LIVE_COMPONENTS.map((c) => `GET /apis/apps/v1/namespaces/${NS}/deployments/svc-${c}`).join('; ')}`,
+        `no change but the live components': pulumi preview --stack prod --json --refresh --non-interactive${IN_ROOT}; refused, listing every other change`,
+      ]),
+    )
+    expect(actions('preflight').join('\n')).toContain(
+      'create pods/portforward — one POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews each',
+    )
+    expect(actions('check-config')[0]).toBe(
+      'svcops:deploy.live.pipeline.tcpEndpoints (0.0.0.0:7000): the program gives the pipeline SVC_TCP_ENDPOINT; several are refused before anything changes, naming them',
+    )
+    // 6.x -> 7.0: the PSK is kept unless the stack's last update reported it weak; the PSK is never read.
+    expect(actions('write-config')).toEqual(
+      expect.arrayContaining([
+        `whether the PSK passes the entropy check of 7.0.0: pulumi stack output --stack prod --json --non-interactive${IN_ROOT} (psk.passesEntropyCheck; the PSK is never read)`,
+      ]),
+    )
+    expect(actions('write-config').join('\n')).toMatch(
+      /when it does not, or is not reported: pulumi config set --path --stack prod --non-interactive -- svcops:deploy\.pskRotation svcops-\S+/,
+    )
+    expect(actions('install', 'system-controller')).toEqual([
+      `install 7.0.0 over 6.2.0: pulumi config set --path --stack prod --non-interactive -- svcops:deploy.live.version 7.0.0${IN_ROOT} (when the stack file holds another version) && ` +
+        `pulumi preview --stack prod --json --refresh --non-interactive${IN_ROOT}: only the live components (and the PSK when the run rotates it) may change && ` +
+        `pulumi up --stack prod --yes --refresh --non-interactive --skip-preview --target URN --target ...${IN_ROOT} with a --target per changed URN; a later component finds 7.0.0 installed`,
+    ])
+    expect(actions('stop', 'system-controller')).toEqual([
+      'nothing: `pulumi up` restarts svc-system-controller — first, by its Recreate strategy',
+    ])
+    expect(actions('stop', 'ingest')).toEqual([
+      'nothing: `pulumi up` restarts svc-ingest — after the controller is ready (the program’s dependsOn)',
+    ])
+    expect(actions('check', 'pipeline')).toEqual(
+      expect.arrayContaining([
+        `GET /api/v1/namespaces/${NS}/pods?labelSelector=app.kubernetes.io/name=pipeline,app.kubernetes.io/instance=svc-pipeline: every pod Running, ready, on the version`,
+        `GET /api/v1/namespaces/${NS}/pods/POD/log?container=pipeline&tailLines=50 (every pod); fail on ERROR | FATAL`,
+      ]),
+    )
+    expect(actions('verify')[0]).toContain('GET http://127.0.0.1:PORT (port-forward to the Service)/api/v3/status')
+    // The way back, as the failure policy would take it: the version the Deployments run now.
+    expect(actions('rollback:install', 'system-controller')[0]).toContain('-- svcops:deploy.live.version 6.2.0')
+    // Plan mode: the API was only read, no pulumi was started, the stack file is as it was.
+    expect(api.requests.map((r) => r.method).filter((m) => m !== 'GET')).toEqual([])
+    expect(api.requests.map((r) => `${r.method} ${r.path}`)).toContain(
+      `GET /apis/apps/v1/namespaces/${NS}/deployments/svc-system-controller`,
+    )
+    expect(recorder.calls()).toEqual([])
+    expect(readFileSync(join(ROOT, 'stacks/Pulumi.prod.yaml'), 'utf8')).toBe(stackBefore)
+  })
+})
+
+describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the prod stack; stand-ins of pulumi, the API and the controller)', () => {
+  let api: KubeApiStandin
+  let controller: Server
+  let controllerUrl: string
+  beforeAll(async () => {
+    api = await startKubeApiStandin({ others: [] }, 'prod-cluster')
+    // The controller's Service: answers on the prefix of the release its Deployment runs, nowhere else.
+    controller = createServer((req, res) => {
+      const sc = api.state.others.find((d) => d.app === 'system-controller')
+      const version = sc?.version ?? '0.0.0'
+      if (req.url === `${apiPrefix(version)}/status`) {
+        res.writeHead(200, { 'Content-Type': 'application/json' })
+        res.end(JSON.stringify({ version, status: 'ok' }))
+      } else {
+        res.writeHead(404)
+        res.end()
+      }
+    })
+    await new Promise<void>((r) => controller.listen(0, '127.0.0.1', () => r()))
+    const address = controller.address()
+    controllerUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+  })
+  afterAll(async () => {
+    await api.close()
+    await new Promise<void>((r) => controller.close(() => r()))
+  })
+
+  interface Setup {
+    dir: string
+    stackFile: string
+    recorder: ArgvRecorder
+    env: Record<string, string>
+    args: string[]
+  }
+
+  /** A project folder with Pulumi.yaml and a copy of the prod stack at `version`; the stand-ins' cluster runs it. */
+  function setup(version: string, options: { tcpEndpoints?: string[] } = {}): Setup {
+    const dir = mkdtempSync(join(tmpdir(), 'svcops-live-k8s-'))
+    mkdirSync(join(dir, 'stacks'))
+    copyFileSync(join(ROOT, 'Pulumi.yaml'), join(dir, 'Pulumi.yaml'))
+    const doc = parseYaml(readFileSync(join(ROOT, 'stacks/Pulumi.prod.yaml'), 'utf8')) as { config: Record<string, unknown> }
+    const deploy = doc.config['svcops:deploy'] as { live: { version: string; pipeline: { tcpEndpoints: string[] } } }
+    deploy.live.version = version
+    if (options.tcpEndpoints) deploy.live.pipeline.tcpEndpoints = options.tcpEndpoints
+    doc.config['svcops:live'] = { platform: 'kubernetes', controllerUrl, connectTimeoutSeconds: 5 }
+    const stackFile = join(dir, 'stacks', 'Pulumi.prod.yaml')
+    writeFileSync(stackFile, toYaml(doc))
+    const recorder = createPulumiArgvRecorder({ applyConfigSetTo: stackFile })
+    recorder.answer('version', 'v3.150.0\n')
+    recorder.answer('stack', JSON.stringify([{ name: 'acme/svcops/prod', current: true }]))
+    recorder.answer('preview', preview([]))
+    api.state.others = LIVE_COMPONENTS.map((c) => liveDeployment(c, version, options.tcpEndpoints))
+    // `pulumi up` (recorded) moves every component to the stack file's version, as the program would.
+    let ups = 0
+    api.state.beforeAnswer = () => {
+      const now = recorder.calls().filter((c) => c.argv[0] === 'up').length
+      if (now === ups) return
+      ups = now
+      const v = readStackVersion(stackFile, 'svcops:deploy.live.version') ?? version
+      api.state.others = LIVE_COMPONENTS.map((c) => liveDeployment(c, v, options.tcpEndpoints))
+    }
+    return {
+      dir,
+      stackFile,
+      recorder,
+      env: {
+        KUBECONFIG: api.kubeconfig,
+        PATH: `${recorder.binDir}:${process.env.PATH ?? ''}`,
+        SVCOPS_RUNS_DIR: join(dir, 'runs'),
+        SVCOPS_STATE_DIR: join(dir, 'state'),
+        ...OPERATOR_SECRETS,
+      },
+      args: ['--env', 'prod', '--stack-file', stackFile],
+    }
+  }
+
+  afterEach(() => {
+    delete api.state.beforeAnswer
+  })
+
+  /** Nothing of the operator's secrets in what svcops printed, wrote in its run folder, or passed to pulumi. */
+  function expectNoSecret(s: Setup, outputs: string[]): void {
+    const written = [...outputs, ...filesUnder(join(s.dir, 'runs')), JSON.stringify(s.recorder.calls().map((c) => c.argv))]
+    for (const secret of Object.values(OPERATOR_SECRETS)) for (const text of written) expect(text).not.toContain(secret)
+  }
+
+  it('refuses a preview with a change besides the live components, listing it, before anything changes', async () => {
+    const s = setup('6.2.0')
+    s.recorder.answer(
+      'preview',
+      preview([
+        ...COMPONENT_STEPS,
+        {
+          op: 'update',
+          urn: urn('svcops:infra:Manager', 'kubernetes:apps/v1:Deployment', 'svc-manager-deployment'),
+          paths: ['spec.replicas'],
+        },
+      ]),
+    )
+    const before = readFileSync(s.stackFile, 'utf8')
+    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '7.0.0', '--ack', allGates('6.2.0', '7.0.0'), '--yes'], {
+      env: s.env,
+    })
+    expect(run.code).toBe(1)
+    expect(run.stderr).toContain(
+      "pulumi preview of stack 'prod' shows 1 change(s) besides the live production system's components, which a live upgrade does not apply: update kubernetes:apps/v1:Deployment svc-manager-deployment (spec.replicas).",
+    )
+    expect(readFileSync(s.stackFile, 'utf8')).toBe(before)
+    expect(s.recorder.calls().map((c) => c.argv.slice(0, 2).join(' '))).toEqual(['version', 'stack ls', 'preview --stack'])
+    expect(api.state.others.every((d) => d.version === '6.2.0')).toBe(true)
+    expectNoSecret(s, [run.stdout, run.stderr])
+  })
+
+  it('refuses two tcpEndpoints when crossing 6.0, naming them, before anything changes', async () => {
+    const s = setup('5.2.0', { tcpEndpoints: ['0.0.0.0:7000', '0.0.0.0:7001'] })
+    const before = readFileSync(s.stackFile, 'utf8')
+    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '6.0.0', '--ack', allGates('5.2.0', '6.0.0'), '--yes'], {
+      env: s.env,
+    })
+    expect(run.code).toBe(2)
+    expect(run.stderr).toContain(
+      'svcops:deploy.live.pipeline.tcpEndpoints: 2 endpoints (0.0.0.0:7000, 0.0.0.0:7001); expected exactly one, since 6.0.0 reads SVC_TCP_ENDPOINT, a single endpoint that accepts several connections. Nothing was changed.',
+    )
+    expect(readFileSync(s.stackFile, 'utf8')).toBe(before)
+    expect(s.recorder.calls().some((c) => c.argv[0] === 'config' || c.argv[0] === 'up')).toBe(false)
+  })
+
+  it('1.x -> 2.0: sets the version and a new pskRotation in the stack file, then pulumi up of the live components only', async () => {
+    const s = setup('1.0.0')
+    s.recorder.answerNth('preview', 1, preview([...COMPONENT_STEPS, ...PSK_STEPS, STACK_COPY]))
+    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '2.0.0', '--ack', allGates('1.0.0', '2.0.0'), '--yes', '--json'], {
+      env: s.env,
+    })
+    expect(run.code, run.stderr).toBe(0)
+    const rotation = readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')
+    expect(rotation).toMatch(/^svcops-\d{8}T\d{6}Z-[0-9a-f]+$/)
+    expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('2.0.0')
+    const pulumi = s.recorder.calls().map((c) => c.argv)
+    expect(pulumi).toContainEqual([
+      'config',
+      'set',
+      '--path',
+      '--stack',
+      'prod',
+      '--non-interactive',
+      '--',
+      'svcops:deploy.pskRotation',
+      rotation,
+    ])
+    expect(pulumi).toContainEqual([
+      'config',
+      'set',
+      '--path',
+      '--stack',
+      'prod',
+      '--non-interactive',
+      '--',
+      'svcops:deploy.live.version',
+      '2.0.0',
+    ])
+    // No `stack output`: crossing 2.0 needs a new PSK whatever the old one was.
+    expect(pulumi.some((a) => a[0] === 'stack' && a[1] === 'output')).toBe(false)
+    const ups = pulumi.filter((a) => a[0] === 'up')
+    expect(ups).toHaveLength(1)
+    expect(ups[0]?.filter((a, i) => ups[0]?.[i - 1] === '--target')).toEqual(
+      [...COMPONENT_STEPS, ...PSK_STEPS, STACK_COPY].map((x) => x.urn),
+    )
+    expect(s.recorder.calls().every((c) => c.cwd === s.dir)).toBe(true)
+    expect(api.state.others.every((d) => d.version === '2.0.0')).toBe(true)
+    expectNoSecret(s, [run.stdout, run.stderr])
+  })
+
+  it('5.x -> 6.0 with a weak PSK: a new pskRotation; rollback live puts back 5.2.0 and the previous pskRotation, verified', async () => {
+    const s = setup('5.2.0')
+    const original = readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')
+    // The program's verdict on the PSK in the stack's last update (never the PSK): it fails the 6.0 check.
+    s.recorder.answer(
+      'stack-output',
+      JSON.stringify({ psk: { secretName: 'svc-psk', secretKey: 'psk', rotation: original, passesEntropyCheck: false } }),
+    )
+    s.recorder.answerNth('preview', 1, preview([...COMPONENT_STEPS, ...PSK_STEPS]))
+    s.recorder.answerNth('preview', 2, preview([...COMPONENT_STEPS, ...PSK_STEPS]))
+    const up = await runSvcops(['upgrade', 'live', ...s.args, '--to', '6.0.0', '--ack', allGates('5.2.0', '6.0.0'), '--yes', '--json'], {
+      env: s.env,
+    })
+    expect(up.code, up.stderr).toBe(0)
+    expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('6.0.0')
+    const rotated = readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')
+    expect(rotated).not.toBe(original)
+    expect(rotated).toMatch(/^svcops-/)
+    expect(s.recorder.calls().map((c) => c.argv)).toContainEqual(['stack', 'output', '--stack', 'prod', '--json', '--non-interactive'])
+    // What the program writes for 6.0 was confirmed through the API: the settings mount and flag, one TCP endpoint variable.
+    const report = JSON.parse(
+      readFileSync(join(s.dir, 'runs', readdirSync(join(s.dir, 'runs'))[0] ?? '', 'report.json'), 'utf8'),
+    ) as unknown
+    expect(JSON.stringify(report)).toContain('--settings-path /etc/opt/svc')
+    expect(JSON.stringify(report)).toContain('SVC_TCP_ENDPOINT set, SVC_TCP_ENDPOINTS not')
+
+    const back = await runSvcops(['rollback', 'live', ...s.args, '--yes', '--json'], { env: s.env })
+    expect(back.code, back.stderr).toBe(0)
+    expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('5.2.0')
+    expect(readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')).toBe(original)
+    expect(api.state.others.every((d) => d.version === '5.2.0')).toBe(true)
+    const sets = s.recorder
+      .calls()
+      .filter((c) => c.argv[0] === 'config')
+      .map((c) => c.argv.slice(-2).join(' '))
+    expect(sets).toEqual([
+      `svcops:deploy.pskRotation ${rotated}`,
+      'svcops:deploy.live.version 6.0.0',
+      `svcops:deploy.pskRotation ${original}`,
+      'svcops:deploy.live.version 5.2.0',
+    ])
+    expectNoSecret(s, [up.stdout, up.stderr, back.stdout, back.stderr])
+
+    const verify = await runSvcops(['verify', 'live', ...s.args, '--json'], { env: s.env })
+    expect(verify.code, verify.stdout + verify.stderr).toBe(0)
+    expect(verify.stdout).toContain("the stack file's svcops:deploy.live.version agrees with the cluster")
+  })
+
+  it('a run killed after write-config resumes from its journal: the same pskRotation, then the version, once each', async () => {
+    const s = setup('5.2.0')
+    s.recorder.answer('stack-output', JSON.stringify({ psk: { passesEntropyCheck: false } }))
+    s.recorder.answerNth('preview', 1, preview([...COMPONENT_STEPS, ...PSK_STEPS]))
+    const runs = join(s.dir, 'runs')
+    const killed = await runSvcopsKilledAt(
+      ['upgrade', 'live', ...s.args, '--to', '6.0.0', '--ack', allGates('5.2.0', '6.0.0'), '--yes'],
+      'write-config',
+      runs,
+      { env: s.env },
+    )
+    expect(killed.signal).toBe('SIGKILL')
+    const id = readdirSync(runs).sort().at(-1) ?? ''
+    const rotated = readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')
+    expect(rotated).toBe(`svcops-${id}`)
+    const resumed = await runSvcops(['resume', id], { env: s.env })
+    expect(resumed.code, resumed.stderr).toBe(0)
+    expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('6.0.0')
+    expect(readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')).toBe(rotated)
+    const sets = s.recorder
+      .calls()
+      .filter((c) => c.argv[0] === 'config')
+      .map((c) => c.argv.slice(-2).join(' '))
+    expect(sets).toEqual([`svcops:deploy.pskRotation ${rotated}`, 'svcops:deploy.live.version 6.0.0'])
+    expect(api.state.others.every((d) => d.version === '6.0.0')).toBe(true)
+  })
+
+  it('keeps the PSK when the stack reports it passing (6.x -> 7.0), and says when the stack file and the cluster disagree', async () => {
+    const s = setup('6.2.0')
+    s.recorder.answer(
+      'stack-output',
+      JSON.stringify({ psk: { secretName: 'svc-psk', secretKey: 'psk', rotation: 'x', passesEntropyCheck: true } }),
+    )
+    s.recorder.answerNth('preview', 1, preview(COMPONENT_STEPS))
+    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '7.0.0', '--ack', allGates('6.2.0', '7.0.0'), '--yes', '--json'], {
+      env: s.env,
+    })
+    expect(run.code, run.stderr).toBe(0)
+    expect(readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')).toBe('2026-09-01')
+    expect(
+      s.recorder
+        .calls()
+        .filter((c) => c.argv[0] === 'config')
+        .map((c) => c.argv.slice(-2).join(' ')),
+    ).toEqual(['svcops:deploy.live.version 7.0.0'])
+    // Somebody moves the cluster behind the stack file's back: verify names both.
+    api.state.others = LIVE_COMPONENTS.map((c) => liveDeployment(c, '6.2.0'))
+    const verify = await runSvcops(['verify', 'live', ...s.args], { env: s.env })
+    expect(verify.code).toBe(1)
+    expect(verify.stdout).toContain('the stack file holds 7.0.0, the cluster runs 6.2.0')
+  })
+})
+
+describe('the preview rule of a live upgrade', () => {
+  const cluster = { prefix: 'svc', stackMap: 'svc-svcops-stack' }
+  it('targets the live components (and the PSK only when the run rotates it), and lists anything else', () => {
+    const digest = JSON.parse(preview([...COMPONENT_STEPS, ...PSK_STEPS, STACK_COPY])) as Parameters<typeof liveComponentChanges>[0]
+    expect(liveComponentChanges(digest, cluster, { rotation: true }).other).toEqual([])
+    expect(liveComponentChanges(digest, cluster, { rotation: false }).other).toEqual([
+      'replace random:index/randomPassword:RandomPassword svc-psk-random (keepers.rotation)',
+      'update kubernetes:core/v1:Secret svc-psk-secret (stringData.psk)',
+    ])
+    const deleted = JSON.parse(
+      preview([{ op: 'delete', urn: urn('svcops:infra:MediaComponent', 'kubernetes:apps/v1:Deployment', 'svc-ingest-deployment') }]),
+    ) as Parameters<typeof liveComponentChanges>[0]
+    expect(liveComponentChanges(deleted, cluster, { rotation: true }).other).toEqual([
+      'delete kubernetes:apps/v1:Deployment svc-ingest-deployment',
+    ])
+  })
+})
+
+describe("the controller through its Service with deploy.tls (the stack's CA from its ConfigMap)", () => {
+  let api: KubeApiStandin
+  let server: HttpsServer
+  let port = 0
+  const serverName = 'svc-system-controller.svc-prod.svc.cluster.local'
+  beforeAll(async () => {
+    // A CA and the controller's certificate for its Service's name, as src/infra/tls.ts issues them.
+    const dir = mkdtempSync(join(tmpdir(), 'svcops-live-tls-'))
+    const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' })
+    ssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.crt',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=svc-tls-ca',
+    )
+    ssl(
+      'req',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      'sc.key',
+      '-out',
+      'sc.csr',
+      '-subj',
+      `/CN=${serverName}`,
+    )
+    writeFileSync(join(dir, 'ext'), `subjectAltName=DNS:${serverName}\n`)
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      'sc.csr',
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      'sc.crt',
+      '-days',
+      '2',
+      '-extfile',
+      'ext',
+    )
+    const ca = readFileSync(join(dir, 'ca.crt'), 'utf8')
+    // Another CA, which did not sign the controller's certificate.
+    ssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      'other.key',
+      '-out',
+      'other.crt',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=other',
+    )
+    const other = readFileSync(join(dir, 'other.crt'), 'utf8')
+    api = await startKubeApiStandin({ configMaps: { 'svc-tls-ca': { 'ca.crt': ca }, 'svc-wrong-ca': { 'ca.crt': other } } }, 'prod-cluster')
+    server = createHttpsServer({ key: readFileSync(join(dir, 'sc.key')), cert: readFileSync(join(dir, 'sc.crt')) }, (req, res) => {
+      res.writeHead(req.url === '/api/v3/status' ? 200 : 404, { 'Content-Type': 'application/json' })
+      res.end(JSON.stringify({ version: '7.0.0', status: 'ok' }))
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+    const address = server.address()
+    port = typeof address === 'object' && address ? address.port : 0
+  })
+  afterAll(async () => {
+    await api.close()
+    await new Promise<void>((r) => server.close(() => r()))
+  })
+
+  /** The cluster as seen from a workstation, its port-forward replaced by the local address of the stand-in. */
+  function cluster(caConfigMap = 'svc-tls-ca'): LiveCluster {
+    const target = {
+      namespace: NS,
+      deployment: 'svc-system-controller',
+      container: 'system-controller',
+      app: 'system-controller',
+      port: 8080,
+      context: 'prod-cluster',
+      kubeconfig: api.kubeconfig,
+    }
+    const kube = new KubernetesDriver(target)
+    return {
+      reach: 'port-forward',
+      tls: { caConfigMap, serverName },
+      connect: () => Promise.resolve(`https://127.0.0.1:${port}`),
+      kube: () => kube,
+    } as unknown as LiveCluster
+  }
+
+  it("trusts the stack's CA for the Service's name on the port-forward's address, and nothing else", async () => {
+    expect(await controllerThroughService(cluster(), '7.0.0')).toEqual({
+      check: 'the system controller answers on /api/v3 through its Service',
+      ok: true,
+      detail: '7.0.0, status ok',
+    })
+    expect(api.requests.map((r) => `${r.method} ${r.path}`)).toContain(`GET /api/v1/namespaces/${NS}/configmaps/svc-tls-ca`)
+    const missing = await controllerThroughService(cluster('svc-other-ca'), '7.0.0')
+    expect(missing.ok).toBe(false)
+    expect(missing.detail).toContain(`GET /api/v1/namespaces/${NS}/configmaps/svc-other-ca with HTTP 404`)
+    const untrusted = await controllerThroughService(cluster('svc-wrong-ca'), '7.0.0')
+    expect(untrusted.ok).toBe(false)
+    expect(untrusted.detail).toMatch(/certificate/i)
+    const wrongPrefix = await controllerThroughService(cluster(), '6.2.0')
+    expect(wrongPrefix).toMatchObject({ ok: false, detail: 'GET /api/v2/status answered 404' })
+  })
+})
+
+describe('svcops:live with platform kubernetes in a stack file', () => {
+  it('is checked by its own schema, an error naming live.<field>; and needs svcops:deploy', () => {
+    const base = { 'svcops:product': { prefix: 'svc', dir: 'svc' } }
+    expect(() => parseEnvironment({ ...base, 'svcops:live': { platform: 'kubernetes', logLines: 0 } }, 'x', 'Pulumi.x.yaml')).toThrow(
+      'Pulumi.x.yaml: live.logLines: 0 is not valid; Too small: expected number to be >=1.',
+    )
+    expect(() =>
+      parseEnvironment({ ...base, 'svcops:live': { platform: 'kubernetes', host: { name: 'live-1' } } }, 'x', 'Pulumi.x.yaml'),
+    ).toThrow('Pulumi.x.yaml: live: unknown field host.')
+    expect(() => parseEnvironment({ ...base, 'svcops:live': { platform: 'kubernetes' } }, 'x', 'Pulumi.x.yaml')).toThrow(
+      'Pulumi.x.yaml: svcops:deploy: missing; live.platform kubernetes takes the namespace, the Deployments and the version from it.',
+    )
+  })
+})
