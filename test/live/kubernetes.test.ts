@@ -389,6 +389,20 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     expect(JSON.stringify(report)).toContain('--settings-path /etc/opt/svc')
     expect(JSON.stringify(report)).toContain('SVC_TCP_ENDPOINT set, SVC_TCP_ENDPOINTS not')
 
+    // The rollback's dry run: the exact commands that put the pskRotation and the version back; nothing done.
+    const callsBefore = s.recorder.calls().length
+    const plan = await runSvcops(['rollback', 'live', ...s.args, '--dry-run', '--json'], { env: s.env })
+    expect(plan.code, plan.stderr).toBe(0)
+    const planned = (JSON.parse(plan.stdout) as { plan: { steps: PlannedStep[] } }).plan.steps
+    expect(planned.filter((p) => p.step === 'rollback:restore-config').flatMap((p) => p.actions)[0]).toContain(
+      `pulumi config set --path --stack prod --non-interactive -- svcops:deploy.pskRotation ${original ?? ''}   (in ${s.dir})`,
+    )
+    expect(planned.filter((p) => p.step === 'rollback:install' && p.host === 'system-controller').flatMap((p) => p.actions)[0]).toContain(
+      '-- svcops:deploy.live.version 5.2.0',
+    )
+    expect(s.recorder.calls().length).toBe(callsBefore)
+    expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('6.0.0')
+
     const back = await runSvcops(['rollback', 'live', ...s.args, '--yes', '--json'], { env: s.env })
     expect(back.code, back.stderr).toBe(0)
     expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('5.2.0')
