@@ -3,7 +3,8 @@
  * the assertions and the bound: stage and stop at their first and last component). Nine boundaries
  * need nine crossings and the lab climbs seven (1.0.0 ... 7.0.0): two boundaries before the first
  * stop share their pair with the next case, and their resumed run is rolled back (`back`). The
- * boundaries that stop or write go first, on the crossings that change the most files.
+ * stops take the first crossings (1.0.0 -> 2.0.0 introduces the PSK), write-config takes 5.2.0 ->
+ * 6.0.0 (settings file moved, TCP endpoint renamed), the crossing that changes the most files.
  */
 import { afterAll, beforeAll } from 'vitest'
 import { startLiveLab, type LiveLab } from './fixture.ts'
