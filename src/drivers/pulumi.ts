@@ -11,6 +11,8 @@ import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import { BadInputError, OperationError, ProtocolError } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import { compareVersions } from '../releases/versions.ts'
 import { local, runCommand, shellJoin, type CommandResult, type Transport } from '../core/runner.ts'
 
 /** The oldest Pulumi CLI whose `preview --json`, `--target` and `config set --path` the driver relies on. */
@@ -300,12 +302,17 @@ export function versionOnlyChanges(
   return { targets, other }
 }
 
-/** Compares two x.y.z versions. */
-export function compareVersions(a: string, b: string): number {
-  const pa = a.split('.').map(Number)
-  const pb = b.split('.').map(Number)
-  for (let i = 0; i < 3; i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0)
-  return 0
+/**
+ * Stops a run whose `pulumi preview` shows changes the run does not apply (`other`), listing every
+ * one; `what` says which changes the run does apply. Emits the check either way.
+ */
+export function refuseForeignChanges(stack: string, other: string[], check: string, what: string): void {
+  events.emit({ kind: 'check', check, ok: other.length === 0, detail: other.join('; ') })
+  if (other.length)
+    throw new OperationError(
+      `pulumi preview of stack '${stack}' shows ${other.length} change(s) besides ${what}: ${other.join('; ')}.`,
+      `Review and apply them first (pulumi up -s ${stack}), or revert them in the stack file, then run again.`,
+    )
 }
 
 /** `pulumi stack ls --json`: `[{ name, current, updateInProgress, ... }]`. */

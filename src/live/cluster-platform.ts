@@ -40,6 +40,7 @@ import {
   pulumiArgv,
   pulumiStackOf,
   readStackVersion,
+  refuseForeignChanges,
   showPulumi,
   urnParts,
   type PreviewDigest,
@@ -258,17 +259,12 @@ export function liveComponentChanges(
 /** `pulumi preview` under the rule; a foreign change refused, listing every one. */
 export async function previewLiveChange(cluster: LiveCluster, env: Environment, rotation: boolean): Promise<string[]> {
   const preview = liveComponentChanges(await cluster.pulumi().preview(), cluster, { rotation })
-  events.emit({
-    kind: 'check',
-    check: 'pulumi preview: only the live components change',
-    ok: preview.other.length === 0,
-    detail: preview.other.join('; '),
-  })
-  if (preview.other.length)
-    throw new OperationError(
-      `pulumi preview of stack '${env.name}' shows ${preview.other.length} change(s) besides the live production system's components, which a live upgrade does not apply: ${preview.other.join('; ')}.`,
-      `Review and apply them first (pulumi up -s ${env.name}), or revert them in the stack file, then run again.`,
-    )
+  refuseForeignChanges(
+    env.name,
+    preview.other,
+    'pulumi preview: only the live components change',
+    "the live production system's components, which a live upgrade does not apply",
+  )
   return [...new Set(preview.targets)]
 }
 

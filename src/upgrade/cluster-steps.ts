@@ -15,7 +15,7 @@
 import { errorMessage, OperationError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { describeCall, neededRights, showRight, type PodFacts } from '../drivers/kubernetes.ts'
-import { pulumiArgv, readStackVersion, showPulumi, versionOnlyChanges } from '../drivers/pulumi.ts'
+import { pulumiArgv, readStackVersion, refuseForeignChanges, showPulumi, versionOnlyChanges } from '../drivers/pulumi.ts'
 import { findLogErrors } from '../drivers/services.ts'
 import { HostFailure } from '../runs/engine.ts'
 import type { StepResult } from '../runs/step.ts'
@@ -78,17 +78,12 @@ export async function clusterPreflight(ctx: Ctx): Promise<Record<string, unknown
       'Grant them (docs/deploy.md, RBAC: the scheduled upgrade’s Role lists them) and run again.',
     )
   const preview = versionOnlyChanges(await cli.preview(), c.names)
-  events.emit({
-    kind: 'check',
-    check: 'pulumi preview: no change but the version',
-    ok: preview.other.length === 0,
-    detail: preview.other.join('; '),
-  })
-  if (preview.other.length)
-    throw new OperationError(
-      `pulumi preview of stack '${ctx.env.name}' shows ${preview.other.length} change(s) besides the recording service's version, which an upgrade does not apply: ${preview.other.join('; ')}.`,
-      `Review and apply them first (pulumi up -s ${ctx.env.name}), or revert them in the stack file, then run again.`,
-    )
+  refuseForeignChanges(
+    ctx.env.name,
+    preview.other,
+    'pulumi preview: no change but the version',
+    "the recording service's version, which an upgrade does not apply",
+  )
   return { pulumiVersion, kubernetes: server }
 }
 
