@@ -124,6 +124,21 @@ export const liveDeploySchema = z.strictObject({
   ingest: mediaDeploySchema,
   pipeline: pipelineDeploySchema,
   controlPanel: mediaDeploySchema,
+  /**
+   * Where the media components' images serve their Prometheus metrics: the seed names the metrics
+   * (and their renames), not the port. The program declares the port on ingest, pipeline and
+   * control panel pods and lets it be reached; `svcops upgrade live` and `verify live` read it
+   * through the API server's pod proxy for the metric names of the release.
+   */
+  metrics: z
+    .strictObject({
+      port,
+      path: z
+        .string()
+        .regex(/^\/[A-Za-z0-9._-]*$/, 'expected one path segment like /metrics')
+        .default('/metrics'),
+    })
+    .optional(),
 })
 
 const cron = z.string().regex(/^(\S+\s+){4}\S+$/, 'expected a cron expression with five fields, like "30 2 * * 0"')

@@ -122,6 +122,8 @@ export const describeCall = {
   log: (t: ClusterTarget, lines: number) =>
     `GET /api/v1/namespaces/${t.namespace}/pods/POD/log?container=${t.container}&tailLines=${lines} (every pod)`,
   configMap: (t: Pick<ClusterTarget, 'namespace'>, name: string) => `GET /api/v1/namespaces/${t.namespace}/configmaps/${name}`,
+  podProxy: (t: Pick<ClusterTarget, 'namespace'>, port: number, path: string) =>
+    `GET /api/v1/namespaces/${t.namespace}/pods/POD:${port}/proxy${path} (every pod)`,
   access: (r: NeededRight) => `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews (${showRight(r)})`,
   portForward: (t: ClusterTarget) =>
     `GET /api/v1/namespaces/${t.namespace}/services/${t.deployment}, a ready pod of its selector, then ` +
@@ -219,6 +221,19 @@ export class KubernetesDriver {
       this.core.readNamespacedPodLog({ name: pod, namespace: t.namespace, container: t.container, tailLines: lines }),
     )
     return String(text).split('\n').filter(Boolean).slice(-lines)
+  }
+
+  /**
+   * GET `path` on `port` of `pod` through the API server's pod proxy (`get pods/proxy`): a pod's own
+   * endpoint, such as its metrics, from inside or outside the cluster without a port-forward.
+   * `path` is one segment, as the client library encodes it (`/metrics`).
+   */
+  async podProxyGet(pod: string, port: number, path: string): Promise<string> {
+    const t = this.target
+    const text = await this.call(describeCall.podProxy(t, port, path).replace('POD', pod).replace(' (every pod)', ''), () =>
+      this.core.connectGetNamespacedPodProxyWithPath({ name: `${pod}:${port}`, namespace: t.namespace, path: path.replace(/^\//, '') }),
+    )
+    return String(text)
   }
 
   /** Asks the API server whether this identity holds each right; returns the missing ones. */

@@ -164,6 +164,7 @@ function wire(s: StackSettings): PlatformOutputs {
         ...(kind === 'control-panel' && renderingEngines ? { renderingEngines } : {}),
         ...(tcpEndpoints ? { tcpEndpoints } : {}),
         ...(tls ? { ca: { configMapName: tls.caConfigMapName, checksum: tls.caChecksum } } : {}),
+        ...(live.metrics ? { metrics: live.metrics } : {}),
       },
       inCluster,
     )

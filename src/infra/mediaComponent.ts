@@ -47,6 +47,8 @@ export interface MediaComponentArgs extends WorkloadArgs {
   tcpEndpoints?: string[]
   /** The CA of the controller's certificate and its checksum, when TLS is on. */
   ca?: { configMapName: pulumi.Input<string>; checksum: pulumi.Input<string> }
+  /** Where the image serves its metrics (`svcops:deploy.live.metrics`): declared, and open to scrapers and the API server's proxy. */
+  metrics?: { port: number; path: string }
 }
 
 export class MediaComponent extends pulumi.ComponentResource {
@@ -88,6 +90,11 @@ export class MediaComponent extends pulumi.ComponentResource {
           }
         : {}
 
+    const ports: k8s.types.input.core.v1.ContainerPort[] = [
+      ...(controlPort !== undefined ? [{ name: 'control', containerPort: controlPort, protocol: 'TCP' }] : []),
+      ...(args.metrics ? [{ name: 'metrics', containerPort: args.metrics.port, protocol: 'TCP' }] : []),
+    ]
+
     const { deployment } = createWorkload(
       name,
       identity,
@@ -97,7 +104,7 @@ export class MediaComponent extends pulumi.ComponentResource {
         annotations: { 'checksum/psk': args.psk.checksum, ...(useCa && args.ca ? { 'checksum/ca': args.ca.checksum } : {}) },
         container: {
           env,
-          ...(controlPort !== undefined ? { ports: [{ name: 'control', containerPort: controlPort, protocol: 'TCP' }] } : {}),
+          ...(ports.length ? { ports } : {}),
           ...probes,
           volumeMounts: useCa ? [{ name: 'ca', mountPath: caDir, readOnly: true }] : [],
         },
@@ -137,7 +144,10 @@ export class MediaComponent extends pulumi.ComponentResource {
       // A control panel only calls out: to the controller and to the rendering engines.
       'control-panel': { ingress: [], egress: [toController, { to: [podsNamed('pipeline')] }] },
     }[args.kind]
-    createNetworkPolicy(`${name}-network-policy`, { identity, namespace: args.namespace, ...rules }, this)
+    // Metrics are read by scrapers in other namespaces and by the API server's pod proxy (svcops'
+    // checks), whose address no pod selector names: the metrics port is open to any source.
+    const ingress = args.metrics && args.kind !== 'ingest' ? [...rules.ingress, { ports: [tcp(args.metrics.port)] }] : rules.ingress
+    createNetworkPolicy(`${name}-network-policy`, { identity, namespace: args.namespace, ...rules, ingress }, this)
     this.registerOutputs({
       deploymentName: this.deploymentName,
       ...(this.enginesEndpoint ? { enginesEndpoint: this.enginesEndpoint } : {}),

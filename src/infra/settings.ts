@@ -129,6 +129,13 @@ export function parseStackConfig(all: Record<string, string>, stack: string, pla
       `${live.pipeline.tcpEndpoints.length} endpoints are not valid for release ${pipelineVersion}; expected exactly one, since ${tcpEndpointVariable(pipelineVersion, env.product.prefix)} takes a single endpoint that accepts several connections.`,
     )
   }
+  const controlPorts = live.pipeline.tcpEndpoints.map((e) => Number(e.split(':')[1]))
+  if (live.metrics && controlPorts.includes(live.metrics.port)) {
+    fail(
+      'deploy.live.metrics.port',
+      `${live.metrics.port} is not valid; expected a port other than the pipeline's TCP endpoint (${live.pipeline.tcpEndpoints.join(', ')}), since both are ports of the same pod.`,
+    )
+  }
   if ('psk' in live.systemController.settings) {
     fail(
       'deploy.live.systemController.settings.psk',

@@ -8,18 +8,15 @@ import { sendRequest } from '../core/http.ts'
 import { errorMessage } from '../core/errors.ts'
 import { apiPrefix } from '../releases/versions.ts'
 import type { LiveContext } from './context.ts'
-import { connectedMetric, expectedMetrics, type LiveComponentName } from './layout.ts'
+import type { LiveComponentName } from './layout.ts'
+import { judgeConnection, judgeControllerStatus, judgeMetrics, type Answer, type CheckResult } from './judge.ts'
 
-export interface CheckResult {
-  check: string
-  ok: boolean
-  detail?: string
-}
+export type { CheckResult } from './judge.ts'
 
 /** States a supervisor or systemd reports for a program that will not come up by itself. */
 const GAVE_UP = /\b(EXITED|FATAL|STOPPED|BACKOFF|failed|inactive)\b/
 
-async function getJson(url: string): Promise<{ status: number; body: unknown } | { error: string }> {
+async function getJson(url: string): Promise<Answer> {
   try {
     const r = await sendRequest({ method: 'GET', url, timeoutMs: 3000, maxBodyBytes: 1 << 20 })
     return { status: r.status, body: r.body }
@@ -31,53 +28,20 @@ async function getJson(url: string): Promise<{ status: number; body: unknown } |
 /** The controller's answer on the prefix of `version`: its status, or why not. */
 export async function controllerStatus(ctx: LiveContext, version: string): Promise<CheckResult> {
   const url = `${ctx.live.controllerUrl.replace(/\/+$/, '')}${apiPrefix(version)}/status`
-  const r = await getJson(url)
-  const check = `the system controller answers on ${apiPrefix(version)}`
-  if ('error' in r) return { check, ok: false, detail: r.error }
-  const body = r.body as { version?: unknown; status?: unknown } | undefined
-  if (r.status !== 200) return { check, ok: false, detail: `GET ${apiPrefix(version)}/status answered ${r.status}` }
-  if (body?.version !== version || body.status !== 'ok')
-    return {
-      check,
-      ok: false,
-      detail: `it reports version ${String(body?.version)}, status ${String(body?.status)}; expected ${version}, ok`,
-    }
-  return { check, ok: true, detail: `${version}, status ok` }
+  return judgeControllerStatus(`the system controller answers on ${apiPrefix(version)}`, version, await getJson(url))
 }
 
 /** Whether the controller lists `component` connected at `version`. */
 export async function connectionStatus(ctx: LiveContext, component: LiveComponentName, version: string): Promise<CheckResult> {
   const url = `${ctx.live.controllerUrl.replace(/\/+$/, '')}${apiPrefix(version)}/components`
-  const check = 'connected to the system controller'
-  const r = await getJson(url)
-  if ('error' in r) return { check, ok: false, detail: r.error }
-  if (r.status !== 200 || !Array.isArray(r.body))
-    return { check, ok: false, detail: `GET ${apiPrefix(version)}/components answered ${r.status}` }
-  const entry = (r.body as Array<{ name?: unknown; version?: unknown; connected?: unknown }>).find((e) => e.name === component)
-  if (!entry) return { check, ok: false, detail: `the controller does not list ${component}` }
-  if (entry.connected !== true) return { check, ok: false, detail: `the controller lists ${component} as not connected` }
-  if (entry.version !== version) return { check, ok: false, detail: `connected as ${String(entry.version)}; expected ${version}` }
-  return { check, ok: true, detail: `as ${version}` }
+  return judgeConnection(component, version, await getJson(url))
 }
 
 /** The metric names the component of `version` must expose, and its connection metric. */
 export async function metricsStatus(ctx: LiveContext, component: LiveComponentName, version: string): Promise<CheckResult> {
   const base = new URL(ctx.live.controllerUrl)
   const url = `${base.protocol}//${base.hostname}:${ctx.live.metricsPorts[component]}/metrics`
-  const wanted = expectedMetrics(ctx.product, component, version)
-  const connected = component === 'system-controller' ? [] : [`${connectedMetric(ctx.product)} 1`]
-  const check = wanted.length ? `metrics of ${version} present (${wanted.join(', ')})` : 'metrics answer'
-  const r = await getJson(url)
-  if ('error' in r) return { check, ok: false, detail: r.error }
-  const text = typeof r.body === 'string' ? r.body : ''
-  const lines = text.split('\n')
-  const has = (name: string): boolean => lines.some((l) => l === name || l.startsWith(`${name} `) || l.startsWith(`${name}{`))
-  const missing = wanted.filter((n) => !has(n))
-  const notConnected = connected.filter((l) => !lines.some((x) => x.trim() === l))
-  if (r.status !== 200) return { check, ok: false, detail: `GET /metrics answered ${r.status}` }
-  if (missing.length) return { check, ok: false, detail: `missing ${missing.join(', ')}` }
-  if (notConnected.length) return { check, ok: false, detail: `${connectedMetric(ctx.product)} is not 1` }
-  return { check, ok: true }
+  return judgeMetrics(ctx.product, component, version, await getJson(url))
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))

@@ -11,12 +11,15 @@
  *                  PSK itself is never read: the program reports only whether it passes
  *   restore-config the previous pskRotation
  *   check          pods, log lines, the pod template as the release needs it, the controller's
- *                  Service on the release's prefix
+ *                  Service on the release's prefix listing the component connected, the
+ *                  release's metric names on every pod (pod proxy, with `deploy.live.metrics`)
  */
 import { BadInputError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
+import { describeCall } from '../drivers/kubernetes.ts'
 import { pulumiArgv, readStackVersion } from '../drivers/pulumi.ts'
 import {
+  apiPrefix,
   pskEntropyEnforced,
   pskRequired,
   pskVariable,
@@ -29,7 +32,9 @@ import {
 import type { StepResult } from '../runs/step.ts'
 import type { CheckResult } from './checks.ts'
 import {
+  connectionThroughService,
   controllerThroughService as serviceCheck,
+  metricsThroughProxy,
   LIVE_VERSION_KEY,
   PSK_ROTATION_KEY,
   shownPulumi,
@@ -238,20 +243,45 @@ function controllerThroughService(ctx: Ctx, version: string): Promise<CheckResul
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 const STUCK = /CrashLoopBackOff|ImagePullBackOff|ErrImagePull|CreateContainerConfigError|InvalidImageName/
 
+/** What the check of a component does on Kubernetes, for the dry run. */
+export function describeClusterCheck(ctx: Ctx, c: LiveComponentName, version: string): string[] {
+  const prefix = apiPrefix(version)
+  const service = `GET ${ctx.cluster.reach === 'port-forward' ? 'http://127.0.0.1:PORT (port-forward to the Service)' : ctx.cluster.controllerUrl.replace(/\/+$/, '')}${prefix}`
+  const m = ctx.cluster.metrics
+  return [
+    ...ctx.platform.describe('status', c),
+    `wait up to ${Math.round(ctx.connectTimeoutMs / 1000)} s until its pods run on ${version} and ${c === 'system-controller' ? `${service}/status answers ${version}` : `${service}/components lists it connected as ${version}`}`,
+    `the pod template as ${version} needs it (from the Deployment above)`,
+    ...(c === 'system-controller'
+      ? []
+      : [
+          `${service}/status answers ${version}`,
+          m
+            ? `${describeCall.podProxy(ctx.cluster.targets[c], m.port, m.path)}: the metric names of ${version}`
+            : `no metrics check: svcops:deploy.live.metrics is not set, so the pods declare no metrics port`,
+        ]),
+  ]
+}
+
 /**
- * Every check of one component on Kubernetes: its pods Running and ready on the version (waited
- * for up to `waitMs`; a pod stuck in CrashLoopBackOff is not waited for), no ERROR in their last
- * lines, the pod template as the release needs it, and the controller answering on the release's
- * prefix through its Service.
+ * Every check of one component on Kubernetes, as on a host: its pods Running and ready on the
+ * version and, for a media component, listed connected by the controller (waited for up to
+ * `waitMs`; a pod stuck in CrashLoopBackOff is not waited for), no ERROR in their last lines, the
+ * pod template as the release needs it, the controller answering on the release's prefix through
+ * its Service, and the release's metric names on every pod (through the pod proxy).
  */
 export async function checkClusterComponent(ctx: Ctx, c: LiveComponentName, version: string, waitMs: number): Promise<CheckResult[]> {
   const deadline = Date.now() + waitMs
+  const link = (): Promise<CheckResult> =>
+    c === 'system-controller' ? controllerThroughService(ctx, version) : connectionThroughService(ctx.cluster, c, version)
   let status = await ctx.platform.status(c)
   let installed = await ctx.platform.installedVersion(c)
-  while (!(status.running && installed === version) && Date.now() < deadline && !STUCK.test(status.status)) {
+  let linked = await link()
+  while (!(status.running && installed === version && linked.ok) && Date.now() < deadline && !STUCK.test(status.status)) {
     await sleep(1000)
     status = await ctx.platform.status(c)
     installed = await ctx.platform.installedVersion(c)
+    linked = await link()
   }
   const errors = await ctx.platform.errorLines(c, undefined)
   return [
@@ -259,13 +289,17 @@ export async function checkClusterComponent(ctx: Ctx, c: LiveComponentName, vers
     { check: 'pods running and ready', ok: status.running, detail: status.status },
     { check: 'no error lines in the last lines of its pods', ok: errors.length === 0, ...(errors.length ? { detail: errors.at(-1) } : {}) },
     ...(await templateChecks(ctx, c, version)),
-    await controllerThroughService(ctx, version),
+    linked,
+    ...(c === 'system-controller' ? [] : [await controllerThroughService(ctx, version)]),
+    ...(c === 'system-controller' ? [] : await metricsThroughProxy(ctx.cluster, ctx.product, c, version)),
   ]
 }
 
-/** The whole system: every Deployment on the version, the controller on its prefix, the stack file agreeing. */
+/** The whole system: the controller on its prefix listing every component connected, every Deployment on the version, the stack file agreeing. */
 export async function verifyClusterSystem(ctx: Ctx, version: string): Promise<CheckResult[]> {
   const results: CheckResult[] = [await controllerThroughService(ctx, version)]
+  for (const c of ctx.components.filter((x) => x.name !== 'system-controller'))
+    results.push(await connectionThroughService(ctx.cluster, c.name, version))
   const versions: Record<string, string | undefined> = {}
   for (const c of ctx.components) versions[c.name] = await ctx.platform.installedVersion(c.name)
   const wrong = Object.entries(versions).filter(([, v]) => v !== version)

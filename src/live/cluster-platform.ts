@@ -48,8 +48,9 @@ import {
   type StackKey,
 } from '../drivers/pulumi.ts'
 import { findLogErrors } from '../drivers/services.ts'
+import { judgeConnection, judgeControllerStatus, judgeMetrics, metricsCheckName, type Answer, type CheckResult } from './judge.ts'
 import type { LiveHost } from './host-files.ts'
-import { LIVE_COMPONENTS, type LiveComponentName } from './layout.ts'
+import { LIVE_COMPONENTS, type LiveComponentName, type LiveProduct } from './layout.ts'
 import type { LivePlatform } from './platform.ts'
 
 /** The stack file key of the live system's release, and of its PSK rotation. */
@@ -84,6 +85,8 @@ export interface LiveCluster {
   connect(): Promise<string>
   /** With `deploy.tls`: the ConfigMap of the stack's CA, and the name the controller's certificate holds. */
   tls?: { caConfigMap: string; serverName: string }
+  /** `deploy.live.metrics`: where the media components' pods serve their metrics (read through the pod proxy). */
+  metrics?: { port: number; path: string }
   close(): Promise<void>
 }
 
@@ -123,6 +126,7 @@ export function openLiveCluster(env: Environment, section: LiveClusterConfig): L
     targets,
     ...(scheduled ? { stackMap: `${prefix}-svcops-stack` } : {}),
     suppliedPsk: !!env.psk,
+    ...(deploy.live.metrics ? { metrics: deploy.live.metrics } : {}),
     logLines: section.logLines ?? 50,
     stack: () => (stack ??= pulumiStackOf(env.file, env.name)),
     pulumi: () => (cli ??= new PulumiCli(cluster.stack())),
@@ -297,6 +301,9 @@ export function liveRights(cluster: LiveCluster): NeededRight[] {
     ...(cluster.stackMap
       ? [{ group: '', resource: 'configmaps', verb: 'patch', name: cluster.stackMap, why: "the jobs' copy of the stack file" }]
       : []),
+    ...(cluster.metrics
+      ? [{ group: '', resource: 'pods', subresource: 'proxy', verb: 'get', why: "the media components' metrics (pod proxy)" }]
+      : []),
     ...(cluster.reach === 'port-forward'
       ? [
           {
@@ -433,7 +440,7 @@ export function clusterPlatform(cluster: LiveCluster, env: Environment, rotation
 // ---- the controller through its Service ----
 
 /** GET `url` as JSON; with `tls`, trusting only `ca` and checking the certificate for `serverName` (the port-forward's address is 127.0.0.1). */
-function getJson(url: string, tls?: { ca: string; serverName: string }): Promise<{ status: number; body: unknown }> {
+function getJson(url: string, tls?: { ca: string; serverName: string }): Promise<Answer> {
   const u = new URL(url)
   return new Promise((resolve, reject) => {
     const options = { method: 'GET', headers: { accept: 'application/json' }, timeout: 5000 }
@@ -469,16 +476,11 @@ function getJson(url: string, tls?: { ca: string; serverName: string }): Promise
 }
 
 /**
- * The system controller answering `GET <prefix>/status` with its version through its Service: in
- * the cluster by its DNS name, from a workstation through a port-forward, or at `live.controllerUrl`.
- * With `deploy.tls` the stack's CA (its ConfigMap) is the only one trusted, for the Service's name.
+ * `GET <path>` of the system controller through its Service: in the cluster by its DNS name, from a
+ * workstation through a port-forward, or at `live.controllerUrl`. With `deploy.tls` the stack's CA
+ * (its ConfigMap) is the only one trusted, for the Service's name. Never throws: a failure is the answer.
  */
-export async function controllerThroughService(
-  cluster: LiveCluster,
-  version: string,
-): Promise<{ check: string; ok: boolean; detail?: string }> {
-  const prefix = apiPrefix(version)
-  const check = `the system controller answers on ${prefix} through its Service`
+export async function controllerGet(cluster: LiveCluster, path: string): Promise<Answer> {
   try {
     const base = await cluster.connect()
     const tls =
@@ -488,18 +490,54 @@ export async function controllerThroughService(
             serverName: cluster.tls.serverName,
           }
         : undefined
-    if (tls && !tls.ca) return { check, ok: false, detail: `the ConfigMap ${cluster.tls?.caConfigMap} holds no ${CA_KEY}` }
-    const r = await getJson(`${base.replace(/\/+$/, '')}${prefix}/status`, tls)
-    const body = r.body as { version?: unknown; status?: unknown } | undefined
-    if (r.status !== 200) return { check, ok: false, detail: `GET ${prefix}/status answered ${r.status}` }
-    if (body?.version !== version || body.status !== 'ok')
-      return {
-        check,
-        ok: false,
-        detail: `it reports version ${String(body?.version)}, status ${String(body?.status)}; expected ${version}, ok`,
-      }
-    return { check, ok: true, detail: `${version}, status ok` }
+    if (tls && !tls.ca) return { error: `the ConfigMap ${cluster.tls?.caConfigMap} holds no ${CA_KEY}` }
+    return await getJson(`${base.replace(/\/+$/, '')}${path}`, tls)
   } catch (error) {
-    return { check, ok: false, detail: errorMessage(error) }
+    return { error: errorMessage(error) }
   }
+}
+
+/** The system controller answering `GET <prefix>/status` with its version, through its Service. */
+export async function controllerThroughService(cluster: LiveCluster, version: string): Promise<CheckResult> {
+  const prefix = apiPrefix(version)
+  return judgeControllerStatus(
+    `the system controller answers on ${prefix} through its Service`,
+    version,
+    await controllerGet(cluster, `${prefix}/status`),
+  )
+}
+
+/** The controller, through its Service, listing `component` connected at `version` (`GET <prefix>/components`). */
+export async function connectionThroughService(cluster: LiveCluster, component: LiveComponentName, version: string): Promise<CheckResult> {
+  return judgeConnection(component, version, await controllerGet(cluster, `${apiPrefix(version)}/components`))
+}
+
+/**
+ * The metric names of the release on every pod of a media component, read through the API
+ * server's pod proxy at `deploy.live.metrics`; without that section the program declares no
+ * metrics port, and the check says it was not made.
+ */
+export async function metricsThroughProxy(
+  cluster: LiveCluster,
+  product: LiveProduct,
+  component: LiveComponentName,
+  version: string,
+): Promise<CheckResult[]> {
+  const check = metricsCheckName(product, component, version)
+  const m = cluster.metrics
+  if (!m) return [{ check, ok: true, detail: 'not checked: svcops:deploy.live.metrics is not set, so the pods declare no metrics port' }]
+  const pods = await livePods(cluster, component)
+  if (!pods.length) return [{ check, ok: false, detail: 'no pod' }]
+  const results: CheckResult[] = []
+  for (const p of pods) {
+    let answer: Answer
+    try {
+      answer = { status: 200, body: await cluster.kube(component).podProxyGet(p.name, m.port, m.path) }
+    } catch (error) {
+      answer = { error: errorMessage(error) }
+    }
+    results.push(judgeMetrics(product, component, version, answer, p.name))
+  }
+  const failed = results.filter((r) => !r.ok)
+  return failed.length ? failed : [{ check, ok: true, detail: `${pods.length} pod(s): ${pods.map((p) => p.name).join(', ')}` }]
 }

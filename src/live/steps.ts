@@ -20,6 +20,7 @@ import {
   backupStackValues,
   checkClusterComponent,
   checkClusterConfig,
+  describeClusterCheck,
   describeClusterConfigCheck,
   describeClusterRestore,
   describeClusterWrite,
@@ -291,15 +292,23 @@ export const startComponent = defineStep<Ctx, [C]>({
   },
 })
 
+/** What the check of a started component does on a host. */
+function describeHostCheck(ctx: Ctx, c: C, version: string): string[] {
+  return [
+    ...ctx.platform.describe('status', c.name),
+    `wait up to ${Math.round(ctx.connectTimeoutMs / 1000)} s until it runs and ${c.name === 'system-controller' ? 'answers on the prefix of ' + version : 'the controller lists it connected as ' + version}`,
+    `read its log since the start for ERROR lines; GET /metrics on port ${ctx.live.metricsPorts[c.name]} for the metric names of ${version}`,
+  ]
+}
+
 export const checkStarted = defineStep<Ctx, [C, string]>({
   id: 'check',
   title: 'check: running, no error lines, connected to the controller, the controller on the release’s prefix, the release’s metrics',
   report: 'verified',
-  describe: (ctx, c, version) => [
-    ...ctx.platform.describe('status', c.name),
-    `wait up to ${Math.round(ctx.connectTimeoutMs / 1000)} s until it runs and ${c.name === 'system-controller' ? 'answers on the prefix of ' + version : 'the controller lists it connected as ' + version}`,
-    `read its log since the start for ERROR lines; GET /metrics on port ${ctx.live.metricsPorts[c.name]} for the metric names of ${version}`,
-  ],
+  describe: (ctx, c, version) => {
+    const cluster = liveClusterOf(ctx)
+    return cluster ? describeClusterCheck(cluster, c.name, version) : describeHostCheck(ctx, c, version)
+  },
   async act(ctx, c, version) {
     const started = ctx.journal.finished(stepName(startComponent, phaseOf(ctx)), c.name)
     const cursor = typeof started?.data?.logCursor === 'string' ? started.data.logCursor : undefined

@@ -111,6 +111,19 @@ const INVALID: [string, (c: LooseConfig) => void, RegExp][] = [
     /deploy\.live\.pipeline\.tcpEndpoints: 2 endpoints are not valid for release 6\.1\.0; expected exactly one, since SVC_TCP_ENDPOINT takes a single endpoint/,
   ],
   [
+    "a metrics port that is the pipeline's TCP endpoint's",
+    (c) => {
+      deployOf(c).live.pipeline.tcpEndpoints = ['0.0.0.0:7000']
+      deployOf(c).live.metrics = { port: 7000, path: '/metrics' }
+    },
+    /deploy\.live\.metrics\.port: 7000 is not valid; expected a port other than the pipeline's TCP endpoint \(0\.0\.0\.0:7000\), since both are ports of the same pod\./,
+  ],
+  [
+    'a metrics path of two segments (the pod proxy takes one)',
+    (c) => (deployOf(c).live.metrics = { port: 9100, path: '/a/metrics' }),
+    /deploy\.live\.metrics\.path: .*expected one path segment like \/metrics/,
+  ],
+  [
     'two system controllers (two keys could be in force during a rotation)',
     (c) => (deployOf(c).live.systemController.replicas = 2 as 1),
     /deploy\.live\.systemController\.replicas: .*expected 1/,

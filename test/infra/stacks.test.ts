@@ -197,6 +197,27 @@ describe.each(stacks)('stack %s', (stack) => {
       expect(podOf(objectNamed(r, 'Deployment', d)).metadata?.labels?.['app.kubernetes.io/part-of']).toBe('svc-platform')
   })
 
+  it("declares the media components' metrics port and opens it to scrapers and the pod proxy, when the stack sets deploy.live.metrics", () => {
+    const r = result(stack)
+    const metrics = (stackConfig(stack)['svcops:deploy'] as { live: { metrics?: { port: number } } }).live.metrics
+    for (const name of MEDIA) {
+      const d = objectNamed(r, 'Deployment', name)
+      const port = containerOf(d).ports?.find((p) => p.name === 'metrics')
+      const policy = objectNamed(r, 'NetworkPolicy', name).unwrapped as unknown as INetworkPolicy
+      const opened = (policy.spec?.ingress ?? []).some(
+        (rule) => !rule.from && (!rule.ports || rule.ports.some((p) => p.port === metrics?.port && p.protocol === 'TCP')),
+      )
+      if (!metrics) {
+        expect(port, name).toBeUndefined()
+        continue
+      }
+      expect(port, name).toEqual({ name: 'metrics', containerPort: metrics.port, protocol: 'TCP' })
+      expect(opened, name).toBe(true)
+    }
+    // The controller serves no product metric: its port stays its API's only.
+    expect(containerOf(objectNamed(r, 'Deployment', 'svc-system-controller')).ports?.map((p) => p.name)).toEqual(['api'])
+  })
+
   it('gives media components the CA file when TLS is on, and serves the controller over HTTPS', () => {
     const r = result(stack)
     const tls = outputsOf(r).tls

@@ -22,6 +22,7 @@ import { readStackVersion } from '../../src/drivers/pulumi.ts'
 import { KubernetesDriver } from '../../src/drivers/kubernetes.ts'
 import { controllerThroughService, liveComponentChanges, type LiveCluster } from '../../src/live/cluster-platform.ts'
 import { gateItems } from '../../src/live/gates.ts'
+import type { CheckResult } from '../../src/live/judge.ts'
 import { LIVE_COMPONENTS, type LiveComponentName } from '../../src/live/layout.ts'
 import { parseEnvironment } from '../../src/config/load.ts'
 import type { LiveConfig } from '../../src/config/schema.ts'
@@ -39,6 +40,32 @@ const OPERATOR_SECRETS = {
   SVC_SYSTEM_CONTROLLER_PSK: 'Kq7Zp2Lm9Xw4Rt6Yb1Nc8Vd3Hf5Gj0Ts2Ue4Wi6Oa',
 }
 
+/** The media components' metrics port in the shipped prod stack (`svcops:deploy.live.metrics.port`). */
+const METRICS_PORT = 9100
+
+/**
+ * What a media component of `version` serves on its metrics port, written from the seed's table (not
+ * from svcops' catalog): the pipeline's queue metric renamed at 4.0, the ingest's frame counters
+ * split into audio and video at 6.0, and the connection metric.
+ */
+function podMetrics(c: LiveComponentName, version: string): string {
+  const major = Number(version.split('.')[0])
+  const names =
+    c === 'pipeline'
+      ? [major >= 4 ? 'svc_video_frames_in_queue' : 'svc_queueing_video_frames']
+      : c === 'ingest'
+        ? ['dropped', 'duplicated', 'lost'].flatMap((k) =>
+            major >= 6 ? [`svc_ingest_source_${k}_audio_frames`, `svc_ingest_source_${k}_video_frames`] : [`svc_ingest_source_${k}_frames`],
+          )
+        : []
+  return [
+    ...names.flatMap((n) => [`# TYPE ${n} gauge`, `${n} 0`]),
+    '# TYPE svc_controller_connected gauge',
+    'svc_controller_connected 1',
+    '',
+  ].join('\n')
+}
+
 /** The pod template the program writes for a component of `version` (src/infra/systemController.ts, mediaComponent.ts). */
 function liveDeployment(c: LiveComponentName, version: string, tcpEndpoints = ['0.0.0.0:7000']): StandinDeployment {
   const psk = { name: 'SVC_SYSTEM_CONTROLLER_PSK', valueFrom: { secretKeyRef: { name: 'svc-psk', key: 'psk' } } }
@@ -51,7 +78,14 @@ function liveDeployment(c: LiveComponentName, version: string, tcpEndpoints = ['
     image: `registry.example.internal/svc/${c}`,
     version,
     replicas: 1,
-    pods: [{ name: `svc-${c}-5f6d7c-x1`, version, log: [`2026-11-25T02:30:00Z INFO ${c} ${version} started`] }],
+    pods: [
+      {
+        name: `svc-${c}-5f6d7c-x1`,
+        version,
+        log: [`2026-11-25T02:30:00Z INFO ${c} ${version} started`],
+        ...(c === 'system-controller' ? {} : { metrics: podMetrics(c, version), metricsPort: METRICS_PORT }),
+      },
+    ],
     env,
     ...(c === 'system-controller'
       ? {
@@ -176,8 +210,11 @@ describe('svcops upgrade live --env prod --to 7.0.0 --dry-run (the shipped prod 
       expect.arrayContaining([
         `GET /api/v1/namespaces/${NS}/pods?labelSelector=app.kubernetes.io/name=pipeline,app.kubernetes.io/instance=svc-pipeline: every pod Running, ready, on the version`,
         `GET /api/v1/namespaces/${NS}/pods/POD/log?container=pipeline&tailLines=50 (every pod); fail on ERROR | FATAL`,
+        'wait up to 300 s until its pods run on 7.0.0 and GET http://127.0.0.1:PORT (port-forward to the Service)/api/v3/components lists it connected as 7.0.0',
+        `GET /api/v1/namespaces/${NS}/pods/POD:${METRICS_PORT}/proxy/metrics (every pod): the metric names of 7.0.0`,
       ]),
     )
+    expect(actions('preflight').join('\n')).toContain('get pods/proxy; ')
     expect(actions('verify')[0]).toContain('GET http://127.0.0.1:PORT (port-forward to the Service)/api/v3/status')
     // The way back, as the failure policy would take it: the version the Deployments run now.
     expect(actions('rollback:install', 'system-controller')[0]).toContain('-- svcops:deploy.live.version 6.2.0')
@@ -191,19 +228,35 @@ describe('svcops upgrade live --env prod --to 7.0.0 --dry-run (the shipped prod 
   })
 })
 
+/** The lab's fault release: its components start but never connect to the controller (src/lab/live/releases.ts). */
+const NEVER_CONNECTS = new Set(['7.0.1'])
+
 describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the prod stack; stand-ins of pulumi, the API and the controller)', () => {
+  /** Components a test makes never connect, whatever their release. */
+  const neverConnecting = new Set<string>()
   let api: KubeApiStandin
   let controller: Server
   let controllerUrl: string
   beforeAll(async () => {
     api = await startKubeApiStandin({ others: [] }, 'prod-cluster')
-    // The controller's Service: answers on the prefix of the release its Deployment runs, nowhere else.
+    // The controller's Service: answers on the prefix of the release its Deployment runs, nowhere
+    // else, and lists the components whose pods run (those of a never-connecting release, as not connected).
     controller = createServer((req, res) => {
       const sc = api.state.others.find((d) => d.app === 'system-controller')
       const version = sc?.version ?? '0.0.0'
       if (req.url === `${apiPrefix(version)}/status`) {
         res.writeHead(200, { 'Content-Type': 'application/json' })
         res.end(JSON.stringify({ version, status: 'ok' }))
+      } else if (req.url === `${apiPrefix(version)}/components`) {
+        const listed = api.state.others
+          .filter((d) => d.app !== 'system-controller' && d.pods.length > 0)
+          .map((d) => ({
+            name: d.app,
+            version: d.version,
+            connected: !NEVER_CONNECTS.has(d.version) && !neverConnecting.has(d.app) && d.pods.every((p) => p.ready !== false),
+          }))
+        res.writeHead(200, { 'Content-Type': 'application/json' })
+        res.end(JSON.stringify(listed))
       } else {
         res.writeHead(404)
         res.end()
@@ -269,6 +322,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
 
   afterEach(() => {
     delete api.state.beforeAnswer
+    neverConnecting.clear()
   })
 
   /** Nothing of the operator's secrets in what svcops printed, wrote in its run folder, or passed to pulumi. */
@@ -475,6 +529,69 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     const verify = await runSvcops(['verify', 'live', ...s.args], { env: s.env })
     expect(verify.code).toBe(1)
     expect(verify.stdout).toContain('the stack file holds 7.0.0, the cluster runs 6.2.0')
+  })
+
+  it('an upgrade into a release whose components never connect (7.0.1) is rolled back: every Deployment on 6.2.0 again, connected, verified', async () => {
+    const s = setup('6.2.0')
+    s.recorder.answer('stack-output', JSON.stringify({ psk: { passesEntropyCheck: true } }))
+    s.recorder.answer('preview', preview(COMPONENT_STEPS))
+    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '7.0.1', '--ack', allGates('6.2.0', '7.0.1'), '--yes'], {
+      env: s.env,
+    })
+    expect(run.code, run.stderr).toBe(4)
+    // The ingest's pods run on 7.0.1, but the controller (on /api/v3) does not list it connected.
+    expect(run.stderr).toMatch(
+      /ingest 7\.0\.1 on svc-prod: .*connected to the system controller: the controller lists ingest as not connected/,
+    )
+    expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('6.2.0')
+    expect(api.state.others.every((d) => d.version === '6.2.0')).toBe(true)
+    expect(
+      s.recorder
+        .calls()
+        .filter((c) => c.argv[0] === 'config')
+        .map((c) => c.argv.slice(-2).join(' ')),
+    ).toEqual(['svcops:deploy.live.version 7.0.1', 'svcops:deploy.live.version 6.2.0'])
+    // The rollback's checks read every media pod's metrics through the pod proxy.
+    for (const c of ['ingest', 'pipeline', 'control-panel'])
+      expect(api.requests.map((r) => `${r.method} ${decodeURIComponent(r.path)}`)).toContain(
+        `GET /api/v1/namespaces/${NS}/pods/svc-${c}-5f6d7c-x1:${METRICS_PORT}/proxy/metrics`,
+      )
+    const verify = await runSvcops(['verify', 'live', ...s.args, '--json'], { env: s.env })
+    expect(verify.code, verify.stdout + verify.stderr).toBe(0)
+    expect(verify.stdout).toContain('svc_ingest_source_dropped_audio_frames')
+    expectNoSecret(s, [run.stdout, run.stderr, verify.stdout, verify.stderr])
+  })
+
+  it("verify live names a component the controller does not list connected, and a pod serving another release's metric names", async () => {
+    const s = setup('6.2.0')
+    neverConnecting.add('control-panel')
+    // A pipeline pod still serving the metric name of before 4.0.
+    const pipeline = api.state.others.find((d) => d.app === 'pipeline')
+    const pod = pipeline?.pods[0]
+    if (pod) pod.metrics = podMetrics('pipeline', '3.0.0')
+    const verify = await runSvcops(['verify', 'live', ...s.args, '--json'], { env: s.env })
+    expect(verify.code).toBe(1)
+    const checks = (JSON.parse(verify.stdout) as { components: Array<{ component: string; checks: CheckResult[] }> }).components
+    const failed = (c: string) => checks.find((x) => x.component === c)?.checks.filter((r) => !r.ok)
+    expect(failed('control-panel')).toEqual([
+      { check: 'connected to the system controller', ok: false, detail: 'the controller lists control-panel as not connected' },
+    ])
+    expect(failed('pipeline')).toEqual([
+      {
+        check: 'metrics of 6.2.0 present (svc_video_frames_in_queue)',
+        ok: false,
+        detail: 'svc-pipeline-5f6d7c-x1: missing svc_video_frames_in_queue',
+      },
+    ])
+    expect(failed('ingest')).toEqual([])
+    // A pod whose metrics port answers nothing: the API server's 503, named.
+    if (pod) delete pod.metrics
+    neverConnecting.clear()
+    const again = await runSvcops(['verify', 'live', ...s.args, '--json'], { env: s.env })
+    expect(again.code).toBe(1)
+    expect(again.stdout).toContain(
+      `svc-pipeline-5f6d7c-x1: The Kubernetes API at ${api.url} answered GET /api/v1/namespaces/${NS}/pods/svc-pipeline-5f6d7c-x1:${METRICS_PORT}/proxy/metrics with HTTP 503.`,
+    )
   })
 })
 

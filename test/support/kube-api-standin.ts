@@ -7,7 +7,9 @@
  * request, so a test can check the exact calls the driver made and what it read.
  * A pod's `portforward` subresource speaks the WebSocket channel protocol the client library uses
  * (`v4.channel.k8s.io`: a channel byte before each frame, the port first on each channel) and
- * connects to `forwardTo`, a local TCP address standing for the pod's port. Nothing here schedules
+ * connects to `forwardTo`, a local TCP address standing for the pod's port. A pod's `proxy`
+ * subresource answers what the pod would on its metrics port (`metrics`), or the API server's 503
+ * when nothing listens there. Nothing here schedules
  * pods, runs a controller or enforces RBAC beyond the `denied` list.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
@@ -25,6 +27,10 @@ export interface StandinPod {
   restarts?: number
   waiting?: string
   log?: string[]
+  /** What the pod answers on its metrics port through the pod proxy (Prometheus text); none: the connection is refused. */
+  metrics?: string
+  /** The port the pod serves `metrics` on (the container's `metrics` port). */
+  metricsPort?: number
 }
 
 /** A further Deployment (`others`): its pods' `app.kubernetes.io/name`, and the container fields a test checks. */
@@ -275,6 +281,22 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
         const data = state.configMaps[map[1] ?? '']
         if (!data) return send(res, 404, status(404, 'NotFound', `configmaps "${map[1]}" not found`))
         return send(res, 200, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: map[1], namespace: state.namespace }, data })
+      }
+      // pods/proxy: the API server passes the request to the pod's port and answers with what the pod said.
+      const proxy = new RegExp(`^/api/v1${ns()}/pods/([^/]+)/proxy(/.*)?$`).exec(path)
+      if (req.method === 'GET' && proxy) {
+        const [podName, port] = decodeURIComponent(proxy[1] ?? '').split(':')
+        const pod = all()
+          .flatMap((d) => d.pods)
+          .find((p) => p.name === podName)
+        if (!pod) return send(res, 404, status(404, 'NotFound', `pods "${podName}" not found`))
+        if (pod.metrics === undefined || String(pod.metricsPort) !== port || decodeURIComponent(proxy[2] ?? '/') !== '/metrics')
+          return send(
+            res,
+            503,
+            status(503, 'ServiceUnavailable', `error trying to reach service: dial tcp 10.244.0.7:${port}: connect: connection refused`),
+          )
+        return send(res, 200, pod.metrics, 'text/plain; version=0.0.4; charset=utf-8')
       }
       const log = new RegExp(`^/api/v1${ns()}/pods/([^/]+)/log$`).exec(path)
       if (req.method === 'GET' && log) {
