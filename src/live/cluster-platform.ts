@@ -26,6 +26,7 @@ import { BadInputError, errorMessage, OperationError } from '../core/errors.ts'
 import { apiPrefix } from '../releases/versions.ts'
 import { events } from '../core/events.ts'
 import { local, type CommandResult, type Transport } from '../core/runner.ts'
+import { checkClusterAccess } from '../drivers/cluster-access.ts'
 import {
   describeCall,
   insideCluster,
@@ -338,26 +339,11 @@ export async function liveClusterPreflight(
   env: Environment,
   installed: string | undefined,
 ): Promise<Record<string, unknown>> {
-  const cli = cluster.pulumi()
-  const pulumiVersion = await cli.version()
-  events.emit({ kind: 'check', check: 'Pulumi CLI', ok: true, detail: pulumiVersion })
-  await cli.checkStack()
-  events.emit({ kind: 'check', check: `Pulumi stack ${env.name}`, ok: true })
-  const kube = cluster.kube('system-controller')
-  const server = await kube.serverVersion()
-  events.emit({ kind: 'check', check: 'Kubernetes API reachable with the stack’s context', ok: true, detail: `${kube.server()} ${server}` })
-  const missing = await kube.missingRights(liveRights(cluster))
-  events.emit({
-    kind: 'check',
-    check: 'rights of this identity',
-    ok: missing.length === 0,
-    detail: missing.map(showRight).join(', ') || 'all',
+  const { pulumiVersion, kubernetes } = await checkClusterAccess(cluster.pulumi(), cluster.kube('system-controller'), {
+    stack: env.name,
+    rights: liveRights(cluster),
+    grant: 'Grant them (docs/live.md, "Live on Kubernetes") and run again.',
   })
-  if (missing.length)
-    throw new OperationError(
-      `This identity lacks ${missing.length} right(s) in namespace ${cluster.namespace} the run needs: ${missing.map((r) => `${showRight(r)} (${r.why})`).join(', ')}.`,
-      'Grant them (docs/live.md, "Live on Kubernetes") and run again.',
-    )
   await previewLiveChange(cluster, env, false)
   const recorded = readStackVersion(cluster.stack().stackFile, LIVE_VERSION_KEY)
   const agree = recorded === installed
@@ -367,7 +353,7 @@ export async function liveClusterPreflight(
     ok: agree,
     detail: agree ? (recorded ?? '') : `the stack file holds ${recorded ?? 'nothing'}, the Deployments run ${installed ?? 'nothing'}`,
   })
-  return { pulumiVersion, kubernetes: server, stackFile: recorded ?? null, ...(agree ? {} : { disagrees: true }) }
+  return { pulumiVersion, kubernetes, stackFile: recorded ?? null, ...(agree ? {} : { disagrees: true }) }
 }
 
 // ---- the platform ----

@@ -12,8 +12,8 @@
  *   check-logs    status and the last log lines of every pod through the API; the stack file and
  *                 the Deployment agree on the version
  */
-import { errorMessage, OperationError } from '../core/errors.ts'
-import { events } from '../core/events.ts'
+import { errorMessage } from '../core/errors.ts'
+import { checkClusterAccess } from '../drivers/cluster-access.ts'
 import { describeCall, neededRights, showRight, type PodFacts } from '../drivers/kubernetes.ts'
 import { pulumiArgv, readStackVersion, refuseForeignChanges, showPulumi, versionOnlyChanges } from '../drivers/pulumi.ts'
 import { findLogErrors } from '../drivers/services.ts'
@@ -57,26 +57,12 @@ export function describeClusterPreflight(ctx: Ctx): string[] {
 export async function clusterPreflight(ctx: Ctx): Promise<Record<string, unknown>> {
   const c = ctx.cluster
   const cli = c.pulumi()
-  const pulumiVersion = await cli.version()
-  events.emit({ kind: 'check', check: 'Pulumi CLI', ok: true, detail: pulumiVersion })
-  await cli.checkStack()
-  events.emit({ kind: 'check', check: `Pulumi stack ${ctx.env.name}`, ok: true })
-  const kube = c.kube()
-  const server = await kube.serverVersion()
-  events.emit({ kind: 'check', check: 'Kubernetes API reachable with the stack’s context', ok: true, detail: `${kube.server()} ${server}` })
   const rights = neededRights(c.target, { portForward: c.reach === 'port-forward', ...(c.stackMap ? { stackMap: c.stackMap } : {}) })
-  const missing = await kube.missingRights(rights)
-  events.emit({
-    kind: 'check',
-    check: 'rights of this identity',
-    ok: missing.length === 0,
-    detail: missing.map(showRight).join(', ') || 'all',
+  const { pulumiVersion, kubernetes } = await checkClusterAccess(cli, c.kube(), {
+    stack: ctx.env.name,
+    rights,
+    grant: 'Grant them (docs/deploy.md, RBAC: the scheduled upgrade’s Role lists them) and run again.',
   })
-  if (missing.length)
-    throw new OperationError(
-      `This identity lacks ${missing.length} right(s) in namespace ${c.target.namespace} the run needs: ${missing.map((r) => `${showRight(r)} (${r.why})`).join(', ')}.`,
-      'Grant them (docs/deploy.md, RBAC: the scheduled upgrade’s Role lists them) and run again.',
-    )
   const preview = versionOnlyChanges(await cli.preview(), c.names)
   refuseForeignChanges(
     ctx.env.name,
@@ -84,7 +70,7 @@ export async function clusterPreflight(ctx: Ctx): Promise<Record<string, unknown
     'pulumi preview: no change but the version',
     "the recording service's version, which an upgrade does not apply",
   )
-  return { pulumiVersion, kubernetes: server }
+  return { pulumiVersion, kubernetes }
 }
 
 /** The version the Deployment runs, keyed by its handle's name; empty when unknown (dry run without the API). */

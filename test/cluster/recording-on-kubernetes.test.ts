@@ -11,7 +11,7 @@
  * which the lab does not package) and SVCOPS_E2E_MANAGER_URL (that manager as this machine reaches
  * it, its user's password in SVCOPS_E2E_MANAGER_PASSWORD). The live case (`svcops upgrade live` and
  * `rollback live` on the same stack) also needs SVCOPS_E2E_LIVE_TO, a newer live release whose images
- * SVCOPS_E2E_IMAGES holds. Without them every test is skipped with
+ * SVCOPS_E2E_IMAGES holds, and checks their metrics when SVCOPS_E2E_LIVE_METRICS_PORT names their port. Without them every test is skipped with
  * one line naming what is missing. With kind, PostgreSQL runs as a container publishing its port on
  * the kind network's gateway address, which the pods and this machine both reach.
  */
@@ -149,6 +149,11 @@ suite(`the recording service on a real cluster${reason ? ` (skipped: ${reason})`
     const live = deploy.live as Record<string, Record<string, unknown>>
     for (const c of ['systemController', 'ingest', 'pipeline', 'controlPanel'])
       live[c] = { ...live[c], image: `${IMAGES}/svc/${c}`, nodeSelector: {}, tolerations: [] }
+    // The port those images serve their metrics on: SVCOPS_E2E_LIVE_METRICS_PORT; without it the
+    // metrics check of the live case says "not checked" (docs/live.md).
+    const metricsPort = Number(process.env.SVCOPS_E2E_LIVE_METRICS_PORT ?? '')
+    if (metricsPort) live.metrics = { port: metricsPort }
+    else delete live.metrics
     doc.config['svcops:recording'] = {
       platform: 'kubernetes',
       version: '1.5.0',
