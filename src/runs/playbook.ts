@@ -92,10 +92,14 @@ export function resumeRun<C>(setup: RunSetup<C>, options: { rollback?: boolean }
         events.info(`Run ${record.id} stopped nothing before it was interrupted; there is nothing to roll back.`)
         return
       }
-      // An automatic rollback that was interrupted still ends as "failed and rolled back" (exit 4).
-      const automatic = record.phase === 'rolling-back' && !options.rollback
+      // An automatic rollback that was interrupted still ends as "failed and rolled back" (exit 4);
+      // one that was asked for ends as asked for (exit 0), whether this process or a killed one
+      // started it: the record says which, the phase alone does not.
+      const requested = options.rollback === true || record.rollbackRequested === true
+      const automatic = record.phase === 'rolling-back' && !requested
       journal.update({
         phase: 'rolling-back',
+        ...(record.phase !== 'rolling-back' ? { rollbackRequested: true } : {}),
         cause:
           record.cause ??
           (record.phase === 'succeeded' ? `rolled back on request by ${holderName()}` : 'interrupted, then rolled back on request'),
