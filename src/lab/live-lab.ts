@@ -7,7 +7,7 @@
  * `lab down`/`lab status` handle what it records.
  */
 import { randomInt } from 'node:crypto'
-import { chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, chmodSync, writeFileSync } from 'node:fs'
+import { chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, chmodSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { BadInputError, OperationError } from '../core/errors.ts'
@@ -18,7 +18,7 @@ import { dpkgArgv, transportFor } from '../drivers/transports.ts'
 import { readServiceStatus, supervisorDriver } from '../drivers/services.ts'
 import { generatePsk } from '../releases/pre-shared-key.ts'
 import { pskEntropyEnforced, pskRequired, pskVariable, tcpEndpointSingleValue, tcpEndpointVariable } from '../releases/versions.ts'
-import { createLabHostTree, labHostPaths, startSupervisord, supervisordPid, type LabHostInfo } from './hosts.ts'
+import { createLabHostTree, labHostPaths, startSupervisord, stopLabHost, supervisordPid, type LabHostInfo } from './hosts.ts'
 import { startLabSshd } from './hosts-lab.ts'
 import { formatEnvFile } from './live/env-file.ts'
 import { buildLivePackages } from './live/package.ts'
@@ -131,7 +131,62 @@ function weakPsk(): string {
   return `studio-password-${randomInt(1000, 10000)}`
 }
 
-/** Starts the live host; records each thing before waiting on it. */
+/** The ports the live components listen on, picked free by `lab up`: the controller's, each `/metrics`, the pipeline's TCP endpoints. */
+interface LivePorts {
+  controllerPort: number
+  metricsPorts: Record<LiveComponent, number>
+  tcpEndpoints: string[]
+}
+
+/** How often `lab up` picks the ports again when one was taken before its component bound it. */
+const PORT_ATTEMPTS = 3
+
+async function pickLivePorts(tcpEndpoints: number): Promise<LivePorts> {
+  const [controllerPort = 0, ...ports] = await Promise.all([freePort(), ...LIVE_COMPONENTS.map(() => freePort())])
+  return {
+    controllerPort,
+    metricsPorts: Object.fromEntries(LIVE_COMPONENTS.map((c, i) => [c, ports[i] ?? 0])) as Record<LiveComponent, number>,
+    tcpEndpoints: await Promise.all(Array.from({ length: tcpEndpoints }, async () => `127.0.0.1:${await freePort()}`)),
+  }
+}
+
+/** The settings file and every component's environment file, as an operator writes them, for these ports. */
+function writeLiveFiles(host: LabHostInfo, version: string, ports: LivePorts, psk: string | undefined): void {
+  writeLiveHostFile(
+    host,
+    liveSettingsFile(version, PRODUCT),
+    `${JSON.stringify({ ...(psk ? { psk } : {}), listen: { port: ports.controllerPort } }, null, 2)}\n`,
+    0o600,
+  )
+  for (const component of LIVE_COMPONENTS) {
+    const vars: Record<string, string> = {}
+    if (component !== 'system-controller') {
+      vars[controllerUrlVariable(PRODUCT.prefix)] = controllerUrlOf(ports)
+      if (psk) vars[pskVariable(PRODUCT.prefix)] = psk
+    }
+    vars[metricsPortVariable(PRODUCT.prefix)] = String(ports.metricsPorts[component])
+    if (component === 'pipeline' && ports.tcpEndpoints.length > 0)
+      vars[tcpEndpointVariable(version, PRODUCT.prefix)] = ports.tcpEndpoints.join(',')
+    writeLiveHostFile(
+      host,
+      liveComponentPaths(PRODUCT, component).envFile,
+      formatEnvFile(vars, `${livePackageName(PRODUCT.prefix, component)}: written by svcops lab up`),
+      0o600,
+    )
+  }
+}
+
+function controllerUrlOf(ports: LivePorts): string {
+  return `http://127.0.0.1:${ports.controllerPort}`
+}
+
+/**
+ * Starts the live host; records each thing before waiting on it. Its ports are picked free, but
+ * the components bind them only once supervisord starts them: a port another process took in
+ * between stops its component (EADDRINUSE in its log), and then the host is stopped and started
+ * again on ports picked anew, up to PORT_ATTEMPTS times. The components are recorded with the
+ * ports they answer on, once they do (they stop with their host's supervisord, recorded first).
+ */
 export async function startLabLive(lab: LabSteps, options: Required<LabLiveOptions>): Promise<LabLivePart> {
   const version = options.live
   const hostsDir = mkdtempSync(join(tmpdir(), 'svcops-lab-live-'))
@@ -156,49 +211,40 @@ export async function startLabLive(lab: LabSteps, options: Required<LabLiveOptio
   const host = createLabHostTree({ name: LIVE_HOST_NAME, root, user: sshd.user, openUpTo: hostsDir })
   await events.step(`host ${LIVE_HOST_NAME}: install the live components ${version}`, () => installLiveRelease(host, packageDir, version))
 
-  const [controllerPort, ...ports] = await Promise.all([freePort(), ...LIVE_COMPONENTS.map(() => freePort())])
-  const metricsPorts = Object.fromEntries(LIVE_COMPONENTS.map((c, i) => [c, ports[i] ?? 0])) as Record<LiveComponent, number>
-  const tcpEndpoints = await Promise.all(Array.from({ length: options.liveTcpEndpoints }, async () => `127.0.0.1:${await freePort()}`))
-  const controllerUrl = `http://127.0.0.1:${controllerPort ?? 0}`
   const psk = !pskRequired(version) ? undefined : registerSecret(options.liveWeakPsk ? weakPsk() : generatePsk())
-  writeLiveHostFile(
-    host,
-    liveSettingsFile(version, PRODUCT),
-    `${JSON.stringify({ ...(psk ? { psk } : {}), listen: { port: controllerPort } }, null, 2)}\n`,
-    0o600,
-  )
-  for (const component of LIVE_COMPONENTS) {
-    const vars: Record<string, string> = {}
-    if (component !== 'system-controller') {
-      vars[controllerUrlVariable(PRODUCT.prefix)] = controllerUrl
-      if (psk) vars[pskVariable(PRODUCT.prefix)] = psk
+  const expected = { controllerRefuses: options.liveWeakPsk && pskEntropyEnforced(version) }
+  let ports: LivePorts
+  for (let attempt = 1; ; attempt++) {
+    ports = await pickLivePorts(options.liveTcpEndpoints)
+    writeLiveFiles(host, version, ports, psk)
+    const marks = logMarks(host)
+    hostEntry.pid = await startSupervisord(host)
+    hostEntry.info = { ...hostEntry.info, version }
+    try {
+      const metricsPorts = ports.metricsPorts
+      await events.step(`host ${LIVE_HOST_NAME}: wait for the live components`, () =>
+        waitForComponents(host, version, metricsPorts, expected, marks),
+      )
+      break
+    } catch (error) {
+      if (!(error instanceof PortTakenError) || attempt >= PORT_ATTEMPTS) throw error
+      events.info(`${error.message} Starting ${LIVE_HOST_NAME} again on other ports (attempt ${attempt + 1} of ${PORT_ATTEMPTS}).`)
+      await stopLabHost(host, { pid: hostEntry.pid })
     }
-    vars[metricsPortVariable(PRODUCT.prefix)] = String(metricsPorts[component])
-    if (component === 'pipeline' && tcpEndpoints.length > 0) vars[tcpEndpointVariable(version, PRODUCT.prefix)] = tcpEndpoints.join(',')
-    writeLiveHostFile(
-      host,
-      liveComponentPaths(PRODUCT, component).envFile,
-      formatEnvFile(vars, `${livePackageName(PRODUCT.prefix, component)}: written by svcops lab up`),
-      0o600,
-    )
   }
+  const controllerUrl = controllerUrlOf(ports)
   for (const component of LIVE_COMPONENTS)
     lab.record({
       kind: 'live-component',
       name: `${LIVE_HOST_NAME} ${component}`,
       info: { root, component, program: liveComponentPaths(PRODUCT, component).program, version },
-      port: metricsPorts[component],
+      port: ports.metricsPorts[component],
       ...(component === 'system-controller' ? { url: controllerUrl } : {}),
       log: join(root, liveComponentPaths(PRODUCT, component).log),
       paths: [],
       stop: `stopped with the supervisord of ${LIVE_HOST_NAME}`,
     })
-  hostEntry.pid = await startSupervisord(host)
-  hostEntry.info = { ...hostEntry.info, version }
-  await events.step(`host ${LIVE_HOST_NAME}: wait for the live components`, () =>
-    waitForComponents(host, version, metricsPorts, { controllerRefuses: options.liveWeakPsk && pskEntropyEnforced(version) }),
-  )
-  return { version, host, sshd, packageDir, controllerUrl, metricsPorts, tcpEndpoints }
+  return { version, host, sshd, packageDir, controllerUrl, metricsPorts: ports.metricsPorts, tcpEndpoints: ports.tcpEndpoints }
 }
 
 /** Installs the four components of `version` on a host with dpkg, as the host's user (one dpkg run). */
@@ -240,6 +286,29 @@ function lastLogLine(host: LabHostInfo, component: LiveComponent): string {
   return existsSync(file) ? (readFileSync(file, 'utf8').trim().split('\n').at(-1) ?? '') : 'no log'
 }
 
+/** Where each component's log ends now: what a start writes comes after. */
+function logMarks(host: LabHostInfo): Record<LiveComponent, number> {
+  const size = (c: LiveComponent): number => {
+    const file = join(host.root, liveComponentPaths(PRODUCT, c).log)
+    return existsSync(file) ? statSync(file).size : 0
+  }
+  return Object.fromEntries(LIVE_COMPONENTS.map((c) => [c, size(c)])) as Record<LiveComponent, number>
+}
+
+/** The component's log line since `mark` saying it could not bind its port, if any. */
+function portTakenLine(host: LabHostInfo, component: LiveComponent, mark: number): string | undefined {
+  const file = join(host.root, liveComponentPaths(PRODUCT, component).log)
+  if (!existsSync(file)) return undefined
+  return readFileSync(file)
+    .subarray(mark)
+    .toString('utf8')
+    .split('\n')
+    .find((line) => line.includes('EADDRINUSE'))
+}
+
+/** A component stopped because another process had taken its port before it bound it. */
+class PortTakenError extends OperationError {}
+
 /**
  * Waits until supervisord reports every component RUNNING and each connecting one is connected —
  * except what the lab set up to fail: a controller that refuses its weak PSK (then the others
@@ -251,6 +320,7 @@ async function waitForComponents(
   version: string,
   metricsPorts: Record<LiveComponent, number>,
   expect: { controllerRefuses: boolean },
+  marks: Record<LiveComponent, number>,
   timeoutMs = 90_000,
 ): Promise<void> {
   const connects = !expect.controllerRefuses && findLiveLabRelease(version)?.fault !== 'never-connects'
@@ -267,6 +337,8 @@ async function waitForComponents(
           continue
         }
         const health = await readComponentHealth(metricsPorts[component])
+        const taken = status.running || /STARTING/.test(status.status) ? undefined : portTakenLine(host, component, marks[component])
+        if (taken) throw new PortTakenError(`${component} on ${host.name} could not bind its port: ${taken}`)
         if (!status.running) waiting.push(`${component} (${status.status}; ${lastLogLine(host, component)})`)
         else if (connects && CONNECTING_COMPONENTS.includes(component) && !health?.connected)
           waiting.push(`${component} (not connected; ${lastLogLine(host, component)})`)
