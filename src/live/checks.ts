@@ -6,9 +6,9 @@
  */
 import { sendRequest } from '../core/http.ts'
 import { errorMessage } from '../core/errors.ts'
-import { apiPrefix } from '../releases/versions.ts'
+import { apiPrefix, connectedMetricName, liveMetricNames } from '../releases/versions.ts'
 import type { LiveContext } from './context.ts'
-import { connectedMetric, expectedMetrics, type LiveComponentName } from './layout.ts'
+import type { LiveComponentName } from './layout.ts'
 
 export interface CheckResult {
   check: string
@@ -64,8 +64,8 @@ export async function connectionStatus(ctx: LiveContext, component: LiveComponen
 export async function metricsStatus(ctx: LiveContext, component: LiveComponentName, version: string): Promise<CheckResult> {
   const base = new URL(ctx.live.controllerUrl)
   const url = `${base.protocol}//${base.hostname}:${ctx.live.metricsPorts[component]}/metrics`
-  const wanted = expectedMetrics(ctx.product, component, version)
-  const connected = component === 'system-controller' ? [] : [`${connectedMetric(ctx.product)} 1`]
+  const wanted = liveMetricNames(version, component, ctx.product.prefix)
+  const connected = component === 'system-controller' ? [] : [`${connectedMetricName(ctx.product.prefix)} 1`]
   const check = wanted.length ? `metrics of ${version} present (${wanted.join(', ')})` : 'metrics answer'
   const r = await getJson(url)
   if ('error' in r) return { check, ok: false, detail: r.error }
@@ -76,7 +76,7 @@ export async function metricsStatus(ctx: LiveContext, component: LiveComponentNa
   const notConnected = connected.filter((l) => !lines.some((x) => x.trim() === l))
   if (r.status !== 200) return { check, ok: false, detail: `GET /metrics answered ${r.status}` }
   if (missing.length) return { check, ok: false, detail: `missing ${missing.join(', ')}` }
-  if (notConnected.length) return { check, ok: false, detail: `${connectedMetric(ctx.product)} is not 1` }
+  if (notConnected.length) return { check, ok: false, detail: `${connectedMetricName(ctx.product.prefix)} is not 1` }
   return { check, ok: true }
 }
 
