@@ -15,7 +15,7 @@ import { afterAll, beforeAll, expect, it, vi } from 'vitest'
 import { loadEnvironmentFile, requireSection } from '../../src/config/load.ts'
 import { labDown, labStatus, labUp } from '../../src/lab/lab.ts'
 import { LIVE_COMPONENTS } from '../../src/lab/live/releases.ts'
-import { readComponentHealth } from '../../src/lab/live-lab.ts'
+import { readComponentHealth } from '../../src/lab/live-wait.ts'
 
 const race = vi.hoisted(() => ({ taken: [] as Array<{ port: number; server: Server }>, picks: 0, wanted: 2 }))
 
