@@ -15,10 +15,10 @@
 import type { Environment } from '../src/config/schema.ts'
 import { diagnoseHost, doctorPreflight } from '../src/doctor/steps.ts'
 import { ToleratedFailures, type HostFailure, type Run } from '../src/runs/engine.ts'
-import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
+import { environmentOfRun, type Playbook, type RunOutcome } from '../src/runs/playbook.ts'
 import { parseMaxFail, planBatches } from '../src/runs/rollout.ts'
 import { runAsCommand } from '../src/runs/script.ts'
-import { environmentOfRun, findRunToRollBack, type DepsFactory, type RecordingContext } from '../src/upgrade/context.ts'
+import { findRunToRollBack, type DepsFactory, type RecordingContext } from '../src/upgrade/context.ts'
 import { Journal } from '../src/runs/journal.ts'
 import {
   checkStatusAndLogs,

@@ -158,7 +158,8 @@ Examples:
 Rules (the seed's, made lossless): stop; install the previous version; restore the run's verified
 backup only if the schema fingerprint changed (or recordings went missing) — after exporting every
 recording written since the backup, re-created after the restore and listed in the report; start;
-verify. Exit 4 means the rollback succeeded (the failure it undid is in the report).
+verify. Exit 0 when the rollback succeeded, also when a killed one is finished by svcops resume ID;
+with --to, exit 4 means the move to that version failed and was rolled back (the report says why).
 
 Examples:
   svcops rollback recording --env prod --dry-run

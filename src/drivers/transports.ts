@@ -133,3 +133,15 @@ export function supervisorSocketPath(host: Pick<RecordingHostConfig, 'root'>): s
 export function hostPath(host: Pick<RecordingHostConfig, 'root'>, path: string): string {
   return host.root ? join(host.root, path) : path
 }
+
+/**
+ * The reverse of `hostPath` for a path a program on the host was given: a lab host's programs take
+ * a path already under the sandbox root as it is (`--settings-path R/srv/x` is `/srv/x`), so the
+ * host's own name of it is the part after the root. Any other path is already the host's.
+ */
+export function pathOnHost(host: Pick<RecordingHostConfig, 'root'>, path: string): string {
+  const root = host.root?.replace(/\/+$/, '')
+  if (!root) return path
+  if (path === root) return '/'
+  return path.startsWith(`${root}/`) ? path.slice(root.length) : path
+}

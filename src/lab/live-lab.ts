@@ -7,18 +7,17 @@
  * `lab down`/`lab status` handle what it records.
  */
 import { randomInt } from 'node:crypto'
-import { chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, chmodSync, writeFileSync } from 'node:fs'
+import { chownSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, chmodSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { BadInputError, OperationError } from '../core/errors.ts'
+import { BadInputError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { registerSecret } from '../core/redact.ts'
 import { runCommand } from '../core/runner.ts'
 import { dpkgArgv, transportFor } from '../drivers/transports.ts'
-import { readServiceStatus, supervisorDriver } from '../drivers/services.ts'
 import { generatePsk } from '../releases/pre-shared-key.ts'
 import { pskEntropyEnforced, pskRequired, pskVariable, tcpEndpointSingleValue, tcpEndpointVariable } from '../releases/versions.ts'
-import { createLabHostTree, labHostPaths, startSupervisord, supervisordPid, type LabHostInfo } from './hosts.ts'
+import { createLabHostTree, labHostPaths, startSupervisord, stopLabHost, supervisordPid, type LabHostInfo } from './hosts.ts'
 import { startLabSshd } from './hosts-lab.ts'
 import { formatEnvFile } from './live/env-file.ts'
 import { buildLivePackages } from './live/package.ts'
@@ -32,9 +31,10 @@ import {
   metricsPortVariable,
   type LiveProduct,
 } from './live/paths.ts'
-import { CONNECTING_COMPONENTS, findLiveLabRelease, LIVE_COMPONENTS, LIVE_LAB_RELEASES, type LiveComponent } from './live/releases.ts'
+import { findLiveLabRelease, LIVE_COMPONENTS, LIVE_LAB_RELEASES, type LiveComponent } from './live/releases.ts'
 import { freePort } from './ports.ts'
 import { descendantsOf, lookupUser, type SshdInfo } from './sshd.ts'
+import { logMarks, PortTakenError, readComponentHealth, waitForComponents } from './live-wait.ts'
 import type { LabEntry, LabSteps } from './state.ts'
 
 /** The options `lab up` adds for the live production system. */
@@ -131,7 +131,62 @@ function weakPsk(): string {
   return `studio-password-${randomInt(1000, 10000)}`
 }
 
-/** Starts the live host; records each thing before waiting on it. */
+/** The ports the live components listen on, picked free by `lab up`: the controller's, each `/metrics`, the pipeline's TCP endpoints. */
+interface LivePorts {
+  controllerPort: number
+  metricsPorts: Record<LiveComponent, number>
+  tcpEndpoints: string[]
+}
+
+/** How often `lab up` picks the ports again when one was taken before its component bound it. */
+const PORT_ATTEMPTS = 3
+
+async function pickLivePorts(tcpEndpoints: number): Promise<LivePorts> {
+  const [controllerPort = 0, ...ports] = await Promise.all([freePort(), ...LIVE_COMPONENTS.map(() => freePort())])
+  return {
+    controllerPort,
+    metricsPorts: Object.fromEntries(LIVE_COMPONENTS.map((c, i) => [c, ports[i] ?? 0])) as Record<LiveComponent, number>,
+    tcpEndpoints: await Promise.all(Array.from({ length: tcpEndpoints }, async () => `127.0.0.1:${await freePort()}`)),
+  }
+}
+
+/** The settings file and every component's environment file, as an operator writes them, for these ports. */
+function writeLiveFiles(host: LabHostInfo, version: string, ports: LivePorts, psk: string | undefined): void {
+  writeLiveHostFile(
+    host,
+    liveSettingsFile(version, PRODUCT),
+    `${JSON.stringify({ ...(psk ? { psk } : {}), listen: { port: ports.controllerPort } }, null, 2)}\n`,
+    0o600,
+  )
+  for (const component of LIVE_COMPONENTS) {
+    const vars: Record<string, string> = {}
+    if (component !== 'system-controller') {
+      vars[controllerUrlVariable(PRODUCT.prefix)] = controllerUrlOf(ports)
+      if (psk) vars[pskVariable(PRODUCT.prefix)] = psk
+    }
+    vars[metricsPortVariable(PRODUCT.prefix)] = String(ports.metricsPorts[component])
+    if (component === 'pipeline' && ports.tcpEndpoints.length > 0)
+      vars[tcpEndpointVariable(version, PRODUCT.prefix)] = ports.tcpEndpoints.join(',')
+    writeLiveHostFile(
+      host,
+      liveComponentPaths(PRODUCT, component).envFile,
+      formatEnvFile(vars, `${livePackageName(PRODUCT.prefix, component)}: written by svcops lab up`),
+      0o600,
+    )
+  }
+}
+
+function controllerUrlOf(ports: LivePorts): string {
+  return `http://127.0.0.1:${ports.controllerPort}`
+}
+
+/**
+ * Starts the live host; records each thing before waiting on it. Its ports are picked free, but
+ * the components bind them only once supervisord starts them: a port another process took in
+ * between stops its component (EADDRINUSE in its log), and then the host is stopped and started
+ * again on ports picked anew, up to PORT_ATTEMPTS times. The components are recorded with the
+ * ports they answer on, once they do (they stop with their host's supervisord, recorded first).
+ */
 export async function startLabLive(lab: LabSteps, options: Required<LabLiveOptions>): Promise<LabLivePart> {
   const version = options.live
   const hostsDir = mkdtempSync(join(tmpdir(), 'svcops-lab-live-'))
@@ -156,49 +211,40 @@ export async function startLabLive(lab: LabSteps, options: Required<LabLiveOptio
   const host = createLabHostTree({ name: LIVE_HOST_NAME, root, user: sshd.user, openUpTo: hostsDir })
   await events.step(`host ${LIVE_HOST_NAME}: install the live components ${version}`, () => installLiveRelease(host, packageDir, version))
 
-  const [controllerPort, ...ports] = await Promise.all([freePort(), ...LIVE_COMPONENTS.map(() => freePort())])
-  const metricsPorts = Object.fromEntries(LIVE_COMPONENTS.map((c, i) => [c, ports[i] ?? 0])) as Record<LiveComponent, number>
-  const tcpEndpoints = await Promise.all(Array.from({ length: options.liveTcpEndpoints }, async () => `127.0.0.1:${await freePort()}`))
-  const controllerUrl = `http://127.0.0.1:${controllerPort ?? 0}`
   const psk = !pskRequired(version) ? undefined : registerSecret(options.liveWeakPsk ? weakPsk() : generatePsk())
-  writeLiveHostFile(
-    host,
-    liveSettingsFile(version, PRODUCT),
-    `${JSON.stringify({ ...(psk ? { psk } : {}), listen: { port: controllerPort } }, null, 2)}\n`,
-    0o600,
-  )
-  for (const component of LIVE_COMPONENTS) {
-    const vars: Record<string, string> = {}
-    if (component !== 'system-controller') {
-      vars[controllerUrlVariable(PRODUCT.prefix)] = controllerUrl
-      if (psk) vars[pskVariable(PRODUCT.prefix)] = psk
+  const expected = { controllerRefuses: options.liveWeakPsk && pskEntropyEnforced(version) }
+  let ports: LivePorts
+  for (let attempt = 1; ; attempt++) {
+    ports = await pickLivePorts(options.liveTcpEndpoints)
+    writeLiveFiles(host, version, ports, psk)
+    const marks = logMarks(host)
+    hostEntry.pid = await startSupervisord(host)
+    hostEntry.info = { ...hostEntry.info, version }
+    try {
+      const metricsPorts = ports.metricsPorts
+      await events.step(`host ${LIVE_HOST_NAME}: wait for the live components`, () =>
+        waitForComponents(host, version, metricsPorts, expected, marks),
+      )
+      break
+    } catch (error) {
+      if (!(error instanceof PortTakenError) || attempt >= PORT_ATTEMPTS) throw error
+      events.info(`${error.message} Starting ${LIVE_HOST_NAME} again on other ports (attempt ${attempt + 1} of ${PORT_ATTEMPTS}).`)
+      await stopLabHost(host, { pid: hostEntry.pid })
     }
-    vars[metricsPortVariable(PRODUCT.prefix)] = String(metricsPorts[component])
-    if (component === 'pipeline' && tcpEndpoints.length > 0) vars[tcpEndpointVariable(version, PRODUCT.prefix)] = tcpEndpoints.join(',')
-    writeLiveHostFile(
-      host,
-      liveComponentPaths(PRODUCT, component).envFile,
-      formatEnvFile(vars, `${livePackageName(PRODUCT.prefix, component)}: written by svcops lab up`),
-      0o600,
-    )
   }
+  const controllerUrl = controllerUrlOf(ports)
   for (const component of LIVE_COMPONENTS)
     lab.record({
       kind: 'live-component',
       name: `${LIVE_HOST_NAME} ${component}`,
       info: { root, component, program: liveComponentPaths(PRODUCT, component).program, version },
-      port: metricsPorts[component],
+      port: ports.metricsPorts[component],
       ...(component === 'system-controller' ? { url: controllerUrl } : {}),
       log: join(root, liveComponentPaths(PRODUCT, component).log),
       paths: [],
       stop: `stopped with the supervisord of ${LIVE_HOST_NAME}`,
     })
-  hostEntry.pid = await startSupervisord(host)
-  hostEntry.info = { ...hostEntry.info, version }
-  await events.step(`host ${LIVE_HOST_NAME}: wait for the live components`, () =>
-    waitForComponents(host, version, metricsPorts, { controllerRefuses: options.liveWeakPsk && pskEntropyEnforced(version) }),
-  )
-  return { version, host, sshd, packageDir, controllerUrl, metricsPorts, tcpEndpoints }
+  return { version, host, sshd, packageDir, controllerUrl, metricsPorts: ports.metricsPorts, tcpEndpoints: ports.tcpEndpoints }
 }
 
 /** Installs the four components of `version` on a host with dpkg, as the host's user (one dpkg run). */
@@ -216,68 +262,6 @@ export async function installLiveRelease(host: LabHostInfo, packageDir: string, 
   } finally {
     await t.close()
   }
-}
-
-interface HealthAnswer {
-  component: string
-  version: string
-  connected: boolean
-}
-
-/** A component's `/health`, or undefined when it does not answer. */
-export async function readComponentHealth(port: number): Promise<HealthAnswer | undefined> {
-  try {
-    const response = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(1000) })
-    return response.ok ? ((await response.json()) as HealthAnswer) : undefined
-  } catch {
-    // Not listening (stopped, or not started yet).
-    return undefined
-  }
-}
-
-function lastLogLine(host: LabHostInfo, component: LiveComponent): string {
-  const file = join(host.root, liveComponentPaths(PRODUCT, component).log)
-  return existsSync(file) ? (readFileSync(file, 'utf8').trim().split('\n').at(-1) ?? '') : 'no log'
-}
-
-/**
- * Waits until supervisord reports every component RUNNING and each connecting one is connected —
- * except what the lab set up to fail: a controller that refuses its weak PSK (then the others
- * cannot connect), and a fault release that never connects. The wait is generous: labs of parallel
- * test files start at once on a busy machine, which makes the components slower, never wrong.
- */
-async function waitForComponents(
-  host: LabHostInfo,
-  version: string,
-  metricsPorts: Record<LiveComponent, number>,
-  expect: { controllerRefuses: boolean },
-  timeoutMs = 90_000,
-): Promise<void> {
-  const connects = !expect.controllerRefuses && findLiveLabRelease(version)?.fault !== 'never-connects'
-  const t = transportFor({ name: host.name, url: 'http://127.0.0.1:1', root: host.root, canary: false })
-  const deadline = Date.now() + timeoutMs
-  let waiting: string[] = []
-  try {
-    while (Date.now() < deadline) {
-      waiting = []
-      for (const component of LIVE_COMPONENTS) {
-        const status = await readServiceStatus(supervisorDriver, t, host, livePackageName(PRODUCT.prefix, component))
-        if (component === 'system-controller' && expect.controllerRefuses) {
-          if (status.running || /STARTING/.test(status.status)) waiting.push(`${component} (expected to refuse its PSK: ${status.status})`)
-          continue
-        }
-        const health = await readComponentHealth(metricsPorts[component])
-        if (!status.running) waiting.push(`${component} (${status.status}; ${lastLogLine(host, component)})`)
-        else if (connects && CONNECTING_COMPONENTS.includes(component) && !health?.connected)
-          waiting.push(`${component} (not connected; ${lastLogLine(host, component)})`)
-      }
-      if (waiting.length === 0) return
-      await new Promise((r) => setTimeout(r, 200))
-    }
-  } finally {
-    await t.close()
-  }
-  throw new OperationError(`The live components on ${host.name} did not come up within ${timeoutMs} ms: ${waiting.join('; ')}.`)
 }
 
 /** The `svcops:live` section for the lab. */

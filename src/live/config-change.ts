@@ -12,6 +12,7 @@
  */
 import { BadInputError, OperationError } from '../core/errors.ts'
 import { registerSecret } from '../core/redact.ts'
+import { pathOnHost } from '../drivers/transports.ts'
 import { listEndpoints } from '../releases/env.ts'
 import { assessPsk } from '../releases/pre-shared-key.ts'
 import {
@@ -98,7 +99,10 @@ export async function readConfigState(live: LiveConfig, host: LiveHost, from: st
     registerEnvSecrets(text, (k) => k === psk)
     envs[c] = { path, text }
   }
-  const settingsPath = settingsPathArgument(envValue(envs['system-controller'].text, controllerArgsVariable(product)))
+  // The controller's own argument: on a lab host it may already lie under the root, which hostPath
+  // adds again when the file is read; the host's name of it is what every path here is.
+  const argument = settingsPathArgument(envValue(envs['system-controller'].text, controllerArgsVariable(product)))
+  const settingsPath = argument === undefined ? undefined : pathOnHost(host.config, argument)
   const searched = [
     ...new Set([
       ...(live.settingsFile ? [live.settingsFile] : []),

@@ -4,8 +4,8 @@
  * src/live/checks.ts) and on Kubernetes (through the Service and the pod proxy,
  * src/live/cluster-platform.ts): one judgement, two ways of reading.
  */
-import { apiPrefix } from '../releases/versions.ts'
-import { connectedMetric, expectedMetrics, type LiveComponentName, type LiveProduct } from './layout.ts'
+import { apiPrefix, connectedMetricName, liveMetricNames } from '../releases/versions.ts'
+import type { LiveComponentName, LiveProduct } from './layout.ts'
 
 export interface CheckResult {
   check: string
@@ -48,7 +48,7 @@ export function judgeConnection(component: LiveComponentName, version: string, r
 
 /** The name of the metrics check of a component of `version`. */
 export function metricsCheckName(product: LiveProduct, component: LiveComponentName, version: string): string {
-  const wanted = expectedMetrics(product, component, version)
+  const wanted = liveMetricNames(version, component, product.prefix)
   return wanted.length ? `metrics of ${version} present (${wanted.join(', ')})` : 'metrics answer'
 }
 
@@ -63,10 +63,10 @@ export function judgeMetrics(product: LiveProduct, component: LiveComponentName,
   if (r.status !== 200) return { check, ok: false, detail: `${at}GET /metrics answered ${r.status}` }
   const lines = (typeof r.body === 'string' ? r.body : '').split('\n')
   const has = (name: string): boolean => lines.some((l) => l === name || l.startsWith(`${name} `) || l.startsWith(`${name}{`))
-  const missing = expectedMetrics(product, component, version).filter((n) => !has(n))
+  const missing = liveMetricNames(version, component, product.prefix).filter((n) => !has(n))
   if (missing.length) return { check, ok: false, detail: `${at}missing ${missing.join(', ')}` }
-  const connected = `${connectedMetric(product)} 1`
+  const connected = `${connectedMetricName(product.prefix)} 1`
   if (component !== 'system-controller' && !lines.some((l) => l.trim() === connected))
-    return { check, ok: false, detail: `${at}${connectedMetric(product)} is not 1` }
+    return { check, ok: false, detail: `${at}${connectedMetricName(product.prefix)} is not 1` }
   return { check, ok: true, ...(where ? { detail: where } : {}) }
 }

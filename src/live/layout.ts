@@ -1,17 +1,17 @@
 /**
  * Where the live production system's parts are on a host, as functions of the product (prefix,
  * folder) and the release: packages and services of the components, their environment files and
- * logs, the directories the system controller reads its settings file from, and the metric names
- * each component exposes. Host paths are absolute as on a real host; on a lab host they lie under
- * its root (`hostPath`). The lab's packages (src/lab/live) install to the same layout.
+ * logs, and the directories the system controller reads its settings file from (the metric names
+ * each component exposes are the catalog's: `liveMetricNames` in src/releases/versions.ts). Host
+ * paths are absolute as on a real host; on a lab host they lie under its root (`hostPath`). The
+ * lab's packages (src/lab/live) install to the same layout.
  */
 import type { LiveConfig } from '../config/schema.ts'
-import { changesWithEffect, expandName } from '../releases/live.ts'
-import { compareVersions, settingsFileName, settingsPathFlag, settingsSearchPaths, supportsSettingsPathFlag } from '../releases/versions.ts'
+import type { LiveComponentName } from '../releases/types.ts'
+import { settingsFileName, settingsPathFlag, settingsSearchPaths, supportsSettingsPathFlag } from '../releases/versions.ts'
 
-/** The components of the live production system, in dependency order (the controller first). */
-export const LIVE_COMPONENTS = ['system-controller', 'ingest', 'pipeline', 'control-panel'] as const
-export type LiveComponentName = (typeof LIVE_COMPONENTS)[number]
+// The components of the live production system, in dependency order (the controller first): the catalog's.
+export { LIVE_COMPONENTS, type LiveComponentName } from '../releases/types.ts'
 
 /** The product as the live section names it. */
 export interface LiveProduct {
@@ -97,27 +97,6 @@ export function settingsCandidates(live: LiveConfig, settingsPath?: string): str
   )
   const files = [live.settingsFile, ...dirs.map((d) => settingsFileIn(live, d))].filter((f): f is string => !!f)
   return [...new Set(files)]
-}
-
-/** The controller's connection metric every other component exposes (`svc_controller_connected`). */
-export function connectedMetric(product: LiveProduct): string {
-  return `${product.prefix}_controller_connected`
-}
-
-/**
- * The product metrics a component of `version` exposes, from the catalog's metric effects: the
- * pipeline's queue metric (renamed at 4.0; the seed writes it without the prefix, the product
- * carries it), the ingest's frame counters (split into audio and video at 6.0).
- */
-export function expectedMetrics(product: LiveProduct, component: LiveComponentName, version: string): string[] {
-  const reached = (release: string): boolean => compareVersions(version, release) >= 0
-  const withPrefix = (name: string): string => (name.startsWith(`${product.prefix}_`) ? name : `${product.prefix}_${name}`)
-  const fill = (t: string): string => withPrefix(expandName(t, { prefix: product.prefix, dir: product.dir }))
-  if (component === 'pipeline')
-    return changesWithEffect('metric-rename').map((c) => (reached(c.release) ? fill(c.effect.to) : fill(c.effect.from)))
-  if (component === 'ingest')
-    return changesWithEffect('metric-split').flatMap((c) => (reached(c.release) ? c.effect.into.map(fill) : [fill(c.effect.from)]))
-  return []
 }
 
 /** Components in the order they stop: the reverse of the dependency order. */

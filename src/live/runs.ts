@@ -9,9 +9,17 @@ import type { Environment } from '../config/schema.ts'
 import { BadInputError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import type { PlannedStep } from '../runs/engine.ts'
-import { isFinished, Journal, listRuns, newRunRecord, type RunRecord } from '../runs/journal.ts'
-import { assertResumable, planRun, resumeRun, startRun, type Playbook, type RunOutcome } from '../runs/playbook.ts'
-import { environmentOfRun } from '../upgrade/context.ts'
+import { Journal, listRuns, newRunRecord, type RunRecord } from '../runs/journal.ts'
+import {
+  continuationOf,
+  journalStep,
+  planRun,
+  rehearsalJournal,
+  resumeRun,
+  startRun,
+  type Playbook,
+  type RunOutcome,
+} from '../runs/playbook.ts'
 import { assertVersion } from '../upgrade/runs.ts'
 import { liveContext, lockLiveEnvironment, openLiveRun, type LiveContext } from './context.ts'
 import { assertAckIds } from './gates.ts'
@@ -74,10 +82,7 @@ export async function resumeLiveRun(
   id: string,
   options: { rollback?: boolean; breakLock?: boolean },
 ): Promise<RunOutcome> {
-  const journal = Journal.open(id)
-  const record = journal.run
-  assertResumable(record, options, playbook.rollbackCommand(record))
-  const env = environmentOfRun(record)
+  const { journal, record, env } = continuationOf(playbook, id, options)
   const lock = await lockLiveEnvironment(env, record, { takeOver: [id], ...(options.breakLock ? { breakLock: true } : {}) })
   return resumeRun({ playbook, journal, lock, open: openLiveRun(env) }, options.rollback ? { rollback: true } : {})
 }
@@ -104,29 +109,17 @@ export async function planLiveUpgradeRun(playbook: Playbook<LiveContext>, req: L
 
 /** The dry run of `svcops resume ID` or of a rollback of run `id`. */
 export async function planLiveContinuation(playbook: Playbook<LiveContext>, id: string, options: { rollback: boolean }): Promise<LivePlan> {
-  const real = Journal.open(id)
-  const record = real.run
-  assertResumable(record, options, playbook.rollbackCommand(record))
-  const env = environmentOfRun(record)
-  const journal = Journal.inMemory({ ...record }, undefined, real.entries())
-  const rollingBack = options.rollback || record.phase === 'rolling-back'
-  const steps = rollingBack && !real.disrupted() ? [] : await planned(playbook, env, journal, rollingBack ? 'rollback' : 'resume')
+  const continuation = continuationOf(playbook, id, options)
+  const { env, record, rollingBack, nothingToUndo } = continuation
+  const steps = nothingToUndo ? [] : await planned(playbook, env, rehearsalJournal(continuation), rollingBack ? 'rollback' : 'resume')
   return {
     environment: env.name,
     what: rollingBack ? 'rollback' : 'resume',
     runId: id,
     target: record.targetVersion,
     steps: [
-      {
-        step: 'journal',
-        title: `run ${id} (live upgrade to ${record.targetVersion}) is ${record.phase}${record.cause ? `: ${record.cause}` : ''}`,
-        actions: [
-          `${real.entries().filter((e) => e.status === 'ok').length} step(s) finished${isFinished(record) ? '' : '; it did not finish'}`,
-        ],
-      },
-      ...(rollingBack && !real.disrupted()
-        ? [{ step: 'nothing to roll back' as const, title: 'no component was stopped by this run', actions: [] }]
-        : steps),
+      journalStep(continuation, 'live upgrade', { unfinished: 'it did not finish' }),
+      ...(nothingToUndo ? [{ step: 'nothing to roll back' as const, title: 'no component was stopped by this run', actions: [] }] : steps),
     ],
   }
 }

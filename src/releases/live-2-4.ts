@@ -374,7 +374,7 @@ export const LIVE_4: LiveChange[] = [
         action: 'Rename the metric in alert rules and dashboards.',
         automatic: 'migrate-metrics',
         seed: '`queueing_video_frames` renamed `video_frames_in_queue`.',
-        effect: { type: 'metric-rename', from: 'queueing_video_frames', to: 'video_frames_in_queue' },
+        effect: { type: 'metric-rename', component: 'pipeline', from: 'queueing_video_frames', to: 'video_frames_in_queue' },
       },
     ],
   ]),

@@ -178,6 +178,7 @@ export const LIVE_6: LiveChange[] = [
         seed: '`svc_ingest_source_dropped_frames` into `svc_ingest_source_dropped_audio_frames` and `svc_ingest_source_dropped_video_frames`',
         effect: {
           type: 'metric-split',
+          component: 'ingest',
           from: '{prefix}_ingest_source_dropped_frames',
           into: ['{prefix}_ingest_source_dropped_audio_frames', '{prefix}_ingest_source_dropped_video_frames'],
         },
@@ -196,6 +197,7 @@ export const LIVE_6: LiveChange[] = [
         seed: '`svc_ingest_source_duplicated_frames` into `..._duplicated_audio_frames` and `..._duplicated_video_frames`',
         effect: {
           type: 'metric-split',
+          component: 'ingest',
           from: '{prefix}_ingest_source_duplicated_frames',
           into: ['{prefix}_ingest_source_duplicated_audio_frames', '{prefix}_ingest_source_duplicated_video_frames'],
         },
@@ -214,6 +216,7 @@ export const LIVE_6: LiveChange[] = [
         seed: '`svc_ingest_source_lost_frames` into `..._lost_audio_frames` and `..._lost_video_frames`',
         effect: {
           type: 'metric-split',
+          component: 'ingest',
           from: '{prefix}_ingest_source_lost_frames',
           into: ['{prefix}_ingest_source_lost_audio_frames', '{prefix}_ingest_source_lost_video_frames'],
         },

@@ -32,9 +32,15 @@ export type Actor = 'svcops' | 'operator' | 'api-client' | 'sdk'
 /** The svcops command that handles a change by itself (or checks it), if any. */
 export type Migrator = 'migrate-requests' | 'migrate-metrics' | 'migrate-env' | 'psk' | 'scan-sdk' | 'deploy'
 
+/** The components of the live production system, in dependency order (the system controller first). */
+export const LIVE_COMPONENTS = ['system-controller', 'ingest', 'pipeline', 'control-panel'] as const
+export type LiveComponentName = (typeof LIVE_COMPONENTS)[number]
+
 /**
  * Facts other features derive from. Names are templates: `{prefix}` is the product prefix
- * (`svc`), `{PREFIX}` the same upper-cased, `{product_dir}` the product's folder.
+ * (`svc`), `{PREFIX}` the same upper-cased, `{product_dir}` the product's folder. A metric's
+ * effect names the component that exposes it (the seed's table row: the rendering engine's queue,
+ * the ingest's frame counters).
  */
 export type Effect =
   | { type: 'api-prefix'; from: string; to: string }
@@ -43,8 +49,8 @@ export type Effect =
   | { type: 'psk-entropy-enforced' }
   | { type: 'settings-search-path'; directories: string[]; flag: string }
   | { type: 'env-rename'; from: string; to: string; singleValue: boolean }
-  | { type: 'metric-rename'; from: string; to: string }
-  | { type: 'metric-split'; from: string; into: string[] }
+  | { type: 'metric-rename'; component: LiveComponentName; from: string; to: string }
+  | { type: 'metric-split'; component: LiveComponentName; from: string; into: string[] }
   | { type: 'custom-ca-cert'; symbols: string[]; replacement: string }
   | { type: 'sdk-symbol'; symbols: string[]; replacement: string; except?: string[] }
 

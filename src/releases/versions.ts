@@ -6,7 +6,7 @@
 import { BadInputError } from '../core/errors.ts'
 import { authRevisionFacts, type AuthRevision } from './auth.ts'
 import { changesWithEffect, expandName } from './live.ts'
-import { DEFAULT_PRODUCT, type Effect } from './types.ts'
+import { DEFAULT_PRODUCT, type Effect, type LiveComponentName } from './types.ts'
 
 export interface Version {
   major: number
@@ -111,6 +111,41 @@ export function settingsFileName(prefix: string = DEFAULT_PRODUCT.prefix): strin
   const change = changesWithEffect('psk-settings-file')[0]
   if (!change) throw new Error('The catalog has no settings file.')
   return expandName(change.effect.file, { ...DEFAULT_PRODUCT, prefix })
+}
+
+/**
+ * The product metrics `component` of release `v` exposes on `/metrics`, from the catalog's metric
+ * effects: the names of the first release with every rename and split up to `v` applied, in
+ * order. The seed writes the rendering engine's queue metric without the prefix; the product
+ * carries it like every other product metric (`svc_queueing_video_frames`), which is also how
+ * `svcops migrate metrics` reads it. What the live playbook checks and what the lab's components
+ * serve are both this list.
+ */
+export function liveMetricNames(v: string, component: LiveComponentName, prefix: string = DEFAULT_PRODUCT.prefix): string[] {
+  const product = { ...DEFAULT_PRODUCT, prefix }
+  const changes = [...changesWithEffect('metric-rename'), ...changesWithEffect('metric-split')]
+    .filter((c) => c.effect.component === component)
+    .sort((a, b) => compareVersions(a.release, b.release))
+  const produced = new Set(changes.flatMap((c) => (c.effect.type === 'metric-rename' ? [c.effect.to] : c.effect.into)))
+  let names = changes.map((c) => c.effect.from).filter((name) => !produced.has(name))
+  for (const c of changes) {
+    if (compareVersions(v, c.release) < 0) break
+    const e = c.effect
+    names = names.flatMap((name) => (name !== e.from ? [name] : e.type === 'metric-rename' ? [e.to] : e.into))
+  }
+  return names.map((template) => {
+    const name = expandName(template, product)
+    return name.startsWith(`${prefix}_`) ? name : `${prefix}_${name}`
+  })
+}
+
+/**
+ * The metric every component but the controller exposes for its connection to the system
+ * controller (`svc_controller_connected`, 1 or 0). The seed's tables do not list it: it is the
+ * name the live playbook checks and the lab's components serve, kept here beside the product's.
+ */
+export function connectedMetricName(prefix: string = DEFAULT_PRODUCT.prefix): string {
+  return `${prefix}_controller_connected`
 }
 
 /** The SDK factory takes a custom CA certificate file. */

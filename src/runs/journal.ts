@@ -63,6 +63,12 @@ export interface RunRecord {
   /** Run this one rolls back (for rollback runs). */
   rollsBack?: string
   /**
+   * The rollback was asked for (`svcops rollback ...`, `resume ID --rollback`) rather than started
+   * by the failure policy: resumed after a kill, it ends as the asked-for rollback does (exit 0),
+   * not as a failed run that was rolled back (exit 4).
+   */
+  rollbackRequested?: boolean
+  /**
    * Which procedure of its kind the run follows, so `resume` continues it with the same one:
    * `downgrade` for `rollback recording --to V` across a schema change. Absent: the kind's own
    * (records written before the field existed are upgrades).
@@ -164,6 +170,7 @@ const runRecordSchema = z.looseObject({
   system: z.literal('live').optional(),
   acks: z.array(z.string()).optional(),
   tcpEndpoint: z.string().optional(),
+  rollbackRequested: z.boolean().optional(),
 })
 
 const entrySchema = z.looseObject({

@@ -8,12 +8,14 @@
  */
 import { chmodSync, copyFileSync } from 'node:fs'
 import { basename } from 'node:path'
+import { loadEnvironmentFile } from '../config/load.ts'
+import type { Environment } from '../config/schema.ts'
 import { BadInputError, OperationError, RolledBackError, errorMessage, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { onShutdown } from '../core/lifecycle.ts'
 import { announceEnd, announceStart } from '../notify/run-hooks.ts'
 import { HostFailure, Run, ToleratedFailures, type PlannedStep } from './engine.ts'
-import { holderName, isFinished, type Journal, type RunKind, type RunRecord } from './journal.ts'
+import { holderName, isFinished, Journal, type RunKind, type RunRecord } from './journal.ts'
 import { writeReport, type RunReport } from './report.ts'
 import { Phase } from './step.ts'
 
@@ -92,10 +94,14 @@ export function resumeRun<C>(setup: RunSetup<C>, options: { rollback?: boolean }
         events.info(`Run ${record.id} stopped nothing before it was interrupted; there is nothing to roll back.`)
         return
       }
-      // An automatic rollback that was interrupted still ends as "failed and rolled back" (exit 4).
-      const automatic = record.phase === 'rolling-back' && !options.rollback
+      // An automatic rollback that was interrupted still ends as "failed and rolled back" (exit 4);
+      // one that was asked for ends as asked for (exit 0), whether this process or a killed one
+      // started it: the record says which, the phase alone does not.
+      const requested = options.rollback === true || record.rollbackRequested === true
+      const automatic = record.phase === 'rolling-back' && !requested
       journal.update({
         phase: 'rolling-back',
+        ...(record.phase !== 'rolling-back' ? { rollbackRequested: true } : {}),
         cause:
           record.cause ??
           (record.phase === 'succeeded' ? `rolled back on request by ${holderName()}` : 'interrupted, then rolled back on request'),
@@ -105,6 +111,55 @@ export function resumeRun<C>(setup: RunSetup<C>, options: { rollback?: boolean }
     },
     { resumed: true },
   )
+}
+
+/** The environment a run was started with (its stack file, read again). */
+export function environmentOfRun(record: RunRecord): Environment {
+  return loadEnvironmentFile(record.envFile, record.environment)
+}
+
+/**
+ * A recorded run about to be continued — `svcops resume ID [--rollback]`, `svcops rollback ...
+ * --run ID` — or planned so: what every playbook's continuation starts from.
+ */
+export interface Continuation {
+  /** The run's journal on disk. */
+  journal: Journal
+  record: RunRecord
+  /** The environment the run was started with. */
+  env: Environment
+  /** The continuation is a rollback: asked for, or the run was rolling back when it stopped. */
+  rollingBack: boolean
+  /** A rollback of a run that stopped nothing: there is nothing to undo, it is only marked failed. */
+  nothingToUndo: boolean
+}
+
+/** Opens run `id` for a continuation; refuses a finished run unless it is rolled back (`assertResumable`). */
+export function continuationOf<C>(playbook: Playbook<C>, id: string, options: { rollback?: boolean }): Continuation {
+  const journal = Journal.open(id)
+  const record = journal.run
+  assertResumable(record, options, playbook.rollbackCommand(record))
+  const rollingBack = options.rollback === true || record.phase === 'rolling-back'
+  return { journal, record, env: environmentOfRun(record), rollingBack, nothingToUndo: rollingBack && !journal.disrupted() }
+}
+
+/** The dry run's journal of a continuation: the run's entries in memory, so planning writes nothing. */
+export function rehearsalJournal(continuation: Continuation): Journal {
+  return Journal.inMemory({ ...continuation.record }, undefined, continuation.journal.entries())
+}
+
+/**
+ * The dry run's first line of a continuation: the run (`what` it is), its phase and cause, how many
+ * steps finished and, for an unfinished run, `unfinished` (where it stopped); then `more` lines.
+ */
+export function journalStep(continuation: Continuation, what: string, words: { unfinished: string; more?: string[] }): PlannedStep {
+  const { record, journal } = continuation
+  const finished = journal.entries().filter((e) => e.status === 'ok').length
+  return {
+    step: 'journal',
+    title: `run ${record.id} (${what} to ${record.targetVersion}) is ${record.phase}${record.cause ? `: ${record.cause}` : ''}`,
+    actions: [`${finished} step(s) finished${isFinished(record) ? '' : `; ${words.unfinished}`}`, ...(words.more ?? [])],
+  }
 }
 
 /** Refuses to resume a finished run (a rollback of it is still possible). */

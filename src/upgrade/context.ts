@@ -4,7 +4,7 @@
  * journal, and the product's APIs (`deps`). `openRecordingRun` opens it for a run (host locks
  * taken) and closes it after; `lockRecordingEnvironment` takes the environment's lock first.
  */
-import { loadEnvironmentFile, requireSection } from '../config/load.ts'
+import { requireSection } from '../config/load.ts'
 import type { Environment, RecordingConfig, RecordingHostConfig } from '../config/schema.ts'
 import { BadInputError, LockedError, errorMessage, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
@@ -210,11 +210,6 @@ export async function lockRecordingEnvironment(
     }
   }
   return { lock, takeOver: [dead?.runId, lock.broken?.runId].filter((x): x is string => !!x) }
-}
-
-/** The environment a run was started with (its stack file, read again). */
-export function environmentOfRun(record: RunRecord): Environment {
-  return loadEnvironmentFile(record.envFile, record.environment)
 }
 
 /** The run `svcops rollback recording` acts on: `runId`, or the environment's newest upgrade run not yet rolled back. */

@@ -8,14 +8,22 @@ import { requireSection } from '../config/load.ts'
 import type { Environment } from '../config/schema.ts'
 import { BadInputError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
-import { isFinished, Journal, newRunRecord, type RunRecord } from '../runs/journal.ts'
+import { Journal, newRunRecord, type RunRecord } from '../runs/journal.ts'
 import type { PlannedStep } from '../runs/engine.ts'
-import { assertResumable, planRun, resumeRun, startRun, type Playbook, type RunOutcome } from '../runs/playbook.ts'
+import {
+  continuationOf,
+  journalStep,
+  planRun,
+  rehearsalJournal,
+  resumeRun,
+  startRun,
+  type Playbook,
+  type RunOutcome,
+} from '../runs/playbook.ts'
 import { parseMaxFail, planBatches } from '../runs/rollout.ts'
 import { platformHosts } from './cluster.ts'
 import {
   closeRecordingContext,
-  environmentOfRun,
   lockRecordingEnvironment,
   openRecordingRun,
   recordingContext,
@@ -125,10 +133,7 @@ export async function resumeRecordingRun(
   options: { rollback?: boolean; breakLock?: boolean },
   openDeps?: DepsFactory,
 ): Promise<RunOutcome> {
-  const journal = Journal.open(id)
-  const record = journal.run
-  assertResumable(record, options, playbook.rollbackCommand(record))
-  const env = environmentOfRun(record)
+  const { journal, record, env } = continuationOf(playbook, id, options)
   const { lock, takeOver } = await lockRecordingEnvironment(env, record, {
     resuming: id,
     ...(options.breakLock ? { breakLock: true } : {}),
@@ -161,13 +166,9 @@ export async function planRecordingContinuation(
   id: string,
   options: { rollback: boolean },
 ): Promise<RunPlan> {
-  const real = Journal.open(id)
-  const record = real.run
-  assertResumable(record, options, playbook.rollbackCommand(record))
-  const env = environmentOfRun(record)
-  const journal = Journal.inMemory({ ...record }, undefined, real.entries())
-  const rollingBack = options.rollback || record.phase === 'rolling-back'
-  const steps = await planned(playbook, env, journal, rollingBack ? 'rollback' : 'resume')
+  const continuation = continuationOf(playbook, id, options)
+  const { env, record, rollingBack, nothingToUndo } = continuation
+  const steps = await planned(playbook, env, rehearsalJournal(continuation), rollingBack ? 'rollback' : 'resume')
   return {
     environment: env.name,
     what: rollingBack ? 'rollback' : 'resume',
@@ -178,15 +179,11 @@ export async function planRecordingContinuation(
       record.batchSize,
     ).map((b) => b.map((h) => h.name)),
     steps: [
-      {
-        step: 'journal',
-        title: `run ${id} (${record.kind} to ${record.targetVersion}) is ${record.phase}${record.cause ? `: ${record.cause}` : ''}`,
-        actions: [
-          `${real.entries().filter((e) => e.status === 'ok').length} step(s) finished${isFinished(record) ? '' : `; the last: ${lastStep(real)}`}`,
-          `take the run lock of environment '${env.name}' again as this run`,
-        ],
-      },
-      ...(rollingBack && !real.disrupted()
+      journalStep(continuation, record.kind, {
+        unfinished: `the last: ${lastStep(continuation.journal)}`,
+        more: [`take the run lock of environment '${env.name}' again as this run`],
+      }),
+      ...(nothingToUndo
         ? [{ step: 'nothing to roll back' as const, title: 'no host was stopped by this run; it is only marked failed', actions: [] }]
         : steps),
     ],

@@ -3,10 +3,14 @@
  * the PSK, the settings file's place and the TCP endpoint variable for each crossing, from the
  * catalog's effects and the files as they are. The end-to-end tests prove the same on a lab host.
  */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { liveHostsSchema } from '../../src/config/schema.ts'
-import { planConfig, type ConfigState } from '../../src/live/config-change.ts'
-import { fileDiff } from '../../src/live/host-files.ts'
+import { LocalTransport } from '../../src/core/runner.ts'
+import { planConfig, readConfigState, type ConfigState } from '../../src/live/config-change.ts'
+import { fileDiff, type LiveHost } from '../../src/live/host-files.ts'
 
 const live = liveHostsSchema.parse({
   version: '5.2.0',
@@ -109,6 +113,38 @@ describe('the configuration svcops writes itself', () => {
     expect(() => planConfig(live, none, '1.0.0', '2.0.0', { newPsk })).toThrow(
       /settings file svc_sc_settings\.json is in none of \/opt\/svc\/system-controller\/etc\/svc_sc_settings\.json, \/etc\/opt\/svc\/svc_sc_settings\.json/,
     )
+  })
+})
+
+describe('the files as svcops reads them on a lab host (a sandbox root R, read through a local transport)', () => {
+  function labHost(files: (root: string) => Record<string, string>): LiveHost {
+    const root = mkdtempSync(join(tmpdir(), 'svcops-config-state-'))
+    for (const [path, text] of Object.entries(files(root))) {
+      mkdirSync(dirname(join(root, path)), { recursive: true })
+      writeFileSync(join(root, path), text, { mode: 0o600 })
+    }
+    return { name: 'live-1', config: { name: 'live-1', root }, transport: new LocalTransport('live-1') }
+  }
+  const settings = `${JSON.stringify({ psk: STRONG, listen: { port: 8080 } })}\n`
+
+  it.each([
+    ['as the host names it', (_root: string) => '/srv/studio'],
+    ['already under the host root, as the lab controller takes it', (root: string) => `${root}/srv/studio`],
+  ])('finds the settings file in the --settings-path directory given %s, and keeps it there on 6.0', async (_how, dirIn) => {
+    const host = labHost((root) => ({
+      '/srv/studio/svc_sc_settings.json': settings,
+      '/etc/default/svc-system-controller': `SVC_SC_ARGS=--settings-path ${dirIn(root)}\n`,
+    }))
+    try {
+      const state = await readConfigState(live, host, '6.0.0', '6.0.0')
+      expect(state.settingsPath).toBe('/srv/studio')
+      expect(state.settings?.path).toBe('/srv/studio/svc_sc_settings.json')
+      const plan = planConfig(live, state, '6.0.0', '7.0.0', { newPsk })
+      expect(plan.moved).toBeUndefined()
+      expect(plan.changes.filter((c) => c.path.endsWith('svc_sc_settings.json'))).toEqual([])
+    } finally {
+      rmSync(host.config.root ?? '', { recursive: true, force: true })
+    }
   })
 })
 

@@ -4,13 +4,15 @@
  * masked; the fault release 7.0.1 (never connects) ends with everything back on 5.2.0 and its
  * files byte for byte; 5.x -> 6.0 refuses two endpoints, then keeps the one chosen, moves the
  * settings file out of the legacy directory and replaces the weak PSK; 6.x -> 7.0 moves the
- * prefix to /api/v3. No PSK appears in any output, journal or report.
+ * prefix to /api/v3, with the settings in a `--settings-path` directory given as a path already under
+ * the host's root. No PSK appears in any output, journal or report.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { writeLiveHostFile } from '../../src/lab/live-lab.ts'
 import { assessPsk } from '../../src/releases/pre-shared-key.ts'
-import { gateIds, LIVE_COMPONENTS, startLiveLab, type LiveLab } from './fixture.ts'
+import { gateIds, LIVE_COMPONENTS, startLiveLab, waitUntil, type LiveLab } from './fixture.ts'
 
 const LEGACY = '/opt/svc/system-controller/etc/svc_sc_settings.json'
 const ETC = '/etc/opt/svc/svc_sc_settings.json'
@@ -143,6 +145,28 @@ describe('upgrade live from 5.2.0 with a weak PSK and two TCP endpoints', () => 
     expect(lab.env('pipeline')).toContain(`SVC_TCP_ENDPOINT=${kept}\n`)
     expect(lab.env('pipeline')).not.toContain('SVC_TCP_ENDPOINTS')
     expect((await lab.svcops(['verify', 'live'])).code).toBe(0)
+  })
+
+  it('6.x: a --settings-path already under the host root is where svcops reads the settings file, not under the root twice', async () => {
+    // An operator of a lab host gives the controller the directory as the lab's host sees it: under R.
+    const dir = lab.file('/srv/studio')
+    const host = { name: lab.live().host.name, root: lab.live().host.root ?? '', user: lab.live().host.ssh?.user ?? '' }
+    writeLiveHostFile(host, '/srv/studio/svc_sc_settings.json', lab.read(ETC) ?? '', 0o600)
+    rmSync(lab.file(ETC))
+    lab.setEnv('system-controller', `${lab.env('system-controller')}SVC_SC_ARGS=--settings-path ${dir}\n`)
+    lab.supervisorctl(['restart', 'svc-system-controller'])
+    await waitUntil('the controller to run on the moved settings', () => lab.state('system-controller') === 'RUNNING')
+    expect(lab.log('system-controller').join('\n')).toContain(`(settings /srv/studio/svc_sc_settings.json)`)
+    await waitUntil('every component to connect again', async () => {
+      const { body } = await lab.controller('/api/v2/components')
+      return Array.isArray(body) && body.length === CONNECTING.length && body.every((c: { connected?: boolean }) => c.connected)
+    })
+    const verify = await lab.svcops(['verify', 'live'])
+    expect(verify.code, verify.stdout + verify.stderr).toBe(0)
+    const dry = await lab.svcops(['upgrade', 'live', '--to', '7.0.0', '--dry-run', ...acks('6.0.0', '7.0.0')])
+    expect(dry.code, dry.stderr).toBe(0)
+    expect(dry.stdout).not.toContain(dir + dir)
+    expect(dry.stdout).toContain('nothing to change: the files already suit the target')
   })
 
   it('6.x -> 7.0: the controller answers on /api/v3 and no longer on /api/v2', async () => {

@@ -24,7 +24,7 @@ import {
   settingsCandidates,
   type LiveComponentName,
 } from '../../src/live/layout.ts'
-import { runSvcops, runSvcopsKilledAt, type CliRun } from '../support/cli.ts'
+import { runSvcops, runSvcopsKilledAt, runSvcopsKilledInRun, type CliRun } from '../support/cli.ts'
 import { supervisorctlArgv } from '../support/supervisorctl.ts'
 
 export { LIVE_COMPONENTS, type LiveComponentName }
@@ -193,31 +193,7 @@ export async function startLiveLab(options: { version: string; weakPsk?: boolean
     },
     async svcopsKilledInRun(args, id, boundary) {
       collect()
-      const [step, host] = boundary.split('@')
-      const journal = join(runsDir, id, 'journal.jsonl')
-      let timer: NodeJS.Timeout | undefined
-      const run = await runSvcops(['--stack-file', envFile, ...args], {
-        env: { SVCOPS_RUNS_DIR: runsDir },
-        onSpawn(pid) {
-          timer = setInterval(() => {
-            const reached = readFileSync(journal, 'utf8')
-              .split('\n')
-              .filter(Boolean)
-              .some((line) => {
-                const e = JSON.parse(line) as { step?: string; host?: string; status?: string }
-                return e.step === step && e.host === host && e.status === 'ok'
-              })
-            if (!reached) return
-            clearInterval(timer)
-            try {
-              process.kill(pid, 'SIGKILL')
-            } catch {
-              // It ended on its own before the kill: the caller sees no SIGKILL.
-            }
-          }, 2)
-        },
-      })
-      clearInterval(timer)
+      const run = await runSvcopsKilledInRun(['--stack-file', envFile, ...args], id, boundary, runsDir)
       outputs.push(run.stdout, run.stderr)
       collect()
       return run

@@ -1,8 +1,9 @@
 /**
  * A rollback killed half-way: `svcops rollback live` of a finished 5.2.0 -> 7.0.0 upgrade is killed
  * with SIGKILL once the ingest's previous package is installed (the controller already back, the
- * others not); `svcops resume ID` continues the rollback, and every component ends on 5.2.0 with
- * the files as they were before the upgrade, checked, with no lock left and no PSK printed.
+ * others not); `svcops resume ID` continues the rollback and exits 0 as the uninterrupted rollback
+ * does (a rollback asked for is no failed upgrade: not exit 4), and every component ends on 5.2.0
+ * with the files as they were before the upgrade, checked, with no lock left and no PSK printed.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { LIVE_LOCK_PATH } from '../../src/live/context.ts'
@@ -28,6 +29,7 @@ it('a rollback killed after the ingest is back on 5.2.0 is finished by svcops re
   expect(killed.signal).toBe('SIGKILL')
   expect(listRuns(lab.runsDir)[0]?.phase).toBe('rolling-back')
   const resumed = await lab.svcops(['resume', id])
+  expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0)
   expect(resumed.stderr).toContain('rolled back to 5.2.0')
   expect(listRuns(lab.runsDir)[0]?.phase).toBe('rolled-back')
   expect(Object.values(lab.versions())).toEqual(['5.2.0', '5.2.0', '5.2.0', '5.2.0'])

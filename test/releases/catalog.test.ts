@@ -9,6 +9,7 @@ import { AUTH_API, AUTH_REVISIONS } from '../../src/releases/auth.ts'
 import { expandName, LIVE_CHANGES, LIVE_RELEASES } from '../../src/releases/live.ts'
 import { planLive } from '../../src/releases/plan.ts'
 import { RECORDING_RULES } from '../../src/releases/recording.ts'
+import { LIVE_COMPONENTS } from '../../src/releases/types.ts'
 import * as v from '../../src/releases/versions.ts'
 
 // The specification lives in ../shared beside the checkout (as on CI); SVCOPS_SEED overrides it.
@@ -122,6 +123,35 @@ describe('version helpers derived from the catalog', () => {
     expect(v.settingsFileName('acme')).toBe('acme_sc_settings.json')
     expect(v.tcpEndpointVariable('6.0.0', 'acme')).toBe('ACME_TCP_ENDPOINT')
     expect(v.settingsPathFlag()).toBe('--settings-path')
+  })
+
+  it.each([
+    ['1.0.0', 'pipeline', ['svc_queueing_video_frames']],
+    ['4.0.0', 'pipeline', ['svc_video_frames_in_queue']],
+    ['5.2.0', 'ingest', ['svc_ingest_source_dropped_frames', 'svc_ingest_source_duplicated_frames', 'svc_ingest_source_lost_frames']],
+    [
+      '6.0.0',
+      'ingest',
+      [
+        'svc_ingest_source_dropped_audio_frames',
+        'svc_ingest_source_dropped_video_frames',
+        'svc_ingest_source_duplicated_audio_frames',
+        'svc_ingest_source_duplicated_video_frames',
+        'svc_ingest_source_lost_audio_frames',
+        'svc_ingest_source_lost_video_frames',
+      ],
+    ],
+    ['7.0.0', 'system-controller', []],
+    ['7.0.0', 'control-panel', []],
+  ] as const)('gives the metric names of %s %s from the metric effects, with the product prefix', (version, component, names) => {
+    expect(v.liveMetricNames(version, component)).toEqual(names)
+    expect(v.liveMetricNames(version, component, 'acme')).toEqual(names.map((n) => n.replace(/^svc_/, 'acme_')))
+  })
+
+  it('names the component of every metric change: no metric effect without one of the live components', () => {
+    const metricChanges = LIVE_CHANGES.filter((c) => c.effect?.type === 'metric-rename' || c.effect?.type === 'metric-split')
+    expect(metricChanges.length).toBeGreaterThan(0)
+    for (const c of metricChanges) expect(LIVE_COMPONENTS).toContain((c.effect as { component: string }).component)
   })
 
   it.each(['7', '7.0', 'seven', '1.2.3.4', '', ' 1..2'])('refuses the version %j with one sentence', (bad) => {

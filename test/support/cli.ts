@@ -58,8 +58,37 @@ export function runSvcopsKilledAt(
   runsDir: string,
   options: CliOptions = {},
 ): Promise<CliRun & { killedAt?: string }> {
-  const [step, host] = boundary.split('@')
   const before = new Set(existsSync(runsDir) ? readdirSync(runsDir) : [])
+  const newest = (): string | undefined =>
+    (existsSync(runsDir) ? readdirSync(runsDir) : [])
+      .filter((d) => !before.has(d))
+      .sort()
+      .at(-1)
+  return runSvcopsKilledWhen(args, boundary, runsDir, newest, options)
+}
+
+/**
+ * The same for a command that continues run `id` (`rollback ... --run ID`, `resume ID`): killed once
+ * that run's journal shows `boundary` (`rollback:install@ingest`) finished.
+ */
+export function runSvcopsKilledInRun(
+  args: string[],
+  id: string,
+  boundary: string,
+  runsDir: string,
+  options: CliOptions = {},
+): Promise<CliRun & { killedAt?: string }> {
+  return runSvcopsKilledWhen(args, boundary, runsDir, () => id, options)
+}
+
+function runSvcopsKilledWhen(
+  args: string[],
+  boundary: string,
+  runsDir: string,
+  runId: () => string | undefined,
+  options: CliOptions,
+): Promise<CliRun & { killedAt?: string }> {
+  const [step, host] = boundary.split('@')
   let timer: NodeJS.Timeout | undefined
   let killedAt: string | undefined
   return runSvcops(args, {
@@ -68,10 +97,7 @@ export function runSvcopsKilledAt(
     onSpawn(pid) {
       options.onSpawn?.(pid)
       timer = setInterval(() => {
-        const id = (existsSync(runsDir) ? readdirSync(runsDir) : [])
-          .filter((d) => !before.has(d))
-          .sort()
-          .at(-1)
+        const id = runId()
         if (!id) return
         const file = join(runsDir, id, 'journal.jsonl')
         if (!existsSync(file)) return

@@ -38,7 +38,8 @@ export {
   type LiveComponentPaths,
   type LiveProduct,
 } from './paths.ts'
-export { connectedMetricName, liveMetricNames } from './metrics.ts'
+// The metric names are the release catalog's, the same the live playbook checks.
+export { connectedMetricName, liveMetricNames } from '../../releases/versions.ts'
 export { formatEnvFile, parseEnvFile } from './env-file.ts'
 export { buildLivePackages } from './package.ts'
 export { CONNECTION_TIMEOUT_MS } from './controller.ts'

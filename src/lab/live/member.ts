@@ -7,8 +7,15 @@
  */
 import { createServer as createTcpServer } from 'node:net'
 import { changesWithEffect, expandName } from '../../releases/live.ts'
-import { apiPrefix, pskRequired, pskVariable, tcpEndpointSingleValue, tcpEndpointVariable } from '../../releases/versions.ts'
-import { connectedMetricName, liveMetricNames } from './metrics.ts'
+import {
+  apiPrefix,
+  connectedMetricName,
+  liveMetricNames,
+  pskRequired,
+  pskVariable,
+  tcpEndpointSingleValue,
+  tcpEndpointVariable,
+} from '../../releases/versions.ts'
 import { controllerUrlVariable, pskHeader } from './paths.ts'
 import { CONNECTION_TIMEOUT_MS } from './controller.ts'
 import { exitOnSignals, listen, serveStatus, type ComponentContext } from './runtime.ts'

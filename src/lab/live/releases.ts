@@ -7,6 +7,7 @@
  * `7.0.1` is the lab's own fault release: its components start, serve their metrics and never
  * connect to the system controller, so an upgrade into it must fail its check and roll back.
  */
+import { LIVE_COMPONENTS, type LiveComponentName } from '../../releases/types.ts'
 
 /** How a release misbehaves (the lab's faults); `none` for an ordinary release. */
 export type LiveLabFault = 'none' | 'never-connects'
@@ -43,9 +44,9 @@ export const LIVE_LAB_RELEASES: readonly LiveLabRelease[] = [
   { version: '7.0.1', fault: 'never-connects', summary: 'the lab fault: components start but never connect to the system controller' },
 ]
 
-/** The components of a live host, in dependency order (the controller first). */
-export const LIVE_COMPONENTS = ['system-controller', 'ingest', 'pipeline', 'control-panel'] as const
-export type LiveComponent = (typeof LIVE_COMPONENTS)[number]
+/** The components of a live host, in dependency order (the controller first): the catalog's. */
+export { LIVE_COMPONENTS }
+export type LiveComponent = LiveComponentName
 
 /** The components that connect to the system controller. */
 export const CONNECTING_COMPONENTS: readonly LiveComponent[] = ['ingest', 'pipeline', 'control-panel']
