@@ -14,7 +14,8 @@
  *             resume must end with the run succeeded, every component on the new release, `verify
  *             live` exit 0 and no lock. Every boundary is thus followed by a resume (the next link),
  *             and the run that finishes has been killed at each of them. The lab is then on `to`,
- *             the next crossing's `from`.
+ *             the next crossing's `from`; on a file's last crossing marked `back`, the finished
+ *             run is rolled back and must end as the rollback cases do.
  *
  * The boundaries, in the playbook's order (playbooks/upgrade-live.ts): preflight, gates (the
  * check-gates step), stage@<component>, check-config, backup, stop@<component> (control panel
@@ -35,6 +36,8 @@ export interface Crossing {
   from: string
   to: string
   boundaries: Boundary[]
+  /** The chain's finished run is then rolled back with `svcops rollback live --run ID` (a file's last crossing: the lab ends on `from`). */
+  back?: boolean
 }
 
 /** Every boundary of a live upgrade, in the order a run passes them (per-component steps at their first and last component). */
@@ -60,20 +63,22 @@ export const BOUNDARIES = [
 export type Boundary = (typeof BOUNDARIES)[number]
 
 /**
- * Up to write-config (resume-early.test.ts), nine boundaries on three crossings: everything before
- * the first stop and the control panel's stop with 1.0.0 -> 2.0.0 (the PSK introduced: settings
- * file and every environment written); the controller's stop with 2.0.0 -> 5.2.0 (the /api/v2
- * prefix and three majors at once); write-config with 5.2.0 -> 6.0.0 (settings file moved, TCP
- * endpoint renamed), the crossing that changes the most files.
+ * Up to write-config (resume-early.test.ts), nine boundaries on three crossings: the control
+ * panel's stop with 1.0.0 -> 2.0.0 (the PSK introduced: settings file and every environment
+ * written); the controller's stop with 2.0.0 -> 5.2.0 (the /api/v2 prefix and three majors at
+ * once); everything before the first stop and write-config with 5.2.0 -> 6.0.0 (settings file
+ * moved, TCP endpoint renamed), the crossing that changes the most files. That chain's run, whose
+ * backup a resume took, is then rolled back: a resumed run can still be undone, files byte for byte.
  */
 export const EARLY_CROSSINGS: Crossing[] = [
-  {
-    from: '1.0.0',
-    to: '2.0.0',
-    boundaries: ['preflight', 'gates', 'stage@system-controller', 'stage@control-panel', 'check-config', 'backup', 'stop@control-panel'],
-  },
+  { from: '1.0.0', to: '2.0.0', boundaries: ['stop@control-panel'] },
   { from: '2.0.0', to: '5.2.0', boundaries: ['stop@system-controller'] },
-  { from: '5.2.0', to: '6.0.0', boundaries: ['write-config'] },
+  {
+    from: '5.2.0',
+    to: '6.0.0',
+    boundaries: ['preflight', 'gates', 'stage@system-controller', 'stage@control-panel', 'check-config', 'backup', 'write-config'],
+    back: true,
+  },
 ]
 
 /**
@@ -117,13 +122,14 @@ export function describeLiveCrashResume(lab: () => LiveLab, crossings: Crossing[
     it('the two files together kill at every boundary, each crossing in the order a run passes them', () => {
       const all = [...EARLY_CROSSINGS, ...LATE_CROSSINGS].flatMap((c) => c.boundaries)
       expect([...all].sort()).toEqual([...BOUNDARIES].sort())
+      for (const list of [EARLY_CROSSINGS, LATE_CROSSINGS]) expect(list.slice(0, -1).some((c) => c.back)).toBe(false)
       for (const c of [...EARLY_CROSSINGS, ...LATE_CROSSINGS]) {
         const order = c.boundaries.map((b) => BOUNDARIES.indexOf(b))
         expect(order).toEqual([...order].sort((a, b) => a - b))
       }
     })
 
-    describe.each(crossings)('$from -> $to', ({ from, to, boundaries }) => {
+    describe.each(crossings)('$from -> $to', ({ from, to, boundaries, back }) => {
       it.each(boundaries)('killed after %s: svcops rollback live ends on the old release with the old files', async (boundary) => {
         const before = lab().snapshot()
         await killedUpgrade(boundary, from, to)
@@ -133,7 +139,9 @@ export function describeLiveCrashResume(lab: () => LiveLab, crossings: Crossing[
         expect(lab().snapshot()).toEqual(before)
       })
 
-      it(`killed after ${boundaries.join(', then its resume after ')}: the last svcops resume ID ends on the new release`, async () => {
+      const rolledBack = back ? ', and svcops rollback live --run ID of it on the old release with the old files' : ''
+      it(`killed after ${boundaries.join(', then its resume after ')}: the last svcops resume ID ends on the new release${rolledBack}`, async () => {
+        const before = lab().snapshot()
         const [first, ...rest] = boundaries
         const id = await killedUpgrade(first as Boundary, from, to)
         for (const boundary of rest) {
@@ -145,6 +153,11 @@ export function describeLiveCrashResume(lab: () => LiveLab, crossings: Crossing[
         expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0)
         expect(phaseOf(id)).toBe('succeeded')
         await expectWhole(to)
+        if (!back) return
+        const rolled = await lab().svcops(['rollback', 'live', '--yes', '--run', id])
+        expect(rolled.code, rolled.stdout + rolled.stderr).toBe(0)
+        await expectWhole(from)
+        expect(lab().snapshot()).toEqual(before)
       })
     })
 

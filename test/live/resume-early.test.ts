@@ -4,10 +4,12 @@
  * boundaries on three crossings, each boundary killed once and rolled back, and each crossing's
  * boundaries killed in turn in one chain of resumes:
  *
- *   1.0.0 -> 2.0.0  preflight, gates, stage@system-controller, stage@control-panel, check-config,
- *                   backup, stop@control-panel (the PSK introduced)
+ *   1.0.0 -> 2.0.0  stop@control-panel (the PSK introduced)
  *   2.0.0 -> 5.2.0  stop@system-controller (the /api/v2 prefix, three majors at once)
- *   5.2.0 -> 6.0.0  write-config (settings file moved, TCP endpoint renamed: the most files changed)
+ *   5.2.0 -> 6.0.0  preflight, gates, stage@system-controller, stage@control-panel, check-config,
+ *                   backup, write-config (settings file moved, TCP endpoint renamed: the most
+ *                   files changed); the finished run, whose backup a resume took, is then rolled
+ *                   back to 5.2.0 with the files byte for byte
  */
 import { afterAll, beforeAll } from 'vitest'
 import { startLiveLab, type LiveLab } from './fixture.ts'
