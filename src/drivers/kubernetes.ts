@@ -10,19 +10,9 @@
  *   const kube = openKubernetes(target)
  *   await kube.readDeployment()          // GET /apis/apps/v1/namespaces/svc-prod/deployments/svc-recording
  */
+import { createRequire } from 'node:module'
 import { createServer, type Server, type Socket } from 'node:net'
-import {
-  AppsV1Api,
-  AuthorizationV1Api,
-  CoreV1Api,
-  KubeConfig,
-  PatchStrategy,
-  PortForward,
-  setHeaderOptions,
-  VersionApi,
-  type V1Deployment,
-  type V1Pod,
-} from '@kubernetes/client-node'
+import type { AppsV1Api, CoreV1Api, KubeConfig, V1Deployment, V1Pod } from '@kubernetes/client-node'
 import { BadInputError, OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 
@@ -130,9 +120,20 @@ export const describeCall = {
     `/api/v1/namespaces/${t.namespace}/pods/POD/portforward?ports=${t.port} (WebSocket) for each connection to a local port`,
 }
 
+let library: typeof import('@kubernetes/client-node') | undefined
+
+/**
+ * The client library, loaded when a driver is first made: it is the largest module svcops has
+ * (seconds to load on a busy machine), and a run on hosts never needs it. Loaded synchronously
+ * (`require` of an ES module, Node >= 22.12), so making a driver still refuses a bad kubeconfig at once.
+ */
+function kubernetesClient(): typeof import('@kubernetes/client-node') {
+  return (library ??= createRequire(import.meta.url)('@kubernetes/client-node') as typeof import('@kubernetes/client-node'))
+}
+
 /** Loads the kubeconfig Pulumi's provider would use and selects the stack's context. */
 export function loadKubeConfig(t: Pick<ClusterTarget, 'context' | 'kubeconfig'>): KubeConfig {
-  const kc = new KubeConfig()
+  const kc = new (kubernetesClient().KubeConfig)()
   try {
     if (t.kubeconfig && /\n|^\s*apiVersion:/.test(t.kubeconfig)) kc.loadFromString(t.kubeconfig)
     else if (t.kubeconfig) kc.loadFromFile(t.kubeconfig)
@@ -161,8 +162,8 @@ export class KubernetesDriver {
   constructor(target: ClusterTarget, kc = loadKubeConfig(target)) {
     this.target = target
     this.kc = kc
-    this.apps = kc.makeApiClient(AppsV1Api)
-    this.core = kc.makeApiClient(CoreV1Api)
+    this.apps = kc.makeApiClient(kubernetesClient().AppsV1Api)
+    this.core = kc.makeApiClient(kubernetesClient().CoreV1Api)
   }
 
   /** The API server's address (for messages). */
@@ -172,7 +173,7 @@ export class KubernetesDriver {
 
   /** `GET /version`: the API is reachable with this kubeconfig; its version. */
   async serverVersion(): Promise<string> {
-    const v = await this.call('GET /version', () => this.kc.makeApiClient(VersionApi).getCode())
+    const v = await this.call('GET /version', () => this.kc.makeApiClient(kubernetesClient().VersionApi).getCode())
     return v.gitVersion
   }
 
@@ -200,7 +201,7 @@ export class KubernetesDriver {
     await this.call(describeCall.scale(t, replicas), () =>
       this.apps.patchNamespacedDeploymentScale(
         { name: t.deployment, namespace: t.namespace, body: { spec: { replicas } } },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        kubernetesClient().setHeaderOptions('Content-Type', kubernetesClient().PatchStrategy.MergePatch),
       ),
     )
   }
@@ -238,7 +239,7 @@ export class KubernetesDriver {
 
   /** Asks the API server whether this identity holds each right; returns the missing ones. */
   async missingRights(rights: NeededRight[]): Promise<NeededRight[]> {
-    const auth = this.kc.makeApiClient(AuthorizationV1Api)
+    const auth = this.kc.makeApiClient(kubernetesClient().AuthorizationV1Api)
     const missing: NeededRight[] = []
     for (const r of rights) {
       const review = await this.call(describeCall.access(r), () =>
@@ -270,7 +271,7 @@ export class KubernetesDriver {
    */
   async forwardService(): Promise<{ url: string; close(): Promise<void> }> {
     const t = this.target
-    const forward = new PortForward(this.kc)
+    const forward = new (kubernetesClient().PortForward)(this.kc)
     const sockets = new Set<Socket>()
     const server: Server = createServer((socket) => {
       sockets.add(socket)

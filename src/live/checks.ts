@@ -6,7 +6,7 @@
  */
 import { sendRequest } from '../core/http.ts'
 import { errorMessage } from '../core/errors.ts'
-import { apiPrefix } from '../releases/versions.ts'
+import { apiPrefix, connectedMetricName } from '../releases/versions.ts'
 import type { LiveContext } from './context.ts'
 import type { LiveComponentName } from './layout.ts'
 import { judgeConnection, judgeControllerStatus, judgeMetrics, type Answer, type CheckResult } from './judge.ts'
@@ -46,9 +46,27 @@ export async function metricsStatus(ctx: LiveContext, component: LiveComponentNa
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
+/** How often a waiting check asks again: a component connects within a few hundred ms of its start. */
+const CHECK_POLL_MS = 250
+
+/**
+ * Whether the component's own `/metrics` answers and, for a connecting component, reports itself
+ * connected: what tells the process just started from the one before it, which the controller may
+ * still list as connected for a moment after a restart (its connection timeout).
+ */
+async function reportsItselfUp(ctx: LiveContext, component: LiveComponentName): Promise<boolean> {
+  const base = new URL(ctx.live.controllerUrl)
+  const r = await getJson(`${base.protocol}//${base.hostname}:${ctx.live.metricsPorts[component]}/metrics`)
+  if ('error' in r || r.status !== 200) return false
+  if (component === 'system-controller') return true
+  const text = typeof r.body === 'string' ? r.body : ''
+  return text.split('\n').some((l) => l.trim() === `${connectedMetricName(ctx.product.prefix)} 1`)
+}
+
 /**
  * Every check of one started component of `version`. Waits (up to `waitMs`) for it to run and
- * connect; a component the supervisor reports as exited is not waited for.
+ * connect — as the controller lists it and as it reports itself; a component the supervisor
+ * reports as exited is not waited for.
  */
 export async function checkComponent(
   ctx: LiveContext,
@@ -61,8 +79,9 @@ export async function checkComponent(
   let link: CheckResult
   for (;;) {
     link = component === 'system-controller' ? await controllerStatus(ctx, version) : await connectionStatus(ctx, component, version)
-    if ((status.running && link.ok) || Date.now() >= deadline || (!status.running && GAVE_UP.test(status.status))) break
-    await sleep(500)
+    const up = status.running && link.ok && (await reportsItselfUp(ctx, component))
+    if (up || Date.now() >= deadline || (!status.running && GAVE_UP.test(status.status))) break
+    await sleep(CHECK_POLL_MS)
     status = await ctx.platform.status(component)
   }
   const errors = await ctx.platform.errorLines(component, options.cursor)

@@ -28,6 +28,19 @@ const stopped = (host: LiveHost, component: (typeof LIVE_COMPONENTS)[number]): P
     return ['EXITED', 'FATAL', 'BACKOFF'].includes(state) ? state : undefined
   })
 
+/**
+ * Waits until `component` logged a line matching `pattern` after `mark` lines: supervisor counts a
+ * program RUNNING once spawned (startsecs=0), so a restart returns before the program has read its
+ * settings; its log says when it has.
+ */
+const logged = (host: LiveHost, component: (typeof LIVE_COMPONENTS)[number], mark: number, pattern: RegExp): Promise<string> =>
+  waitFor(`${component} to log ${String(pattern)}`, () =>
+    host
+      .log(component)
+      .slice(mark)
+      .find((line) => pattern.test(line)),
+  )
+
 const connected = (host: LiveHost, components: readonly (typeof LIVE_COMPONENTS)[number][] = CONNECTING_COMPONENTS): Promise<boolean> =>
   waitFor(`${components.join(', ')} to connect`, async () => {
     const all = await Promise.all(components.map((c) => host.health(c)))
@@ -193,7 +206,9 @@ describe('svcops lab up --hosts 0 --live 5.2.0 --live-tcp-endpoints 2, then the 
     const [endpoint = ''] = host.live.tcpEndpoints
     const { SVC_TCP_ENDPOINTS: _old, ...vars } = host.readEnv('pipeline')
     host.writeEnv('pipeline', { ...vars, SVC_TCP_ENDPOINT: endpoint })
+    const mark = host.logMark('system-controller')
     await host.supervisorctl(['start', 'svc-system-controller', 'svc-pipeline'])
+    await logged(host, 'system-controller', mark, /listening on /)
     expect(await host.state('system-controller')).toBe('RUNNING')
     expect((await host.controller('/api/v2/status')).body).toEqual({ version: '6.0.0', status: 'ok' })
     await connected(host)
@@ -205,6 +220,7 @@ describe('svcops lab up --hosts 0 --live 5.2.0 --live-tcp-endpoints 2, then the 
     host.move('/etc/opt/svc/svc_sc_settings.json', '/var/opt/svc/system-controller/svc_sc_settings.json')
     const mark = host.logMark('system-controller')
     await host.restart('system-controller')
+    await logged(host, 'system-controller', mark, /listening on /)
     expect(await host.state('system-controller')).toBe('RUNNING')
     expect(host.log('system-controller').slice(mark).join('\n')).toMatch(
       /settings \/var\/opt\/svc\/system-controller\/svc_sc_settings\.json/,
@@ -216,6 +232,7 @@ describe('svcops lab up --hosts 0 --live 5.2.0 --live-tcp-endpoints 2, then the 
     host.writeEnv('system-controller', { ...host.readEnv('system-controller'), SVC_SC_ARGS: '--settings-path /srv/sc-settings' })
     const mark = host.logMark('system-controller')
     await host.restart('system-controller')
+    await logged(host, 'system-controller', mark, /listening on /)
     expect(await host.state('system-controller')).toBe('RUNNING')
     expect(host.log('system-controller').slice(mark).join('\n')).toMatch(/settings \/srv\/sc-settings\/svc_sc_settings\.json/)
     await connected(host)
@@ -253,7 +270,7 @@ describe('svcops lab up --hosts 0 --live 5.2.0 --live-tcp-endpoints 2, then the 
   it('the fault release 7.0.1 starts its components, which never connect', async () => {
     await host.switchRelease('7.0.1')
     for (const c of LIVE_COMPONENTS) expect(await host.state(c)).toBe('RUNNING')
-    // Each has run for longer than supervisor's startsecs (1 s) and the components' reconnect interval (1 s).
+    // Each has run for longer than the components' reconnect interval (1 s).
     await new Promise((r) => setTimeout(r, 1500))
     const components = (await host.controller('/api/v3/components')).body as Array<{ version: string }>
     expect(components.map((c) => c.version)).not.toContain('7.0.1')

@@ -24,7 +24,7 @@ import {
   settingsCandidates,
   type LiveComponentName,
 } from '../../src/live/layout.ts'
-import { runSvcops, runSvcopsKilledAt, runSvcopsKilledInRun, type CliRun } from '../support/cli.ts'
+import { runSvcops, runSvcopsKilledAt, runSvcopsKilledInRun, sampleProcessArguments, type CliRun } from '../support/cli.ts'
 import { supervisorctlArgv } from '../support/supervisorctl.ts'
 
 export { LIVE_COMPONENTS, type LiveComponentName }
@@ -53,7 +53,7 @@ export interface LiveLab {
   /** `svcops --stack-file <lab> ...args`; its output is kept for the secrets check. */
   svcops(args: string[]): Promise<CliRun>
   svcopsKilledAt(args: string[], boundary: string): Promise<CliRun>
-  /** `svcops ...args` continuing run `id` (a rollback, a resume), killed once its journal shows `boundary` (`step@component`) finished. */
+  /** `svcops ...args` continuing run `id` (a rollback, a resume), killed once its journal shows `boundary` (`step@component`) finished by this command (`runSvcopsKilledInRun`). */
   svcopsKilledInRun(args: string[], id: string, boundary: string): Promise<CliRun>
   /** Every PSK seen on the host so far (collected at each call of svcops and snapshot). */
   psks(): string[]
@@ -174,13 +174,13 @@ export async function startLiveLab(options: { version: string; weakPsk?: boolean
     async svcops(args) {
       collect()
       // What every process on the machine was started with, sampled while svcops runs: no PSK in any argv.
-      const sampler = setInterval(() => outputs.push(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })), 100)
+      const sampler = sampleProcessArguments(100, (args) => outputs.push(args))
       try {
         const run = await runSvcops(['--stack-file', envFile, ...args], { env: { SVCOPS_RUNS_DIR: runsDir } })
         outputs.push(run.stdout, run.stderr)
         return run
       } finally {
-        clearInterval(sampler)
+        await sampler.stop()
         collect()
       }
     },

@@ -2,40 +2,45 @@
  * Crash-resume of `svcops upgrade live` at every step boundary, shared by resume-early.test.ts and
  * resume-late.test.ts (two files, each with a lab of its own, so they run in parallel). The test
  * kills the CLI with SIGKILL from outside as soon as its journal shows a step boundary finished
- * (`lab.svcopsKilledAt`), then
+ * (`lab.svcopsKilledAt`; a resume with `lab.svcopsKilledInRun`, which counts only what that resume
+ * itself finished). Each file climbs the lab's releases one crossing at a time; on each crossing,
+ * for the boundaries it names, in the playbook's order:
  *
- *   rollback  `svcops rollback live` must end with every component on the old release, `verify
- *             live` exit 0, no lock and the settings and environment files byte for byte as before;
- *   resume    `svcops resume ID` must end with the run succeeded, every component on the new
- *             release, `verify live` exit 0 and no lock.
+ *   rollback  one case per boundary: an upgrade killed at it, then `svcops rollback live`, must end
+ *             with every component on the old release, `verify live` exit 0, no lock and the
+ *             settings and environment files byte for byte as before. The lab is back on `from`.
+ *   resume    one chain for all of them: the upgrade killed at the first boundary, `svcops resume
+ *             ID` killed at the second, the next resume killed at the third, and so on; the last
+ *             resume must end with the run succeeded, every component on the new release, `verify
+ *             live` exit 0 and no lock. Every boundary is thus followed by a resume (the next link),
+ *             and the run that finishes has been killed at each of them. The lab is then on `to`,
+ *             the next crossing's `from`; on a file's last crossing marked `back`, the finished
+ *             run is rolled back and must end as the rollback cases do.
  *
  * The boundaries, in the playbook's order (playbooks/upgrade-live.ts): preflight, gates (the
  * check-gates step), stage@<component>, check-config, backup, stop@<component> (control panel
- * first), write-config, install/start/check@<component> (controller first), verify. The bound: a
- * step run once per component (stage, stop, install, start, check) is killed at its first and its
- * last component in that step's order, not at the two between; every distinct step id is covered
- * at least at its first and its last instance.
- *
- * Each case names the pair it upgrades. The rollback case runs first and leaves the lab on `from`;
- * the resume case then leaves it on `to`, which is the next case's `from`: the cases climb the lab's
- * releases one crossing at a time (1.0.0 ... 7.0.0, 5.0.0 -> 5.2.0 being a minor one). Where two
- * cases share a pair (`back`), the resume case ends with `svcops rollback live` of its succeeded
- * run, which is cheaper than a lab of its own and checks that a resumed run can still be undone.
+ * first), write-config, then per component (controller first) install, start, check, and verify.
+ * The bound: a step run once per component (stage, stop, install, start, check) is killed at its
+ * first and its last component in that step's order, not at the two between; every distinct step
+ * id is covered at least at its first and its last instance. A resume skips the steps done once
+ * (preflight, gates, backup) and the components already checked, and runs the others again: each
+ * chain's next boundary is one the resume runs (the test fails if the resume is not killed).
  */
 import { describe, expect, it } from 'vitest'
 import { listRuns } from '../../src/runs/journal.ts'
 import { LIVE_LOCK_PATH } from '../../src/live/context.ts'
 import { gateIds, type LiveLab } from './fixture.ts'
 
-export interface CrashCase {
-  boundary: string
+/** One upgrade the lab makes, and the boundaries killed on it (in the playbook's order). */
+export interface Crossing {
   from: string
   to: string
-  /** The next case upgrades the same pair: the resumed run is rolled back at the end. */
+  boundaries: Boundary[]
+  /** The chain's finished run is then rolled back with `svcops rollback live --run ID` (a file's last crossing: the lab ends on `from`). */
   back?: boolean
 }
 
-/** Every boundary of a live upgrade, in the playbook's order (per-component steps at their first and last component). */
+/** Every boundary of a live upgrade, in the order a run passes them (per-component steps at their first and last component). */
 export const BOUNDARIES = [
   'preflight',
   'gates',
@@ -47,41 +52,54 @@ export const BOUNDARIES = [
   'stop@system-controller',
   'write-config',
   'install@system-controller',
-  'install@control-panel',
   'start@system-controller',
-  'start@control-panel',
   'check@system-controller',
+  'install@control-panel',
+  'start@control-panel',
   'check@control-panel',
   'verify',
 ] as const
 
-/** Up to write-config (resume-early.test.ts). Nine boundaries, seven crossings: two before the first stop go `back`; the boundaries that stop or write go first, on the crossings that change the most files. */
-export const EARLY_CASES: CrashCase[] = [
-  { boundary: 'stop@control-panel', from: '1.0.0', to: '2.0.0' },
-  { boundary: 'stop@system-controller', from: '2.0.0', to: '3.0.0' },
-  { boundary: 'preflight', from: '3.0.0', to: '4.0.0', back: true },
-  { boundary: 'gates', from: '3.0.0', to: '4.0.0', back: true },
-  { boundary: 'stage@system-controller', from: '3.0.0', to: '4.0.0' },
-  { boundary: 'stage@control-panel', from: '4.0.0', to: '5.0.0' },
-  { boundary: 'check-config', from: '5.0.0', to: '5.2.0' },
-  { boundary: 'write-config', from: '5.2.0', to: '6.0.0' },
-  { boundary: 'backup', from: '6.0.0', to: '7.0.0' },
+export type Boundary = (typeof BOUNDARIES)[number]
+
+/**
+ * Up to write-config (resume-early.test.ts), nine boundaries on three crossings: the control
+ * panel's stop with 1.0.0 -> 2.0.0 (the PSK introduced: settings file and every environment
+ * written); the controller's stop with 2.0.0 -> 5.2.0 (the /api/v2 prefix and three majors at
+ * once); everything before the first stop and write-config with 5.2.0 -> 6.0.0 (settings file
+ * moved, TCP endpoint renamed), the crossing that changes the most files. That chain's run, whose
+ * backup a resume took, is then rolled back: a resumed run can still be undone, files byte for byte.
+ */
+export const EARLY_CROSSINGS: Crossing[] = [
+  { from: '1.0.0', to: '2.0.0', boundaries: ['stop@control-panel'] },
+  { from: '2.0.0', to: '5.2.0', boundaries: ['stop@system-controller'] },
+  {
+    from: '5.2.0',
+    to: '6.0.0',
+    boundaries: ['preflight', 'gates', 'stage@system-controller', 'stage@control-panel', 'check-config', 'backup', 'write-config'],
+    back: true,
+  },
 ]
 
-/** From the first install to verify (resume-late.test.ts). Seven boundaries, seven crossings; the controller's install with 5.2.0 -> 6.0.0, where the resumed run writes the configuration again over files it already moved and renamed. */
-export const LATE_CASES: CrashCase[] = [
-  { boundary: 'check@system-controller', from: '1.0.0', to: '2.0.0' },
-  { boundary: 'install@control-panel', from: '2.0.0', to: '3.0.0' },
-  { boundary: 'start@system-controller', from: '3.0.0', to: '4.0.0' },
-  { boundary: 'start@control-panel', from: '4.0.0', to: '5.0.0' },
-  { boundary: 'check@control-panel', from: '5.0.0', to: '5.2.0' },
-  { boundary: 'install@system-controller', from: '5.2.0', to: '6.0.0' },
-  { boundary: 'verify', from: '6.0.0', to: '7.0.0' },
+/**
+ * From the first install to verify (resume-late.test.ts), seven boundaries on four crossings: the
+ * controller's check and the control panel's install with 1.0.0 -> 2.0.0 (the first release with
+ * a PSK); the starts and the control panel's check with 2.0.0 -> 5.2.0; the controller's install
+ * with 5.2.0 -> 6.0.0, where each resume writes the configuration again over files it already
+ * moved and renamed; verify with 6.0.0 -> 7.0.0 (/api/v3).
+ */
+export const LATE_CROSSINGS: Crossing[] = [
+  { from: '1.0.0', to: '2.0.0', boundaries: ['check@system-controller', 'install@control-panel'] },
+  { from: '2.0.0', to: '5.2.0', boundaries: ['start@system-controller', 'start@control-panel', 'check@control-panel'] },
+  { from: '5.2.0', to: '6.0.0', boundaries: ['install@system-controller'] },
+  { from: '6.0.0', to: '7.0.0', boundaries: ['verify'] },
 ]
 
-/** Declares the kill-then-rollback and kill-then-resume cases, in order, on the lab `lab()` returns. */
-export function describeLiveCrashResume(lab: () => LiveLab, cases: CrashCase[]): void {
-  async function killedUpgrade(boundary: string, from: string, to: string): Promise<string> {
+/** Declares, per crossing, the kill-then-rollback cases and the kill-then-resume chain, in order, on the lab `lab()` returns. */
+export function describeLiveCrashResume(lab: () => LiveLab, crossings: Crossing[]): void {
+  const phaseOf = (id: string) => listRuns(lab().runsDir).find((r) => r.id === id)?.phase
+
+  async function killedUpgrade(boundary: Boundary, from: string, to: string): Promise<string> {
     expect(Object.values(lab().versions())).toEqual([from, from, from, from])
     const killed = await lab().svcopsKilledAt(
       ['upgrade', 'live', '--to', to, '--yes', '--ack', gateIds(lab().live(), from, to).join(',')],
@@ -101,12 +119,18 @@ export function describeLiveCrashResume(lab: () => LiveLab, cases: CrashCase[]):
   }
 
   describe('kill -9 at a step boundary of a live upgrade, then roll back or resume', () => {
-    it('the two files together kill at every boundary', () => {
-      expect([...EARLY_CASES, ...LATE_CASES].map((c) => c.boundary).sort()).toEqual([...BOUNDARIES].sort())
+    it('the two files together kill at every boundary, each crossing in the order a run passes them', () => {
+      const all = [...EARLY_CROSSINGS, ...LATE_CROSSINGS].flatMap((c) => c.boundaries)
+      expect([...all].sort()).toEqual([...BOUNDARIES].sort())
+      for (const list of [EARLY_CROSSINGS, LATE_CROSSINGS]) expect(list.slice(0, -1).some((c) => c.back)).toBe(false)
+      for (const c of [...EARLY_CROSSINGS, ...LATE_CROSSINGS]) {
+        const order = c.boundaries.map((b) => BOUNDARIES.indexOf(b))
+        expect(order).toEqual([...order].sort((a, b) => a - b))
+      }
     })
 
-    describe.each(cases)('killed after $boundary ($from -> $to)', ({ boundary, from, to, back }) => {
-      it('svcops rollback live ends on the old release with the old files', async () => {
+    describe.each(crossings)('$from -> $to', ({ from, to, boundaries, back }) => {
+      it.each(boundaries)('killed after %s: svcops rollback live ends on the old release with the old files', async (boundary) => {
         const before = lab().snapshot()
         await killedUpgrade(boundary, from, to)
         const rolled = await lab().svcops(['rollback', 'live', '--yes'])
@@ -115,12 +139,19 @@ export function describeLiveCrashResume(lab: () => LiveLab, cases: CrashCase[]):
         expect(lab().snapshot()).toEqual(before)
       })
 
-      it(`svcops resume ID ends on the new release${back ? ', and its rollback on the old one' : ''}`, async () => {
+      const rolledBack = back ? ', and svcops rollback live --run ID of it on the old release with the old files' : ''
+      it(`killed after ${boundaries.join(', then its resume after ')}: the last svcops resume ID ends on the new release${rolledBack}`, async () => {
         const before = lab().snapshot()
-        const id = await killedUpgrade(boundary, from, to)
+        const [first, ...rest] = boundaries
+        const id = await killedUpgrade(first as Boundary, from, to)
+        for (const boundary of rest) {
+          const killed = await lab().svcopsKilledInRun(['resume', id], id, boundary)
+          expect(killed.signal, `resume not killed after ${boundary}:\n${killed.stdout}\n${killed.stderr}`).toBe('SIGKILL')
+          expect(phaseOf(id)).toBe('running')
+        }
         const resumed = await lab().svcops(['resume', id])
         expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0)
-        expect(listRuns(lab().runsDir).find((r) => r.id === id)?.phase).toBe('succeeded')
+        expect(phaseOf(id)).toBe('succeeded')
         await expectWhole(to)
         if (!back) return
         const rolled = await lab().svcops(['rollback', 'live', '--yes', '--run', id])

@@ -1,14 +1,19 @@
 /**
  * Crash-resume of `svcops upgrade live` at the boundaries up to write-config (resume-cases.ts has
- * the assertions and the bound: stage and stop at their first and last component). Nine boundaries
- * need nine crossings and the lab climbs seven (1.0.0 ... 7.0.0): two boundaries before the first
- * stop share their pair with the next case, and their resumed run is rolled back (`back`). The
- * stops take the first crossings (1.0.0 -> 2.0.0 introduces the PSK), write-config takes 5.2.0 ->
- * 6.0.0 (settings file moved, TCP endpoint renamed), the crossing that changes the most files.
+ * the assertions and the bound: stage and stop at their first and last component). Nine
+ * boundaries on three crossings, each boundary killed once and rolled back, and each crossing's
+ * boundaries killed in turn in one chain of resumes:
+ *
+ *   1.0.0 -> 2.0.0  stop@control-panel (the PSK introduced)
+ *   2.0.0 -> 5.2.0  stop@system-controller (the /api/v2 prefix, three majors at once)
+ *   5.2.0 -> 6.0.0  preflight, gates, stage@system-controller, stage@control-panel, check-config,
+ *                   backup, write-config (settings file moved, TCP endpoint renamed: the most
+ *                   files changed); the finished run, whose backup a resume took, is then rolled
+ *                   back to 5.2.0 with the files byte for byte
  */
 import { afterAll, beforeAll } from 'vitest'
 import { startLiveLab, type LiveLab } from './fixture.ts'
-import { describeLiveCrashResume, EARLY_CASES } from './resume-cases.ts'
+import { describeLiveCrashResume, EARLY_CROSSINGS } from './resume-cases.ts'
 
 let lab: LiveLab
 
@@ -20,4 +25,4 @@ afterAll(async () => {
   await lab?.stop()
 })
 
-describeLiveCrashResume(() => lab, EARLY_CASES)
+describeLiveCrashResume(() => lab, EARLY_CROSSINGS)

@@ -1,7 +1,22 @@
 /**
- * Crash-resume: the test kills the CLI with SIGKILL from outside as soon as its journal shows a step
- * boundary; then `resume`, and in a second case after the same kill `rollback --run`, must each
- * end with a healthy service on one version, no recording lost, and no lock left behind.
+ * Crash-resume of `svcops upgrade recording` on one host, shared by resume-early.test.ts and
+ * resume-late.test.ts (a lab each, so they run in parallel). The test kills the CLI with SIGKILL
+ * from outside as soon as its journal shows a step boundary finished (`runSvcopsKilledAt`; a
+ * resume with `runSvcopsKilledInRun`, which counts only what that resume itself finished). Each
+ * file takes a run of consecutive boundaries, and
+ *
+ *   rollback  per boundary: an upgrade killed at it, then `rollback --run` (in-process), must end
+ *             with a healthy service on the old version, every recording, and no lock left;
+ *   resume    one chain for all of them: the upgrade killed at the first boundary, `svcops resume
+ *             ID` killed at the second, the next resume killed at the third, and so on; the last
+ *             resume (in-process) must end with the run succeeded, a healthy service on the new
+ *             version, every recording, and no lock left. Every boundary is thus followed by a
+ *             resume, and the run that finishes has been killed at each of them.
+ *
+ * The rollback cases leave the lab on the version they started from (1.4.0); the chain then takes it
+ * to 1.5.0. A resume skips the steps done once (preflight, doctor, stage, snapshot, backup) and a
+ * host already verified, and runs the others again: each next boundary is one the resume runs (the
+ * test fails if the resume is not killed).
  */
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
@@ -9,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Journal, listRuns } from '../../src/runs/journal.ts'
 import { readEnvironmentLock } from '../../src/runs/lock.ts'
 import { resumeRecordingService, rollbackRecordingService } from '../../playbooks/upgrade.ts'
-import { runSvcopsKilledAt } from '../support/cli.ts'
+import { runSvcopsKilledAt, runSvcopsKilledInRun } from '../support/cli.ts'
 import { startUpgradeLab, type UpgradeLab } from './fixture.ts'
 
 /** Every boundary of an upgrade of one host, in order. */
@@ -29,7 +44,7 @@ export const BOUNDARIES = [
   'verify',
 ]
 
-/** Declares the crash-resume cases for `boundaries` on a lab of its own. */
+/** Declares the crash cases for `boundaries` (consecutive, in order) on a lab of its own. */
 export function describeCrashResume(boundaries: string[]): void {
   let lab: UpgradeLab
   let initial: string[] = []
@@ -43,31 +58,61 @@ export function describeCrashResume(boundaries: string[]): void {
     await lab?.stop()
   })
 
+  /** The lab's version and the other one, the upgrade's target. */
+  async function pair(): Promise<{ from: string; to: string }> {
+    const from = (await lab.versions())['rec-1'] as string
+    return { from, to: from === '1.4.0' ? '1.5.0' : '1.4.0' }
+  }
+
+  async function killedUpgrade(boundary: string, to: string): Promise<string> {
+    const killed = await runSvcopsKilledAt(
+      ['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', to, '--yes'],
+      boundary,
+      lab.runsDir,
+    )
+    expect(killed.signal, `${killed.stdout}\n${killed.stderr}`).toBe('SIGKILL')
+    const id = listRuns(lab.runsDir)[0]?.id as string
+    expect(Journal.open(id).run.phase).toBe('running')
+    return id
+  }
+
+  async function expectHealthyOn(version: string): Promise<void> {
+    expect((await lab.versions())['rec-1']).toBe(version)
+    expect(await lab.healthy()).toEqual([true])
+    const ids = (await lab.listAll()).map((r) => String(r.id))
+    for (const r of initial) expect(ids).toContain(r)
+    expect(await readEnvironmentLock(lab.env().recording!.database, 'lab')).toBeUndefined()
+    expect(existsSync(join(lab.env().recording!.hosts[0]!.root!, 'var/lib/svcops/upgrade.lock'))).toBe(false)
+  }
+
   describe('kill -9 at a step boundary, then resume or roll back', () => {
-    describe.each(boundaries)('killed after %s', (boundary) => {
-      it.each(['resume', 'rollback'] as const)('%s ends healthy on one version with every recording', async (how) => {
-        const from = (await lab.versions())['rec-1'] as string
-        const to = from === '1.4.0' ? '1.5.0' : '1.4.0'
-        const killed = await runSvcopsKilledAt(
-          ['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', to, '--yes'],
-          boundary,
-          lab.runsDir,
-        )
-        expect(killed.signal).toBe('SIGKILL')
-        const id = listRuns(lab.runsDir)[0]?.id as string
+    it('the boundaries are consecutive, in the order a run passes them', () => {
+      const at = BOUNDARIES.indexOf(boundaries[0] ?? '')
+      expect(at).toBeGreaterThanOrEqual(0)
+      expect(boundaries).toEqual(BOUNDARIES.slice(at, at + boundaries.length))
+    })
+
+    it.each(boundaries)('killed after %s, rollback ends healthy on the old version with every recording', async (boundary) => {
+      const { from, to } = await pair()
+      const id = await killedUpgrade(boundary, to)
+      const outcome = await rollbackRecordingService(lab.env(), { runId: id })
+      // A rollback after a kill before the first stop has nothing to undo: the run is only marked failed.
+      expect(outcome.phase).toBe(Journal.open(id).disrupted() ? 'rolled-back' : 'failed')
+      await expectHealthyOn(from)
+    })
+
+    it(`killed after ${boundaries.join(', then its resume after ')}: the last resume ends healthy on the new version with every recording`, async () => {
+      const { to } = await pair()
+      const [first, ...rest] = boundaries
+      const id = await killedUpgrade(first ?? '', to)
+      for (const boundary of rest) {
+        const killed = await runSvcopsKilledInRun(['--stack-file', lab.envFile, 'resume', id], id, boundary, lab.runsDir)
+        expect(killed.signal, `resume not killed after ${boundary}:\n${killed.stdout}\n${killed.stderr}`).toBe('SIGKILL')
         expect(Journal.open(id).run.phase).toBe('running')
-        const outcome = how === 'resume' ? await resumeRecordingService(id, {}) : await rollbackRecordingService(lab.env(), { runId: id })
-        // A rollback after a kill before the first stop has nothing to undo: the run is only marked failed.
-        const stoppedBeforeKill = Journal.open(id).disrupted()
-        expect(outcome.phase).toBe(how === 'resume' ? 'succeeded' : stoppedBeforeKill ? 'rolled-back' : 'failed')
-        const versions = await lab.versions()
-        expect(versions['rec-1']).toBe(how === 'resume' ? to : from)
-        expect(await lab.healthy()).toEqual([true])
-        const ids = (await lab.listAll()).map((r) => String(r.id))
-        for (const r of initial) expect(ids).toContain(r)
-        expect(await readEnvironmentLock(lab.env().recording!.database, 'lab')).toBeUndefined()
-        expect(existsSync(join(lab.env().recording!.hosts[0]!.root!, 'var/lib/svcops/upgrade.lock'))).toBe(false)
-      })
+      }
+      const outcome = await resumeRecordingService(id, {})
+      expect(outcome.phase).toBe('succeeded')
+      await expectHealthyOn(to)
     })
   })
 }

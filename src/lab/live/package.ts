@@ -53,10 +53,13 @@ function supervisorProgram(component: LiveComponent, product: LiveProduct): stri
     ...(component === 'system-controller' ? [`directory=${root}${controllerWorkingDir(product)}`] : []),
     `priority=${priority(component)}`,
     'autostart=true',
-    // A component that logs an error and stops stays stopped (EXITED or FATAL): svcops starts and
-    // stops the components, and a refusal is for its checks to see, not for supervisord to retry.
+    // A component that logs an error and stops stays stopped (EXITED): svcops starts and stops the
+    // components, and a refusal is for its checks to see, not for supervisord to retry.
     'autorestart=false',
-    'startsecs=1',
+    // RUNNING once spawned: a start returns at once instead of after a second (plus up to a second
+    // of supervisord's loop), and svcops' check waits for what matters — the component answering or
+    // connected — and sees one that gives up as EXITED.
+    'startsecs=0',
     'startretries=0',
     'stopsignal=TERM',
     'stopwaitsecs=5',
