@@ -276,6 +276,7 @@ export class Journal {
     } finally {
       closeSync(fd)
     }
+    crashIfAsked(full)
     return full
   }
 
@@ -362,4 +363,17 @@ export function isProcessAlive(pid: number): boolean {
 /** True when a run's phase is final (nothing left to resume). */
 export function isFinished(run: RunRecord): boolean {
   return run.phase !== 'running' && run.phase !== 'rolling-back'
+}
+
+/**
+ * The crash tests' failpoint: with `SVCOPS_CRASH_AFTER=step` or `step@host` in svcops' environment,
+ * the process kills itself with SIGKILL right after that step's `ok` line is synced — the state a
+ * power cut or an OOM kill leaves at that step boundary, at the exact boundary however busy the
+ * machine is (a kill from outside can come late, after the run has gone on or even ended).
+ */
+function crashIfAsked(entry: Omit<JournalEntry, 'time'>): void {
+  const at = process.env.SVCOPS_CRASH_AFTER
+  if (!at || entry.status !== 'ok') return
+  const [step, host] = at.split('@')
+  if (entry.step === step && entry.host === host) process.kill(process.pid, 'SIGKILL')
 }

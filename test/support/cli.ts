@@ -1,8 +1,6 @@
 /** Runs `svcops` as a subprocess, the way users and schedulers do, and collects what it printed. */
 import { spawn } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { readdir, readFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { svcopsCommand } from '../../src/core/paths.ts'
 
@@ -48,50 +46,29 @@ export function runSvcops(args: string[], options: CliOptions = {}): Promise<Cli
   })
 }
 
-/** Whether a journal line records `boundary` (`step` or `step@host`) finished. */
-function finishes(line: string, boundary: string): boolean {
-  const [step, host] = boundary.split('@')
-  try {
-    const e = JSON.parse(line) as { step?: string; host?: string; status?: string }
-    return e.step === step && e.host === host && e.status === 'ok'
-  } catch {
-    // A line still being written, or empty: not a finished step.
-    return false
-  }
-}
-
 /**
- * Runs `svcops ...args` and kills it with SIGKILL as soon as `reached()` says so (checked every
- * 2 ms while it runs). Resolves with `killedAt` when it was killed by us.
+ * Runs `svcops ...args` with the journal's failpoint (`SVCOPS_CRASH_AFTER`, src/runs/journal.ts):
+ * it kills itself with SIGKILL right after `boundary` (`step` or `step@host`) is recorded `ok` by
+ * this process — at the exact boundary, however busy the machine, where a kill sent from outside on
+ * seeing the journal line can come late (after the last step, even after the run has ended).
+ * Resolves with `killedAt` when it died by SIGKILL.
  */
-function runSvcopsKilledWhen(args: string[], reached: () => boolean, options: CliOptions): Promise<CliRun & { killedAt?: string }> {
-  let timer: NodeJS.Timeout | undefined
-  let killedAt: string | undefined
-  return runSvcops(args, {
-    ...options,
-    onSpawn(pid) {
-      options.onSpawn?.(pid)
-      timer = setInterval(() => {
-        if (!reached()) return
-        clearInterval(timer)
-        killedAt = new Date().toISOString()
-        try {
-          process.kill(pid, 'SIGKILL')
-        } catch {
-          // It ended on its own before the kill: the caller sees no SIGKILL.
-        }
-      }, 2)
-    },
-  }).then((run) => {
-    clearInterval(timer)
-    return { ...run, ...(killedAt ? { killedAt } : {}) }
-  })
+function runSvcopsKilledAfter(
+  args: string[],
+  boundary: string,
+  runsDir: string,
+  options: CliOptions,
+): Promise<CliRun & { killedAt?: string }> {
+  return runSvcops(args, { ...options, env: { SVCOPS_RUNS_DIR: runsDir, ...options.env, SVCOPS_CRASH_AFTER: boundary } }).then((run) => ({
+    ...run,
+    ...(run.signal === 'SIGKILL' ? { killedAt: boundary } : {}),
+  }))
 }
 
 /**
- * Runs `svcops ...args` and kills it with SIGKILL from outside as soon as its journal shows
- * `boundary` (`step` or `step@host`) finished: a crash at (or just after) that step boundary, as a
- * power cut or an OOM kill would leave it. The journal is the newest run folder in `runsDir`.
+ * Runs `svcops ...args` and has it killed with SIGKILL as soon as its journal records `boundary`
+ * (`step` or `step@host`) finished: a crash at that step boundary, as a power cut or an OOM kill
+ * would leave it.
  */
 export function runSvcopsKilledAt(
   args: string[],
@@ -99,53 +76,23 @@ export function runSvcopsKilledAt(
   runsDir: string,
   options: CliOptions = {},
 ): Promise<CliRun & { killedAt?: string }> {
-  const before = new Set(existsSync(runsDir) ? readdirSync(runsDir) : [])
-  return runSvcopsKilledWhen(
-    args,
-    () => {
-      const id = (existsSync(runsDir) ? readdirSync(runsDir) : [])
-        .filter((d) => !before.has(d))
-        .sort()
-        .at(-1)
-      if (!id) return false
-      const file = join(runsDir, id, 'journal.jsonl')
-      return (
-        existsSync(file) &&
-        readFileSync(file, 'utf8')
-          .split('\n')
-          .some((line) => finishes(line, boundary))
-      )
-    },
-    { ...options, env: { SVCOPS_RUNS_DIR: runsDir, ...options.env } },
-  )
+  return runSvcopsKilledAfter(args, boundary, runsDir, options)
 }
 
 /**
- * Runs `svcops ...args` that continues run `id` (`resume ID`, `rollback ... --run ID`) and kills it
- * with SIGKILL as soon as the run's journal shows `boundary` finished by this command: only lines
- * appended after it started count, so a boundary the run already passed before (a step that a
- * resume runs again) is caught when the resume itself finishes it. Chained crash tests kill a run
- * at one boundary, then its resume at the next.
+ * Runs `svcops ...args` that continues run `id` (`resume ID`, `rollback ... --run ID`), killed with
+ * SIGKILL as soon as it records `boundary` finished itself: a boundary the run passed before (a
+ * step that a resume runs again) counts when the resume finishes it again. Chained crash tests kill
+ * a run at one boundary, then its resume at the next.
  */
 export function runSvcopsKilledInRun(
   args: string[],
-  id: string,
+  _id: string,
   boundary: string,
   runsDir: string,
   options: CliOptions = {},
 ): Promise<CliRun & { killedAt?: string }> {
-  const file = join(runsDir, id, 'journal.jsonl')
-  const offset = readFileSync(file).length
-  return runSvcopsKilledWhen(
-    args,
-    () =>
-      readFileSync(file)
-        .subarray(offset)
-        .toString('utf8')
-        .split('\n')
-        .some((line) => finishes(line, boundary)),
-    { ...options, env: { SVCOPS_RUNS_DIR: runsDir, ...options.env } },
-  )
+  return runSvcopsKilledAfter(args, boundary, runsDir, options)
 }
 
 /**
