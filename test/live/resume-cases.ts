@@ -1,9 +1,9 @@
 /**
  * Crash-resume of `svcops upgrade live` at every step boundary, shared by resume-early.test.ts and
- * resume-late.test.ts (two files, each with a lab of its own, so they run in parallel). The test
- * kills the CLI with SIGKILL from outside as soon as its journal shows a step boundary finished
- * (`lab.svcopsKilledAt`; a resume with `lab.svcopsKilledInRun`, which counts only what that resume
- * itself finished). Each file climbs the lab's releases one crossing at a time; on each crossing,
+ * resume-late.test.ts (two files, each with a lab of its own, so they run in parallel). The CLI
+ * dies by SIGKILL right after its journal records a step boundary finished (`lab.svcopsKilledAt`,
+ * through the journal's failpoint `SVCOPS_CRASH_AFTER`; a resume with `lab.svcopsKilledInRun`, at
+ * a boundary that resume itself finishes). Each file climbs the lab's releases one crossing at a time; on each crossing,
  * for the boundaries it names, in the playbook's order:
  *
  *   rollback  one case per boundary: an upgrade killed at it, then `svcops rollback live`, must end

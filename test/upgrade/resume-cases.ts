@@ -1,8 +1,9 @@
 /**
  * Crash-resume of `svcops upgrade recording` on one host, shared by resume-early.test.ts and
- * resume-late.test.ts (a lab each, so they run in parallel). The test kills the CLI with SIGKILL
- * from outside as soon as its journal shows a step boundary finished (`runSvcopsKilledAt`; a
- * resume with `runSvcopsKilledInRun`, which counts only what that resume itself finished). Each
+ * resume-late.test.ts (a lab each, so they run in parallel). The CLI dies by SIGKILL right after
+ * its journal records a step boundary finished (`runSvcopsKilledAt`, through the journal's
+ * failpoint `SVCOPS_CRASH_AFTER`; a resume with `runSvcopsKilledInRun`, at a boundary that resume
+ * itself finishes). Each
  * file takes a run of consecutive boundaries, and
  *
  *   rollback  per boundary: an upgrade killed at it, then `rollback --run` (in-process), must end
