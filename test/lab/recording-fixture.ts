@@ -158,10 +158,19 @@ export interface RunningService {
 
 const started = new Set<RunningService>()
 
+/**
+ * Removes a sandbox. Started through `runuser`, the service's own process may still be closing its
+ * files for a moment after `runuser` has exited, and a removal racing it sees a directory that is
+ * not empty yet: it tries again (Node's `maxRetries`, for ENOTEMPTY among others).
+ */
+function removeSandbox(root: string): void {
+  rmSync(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 })
+}
+
 /** Stops every service and removes every sandbox this test file started (for afterAll: a failed assertion must leave nothing behind). */
 export async function stopAllServices(): Promise<void> {
   await Promise.all([...started].map((service) => service.stop()))
-  for (const root of sandboxes) rmSync(root, { recursive: true, force: true })
+  for (const root of sandboxes) removeSandbox(root)
   sandboxes.clear()
 }
 
@@ -227,7 +236,7 @@ export async function startRecordingHost(options: {
     port,
     cleanup: async () => {
       await service.stop()
-      rmSync(root, { recursive: true, force: true })
+      removeSandbox(root)
     },
   }
 }
