@@ -10,6 +10,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFile
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
+import { afterAll, beforeAll } from 'vitest'
 import { loadEnvironmentFile, requireSection } from '../../src/config/load.ts'
 import type { LiveConfig } from '../../src/config/schema.ts'
 import { labDown, labUp } from '../../src/lab/lab.ts'
@@ -73,6 +74,21 @@ function filesUnder(dir: string): string[] {
     const path = join(dir, name)
     return statSync(path).isDirectory() ? (name === 'backup' ? [] : filesUnder(path)) : [path]
   })
+}
+
+/** A live lab for the test file: started before its first test, stopped after its last. */
+export function useLiveLab(options: Parameters<typeof startLiveLab>[0]): () => LiveLab {
+  let lab: LiveLab | undefined
+  beforeAll(async () => {
+    lab = await startLiveLab(options)
+  }, 240_000)
+  afterAll(async () => {
+    await lab?.stop()
+  })
+  return () => {
+    if (!lab) throw new Error('The live lab of this file did not start (see beforeAll).')
+    return lab
+  }
 }
 
 /** Starts a lab with the live system on `version`. */

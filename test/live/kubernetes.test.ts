@@ -328,6 +328,14 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     neverConnecting.clear()
   })
 
+  /** The `config set` calls pulumi received, as `key value`, in order. */
+  function configSets(s: Setup): string[] {
+    return s.recorder
+      .calls()
+      .filter((c) => c.argv[0] === 'config')
+      .map((c) => c.argv.slice(-2).join(' '))
+  }
+
   /** Nothing of the operator's secrets in what svcops printed, wrote in its run folder, or passed to pulumi. */
   function expectNoSecret(s: Setup, outputs: string[]): void {
     const written = [...outputs, ...filesUnder(join(s.dir, 'runs')), JSON.stringify(s.recorder.calls().map((c) => c.argv))]
@@ -445,10 +453,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('5.2.0')
     expect(readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')).toBe(original)
     expect(api.state.others.every((d) => d.version === '5.2.0')).toBe(true)
-    const sets = s.recorder
-      .calls()
-      .filter((c) => c.argv[0] === 'config')
-      .map((c) => c.argv.slice(-2).join(' '))
+    const sets = configSets(s)
     expect(sets).toEqual([
       `svcops:deploy.pskRotation ${rotated}`,
       'svcops:deploy.live.version 6.0.0',
@@ -481,10 +486,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     expect(resumed.code, resumed.stderr).toBe(0)
     expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('6.0.0')
     expect(readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')).toBe(rotated)
-    const sets = s.recorder
-      .calls()
-      .filter((c) => c.argv[0] === 'config')
-      .map((c) => c.argv.slice(-2).join(' '))
+    const sets = configSets(s)
     expect(sets).toEqual([`svcops:deploy.pskRotation ${rotated}`, 'svcops:deploy.live.version 6.0.0'])
     expect(api.state.others.every((d) => d.version === '6.0.0')).toBe(true)
   })
@@ -501,12 +503,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     })
     expect(run.code, run.stderr).toBe(0)
     expect(readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')).toBe('2026-09-01')
-    expect(
-      s.recorder
-        .calls()
-        .filter((c) => c.argv[0] === 'config')
-        .map((c) => c.argv.slice(-2).join(' ')),
-    ).toEqual(['svcops:deploy.live.version 7.0.0'])
+    expect(configSets(s)).toEqual(['svcops:deploy.live.version 7.0.0'])
     // Somebody moves the cluster behind the stack file's back: verify names both.
     api.state.others = LIVE_COMPONENTS.map((c) => liveDeployment(c, '6.2.0'))
     const verify = await runSvcops(['verify', 'live', ...s.args], { env: s.env })
@@ -528,12 +525,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     )
     expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('6.2.0')
     expect(api.state.others.every((d) => d.version === '6.2.0')).toBe(true)
-    expect(
-      s.recorder
-        .calls()
-        .filter((c) => c.argv[0] === 'config')
-        .map((c) => c.argv.slice(-2).join(' ')),
-    ).toEqual(['svcops:deploy.live.version 7.0.1', 'svcops:deploy.live.version 6.2.0'])
+    expect(configSets(s)).toEqual(['svcops:deploy.live.version 7.0.1', 'svcops:deploy.live.version 6.2.0'])
     // The rollback's checks read every media pod's metrics through the pod proxy.
     for (const c of ['ingest', 'pipeline', 'control-panel'])
       expect(api.requests.map((r) => `${r.method} ${decodeURIComponent(r.path)}`)).toContain(

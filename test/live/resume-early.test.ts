@@ -11,18 +11,7 @@
  *                   files changed); the finished run, whose backup a resume took, is then rolled
  *                   back to 5.2.0 with the files byte for byte
  */
-import { afterAll, beforeAll } from 'vitest'
-import { startLiveLab, type LiveLab } from './fixture.ts'
+import { useLiveLab } from './fixture.ts'
 import { describeLiveCrashResume, EARLY_CROSSINGS } from './resume-cases.ts'
 
-let lab: LiveLab
-
-beforeAll(async () => {
-  lab = await startLiveLab({ version: '1.0.0' })
-}, 240_000)
-
-afterAll(async () => {
-  await lab?.stop()
-})
-
-describeLiveCrashResume(() => lab, EARLY_CROSSINGS)
+describeLiveCrashResume(useLiveLab({ version: '1.0.0' }), EARLY_CROSSINGS)

@@ -11,18 +11,7 @@
  *                   files it already moved and renamed)
  *   6.0.0 -> 7.0.0  verify (/api/v3)
  */
-import { afterAll, beforeAll } from 'vitest'
-import { startLiveLab, type LiveLab } from './fixture.ts'
+import { useLiveLab } from './fixture.ts'
 import { describeLiveCrashResume, LATE_CROSSINGS } from './resume-cases.ts'
 
-let lab: LiveLab
-
-beforeAll(async () => {
-  lab = await startLiveLab({ version: '1.0.0' })
-}, 240_000)
-
-afterAll(async () => {
-  await lab?.stop()
-})
-
-describeLiveCrashResume(() => lab, LATE_CROSSINGS)
+describeLiveCrashResume(useLiveLab({ version: '1.0.0' }), LATE_CROSSINGS)
