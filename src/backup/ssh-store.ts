@@ -1,12 +1,13 @@
 /**
  * A backup store in a directory on another host, over SFTP on the SSH transport's connection. The
- * same rules as the local store: files 0600 under a `.partial` name until they are synced
+ * same rules as the local store: files 0600, created exclusively under a random `.partial` name until they are synced
  * (coreutils `sync FILE` on the host) and renamed (`mv`, atomic on one file system).
  */
 import type { Readable, Writable } from 'node:stream'
 import { posix } from 'node:path'
 import type { z } from 'zod'
 import type { sshSchema } from '../config/schema.ts'
+import { partialNameOf } from '../core/atomic-write.ts'
 import { OperationError } from '../core/errors.ts'
 import { runCommand } from '../core/runner.ts'
 import { SshTransport } from '../drivers/ssh.ts'
@@ -103,7 +104,8 @@ export class SshStore implements BackupStore {
 
   async createWriter(name: string): Promise<StoreWriter> {
     const final = this.path(name)
-    const partial = this.path(name + PARTIAL)
+    // Random and created exclusively ('wx': SSH_FXF_CREAT|SSH_FXF_EXCL): no link planted ahead is followed.
+    const partial = this.path(partialNameOf(name))
     await this.ensure()
     const stream = (await this.sftp()).createWriteStream(partial, { flags: 'wx', mode: 0o600 })
     const closed = new Promise<void>((resolve) => stream.once('close', () => resolve()))
@@ -112,13 +114,14 @@ export class SshStore implements BackupStore {
       commit: async () => {
         await closed
         await runCommand(this.transport, ['sync', '--', partial])
-        await runCommand(this.transport, ['mv', '-f', '--', partial, final])
+        // -T: a directory (or a link to one) at the final name is replaced or refused, never moved into.
+        await runCommand(this.transport, ['mv', '-f', '-T', '--', partial, final])
         await runCommand(this.transport, ['sync', '--', this.dir])
       },
       abort: async () => {
         stream.destroy()
         await closed
-        await this.remove(name + PARTIAL)
+        await this.remove(posix.basename(partial))
       },
     }
   }

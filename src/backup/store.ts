@@ -1,13 +1,15 @@
 /**
  * Backup stores: where encrypted dumps and their manifests live. One interface, two places — a
- * local directory, or a directory on a host over SSH (`ssh-store.ts`). Writes go to a `.partial`
- * name and become visible only after they are synced and renamed, so a reader never sees half a file.
+ * local directory, or a directory on a host over SSH (`ssh-store.ts`). Writes go to a new file
+ * created exclusively under a random `.partial` name (never through a link planted in a shared
+ * store) and become visible only after they are synced and renamed, so a reader never sees half a file.
  */
-import { createReadStream, createWriteStream, type WriteStream } from 'node:fs'
+import { createReadStream, type WriteStream } from 'node:fs'
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import type { Readable } from 'node:stream'
 import type { BackupConfig } from '../config/schema.ts'
+import { CREATE_EXCLUSIVE, partialNameOf, writeFileAtomic } from '../core/atomic-write.ts'
 import { OperationError } from '../core/errors.ts'
 import type { BackupStore, StoreWriter } from './store-interface.ts'
 import { MAX_TEXT_BYTES, tooLargeInStore } from './limits.ts'
@@ -54,16 +56,8 @@ export class LocalStore implements BackupStore {
 
   async writeText(name: string, text: string): Promise<void> {
     await this.ensure()
-    const partial = this.path(name + PARTIAL)
-    const handle = await open(partial, 'w', 0o600)
-    try {
-      await handle.writeFile(text)
-      await handle.sync()
-    } finally {
-      await handle.close()
-    }
-    await rename(partial, this.path(name))
-    await this.syncDir()
+    // A store may be shared: never written through a link planted at a guessable name.
+    writeFileAtomic(this.path(name), text, { mode: 0o600, sync: true })
   }
 
   openRead(name: string): Promise<Readable> {
@@ -76,9 +70,10 @@ export class LocalStore implements BackupStore {
 
   async createWriter(name: string): Promise<StoreWriter> {
     const final = this.path(name)
-    const partial = this.path(name + PARTIAL)
+    const partial = this.path(partialNameOf(name))
     await this.ensure()
-    const stream: WriteStream = createWriteStream(partial, { flags: 'wx', mode: 0o600, highWaterMark: 1 << 20 })
+    const handle = await open(partial, CREATE_EXCLUSIVE, 0o600)
+    const stream: WriteStream = handle.createWriteStream({ highWaterMark: 1 << 20 })
     const closed = new Promise<void>((resolveClosed) => stream.once('close', () => resolveClosed()))
     return {
       stream,

@@ -266,9 +266,9 @@ Examples:
       const journal = Journal.open(id)
       const report = redactDeep(buildReport(journal))
       if (flags.html || flags.open) {
-        const { writeFileSync } = await import('node:fs')
+        const { writeFileAtomic } = await import('../core/atomic-write.ts')
         const file = flags.html ?? journal.file('report.html')
-        writeFileSync(file, renderHtml(report), { mode: 0o600 })
+        writeFileAtomic(file, renderHtml(report))
         if (flags.open) {
           const { spawn } = await import('node:child_process')
           // The desktop's opener; without one (a server), the path is printed to open elsewhere.

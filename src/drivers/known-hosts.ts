@@ -3,9 +3,10 @@
  * recorded in the state dir (`$SVCOPS_STATE_DIR`, else `.svcops`, file `known_hosts.json`, 0600),
  * and any other key afterwards is refused — OpenSSH's `StrictHostKeyChecking=accept-new`.
  */
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
+import { mkdirSync, readFileSync, statSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
 import { z } from 'zod'
+import { writeFileAtomic } from '../core/atomic-write.ts'
 import { BadInputError } from '../core/errors.ts'
 
 const MAX_BYTES = 1 << 20
@@ -43,11 +44,9 @@ export function recordedHostKey(host: string, port: number, file = knownHostsFil
   return readAll(file)[`${host}:${port}`]
 }
 
-/** Records the key of `host:port` (0600, written to a temporary name and renamed). */
+/** Records the key of `host:port` (0600, created exclusively under a random name and renamed: `writeFileAtomic`). */
 export function recordHostKey(host: string, port: number, fingerprint: string, file = knownHostsFile()): void {
   const all = { ...readAll(file), [`${host}:${port}`]: fingerprint }
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
-  const partial = join(dirname(file), `.known_hosts.${process.pid}.partial`)
-  writeFileSync(partial, JSON.stringify(all, null, 2) + '\n', { mode: 0o600 })
-  renameSync(partial, file)
+  writeFileAtomic(file, JSON.stringify(all, null, 2) + '\n', { mode: 0o600, sync: true })
 }

@@ -1,8 +1,8 @@
 /**
  * Files of the live production system on its host, read and written through the host's transport:
  * the settings file and the components' environment files. Contents (which hold the PSK) travel on
- * stdin and stdout, never in a command's arguments; every file is written whole (a temporary file
- * renamed over it) with mode 0600. Environment files are edited line by line: every line svcops
+ * stdin and stdout, never in a command's arguments; every file is written whole (a new temporary
+ * file, created exclusively under a random name, renamed over it) with mode 0600. Environment files are edited line by line: every line svcops
  * does not change stays byte for byte.
  */
 import { OperationError } from '../core/errors.ts'
@@ -36,20 +36,25 @@ export async function readHostFile(host: LiveHost, path: string): Promise<string
   return result.stdout
 }
 
-/** Writes `text` to the file (0600, its directory created), replacing it in one rename. */
+/**
+ * The host side of `writeHostFile`: stdin into a new file under a random name beside `$1`, created
+ * by dd with O_CREAT|O_EXCL|O_NOFOLLOW (`conv=excl oflag=nofollow`) and mode 0600 from the umask,
+ * then renamed over `$1` (`mv -T`: a directory or a link at `$1` is replaced or refused, never
+ * written into). A link planted at any name in the directory — the old fixed `.svcops-new`, or a
+ * guess of the random one — is never followed; on any failure the temporary file is removed.
+ */
+const WRITE_FILE = [
+  'umask 077',
+  'mkdir -p -- "$(dirname -- "$1")" || exit 1',
+  'tmp=$(mktemp -u -- "$1.svcops-XXXXXXXXXXXX") || exit 1',
+  'dd of="$tmp" conv=excl,fsync oflag=nofollow status=none && mv -f -T -- "$tmp" "$1" && exit 0',
+  'rc=$?; rm -f -- "$tmp"; exit $rc',
+].join('\n')
+
+/** Writes `text` to the file (0600, its directory created), replacing it in one rename (WRITE_FILE). */
 export async function writeHostFile(host: LiveHost, path: string, text: string): Promise<void> {
   const file = hostPath(host.config, path)
-  await runCommand(
-    host.transport,
-    [
-      'sh',
-      '-c',
-      'umask 077 && mkdir -p -- "$(dirname -- "$1")" && cat > "$1.svcops-new" && chmod 600 -- "$1.svcops-new" && mv -f -- "$1.svcops-new" "$1"',
-      'sh',
-      file,
-    ],
-    { input: text, display: `write ${file} (0600)` },
-  )
+  await runCommand(host.transport, ['sh', '-c', WRITE_FILE, 'sh', file], { input: text, display: `write ${file} (0600)` })
 }
 
 /** Removes the file (nothing when it does not exist). */

@@ -3,8 +3,9 @@
  * renamed, so the collector never reads half a file), and a Pushgateway for runs with no
  * node_exporter beside them (a CronJob). A push is bounded in time: metrics never hold up a run.
  */
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
+import { writeFileAtomic } from '../core/atomic-write.ts'
 import { OperationError } from '../core/errors.ts'
 
 /** How long a push may take before it is given up. */
@@ -15,12 +16,13 @@ export function textfilePath(dir: string, environment: string): string {
   return join(dir, `svcops_${environment.replace(/[^A-Za-z0-9_-]/g, '_')}.prom`)
 }
 
-/** Writes `text` to `file` atomically (the collector reads only `*.prom`, so the temp file is skipped). */
+/**
+ * Writes `text` to `file` atomically, never through a link planted in a directory others may write
+ * (`writeFileAtomic`); the collector reads only `*.prom`, so the hidden temporary file is skipped.
+ */
 export function writeTextfile(file: string, text: string): void {
   mkdirSync(dirname(file), { recursive: true })
-  const tmp = `${file}.${process.pid}.tmp`
-  writeFileSync(tmp, text, { mode: 0o644 })
-  renameSync(tmp, file)
+  writeFileAtomic(file, text, { mode: 0o644 })
 }
 
 /**

@@ -6,22 +6,11 @@
  * `svcops resume ID` can continue from. Everything written passes through the redaction layer.
  */
 import { randomBytes } from 'node:crypto'
-import {
-  appendFileSync,
-  closeSync,
-  existsSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs'
+import { closeSync, constants, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs'
 import { hostname, userInfo } from 'node:os'
 import { join, resolve } from 'node:path'
 import { z } from 'zod'
+import { writeFileAtomic } from '../core/atomic-write.ts'
 import { BadInputError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { redactDeep } from '../core/redact.ts'
@@ -203,16 +192,11 @@ export function readRunRecord(file: string): RunRecord {
 const RUN_ID = /^\d{8}T\d{6}Z-[0-9a-f]{6}$/
 
 function writeSynced(path: string, text: string): void {
-  const tmp = `${path}.tmp`
-  writeFileSync(tmp, text, { mode: 0o600 })
-  const fd = openSync(tmp, 'r')
-  try {
-    fsyncSync(fd)
-  } finally {
-    closeSync(fd)
-  }
-  renameSync(tmp, path)
+  writeFileAtomic(path, text, { mode: 0o600, sync: true })
 }
+
+// The journal is appended to, never through a link: a run folder is ours (created 0700 by `create`).
+const APPEND = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW
 
 /** An open journal: the run record plus its append-only step log. */
 export class Journal {
@@ -235,7 +219,9 @@ export class Journal {
   /** Creates the folder of a new run and writes its record. */
   static create(run: RunRecord, base = runsDir()): Journal {
     const dir = join(base, run.id)
-    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    mkdirSync(base, { recursive: true, mode: 0o700 })
+    // Not recursive: a folder of this name that exists already (planted) is refused, never reused.
+    mkdirSync(dir, { mode: 0o700 })
     const journal = new Journal(dir, run)
     journal.save()
     return journal
@@ -269,9 +255,9 @@ export class Journal {
       return full
     }
     const file = join(this.dir, 'journal.jsonl')
-    appendFileSync(file, JSON.stringify(full) + '\n', { mode: 0o600 })
-    const fd = openSync(file, 'r')
+    const fd = openSync(file, APPEND, 0o600)
     try {
+      writeSync(fd, JSON.stringify(full) + '\n')
       fsyncSync(fd)
     } finally {
       closeSync(fd)

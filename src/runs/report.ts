@@ -5,7 +5,7 @@
  * start of its stop to its verified state), configuration reviews, and the recordings a rollback
  * re-created. Both files pass through the redaction layer.
  */
-import { writeFileSync } from 'node:fs'
+import { writeFileAtomic } from '../core/atomic-write.ts'
 import { formatDuration } from '../core/events.ts'
 import type { Journal, JournalEntry } from './journal.ts'
 import type { CheckView, FindingView, HostDowntime, RunReport } from './report-types.ts'
@@ -156,9 +156,9 @@ export function renderMarkdown(report: RunReport): string {
 /** Writes report.json, report.md and report.html into the run folder and returns the report. */
 export function writeReport(journal: Journal): RunReport {
   const report = redactDeep(buildReport(journal))
-  writeFileSync(journal.file('report.json'), JSON.stringify(report, null, 2) + '\n', { mode: 0o600 })
-  writeFileSync(journal.file('report.md'), renderMarkdown(report), { mode: 0o600 })
-  writeFileSync(journal.file('report.html'), renderHtml(report), { mode: 0o600 })
+  writeFileAtomic(journal.file('report.json'), JSON.stringify(report, null, 2) + '\n')
+  writeFileAtomic(journal.file('report.md'), renderMarkdown(report))
+  writeFileAtomic(journal.file('report.html'), renderHtml(report))
   return report
 }
 
