@@ -7,6 +7,7 @@ import type { Environment } from '../config/schema.ts'
 import { BadInputError } from '../core/errors.ts'
 import { consoleSink, events } from '../core/events.ts'
 import { redact, redactDeep } from '../core/redact.ts'
+import { sanitizeText, stringifyForTerminal } from '../core/sanitize.ts'
 
 export interface GlobalOptions {
   env?: string
@@ -40,13 +41,17 @@ export function showProgress(command: Command): () => void {
   return events.subscribe(consoleSink({ verbose: verbose ?? false }))
 }
 
-/** Prints the result: JSON on stdout with --json, else the human text. Both redacted. */
+/**
+ * Prints the result: JSON on stdout with --json, else the human text. Both redacted, and both safe
+ * on a terminal: control characters in the text escaped (`sanitizeText`), and in the JSON the ones
+ * JSON.stringify leaves raw written as `\u` escapes (the same value for a parser).
+ */
 export function printResult(command: Command, data: unknown, human: string | (() => string)): void {
   if (globals(command).json) {
-    process.stdout.write(JSON.stringify(redactDeep(data), null, 2) + '\n')
+    process.stdout.write(stringifyForTerminal(redactDeep(data), 2) + '\n')
   } else {
     const text = typeof human === 'function' ? human() : human
-    if (text) process.stdout.write(redact(text.endsWith('\n') ? text : text + '\n'))
+    if (text) process.stdout.write(sanitizeText(redact(text.endsWith('\n') ? text : text + '\n')))
   }
 }
 

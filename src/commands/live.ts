@@ -5,6 +5,8 @@
  */
 import type { Command } from 'commander'
 import { ExitCode } from '../core/errors.ts'
+import { redact } from '../core/redact.ts'
+import { sanitizeLine } from '../core/sanitize.ts'
 import { confirm, environmentOf, printResult, setResultExitCode } from './context.ts'
 
 /** How a run is shown: progress on stderr, its outcome (and report with --json) on stdout. */
@@ -159,7 +161,7 @@ Examples:
       const result = await play.verifyLiveSystem(env)
       printResult(command, result, () => play.renderLiveVerification(result))
       if (!result.ok) {
-        process.stderr.write(`svcops: ${play.failedSummary(result)}\n`)
+        process.stderr.write(`svcops: ${sanitizeLine(redact(play.failedSummary(result)))}\n`)
         setResultExitCode(ExitCode.failed)
       }
     })

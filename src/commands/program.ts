@@ -9,6 +9,7 @@ import { groupsFor } from './registry.ts'
 import { ExitCode, errorMessage, exitCodeFor, isExpected } from '../core/errors.ts'
 import { runCleanups } from '../core/lifecycle.ts'
 import { redact, redactDeep } from '../core/redact.ts'
+import { sanitizeText, stringifyForTerminal } from '../core/sanitize.ts'
 import { projectPath } from '../core/paths.ts'
 
 const pkg = JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version: string }
@@ -68,26 +69,26 @@ export async function main(argv: string[]): Promise<number> {
         : ExitCode.badInput
     }
     const code = exitCodeFor(error)
-    const message = redact(errorMessage(error))
-    const hint = isExpected(error) && error.hint ? redact(error.hint) : undefined
+    // An error may quote what was read (an answer, a log line): its control characters are escaped.
+    const message = sanitizeText(redact(errorMessage(error)))
+    const hint = isExpected(error) && error.hint ? sanitizeText(redact(error.hint)) : undefined
     if (jsonRequested(argv)) {
       const facts = isExpected(error) ? redactDeep(error.facts) : {}
       process.stdout.write(
-        JSON.stringify(
+        stringifyForTerminal(
           {
             ok: false,
             error: { type: error instanceof Error ? error.name : 'Error', message, ...(hint ? { hint } : {}) },
             exitCode: code,
             ...facts,
           },
-          null,
           2,
         ) + '\n',
       )
     }
     process.stderr.write(`svcops: ${message}\n${hint ? `${hint}\n` : ''}`)
     if (!isExpected(error) && process.env.SVCOPS_DEBUG && error instanceof Error && error.stack) {
-      process.stderr.write(redact(error.stack) + '\n')
+      process.stderr.write(sanitizeText(redact(error.stack)) + '\n')
     }
     return code
   } finally {

@@ -1,10 +1,12 @@
 /**
  * Structured events. Playbooks and ops emit events (`step`, `command`, `retry`, `check`, ...);
  * the terminal display, the JSON output, the journal and the report are all views of them.
- * Every event is redacted once, here, before any sink sees it.
+ * Every event is redacted once, here, before any sink sees it; its text for people is one line with
+ * every control character escaped (`formatEvent`: log lines and answers carry terminal escapes).
  */
 import { redactDeep } from './redact.ts'
 import { errorMessage } from './errors.ts'
+import { sanitizeLine } from './sanitize.ts'
 
 export type StepStatus = 'start' | 'ok' | 'failed' | 'skipped'
 
@@ -91,11 +93,14 @@ const formatters: { [K in SvcopsEvent['kind']]: (e: Extract<SvcopsEvent, { kind:
   progress: (e) => `${e.what}: ${e.done}${e.total !== undefined ? `/${e.total}` : ''}${e.unit ? ` ${e.unit}` : ''}`,
 }
 
-/** One line of text for an event, prefixed with its host when it has one. */
+/**
+ * One line of text for an event, prefixed with its host when it has one: control characters and
+ * newlines in what it carries (a log line, an answer, an error) escaped visibly (`sanitizeLine`).
+ */
 export function formatEvent(event: SvcopsEvent): string {
   const format = formatters[event.kind] as (e: SvcopsEvent) => string
   const host = 'host' in event && event.host ? `[${event.host}] ` : ''
-  return host + format(event)
+  return sanitizeLine(host + format(event))
 }
 
 /** "850 ms", "12.3 s", "2 min 5 s". */

@@ -4,6 +4,7 @@
  * exits 130. Nothing the lab started is left running.
  */
 import { errorMessage } from './errors.ts'
+import { sanitizeText } from './sanitize.ts'
 
 type Cleanup = () => Promise<void> | void
 
@@ -28,7 +29,7 @@ export async function runCleanups(): Promise<void> {
     try {
       await fn?.()
     } catch (error) {
-      process.stderr.write(`cleanup failed: ${errorMessage(error)}\n`)
+      process.stderr.write(`cleanup failed: ${sanitizeText(errorMessage(error))}\n`)
     }
   }
 }

@@ -8,6 +8,7 @@
  * Names follow Prometheus' conventions: `svcops_` prefix, base units (`_seconds`, `_bytes`),
  * `_timestamp_seconds` for Unix times, one series per outcome (1 for the last run's, 0 for others).
  */
+import { sanitizeLine } from '../core/sanitize.ts'
 import { Journal, type RunPhase, type RunRecord } from '../runs/journal.ts'
 import { buildReport, type RunReport } from '../runs/report.ts'
 
@@ -23,8 +24,9 @@ interface Family {
   samples: Array<{ labels: Record<string, string>; value: number }>
 }
 
+/** A label value: control characters escaped visibly first (names are data), then the format's own escapes. */
 function escapeLabel(value: string): string {
-  return value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"')
+  return sanitizeLine(value).replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"')
 }
 
 /** Text exposition format 0.0.4 of `families` (families without samples are left out). */

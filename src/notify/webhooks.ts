@@ -3,11 +3,14 @@
  * and rollback, one message per webhook with the outcome in one sentence, the downtime and where
  * the report is. Two body shapes: svcops' own JSON, and `{ text }` that Slack, Microsoft Teams and
  * Mattermost incoming webhooks accept. Delivery is bounded: a few attempts within a few seconds in
- * all; a message that cannot be delivered is logged and never fails the run.
+ * all; a message that cannot be delivered is logged and never fails the run. What a message
+ * quotes (environment, hosts, the outcome) is data: every string one line with its control
+ * characters escaped, and in `{ text }` no mention syntax (`<!channel>`, `<@U…>`, `@here`) left live.
  */
 import { errorMessage } from '../core/errors.ts'
 import { events, formatDuration } from '../core/events.ts'
 import { redact, redactDeep } from '../core/redact.ts'
+import { neutralizeMentions, sanitizeDeep, sanitizeLine, stringifyForTerminal } from '../core/sanitize.ts'
 
 export type NotifyEvent = 'start' | 'success' | 'failure' | 'rollback'
 
@@ -39,15 +42,16 @@ export interface RunMessage {
 export const DELIVERY_BUDGET_MS = 4_000
 const ATTEMPTS = 3
 
-/** The body of `message` in `format`. */
-export function webhookBody(message: RunMessage, format: Webhook['format']): unknown {
+/** The body of `message` in `format` (redacted by the caller, sanitized here). */
+export function webhookBody(original: RunMessage, format: Webhook['format']): unknown {
+  const message = sanitizeDeep(original)
   if (format === 'json') return message
   const down = message.longestDowntimeSeconds !== null ? ` Longest downtime ${formatDuration(message.longestDowntimeSeconds * 1000)}.` : ''
   const icon = { start: ':arrow_forward:', success: ':white_check_mark:', failure: ':x:', rollback: ':leftwards_arrow_with_hook:' }[
     message.event
   ]
   return {
-    text: `${icon} svcops ${message.kind} ${message.runId} (${message.environment}): ${message.summary}${down} Report: ${message.report}`,
+    text: `${icon} ${neutralizeMentions(sanitizeLine(`svcops ${message.kind} ${message.runId} (${message.environment}): ${message.summary}${down} Report: ${message.report}`))}`,
   }
 }
 
@@ -87,7 +91,7 @@ export async function notifyWebhooks(hooks: Webhook[], message: RunMessage): Pro
   const wanted = hooks.filter((h) => !h.events || h.events.includes(message.event))
   await Promise.all(
     wanted.map(async (hook) => {
-      const body = redact(JSON.stringify(redactDeep(webhookBody(message, hook.format))))
+      const body = redact(stringifyForTerminal(webhookBody(redactDeep(message), hook.format)))
       try {
         await deliver(hook, body, deadline)
       } catch (error) {

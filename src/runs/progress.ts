@@ -2,8 +2,11 @@
  * Progress of a run on a terminal: one live line per host (its current step and how long it has
  * taken) under one line for the run's global steps, redrawn in place. Warnings, errors and failed
  * checks are printed above the live block so they stay on screen. Off a terminal, plain lines.
+ * What an event carries (host names, step details from logs) is escaped (`sanitizeLine`): only the
+ * escapes written here reach the terminal.
  */
 import { consoleSink, formatDuration, formatEvent, type Sink, type SvcopsEvent } from '../core/events.ts'
+import { sanitizeLine } from '../core/sanitize.ts'
 
 interface Line {
   label: string
@@ -30,8 +33,8 @@ export function progressSink(stream: NodeJS.WriteStream = process.stderr, option
       const mark = event.status === 'start' ? '…' : event.status === 'ok' ? '✓' : event.status === 'skipped' ? '·' : '✗'
       const took = event.durationMs !== undefined ? ` (${formatDuration(event.durationMs)})` : ''
       lines.set(key, {
-        label: event.host ?? 'run',
-        text: `${mark} ${event.step}${took}${event.status === 'failed' && event.detail ? `: ${event.detail}` : ''}`,
+        label: sanitizeLine(event.host ?? 'run'),
+        text: sanitizeLine(`${mark} ${event.step}${took}${event.status === 'failed' && event.detail ? `: ${event.detail}` : ''}`),
         ok: event.status === 'failed' ? false : event.status === 'start' ? undefined : true,
       })
       redraw()

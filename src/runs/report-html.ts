@@ -5,10 +5,12 @@
  * canary and batches marked where they started, the maintenance window's end as a line, and each
  * host's downtime written at the end of its lane. Below it the outcome in one sentence, the backup,
  * the rollback, the configuration review, the recordings re-created and the step table. The whole
- * page passes through the redaction layer; it prints on white and follows the reader's dark mode.
+ * page passes through the redaction layer; every value in it is HTML-escaped with its control
+ * characters escaped visibly too (`esc`); it prints on white and follows the reader's dark mode.
  */
 import { formatDuration } from '../core/events.ts'
 import { redact } from '../core/redact.ts'
+import { sanitizeText } from '../core/sanitize.ts'
 import { Phase } from './step.ts'
 import { buildTimeline, downtimeLabel, kindTitle, outcomeSentence, STAGES, type Bar, type Timeline } from './timeline.ts'
 import type { FindingView, RunReport } from './report-types.ts'
@@ -19,8 +21,9 @@ const RIGHT = 170
 const LANE = 30
 const TOP = 38
 
+/** A value as HTML text: markup characters as entities, control characters as `\x1b`, `\u202e` (lines kept). */
 function esc(value: unknown): string {
-  return String(value).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+  return sanitizeText(String(value)).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 }
 
 function clock(ms: number): string {

@@ -1,9 +1,11 @@
 /**
  * The run's timeline and the runs table on a terminal: `svcops runs show ID` draws one line per
  * host (the same lanes, stages and marks as report.html), `svcops runs list` one row per run with
- * its outcome, duration and longest downtime.
+ * its outcome, duration and longest downtime. Names in them (hosts, environments, versions) are
+ * data: one line each, control characters escaped.
  */
 import { formatDuration } from '../core/events.ts'
+import { sanitizeDeep, sanitizeLine } from '../core/sanitize.ts'
 import type { RunReport } from './report.ts'
 import { Phase } from './step.ts'
 import { buildTimeline, downtimeLabel, longestDowntime, runDurationMs, type Stage, type Timeline } from './timeline.ts'
@@ -25,14 +27,14 @@ export const TIMELINE_LEGEND =
 export function renderTimelineText(t: Timeline, columns = 60): string {
   const span = Math.max(1, t.end - t.start)
   const col = (ms: number) => Math.min(columns - 1, Math.max(0, Math.floor(((ms - t.start) / span) * columns)))
-  const labels = t.lanes.map((l) => `${l.host || 'run'}${l.batch ? ` (${l.batch})` : ''}`)
+  const labels = t.lanes.map((l) => sanitizeLine(`${l.host || 'run'}${l.batch ? ` (${l.batch})` : ''}`))
   const width = Math.max(...labels.map((l) => l.length))
   const marks = Array.from({ length: columns }, () => ' ')
   const names: string[] = []
   for (const b of t.batches) {
     if (b.start === undefined) continue
     marks[col(b.start)] = '|'
-    names.push(`${b.label} ${new Date(b.start).toISOString().slice(11, 19)}`)
+    names.push(`${sanitizeLine(b.label)} ${new Date(b.start).toISOString().slice(11, 19)}`)
   }
   if (t.windowEnd !== undefined && t.windowEnd <= t.end) marks[col(t.windowEnd)] = '┃'
   const windowNote = t.windowEnd !== undefined ? `; window ends ${new Date(t.windowEnd).toISOString().slice(11, 19)}` : ''
@@ -51,12 +53,12 @@ export function renderTimelineText(t: Timeline, columns = 60): string {
 
 /** `svcops runs show`: the outcome, the timeline and its legend. */
 export function renderRunText(report: RunReport, outcome: string, columns = 60): string {
-  return [outcome, '', renderTimelineText(buildTimeline(report), columns), '', TIMELINE_LEGEND].join('\n')
+  return [sanitizeLine(outcome), '', renderTimelineText(buildTimeline(report), columns), '', TIMELINE_LEGEND].join('\n')
 }
 
 /** `svcops runs list`: one row per run. */
 export function renderRunsTable(reports: RunReport[]): string {
-  const rows = reports.map((r) => {
+  const rows = sanitizeDeep(reports).map((r) => {
     const duration = runDurationMs(r)
     const longest = longestDowntime(r)
     return [

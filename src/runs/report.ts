@@ -3,13 +3,16 @@
  * report as one that ran straight through): `report.json` for machines and `report.md` for people,
  * with the outcome and its cause, the timeline of every step, the downtime of each host (from the
  * start of its stop to its verified state), configuration reviews, and the recordings a rollback
- * re-created. Both files pass through the redaction layer.
+ * re-created. Both files pass through the redaction layer; report.md through the sanitizer too
+ * (every value one line, control characters escaped: log lines and recordings' names are data), and
+ * report.json keeps every value but writes the control characters JSON leaves raw as `\u` escapes.
  */
 import { writeFileAtomic } from '../core/atomic-write.ts'
 import { formatDuration } from '../core/events.ts'
 import type { Journal, JournalEntry } from './journal.ts'
 import type { CheckView, FindingView, HostDowntime, RunReport } from './report-types.ts'
 import { redact, redactDeep } from '../core/redact.ts'
+import { sanitizeDeep, sanitizeLine, sanitizeText, stringifyForTerminal } from '../core/sanitize.ts'
 import { renderHtml } from './report-html.ts'
 
 export type { HostDowntime, RunReport } from './report-types.ts'
@@ -70,8 +73,17 @@ export function buildReport(journal: Journal): RunReport {
   }
 }
 
-/** The readable report. */
-export function renderMarkdown(report: RunReport): string {
+/** A fenced block of `text` whose fence no backtick run inside it can close. */
+function fenced(info: string, text: string): string[] {
+  const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((run) => run.length))
+  const fence = '`'.repeat(Math.max(3, longest + 1))
+  return [`${fence}${info}`, text, fence]
+}
+
+/** The readable report. Every value in it is one line with its control characters escaped. */
+export function renderMarkdown(original: RunReport): string {
+  // Redacted before it is escaped: an escape must not split a secret's bytes out of reach.
+  const report = sanitizeDeep(redactDeep(original))
   const { run } = report
   const lines: string[] = [`# ${run.kind === 'upgrade' ? 'Upgrade' : run.kind === 'backup' ? 'Backup' : 'Rollback'} run ${run.id}`, '']
   lines.push(
@@ -127,7 +139,11 @@ export function renderMarkdown(report: RunReport): string {
   const reviews = report.configReviews.filter((c) => c.review && typeof c.review === 'object')
   if (reviews.length) {
     lines.push('', '## Configuration review', '')
-    for (const { host, review } of reviews) {
+    for (const [i, { host, review }] of reviews.entries()) {
+      // The diff keeps its lines (each one sanitized); everything else is one line already.
+      const diffs = (original.configReviews.filter((c) => c.review && typeof c.review === 'object')[i]?.review ?? {}) as {
+        newDefaults?: Array<{ diff: string }>
+      }
       const r = review as {
         configPath: string
         newDefaults: Array<{ path: string; diff: string }>
@@ -138,7 +154,14 @@ export function renderMarkdown(report: RunReport): string {
       if (!r.newDefaults.length) lines.push('No new default configuration was left beside the active one.')
       if (r.newOptions.length) lines.push(`New options (defaults apply): ${r.newOptions.join(', ')}`)
       if (r.obsoleteOptions.length) lines.push(`**Warning** — set but no longer in the new default: ${r.obsoleteOptions.join(', ')}`)
-      for (const d of r.newDefaults) lines.push('', `\`${d.path}\`:`, '', '```diff', d.diff.trimEnd(), '```')
+      for (const [k, d] of r.newDefaults.entries()) {
+        const diff = String(diffs.newDefaults?.[k]?.diff ?? '')
+          .trimEnd()
+          .split('\n')
+          .map((line) => sanitizeLine(redact(line)))
+          .join('\n')
+        lines.push('', `\`${d.path}\`:`, '', ...fenced('diff', diff))
+      }
       lines.push('')
     }
   }
@@ -150,13 +173,13 @@ export function renderMarkdown(report: RunReport): string {
       `| ${e.time} | ${e.host ?? ''} | ${e.step} | ${e.status}${e.durationMs !== undefined ? ` (${formatDuration(e.durationMs)})` : ''} | ${what} |`,
     )
   }
-  return redact(lines.join('\n') + '\n')
+  return sanitizeText(redact(lines.join('\n') + '\n'))
 }
 
 /** Writes report.json, report.md and report.html into the run folder and returns the report. */
 export function writeReport(journal: Journal): RunReport {
   const report = redactDeep(buildReport(journal))
-  writeFileAtomic(journal.file('report.json'), JSON.stringify(report, null, 2) + '\n')
+  writeFileAtomic(journal.file('report.json'), stringifyForTerminal(report, 2) + '\n')
   writeFileAtomic(journal.file('report.md'), renderMarkdown(report))
   writeFileAtomic(journal.file('report.html'), renderHtml(report))
   return report

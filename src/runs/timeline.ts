@@ -3,9 +3,11 @@
  * host in rollout order plus one for the run's global steps, each step a bar coloured by its stage,
  * the canary and batches with the time they started, the maintenance window's end, and the downtime
  * of each host. The HTML report draws it as SVG and `svcops runs show` as one line per host; the
- * one-sentence outcome lives here too, for the report, the notifications and `runs list`.
+ * one-sentence outcome lives here too, for the report, the notifications and `runs list` (one line,
+ * its control characters escaped: it quotes host and step names).
  */
 import { formatDuration } from '../core/events.ts'
+import { sanitizeLine } from '../core/sanitize.ts'
 import type { JournalEntry } from './journal.ts'
 import type { HostDowntime, RunReport } from './report-types.ts'
 import { planBatches } from './rollout.ts'
@@ -198,7 +200,7 @@ export function outcomeSentence(report: RunReport): string {
   }
   const longest = longestDowntime(report)
   const down = longest ? `; longest downtime ${formatDuration(longest.downtimeMs ?? 0)} on ${longest.host}` : ''
-  return `${what} ${how[run.phase]}${down}.`
+  return sanitizeLine(`${what} ${how[run.phase]}${down}.`)
 }
 
 /** The run's duration in milliseconds, when it finished. */
