@@ -3,7 +3,7 @@
  * a cluster the Pulumi program's `deploy.backupSchedule` CronJob does the same). Writes a service
  * and a timer unit; enabling them stays the operator's step, printed at the end.
  */
-import { dirname, resolve } from 'node:path'
+import { resolve } from 'node:path'
 import { userInfo } from 'node:os'
 import type { Command } from 'commander'
 import { BadInputError } from '../core/errors.ts'
@@ -40,10 +40,12 @@ export function register(program: Command): void {
       'after',
       `
 The service runs, as --user, in this folder (its .svcops/ holds the run folders and reports):
-  bin/svcops backup run --env <env> --json [--keep-last N] [--keep-days D]
-with SVCOPS_STACKS_DIR set to the stack file's folder, ProtectSystem=strict (writable: .svcops/ and
-a local backup store), UMask=0077, and the variables the stack file's { env: ... } references name
-read from /etc/svcops/<env>.env if it exists (0600). The timer is Persistent: a night missed while
+  <node> bin/svcops --stack-file <the stack file> backup run --json [--keep-last N] [--keep-days D]
+with absolute paths: the Node.js running this command (>= 22.18, checked), bin/svcops, and exactly
+the stack file this command read. ProtectSystem=strict (writable: .svcops/ and a local backup
+store), UMask=0077, and the variables the stack file's { env: ... } references name read from
+/etc/svcops/<env>.env if it exists (0600). A value with a control character (a newline in a path)
+is refused; every value is escaped by its directive's rule. The timer is Persistent: a night missed while
 the host was off runs at the next boot. Nothing is enabled for you; the command prints how.
 
 Examples:
@@ -52,8 +54,9 @@ Examples:
   svcops schedule backup --env prod --at daily --unit-dir ~/.config/systemd/user --json`,
     )
     .action(async (options: ScheduleBackupOptions, command: Command) => {
-      const { normalizeCalendar, timerUnits, writeUnits } = await import('../runs/systemd-timer.ts')
-      const { projectPath } = await import('../core/paths.ts')
+      const { assertUnitPath, assertUnitValue, normalizeCalendar, timerUnits, unitNode, writeUnits } =
+        await import('../runs/systemd-timer.ts')
+      const { svcopsCommand } = await import('../core/paths.ts')
       for (const [flag, value] of [
         ['--keep-last', options.keepLast],
         ['--keep-days', options.keepDays],
@@ -65,17 +68,30 @@ Examples:
       if (!/^[a-z_][a-z0-9_-]*[$]?$/i.test(user))
         throw new BadInputError(`--user: '${user}' is not valid; expected a user name like svcops.`)
       const env = await environmentOf(command)
+      if (!/^[a-z0-9][a-z0-9._-]*$/.test(env.name))
+        throw new BadInputError(
+          `the environment name: '${env.name}' (from ${env.file}) is not usable in a unit name; expected lower-case letters, digits, ".", "_" or "-".`,
+        )
       const calendar = await normalizeCalendar(options.at)
-      const workingDirectory = process.cwd()
+      // Every value written into the units, checked where it comes from (a newline would add a directive).
+      const workingDirectory = assertUnitPath(process.cwd(), 'the working directory')
+      const stackFile = assertUnitValue(resolve(env.file), 'the stack file path')
       const store = env.backup?.store
       if (!env.backup)
         throw new BadInputError(
           `${env.file}: backup: missing; expected the svcops:backup section (store, recipients, identity) to schedule backups.`,
         )
-      const command_ = [projectPath('bin/svcops'), 'backup', 'run', '--env', env.name, '--json']
+      // The unit runs exactly this file (not --env NAME, which may find another one), with an
+      // absolute path to the Node that runs this command (checked: >= 22.18) and bin/svcops' own V8 flags.
+      const [, ...cli] = svcopsCommand()
+      const node = unitNode(process.execPath, process.versions.node)
+      for (const word of cli) assertUnitValue(word, 'the svcops installation path')
+      const command_ = [node, ...cli, '--stack-file', stackFile, 'backup', 'run', '--json']
       if (options.keepLast !== undefined) command_.push('--keep-last', options.keepLast)
       if (options.keepDays !== undefined) command_.push('--keep-days', options.keepDays)
       const runsDir = resolve(process.env.SVCOPS_RUNS_DIR ?? '.svcops')
+      assertUnitValue(runsDir, process.env.SVCOPS_RUNS_DIR ? 'SVCOPS_RUNS_DIR' : 'the working directory')
+      const storePath = store && !store.ssh ? assertUnitValue(resolve(store.path), `${env.file}: backup.store.path`) : undefined
       const units = timerUnits(
         {
           name: `svcops-backup-${env.name}`,
@@ -84,12 +100,9 @@ Examples:
           workingDirectory,
           at: options.at,
           user,
-          environment: {
-            SVCOPS_STACKS_DIR: dirname(resolve(env.file)),
-            ...(process.env.SVCOPS_RUNS_DIR ? { SVCOPS_RUNS_DIR: runsDir } : {}),
-          },
+          environment: process.env.SVCOPS_RUNS_DIR ? { SVCOPS_RUNS_DIR: runsDir } : {},
           environmentFile: `/etc/svcops/${env.name}.env`,
-          writablePaths: [runsDir, ...(store && !store.ssh ? [resolve(store.path)] : [])],
+          writablePaths: [runsDir, ...(storePath ? [storePath] : [])],
         },
         calendar,
         resolve(options.unitDir),

@@ -4,11 +4,20 @@
  * checked and normalized by systemd's own parser (`systemd-analyze calendar`), so what is written
  * is what systemd will run. The units never hold a secret: the stack file's references are read
  * at run time, and the variables they name come from an optional EnvironmentFile.
+ *
+ * Every value written comes from somewhere svcops does not control (a path, a stack value, the
+ * working directory): each is refused when it holds a control character (a newline would start a
+ * directive of its own), and escaped by the rule of its directive (systemd.syntax(7), systemd.exec(5),
+ * systemd.service(5)): ExecStart= words quoted with `$` and `%` doubled; Environment= and
+ * ReadWritePaths= quoted, `%` doubled, `$` left alone (it is no escape there); WorkingDirectory=,
+ * EnvironmentFile= and Description= taken as they are, `%` doubled.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { writeFileAtomic } from '../core/atomic-write.ts'
 import { BadInputError } from '../core/errors.ts'
 import { local, requireBinary, runCommand } from '../core/runner.ts'
+import { hasControl, sanitizeLine } from '../core/sanitize.ts'
 
 export interface TimerRequest {
   /** Unit name without suffix, like `svcops-backup-prod`. */
@@ -36,6 +45,48 @@ export interface UnitFile {
   content: string
 }
 
+/** The oldest Node.js that runs svcops' sources (type stripping without a flag). */
+export const MIN_NODE = { major: 22, minor: 18 } as const
+
+/**
+ * Refuses a value for a unit file that holds a control character (a newline, a tab, ESC...), in
+ * one sentence naming where the value came from (`source`) and showing it escaped.
+ */
+export function assertUnitValue(value: string, source: string): string {
+  if (hasControl(value))
+    throw new BadInputError(
+      `${source}: '${sanitizeLine(value)}' holds a control character (a line break would start a directive of its own in the unit file); expected one line of printable text.`,
+    )
+  return value
+}
+
+/**
+ * Refuses a path a directive takes as it is (WorkingDirectory=, EnvironmentFile=): it must be
+ * absolute, and a space or a backslash at its end would be dropped or join the next line.
+ */
+export function assertUnitPath(value: string, source: string): string {
+  assertUnitValue(value, source)
+  if (!value.startsWith('/') || /[\\\s]$/.test(value))
+    throw new BadInputError(
+      `${source}: '${value}' is not usable in a unit file; expected an absolute path that does not end with a space or a backslash.`,
+    )
+  return value
+}
+
+/**
+ * The Node.js a unit runs svcops with: this process's own executable, `execPath`, refused in one
+ * sentence when it is older than svcops needs (a unit written by an old Node would fail every night).
+ */
+export function unitNode(execPath: string, version: string): string {
+  assertUnitPath(execPath, 'the Node.js executable running svcops')
+  const [major = 0, minor = 0] = version.replace(/^v/, '').split('.').map(Number)
+  if (major < MIN_NODE.major || (major === MIN_NODE.major && minor < MIN_NODE.minor))
+    throw new BadInputError(
+      `The Node.js running svcops (${execPath}) is ${version}, which the unit would run svcops with; expected Node.js >= ${MIN_NODE.major}.${MIN_NODE.minor} (run this command through npx svcops, which uses the project's Node 24).`,
+    )
+  return execPath
+}
+
 /** `systemd-analyze calendar`'s normalized form of `at`, or a refusal naming it. */
 export async function normalizeCalendar(at: string): Promise<string> {
   if (!at.trim() || /[\n\r]/.test(at))
@@ -53,13 +104,28 @@ export async function normalizeCalendar(at: string): Promise<string> {
 }
 
 /**
- * One word of a unit's command line, as systemd reads it: quoted when it holds anything but plain
- * characters; `%` (specifiers) and `$` (variables) doubled so they stay literal.
+ * One word of ExecStart= as systemd reads it: quoted when it holds anything but plain characters
+ * (C escapes for `\\` and `"`); `%` (specifiers) and `$` (variables) doubled so they stay literal.
  */
 export function unitWord(word: string): string {
   const literal = word.replaceAll('%', '%%').replaceAll('$', () => '$$') // a function: '$$' in a replacement string is one '$'
   if (/^[A-Za-z0-9_@%+=:,./$-]+$/.test(literal)) return literal
   return `"${literal.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`
+}
+
+/**
+ * One item of a directive that unquotes and C-unescapes its words but expands no variables
+ * (Environment=, ReadWritePaths=): quoted, `\\` and `"` escaped, `%` doubled, `$` as it is.
+ */
+export function unitItem(item: string): string {
+  const literal = item.replaceAll('%', '%%')
+  if (/^[A-Za-z0-9_@%+=:,./$-]+$/.test(literal) && !/^[-+]/.test(literal)) return literal
+  return `"${literal.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`
+}
+
+/** A value a directive takes as it is, but for specifiers (WorkingDirectory=, Description=...): `%` doubled. */
+export function unitText(text: string): string {
+  return text.replaceAll('%', '%%')
 }
 
 /** The service and timer units of `request`, with the calendar already normalized. */
@@ -68,29 +134,29 @@ export function timerUnits(request: TimerRequest, calendar: string, unitDir: str
   const service = [
     origin,
     '[Unit]',
-    `Description=${request.description}`,
+    `Description=${unitText(request.description)}`,
     'Wants=network-online.target',
     'After=network-online.target',
     '',
     '[Service]',
     'Type=oneshot',
     `User=${request.user}`,
-    `WorkingDirectory=${request.workingDirectory}`,
-    ...Object.entries(request.environment).map(([key, value]) => `Environment=${unitWord(`${key}=${value}`)}`),
-    `EnvironmentFile=-${request.environmentFile}`,
+    `WorkingDirectory=${unitText(request.workingDirectory)}`,
+    ...Object.entries(request.environment).map(([key, value]) => `Environment=${unitItem(`${key}=${value}`)}`),
+    `EnvironmentFile=-${unitText(request.environmentFile)}`,
     `ExecStart=${request.command.map(unitWord).join(' ')}`,
     // Keys and reports it writes are the user's alone; the rest of the system is read-only to it.
     'UMask=0077',
     'NoNewPrivileges=yes',
     'PrivateTmp=yes',
     'ProtectSystem=strict',
-    ...request.writablePaths.map((path) => `ReadWritePaths=${unitWord(path)}`),
+    ...request.writablePaths.map((path) => `ReadWritePaths=${unitItem(path)}`),
     '',
-  ].join('\n')
+  ]
   const timer = [
     origin,
     '[Unit]',
-    `Description=${request.description} (timer)`,
+    `Description=${unitText(request.description)} (timer)`,
     '',
     '[Timer]',
     `OnCalendar=${calendar}`,
@@ -101,10 +167,12 @@ export function timerUnits(request: TimerRequest, calendar: string, unitDir: str
     '[Install]',
     'WantedBy=timers.target',
     '',
-  ].join('\n')
+  ]
+  // Every value was checked where it came from; this is the last guard that no line holds two.
+  for (const line of [...service, ...timer]) assertUnitValue(line, 'a line of the unit file')
   return [
-    { path: join(unitDir, `${request.name}.service`), content: service },
-    { path: join(unitDir, `${request.name}.timer`), content: timer },
+    { path: join(unitDir, `${request.name}.service`), content: service.join('\n') },
+    { path: join(unitDir, `${request.name}.timer`), content: timer.join('\n') },
   ]
 }
 
@@ -125,7 +193,7 @@ export function writeUnits(units: UnitFile[], replace: boolean): { written: stri
       continue
     }
     mkdirSync(join(unit.path, '..'), { recursive: true })
-    writeFileSync(unit.path, unit.content, { mode: 0o644 })
+    writeFileAtomic(unit.path, unit.content, { mode: 0o644 })
     written.push(unit.path)
   }
   return { written, unchanged }

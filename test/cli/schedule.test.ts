@@ -1,26 +1,45 @@
 /**
  * `svcops schedule backup`: the nightly backup on a systemd timer for host installs. The units are
  * checked by systemd's own tools (`systemd-analyze calendar` normalizes `--at`, `systemd-analyze
- * verify` loads the written units); what this cannot show is a timer firing, which needs a running
- * systemd as PID 1.
+ * verify` loads every unit written or shown, and must say nothing about it); what this cannot show
+ * is a timer firing, which needs a running systemd as PID 1. Values come from paths and stack files
+ * svcops does not control: a newline in one would add a directive, and each directive has its own
+ * escaping rule.
  */
-import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { stringify as toYaml } from 'yaml'
-import { unitWord } from '../../src/runs/systemd-timer.ts'
+import { svcopsCommand } from '../../src/core/paths.ts'
+import { unitItem, unitNode, unitWord } from '../../src/runs/systemd-timer.ts'
 import { ROOT, runSvcops } from '../support/cli.ts'
 
-let dir: string
-let stackFile: string
+/**
+ * `systemd-analyze verify` of unit files: exit 0 and not one message about them (it exits 0 on
+ * warnings such as an ignored relative path, so its output is read too).
+ */
+function verifyUnits(files: string[]): void {
+  const result = spawnSync('systemd-analyze', ['verify', ...files], { encoding: 'utf8' })
+  if (result.error) throw new Error(`systemd-analyze is missing; install it with: apt-get install -y systemd (${result.error.message})`)
+  const about = (result.stdout + result.stderr).split('\n').filter((l) => files.some((f) => l.includes(f)))
+  expect({ code: result.status, messages: about }).toEqual({ code: 0, messages: [] })
+}
 
-beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'svcops-schedule-'))
-  stackFile = join(dir, 'Pulumi.nightly.yaml')
+/** Writes the units a dry run printed into `dir` and verifies them. */
+function verifyShown(units: { path: string; content: string }[], dir: string): void {
+  mkdirSync(dir, { recursive: true })
+  const files = units.map((u) => join(dir, u.path.split('/').at(-1) as string))
+  units.forEach((u, i) => writeFileSync(files[i] as string, u.content))
+  verifyUnits(files)
+}
+
+/** A stack file at `file` whose backup store is `storePath`. */
+function writeStack(file: string, storePath: string): void {
+  mkdirSync(join(file, '..'), { recursive: true })
   writeFileSync(
-    stackFile,
+    file,
     toYaml({
       config: {
         'svcops:recording': {
@@ -29,13 +48,22 @@ beforeAll(() => {
           database: { host: '127.0.0.1', name: 'recordings', user: 'recorder', password: { env: 'SVCOPS_NIGHTLY_DB_PASSWORD' } },
         },
         'svcops:backup': {
-          store: { path: join(dir, 'store') },
-          recipients: [join(dir, 'recipient.asc')],
-          identity: { file: join(dir, 'identity.asc') },
+          store: { path: storePath },
+          recipients: ['/etc/svcops/recipient.asc'],
+          identity: { file: '/etc/svcops/identity.asc' },
         },
       },
     }),
   )
+}
+
+let dir: string
+let stackFile: string
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'svcops-schedule-'))
+  stackFile = join(dir, 'Pulumi.nightly.yaml')
+  writeStack(stackFile, join(dir, 'store'))
 })
 
 const schedule = (...args: string[]): ReturnType<typeof runSvcops> =>
@@ -52,10 +80,17 @@ describe('svcops schedule backup', () => {
       join(units, 'svcops-backup-nightly.service'),
       join(units, 'svcops-backup-nightly.timer'),
     ])
-    expect(result.units[0]?.content).toContain(`ExecStart=${join(ROOT, 'bin/svcops')} backup run --env nightly --json --keep-last 7\n`)
+    // Node by absolute path (the one running svcops), bin/svcops' V8 flags, and exactly this stack file.
+    const [node, ...cli] = svcopsCommand()
+    expect(cli).toEqual(['--max-semi-space-size=4', join(ROOT, 'bin/svcops')])
+    expect(result.units[0]?.content).toContain(
+      `ExecStart=${node} ${cli.join(' ')} --stack-file ${stackFile} backup run --json --keep-last 7\n`,
+    )
+    expect(result.units[0]?.content).not.toContain('--env')
     expect(result.units[1]?.content).toContain('OnCalendar=Mon..Fri *-*-* 01:15:00\n')
     expect(result.enable).toEqual(['systemctl daemon-reload', 'systemctl enable --now svcops-backup-nightly.timer'])
     expect(existsSync(units)).toBe(false)
+    verifyShown(result.units, join(dir, 'dry-verified'))
   })
 
   it('writes units that systemd-analyze verify loads, confined to the run folders and the store, with no secret in them', async () => {
@@ -65,9 +100,8 @@ describe('svcops schedule backup', () => {
     expect(run.stdout).toMatch(/Enable it with: systemctl daemon-reload && systemctl enable --now svcops-backup-nightly\.timer/)
     const service = join(units, 'svcops-backup-nightly.service')
     const timer = join(units, 'svcops-backup-nightly.timer')
-    execFileSync('systemd-analyze', ['verify', service, timer], { stdio: 'pipe' })
+    verifyUnits([service, timer])
     const text = readFileSync(service, 'utf8')
-    expect(text).toContain(`Environment=SVCOPS_STACKS_DIR=${dir}\n`)
     expect(text).toContain('EnvironmentFile=-/etc/svcops/nightly.env\n')
     expect(text).toContain('ProtectSystem=strict\n')
     expect(text).toContain(`ReadWritePaths=${join(dir, 'store')}\n`)
@@ -90,6 +124,7 @@ describe('svcops schedule backup', () => {
     expect(readFileSync(timer, 'utf8')).toContain('Persistent=false')
     expect((await schedule('--at', 'weekly', '--unit-dir', units, '--replace')).code).toBe(0)
     expect(readFileSync(timer, 'utf8')).toContain('OnCalendar=Mon *-*-* 00:00:00\n')
+    verifyUnits([join(units, 'svcops-backup-nightly.service'), timer])
   })
 
   it('refuses a calendar systemd cannot parse and a bad --keep-last, in one sentence each, writing nothing', async () => {
@@ -109,5 +144,73 @@ describe('svcops schedule backup', () => {
     expect(unitWord('50%')).toBe('50%%')
     expect(unitWord('$HOME')).toBe('$$HOME')
     expect(unitWord('say "hi"')).toBe('"say \\"hi\\""')
+    expect(unitWord(';')).toBe('";"') // a lone unquoted ; would separate two commands
+    // Environment= and ReadWritePaths= expand no variables: `$` stays one `$`.
+    expect(unitItem('/srv/b$x')).toBe('/srv/b$x')
+    expect(unitItem('A=1 $HOME')).toBe('"A=1 $HOME"')
+    expect(unitItem('/srv/50%')).toBe('/srv/50%%')
+    expect(unitItem('-/srv/x')).toBe('"-/srv/x"') // not the "ignore if missing" prefix
+  })
+})
+
+describe('svcops schedule backup with values svcops does not control', () => {
+  it('refuses a newline in the stack file path, the backup store path or the working directory, naming it, writing nothing', async () => {
+    const units = join(dir, 'injected')
+    const evil = join(dir, 'x\nExecStartPre=/bin/touch /tmp/svcops-pwned\n')
+    const inPath = join(evil, 'Pulumi.nightly.yaml')
+    writeStack(inPath, join(dir, 'store'))
+    const byPath = await runSvcops(['--stack-file', inPath, 'schedule', 'backup', '--at', 'daily', '--unit-dir', units])
+    expect(byPath.code).toBe(2)
+    expect(byPath.stderr).toMatch(
+      /^svcops: the stack file path: '.*x\\nExecStartPre=\/bin\/touch \/tmp\/svcops-pwned\\n\/Pulumi\.nightly\.yaml' holds a control character .*; expected one line of printable text\.\n$/,
+    )
+    const inStore = join(dir, 'store-value', 'Pulumi.nightly.yaml')
+    writeStack(inStore, '/srv/backups\nExecStartPre=/bin/touch /tmp/svcops-pwned')
+    const byStore = await runSvcops(['--stack-file', inStore, 'schedule', 'backup', '--at', 'daily', '--unit-dir', units])
+    expect(byStore.code).toBe(2)
+    expect(byStore.stderr).toContain(
+      `svcops: ${inStore}: backup.store.path: '/srv/backups\\nExecStartPre=/bin/touch /tmp/svcops-pwned' holds a control character`,
+    )
+    mkdirSync(evil, { recursive: true })
+    const byCwd = await runSvcops(['--stack-file', stackFile, 'schedule', 'backup', '--at', 'daily', '--unit-dir', units], { cwd: evil })
+    expect(byCwd.code).toBe(2)
+    expect(byCwd.stderr).toMatch(/^svcops: the working directory: '.*\\nExecStartPre=.*' holds a control character/)
+    expect(existsSync(units)).toBe(false)
+  })
+
+  it("escapes $ and % by each directive's rule and runs the stack file it was given, by absolute path", async () => {
+    const odd = join(dir, 'odd $HOME 100%')
+    const file = join(odd, 'Pulumi.nightly.yaml')
+    const store = join(odd, 'store $x')
+    writeStack(file, store)
+    const runs = join(odd, 'runs $y')
+    const units = join(dir, 'odd-units')
+    const run = await runSvcops(['--stack-file', file, 'schedule', 'backup', '--at', 'daily', '--unit-dir', units], {
+      env: { SVCOPS_RUNS_DIR: runs },
+    })
+    expect(run.code, run.stderr).toBe(0)
+    const service = join(units, 'svcops-backup-nightly.service')
+    verifyUnits([service, join(units, 'svcops-backup-nightly.timer')])
+    const text = readFileSync(service, 'utf8')
+    // Paths and variables: quoted, `%` doubled, `$` kept single (systemd keeps `$$` literally there).
+    expect(text).toContain(`ReadWritePaths="${store.replace('%', '%%')}"\n`)
+    expect(text).toContain(`Environment="SVCOPS_RUNS_DIR=${runs.replace('%', '%%')}"\n`)
+    expect(text).not.toMatch(/^(ReadWritePaths|Environment)=.*\$\$/m)
+    // ExecStart=: `$` doubled (variables are expanded there), the stack file pinned.
+    expect(text).toContain(`--stack-file "${file.replaceAll('$', '$$$$').replace('%', '%%')}" backup run --json\n`)
+  })
+
+  it("starts the unit's svcops with an absolute Node >= 22.18, and refuses to write a unit for an older one", async () => {
+    const shown = await runSvcops(['--stack-file', stackFile, 'schedule', 'backup', '--at', 'daily', '--dry-run', '--json'])
+    const units = (JSON.parse(shown.stdout) as { units: { content: string }[] }).units
+    const exec = /^ExecStart=(\S+) /m.exec(units[0]?.content ?? '')?.[1] ?? ''
+    expect(exec.startsWith('/')).toBe(true)
+    const version = execFileSync(exec, ['--version'], { encoding: 'utf8' }).trim()
+    const [major = 0, minor = 0] = version.slice(1).split('.').map(Number)
+    expect(major > 22 || (major === 22 && minor >= 18), version).toBe(true)
+    expect(() => unitNode('/usr/bin/node', 'v20.19.2')).toThrow(
+      'The Node.js running svcops (/usr/bin/node) is v20.19.2, which the unit would run svcops with; expected Node.js >= 22.18',
+    )
+    expect(unitNode('/opt/node/bin/node', '22.18.0')).toBe('/opt/node/bin/node')
   })
 })
