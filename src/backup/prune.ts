@@ -24,8 +24,11 @@ export interface BackupEntry {
 
 const MANIFEST_SUFFIX = '.manifest.json'
 
-/** Every complete backup in the store, newest first. Unreadable manifests are reported as warnings. */
-export async function listBackups(store: BackupStore, options: { signers?: Signer[] } = {}): Promise<BackupEntry[]> {
+/**
+ * Every complete backup in the store, newest first — with `environment`, only the ones whose
+ * manifest names it. Unreadable manifests are reported as warnings.
+ */
+export async function listBackups(store: BackupStore, options: { signers?: Signer[]; environment?: string } = {}): Promise<BackupEntry[]> {
   const names = new Set(await store.names())
   const entries: BackupEntry[] = []
   for (const name of names) {
@@ -40,6 +43,7 @@ export async function listBackups(store: BackupStore, options: { signers?: Signe
       events.warn(`skipping ${name}: ${(error as Error).message}`)
       continue
     }
+    if (options.environment !== undefined && manifest.environment !== options.environment) continue
     if (!names.has(manifest.file)) {
       events.warn(`skipping backup ${id}: its file ${manifest.file} is missing from ${store.location}`)
       continue
@@ -91,6 +95,8 @@ async function readVerifyRecord(store: BackupStore, id: string): Promise<VerifyR
 }
 
 export interface PruneOptions {
+  /** The environment whose backups are pruned: a store may hold others', which are never touched. */
+  environment: string
   keepLast?: number
   keepDays?: number
   dryRun?: boolean
@@ -127,9 +133,12 @@ export function planPrune(entries: BackupEntry[], options: PruneOptions): PruneP
   return plan
 }
 
-/** Applies the retention rules (or only shows them, with `dryRun`). The manifest goes first: a backup without one is no longer listed. */
+/**
+ * Applies the retention rules to the environment's own backups (or only shows them, with `dryRun`).
+ * The manifest goes first: a backup without one is no longer listed.
+ */
 export async function pruneBackups(store: BackupStore, options: PruneOptions): Promise<PrunePlan> {
-  const plan = planPrune(await listBackups(store), options)
+  const plan = planPrune(await listBackups(store, { environment: options.environment }), options)
   if (plan.dryRun) return plan
   for (const { id } of plan.remove) {
     const files = backupFiles(id)

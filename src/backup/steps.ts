@@ -71,6 +71,7 @@ export const verifyWithTestRestore = defineStep<BackupRunContext>({
     const report = await verifyBackup(ctx.backup.store, id, {
       identity: await readIdentity(ctx.backup.backup),
       signers: ctx.backup.signers,
+      environment: ctx.backup.environment,
       restoreTest: { server: ctx.backup.database },
     })
     assertVerified(report)
@@ -84,12 +85,12 @@ export const pruneByRetention = defineStep<BackupRunContext>({
   describe: async (ctx) => {
     if (ctx.retention.keepLast === undefined && ctx.retention.keepDays === undefined)
       return ['no retention given (--keep-last, --keep-days): nothing is removed']
-    const plan = await pruneBackups(ctx.backup.store, { ...ctx.retention, dryRun: true })
+    const plan = await pruneBackups(ctx.backup.store, { ...ctx.retention, environment: ctx.backup.environment, dryRun: true })
     return plan.remove.length ? plan.remove.map((r) => `remove ${r.id} (completed ${r.completedAt})`) : ['nothing to remove']
   },
   async act(ctx) {
     if (ctx.retention.keepLast === undefined && ctx.retention.keepDays === undefined) return { skipped: 'no retention given' }
-    const plan = await pruneBackups(ctx.backup.store, ctx.retention)
+    const plan = await pruneBackups(ctx.backup.store, { ...ctx.retention, environment: ctx.backup.environment })
     if (plan.remove.length) events.info(`Removed ${plan.remove.length} backup(s): ${plan.remove.map((r) => r.id).join(', ')}`)
     return { changed: plan.remove.map((r) => `removed backup ${r.id}`), data: { kept: plan.keep.length, removed: plan.remove.length } }
   },

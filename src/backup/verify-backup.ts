@@ -59,12 +59,47 @@ export interface VerifyOptions extends BackupTrust {
   record?: boolean
 }
 
-/** Who is trusted to have made a backup. */
+/** Who is trusted to have made a backup, and for which environment. */
 export interface BackupTrust {
   /** Trusted signers (`readSigners`): a backup counts only when one of them signed its manifest. */
   signers: Signer[]
   /** Accept a backup without a signature file (made before svcops signed backups); warned. Never for a bad signature. */
   allowUnsigned?: boolean
+  /**
+   * This environment: a backup whose signed manifest names another one is refused (signers are
+   * often shared between environments, so a signature alone does not say whose data it is).
+   */
+  environment: string
+  /** `--from-env`: accept a backup of this other environment, which must be the one its manifest names. */
+  fromEnvironment?: string
+}
+
+/**
+ * Refuses a backup of another environment unless `fromEnvironment` names exactly the manifest's
+ * (restic's repository id, in spirit): one sentence naming both environments.
+ */
+export function assertEnvironmentFits(
+  manifest: Pick<Manifest, 'id' | 'environment'>,
+  trust: Pick<BackupTrust, 'environment' | 'fromEnvironment'>,
+): void {
+  const { id, environment: madeBy } = manifest
+  if (trust.fromEnvironment !== undefined) {
+    if (trust.fromEnvironment !== madeBy)
+      throw new CheckFailedError(
+        'environment',
+        `--from-env: '${trust.fromEnvironment}' is not the environment of backup ${id}; its signed manifest names '${madeBy}'.`,
+        `If it is meant: --from-env ${madeBy}`,
+      )
+    if (madeBy !== trust.environment)
+      events.warn(`Backup ${id} of environment '${madeBy}' is used for '${trust.environment}' as --from-env asked.`)
+    return
+  }
+  if (madeBy !== trust.environment)
+    throw new CheckFailedError(
+      'environment',
+      `Backup ${id} belongs to environment '${madeBy}', not to '${trust.environment}' where it was asked for; it was refused.`,
+      `If you mean to use it here: add --from-env ${madeBy}`,
+    )
 }
 
 /** A manifest read from the store and checked, with who signed it (undefined: unsigned, accepted on request). */
@@ -75,7 +110,8 @@ export interface TrustedManifest {
 
 /**
  * Reads the manifest of `id` once, checks its signature over exactly those bytes, then parses them
- * (the id asked for, its own dump file). Each refusal is a CheckFailedError naming the check.
+ * (the id asked for, its own dump file, this environment's or the one `--from-env` names). Each
+ * refusal is a CheckFailedError naming the check.
  */
 export async function readManifest(store: BackupStore, id: string, trust: BackupTrust): Promise<TrustedManifest> {
   const files = backupFiles(assertBackupId(id))
@@ -103,11 +139,15 @@ export async function readManifest(store: BackupStore, id: string, trust: Backup
       throw new CheckFailedError('signature', `Backup ${id} was refused: ${check.reason}.`, 'Treat the store as tampered with.')
     signedBy = check
   }
+  let manifest: Manifest
   try {
-    return { manifest: parseManifest(text, where, id), ...(signedBy ? { signedBy } : {}) }
+    manifest = parseManifest(text, where, id)
   } catch (error) {
     return refuse('manifest', error)
   }
+  // Checked on the signed bytes: the environment a backup was made for is part of what was signed.
+  assertEnvironmentFits(manifest, trust)
+  return { manifest, ...(signedBy ? { signedBy } : {}) }
 }
 
 /** Verifies backup `id`; never throws for a failed check — the report says which one failed. */

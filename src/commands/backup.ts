@@ -121,13 +121,15 @@ Examples:
     .action(async (_options: object, command: Command) => {
       const { listBackups, openStore, readSigners } = await import('../backup/index.ts')
       const { requireSection } = await import('../config/load.ts')
-      const config = requireSection(await environmentOf(command), 'backup')
+      const env = await environmentOf(command)
+      const config = requireSection(env, 'backup')
       const signers = await readSigners(config)
       const store = await openStore(config)
       try {
         const entries = await listBackups(store, { signers })
         const rows = entries.map((e) => ({
           id: e.id,
+          environment: e.manifest.environment,
           completedAt: e.manifest.completedAt,
           size: e.manifest.sizes.encrypted,
           rows: Object.values(e.manifest.rowCounts).reduce((a, b) => a + b, 0),
@@ -148,7 +150,7 @@ Examples:
             : rows
                 .map(
                   (r) =>
-                    `${r.id}  ${r.completedAt}  ${formatBytes(r.size).padStart(10)}  ${String(r.rows).padStart(9)} rows  ${r.signature === 'trusted' ? 'signed' : r.signature.toUpperCase()}  ${r.verified ? (r.verified.ok ? `verified${r.verified.restoreTest ? ' (restore test)' : ''} ${r.verified.at}` : `FAILED ${r.verified.failedCheck ?? ''}`) : 'not verified'}`,
+                    `${r.id}${r.environment === env.name ? '' : ` (environment ${r.environment}: restored here only with --from-env)`}  ${r.completedAt}  ${formatBytes(r.size).padStart(10)}  ${String(r.rows).padStart(9)} rows  ${r.signature === 'trusted' ? 'signed' : r.signature.toUpperCase()}  ${r.verified ? (r.verified.ok ? `verified${r.verified.restoreTest ? ' (restore test)' : ''} ${r.verified.at}` : `FAILED ${r.verified.failedCheck ?? ''}`) : 'not verified'}`,
                 )
                 .join('\n'),
         )
@@ -164,11 +166,15 @@ Examples:
     )
     .option('--restore-test', "restore into a scratch database on the service's server (its user needs CREATEDB); dropped afterwards")
     .option('--allow-unsigned', 'accept a backup without a signature (made before svcops signed backups); never one with a bad signature')
+    .option(
+      '--from-env <name>',
+      "accept a backup of that other environment (its signed manifest must name it); otherwise only this environment's",
+    )
     .addHelpText(
       'after',
-      '\nExits 1 naming the first failed check: signature, manifest, file, size, checksum, key, decrypt, restore, row counts, fingerprint.\n\nExamples:\n  svcops backup verify prod-20260101T020000Z-1a2b --env prod\n  svcops backup verify prod-20260101T020000Z-1a2b --env prod --restore-test --json',
+      '\nExits 1 naming the first failed check: signature, manifest, environment, file, size, checksum, key, decrypt, restore, row counts, fingerprint.\n\nExamples:\n  svcops backup verify prod-20260101T020000Z-1a2b --env prod\n  svcops backup verify prod-20260101T020000Z-1a2b --env prod --restore-test --json\n  svcops backup verify prod-20260101T020000Z-1a2b --env staging --from-env prod',
     )
-    .action(async (id: string, options: { restoreTest?: boolean; allowUnsigned?: boolean }, command: Command) => {
+    .action(async (id: string, options: { restoreTest?: boolean; allowUnsigned?: boolean; fromEnv?: string }, command: Command) => {
       const { openBackupContext, readIdentity, verifyBackup } = await import('../backup/index.ts')
       const ctx = await openBackupContext(await environmentOf(command))
       const stop = showProgress(command)
@@ -177,6 +183,8 @@ Examples:
         const report = await verifyBackup(ctx.store, id, {
           signers: ctx.signers,
           allowUnsigned: options.allowUnsigned ?? false,
+          environment: ctx.environment,
+          ...(options.fromEnv !== undefined ? { fromEnvironment: options.fromEnv } : {}),
           identity,
           ...(options.restoreTest ? { restoreTest: { server: ctx.database } } : {}),
         })
@@ -200,15 +208,19 @@ Examples:
     .option('-y, --yes', 'do not ask for confirmation (scripts)')
     .option('--expect-fingerprint <sha256>', 'refuse unless the backup holds this schema fingerprint')
     .option('--allow-unsigned', 'restore a backup without a signature (made before svcops signed backups); never one with a bad signature')
+    .option(
+      '--from-env <name>',
+      "restore a backup of that other environment (its signed manifest must name it); otherwise only this environment's",
+    )
     .option('--dry-run', 'show the steps without changing anything')
     .addHelpText(
       'after',
-      '\nRefuses while other sessions are connected, when the server or pg_restore is older than the backup, or when\n--expect-fingerprint does not match. On any error the database is left as it was.\n\nExamples:\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --dry-run\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --yes --json',
+      '\nRefuses while other sessions are connected, when the server or pg_restore is older than the backup, when\n--expect-fingerprint does not match, or when the backup belongs to another environment (unless --from-env\nnames it). On any error the database is left as it was.\n\nExamples:\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --dry-run\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --yes --json\n  svcops backup restore prod-20260101T020000Z-1a2b --env staging --from-env prod --yes',
     )
     .action(
       async (
         id: string,
-        options: { yes?: boolean; expectFingerprint?: string; dryRun?: boolean; allowUnsigned?: boolean },
+        options: { yes?: boolean; expectFingerprint?: string; dryRun?: boolean; allowUnsigned?: boolean; fromEnv?: string },
         command: Command,
       ) => {
         const { openBackupContext, readIdentity, readManifest, restoreBackup, planRestore, assertFingerprintFits } =
@@ -216,7 +228,12 @@ Examples:
         const ctx = await openBackupContext(await environmentOf(command))
         const stop = showProgress(command)
         try {
-          const trust = { signers: ctx.signers, allowUnsigned: options.allowUnsigned ?? false }
+          const trust = {
+            signers: ctx.signers,
+            allowUnsigned: options.allowUnsigned ?? false,
+            environment: ctx.environment,
+            ...(options.fromEnv !== undefined ? { fromEnvironment: options.fromEnv } : {}),
+          }
           const { manifest } = await readManifest(ctx.store, id, trust)
           assertFingerprintFits(manifest, options.expectFingerprint)
           if (options.dryRun) {
@@ -252,7 +269,9 @@ Examples:
 
   backup
     .command('prune')
-    .description('Remove old backups: keep the newest N and those younger than D days — never the newest verified backup.')
+    .description(
+      "Remove this environment's old backups: keep the newest N and those younger than D days — never the newest verified backup; other environments' backups in the store are not touched.",
+    )
     .option('--keep-last <n>', 'keep the newest N backups')
     .option('--keep-days <d>', 'keep backups younger than D days')
     .option('--dry-run', 'show what would be removed')
@@ -265,10 +284,12 @@ Examples:
       const { requireSection } = await import('../config/load.ts')
       const keepLast = options.keepLast === undefined ? undefined : parseCount(options.keepLast, '--keep-last')
       const keepDays = options.keepDays === undefined ? undefined : parseCount(options.keepDays, '--keep-days')
-      const store = await openStore(requireSection(await environmentOf(command), 'backup'))
+      const env = await environmentOf(command)
+      const store = await openStore(requireSection(env, 'backup'))
       const stop = showProgress(command)
       try {
         const plan = await pruneBackups(store, {
+          environment: env.name,
           ...(keepLast !== undefined ? { keepLast } : {}),
           ...(keepDays !== undefined ? { keepDays } : {}),
           dryRun: options.dryRun ?? false,

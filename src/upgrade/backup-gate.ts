@@ -22,14 +22,15 @@ export async function createVerifiedBackup(
       serviceVersionsSource: 'hosts',
     })
     const identity = await readIdentity(ctx.backup)
-    let report = await verifyBackup(ctx.store, manifest.id, { signers: ctx.signers, identity, restoreTest: { server: ctx.database } })
+    const trust = { signers: ctx.signers, environment: ctx.environment }
+    let report = await verifyBackup(ctx.store, manifest.id, { ...trust, identity, restoreTest: { server: ctx.database } })
     const denied = report.checks.find((c) => !c.ok && c.check === 'restore' && /permission denied to create database/i.test(c.detail))
     if (denied) {
       // A role without CREATEDB cannot test-restore; the decrypted dump is still checked byte for byte.
       events.warn(
         `The test restore of backup ${manifest.id} needs CREATEDB for ${ctx.database.user}; verifying by checksum, key and a full decrypt against the manifest's dump hash instead.`,
       )
-      report = await verifyBackup(ctx.store, manifest.id, { signers: ctx.signers, identity })
+      report = await verifyBackup(ctx.store, manifest.id, { ...trust, identity })
     }
     assertVerified(report)
     return { id: manifest.id, fingerprint: manifest.fingerprint }
@@ -48,6 +49,7 @@ export async function restoreVerifiedBackup(env: Environment, id: string, expect
   try {
     await restoreBackup(ctx.store, id, ctx.database, {
       signers: ctx.signers,
+      environment: ctx.environment,
       identity: await readIdentity(ctx.backup),
       confirmed: true,
       ...(expectFingerprint ? { expectFingerprint } : {}),

@@ -26,7 +26,7 @@ export type SchemaPath = { restore: false; reason: string } | { restore: true; b
 export async function backupsTakenOn(env: Environment, version: string): Promise<BackupEntry[]> {
   const ctx = await openBackupContext(env)
   try {
-    const all = await listBackups(ctx.store)
+    const all = await listBackups(ctx.store, { environment: ctx.environment })
     return all.filter((b) => {
       const versions = Object.values(b.manifest.serviceVersions)
       return versions.length > 0 && versions.every((v) => v === version) && b.verified?.ok === true

@@ -38,12 +38,15 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
     expect(manifest.versions.pgDump).toMatch(/^\d+\.\d+$/)
     expect(manifest.encryption.recipients[0]?.fingerprint).toBe(bed.recipients[0]?.fingerprint)
     expect(manifest.serviceVersions).toEqual({ rec1: '1.6.0' })
-    expect((await listBackups(bed.store, { signers: bed.signers })).map((b) => [b.id, b.signature])).toEqual([[manifest.id, 'trusted']])
+    expect((await listBackups(bed.store, { signers: bed.signers, environment: 'test' })).map((b) => [b.id, b.signature])).toEqual([
+      [manifest.id, 'trusted'],
+    ])
   })
 
   it('verifies with a full test restore whose row counts and fingerprint equal the manifest', async () => {
     const report = await verifyBackup(bed.store, manifest.id, {
       signers: bed.signers,
+      environment: 'test',
       identity: bed.identity,
       restoreTest: { server: bed.database },
     })
@@ -114,6 +117,7 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
     expect(migrated).not.toBe(manifest.fingerprint)
     const report = await restoreBackup(bed.store, manifest.id, bed.database, {
       signers: bed.signers,
+      environment: 'test',
       identity: bed.identity,
       confirmed: true,
       expectFingerprint: manifest.fingerprint,
@@ -126,11 +130,17 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
   it('refuses to restore without confirmation, into a busy database, or a backup of another schema', async () => {
     const before = await rowCounts(clientConfig(bed.database))
     await expect(
-      restoreBackup(bed.store, manifest.id, bed.database, { signers: bed.signers, identity: bed.identity, confirmed: false }),
+      restoreBackup(bed.store, manifest.id, bed.database, {
+        signers: bed.signers,
+        environment: 'test',
+        identity: bed.identity,
+        confirmed: false,
+      }),
     ).rejects.toThrow(/needs confirmation/)
     await expect(
       restoreBackup(bed.store, manifest.id, bed.database, {
         signers: bed.signers,
+        environment: 'test',
         identity: bed.identity,
         confirmed: true,
         expectFingerprint: 'f'.repeat(64),
@@ -140,7 +150,12 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
     await service.connect()
     try {
       await expect(
-        restoreBackup(bed.store, manifest.id, bed.database, { signers: bed.signers, identity: bed.identity, confirmed: true }),
+        restoreBackup(bed.store, manifest.id, bed.database, {
+          signers: bed.signers,
+          environment: 'test',
+          identity: bed.identity,
+          confirmed: true,
+        }),
       ).rejects.toThrow(/1 other session\(s\) are connected to recordings \(svc-recording\); stop the recording service/)
     } finally {
       await service.end()
@@ -161,6 +176,7 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
     // pg_restore creates every schema but public itself; one left in place used to fail the restore.
     const report = await restoreBackup(bed.store, withAudit.id, bed.database, {
       signers: bed.signers,
+      environment: 'test',
       identity: bed.identity,
       confirmed: true,
       expectFingerprint: withAudit.fingerprint,

@@ -180,6 +180,51 @@ describe('svcops backup (CLI)', () => {
     expect(allowed.code).toBe(0)
   })
 
+  it("refuses another environment's backup, signed by the same key, in verify and restore unless --from-env names it; prune and the playbook leave it alone", async () => {
+    // Staging shares the store and the keys with this environment (signers are the recipients by default).
+    const otherFile = join(bed.dir, 'Pulumi.clistaging.yaml')
+    writeFileSync(otherFile, readFileSync(envFile, 'utf8'))
+    const other = await svcops('--json', '--stack-file', otherFile, 'backup', 'create')
+    expect(other.code, other.stderr).toBe(0)
+    const theirs = (other.json().backup as { id: string }).id
+    const rows = async () => Number((await bed.sql('SELECT count(*)::int AS n FROM recordings'))[0]?.n)
+    const before = await rows()
+
+    const verify = await run('--json', 'backup', 'verify', theirs)
+    expect(verify.code).toBe(1)
+    expect(verify.json()).toMatchObject({ ok: false, failedCheck: 'environment' })
+    const sentence = `Backup ${theirs} belongs to environment 'clistaging', not to 'clitest' where it was asked for; it was refused.`
+    expect((verify.json().checks as { detail: string }[]).at(-1)?.detail).toBe(sentence)
+    const restore = await run('backup', 'restore', theirs, '--yes')
+    expect(restore.code).toBe(1)
+    expect(restore.stderr).toContain(`svcops: ${sentence}`)
+    expect(restore.stderr).toContain(`--from-env clistaging`)
+    expect(await rows()).toBe(before)
+
+    const wrong = await run('backup', 'verify', theirs, '--from-env', 'prod')
+    expect(wrong.code).toBe(1)
+    expect(wrong.stdout).toContain(
+      `FAIL environment: --from-env: 'prod' is not the environment of backup ${theirs}; its signed manifest names 'clistaging'.`,
+    )
+    const named = await run('--json', 'backup', 'verify', theirs, '--from-env', 'clistaging')
+    expect(named.code, named.stdout).toBe(0)
+
+    // Retention of this environment never removes another environment's backups.
+    const pruned = await run('--json', 'backup', 'prune', '--keep-last', '0')
+    expect(pruned.code).toBe(0)
+    expect((pruned.json().remove as { id: string }[]).map((r) => r.id)).not.toContain(theirs)
+    expect((pruned.json().keep as { id: string }[]).map((r) => r.id)).not.toContain(theirs)
+    process.env.SVCOPS_RUNS_DIR = join(bed.dir, 'runs-env')
+    try {
+      const nightly = await run('--json', 'backup', 'run', '--keep-last', '1')
+      expect(nightly.code, nightly.stderr).toBe(0)
+    } finally {
+      delete process.env.SVCOPS_RUNS_DIR
+    }
+    const listed = (await run('--json', 'backup', 'list')).json().backups as { id: string }[]
+    expect(listed.map((b) => b.id)).toContain(theirs)
+  })
+
   it('never prints the database password or any private key (the identity signs here)', () => {
     const all = outputs.join('\n')
     expect(all).not.toContain(SERVICE_PASSWORD)

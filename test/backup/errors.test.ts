@@ -124,7 +124,7 @@ describe('backup errors, each against the real components', () => {
     await expect(readIdentity({})).rejects.toThrow(/^backup\.identity: missing; verify and restore need the private key/)
     const other = await generateBackupKey({ name: 'someone else' })
     const wrong = await openpgp.readPrivateKey({ armoredKey: other.privateKey })
-    const report = await verifyBackup(bed.store, manifest.id, { signers: bed.signers, identity: wrong, record: false })
+    const report = await verifyBackup(bed.store, manifest.id, { signers: bed.signers, environment: 'test', identity: wrong, record: false })
     expect(report.ok).toBe(false)
     expect(report.failedCheck).toBe('key')
     expect(report.checks.at(-1)?.detail).toBe(
@@ -160,7 +160,7 @@ describe('backup errors, each against the real components', () => {
     readSync(fd, byte, 0, 1, offset)
     writeSync(fd, Buffer.from([byte[0]! ^ 0xff]), 0, 1, offset)
     closeSync(fd)
-    const corrupted = await verifyBackup(bed.store, manifest.id, { signers: bed.signers, identity: bed.identity })
+    const corrupted = await verifyBackup(bed.store, manifest.id, { signers: bed.signers, environment: 'test', identity: bed.identity })
     expect(corrupted.failedCheck).toBe('checksum')
     // Checked piece by piece as it is read: the message names the bytes of the piece that differs.
     const pieces = manifest.checksums.encryptedPieces
@@ -174,14 +174,16 @@ describe('backup errors, each against the real components', () => {
     expect((await listBackups(bed.store))[0]?.verified).toMatchObject({ ok: false, failedCheck: 'checksum' })
 
     truncateSync(file, 1000)
-    const truncated = await verifyBackup(bed.store, manifest.id, { signers: bed.signers, identity: bed.identity })
+    const truncated = await verifyBackup(bed.store, manifest.id, { signers: bed.signers, environment: 'test', identity: bed.identity })
     expect(truncated.failedCheck).toBe('size')
     expect(truncated.checks.at(-1)?.detail).toBe(
       `The file ${manifest.file} has 1000 bytes; the manifest says ${manifest.sizes.encrypted} (truncated or replaced).`,
     )
 
     rmSync(file)
-    expect((await verifyBackup(bed.store, manifest.id, { signers: bed.signers, identity: bed.identity })).failedCheck).toBe('file')
+    expect(
+      (await verifyBackup(bed.store, manifest.id, { signers: bed.signers, environment: 'test', identity: bed.identity })).failedCheck,
+    ).toBe('file')
   })
 
   it('names the decrypt check when the data fails the OpenPGP integrity check although the checksum was rewritten', async () => {
@@ -207,7 +209,7 @@ describe('backup errors, each against the real components', () => {
     const text = JSON.stringify(tampered)
     writeFileSync(join(bed.store.location, `${other.id}.manifest.json`), text)
     writeFileSync(join(bed.store.location, `${other.id}.manifest.json.sig`), await signManifest(Buffer.from(text), bed.signer))
-    const report = await verifyBackup(bed.store, other.id, { signers: bed.signers, identity: bed.identity })
+    const report = await verifyBackup(bed.store, other.id, { signers: bed.signers, environment: 'test', identity: bed.identity })
     expect(report.checks.map((c) => [c.check, c.ok])).toEqual([
       ['signature', true],
       ['manifest', true],
@@ -225,7 +227,7 @@ describe('backup errors, each against the real components', () => {
     const text = JSON.stringify({ ...older, checksums }, null, 2)
     writeFileSync(join(bed.store.location, `${older.id}.manifest.json`), text)
     writeFileSync(join(bed.store.location, `${older.id}.manifest.json.sig`), await signManifest(Buffer.from(text), bed.signer))
-    const report = await verifyBackup(bed.store, older.id, { signers: bed.signers, identity: bed.identity })
+    const report = await verifyBackup(bed.store, older.id, { signers: bed.signers, environment: 'test', identity: bed.identity })
     expect(report.checks.map((c) => [c.check, c.ok])).toEqual([
       ['signature', true],
       ['manifest', true],
@@ -239,7 +241,7 @@ describe('backup errors, each against the real components', () => {
   })
 
   it('refuses an id that is not a backup id before touching the store', async () => {
-    await expect(verifyBackup(bed.store, '../../etc/passwd', { signers: bed.signers })).rejects.toThrow(
+    await expect(verifyBackup(bed.store, '../../etc/passwd', { signers: bed.signers, environment: 'test' })).rejects.toThrow(
       /^backup id: '\.\.\/\.\.\/etc\/passwd' is not a backup id/,
     )
   })

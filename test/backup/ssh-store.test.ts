@@ -42,6 +42,7 @@ describe('backup store on a host over SSH/SFTP (real sshd on loopback)', () => {
 
     const report = await verifyBackup(store, first.id, {
       signers: bed.signers,
+      environment: 'test',
       identity: bed.identity,
       restoreTest: { server: bed.database },
     })
@@ -53,7 +54,7 @@ describe('backup store on a host over SSH/SFTP (real sshd on loopback)', () => {
       [second.id, null],
       [first.id, true],
     ])
-    const plan = await pruneBackups(store, { keepLast: 1 })
+    const plan = await pruneBackups(store, { environment: 'test', keepLast: 1 })
     expect(plan.remove).toEqual([])
     expect(plan.keep.map((k) => k.id)).toEqual([second.id, first.id])
   })

@@ -53,14 +53,24 @@ describe('a backup store that others can write to', () => {
   it('refuses a manifest whose file points outside the store, before reading that file', async () => {
     const other = await createBackup(bed.options())
     await plant(other.id, { id: other.id, file: '../../../../etc/hostname' })
-    const report = await verifyBackup(bed.store, other.id, { signers: bed.signers, identity: bed.identity, record: false })
+    const report = await verifyBackup(bed.store, other.id, {
+      signers: bed.signers,
+      environment: 'test',
+      identity: bed.identity,
+      record: false,
+    })
     expect(report.checks.map((c) => [c.check, c.ok])).toEqual([['manifest', false]])
     expect(report.checks[0]?.detail).toBe(
       `${bed.store.location}/${other.id}.manifest.json: file: '../../../../etc/hostname' is not this backup's dump; expected '${other.id}.dump.pgp' in the store directory (a manifest never names another path).`,
     )
     const before = await recordings()
     await expect(
-      restoreBackup(bed.store, other.id, bed.database, { signers: bed.signers, identity: bed.identity, confirmed: true }),
+      restoreBackup(bed.store, other.id, bed.database, {
+        signers: bed.signers,
+        environment: 'test',
+        identity: bed.identity,
+        confirmed: true,
+      }),
     ).rejects.toThrow(/file: '\.\.\/\.\.\/\.\.\/\.\.\/etc\/hostname' is not this backup's dump/)
     expect(await recordings()).toBe(before)
   })
@@ -70,7 +80,7 @@ describe('a backup store that others can write to', () => {
     writeFileSync(manifestPath(copy), readFileSync(manifestPath(manifest.id)))
     writeFileSync(`${manifestPath(copy)}.sig`, readFileSync(`${manifestPath(manifest.id)}.sig`))
     writeFileSync(join(bed.store.location, `${copy}.dump.pgp`), readFileSync(join(bed.store.location, manifest.file)))
-    const report = await verifyBackup(bed.store, copy, { signers: bed.signers, identity: bed.identity, record: false })
+    const report = await verifyBackup(bed.store, copy, { signers: bed.signers, environment: 'test', identity: bed.identity, record: false })
     expect(report.failedCheck).toBe('manifest')
     expect(report.checks[0]?.detail).toBe(
       `${bed.store.location}/${copy}.manifest.json: id: '${manifest.id}' is not the backup asked for; expected '${copy}'.`,
@@ -116,7 +126,7 @@ describe('a backup store that others can write to', () => {
   it('refuses a manifest far larger than any real one without reading it', async () => {
     const big = manifest.id.replace(/-[0-9a-f]{4}$/, '-b16b')
     writeFileSync(manifestPath(big), Buffer.alloc(3 << 20, 0x20))
-    const report = await verifyBackup(bed.store, big, { signers: bed.signers, record: false })
+    const report = await verifyBackup(bed.store, big, { signers: bed.signers, environment: 'test', record: false })
     expect(report.failedCheck).toBe('manifest')
     expect(report.checks[0]?.detail).toMatch(/has 3145728 bytes; a manifest, signature or verification record has at most 1048576/)
   })
@@ -140,7 +150,13 @@ describe('signed backups: verify, restore and the automatic rollback accept only
   const at = (name: string) => join(bed.store.location, name)
   const count = async () => Number((await bed.sql('SELECT count(*) AS n FROM recordings'))[0]?.n)
   const restore = (id: string, extra: { allowUnsigned?: boolean } = {}) =>
-    restoreBackup(bed.store, id, bed.database, { signers: bed.signers, identity: bed.identity, confirmed: true, ...extra })
+    restoreBackup(bed.store, id, bed.database, {
+      signers: bed.signers,
+      environment: 'test',
+      identity: bed.identity,
+      confirmed: true,
+      ...extra,
+    })
   /** A backup of a database the attacker chose (30 rows and a table of theirs), made and signed as they would. */
   const plantedBackup = async (signer?: SigningKey): Promise<Manifest> => {
     const store = new LocalStore(join(bed.dir, `attacker-${randomBytes(4).toString('hex')}`))
@@ -164,6 +180,7 @@ describe('signed backups: verify, restore and the automatic rollback accept only
     const before = { rows: await count(), tables: await tablesNow() }
     const report = await verifyBackup(bed.store, planted.id, {
       signers: bed.signers,
+      environment: 'test',
       identity: bed.identity,
       restoreTest: { server: bed.database },
     })
@@ -174,7 +191,7 @@ describe('signed backups: verify, restore and the automatic rollback accept only
     await expect(restore(planted.id)).rejects.toThrow(`Backup ${planted.id} is not signed`)
     expect({ rows: await count(), tables: await tablesNow() }).toEqual(before)
     expect((await bed.sql("SELECT datname FROM pg_database WHERE datname LIKE 'svcops_verify_%'")).length).toBe(0)
-    const listed = (await listBackups(bed.store, { signers: bed.signers })).find((b) => b.id === planted.id)
+    const listed = (await listBackups(bed.store, { signers: bed.signers, environment: 'test' })).find((b) => b.id === planted.id)
     expect(listed?.signature).toBe('unsigned')
   })
 
@@ -202,6 +219,7 @@ describe('signed backups: verify, restore and the automatic rollback accept only
     const before = await count()
     const report = await verifyBackup(bed.store, planted.id, {
       signers: bed.signers,
+      environment: 'test',
       identity: bed.identity,
       restoreTest: { server: bed.database },
     })
@@ -217,7 +235,7 @@ describe('signed backups: verify, restore and the automatic rollback accept only
     const altered = await createBackup(bed.options())
     const text = readFileSync(at(`${altered.id}.manifest.json`), 'utf8').replace('"public.recordings": 400', '"public.recordings": 401')
     writeFileSync(at(`${altered.id}.manifest.json`), text)
-    const report = await verifyBackup(bed.store, altered.id, { signers: bed.signers, identity: bed.identity })
+    const report = await verifyBackup(bed.store, altered.id, { signers: bed.signers, environment: 'test', identity: bed.identity })
     expect(report.failedCheck).toBe('signature')
     expect(report.checks[0]?.detail).toBe(
       `Backup ${altered.id} was refused: its signature by ${bed.signer.fingerprint} does not match the manifest (altered after it was signed).`,
@@ -237,12 +255,18 @@ describe('signed backups: verify, restore and the automatic rollback accept only
       },
     })
     await bed.sql('DELETE FROM recordings WHERE id > 200')
-    const report = await restoreBackup(store, genuine.id, bed.database, { signers: bed.signers, identity: bed.identity, confirmed: true })
+    const report = await restoreBackup(store, genuine.id, bed.database, {
+      signers: bed.signers,
+      environment: 'test',
+      identity: bed.identity,
+      confirmed: true,
+    })
     expect(reads).toBe(1)
     expect(report.rowCounts).toEqual(genuine.rowCounts)
     expect(await tablesNow()).not.toContain('attacker_marker')
     const swapped = await verifyBackup(store, genuine.id, {
       signers: bed.signers,
+      environment: 'test',
       identity: bed.identity,
       restoreTest: { server: bed.database },
       record: false,
