@@ -59,19 +59,104 @@ const SHOWN_VALUES = new Set([
 
 const MASKED = '[masked]'
 
-/** A URL without its `user:password@` and with its query values masked; any other string as is. */
+// Key names that say "secret", matched by word (`apiKeys`, `client_secret`, `X-Auth-Token`).
+const SECRET_WORD =
+  /^(pass(word|wd|phrase)?s?|secrets?|tokens?|keys?|api_?keys?|credentials?|creds?|psks?|private|bearer|cookies?|sessions?)$/
+
+/** The words of a key name: camelCase, snake_case, kebab-case and dotted parts apart, lower-cased. */
+function wordsOf(key: string): string[] {
+  return key
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .map((w) => w.toLowerCase())
+}
+
+/** True when a key name holds a secret-sounding word. */
+function isSecretKey(key: string): boolean {
+  return wordsOf(key).some((w) => SECRET_WORD.test(w))
+}
+
+/**
+ * True for a string shaped like a token: long, one run of URL-safe characters, letters and digits
+ * mixed (an API key, a JWT part, a hex digest) — not a word, a path segment or a version.
+ */
+export function looksLikeToken(text: string): boolean {
+  if (text.length < 16 || !/^[A-Za-z0-9_\-.~+/=]+$/.test(text)) return false
+  const digits = text.replace(/[^0-9]/g, '').length
+  const letters = text.replace(/[^A-Za-z]/g, '').length
+  return digits >= 3 && letters >= 3
+}
+
+// `user:password@` anywhere (a URL without a scheme, `//user:pass@nas/share`, an SMB or SSH spec).
+const CREDENTIALS = /[^\s/:@]+:[^\s/@]*@/
+
+/**
+ * A URL without what may be a credential: `user:password@`, query values, the fragment
+ * (`#access_token=...`) and path segments shaped like a token or following a secret-sounding one
+ * (`/hooks/T0/B0/XyZ...`, `/token/abc...`). A scheme-less `//host/...` URL is treated alike. Any
+ * other string comes back as it is; a string that cannot be shown safely comes back MASKED.
+ */
 export function withoutCredentials(value: string): string {
-  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return value
+  const schemeLess = value.startsWith('//')
+  if (!schemeLess && !/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return CREDENTIALS.test(value) ? MASKED : value
   let url: URL
   try {
-    url = new URL(value)
+    url = new URL(schemeLess ? `svcops:${value}` : value)
   } catch {
     return MASKED
   }
+  if (!url.host && !schemeLess) return MASKED
   url.username = ''
   url.password = ''
   for (const key of [...url.searchParams.keys()]) url.searchParams.set(key, 'masked')
-  return url.href
+  if (url.hash) url.hash = 'masked'
+  const segments = url.pathname.split('/')
+  url.pathname = segments
+    .map((segment, i) => {
+      const decoded = safeDecode(segment)
+      return looksLikeToken(decoded) || (i > 0 && isSecretKey(safeDecode(segments[i - 1] ?? '')) && decoded) ? 'masked' : segment
+    })
+    .join('/')
+  const shown = url.href
+  return schemeLess ? shown.slice('svcops:'.length) : shown
+}
+
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}
+
+/**
+ * The string value of an allow-listed option as the review may show it, or MASKED when its shape
+ * says it may hold a secret whatever its name: space around it (` https://user:PASS@...` is not
+ * the URL it looks like), a control character, a credential, a token.
+ */
+export function shownString(value: string): string {
+  if (value !== value.trim() || /[\p{Cc}\p{Cf}]/u.test(value)) return MASKED
+  if (!value.includes('/') && looksLikeToken(value)) return MASKED
+  return withoutCredentials(value)
+}
+
+/**
+ * An option path as the review may show it (key names are data too): a key shaped like a token or
+ * a credential, or any key inside a map whose name sounds secret (`apiKeys.sk_live_...`), becomes
+ * MASKED — except on the paths the allow-list names.
+ */
+export function shownPath(path: string): string {
+  if (SHOWN_VALUES.has(path.replace(/\[\d+\]/g, '[]'))) return path
+  const keys = path.split('.')
+  return keys
+    .map((key, i) => {
+      const name = key.replace(/(\[\d+\])+$/, '')
+      const parent = (keys[i - 1] ?? '').replace(/(\[\d+\])+$/, '')
+      const secret = looksLikeToken(name) || CREDENTIALS.test(name) || /[\p{Cc}\p{Cf}]/u.test(name) || (i > 0 && isSecretKey(parent))
+      return secret ? MASKED + key.slice(name.length) : key
+    })
+    .join('.')
 }
 
 /** Every leaf of a JSON value by path (`a.b`, `a.list[0].c`); empty objects and arrays are leaves. */
@@ -88,7 +173,10 @@ export function leafValues(value: unknown, prefix = '', out = new Map<string, un
 
 function shown(path: string, value: unknown): string {
   if (!SHOWN_VALUES.has(path.replace(/\[\d+\]/g, '[]'))) return MASKED
-  if (typeof value === 'string') return JSON.stringify(withoutCredentials(value))
+  if (typeof value === 'string') {
+    const text = shownString(value)
+    return text === MASKED ? MASKED : JSON.stringify(text)
+  }
   if (typeof value === 'number' || typeof value === 'boolean' || value === null) return JSON.stringify(value)
   return MASKED
 }
@@ -105,7 +193,7 @@ export function reviewDiff(active: unknown, dflt: unknown): string {
   for (const path of [...new Set([...before.keys(), ...after.keys()])].sort()) {
     const a = before.get(path)
     const b = after.get(path)
-    const key = JSON.stringify(path)
+    const key = JSON.stringify(shownPath(path))
     if (!before.has(path)) lines.push(`+  ${key}: ${shown(path, b)}`)
     else if (!after.has(path)) lines.push(`-  ${key}: ${shown(path, a)}`)
     else if (JSON.stringify(a) !== JSON.stringify(b)) {
@@ -211,6 +299,8 @@ export async function reviewConfig(
       review.newOptions.push(...[...defaultKeys].filter((k) => !activeKeys.has(k) && ![...activeKeys].some((a) => a.startsWith(`${k}.`))))
     }
   }
+  review.obsoleteOptions = review.obsoleteOptions.map(shownPath)
+  review.newOptions = review.newOptions.map(shownPath)
   for (const option of review.obsoleteOptions)
     events.warn(`${configPath}: option '${option}' is set but the new default configuration no longer has it.`, host.name)
   for (const d of review.newDefaults)
