@@ -20,7 +20,6 @@ import {
   connectDatabase,
   findPgTool,
   lastLine,
-  libpqEnv,
   majorOf,
   serverVersion,
   spawnPgTool,
@@ -147,7 +146,7 @@ interface Streamed {
 async function streamDump(o: StreamDumpOptions): Promise<Streamed> {
   const argv = [o.pgDumpPath, '--format=custom', `--compress=${o.level}`, `--snapshot=${o.snapshot}`, '--no-password']
   const writer = await o.store.createWriter(o.file)
-  const dump = spawnPgTool(argv, libpqEnv(o.database), { stdin: false, stdout: true })
+  const dump = spawnPgTool(argv, { target: o.database }, { stdin: false, stdout: true })
   const stdout = dump.child.stdout
   if (!stdout) throw new OperationError('pg_dump was started without an output stream.')
   const plainTap = new HashingTap()

@@ -13,7 +13,7 @@ import { CommandError } from '../core/errors.ts'
 import { requireBinary } from '../core/runner.ts'
 import { CheckFailedError, decryptFailure } from './decrypt.ts'
 import type { Manifest } from './manifest.ts'
-import { lastLine, libpqEnv, spawnPgTool, type DatabaseTarget, type PgTool } from '../drivers/postgres.ts'
+import { lastLine, spawnPgTool, type DatabaseTarget, type PgTool } from '../drivers/postgres.ts'
 import { HashingTap } from './streams.ts'
 
 export interface LoadResult {
@@ -56,7 +56,7 @@ export async function loadIntoEmptyDatabase(
   const tap = new HashingTap()
   const tool = spawnPgTool(
     [pgRestore.path, '--no-owner', '--no-privileges', '--exit-on-error', `--dbname=${database}`],
-    libpqEnv(target, database),
+    { target, database },
     { stdin: true, stdout: false },
   )
   const stdin = tool.child.stdin
@@ -124,11 +124,15 @@ export async function loadOverDatabase(
 ): Promise<LoadResult> {
   const psqlPath = requireBinary('psql', 'postgresql-client')
   const tap = new HashingTap()
-  const restore = spawnPgTool([pgRestore.path, '--no-owner', '--no-privileges', '--file=-'], {}, { stdin: true, stdout: true })
-  const psql = spawnPgTool([psqlPath, '-X', '-q', '-v', 'ON_ERROR_STOP=1', '--single-transaction', '-f', '-'], libpqEnv(target), {
-    stdin: true,
-    stdout: false,
-  })
+  const restore = spawnPgTool([pgRestore.path, '--no-owner', '--no-privileges', '--file=-'], undefined, { stdin: true, stdout: true })
+  const psql = spawnPgTool(
+    [psqlPath, '-X', '-q', '-v', 'ON_ERROR_STOP=1', '--single-transaction', '-f', '-'],
+    { target },
+    {
+      stdin: true,
+      stdout: false,
+    },
+  )
   const { stdin: restoreIn, stdout: restoreOut } = restore.child
   const psqlIn = psql.child.stdin
   if (!restoreIn || !restoreOut || !psqlIn) throw new CommandError('pg_restore or psql was started without its streams.', null, '')

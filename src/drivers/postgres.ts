@@ -1,7 +1,8 @@
 /**
  * The database side of backups: connection settings from the environment (password via
- * `readSecret`, to libpq only through PGPASSWORD), clear errors for an unreachable server, and the
- * PostgreSQL client tools (pg_dump, pg_restore) with their version rules.
+ * `readSecret`; to the libpq tools only through a 0600 password file named by PGPASSFILE, never
+ * their environment or arguments), clear errors for an unreachable server, and the PostgreSQL
+ * client tools (pg_dump, pg_restore, psql) with their version rules.
  */
 import { spawn, type ChildProcessByStdio } from 'node:child_process'
 import type { Readable, Writable } from 'node:stream'
@@ -11,6 +12,7 @@ import { readSecret } from '../config/secrets.ts'
 import { AuthError, BadInputError, CommandError, OperationError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { redact } from '../core/redact.ts'
+import { writePrivateFile, type PrivateFile } from '../core/private-files.ts'
 import { childEnvironment, findBinary, local, requireBinary, runCommand, shellJoin } from '../core/runner.ts'
 
 /** A database to back up from, restore into, or test-restore into. */
@@ -25,6 +27,10 @@ export interface DatabaseTarget {
 /** The target an environment's `recording.database` names; reads (and registers) the password. */
 export function databaseTarget(config: DatabaseConfig, field = 'recording.database'): DatabaseTarget {
   const password = config.password ? readSecret(config.password, `${field}.password`) : undefined
+  if (password !== undefined && /[\r\n]/.test(password))
+    throw new BadInputError(
+      `${field}.password: holds a line break, which libpq's password file cannot carry; expected a password on one line.`,
+    )
   return { host: config.host, port: config.port, name: config.name, user: config.user, ...(password !== undefined ? { password } : {}) }
 }
 
@@ -40,7 +46,13 @@ export function clientConfig(target: DatabaseTarget, database = target.name): pg
   }
 }
 
-/** Environment for libpq tools: the password travels in PGPASSWORD, never in argv. */
+/** A libpq tool's connection: the target and the database on it (default: the target's). */
+export interface LibpqConnection {
+  target: DatabaseTarget
+  database?: string
+}
+
+/** Environment for libpq tools, without the password (it goes into a password file: `spawnPgTool`). */
 export function libpqEnv(target: DatabaseTarget, database = target.name): Record<string, string> {
   return {
     PGHOST: target.host,
@@ -48,8 +60,28 @@ export function libpqEnv(target: DatabaseTarget, database = target.name): Record
     PGUSER: target.user,
     PGDATABASE: database,
     PGCONNECT_TIMEOUT: '10',
-    ...(target.password !== undefined ? { PGPASSWORD: target.password } : {}),
   }
+}
+
+/**
+ * One line of a libpq password file (`~/.pgpass` format) that gives `password` to any host, port,
+ * database and user — the file serves one child only. `\\` and `:` are escaped as libpq reads them;
+ * a line break cannot be carried and is refused.
+ */
+export function passfileLine(password: string): string {
+  if (/[\r\n]/.test(password))
+    throw new BadInputError(
+      "The database password holds a line break, which libpq's password file cannot carry; expected a password on one line.",
+    )
+  return `*:*:*:*:${password.replace(/[\\:]/g, (c) => `\\${c}`)}\n`
+}
+
+/**
+ * The password file of one libpq tool (0600, in the run folder or a private temp folder, removed
+ * with `remove`), or undefined for a target without a password.
+ */
+export function writePassfile(target: DatabaseTarget): PrivateFile | undefined {
+  return target.password === undefined ? undefined : writePrivateFile('pgpass', passfileLine(target.password))
 }
 
 function where(target: DatabaseTarget, database = target.name): string {
@@ -168,29 +200,46 @@ export interface StreamingTool {
 }
 
 /**
- * Starts a client tool whose stdin/stdout carry a dump (too big for `runCommand`, which buffers).
- * Emits the same `command` event as the runner when it exits.
+ * Starts a client tool whose stdin/stdout carry a dump (too big for `runCommand`, which buffers),
+ * connected to `connection` (none: a tool that reaches no server, `pg_restore --file=-`). Its
+ * password is in a 0600 password file (PGPASSFILE) that exists only while the tool runs: removed
+ * when it exits, when it cannot start, and on SIGINT/SIGTERM. Emits the same `command` event as the
+ * runner when it exits.
  */
-export function spawnPgTool(argv: string[], env: Record<string, string>, stdio: { stdin: boolean; stdout: boolean }): StreamingTool {
+export function spawnPgTool(
+  argv: string[],
+  connection: LibpqConnection | undefined,
+  stdio: { stdin: boolean; stdout: boolean },
+): StreamingTool {
   const [file, ...args] = argv
   if (!file) throw new BadInputError('spawnPgTool needs a command.')
   const started = Date.now()
+  const passfile = connection ? writePassfile(connection.target) : undefined
+  const env = connection ? { ...libpqEnv(connection.target, connection.database), ...(passfile ? { PGPASSFILE: passfile.path } : {}) } : {}
   // A hand-written spawn, not zx: a dump streams through at its own pace (backpressure into the
   // encryption), and zx keeps every byte a process prints in memory for its result.
-  const child = spawn(file, args, {
-    env: childEnvironment(env),
-    stdio: [stdio.stdin ? 'pipe' : 'ignore', stdio.stdout ? 'pipe' : 'ignore', 'pipe'],
-  })
+  let child: ReturnType<typeof spawn>
+  try {
+    child = spawn(file, args, {
+      env: childEnvironment(env),
+      stdio: [stdio.stdin ? 'pipe' : 'ignore', stdio.stdout ? 'pipe' : 'ignore', 'pipe'],
+    })
+  } catch (error) {
+    passfile?.remove()
+    throw error
+  }
   let stderr = ''
   child.stderr?.setEncoding('utf8')
   child.stderr?.on('data', (d: string) => {
     stderr = (stderr + d).slice(-16_384)
   })
   const exited = new Promise<{ code: number | null; signal: string | null; stderr: string }>((resolve, reject) => {
-    child.on('error', (error: NodeJS.ErrnoException) =>
-      reject(error.code === 'ENOENT' ? new CommandError(`The program '${file}' was not found.`, null, '') : error),
-    )
+    child.on('error', (error: NodeJS.ErrnoException) => {
+      passfile?.remove()
+      reject(error.code === 'ENOENT' ? new CommandError(`The program '${file}' was not found.`, null, '') : error)
+    })
     child.on('close', (code, signal) => {
+      passfile?.remove()
       const tail = redact(stderr.trimEnd().split('\n').slice(-5).join('\n'))
       events.emit({
         kind: 'command',

@@ -13,6 +13,7 @@ import type { Environment } from '../config/schema.ts'
 import { BadInputError, OperationError, RolledBackError, errorMessage, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { onShutdown } from '../core/lifecycle.ts'
+import { usePrivateFolder } from '../core/private-files.ts'
 import { announceEnd, announceStart } from '../notify/run-hooks.ts'
 import { HostFailure, Run, ToleratedFailures, type PlannedStep } from './engine.ts'
 import { holderName, isFinished, Journal, type RunKind, type RunRecord } from './journal.ts'
@@ -201,6 +202,7 @@ async function drive<C>(
 ): Promise<RunOutcome> {
   const { journal, lock } = setup
   events.runId = journal.run.id
+  usePrivateFolder(journal.dir) // secrets a child needs (the PostgreSQL tools' password file) go here
   const unregister = onShutdown(() => lock.release())
   const opened = await setup.open(journal).catch(async (error: unknown) => {
     await lock.release()

@@ -1,12 +1,19 @@
 /**
  * Children get the environment they need, not svcops' own: a manager password or backup passphrase
  * read from an environment variable must not be visible in /proc/<pid>/environ of pg_dump, psql,
- * pg_restore or any command the runner starts.
+ * pg_restore or any command the runner starts. The database password is in no child's environment
+ * either (the same user reads /proc/<pid>/environ): the PostgreSQL tools read it from a 0600
+ * password file (PGPASSFILE) in the 0700 run folder, or a 0700 private temp folder without a run,
+ * that exists only while the tool runs — checked with real psql against a real server.
  */
-import { readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { usePrivateFolder } from '../../src/core/private-files.ts'
 import { local, runCommand } from '../../src/core/runner.ts'
-import { spawnPgTool } from '../../src/drivers/postgres.ts'
+import { findPgTool, spawnPgTool, type DatabaseTarget } from '../../src/drivers/postgres.ts'
+import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
 
 const PLANTED = {
   SVCOPS_MANAGER_PASSWORD: 'manager-password-env-Q7z1',
@@ -30,14 +37,17 @@ describe('least environment for children', () => {
   })
 
   it('a PostgreSQL client tool gets PATH, locale and its own libpq settings, and no credential it was not given', async () => {
-    const tool = spawnPgTool(['sleep', '30'], { PGHOST: '127.0.0.1', PGPASSWORD: 'the-one-it-needs' }, { stdin: false, stdout: false })
+    const target: DatabaseTarget = { host: '127.0.0.1', port: 5432, name: 'recordings', user: 'recorder', password: 'the-one-it-needs' }
+    const tool = spawnPgTool(['sleep', '30'], { target }, { stdin: false, stdout: false })
     try {
       const pid = tool.child.pid
       if (pid === undefined) throw new Error('no pid')
       const env = environOf(pid)
       expect(env.PATH).toBe(process.env.PATH)
       expect(env.PGHOST).toBe('127.0.0.1')
-      expect(env.PGPASSWORD).toBe('the-one-it-needs')
+      expect(env.PGPASSWORD).toBeUndefined()
+      expect(env.PGPASSFILE).toMatch(/\.pgpass\.[0-9a-f]{12}$/)
+      expect(readFileSync(`/proc/${pid}/environ`, 'utf8')).not.toContain('the-one-it-needs')
       expect(env.SVCOPS_MANAGER_PASSWORD).toBeUndefined()
       expect(env.SVCOPS_BACKUP_PASSPHRASE).toBeUndefined()
       const all = readFileSync(`/proc/${pid}/environ`, 'utf8')
@@ -54,5 +64,77 @@ describe('least environment for children', () => {
     expect(keys).toContain('PATH')
     for (const key of Object.keys(PLANTED)) expect(keys).not.toContain(key)
     for (const secret of Object.values(PLANTED)) expect(result.stdout).not.toContain(secret)
+  })
+})
+
+describe('the database password reaches the PostgreSQL tools through a password file only', () => {
+  // `:` and `\` are escaped in a password file; a password holding both proves the escaping.
+  const PASSWORD = 'pass:word\\with-colon-Q4v8'
+  let cluster: PostgresCluster
+  let target: DatabaseTarget
+  let psql: string
+  let runFolder: string
+
+  beforeAll(async () => {
+    cluster = await startPostgres({ fsync: false })
+    await cluster.createDatabase('recordings', { user: 'recorder', password: PASSWORD })
+    target = { host: cluster.info.host, port: cluster.port, name: 'recordings', user: 'recorder', password: PASSWORD }
+    psql = (await findPgTool('psql')).path
+    runFolder = join(mkdtempSync(join(tmpdir(), 'svcops-runs-')), '20261124T023000Z-a1b2c3')
+    mkdirSync(runFolder, { mode: 0o700 })
+  })
+  afterAll(async () => {
+    await cluster?.stop()
+    rmSync(dirname(runFolder), { recursive: true, force: true })
+  })
+
+  /** psql waiting on stdin (so its environment and file can be read), then given `sql` and closed. */
+  async function psqlWith(sql: string, connection: { target: DatabaseTarget }) {
+    const tool = spawnPgTool([psql, '-X', '-At', '-v', 'ON_ERROR_STOP=1', '-f', '-'], connection, { stdin: true, stdout: true })
+    const pid = tool.child.pid as number
+    const environ = readFileSync(`/proc/${pid}/environ`, 'utf8')
+    const passfile = environOf(pid).PGPASSFILE as string
+    const file = {
+      path: passfile,
+      mode: statSync(passfile).mode & 0o777,
+      dirMode: statSync(dirname(passfile)).mode & 0o777,
+      text: readFileSync(passfile, 'utf8'),
+    }
+    let out = ''
+    tool.child.stdout?.on('data', (d: Buffer) => (out += d.toString()))
+    tool.child.stdin?.end(sql)
+    const exit = await tool.exited
+    return { environ, file, exit, out }
+  }
+
+  it('psql logs in with it, sees no password in its environment, and the file is gone when it exits', async () => {
+    const run = await psqlWith('SELECT current_user;', { target })
+    expect(run.exit.code, run.exit.stderr).toBe(0)
+    expect(run.out.trim()).toBe('recorder')
+    expect(run.environ).not.toContain(PASSWORD)
+    expect(run.environ).not.toContain('PGPASSWORD')
+    expect(run.file.mode).toBe(0o600)
+    expect(run.file.dirMode).toBe(0o700)
+    expect(run.file.text).toBe('*:*:*:*:pass\\:word\\\\with-colon-Q4v8\n')
+    // Without a run: a private temporary folder, removed with the file.
+    expect(dirname(run.file.path).startsWith(join(tmpdir(), 'svcops-private-'))).toBe(true)
+    expect(existsSync(run.file.path)).toBe(false)
+    expect(existsSync(dirname(run.file.path))).toBe(false)
+  })
+
+  it('in a run, the file is in the 0700 run folder, and is removed after a failed login too', async () => {
+    usePrivateFolder(runFolder)
+    try {
+      const run = await psqlWith('SELECT 1;', { target })
+      expect(run.exit.code, run.exit.stderr).toBe(0)
+      expect(dirname(run.file.path)).toBe(runFolder)
+      const refused = await psqlWith('SELECT 1;', { target: { ...target, password: 'not:the\\password' } })
+      expect(refused.exit.code).not.toBe(0)
+      expect(refused.exit.stderr).toMatch(/password authentication failed/)
+      expect(refused.environ).not.toContain('not:the')
+      expect(readdirSync(runFolder)).toEqual([])
+    } finally {
+      usePrivateFolder(undefined)
+    }
   })
 })
