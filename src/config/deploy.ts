@@ -190,6 +190,12 @@ export const deploySchema = z.strictObject({
   jobs: jobsSchema.optional(),
   upgradeSchedule: upgradeScheduleSchema.optional(),
   backupSchedule: backupScheduleSchema.optional(),
+  /**
+   * Accept a kubeconfig whose cluster entry sets `insecure-skip-tls-verify: true` (svcops refuses it
+   * otherwise: anyone on the way could pose as the API server). Warned on every run; give the
+   * cluster entry its CA instead whenever possible.
+   */
+  allowInsecureSkipTlsVerify: z.boolean().optional(),
 })
 
 /** A value set with `pulumi config set --secret`: the stack file holds only its ciphertext. */

@@ -15,6 +15,7 @@ import { createServer, type Server, type Socket } from 'node:net'
 import type { AppsV1Api, CoreV1Api, KubeConfig, V1Deployment, V1Pod } from '@kubernetes/client-node'
 import { BadInputError, OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
+import { checkKubeconfigTrust } from './kubeconfig-trust.ts'
 
 /** The recording service's objects, named as the Pulumi program names them (src/infra/recordingService.ts). */
 export interface ClusterTarget {
@@ -149,6 +150,7 @@ export function loadKubeConfig(t: Pick<ClusterTarget, 'context' | 'kubeconfig'>)
       )
     kc.setCurrentContext(t.context)
   }
+  checkKubeconfigTrust(kc, t) // insecure-skip-tls-verify only with the stack's opt-in (kubeconfig-trust.ts)
   return kc
 }
 

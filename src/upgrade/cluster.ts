@@ -10,6 +10,7 @@ import type { Environment, RecordingConfig, RecordingHostConfig } from '../confi
 import { BadInputError, OperationError } from '../core/errors.ts'
 import type { CommandResult, Transport } from '../core/runner.ts'
 import { insideCluster, KubernetesDriver, RECORDING_APP, serviceUrlOf, type ClusterTarget } from '../drivers/kubernetes.ts'
+import type { KubeconfigTrust } from '../drivers/kubeconfig-trust.ts'
 import { PulumiCli, pulumiStackOf, versionKeyOf, type PulumiStack, type VersionChange, type VersionKey } from '../drivers/pulumi.ts'
 
 /** The recording service's Kubernetes objects and the tools that reach them. */
@@ -50,13 +51,14 @@ export function openRecordingCluster(env: Environment): RecordingCluster {
   const deploy = env.deploy
   if (!deploy) throw new BadInputError(`${env.file}: svcops:deploy: missing; recording.platform kubernetes takes the Deployment from it.`)
   const prefix = env.product.prefix
-  const target: ClusterTarget = {
+  const target: ClusterTarget & KubeconfigTrust = {
     namespace: deploy.namespace,
     deployment: deploymentName(env),
     container: RECORDING_APP,
     port: deploy.recording.port,
     ...(env.kubernetes?.context ? { context: env.kubernetes.context } : {}),
     ...(env.kubernetes?.kubeconfig ? { kubeconfig: env.kubernetes.kubeconfig } : {}),
+    ...(deploy.allowInsecureSkipTlsVerify ? { allowInsecureSkipTlsVerify: true } : {}),
   }
   const scheduled = !!deploy.jobs && !!(deploy.upgradeSchedule ?? deploy.backupSchedule)
   const stackMap = scheduled ? `${prefix}-svcops-stack` : undefined

@@ -1,6 +1,8 @@
 /**
  * A STAND-IN for the Kubernetes API server, for the few endpoints svcops' Kubernetes driver calls.
- * It is not a cluster: a small HTTP server inside the test that answers with the shapes the
+ * It is not a cluster: a small HTTPS server inside the test (its own certificate, made by openssl
+ * and named in the kubeconfig's certificate-authority-data, as a real cluster's CA is: svcops
+ * refuses a cluster entry that skips TLS verification) that answers with the shapes the
  * Kubernetes API reference gives (Deployment, Scale, PodList, pod log as text, VersionInfo,
  * SelfSubjectAccessReview, Service, Status for errors), holds one Deployment and its pods in memory
  * (and optionally more, `others`: the live production system's components), and records every
@@ -12,10 +14,12 @@
  * when nothing listens there. Nothing here schedules
  * pods, runs a controller or enforces RBAC beyond the `denied` list.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { execFileSync } from 'node:child_process'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { createServer, type Server } from 'node:https'
 import { connect } from 'node:net'
 import { WebSocketServer } from 'ws'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -207,7 +211,9 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
   const requests: RecordedRequest[] = []
   const token = 'standin-bearer-7f3a9c1e5b2d4086'
   const ns = () => `/namespaces/${state.namespace}`
-  const server: Server = createServer((req, res) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svcops-kube-standin-'))
+  const tls = standinCertificate(dir)
+  const server: Server = createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
     void (async () => {
       const url = new URL(req.url ?? '/', 'http://standin')
       const body = await bodyOf(req)
@@ -355,8 +361,7 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
   const address = server.address()
-  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
-  const dir = mkdtempSync(join(tmpdir(), 'svcops-kube-standin-'))
+  const url = `https://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
   const kubeconfig = join(dir, 'kubeconfig')
   writeFileSync(
     kubeconfig,
@@ -366,8 +371,8 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
       `current-context: other`,
       'clusters:',
       `- name: standin`,
-      // Plain HTTP on loopback: the client library accepts it only with TLS verification off.
-      `  cluster: { server: '${url}', insecure-skip-tls-verify: true }`,
+      // TLS verified against the stand-in's own certificate, as against a cluster's CA.
+      `  cluster: { server: '${url}', certificate-authority-data: ${tls.cert.toString('base64')} }`,
       `- name: nowhere`,
       `  cluster: { server: 'http://127.0.0.1:9' }`,
       'users:',
@@ -395,4 +400,40 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
         server.close(() => resolve())
       }),
   }
+}
+
+/** A self-signed certificate for 127.0.0.1 (openssl), the stand-in's and its kubeconfig's CA. */
+function standinCertificate(dir: string): { key: Buffer; cert: Buffer } {
+  const key = join(dir, 'tls.key')
+  const cert = join(dir, 'tls.crt')
+  try {
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '2',
+        '-subj',
+        '/CN=kube-api-standin',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ],
+      { stdio: 'pipe' },
+    )
+  } catch (error) {
+    throw new Error(
+      `openssl could not make the stand-in's certificate (install it with: apt-get install -y openssl): ${(error as Error).message}`,
+    )
+  }
+  return { key: readFileSync(key), cert: readFileSync(cert) }
 }
