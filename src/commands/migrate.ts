@@ -42,7 +42,7 @@ Examples:
   svcops migrate requests --from 3.0.0 --to 5.0.0 calls.json --json | jq '.calls[] | select(.untranslatable)'`,
     )
     .action(async (file: string, options: Range & { ids?: string; out?: string; dryRun?: boolean }, command: Command) => {
-      const { readFileSync, writeFileSync } = await import('node:fs')
+      const { readFileSync } = await import('node:fs')
       const { stringify } = await import('yaml')
       const { parseCalls, parseIdMap, migrateRequests, formatRequestMigration, translatedDocument } =
         await import('../releases/requests.ts')
@@ -53,7 +53,7 @@ Examples:
       const doc = translatedDocument(result)
       const target = options.out ?? file
       const text = /\.ya?ml$/i.test(target) ? stringify(doc) : JSON.stringify(doc, null, 2) + '\n'
-      if (options.out && !options.dryRun) writeFileSync(options.out, text)
+      if (options.out && !options.dryRun) (await import('../core/atomic-write.ts')).writeFileAtomic(options.out, text, { mode: 0o644 })
       printResult(
         command,
         { ok: result.untranslatable === 0, ...result, ...(options.out ? { out: options.out, written: !options.dryRun } : {}) },

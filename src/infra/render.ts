@@ -3,7 +3,8 @@
  * file each, secrets replaced by a marker, every object validated against the official schema.
  * A preview for pull requests and for places without the Pulumi CLI — not what a cluster holds.
  */
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { writeFileAtomic } from '../core/atomic-write.ts'
 import { join, resolve } from 'node:path'
 import { stringify as toYaml } from 'yaml'
 import { OperationError } from '../core/errors.ts'
@@ -116,9 +117,10 @@ export async function renderStack(options: RenderOptions): Promise<RenderReport>
     mkdirSync(outDir, { recursive: true })
     clearEarlierRender(outDir)
     // Redacted once more: a secret that reached a non-secret field must not reach a file either.
+    // --out may be a shared directory: each file created exclusively and renamed, never through a planted link.
     for (const f of files)
-      writeFileSync(join(outDir, f.file), `${header(options.stack, f.secretFields)}\n${redact(toYaml(f.object.shown))}`)
-    writeFileSync(join(outDir, 'outputs.yaml'), `${header(options.stack, [])}\n# Stack outputs.\n${toYaml(outputs)}`)
+      writeFileAtomic(join(outDir, f.file), `${header(options.stack, f.secretFields)}\n${redact(toYaml(f.object.shown))}`, { mode: 0o644 })
+    writeFileAtomic(join(outDir, 'outputs.yaml'), `${header(options.stack, [])}\n# Stack outputs.\n${toYaml(outputs)}`, { mode: 0o644 })
   }
   return {
     stack: options.stack,

@@ -3,7 +3,7 @@
  * random name and renamed into place: a user who can write that directory plants symlinks at every
  * name svcops used to write through (`NAME.prom.<pid>.tmp`, `.known_hosts.<pid>.partial`,
  * `run.json.tmp`, `<name>.partial` in a backup store, the live host's `<file>.svcops-new`), and at
- * the target names themselves, each pointing at a file only its owner may write. None is followed:
+ * the target names themselves (reports, `--out` files), each pointing at a file only its owner may write. None is followed:
  * every victim keeps its bytes, every written file is a regular file with the new content.
  */
 import {
@@ -30,6 +30,7 @@ import { writeHostFile } from '../../src/live/host-files.ts'
 import { textfilePath, writeTextfile } from '../../src/metrics/publish.ts'
 import { Journal, newRunRecord } from '../../src/runs/journal.ts'
 import { writeReport } from '../../src/runs/report.ts'
+import { runSvcops } from '../support/cli.ts'
 
 const PRECIOUS = 'root-only secret, never to be overwritten\n'
 let dir: string
@@ -143,6 +144,19 @@ describe('no write through a planted link', () => {
     expectRegular(join(storeDir, manifest), '{"id":"lab"}\n')
     expectRegular(join(storeDir, dump), 'encrypted bytes')
     expect(lstatSync(join(storeDir, dump)).mode & 0o777).toBe(0o600)
+  })
+
+  it('a file svcops writes where it is told (--out), through the CLI', async () => {
+    const shared = sharedDir('out')
+    const calls = join(shared, 'calls.yaml')
+    writeFileSync(calls, '- name: create stream\n  method: POST\n  path: /api/v2/streams\n  body: { source_id: cam-1 }\n')
+    const out = join(shared, 'calls-4.yaml')
+    plant(out, victim('out'))
+    const run = await runSvcops(['migrate', 'requests', '--from', '3.0.0', '--to', '4.0.0', calls, '--out', out])
+    expect(run.code, run.stderr).toBe(0)
+    expectUntouched(join(dir, 'victims', 'out'))
+    expect(lstatSync(out).isFile()).toBe(true)
+    expect(readFileSync(out, 'utf8')).toContain('audio_format: AAC-LC')
   })
 
   it('the one helper: a link at the target is replaced, never written through, and a failed write leaves nothing', () => {
