@@ -59,7 +59,7 @@ export function writePrivateFile(name: string, content: string): PrivateFile {
     const fd = openExclusive(path, 0o600)
     try {
       const bytes = Buffer.from(content, 'utf8')
-      for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done)
+      for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done)
     } finally {
       closeSync(fd)
     }
