@@ -12,6 +12,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { podSecurity } from '../../src/infra/kube.ts'
+import { IMAGE_NODE, IMAGE_SVCOPS } from '../../src/infra/scheduledJobs.ts'
 import { ROOT } from '../support/cli.ts'
 
 const containerfile = readFileSync(join(ROOT, 'Containerfile'), 'utf8')
@@ -63,6 +64,13 @@ describe('Containerfile', () => {
     expect(typeof uid).toBe('number')
     expect(containerfile).toMatch(new RegExp(`^USER ${uid as number}:${uid as number}$`, 'm'))
     expect(containerfile).toMatch(/^ENTRYPOINT \["svcops"\]$/m)
+    // The CronJobs name the base image's Node and the executable where the image puts it.
+    expect(containerfile).toMatch(/^FROM docker\.io\/library\/node:24-/m)
+    expect(IMAGE_NODE).toBe('/usr/local/bin/node')
+    const workdir = /^WORKDIR (\S+)$/m.exec(containerfile)?.[1]
+    expect(containerfile).toMatch(/^COPY bin \.\/bin$/m)
+    expect(IMAGE_SVCOPS).toBe(`${workdir}/bin/svcops`)
+    expect(containerfile).toContain(`${IMAGE_NODE} ${IMAGE_SVCOPS} --version`)
     expect(containerfile).toMatch(/postgresql-client-\$\{PG_MAJOR\}/)
     expect(containerfile).toMatch(/apt-get install -y --no-install-recommends .*\bgnupg\b.*\bopenssh-client\b/)
   })
