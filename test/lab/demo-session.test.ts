@@ -12,7 +12,12 @@ import { afterAll, describe, expect, it } from 'vitest'
 
 const DRIVER = new URL('./demo-session-driver.ts', import.meta.url).pathname
 const dir = mkdtempSync(join(tmpdir(), 'svcops-demo-session-'))
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
+const started: ChildProcess[] = []
+afterAll(() => {
+  // A demo that failed to end (the case's own failure) must not outlive the file.
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) process.kill(-(child.pid ?? 0), 'SIGKILL')
+  rmSync(dir, { recursive: true, force: true })
+})
 
 interface Demo {
   child: ChildProcess
@@ -25,6 +30,7 @@ interface Demo {
 function startDemo(name: string): Demo {
   const log = join(dir, `${name}.log`)
   const child = spawn(process.execPath, [DRIVER, log], { stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+  started.push(child)
   let stderr = ''
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
