@@ -5,16 +5,18 @@
  * second demo gets Ctrl-C (SIGINT to its foreground process group, npm included) once its lab is up,
  * and must leave no process of that lab running. The slowest file of the suite; nothing here is timed.
  */
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { labStateSchema, type LabState } from '../../src/lab/state.ts'
 import { ROOT } from '../support/cli.ts'
 import { isRunning, processesMentioning } from './labcore-helpers.ts'
 
 const clone = join(mkdtempSync(join(tmpdir(), 'svcops-quickstart-')), 'svcops')
+/** What this file started, each the leader of its process group (npm and what it runs). */
+const started: ChildProcess[] = []
 
 /**
  * A newcomer's environment: Debian's Node and npm first on PATH; none of the variables that running
@@ -49,6 +51,7 @@ function runInClone(command: string[], onSpawn?: (pid: number) => void): Promise
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
     child.on('error', reject)
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }))
+    started.push(child)
     if (child.pid !== undefined) onSpawn?.(child.pid)
   })
 }
@@ -71,6 +74,16 @@ function stillRunning(state: LabState): string[] {
   const byPath = state.entries.flatMap((e) => e.paths.flatMap((p) => processesMentioning(p).map((pid) => `pid ${pid} under ${p}`)))
   return [...pids, ...byPath, ...processesMentioning(join(clone, 'src', 'lab')).map((pid) => `pid ${pid} of the clone's lab`)]
 }
+
+afterAll(() => {
+  // After a failed case only: nothing of it may outlive the file.
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) process.kill(-(child.pid ?? 0), 'SIGKILL')
+  if (existsSync(stateFile))
+    execFileSync(join(clone, 'node_modules', '.bin', 'node'), [join(clone, 'bin', 'svcops'), 'lab', 'down'], {
+      cwd: clone,
+      stdio: 'ignore',
+    })
+})
 
 describe('the quick start on a clean clone with Debian’s Node first on PATH', () => {
   it('installs without an engine warning, and npm run demo exits 0 ending with the commands to try next', async () => {
