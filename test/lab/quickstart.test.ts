@@ -95,6 +95,8 @@ describe('the quick start on a clean clone with Debian’s Node first on PATH', 
     const install = await runInClone(['npm', 'install'])
     expect(install.code, install.stderr).toBe(0)
     expect(`${install.stdout}${install.stderr}`).not.toContain('EBADENGINE')
+    // The committed lockfile is what got installed (.ci/run checks the same).
+    execFileSync('git', ['diff', '--exit-code', '--', 'package-lock.json'], { cwd: clone })
     expect(execFileSync(join(clone, 'node_modules', '.bin', 'node'), ['--version'], { encoding: 'utf8' })).toMatch(/^v24\./)
 
     const demo = await runInClone(['npm', 'run', 'demo'])
