@@ -19,74 +19,117 @@
  *  14. upgrade the live system to 7.0.0: settings file moved, TCP endpoint renamed, each component
  *      installed, started and checked in dependency order; then verify it
  *  15. roll the live upgrade back: 5.2.0 with its old settings, environments and PSK; verify again
- *  16. stop the lab (also when a step failed)
+ *  16. stop the lab (also when a step failed), then show the commands to try next: each one the
+ *      demo itself ran
+ *
+ * Interrupted (Ctrl-C, SIGTERM, a closed terminal: src/lab/demo-session.ts), it stops the command
+ * running, then the lab it brought up, as `svcops lab down` does, says so and exits 130. A lab that
+ * was already up when the demo began is never stopped: `lab up` refuses it, and the demo ends there.
+ * Lab-only, like src/lab: neither npm pack nor the image ships it.
  */
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parse as parseYaml, stringify } from 'yaml'
-import { $ } from 'zx'
 import { managerClientFor } from '../src/clients/manager.ts'
 import { RecordingClient } from '../src/clients/recording.ts'
 import { loadEnvironment } from '../src/config/load.ts'
 import { consoleSink, events } from '../src/core/events.ts'
 import { svcopsCommand } from '../src/core/paths.ts'
+import { DemoSession } from '../src/lab/demo-session.ts'
+import { labDown } from '../src/lab/lab.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const svcops = svcopsCommand()
-const shell = $({ cwd: root, stdio: 'inherit', verbose: false, nothrow: true })
 events.subscribe(consoleSink())
 
-/** Runs `svcops ARGS` with its output shown; a non-zero exit fails the step with one sentence. */
-async function run(pieces: TemplateStringsArray, ...args: unknown[]): Promise<void> {
-  const result = await shell(pieces, ...args)
-  if (result.exitCode !== 0) {
-    const words = pieces.map((piece, i) => piece + (i < args.length ? (args[i] === svcops ? 'svcops' : String(args[i])) : '')).join('')
-    throw new Error(`'${words.trim()}' exited ${result.exitCode}.`)
-  }
+/** Whether this demo brought the lab up: only then does it stop it. */
+let lab: 'not started' | 'starting' | 'up' = 'not started'
+const session = new DemoSession({ cwd: root, stop: stopLab })
+
+/** Commands the demo runs that a newcomer can type next, in this order (shown at the end). */
+const LAB_UP = ['lab', 'up', '--hosts', '3', '--version', '1.5.0', '--recordings', '6', '--live', '5.2.0']
+const AUTH_CHECK = ['auth', 'check', '--env', 'lab']
+const VERIFY = ['verify', 'recording', '--env', 'lab']
+const UPGRADE_PLAN = ['upgrade', 'recording', '--env', 'lab', '--to', '2.0.0', '--dry-run']
+const UPGRADE = ['upgrade', 'recording', '--env', 'lab', '--to', '2.0.0', '--yes']
+const ROLLBACK = ['rollback', 'recording', '--env', 'lab', '--yes']
+const RUNS = ['runs', 'list', '--env', 'lab']
+const PLAN_LIVE = ['plan', 'live', '--from', '5.2.0', '--to', '7.0.0']
+const LAB_DOWN = ['lab', 'down']
+const TRY_NEXT = [LAB_UP, AUTH_CHECK, VERIFY, UPGRADE_PLAN, UPGRADE, ROLLBACK, RUNS, PLAN_LIVE, LAB_DOWN]
+
+/** Runs `svcops ARGS` with its output shown, after the line a user would type. */
+async function svcops(args: string[], options: { capture?: boolean } = {}): Promise<{ exitCode: number; stdout: string }> {
+  events.info(`$ svcops ${args.join(' ')}`)
+  return session.run([...svcopsCommand(), ...args], options)
 }
 
-// A failed lab up stops what it started itself; only a lab this demo brought up is stopped in the
-// last step (never one that was already running when the demo began).
+/** Runs `svcops ARGS`; a non-zero exit fails the step with one sentence. */
+async function run(args: string[]): Promise<void> {
+  const { exitCode } = await svcops(args)
+  if (exitCode !== 0) throw new Error(`'svcops ${args.join(' ')}' exited ${exitCode}.`)
+}
+
+/** Runs `svcops ARGS` that must exit `expected` (a refusal the demo shows on purpose). */
+async function refused(args: string[], expected: number): Promise<void> {
+  const { exitCode } = await svcops(args)
+  if (exitCode !== expected) throw new Error(`'svcops ${args.join(' ')}' exited ${exitCode}; expected ${expected}.`)
+}
+
+/**
+ * After an interruption: the lab this demo brought up is stopped by what `svcops lab down` runs,
+ * in this process, so that a second Ctrl-C cannot kill it half-way.
+ */
+async function stopLab(): Promise<string> {
+  if (lab === 'not started') return 'The demo had not started the lab; nothing of it runs.'
+  const { stopped } = await labDown()
+  return [
+    stopped.length > 0
+      ? `Stopped the lab, as svcops lab down does: ${stopped.join(', ')}.`
+      : 'lab up had stopped what it started itself; nothing of the lab runs.',
+    'Nothing the demo started is running. Start it again with: npm run demo',
+  ].join('\n')
+}
+
 try {
   await demo()
+  tryNext()
 } catch {
   // The failed step was shown with its reason; the exit code tells a script.
   process.exitCode = 1
 }
 
 async function demo(): Promise<void> {
-  await events.step(
-    '1. start the lab with 3 recording hosts on 1.5.0 and the live production system on 5.2.0',
-    () => run`${svcops} lab up --hosts 3 --version 1.5.0 --recordings 6 --live 5.2.0`,
-  )
+  // A failed lab up stops what it started itself; a lab already up is someone's, never touched.
+  await events.step('1. start the lab with 3 recording hosts on 1.5.0 and the live production system on 5.2.0', async () => {
+    const status = await session.run([...svcopsCommand(), 'lab', 'status', '--json'], { capture: true })
+    if ((JSON.parse(status.stdout) as { up: boolean }).up)
+      throw new Error('a lab is already up in this checkout; the demo leaves it alone (stop it with: npx svcops lab down).')
+    lab = 'starting'
+    const { exitCode } = await svcops(LAB_UP)
+    if (exitCode !== 0) {
+      lab = 'not started'
+      throw new Error(`'svcops ${LAB_UP.join(' ')}' exited ${exitCode}.`)
+    }
+  })
+  lab = 'up'
   try {
-    await events.step('2. check the operator credentials and scopes at the lab manager', () => run`${svcops} auth check --env lab`)
-    await events.step('3. ask for a scope the operator lacks (expected to be refused)', async () => {
-      const refused = await shell`${svcops} auth check --env lab --scope urn:svc:recorder:admin:write`
-      if (refused.exitCode !== 1) throw new Error(`auth check with a missing scope exited ${refused.exitCode}; expected 1.`)
-    })
-    await events.step(
-      '4. verify the recording service on every host (health, content, a test recording)',
-      () => run`${svcops} verify recording --env lab`,
+    await events.step('2. check the operator credentials and scopes at the lab manager', () => run(AUTH_CHECK))
+    await events.step('3. ask for a scope the operator lacks (expected to be refused)', () =>
+      refused(['auth', 'check', '--env', 'lab', '--scope', 'urn:svc:recorder:admin:write'], 1),
     )
+    await events.step('4. verify the recording service on every host (health, content, a test recording)', () => run(VERIFY))
     await events.step('5. back up the database and verify the backup with a test restore', async () => {
-      await run`${svcops} backup create --env lab`
-      const list = await $({ cwd: root, verbose: false })`${svcops} backup list --env lab --json`
+      await run(['backup', 'create', '--env', 'lab'])
+      const list = await svcops(['backup', 'list', '--env', 'lab', '--json'], { capture: true })
       const backups = (JSON.parse(list.stdout) as { backups: Array<{ id: string }> }).backups
       const newest = backups[0]?.id // newest first
       if (!newest) throw new Error('backup list shows no backup after backup create.')
-      await run`${svcops} backup verify ${newest} --env lab --restore-test`
+      await run(['backup', 'verify', newest, '--env', 'lab', '--restore-test'])
     })
-    await events.step(
-      '6. plan the upgrade to 2.0.0 without changing anything',
-      () => run`${svcops} upgrade recording --env lab --to 2.0.0 --dry-run`,
-    )
-    await events.step(
-      '7. upgrade the recording service to 2.0.0 (schema change)',
-      () => run`${svcops} upgrade recording --env lab --to 2.0.0 --yes`,
-    )
+    await events.step('6. plan the upgrade to 2.0.0 without changing anything', () => run(UPGRADE_PLAN))
+    await events.step('7. upgrade the recording service to 2.0.0 (schema change)', () => run(UPGRADE))
     const title = `Evening news, recorded on 2.0.0 at ${new Date().toISOString()}`
     await events.step('8. record on the upgraded service (after the backup the rollback restores)', async () => {
       const made = await withRecordings((hosts) => {
@@ -96,7 +139,7 @@ async function demo(): Promise<void> {
       events.info(`Created recording ${made.id}: ${title}`)
     })
     await events.step('9. roll the upgrade back (database restored, the later recording kept)', async () => {
-      await run`${svcops} rollback recording --env lab --yes`
+      await run(ROLLBACK)
       const seen = await withRecordings((hosts) =>
         Promise.all(hosts.map(async (h) => (await h.list(10_000)).some((r) => r.title === title))),
       )
@@ -104,35 +147,48 @@ async function demo(): Promise<void> {
         throw new Error(`the recording made after the backup is missing on ${seen.filter((s) => !s).length} host(s) after the rollback.`)
       events.info(`Every host lists "${title}" on 1.5.0 again.`)
     })
-    await events.step('10. show the runs and their reports', () => run`${svcops} runs list --env lab`)
+    await events.step('10. show the runs and their reports', () => run(RUNS))
     await liveDemo()
   } finally {
-    await events.step('16. stop the lab', () => run`${svcops} lab down`)
+    // Not after an interruption: the session stops the lab then, once.
+    if (!session.interrupted) {
+      await events.step('16. stop the lab', () => run(LAB_DOWN))
+      lab = 'not started'
+    }
   }
 }
 
 /** Steps 11-15: the live production system across two majors and back. */
 async function liveDemo(): Promise<void> {
-  await events.step(
-    '11. plan the live upgrade 5.2.0 -> 7.0.0: what breaks, by who acts',
-    () => run`${svcops} plan live --from 5.2.0 --to 7.0.0`,
+  await events.step('11. plan the live upgrade 5.2.0 -> 7.0.0: what breaks, by who acts', () => run(PLAN_LIVE))
+  await events.step('12. upgrade live without the studio having checked its code (expected to stop at the gates)', () =>
+    refused(['upgrade', 'live', '--env', 'lab', '--to', '7.0.0', '--yes'], 5),
   )
-  await events.step('12. upgrade live without the studio having checked its code (expected to stop at the gates)', async () => {
-    const blocked = await shell`${svcops} upgrade live --env lab --to 7.0.0 --yes`
-    if (blocked.exitCode !== 5) throw new Error(`upgrade live with open gates exited ${blocked.exitCode}; expected 5.`)
-  })
   await events.step('13. list the ported code, saved calls and dashboards for svcops to check; dry run', async () => {
     listStudioInputs()
-    await run`${svcops} upgrade live --env lab --to 7.0.0 --dry-run`
+    await run(['upgrade', 'live', '--env', 'lab', '--to', '7.0.0', '--dry-run'])
   })
   await events.step('14. upgrade the live production system to 7.0.0, then verify it', async () => {
-    await run`${svcops} upgrade live --env lab --to 7.0.0 --yes`
-    await run`${svcops} verify live --env lab`
+    await run(['upgrade', 'live', '--env', 'lab', '--to', '7.0.0', '--yes'])
+    await run(['verify', 'live', '--env', 'lab'])
   })
   await events.step('15. roll the live upgrade back to 5.2.0 (settings, environments, PSK restored), then verify', async () => {
-    await run`${svcops} rollback live --env lab --yes`
-    await run`${svcops} verify live --env lab`
+    await run(['rollback', 'live', '--env', 'lab', '--yes'])
+    await run(['verify', 'live', '--env', 'lab'])
   })
+}
+
+/** The demo's last words: the commands it ran that a newcomer can type next, on a lab of their own. */
+function tryNext(): void {
+  process.stdout.write(
+    [
+      '',
+      'Try it yourself: the demo stopped its lab; these commands (each one the demo ran) bring one up, use it and stop it:',
+      ...TRY_NEXT.map((args) => `  npx svcops ${args.join(' ')}`),
+      'Every command has --help; the lab is described in docs/lab.md, upgrades in docs/upgrade.md, the live system in docs/live.md.',
+      '',
+    ].join('\n'),
+  )
 }
 
 /**

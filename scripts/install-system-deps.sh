@@ -2,7 +2,7 @@
 # Installs the system packages svcops' lab and tests run on: a real PostgreSQL, OpenSSH server,
 # GnuPG, dpkg and a real service supervisor; headless Chromium (the HTML report's tests) and
 # Prometheus' promtool and Pushgateway (the metrics' tests). Called by the npm `pre*` hooks, so
-# `npm ci && npm test` and `npm ci && npm run demo` work on a fresh Debian or Ubuntu machine.
+# `npm install && npm test` and `npm install && npm run demo` work on a fresh Debian or Ubuntu machine.
 # Idempotent: when every binary is present it does nothing. As non-root, or off Debian, it stops
 # and prints the exact command to run.
 set -euo pipefail

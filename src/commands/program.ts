@@ -42,7 +42,7 @@ Exit codes: 0 ok, 1 failed, 2 bad input (nothing changed), 3 locked by another r
             4 failed and rolled back, 5 findings that need a person, 130 interrupted.
 
 Examples:
-  svcops lab up && svcops auth check --env lab
+  svcops auth check --env prod
   svcops upgrade recording --env prod --to 2.0.0 --dry-run`,
   )
   return program

@@ -5,6 +5,10 @@
  * help, a bare `svcops` and unknown commands load them all.
  */
 import type { Command } from 'commander'
+import { existsSync } from 'node:fs'
+import { pathToFileURL } from 'node:url'
+import { BadInputError } from '../core/errors.ts'
+import { projectPath } from '../core/paths.ts'
 
 export type Register = (program: Command) => void
 
@@ -16,7 +20,7 @@ interface CommandGroup {
 
 export const commandGroups: CommandGroup[] = [
   { commands: ['auth'], load: () => import('./auth.ts') },
-  { commands: ['lab'], load: () => import('./lab.ts') },
+  { commands: ['lab'], load: loadLabGroup },
   { commands: ['render'], load: () => import('./render.ts') },
   { commands: ['plan'], load: () => import('./plan.ts') },
   { commands: ['migrate'], load: () => import('./migrate.ts') },
@@ -44,4 +48,33 @@ export function groupsFor(argv: string[], valueFlags: readonly string[]): Comman
   }
   const group = name === undefined ? undefined : commandGroups.find((g) => g.commands.includes(name))
   return group ? [group] : commandGroups
+}
+
+/**
+ * Where the lab declares its own command group. The lab is a development tool of the repository
+ * (src/lab: emulators, throwaway PostgreSQL, sandboxed hosts) that the product neither imports nor
+ * ships (package.json `files`, .dockerignore): its group is loaded by path, only where it exists.
+ */
+const LAB_COMMAND_GROUP = projectPath('src', 'lab', 'command.ts')
+
+/** The lab's command group in a checkout; elsewhere a `lab` command that says where the lab is. */
+async function loadLabGroup(): Promise<{ register: Register }> {
+  if (existsSync(LAB_COMMAND_GROUP)) return (await import(pathToFileURL(LAB_COMMAND_GROUP).href)) as { register: Register }
+  return { register: registerLabElsewhere }
+}
+
+/** `svcops lab ...` in an installed svcops: one sentence, exit 2, nothing started. */
+function registerLabElsewhere(program: Command): void {
+  program
+    .command('lab', { hidden: true })
+    .description('The embedded lab: part of the svcops repository, not of an installed svcops.')
+    .helpOption(false)
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .argument('[words...]')
+    .action(() => {
+      throw new BadInputError(
+        'svcops lab is not part of this installation: the lab is a development tool that comes with the svcops repository (clone it, then run npm install && npx svcops lab up there).',
+      )
+    })
 }

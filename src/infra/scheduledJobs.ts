@@ -19,6 +19,7 @@ import * as k8s from '@pulumi/kubernetes'
 import * as pulumi from '@pulumi/pulumi'
 import type { JobsConfig } from '../config/deploy.ts'
 import { BadInputError } from '../core/errors.ts'
+import { svcopsCommand } from '../core/paths.ts'
 import { JOB_PATHS } from './jobRules.ts'
 import { containerSecurity, labelsOf, podSecurity, pullSecretsOf, selectorOf, TMP_MOUNT, TMP_VOLUME, type AppIdentity } from './kube.ts'
 import { createNetworkPolicy } from './networkPolicy.ts'
@@ -26,14 +27,28 @@ import { createNetworkPolicy } from './networkPolicy.ts'
 /** Kept for the names the CronJob mounts; the stack file's folder. */
 export const STACKS_DIR = JOB_PATHS.stacks
 
+/** The Node of the svcops image: the base image's (node:24), its only one (the Containerfile installs no optional dependency). */
+export const IMAGE_NODE = '/usr/local/bin/node'
+/** The executable in the image (WORKDIR /opt/svcops, `COPY bin ./bin`). */
+export const IMAGE_SVCOPS = '/opt/svcops/bin/svcops'
+
+/**
+ * How a job starts svcops: the image's Node named in full, so the CronJob says which Node runs it,
+ * with the executable's own V8 flags (read from its `#!` line, as every other start of it does).
+ */
+export function imageSvcopsCommand(): string[] {
+  const [, ...flagsAndBin] = svcopsCommand()
+  return [IMAGE_NODE, ...flagsAndBin.slice(0, -1), IMAGE_SVCOPS]
+}
+
 /** The command of the scheduled upgrade. */
 export function upgradeCommand(stack: string, to: string): string[] {
-  return ['svcops', 'upgrade', 'recording', '--env', stack, '--to', to, '--yes', '--json']
+  return [...imageSvcopsCommand(), 'upgrade', 'recording', '--env', stack, '--to', to, '--yes', '--json']
 }
 
 /** The command of the scheduled backup: the nightly backup playbook. */
 export function backupCommand(stack: string): string[] {
-  return ['svcops', 'backup', 'run', '--env', stack, '--json']
+  return [...imageSvcopsCommand(), 'backup', 'run', '--env', stack, '--json']
 }
 
 /**

@@ -4,14 +4,13 @@
  * the moment it exists, so `lab down` — or Ctrl-C during `lab up` — stops exactly that. Services run
  * as detached processes that outlive the CLI. To add a service: write a `startLabXxx(lab)` that calls
  * `lab.record(...)`, add a stopper for its `kind` to `stoppers`, call it from `labUp` as a
- * `lab.step(...)`, name it in `labUpPlan`, and pass its section to `writeLabEnvironment`.
+ * `lab.step(...)`, name it in `labUpPlan`, and pass its section to `writeLabEnvironment`
+ * (environment-file.ts).
  */
 import { spawn } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { stringify as toYaml } from 'yaml'
-import { parseEnvironment } from '../config/load.ts'
 import { OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { onShutdown } from '../core/lifecycle.ts'
@@ -45,10 +44,9 @@ import {
   type LabSteps,
 } from './state.ts'
 import { LAB_USERS, type LabManager } from './manager/lab-users.ts'
+import { managerSection, refuseForeignEnvironmentFile, writeLabEnvironment } from './environment-file.ts'
 
 export { labPaths, type LabEntry, type LabPaths, type LabState } from './state.ts'
-
-const ENV_FILE_HEADER = '# Written by `svcops lab up`; removed by `svcops lab down`. Use it as --env lab.'
 
 export interface LabUpOptions extends LabHostsOptions, LabLiveOptions {
   dir?: string
@@ -111,9 +109,16 @@ export class LabRun implements LabSteps {
     await this.stopAll()
   }
 
-  /** Waits for the steps in progress (what they start gets recorded), then stops everything recorded, newest first. Safe to call twice. */
+  /**
+   * Waits for the steps in progress (what they start gets recorded), then stops everything recorded,
+   * newest first, and says what it stopped. Safe to call twice.
+   */
   stopAll(): Promise<void> {
-    this.stopping ??= Promise.allSettled([...this.inFlight]).then(() => stopLab(this.paths, this.state))
+    this.stopping ??= Promise.allSettled([...this.inFlight]).then(async () => {
+      const names = [...this.state.entries].reverse().map((e) => e.name)
+      await stopLab(this.paths, this.state)
+      events.info(`lab up stopped what it had started: ${names.length > 0 ? names.join(', ') : 'nothing'}.`)
+    })
     return this.stopping
   }
 }
@@ -197,7 +202,8 @@ export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
     lab.finish()
     return lab.state
   } catch (error) {
-    await lab.stopAll()
+    // The failure is what the user needs to read; a stop that failed as well is told, not thrown.
+    await lab.stopAll().catch((stopError: unknown) => events.warn(errorMessage(stopError)))
     throw error
   } finally {
     release()
@@ -265,31 +271,6 @@ export async function startLabManager(lab: LabRun, options: { apiRevision: AuthR
     if (attempt >= 3 || !/EADDRINUSE/.test(tail))
       throw new OperationError(`The manager emulator did not start on ${url}: ${tail || 'no output'} (log: ${log}).`)
   }
-}
-
-/** The `svcops:manager` section for the lab's manager, logging in as `user`. */
-export function managerSection(manager: LabManager, user: keyof LabManager['users'] = 'operator'): Record<string, unknown> {
-  return {
-    url: manager.url,
-    apiRevision: manager.apiRevision,
-    email: manager.users[user].email,
-    password: { file: manager.users[user].passwordFile },
-  }
-}
-
-/**
- * Writes the lab environment file from `sections` (keys of the `svcops:` namespace without the
- * prefix: manager, recording, backup, ...), validated by the same schema `--env lab` uses.
- */
-export function writeLabEnvironment(lab: LabRun, sections: Record<string, unknown>): string {
-  const file = lab.paths.envFile
-  const config = Object.fromEntries(Object.entries(sections).map(([key, value]) => [`svcops:${key}`, value]))
-  parseEnvironment(config, 'lab', file)
-  refuseForeignEnvironmentFile(file)
-  mkdirSync(dirname(file), { recursive: true })
-  lab.record({ kind: 'files', name: 'environment file', info: {}, paths: [file], stop: 'nothing runs' })
-  writeFileSync(file, `${ENV_FILE_HEADER}\n${toYaml({ config })}`)
-  return file
 }
 
 /** Starts `argv` in its own session with output appended to `log`; it outlives this process. */
@@ -446,16 +427,6 @@ export function labDownPlan(options: { dir?: string; stacksDir?: string } = {}):
 }
 
 /** Refuses when a lab runs in this dir; cleans up after a lab whose processes are all gone (a crash). */
-/** A stacks/Pulumi.lab.yaml that lab up did not write is someone's configuration: never overwritten. */
-function refuseForeignEnvironmentFile(file: string): void {
-  if (existsSync(file) && !readFileSync(file, 'utf8').startsWith(ENV_FILE_HEADER)) {
-    throw new OperationError(
-      `The environment file ${file} exists and was not written by svcops lab up; it is left alone.`,
-      `Move it away, or set SVCOPS_STACKS_DIR to another directory.`,
-    )
-  }
-}
-
 async function clearStaleLab(paths: LabPaths): Promise<void> {
   // Checked before anything starts, so the refusal has no side effect.
   refuseForeignEnvironmentFile(paths.envFile)

@@ -46,8 +46,10 @@ describe('the scheduled jobs of the prod stack', () => {
     }
     expect(upgrade.spec?.schedule).toBe(deploy.upgradeSchedule?.schedule)
     expect(backup.spec?.schedule).toBe(deploy.backupSchedule?.schedule)
+    // svcops on the image's Node, named in full, with the executable's V8 flag.
+    const svcops = ['/usr/local/bin/node', '--max-semi-space-size=4', '/opt/svcops/bin/svcops']
     expect(upgrade.spec?.jobTemplate.spec?.template.spec?.containers[0]?.command).toEqual([
-      'svcops',
+      ...svcops,
       'upgrade',
       'recording',
       '--env',
@@ -58,7 +60,7 @@ describe('the scheduled jobs of the prod stack', () => {
       '--json',
     ])
     expect(backup.spec?.jobTemplate.spec?.template.spec?.containers[0]?.command).toEqual([
-      'svcops',
+      ...svcops,
       'backup',
       'run',
       '--env',

@@ -251,7 +251,9 @@ describe.each(stacks)('stack %s', (stack) => {
     expect(job?.spec?.schedule).toBe(schedule.schedule)
     expect(job?.spec?.concurrencyPolicy).toBe('Forbid')
     const container = job?.spec?.jobTemplate.spec?.template.spec?.containers[0]
-    expect(container?.command?.join(' ')).toBe(`svcops upgrade recording --env ${stack} --to ${schedule.to} --yes --json`)
+    expect(container?.command?.join(' ')).toBe(
+      `/usr/local/bin/node --max-semi-space-size=4 /opt/svcops/bin/svcops upgrade recording --env ${stack} --to ${schedule.to} --yes --json`,
+    )
     // The stack file mounted for svcops is the one Pulumi reads, as it is on disk, and svcops accepts it.
     const file = dataOf(objectNamed(r, 'ConfigMap', 'svc-svcops-stack'))[`Pulumi.${stack}.yaml`] ?? ''
     expect(file).toBe(readFileSync(join(STACKS_DIR, `Pulumi.${stack}.yaml`), 'utf8'))

@@ -168,6 +168,38 @@ describe('svcops lab up interrupted, dry-run and refused', () => {
     expect(processesMentioning(env.SVCOPS_LAB_DIR)).toEqual([])
   })
 
+  it('stops what it had started when a later step fails half-way, says so, and keeps the failure as its error', async () => {
+    // Its last step writes the environment file; a stacks folder under a regular file makes it fail
+    // after PostgreSQL and the manager emulator run.
+    const notADir = join(base, 'not-a-dir')
+    writeFileSync(notADir, '')
+    const env = { SVCOPS_LAB_DIR: join(base, 'half-lab'), SVCOPS_STACKS_DIR: join(notADir, 'stacks') }
+    let started: LabState | undefined
+    const result = await svcops(['lab', 'up', '--hosts', '0'], env, (pid) => {
+      const poll = setInterval(() => {
+        try {
+          const state = readState(env.SVCOPS_LAB_DIR)
+          if (state.entries.some((e) => e.kind === 'process')) started = state
+        } catch {
+          // The state file is not there (or being replaced) yet, or any more.
+        }
+        if (!isRunning(pid)) clearInterval(poll)
+      }, 20)
+    })
+    expect(result.code, result.stderr).toBe(1)
+    expect(result.stderr).toMatch(/^✗ write the lab environment file .*ENOTDIR/m)
+    expect(result.stderr).toMatch(/^lab up stopped what it had started: manager emulator, PostgreSQL, lab files\.$/m)
+    expect(result.stderr).toMatch(/^svcops: ENOTDIR: not a directory/m)
+    const pids = started?.entries.flatMap((e) => (e.pid ? [e.pid] : [])) ?? []
+    const pgDir = String(started?.entries.find((e) => e.kind === 'postgres')?.info.dir)
+    expect(pids.length, 'the manager emulator was running before the failure').toBe(1)
+    expect(pids.filter(isRunning)).toEqual([])
+    expect(processesMentioning(pgDir)).toEqual([])
+    expect(processesMentioning(env.SVCOPS_LAB_DIR)).toEqual([])
+    expect(existsSync(pgDir)).toBe(false)
+    expect(existsSync(env.SVCOPS_LAB_DIR)).toBe(false)
+  }, 120_000)
+
   it('stops what it already started when interrupted with Ctrl-C (SIGINT)', async () => {
     const env = { SVCOPS_LAB_DIR: join(base, 'int-lab'), SVCOPS_STACKS_DIR: join(base, 'int-stacks') }
     const stateFile = join(env.SVCOPS_LAB_DIR, 'state.json')

@@ -11,6 +11,7 @@ import { relative } from 'node:path'
 import { BaseSequencer, type TestSpecification } from 'vitest/node'
 
 const LONGEST_FIRST = [
+  'test/lab/quickstart.test.ts',
   'test/live/resume-late.test.ts',
   'test/live/resume-early.test.ts',
   'test/upgrade/resume-late.test.ts',

@@ -1,10 +1,12 @@
 /**
  * `svcops lab up | status | down`: the embedded lab on this machine (PostgreSQL and the manager
  * emulator, as detached processes), its state under $SVCOPS_LAB_DIR (default .svcops/lab) and the
- * environment file stacks/Pulumi.lab.yaml that `--env lab` reads.
+ * environment file stacks/Pulumi.lab.yaml that `--env lab` reads. The lab's own command group: the
+ * registry (src/commands/registry.ts) loads it only when this folder is there, as in a checkout of
+ * the repository; the installed product ships without src/lab.
  */
 import { Command, Option } from 'commander'
-import { printResult, showProgress } from './context.ts'
+import { printResult, showProgress } from '../commands/context.ts'
 
 const REVISIONS = ['1.4.1', '1.6.1', '1.6.2'] as const
 
@@ -13,6 +15,7 @@ function parseInteger(value: string): number {
   return /^-?\d+$/.test(value) ? Number(value) : Number.NaN
 }
 
+/** Declares `svcops lab up`, `lab status` and `lab down`; the work is imported when one runs. */
 export function register(program: Command): void {
   const lab = program
     .command('lab')
@@ -84,7 +87,7 @@ Examples:
         },
         command: Command,
       ) => {
-        const { labUp, labUpPlan } = await import('../lab/lab.ts')
+        const { labUp, labUpPlan } = await import('./lab.ts')
         const upOptions = {
           managerRevision: options.managerRevision,
           hosts: options.hosts,
@@ -132,8 +135,8 @@ Examples:
     .description('Show what the lab started and whether each part still runs.')
     .addHelpText('after', '\nExamples:\n  svcops lab status\n  svcops lab status --json')
     .action(async (_options: object, command: Command) => {
-      const { labStatus } = await import('../lab/lab.ts')
-      const { liveComponentDetails } = await import('../lab/live-lab.ts')
+      const { labStatus } = await import('./lab.ts')
+      const { liveComponentDetails } = await import('./live-lab.ts')
       const plain = labStatus()
       const details = await liveComponentDetails(plain.entries)
       const status = { ...plain, entries: plain.entries.map((e) => ({ ...e, ...details[e.name] })) }
@@ -160,7 +163,7 @@ Examples:
     .option('--dry-run', 'print what would be stopped without stopping it')
     .addHelpText('after', '\nExamples:\n  svcops lab down\n  svcops lab down --dry-run')
     .action(async (options: { dryRun?: boolean }, command: Command) => {
-      const { labDown, labDownPlan } = await import('../lab/lab.ts')
+      const { labDown, labDownPlan } = await import('./lab.ts')
       if (options.dryRun) {
         const steps = labDownPlan()
         printResult(
