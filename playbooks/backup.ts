@@ -14,7 +14,7 @@ import {
   pruneByRetention,
   verifyWithTestRestore,
   type BackupRunContext,
-} from '../src/backup/steps.ts'
+} from '../src/backup/backup-steps.ts'
 import type { PlannedStep, Run } from '../src/runs/engine.ts'
 import { Journal, newRunRecord, type RunRecord } from '../src/runs/journal.ts'
 import { planRun, startRun, type Playbook, type RunOutcome } from '../src/runs/playbook.ts'

@@ -15,10 +15,10 @@ import { events } from '../src/core/events.ts'
 import type { HostFailure, Run } from '../src/runs/engine.ts'
 import { runAsCommand } from '../src/runs/script.ts'
 import { Phase } from '../src/runs/step.ts'
-import type { HostHandle, RecordingContext } from '../src/upgrade/context.ts'
-import { checkStatusAndLogs, installPackage, startService, stopService, verifyHost, waitHealthy } from '../src/upgrade/host-steps.ts'
-import { backupAndVerify, preflight, stagePackages } from '../src/upgrade/preflight.ts'
-import { chooseSchemaBackup, chosenBackup, exportAllRecordings, restoreTargetBackup } from '../src/upgrade/schema-backup.ts'
+import type { HostHandle, RecordingContext } from '../src/recording/recording-context.ts'
+import { checkStatusAndLogs, installPackage, startService, stopService, verifyHost, waitHealthy } from '../src/recording/target-steps.ts'
+import { backupAndVerify, preflight, stagePackages } from '../src/recording/preflight.ts'
+import { chooseSchemaBackup, chosenBackup, exportAllRecordings, restoreTargetBackup } from '../src/recording/schema-backup.ts'
 import type { Playbook } from '../src/runs/playbook.ts'
 import {
   decideRestore,
@@ -29,7 +29,7 @@ import {
   restoreBackup,
   verifyRecreated,
   type RestoreDecision,
-} from '../src/upgrade/rollback-steps.ts'
+} from '../src/recording/rollback-steps.ts'
 
 /** The rollback of a run, in the seed's order. Returns what it did, in one line. */
 export async function rollBackRecording(run: Run<RecordingContext>, options: { dataLoss: boolean }): Promise<string> {

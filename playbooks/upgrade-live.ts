@@ -20,7 +20,7 @@ import { Journal } from '../src/runs/journal.ts'
 import type { Run } from '../src/runs/engine.ts'
 import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
 import { runAsCommand } from '../src/runs/script.ts'
-import type { ComponentHandle, LiveContext } from '../src/live/context.ts'
+import type { ComponentHandle, LiveContext } from '../src/live/live-context.ts'
 import { stopOrder } from '../src/live/layout.ts'
 import {
   findLiveRunToRollBack,
@@ -30,7 +30,7 @@ import {
   startLiveRun,
   type LivePlan,
   type LiveUpgradeRequest,
-} from '../src/live/runs.ts'
+} from '../src/live/live-runs.ts'
 import {
   backupFiles,
   checkConfig,
@@ -44,7 +44,7 @@ import {
   stopComponent,
   verifySystem,
   writeConfig,
-} from '../src/live/steps.ts'
+} from '../src/live/live-steps.ts'
 
 /** The procedure, top to bottom. */
 async function upgradeLive(run: Run<LiveContext>): Promise<void> {

@@ -13,12 +13,12 @@
  * command it would run. Every run is journaled; `svcops resume ID` continues it after a kill.
  */
 import type { Environment } from '../src/config/schema.ts'
-import { diagnoseHost, doctorPreflight } from '../src/doctor/steps.ts'
+import { diagnoseHost, doctorPreflight } from '../src/doctor/doctor-steps.ts'
 import { ToleratedFailures, type HostFailure, type Run } from '../src/runs/engine.ts'
 import { environmentOfRun, type Playbook, type RunOutcome } from '../src/runs/playbook.ts'
 import { parseMaxFail, planBatches } from '../src/runs/rollout.ts'
 import { runAsCommand } from '../src/runs/script.ts'
-import { findRunToRollBack, type DepsFactory, type RecordingContext } from '../src/upgrade/context.ts'
+import { findRunToRollBack, type DepsFactory, type RecordingContext } from '../src/recording/recording-context.ts'
 import { Journal } from '../src/runs/journal.ts'
 import {
   checkStatusAndLogs,
@@ -28,7 +28,7 @@ import {
   stopService,
   verifyHost,
   waitHealthy,
-} from '../src/upgrade/host-steps.ts'
+} from '../src/recording/target-steps.ts'
 import {
   backupAndVerify,
   preflight,
@@ -36,7 +36,7 @@ import {
   snapshotContent,
   stagePackages,
   verifyFleet,
-} from '../src/upgrade/preflight.ts'
+} from '../src/recording/preflight.ts'
 import {
   planRecordingContinuation,
   planRecordingUpgrade,
@@ -44,11 +44,11 @@ import {
   startRecordingRun,
   type RunPlan,
   type UpgradeRequest,
-} from '../src/upgrade/runs.ts'
+} from '../src/recording/recording-runs.ts'
 import { requireSection } from '../src/config/load.ts'
 import { schemaFingerprint } from '../src/drivers/fingerprint.ts'
 import { databaseTarget, withDatabase } from '../src/drivers/postgres.ts'
-import { schemaPathTo } from '../src/upgrade/schema-backup.ts'
+import { schemaPathTo } from '../src/recording/schema-backup.ts'
 import { downgradeRecording, rollBackOneHost, rollBackRecording } from './rollback.ts'
 
 /** The procedure, top to bottom. */

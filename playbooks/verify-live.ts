@@ -11,11 +11,11 @@
  * A failed check never stops the others; `ok` says whether all passed (exit 1 naming what fails).
  */
 import type { Environment } from '../src/config/schema.ts'
-import { checkComponent, controllerStatus, type CheckResult } from '../src/live/checks.ts'
-import { checkClusterComponent, liveClusterOf, verifyClusterFiles } from '../src/live/cluster-config.ts'
-import { readConfigState } from '../src/live/config-change.ts'
-import { liveContext, type LiveContext } from '../src/live/context.ts'
-import { envValue } from '../src/live/host-files.ts'
+import { checkComponent, controllerStatus, type CheckResult } from '../src/live/hosts/live-host-checks.ts'
+import { checkClusterComponent, liveClusterOf, verifyClusterFiles } from '../src/live/kubernetes/live-cluster-config.ts'
+import { readConfigState } from '../src/live/hosts/config-change.ts'
+import { liveContext, type LiveContext } from '../src/live/live-context.ts'
+import { envValue } from '../src/live/hosts/host-files.ts'
 import { controllerSettingsDirs, LIVE_COMPONENTS, type LiveComponentName } from '../src/live/layout.ts'
 import { assessPsk } from '../src/releases/pre-shared-key.ts'
 import { pskEntropyEnforced, pskRequired, pskVariable } from '../src/releases/versions.ts'

@@ -13,10 +13,10 @@ import type { Environment } from '../src/config/schema.ts'
 import { readInstalledVersion } from '../src/drivers/packages.ts'
 import { findLogErrors, linesSince, readServiceLogs, readServiceStatus } from '../src/drivers/services.ts'
 import { runAsCommand } from '../src/runs/script.ts'
-import { closeRecordingContext, recordingContext, type HostHandle, type RecordingContext } from '../src/upgrade/context.ts'
-import { verifyHost, type CheckResult, type HostVerification } from '../src/upgrade/verify-host.ts'
+import { closeRecordingContext, recordingContext, type HostHandle, type RecordingContext } from '../src/recording/recording-context.ts'
+import { verifyHost, type CheckResult, type HostVerification } from '../src/recording/verify-target.ts'
 import { Journal } from '../src/runs/journal.ts'
-import { newVerifyRecord } from '../src/upgrade/runs.ts'
+import { newVerifyRecord } from '../src/recording/recording-runs.ts'
 
 export interface ServiceVerification {
   ok: boolean

@@ -98,7 +98,7 @@ Examples:
       const play = await import('../../playbooks/upgrade-live.ts')
       if (flags.dryRun) {
         const plan = await play.planLiveUpgrade(request)
-        const { renderLivePlan } = await import('../live/runs.ts')
+        const { renderLivePlan } = await import('../live/live-runs.ts')
         printResult(command, { ok: true, dryRun: true, ...plan }, () => renderLivePlan(plan))
         return
       }
@@ -131,7 +131,7 @@ Examples:
       const options = flags.run ? { runId: flags.run } : {}
       if (flags.dryRun) {
         const plan = await play.planLiveRollback(env, options)
-        const { renderLivePlan } = await import('../live/runs.ts')
+        const { renderLivePlan } = await import('../live/live-runs.ts')
         printResult(command, { ok: true, dryRun: true, plan }, () => renderLivePlan(plan))
         return
       }

@@ -52,7 +52,7 @@ Examples:
   svcops schedule backup --env prod --at daily --unit-dir ~/.config/systemd/user --json`,
     )
     .action(async (options: ScheduleBackupOptions, command: Command) => {
-      const { normalizeCalendar, timerUnits, writeUnits } = await import('../runs/systemd-timer.ts')
+      const { normalizeCalendar, timerUnits, writeUnits } = await import('../schedule/systemd-timer.ts')
       const { projectPath } = await import('../core/paths.ts')
       for (const [flag, value] of [
         ['--keep-last', options.keepLast],

@@ -22,7 +22,7 @@ function toInt(flag: string) {
 async function progress(command: Command): Promise<() => void> {
   const { json, verbose } = globals(command)
   if (json && !verbose) return () => undefined
-  const { progressSink } = await import('../runs/progress.ts')
+  const { progressSink } = await import('../reports/progress.ts')
   return events.subscribe(progressSink(process.stderr, { verbose: verbose ?? false }))
 }
 
@@ -123,7 +123,7 @@ Examples:
       const play = await import('../../playbooks/upgrade.ts')
       if (flags.dryRun) {
         const plan = await play.planRecordingService(request)
-        const { renderPlan } = await import('../upgrade/runs.ts')
+        const { renderPlan } = await import('../recording/recording-runs.ts')
         printResult(command, { ok: true, dryRun: true, ...plan }, () => renderPlan(plan))
         return
       }
@@ -179,7 +179,7 @@ Examples:
         const options = { ...(flags.run ? { runId: flags.run } : {}), ...(flags.to ? { to: flags.to } : {}) }
         if (flags.dryRun) {
           const plan = await play.planRecordingRollback(env, options)
-          const { renderPlan } = await import('../upgrade/runs.ts')
+          const { renderPlan } = await import('../recording/recording-runs.ts')
           printResult(command, { ok: true, dryRun: true, plan }, () => renderPlan(plan))
           return
         }
@@ -232,9 +232,9 @@ Examples:
       // --env (global) filters here: the runs of that environment.
       const { env } = globals(command)
       const { Journal, listRuns } = await import('../runs/journal.ts')
-      const { buildReport } = await import('../runs/report.ts')
-      const { renderRunsTable } = await import('../runs/report-text.ts')
-      const { longestDowntime, runDurationMs } = await import('../runs/timeline.ts')
+      const { buildReport } = await import('../reports/report.ts')
+      const { renderRunsTable } = await import('../reports/report-text.ts')
+      const { longestDowntime, runDurationMs } = await import('../reports/timeline.ts')
       const reports = listRuns()
         .filter((r) => (!env || r.environment === env) && (!flags.kind || r.kind === flags.kind))
         .map((r) => buildReport(Journal.open(r.id)))
@@ -258,11 +258,11 @@ Examples:
     )
     .action(async (id: string, flags: { open?: boolean; html?: string; markdown?: boolean }, command: Command) => {
       const { Journal } = await import('../runs/journal.ts')
-      const { buildReport, renderMarkdown } = await import('../runs/report.ts')
+      const { buildReport, renderMarkdown } = await import('../reports/report.ts')
       const { redactDeep } = await import('../core/redact.ts')
-      const { renderHtml } = await import('../runs/report-html.ts')
-      const { renderRunText } = await import('../runs/report-text.ts')
-      const { outcomeSentence } = await import('../runs/timeline.ts')
+      const { renderHtml } = await import('../reports/report-html.ts')
+      const { renderRunText } = await import('../reports/report-text.ts')
+      const { outcomeSentence } = await import('../reports/timeline.ts')
       const journal = Journal.open(id)
       const report = redactDeep(buildReport(journal))
       if (flags.html || flags.open) {
@@ -323,7 +323,7 @@ Examples:
             )
           if (flags.dryRun) {
             const plan = await live.planLiveResume(id, { rollback: flags.rollback ?? false })
-            const { renderLivePlan } = await import('../live/runs.ts')
+            const { renderLivePlan } = await import('../live/live-runs.ts')
             printResult(command, { ok: true, dryRun: true, plan }, () => renderLivePlan(plan))
             return
           }
@@ -350,7 +350,7 @@ Examples:
         }
         if (flags.dryRun) {
           const plan = await play.planRecordingResume(id, { rollback: flags.rollback ?? false })
-          const { renderPlan } = await import('../upgrade/runs.ts')
+          const { renderPlan } = await import('../recording/recording-runs.ts')
           printResult(command, { ok: true, dryRun: true, plan }, () => renderPlan(plan))
           return
         }

@@ -3,7 +3,7 @@
  * check found, passed or skipped is kept, so the report lists every item with its check.
  */
 import { errorMessage } from '../core/errors.ts'
-import type { HostHandle } from '../upgrade/context.ts'
+import type { HostHandle } from '../recording/recording-context.ts'
 import { CAUSES, seedOf } from './causes.ts'
 import { openHostView } from './host-view.ts'
 import type { Cause, Finding } from './types.ts'

@@ -8,7 +8,7 @@ import { errorMessage } from '../core/errors.ts'
 import { registerSecret } from '../core/redact.ts'
 import { runCommand } from '../core/runner.ts'
 import { hostPath } from '../drivers/transports.ts'
-import type { HostHandle } from '../upgrade/context.ts'
+import type { HostHandle } from '../recording/recording-context.ts'
 import type { HostView, ServiceConfig } from './types.ts'
 
 /** Lines of the service log read to find its last start. */

@@ -3,7 +3,7 @@
  * things to check), what checking it found on one host, and the host as the service sees it.
  */
 import type pg from 'pg'
-import type { HostHandle } from '../upgrade/context.ts'
+import type { HostHandle } from '../recording/recording-context.ts'
 
 /** `error`: the service cannot work this way; `warning`: it works, badly. Both need a person. */
 export type Severity = 'error' | 'warning'

@@ -9,7 +9,7 @@
  * `_timestamp_seconds` for Unix times, one series per outcome (1 for the last run's, 0 for others).
  */
 import { Journal, type RunPhase, type RunRecord } from '../runs/journal.ts'
-import { buildReport, type RunReport } from '../runs/report.ts'
+import { buildReport, type RunReport } from '../reports/report.ts'
 
 const OUTCOMES: readonly RunPhase[] = ['running', 'rolling-back', 'succeeded', 'failed', 'rolled-back', 'rollback-failed']
 

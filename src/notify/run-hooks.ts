@@ -15,8 +15,8 @@ import { readSecret } from '../config/secrets.ts'
 import { environmentMetrics } from '../metrics/exposition.ts'
 import { pushMetrics, textfilePath, writeTextfile } from '../metrics/publish.ts'
 import { listRuns, type Journal, type RunPhase } from '../runs/journal.ts'
-import type { RunReport } from '../runs/report.ts'
-import { longestDowntime, outcomeSentence } from '../runs/timeline.ts'
+import type { RunReport } from '../reports/report.ts'
+import { longestDowntime, outcomeSentence } from '../reports/timeline.ts'
 import { notifyWebhooks, type NotifyEvent, type RunMessage, type Webhook } from './webhooks.ts'
 
 /** Options of the command line that started the run (`--metrics-file`). */

@@ -16,7 +16,7 @@ import { onShutdown } from '../core/lifecycle.ts'
 import { announceEnd, announceStart } from '../notify/run-hooks.ts'
 import { HostFailure, Run, ToleratedFailures, type PlannedStep } from './engine.ts'
 import { holderName, isFinished, Journal, type RunKind, type RunRecord } from './journal.ts'
-import { writeReport, type RunReport } from './report.ts'
+import { writeReport, type RunReport } from '../reports/report.ts'
 import { Phase } from './step.ts'
 
 /** A playbook: its procedure, and the way back its failure policy takes. */

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { stringify as toYaml } from 'yaml'
-import { unitWord } from '../../src/runs/systemd-timer.ts'
+import { unitWord } from '../../src/schedule/systemd-timer.ts'
 import { ROOT, runSvcops } from '../support/cli.ts'
 
 let dir: string

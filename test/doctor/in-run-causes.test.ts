@@ -10,9 +10,9 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { switchLabFault, type LabFault } from '../../src/lab/recording-faults.ts'
 import { Journal, listRuns } from '../../src/runs/journal.ts'
-import { buildReport } from '../../src/runs/report.ts'
+import { buildReport } from '../../src/reports/report.ts'
 import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
-import { startUpgradeLab, type UpgradeLab } from '../upgrade/fixture.ts'
+import { startUpgradeLab, type UpgradeLab } from '../recording/fixture.ts'
 
 let lab: UpgradeLab
 const target = () => ({

@@ -9,9 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RolledBackError } from '../../src/core/errors.ts'
 import { switchLabFault, type LabFault } from '../../src/lab/recording-faults.ts'
 import { Journal, listRuns } from '../../src/runs/journal.ts'
-import { buildReport } from '../../src/runs/report.ts'
+import { buildReport } from '../../src/reports/report.ts'
 import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
-import { startUpgradeLab, type UpgradeLab } from '../upgrade/fixture.ts'
+import { startUpgradeLab, type UpgradeLab } from '../recording/fixture.ts'
 
 let lab: UpgradeLab
 const target = () => ({

@@ -17,7 +17,7 @@ import {
   upgradeRecordingService,
 } from '../../playbooks/upgrade.ts'
 import { runSvcopsKilledAt } from '../support/cli.ts'
-import { startUpgradeLab, type UpgradeLab } from '../upgrade/fixture.ts'
+import { startUpgradeLab, type UpgradeLab } from '../recording/fixture.ts'
 
 let lab: UpgradeLab
 

@@ -15,7 +15,7 @@ import { loadEnvironmentFile, requireSection } from '../../src/config/load.ts'
 import type { LiveConfig } from '../../src/config/schema.ts'
 import { labDown, labUp } from '../../src/lab/lab.ts'
 import { gateItems } from '../../src/live/gates.ts'
-import { envValue } from '../../src/live/host-files.ts'
+import { envValue } from '../../src/live/hosts/host-files.ts'
 import {
   componentEnvFile,
   componentLog,

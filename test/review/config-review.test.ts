@@ -10,8 +10,8 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { local } from '../../src/core/runner.ts'
 import { Journal, newRunId } from '../../src/runs/journal.ts'
-import { writeReport } from '../../src/runs/report.ts'
-import { reviewConfig, withoutCredentials, type ConfigReview } from '../../src/upgrade/config-review.ts'
+import { writeReport } from '../../src/reports/report.ts'
+import { reviewConfig, withoutCredentials, type ConfigReview } from '../../src/recording/hosts/config-review.ts'
 
 const SECRETS = [
   'media-api-pass-Zq81', // mediaApi.baseUrl user:password@

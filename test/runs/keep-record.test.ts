@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest'
 import { collect } from '../../src/core/events.ts'
 import { Journal, newRunRecord } from '../../src/runs/journal.ts'
 import { startRun, type Playbook } from '../../src/runs/playbook.ts'
-import { renderMarkdown } from '../../src/runs/report.ts'
+import { renderMarkdown } from '../../src/reports/report.ts'
 
 const STACK_TEXT =
   'config:\n  svcops:recording:\n    version: 2.0.0\n  svcops:databasePassword:\n    secure: v1:AAAAAAAAAAAAAAAA:ciphertext\n'

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { Journal, newRunRecord } from '../../src/runs/journal.ts'
-import { buildReport, renderMarkdown } from '../../src/runs/report.ts'
+import { buildReport, renderMarkdown } from '../../src/reports/report.ts'
 
 function journalWith(stackFile: Record<string, unknown>): Journal {
   const run = newRunRecord({

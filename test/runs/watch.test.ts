@@ -204,7 +204,7 @@ describe('notifications and metrics of a run', () => {
     writeFileSync(j.file('journal.jsonl'), entries.map((e) => JSON.stringify(e)).join('\n') + '\n')
     // The next run of the environment publishes the whole environment: run the hook as the engine does.
     const { announceEnd } = await import('../../src/notify/run-hooks.ts')
-    const { writeReport } = await import('../../src/runs/report.ts')
+    const { writeReport } = await import('../../src/reports/report.ts')
     const upgrade = Journal.open(readdirSync(runsDir).find((d) => d !== backup.id) as string, runsDir)
     received.length = 0
     await announceEnd(upgrade, writeReport(upgrade))
