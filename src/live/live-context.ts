@@ -12,7 +12,14 @@ import { hostPath, transportFor } from '../drivers/transports.ts'
 import { isFinished, Journal, type RunRecord } from '../runs/journal.ts'
 import { acquireHostLock, releaseHostLock } from '../runs/lock.ts'
 import type { HeldLock, Opened } from '../runs/playbook.ts'
-import { clusterHost, clusterLiveConfig, clusterLock, clusterPlatform, openLiveCluster, type LiveCluster } from './kubernetes/live-cluster.ts'
+import {
+  clusterHost,
+  clusterLiveConfig,
+  clusterLock,
+  clusterPlatform,
+  openLiveCluster,
+  type LiveCluster,
+} from './kubernetes/live-cluster.ts'
 import type { LiveHost } from './hosts/host-files.ts'
 import { LIVE_COMPONENTS, productOf, type LiveComponentName, type LiveProduct } from './layout.ts'
 import { hostsPlatform, type LivePlatform } from './live-platform.ts'
