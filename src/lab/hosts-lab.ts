@@ -26,7 +26,8 @@ import {
   type PackageOptions,
 } from './recording/index.ts'
 import { writeLabState, type LabEntry, type LabSteps } from './state.ts'
-import { isAlive, startSshd, stopSshd, type Sshd, type SshdInfo } from './sshd.ts'
+import { isAlive } from '../core/process.ts'
+import { startSshd, stopSshd, type Sshd, type SshdInfo } from './sshd.ts'
 
 /** The options `lab up` adds for the recording hosts. */
 export interface LabHostsOptions {

@@ -21,7 +21,7 @@ import { hashPassword } from './manager/passwords.ts'
 import { freePort } from './ports.ts'
 import { PROJECT_ROOT, projectPath } from '../core/paths.ts'
 import { startPostgres, stopPostgres, type PostgresCluster, type PostgresInfo } from './postgres.ts'
-import { descendantsOf, isAlive, terminatePids } from './sshd.ts'
+import { descendantsOf, isAlive, processStartTicks, terminatePids } from '../core/process.ts'
 import { prepareLabBackup } from './backup.ts'
 import {
   checkLabHostsOptions,
@@ -306,18 +306,6 @@ export function spawnDetached(argv: string[], log: string, options: { cwd?: stri
     return child.pid
   } finally {
     closeSync(fd)
-  }
-}
-
-/** Start time of a process in clock ticks since boot: with the pid, it names the process (pids are reused). */
-export function processStartTicks(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return fields[2] === 'Z' ? undefined : fields[19]
-  } catch {
-    // No such process.
-    return undefined
   }
 }
 

@@ -350,16 +350,6 @@ export function listRuns(base = runsDir()): RunRecord[] {
   return runs.sort((a, b) => b.startedAt.localeCompare(a.startedAt) || b.id.localeCompare(a.id))
 }
 
-/** True when the process `pid` on this machine is alive (a run's holder that died is not). */
-export function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
 /** True when a run's phase is final (nothing left to resume). */
 export function isFinished(run: RunRecord): boolean {
   return run.phase !== 'running' && run.phase !== 'rolling-back'
