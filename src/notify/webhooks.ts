@@ -6,6 +6,7 @@
  * all; a message that cannot be delivered is logged and never fails the run.
  */
 import { errorMessage } from '../core/errors.ts'
+import { sendRequest } from '../core/http.ts'
 import { events, formatDuration } from '../core/events.ts'
 import { redact, redactDeep } from '../core/redact.ts'
 
@@ -57,16 +58,15 @@ async function deliver(hook: Webhook, body: string, deadline: number): Promise<v
     const left = deadline - Date.now()
     if (left <= 0) break
     try {
-      const answer = await fetch(hook.url, {
+      // The URL carries the token: a redirect elsewhere is refused, never followed (src/core/http.ts).
+      const answer = await sendRequest({
         method: 'POST',
-        body,
-        headers: { 'content-type': 'application/json' },
-        // The URL carries the token: it never follows a redirect to somewhere else.
-        redirect: 'error',
-        signal: AbortSignal.timeout(left),
+        url: hook.url,
+        text: { content: body, type: 'application/json' },
+        timeoutMs: left,
+        maxBodyBytes: 64 * 1024,
       })
-      await answer.body?.cancel()
-      if (answer.ok) return
+      if (answer.status >= 200 && answer.status < 300) return
       lastError = new Error(`answered ${answer.status}`)
       // A 4xx other than 429 will not change on a retry.
       if (answer.status < 500 && answer.status !== 429) break

@@ -15,14 +15,12 @@
  *                      of exactly those; a later component finds its version installed
  *   status, errors     its pods Running and ready on the version; ERROR lines in their last lines
  */
-import { request as httpRequest } from 'node:http'
-import { request as httpsRequest } from 'node:https'
-import { checkServerIdentity } from 'node:tls'
 import { resolve } from 'node:path'
 import type { Environment, LiveConfig } from '../../config/schema.ts'
 import type { DeployConfig } from '../../config/deploy.ts'
 import type { LiveClusterConfig } from '../../config/live-cluster.ts'
 import { BadInputError, errorMessage, OperationError } from '../../core/errors.ts'
+import { createHttpClient } from '../../core/http.ts'
 import { apiPrefix } from '../../releases/versions.ts'
 import { events } from '../../core/events.ts'
 import { local, type CommandResult, type Transport } from '../../core/runner.ts'
@@ -425,42 +423,6 @@ export function clusterPlatform(cluster: LiveCluster, env: Environment, rotation
 
 // ---- the controller through its Service ----
 
-/** GET `url` as JSON; with `tls`, trusting only `ca` and checking the certificate for `serverName` (the port-forward's address is 127.0.0.1). */
-function getJson(url: string, tls?: { ca: string; serverName: string }): Promise<Answer> {
-  const u = new URL(url)
-  return new Promise((resolve, reject) => {
-    const options = { method: 'GET', headers: { accept: 'application/json' }, timeout: 5000 }
-    const req = tls
-      ? httpsRequest(u, {
-          ...options,
-          ca: tls.ca,
-          servername: tls.serverName,
-          checkServerIdentity: (_host, cert) => checkServerIdentity(tls.serverName, cert),
-        })
-      : httpRequest(u, options)
-    req.on('timeout', () => req.destroy(new Error('no answer within 5000 ms')))
-    req.on('error', reject)
-    req.on('response', (res) => {
-      let text = ''
-      res.setEncoding('utf8')
-      res.on('data', (chunk: string) => {
-        text += chunk
-        if (text.length > 1 << 20) req.destroy(new Error('the answer is larger than 1 MiB'))
-      })
-      res.on('end', () => {
-        let body: unknown = text
-        try {
-          body = JSON.parse(text)
-        } catch {
-          // Not JSON: judged as text below.
-        }
-        resolve({ status: res.statusCode ?? 0, body })
-      })
-    })
-    req.end()
-  })
-}
-
 /**
  * `GET <path>` of the system controller through its Service: in the cluster by its DNS name, from a
  * workstation through a port-forward, or at `live.controllerUrl`. With `deploy.tls` the stack's CA
@@ -477,7 +439,13 @@ export async function controllerGet(cluster: LiveCluster, path: string): Promise
           }
         : undefined
     if (tls && !tls.ca) return { error: `the ConfigMap ${cluster.tls?.caConfigMap} holds no ${CA_KEY}` }
-    return await getJson(`${base.replace(/\/+$/, '')}${path}`, tls)
+    const client = createHttpClient(tls ?? {})
+    try {
+      const answer = await client.send({ method: 'GET', url: `${base.replace(/\/+$/, '')}${path}`, timeoutMs: 5000, maxBodyBytes: 1 << 20 })
+      return { status: answer.status, body: answer.body }
+    } finally {
+      await client.close()
+    }
   } catch (error) {
     return { error: errorMessage(error) }
   }
