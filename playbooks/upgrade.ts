@@ -29,14 +29,10 @@ import {
   verifyHost,
   waitHealthy,
 } from '../src/recording/target-steps.ts'
-import {
-  backupAndVerify,
-  preflight,
-  recordContentBeforeStop,
-  snapshotContent,
-  stagePackages,
-  verifyFleet,
-} from '../src/recording/preflight.ts'
+import { backupAndVerify } from '../src/recording/backup-step.ts'
+import { recordContentBeforeStop, snapshotContent } from '../src/recording/content-steps.ts'
+import { verifyFleet } from '../src/recording/fleet-check.ts'
+import { preflight, stagePackages } from '../src/recording/preflight.ts'
 import {
   planRecordingContinuation,
   planRecordingUpgrade,
@@ -57,7 +53,7 @@ async function upgrade(run: Run<RecordingContext>): Promise<void> {
   const target = ctx.journal.run.targetVersion
   await run.step(preflight) // scopes, database privileges, room for the backup, installed versions
   await run.step(doctorPreflight) // the seed's common problems knowable before a stop, on every host
-  await run.everyHost(ctx.hosts, (h) => run.onHost(h, stagePackages)) // target and previous package on every host
+  await run.everyHost(ctx.targets, (h) => run.onHost(h, stagePackages)) // target and previous package on every host
   await run.step(snapshotContent) // every recording and the row counts, to prove nothing is lost
   await run.step(backupAndVerify) // back up the database before upgrading; nothing stops before it
   const tolerated = await run.rollout(rolloutOf(run), async (h) => {
@@ -83,19 +79,19 @@ async function upgrade(run: Run<RecordingContext>): Promise<void> {
 function rolloutOf(run: Run<RecordingContext>) {
   const record = run.ctx.journal.run
   return {
-    batches: planBatches(run.ctx.hosts, record.batchSize),
-    maxFail: parseMaxFail(record.maxFail, run.ctx.hosts.length),
+    batches: planBatches(run.ctx.targets, record.batchSize),
+    maxFail: parseMaxFail(record.maxFail, run.ctx.targets.length),
     ...(record.deadline && !run.resumed ? { deadline: Date.parse(record.deadline) } : {}),
-    beforeBatch: (batch: RecordingContext['hosts']) => run.step(recordContentBeforeStop, batch),
-    onTolerated: (failure: HostFailure, h: RecordingContext['hosts'][number]) => rollBackOneHost(run, failure, h),
+    beforeBatch: (batch: RecordingContext['targets']) => run.step(recordContentBeforeStop, batch),
+    onTolerated: (failure: HostFailure, h: RecordingContext['targets'][number]) => rollBackOneHost(run, failure, h),
   }
 }
 
 function toleratedFailures(run: Run<RecordingContext>, failures: HostFailure[]): ToleratedFailures {
   const record = run.ctx.journal.run
-  const upgraded = run.ctx.hosts.length - failures.length
+  const upgraded = run.ctx.targets.length - failures.length
   return new ToleratedFailures(
-    `Upgraded ${upgraded} of ${run.ctx.hosts.length} hosts to ${record.targetVersion}; ${failures.map((f) => f.host).join(', ')} failed ` +
+    `Upgraded ${upgraded} of ${run.ctx.targets.length} hosts to ${record.targetVersion}; ${failures.map((f) => f.host).join(', ')} failed ` +
       `(within --max-fail ${record.maxFail}): ${failures[0]?.message ?? ''}`,
     `See the report: ${run.journal.file('report.md')}`,
   )

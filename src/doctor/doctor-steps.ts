@@ -7,14 +7,23 @@
 import { OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { defineStep } from '../runs/step.ts'
-import type { HostHandle, RecordingContext } from '../recording/recording-context.ts'
+import type { RecordingContext } from '../recording/recording-context.ts'
+import type { RecordingHost, RecordingTarget } from '../recording/recording-platform.ts'
 import { CAUSES, PREFLIGHT_CAUSES } from './causes.ts'
 import { diagnoseHost as diagnose, diagnoseHosts, type Diagnosis } from './diagnose.ts'
 
 type Ctx = RecordingContext
 
-/** The doctor's causes are read on a host (its files, its service's view); a Deployment's pods are judged by check-logs. */
-const ON_KUBERNETES = "not on Kubernetes: the causes are host checks; the pods' status and last log lines are read by check-logs"
+/** The run's targets as hosts with a shell, or why the platform has none (the causes are read on a host). */
+function hostsOf(ctx: Ctx, targets: RecordingTarget[]): { hosts: RecordingHost[] } | { unavailable: string } {
+  const hosts: RecordingHost[] = []
+  for (const t of targets) {
+    const h = ctx.platform.hostOf(t)
+    if ('unavailable' in h) return h
+    hosts.push(h)
+  }
+  return { hosts }
+}
 
 function emitFindings(d: Diagnosis): void {
   for (const f of d.findings) events.emit({ kind: 'check', check: `doctor: ${f.cause}`, ok: false, host: f.host, detail: f.summary })
@@ -26,20 +35,22 @@ export const doctorPreflight = defineStep<Ctx>({
   report: 'diagnosis',
   once: true,
   describe: (ctx) =>
-    ctx.cluster
+    'unavailable' in hostsOf(ctx, ctx.targets)
       ? []
       : [
-          `on ${ctx.hosts.map((h) => h.name).join(', ')}, as the service sees it: ${PREFLIGHT_CAUSES.map((c) => c.id).join(', ')}`,
+          `on ${ctx.targets.map((h) => h.name).join(', ')}, as the service sees it: ${PREFLIGHT_CAUSES.map((c) => c.id).join(', ')}`,
           'stop before anything changes on an error finding',
         ],
   async preview(ctx) {
-    if (ctx.cluster) return { skipped: ON_KUBERNETES }
-    const d = await diagnoseHosts(ctx.hosts, ctx.settings, PREFLIGHT_CAUSES)
+    const on = hostsOf(ctx, ctx.targets)
+    if ('unavailable' in on) return { skipped: on.unavailable }
+    const d = await diagnoseHosts(on.hosts, ctx.settings, PREFLIGHT_CAUSES)
     return { data: { ...d } }
   },
   async act(ctx) {
-    if (ctx.cluster) return { skipped: ON_KUBERNETES }
-    const d = await diagnoseHosts(ctx.hosts, ctx.settings, PREFLIGHT_CAUSES)
+    const on = hostsOf(ctx, ctx.targets)
+    if ('unavailable' in on) return { skipped: on.unavailable }
+    const d = await diagnoseHosts(on.hosts, ctx.settings, PREFLIGHT_CAUSES)
     emitFindings(d)
     const errors = d.findings.filter((f) => f.severity === 'error')
     const first = errors[0]
@@ -58,13 +69,17 @@ export const doctorPreflight = defineStep<Ctx>({
   },
 })
 
-export const diagnoseHost = defineStep<Ctx, [HostHandle, unknown]>({
+export const diagnoseHost = defineStep<Ctx, [RecordingTarget, unknown]>({
   id: 'diagnose',
   title: 'why it failed: every cause of the common upgrade problems checked on the failed host',
   report: 'diagnosis',
-  describe: (ctx, h) => (ctx.cluster ? [ON_KUBERNETES] : [`on ${h.name}, if a step failed: ${CAUSES.map((c) => c.id).join(', ')}`]),
-  async act(ctx, h, failure) {
-    if (ctx.cluster) return { skipped: ON_KUBERNETES, data: { failure: errorMessage(failure), findings: [], checks: [] } }
+  describe: (ctx, t) => {
+    const h = ctx.platform.hostOf(t)
+    return 'unavailable' in h ? [h.unavailable] : [`on ${t.name}, if a step failed: ${CAUSES.map((c) => c.id).join(', ')}`]
+  },
+  async act(ctx, t, failure) {
+    const h = ctx.platform.hostOf(t)
+    if ('unavailable' in h) return { skipped: h.unavailable, data: { failure: errorMessage(failure), findings: [], checks: [] } }
     try {
       const d = await diagnose(h, ctx.settings)
       emitFindings(d)

@@ -3,7 +3,7 @@
  * things to check), what checking it found on one host, and the host as the service sees it.
  */
 import type pg from 'pg'
-import type { HostHandle } from '../recording/recording-context.ts'
+import type { RecordingHost } from '../recording/recording-platform.ts'
 
 /** `error`: the service cannot work this way; `warning`: it works, badly. Both need a person. */
 export type Severity = 'error' | 'warning'
@@ -50,7 +50,7 @@ export interface ServiceConfig {
 
 /** A host as its service sees it: its config file, files through its user, its database credentials. */
 export interface HostView {
-  host: HostHandle
+  host: RecordingHost
   configPath: string
   logPath: string
   /** The config's text, or why it could not be read. */

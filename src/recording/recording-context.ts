@@ -1,93 +1,41 @@
 /**
- * What every step of the recording service's playbooks shares: the environment, its hosts with
- * their transports, the package and service drivers, the settings derived from the stack file, the
- * journal, and the product's APIs (`deps`). `openRecordingRun` opens it for a run (host locks
- * taken) and closes it after; `lockRecordingEnvironment` takes the environment's lock first.
+ * What every step of the recording service's playbooks shares: the environment, the platform it
+ * runs on and its targets, the settings derived from the stack file, the journal, and the
+ * product's APIs (`deps`). `openRecordingRun` opens it for a run (each target's lock taken) and
+ * closes it after; `lockRecordingEnvironment` takes the environment's lock first.
  */
 import { requireSection } from '../config/load.ts'
-import type { Environment, RecordingConfig, RecordingHostConfig } from '../config/schema.ts'
+import type { Environment, RecordingConfig } from '../config/schema.ts'
 import { BadInputError, LockedError, errorMessage, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
-import type { Transport } from '../core/runner.ts'
-import { findDebFile, packageDriver, type PackageDriver } from '../drivers/packages.ts'
-import { serviceDriver, type ServiceDriver } from '../drivers/services.ts'
-import { transportFor } from '../drivers/transports.ts'
 import { isFinished, Journal, listRuns, type RunRecord } from '../runs/journal.ts'
-import { acquireEnvironmentLock, acquireHostLock, releaseHostLock, type EnvironmentLock } from '../runs/lock.ts'
-import { allOrFirstFailure } from '../runs/rollout.ts'
+import { acquireEnvironmentLock, type EnvironmentLock } from '../runs/lock.ts'
 import type { Opened } from '../runs/playbook.ts'
-import { clusterHandle, openRecordingCluster, type RecordingCluster } from './kubernetes/recording-deployment.ts'
 import type { UpgradeDeps } from './deps.ts'
 import { openUpgradeDeps } from './deps-wiring.ts'
-
-/** A host taking part in a run. */
-export interface HostHandle {
-  name: string
-  config: RecordingHostConfig
-  transport: Transport
-  url: string
-}
-
-/** Settings derived from the environment file, with the defaults of the lab's package layout. */
-export interface RunSettings {
-  package: string
-  service: string
-  configPath: string
-  logPath: string
-  errorPatterns: string[]
-  healthTimeoutMs: number
-  contentLimit: number
-  /** The post-upgrade check's limit on the list's and the test write's answer, in ms. */
-  slowResponseMs: number
-  hostLockPath: string
-  logLines: number
-}
+import type { RecordingPlatform, RecordingTarget } from './recording-platform.ts'
+import { openRecordingPlatform } from './recording-platforms.ts'
+import { settingsFor, type RecordingSettings } from './recording-settings.ts'
 
 /** Everything a step of the recording service's playbooks needs. */
 export interface RecordingContext {
   env: Environment
   rec: RecordingConfig
   journal: Journal
-  /** Hosts of this run in rollout order (canary first). */
-  hosts: HostHandle[]
-  /** Every host of the environment: a database restore stops all of them, not only this run's. */
-  allHosts: HostHandle[]
-  pkg: PackageDriver
-  svc: ServiceDriver
+  /** The platform the service runs on (hosts, Kubernetes): every step reaches the service through it. */
+  platform: RecordingPlatform
+  /** Targets of this run in rollout order (canary first): hosts, or on Kubernetes the Deployment. */
+  targets: RecordingTarget[]
+  /** Every target of the environment: a database restore stops all of them, not only this run's. */
+  allTargets: RecordingTarget[]
   deps: UpgradeDeps
-  settings: RunSettings
-  /** The Kubernetes platform (`recording.platform: kubernetes`): the Deployment is the one "host"; else undefined. */
-  cluster?: RecordingCluster
-  /** The local package file of a version (dpkg driver), else undefined. */
-  packageFile(version: string): string | undefined
+  settings: RecordingSettings
 }
 
 /** Opens the product's APIs for an environment (the real ones, or a test's). */
 export type DepsFactory = (env: Environment) => Promise<UpgradeDeps>
 
-/** Default settings for an environment's recording section. */
-export function settingsFor(env: Environment, rec: RecordingConfig): RunSettings {
-  const dir = env.product.dir
-  return {
-    package: rec.package,
-    service: rec.service,
-    configPath: rec.configPath ?? `/etc/opt/${dir}/recording.json`,
-    logPath: rec.logPath ?? `/var/log/${dir}/recording.log`,
-    errorPatterns: rec.errorPatterns ?? ['\\bERROR\\b', '\\bFATAL\\b', 'panic'],
-    healthTimeoutMs: (rec.healthTimeoutSeconds ?? 60) * 1000,
-    contentLimit: rec.contentLimit ?? 10_000,
-    slowResponseMs: rec.slowResponseMs ?? 5_000,
-    hostLockPath: '/var/lib/svcops/upgrade.lock',
-    logLines: 50,
-  }
-}
-
-/** Path of the host lock file on `h`. */
-export function hostLockFile(ctx: Pick<RecordingContext, 'settings'>, h: HostHandle): string {
-  return h.config.root ? `${h.config.root}${ctx.settings.hostLockPath}` : ctx.settings.hostLockPath
-}
-
-/** Host names given with --hosts, checked against the environment. */
+/** Target names given with --hosts, checked against the environment. */
 export function selectHosts<T extends { name: string }>(all: T[], names: string[] | undefined, file: string): T[] {
   if (!names?.length) return all
   const unknown = names.filter((n) => !all.some((h) => h.name === n))
@@ -106,68 +54,41 @@ export async function recordingContext(
   openDeps: DepsFactory = openUpgradeDeps,
 ): Promise<RecordingContext> {
   const rec = requireSection(env, 'recording')
-  const cluster = rec.platform === 'kubernetes' ? openRecordingCluster(env) : undefined
-  const allHosts: HostHandle[] = cluster
-    ? [clusterHandle(cluster)]
-    : rec.hosts.map((config) => ({
-        name: config.name,
-        config,
-        transport: transportFor(config),
-        url: config.url,
-      }))
-  const hosts = journal.run.hosts.map((n) => allHosts.find((h) => h.name === n)).filter((h): h is HostHandle => !!h)
-  const files = new Map<string, string>()
-  return {
-    env,
-    rec,
-    journal,
-    hosts,
-    allHosts,
-    pkg: packageDriver(rec.packageDriver),
-    svc: serviceDriver(rec.serviceDriver),
-    deps: await openDeps(env),
-    settings: settingsFor(env, rec),
-    ...(cluster ? { cluster } : {}),
-    packageFile(version) {
-      if (rec.packageDriver !== 'dpkg') return undefined
-      if (!files.has(version)) files.set(version, findDebFile(rec.packageDir, rec.package, version))
-      return files.get(version)
-    },
-  }
+  const settings = settingsFor(env, rec)
+  const platform = openRecordingPlatform(env, settings)
+  const allTargets = platform.targets
+  const targets = journal.run.hosts.map((n) => allTargets.find((t) => t.name === n)).filter((t): t is RecordingTarget => !!t)
+  return { env, rec, journal, platform, targets, allTargets, deps: await openDeps(env), settings }
 }
 
-/** Closes what a context opened: transports, and the manager session (tokens stay valid until they expire). */
+/** Closes what a context opened: the platform's connections, and the manager session (tokens stay valid until they expire). */
 export async function closeRecordingContext(ctx: RecordingContext): Promise<void> {
   await ctx.deps.close().catch((error: unknown) => events.warn(`Logging out of the manager failed: ${errorMessage(error)}`))
-  await Promise.all(ctx.allHosts.map((h) => h.transport.close()))
-  await ctx.cluster?.close()
+  await ctx.platform.close()
 }
 
 /**
- * Opens the context of a run and takes the host lock of every host of the environment (a dead run
- * this one takes over, `takeOver`, may hold them). Closing releases the host locks.
+ * Opens the context of a run and takes each target's own lock (a dead run this one takes over,
+ * `takeOver`, may hold them). Closing releases them.
  */
 export function openRecordingRun(env: Environment, takeOver: string[], breakLock: boolean, openDeps?: DepsFactory) {
   return async (journal: Journal): Promise<Opened<RecordingContext>> => {
     const ctx = await recordingContext(env, journal, openDeps)
     const run = journal.run
     const holder = { runId: run.id, holder: run.holder, pid: process.pid, since: run.startedAt }
-    // A Deployment has no host lock: the environment's lock in the database is the run's.
-    const locked = ctx.cluster ? [] : ctx.allHosts
     const close = async () => {
-      await Promise.all(locked.map((h) => releaseHostLock(h.transport, hostLockFile(ctx, h), run.id).catch(() => undefined)))
+      await ctx.platform.unlockTargets(run.id)
       await closeRecordingContext(ctx)
     }
     try {
-      await allOrFirstFailure(locked, (h) => acquireHostLock(h.transport, hostLockFile(ctx, h), holder, { takeOver, breakLock }))
-      await ctx.cluster?.connect() // outside the cluster: the port-forward to the Service
+      await ctx.platform.lockTargets(holder, { takeOver, breakLock })
+      await ctx.platform.connect()
     } catch (error) {
       journal.update({ phase: 'failed', finishedAt: new Date().toISOString(), cause: errorMessage(error) })
       await close()
       throw error
     }
-    // On Kubernetes the stack file is the record: its copy in the run folder outlives a job's pod.
-    return { ctx, close, ...(ctx.cluster ? { records: [env.file] } : {}) }
+    return { ctx, close, records: ctx.platform.records() }
   }
 }
 

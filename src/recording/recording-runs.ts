@@ -4,7 +4,6 @@
  * playbook in plan mode with a journal kept in memory. The playbook itself is given by the caller
  * (`playbooks/upgrade.ts`), so this module never depends on a playbook file.
  */
-import { requireSection } from '../config/load.ts'
 import type { Environment } from '../config/schema.ts'
 import { BadInputError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
@@ -21,7 +20,7 @@ import {
   type RunOutcome,
 } from '../runs/playbook.ts'
 import { parseMaxFail, planBatches } from '../runs/rollout.ts'
-import { platformHosts } from './kubernetes/recording-deployment.ts'
+import { recordingTargets } from './recording-platforms.ts'
 import {
   closeRecordingContext,
   lockRecordingEnvironment,
@@ -69,9 +68,8 @@ export function assertVersion(version: string, flag = '--to'): void {
 
 /** The record of a new upgrade run (validated: hosts, batch size, --max-fail, version). */
 export function newUpgradeRecord(req: UpgradeRequest): RunRecord {
-  const rec = requireSection(req.env, 'recording')
   assertVersion(req.to)
-  const hosts = selectHosts(platformHosts(req.env, rec), req.hosts, req.env.file)
+  const hosts = selectHosts(recordingTargets(req.env), req.hosts, req.env.file)
   const batch = req.batch ?? 1
   const maxFail = req.maxFail ?? '0'
   parseMaxFail(maxFail, hosts.length)
@@ -107,8 +105,7 @@ function retriedFacts(old: RunRecord): Partial<RunRecord> {
 
 /** The record of a check of every host that changes nothing worth a journal (`svcops verify recording`). */
 export function newVerifyRecord(env: Environment): RunRecord {
-  const rec = requireSection(env, 'recording')
-  return newRunRecord({ kind: 'verify', environment: env.name, envFile: env.file, hosts: platformHosts(env, rec).map((h) => h.name) })
+  return newRunRecord({ kind: 'verify', environment: env.name, envFile: env.file, hosts: recordingTargets(env).map((h) => h.name) })
 }
 
 /** Starts a new run of `playbook` (`svcops upgrade recording`). */

@@ -10,8 +10,9 @@ import { OperationError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { withLockRowKept } from '../runs/lock.ts'
 import { defineStep, type StepResult } from '../runs/step.ts'
-import type { HostHandle, RecordingContext } from './recording-context.ts'
-import { CONTENT_BEFORE_STOP, listFromAny } from './preflight.ts'
+import { CONTENT_BEFORE_STOP, listFromAny } from './content-steps.ts'
+import type { RecordingContext } from './recording-context.ts'
+import type { RecordingTarget } from './recording-platform.ts'
 import { contentKey, readRecordings, recordingsAfter, type RecordingInput } from './content-snapshot.ts'
 
 type Ctx = RecordingContext
@@ -36,9 +37,9 @@ export function decisionOf(result: StepResult): RestoreDecision {
   }
 }
 
-/** The hosts of a decision, as handles. */
-export function hostsOf(ctx: Ctx, decision: RestoreDecision): HostHandle[] {
-  return ctx.allHosts.filter((h) => decision.hosts.includes(h.name))
+/** The targets of a decision. */
+export function hostsOf(ctx: Ctx, decision: RestoreDecision): RecordingTarget[] {
+  return ctx.allTargets.filter((h) => decision.hosts.includes(h.name))
 }
 
 async function decide(ctx: Ctx, dataLoss: boolean): Promise<StepResult> {
@@ -46,7 +47,7 @@ async function decide(ctx: Ctx, dataLoss: boolean): Promise<StepResult> {
   if (!run.fingerprintBefore) {
     // The dry run of an upgrade: nothing has changed yet, so the decision is the rule itself.
     const reason = 'restore only if the schema fingerprint changed (a migration ran) or recordings went missing'
-    return { data: { restore: true, reason, hosts: ctx.allHosts.map((h) => h.name), conditional: true } }
+    return { data: { restore: true, reason, hosts: ctx.allTargets.map((h) => h.name), conditional: true } }
   }
   const now = await ctx.deps.database.fingerprint()
   const changed = now !== run.fingerprintBefore
@@ -57,7 +58,7 @@ async function decide(ctx: Ctx, dataLoss: boolean): Promise<StepResult> {
       ? 'recordings of the snapshot are missing (data changed)'
       : 'the schema did not change: the database is kept'
   // A restore changes the database under every host, so all of them stop and start around it.
-  const hosts = restore ? ctx.allHosts.map((h) => h.name) : ctx.journal.disruptedHosts(ctx.allHosts.map((h) => h.name))
+  const hosts = restore ? ctx.allTargets.map((h) => h.name) : ctx.journal.disruptedHosts(ctx.allTargets.map((h) => h.name))
   return { data: { restore, reason, hosts, fingerprintNow: now } }
 }
 
@@ -93,7 +94,7 @@ export const exportLaterRecordings = defineStep<Ctx>({
   async act(ctx) {
     if (!ctx.journal.run.backupId)
       throw new OperationError(`Run ${ctx.journal.run.id} has no verified backup to restore; the database was left as it is.`)
-    const now = (await listFromAny(ctx, ctx.allHosts)) ?? []
+    const now = (await listFromAny(ctx, ctx.allTargets)) ?? []
     const candidates = [...readRecordings(ctx.journal.file(CONTENT_BEFORE_STOP)), ...now]
     const after = recordingsAfter(ctx.journal.run.snapshotIds ?? [], candidates)
     writeFileSync(ctx.journal.file(EXPORTED), JSON.stringify(after, null, 2) + '\n', { mode: 0o600 })
@@ -142,7 +143,7 @@ function exported(ctx: Ctx): RecordingInput[] {
   }))
 }
 
-export const recreateLaterRecordings = defineStep<Ctx, [HostHandle]>({
+export const recreateLaterRecordings = defineStep<Ctx, [RecordingTarget]>({
   id: 'recreate',
   title: 're-create the exported recordings through the API',
   report: 'recreated',
@@ -164,7 +165,7 @@ export const recreateLaterRecordings = defineStep<Ctx, [HostHandle]>({
   },
 })
 
-export const verifyRecreated = defineStep<Ctx, [HostHandle]>({
+export const verifyRecreated = defineStep<Ctx, [RecordingTarget]>({
   id: 'verify-recreated',
   title: 'check every re-created recording is listed',
   describe: (_ctx, h) => [`GET ${h.url}/api/v1/content: every exported recording listed`],

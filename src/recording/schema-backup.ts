@@ -13,7 +13,7 @@ import { events } from '../core/events.ts'
 import { withLockRowKept } from '../runs/lock.ts'
 import { defineStep, type StepResult } from '../runs/step.ts'
 import type { RecordingContext } from './recording-context.ts'
-import { listFromAny } from './preflight.ts'
+import { listFromAny } from './content-steps.ts'
 import { EXPORTED } from './rollback-steps.ts'
 import { isTestRecording } from './content-snapshot.ts'
 
@@ -86,7 +86,7 @@ export const exportAllRecordings = defineStep<Ctx>({
   once: true,
   describe: (ctx) => [`list every recording and keep it in ${ctx.journal.file(EXPORTED)}, to re-create those the restore loses`],
   async act(ctx) {
-    const list = await listFromAny(ctx, ctx.allHosts)
+    const list = await listFromAny(ctx, ctx.allTargets)
     if (!list) throw new OperationError('No host answers the content list, so the recordings cannot be exported before the restore.')
     const kept = list.filter((r) => !isTestRecording(r))
     writeFileSync(ctx.journal.file(EXPORTED), JSON.stringify(kept, null, 2) + '\n', { mode: 0o600 })

@@ -2,7 +2,7 @@
  * The rollback's decisions on the Kubernetes platform, on the real lab: real PostgreSQL, the real
  * backup library, and the lab's recording service as what answers behind the Service. The context
  * is the one a Kubernetes run builds (`recording.platform: kubernetes`: the Deployment is the one
- * handle); its URL is pointed at the lab's host, and the lab host's package and service drivers play
+ * target); its URL is pointed at the lab's host, and the lab host's own platform (package and service) plays
  * what `pulumi up` and the scale to 0 do to the pods (no cluster and no Pulumi CLI here). The steps
  * are the playbook's own: backup, decide, export, restore, re-create, verify.
  */
@@ -12,11 +12,11 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadEnvironmentFile } from '../../src/config/load.ts'
 import type { Environment } from '../../src/config/schema.ts'
-import { installPackage, stagePackage } from '../../src/drivers/packages.ts'
-import { startService, stopService } from '../../src/drivers/services.ts'
 import { Journal } from '../../src/runs/journal.ts'
 import { closeRecordingContext, recordingContext, type RecordingContext } from '../../src/recording/recording-context.ts'
-import { backupAndVerify, snapshotContent } from '../../src/recording/preflight.ts'
+import { backupAndVerify } from '../../src/recording/backup-step.ts'
+import { snapshotContent } from '../../src/recording/content-steps.ts'
+import type { openKubernetesPlatform } from '../../src/recording/kubernetes/recording-kubernetes-platform.ts'
 import {
   decideRestore,
   decisionOf,
@@ -52,16 +52,16 @@ async function pods(action: 'stop' | { start: string }): Promise<void> {
   const hostEnv = lab.env()
   const hostCtx = await recordingContext(hostEnv, Journal.inMemory(newUpgradeRecord({ env: hostEnv, to: '2.0.0' })))
   try {
-    const h = hostCtx.allHosts[0]
+    const h = hostCtx.allTargets[0]
     if (!h) throw new Error('the lab has no host')
     if (action === 'stop') {
-      await stopService(hostCtx.svc, h.transport, h.config, hostCtx.settings.service)
+      await hostCtx.platform.stop(h)
       return
     }
     const v = action.start
-    await stagePackage(hostCtx.pkg, h.transport, h.config, hostCtx.settings.package, v, hostCtx.packageFile(v))
-    await installPackage(hostCtx.pkg, h.transport, h.config, hostCtx.settings.package, v, hostCtx.packageFile(v))
-    await startService(hostCtx.svc, h.transport, h.config, hostCtx.settings.service)
+    await hostCtx.platform.stage(h, [v])
+    await hostCtx.platform.install(h, v)
+    await hostCtx.platform.start(h)
     for (let i = 0; i < 100 && !(await lab.healthy().catch(() => [false]))[0]; i++) await new Promise((r) => setTimeout(r, 200))
   } finally {
     await closeRecordingContext(hostCtx)
@@ -74,8 +74,9 @@ beforeAll(async () => {
   journal = Journal.create(newUpgradeRecord({ env, to: '2.0.0' }))
   ctx = await recordingContext(env, journal)
   const service = lab.env().recording?.hosts[0]?.url
-  if (!ctx.cluster || !service) throw new Error('expected the kubernetes platform and a lab host')
-  ctx.cluster.url = service // the Service: here the lab's recording service answers behind it
+  const platform = ctx.platform as ReturnType<typeof openKubernetesPlatform>
+  if (!platform.cluster || !service) throw new Error('expected the kubernetes platform and a lab host')
+  platform.cluster.url = service // the Service: here the lab's recording service answers behind it
 })
 afterAll(async () => {
   await closeRecordingContext(ctx)
@@ -84,7 +85,7 @@ afterAll(async () => {
 
 describe('the rollback on the Kubernetes platform, on the real lab', () => {
   it('runs on the Deployment as its one target, and takes the verified backup and the snapshot before anything stops', async () => {
-    expect(ctx.allHosts.map((h) => h.name)).toEqual(['svc-recording'])
+    expect(ctx.allTargets.map((h) => h.name)).toEqual(['svc-recording'])
     expect(journal.run.hosts).toEqual(['svc-recording'])
     await snapshotContent.act(ctx)
     const backup = await backupAndVerify.act(ctx)
@@ -116,9 +117,9 @@ describe('the rollback on the Kubernetes platform, on the real lab', () => {
     await restoreBackup.act(ctx)
     expect(await lab.fingerprint()).toBe(before)
     await pods({ start: '1.5.0' }) // the previous version
-    const recreated = await recreateLaterRecordings.act(ctx, ctx.allHosts[0]!)
+    const recreated = await recreateLaterRecordings.act(ctx, ctx.allTargets[0]!)
     expect(recreated.data?.newlyCreated).toBe(2)
-    await verifyRecreated.act(ctx, ctx.allHosts[0]!)
+    await verifyRecreated.act(ctx, ctx.allTargets[0]!)
     const titles = (await lab.listAll()).map((r) => r.title)
     expect(titles).toEqual(expect.arrayContaining(['written after the backup, on 1.5.0', 'written after the migration, on 2.0.0']))
     expect(titles).toHaveLength(6)

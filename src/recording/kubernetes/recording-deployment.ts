@@ -2,13 +2,11 @@
  * The recording service on the Kubernetes platform (`svcops:recording.platform: kubernetes`): the
  * Deployment of this project's Pulumi program is the run's one target, named as the program names
  * it; the Pulumi CLI moves its version (src/drivers/pulumi.ts) and the Kubernetes API reports its
- * pods (src/drivers/kubernetes.ts). The playbooks see it as a host handle named after the
- * Deployment, whose URL is the Service: in the cluster by its DNS name, elsewhere through a
- * port-forward the client library makes.
+ * pods (src/drivers/kubernetes.ts). Its URL is the Service's: in the cluster by its DNS name,
+ * elsewhere through a port-forward the client library makes.
  */
-import type { Environment, RecordingConfig, RecordingHostConfig } from '../../config/schema.ts'
-import { BadInputError, OperationError } from '../../core/errors.ts'
-import type { CommandResult, Transport } from '../../core/runner.ts'
+import type { Environment } from '../../config/schema.ts'
+import { BadInputError } from '../../core/errors.ts'
 import { insideCluster, KubernetesDriver, RECORDING_APP, serviceUrlOf, type ClusterTarget } from '../../drivers/kubernetes.ts'
 import { PulumiCli, pulumiStackOf, versionKeyOf, type PulumiStack, type VersionChange, type VersionKey } from '../../drivers/pulumi.ts'
 
@@ -38,11 +36,6 @@ export interface RecordingCluster {
 /** The Deployment's name for a stack: `<prefix>-recording`, as src/infra/index.ts names the component. */
 export function deploymentName(env: Environment): string {
   return `${env.product.prefix}-recording`
-}
-
-/** The run's targets: the hosts, or on Kubernetes the one Deployment. */
-export function platformHosts(env: Environment, rec: RecordingConfig): Array<{ name: string; canary?: boolean }> {
-  return rec.platform === 'kubernetes' ? [{ name: deploymentName(env) }] : rec.hosts
 }
 
 /** The cluster of an environment on the Kubernetes platform. Nothing connects until used. */
@@ -87,34 +80,4 @@ export function openRecordingCluster(env: Environment): RecordingCluster {
     },
   }
   return cluster
-}
-
-/** The host handle of the Deployment: its URL follows the cluster's (the port-forward once opened). */
-export function clusterHandle(cluster: RecordingCluster): {
-  name: string
-  config: RecordingHostConfig
-  transport: Transport
-  readonly url: string
-} {
-  const name = cluster.target.deployment
-  return {
-    name,
-    config: { name, url: cluster.url, canary: true },
-    transport: noShell(name),
-    get url() {
-      return cluster.url
-    },
-  }
-}
-
-/** A Deployment has no shell: a host step that would run a command on it is a bug, said so. */
-function noShell(name: string): Transport {
-  const refuse = (): Promise<never> =>
-    Promise.reject(new OperationError(`${name} is a Kubernetes Deployment: svcops runs no command on it (a host step reached it).`))
-  return {
-    host: name,
-    exec: (): Promise<CommandResult> => refuse(),
-    upload: () => refuse(),
-    close: () => Promise.resolve(),
-  }
 }
