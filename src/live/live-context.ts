@@ -1,28 +1,18 @@
 /**
- * What every step of the live playbooks shares: the environment's live section, its host with its
- * transport, the platform (how components are installed, started and checked), the components in
- * dependency order, and the journal. The run lock of a live environment is a file on its host
- * (one run per live system, wherever svcops runs); a run that died holding it is named, with the
- * commands that finish it.
+ * What every step of the live playbooks shares: the environment's live section, the platform the
+ * system runs on (how components are installed, started, configured and checked), the components
+ * in dependency order, and the journal. The run lock of a live environment is a file (on its host;
+ * on Kubernetes where svcops runs): one run per live system; a run that died holding it is named,
+ * with the commands that finish it.
  */
-import { requireSection } from '../config/load.ts'
 import type { Environment, LiveConfig } from '../config/schema.ts'
 import { errorMessage, LockedError, withFacts } from '../core/errors.ts'
-import { hostPath, transportFor } from '../drivers/transports.ts'
 import { isFinished, Journal, type RunRecord } from '../runs/journal.ts'
 import { acquireHostLock, releaseHostLock } from '../runs/lock.ts'
 import type { HeldLock, Opened } from '../runs/playbook.ts'
-import {
-  clusterHost,
-  clusterLiveConfig,
-  clusterLock,
-  clusterPlatform,
-  openLiveCluster,
-  type LiveCluster,
-} from './kubernetes/live-cluster.ts'
-import type { LiveHost } from './hosts/host-files.ts'
 import { LIVE_COMPONENTS, productOf, type LiveComponentName, type LiveProduct } from './layout.ts'
-import { hostsPlatform, type LivePlatform } from './live-platform.ts'
+import type { LivePlatform } from './live-platform.ts'
+import { liveLockPlace, openLivePlatform } from './live-platforms.ts'
 
 /** A component taking part in a run (the engine's "host" of a per-component step). */
 export interface ComponentHandle {
@@ -35,60 +25,16 @@ export interface LiveContext {
   live: LiveConfig
   product: LiveProduct
   journal: Journal
-  host: LiveHost
+  /** The platform the system runs on (its host, Kubernetes): every step reaches the components through it. */
   platform: LivePlatform
   /** The components in dependency order: the controller first. */
   components: ComponentHandle[]
-  /** How long a started component may take to connect to the controller. */
-  connectTimeoutMs: number
-  /** The Kubernetes platform's stack and API (`svcops:live.platform: kubernetes`); absent on hosts. */
-  cluster?: LiveCluster
 }
 
-/** The run lock's file on the live host. */
-export const LIVE_LOCK_PATH = '/var/lib/svcops/live-upgrade.lock'
-
-/** The live host of an environment, with a transport (connections are lazy). */
-export function openLiveHost(live: LiveConfig): LiveHost {
-  const config = { url: live.controllerUrl, canary: false, ...live.host }
-  return { name: live.host.name, config: live.host, transport: transportFor(config) }
-}
-
-/** Builds the context of run `journal`; `close` releases the transport. */
-export function liveContext(env: Environment, journal: Journal, host?: LiveHost): LiveContext {
-  if (env.liveCluster) return liveClusterContext(env, journal)
-  const live = requireSection(env, 'live')
-  host ??= openLiveHost(live)
-  return {
-    env,
-    live,
-    product: productOf(live),
-    journal,
-    host,
-    platform: hostsPlatform(live, host),
-    components: LIVE_COMPONENTS.map((name) => ({ name })),
-    connectTimeoutMs: (live.connectTimeoutSeconds ?? 30) * 1000,
-  }
-}
-
-/** The context on the Kubernetes platform: the namespace as the run's host, the stack and the API as its platform. */
-function liveClusterContext(env: Environment, journal: Journal): LiveContext {
-  const section = env.liveCluster
-  if (!section) throw new Error('liveClusterContext: the environment is not on the Kubernetes platform')
-  const cluster = openLiveCluster(env, section)
-  const live = clusterLiveConfig(env, section, cluster)
-  const rotated = () => journal.entries().some((e) => e.status === 'ok' && !!e.data?.pskRotation)
-  return {
-    env,
-    live,
-    product: productOf(live),
-    journal,
-    host: clusterHost(cluster),
-    platform: clusterPlatform(cluster, env, rotated),
-    components: LIVE_COMPONENTS.map((name) => ({ name })),
-    connectTimeoutMs: (live.connectTimeoutSeconds ?? 300) * 1000,
-    cluster,
-  }
+/** Builds the context of run `journal`; `ctx.platform.close()` releases what it opened. */
+export function liveContext(env: Environment, journal: Journal): LiveContext {
+  const { live, platform } = openLivePlatform(env, journal)
+  return { env, live, product: productOf(live), journal, platform, components: LIVE_COMPONENTS.map((name) => ({ name })) }
 }
 
 /**
@@ -101,7 +47,7 @@ export async function lockLiveEnvironment(
   run: Pick<RunRecord, 'id' | 'holder' | 'startedAt'>,
   options: { takeOver?: string[]; breakLock?: boolean },
 ): Promise<HeldLock> {
-  const { transport, path } = lockPlace(env)
+  const { transport, path } = liveLockPlace(env)
   const host = { transport }
   const holder = { runId: run.id, holder: run.holder, pid: process.pid, since: run.startedAt }
   try {
@@ -119,13 +65,6 @@ export async function lockLiveEnvironment(
       await host.transport.close()
     },
   }
-}
-
-/** Where the lock is: a file on the live host; on Kubernetes a file where svcops runs (Pulumi refuses a second update of the stack besides). */
-function lockPlace(env: Environment): { transport: LiveHost['transport']; path: string } {
-  if (env.liveCluster) return clusterLock(env)
-  const live = requireSection(env, 'live')
-  return { transport: openLiveHost(live).transport, path: hostPath(live.host, LIVE_LOCK_PATH) }
 }
 
 /** A lock held by a run that is not finished (killed): name the commands that finish it. */
@@ -154,6 +93,6 @@ function explainLock(env: Environment, error: unknown): unknown {
 export function openLiveRun(env: Environment) {
   return (journal: Journal): Promise<Opened<LiveContext>> => {
     const ctx = liveContext(env, journal)
-    return Promise.resolve({ ctx, close: () => ctx.host.transport.close() })
+    return Promise.resolve({ ctx, close: () => ctx.platform.close() })
   }
 }

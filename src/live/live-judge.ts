@@ -70,3 +70,11 @@ export function judgeMetrics(product: LiveProduct, component: LiveComponentName,
     return { check, ok: false, detail: `${at}${connectedMetricName(product.prefix)} is not 1` }
   return { check, ok: true, ...(where ? { detail: where } : {}) }
 }
+
+/** The failed checks in one sentence. */
+export function failedChecks(results: CheckResult[]): string {
+  return results
+    .filter((r) => !r.ok)
+    .map((r) => `${r.check}: ${r.detail ?? 'no'}`)
+    .join('; ')
+}

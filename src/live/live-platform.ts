@@ -1,36 +1,52 @@
 /**
- * How the live playbook reaches the components: a small interface (install a version, stop,
- * start, status, the log since a start) so that another platform can be added beside the hosts
- * one — the Kubernetes driver moves the version in the stack file and runs `pulumi up` behind the
- * same five calls. `hostsPlatform` is the one for hosts: the package driver (dpkg, apt, dnf) and
- * the service driver (systemd, supervisor) of src/drivers, on the host's transport.
+ * How the live playbooks reach the live production system: one interface, whatever it runs on. The
+ * steps (live-steps.ts) are declared once and call these; a platform is one folder implementing them:
+ *
+ *   hosts/        the components' packages and services on the live host, its settings and
+ *                 environment files (`svcops:live` with a host, the default)
+ *   kubernetes/   the Deployments of this project's Pulumi program: the release and the PSK
+ *                 rotation in the stack file, `pulumi up`, pods, logs and the controller's Service
+ *                 through the API (`svcops:live.platform: kubernetes`)
+ *
+ * What a check reads is judged once, for every platform, in live-judge.ts.
  */
-import { existsSync, readdirSync } from 'node:fs'
-import { join } from 'node:path'
-import type { LiveConfig } from '../config/schema.ts'
-import { BadInputError } from '../core/errors.ts'
-import { installPackage, packageDriver, readInstalledVersion, showCommand, stagePackage, type PackageDriver } from '../drivers/packages.ts'
-import {
-  findLogErrors,
-  readLogCursor,
-  readServiceLogs,
-  readServiceStatus,
-  serviceDriver,
-  startService,
-  stopService,
-  type ServiceDriver,
-} from '../drivers/services.ts'
-import type { LiveHost } from './hosts/host-files.ts'
-import { componentLog, componentPackage, productOf, type LiveComponentName, type LiveProduct } from './layout.ts'
+import type { Environment, LiveConfig } from '../config/schema.ts'
+import type { Transport } from '../core/runner.ts'
+import type { Journal } from '../runs/journal.ts'
+import type { StepResult } from '../runs/step.ts'
+import type { LiveComponentName, LiveProduct } from './layout.ts'
+import type { CheckResult } from './live-judge.ts'
 
-/** What the playbook asks of a platform, per component. */
+/** What a platform is opened for: the run's environment, the live section it reads, and the run's journal. */
+export interface LiveScope {
+  env: Environment
+  live: LiveConfig
+  product: LiveProduct
+  journal: Journal
+}
+
+/** A call the dry run shows per component. */
+export type LiveCall = 'stage' | 'install' | 'stop' | 'start' | 'status'
+
+/** What the playbook asks of a platform. */
 export interface LivePlatform {
+  /** Where the system runs, for sentences: the live host's name, or the namespace. */
+  readonly where: string
+  /** How long a started component may take to come up and connect. */
+  readonly connectTimeoutMs: number
+  /** Closes what the platform opened (the host's connection, a port-forward). */
+  close(): Promise<void>
+
   /** The installed version, or undefined when the component is not installed. */
   installedVersion(component: LiveComponentName): Promise<string | undefined>
   /** Refuses (bad input, naming what is missing) a version whose package cannot be found where the platform takes it from. */
   assertAvailable(component: LiveComponentName, version: string): void
-  /** Makes `version` available without installing it (nothing stops for a download). */
-  stage(component: LiveComponentName, version: string): Promise<string[]>
+  /** The platform's own checks before anything changes (CLI, API, rights), for the dry run; and what the preflight adds to its version check. */
+  describePreflight(to: string): { versionCheck: string; more: string[] }
+  /** Runs them, knowing the release installed now; what they found, for the journal (undefined: nothing to check). */
+  checkPreflight(installed: string | undefined): Promise<Record<string, unknown> | undefined>
+  /** Makes `versions` available without installing them (nothing stops for a download). */
+  stage(component: LiveComponentName, versions: string[]): Promise<StepResult>
   /** Installs exactly `version` (up or down). */
   install(component: LiveComponentName, version: string): Promise<void>
   stop(component: LiveComponentName): Promise<void>
@@ -40,78 +56,39 @@ export interface LivePlatform {
   /** Error lines the component logged since `cursor` (its last lines when unknown). */
   errorLines(component: LiveComponentName, cursor: string | undefined): Promise<string[]>
   /** The exact commands of each call, for the dry run. */
-  describe(call: 'stage' | 'install' | 'stop' | 'start' | 'status', component: LiveComponentName, version?: string): string[]
+  describe(call: LiveCall, component: LiveComponentName, version?: string): string[]
+
+  /** The configuration the run reads before anything changes: refuses what svcops cannot change for people. */
+  checkConfig(from: string, to: string): Promise<StepResult>
+  describeConfigCheck(from: string, to: string): string[]
+  /** Keeps what the run may change (files into the run folder, 0600; on Kubernetes the stack file's values in the journal). */
+  backupConfig(): Promise<StepResult>
+  describeConfigBackup(): string[]
+  /** Writes what the target needs (a PSK, the settings file where it is read, one TCP endpoint), while nothing runs. */
+  writeConfig(from: string, to: string): Promise<StepResult>
+  describeConfigWrite(from: string, to: string): Promise<string[]>
+  /** Puts back what `backupConfig` kept (`backup`: the data its step journaled). */
+  restoreConfig(backup: Record<string, unknown> | undefined): Promise<StepResult>
+  describeConfigRestore(backup: Record<string, unknown> | undefined): string[]
+
+  /** Every check of a started component of `version`, waiting up to `waitMs` for it to come up and connect. */
+  checkComponent(
+    component: LiveComponentName,
+    version: string,
+    options: { cursor?: string | undefined; waitMs: number },
+  ): Promise<CheckResult[]>
+  describeCheck(component: LiveComponentName, version: string): string[]
+  /** The whole system on `version`: the controller lists every component connected; every component on it. */
+  checkSystem(version: string): Promise<{ checks: CheckResult[]; data: Record<string, unknown> }>
+  describeSystemCheck(version: string): string[]
+  /** The configuration of `version` as it should be (settings where read, one strong PSK), for `svcops verify live`. */
+  verifyConfig(version: string): Promise<CheckResult[]>
+  /** The controller on the prefix of `version` (what `svcops verify live` checks when no component is installed). */
+  controllerStatus(version: string): Promise<CheckResult>
 }
 
-/** Lines of a component's log that count as errors: the product writes ERROR at their start. */
-const ERROR_PATTERNS = ['^ERROR\\b', '\\bERROR\\b', '\\bFATAL\\b']
-
-/** The `.deb` of a component's version in the live section's package directory; bad input naming what is missing. */
-export function liveDebFile(live: LiveConfig, pkg: string, version: string): string {
-  const dir = live.packageDir
-  if (!dir) throw new BadInputError(`live.packageDir: missing; the dpkg driver needs the directory holding ${pkg}_${version}_*.deb.`)
-  if (!existsSync(dir)) throw new BadInputError(`live.packageDir: the directory '${dir}' does not exist.`)
-  const found = readdirSync(dir).find((f) => f.startsWith(`${pkg}_${version}_`) && f.endsWith('.deb'))
-  if (!found)
-    throw new BadInputError(
-      `live.packageDir: version ${version} of ${pkg} is not in ${dir}; expected a file ${pkg}_${version}_<arch>.deb.`,
-      `List the available versions with: ls ${dir}`,
-    )
-  return join(dir, found)
-}
-
-const ISO_TIME = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z/
-
-/**
- * The log lines written since the process started, judged by the uptime the service manager
- * reports (`uptime 0:01:05`, supervisor) and the ISO time in each line; the last ten minutes
- * when the uptime is unknown. Lines without a time are kept: a multi-line error must not hide.
- */
-export function linesSinceStart(lines: string[], status: string, now = Date.now()): string[] {
-  const up = /uptime (?:(\d+) days?, )?(\d+):(\d\d):(\d\d)/.exec(status)
-  const seconds = up ? Number(up[1] ?? 0) * 86_400 + Number(up[2]) * 3600 + Number(up[3]) * 60 + Number(up[4]) : 600
-  const since = now - (seconds + 1) * 1000
-  return lines.filter((line) => {
-    const t = ISO_TIME.exec(line)
-    return !t || Date.parse(t[0]) >= since
-  })
-}
-
-/** The platform of a live system on a host: its packages and its services. */
-export function hostsPlatform(live: LiveConfig, host: LiveHost): LivePlatform {
-  const product: LiveProduct = productOf(live)
-  const pkg: PackageDriver = packageDriver(live.packageDriver)
-  const svc: ServiceDriver = serviceDriver(live.serviceDriver)
-  const name = (c: LiveComponentName): string => componentPackage(product, c)
-  const file = (c: LiveComponentName, v: string): string | undefined => (pkg.name === 'dpkg' ? liveDebFile(live, name(c), v) : undefined)
-  return {
-    installedVersion: (c) => readInstalledVersion(pkg, host.transport, host.config, name(c)),
-    assertAvailable(c, v) {
-      file(c, v)
-    },
-    stage: (c, v) => stagePackage(pkg, host.transport, host.config, name(c), v, file(c, v)),
-    install: (c, v) => installPackage(pkg, host.transport, host.config, name(c), v, file(c, v)),
-    stop: (c) => stopService(svc, host.transport, host.config, name(c)),
-    async start(c) {
-      const cursor = await readLogCursor(svc, host.transport, host.config, name(c), componentLog(product, c))
-      // A component that exits at once is judged by the check (status, log), which says why.
-      await startService(svc, host.transport, host.config, name(c))
-      return cursor
-    },
-    status: (c) => readServiceStatus(svc, host.transport, host.config, name(c)),
-    async errorLines(c, cursor) {
-      const lines = await readServiceLogs(svc, host.transport, host.config, name(c), 200, componentLog(product, c), cursor)
-      if (cursor) return findLogErrors(lines, ERROR_PATTERNS)
-      // Without a position taken before the start, the lines since the running process started.
-      const status = await readServiceStatus(svc, host.transport, host.config, name(c))
-      return findLogErrors(linesSinceStart(lines, status.status), ERROR_PATTERNS)
-    },
-    describe(call, c, v) {
-      if (call === 'stage') return pkg.stageCommands(host.config, name(c), v ?? '', v ? file(c, v) : undefined).map(showCommand)
-      if (call === 'install') return pkg.installCommands(host.config, name(c), v ?? '', v ? file(c, v) : undefined).map(showCommand)
-      if (call === 'stop') return [showCommand(svc.stopCommand(host.config, name(c)))]
-      if (call === 'start') return [showCommand(svc.startCommand(host.config, name(c)))]
-      return [showCommand(svc.statusCommand(host.config, name(c)))]
-    },
-  }
+/** Where the run lock of a live system is: a file, and the transport that reaches it. */
+export interface LiveLockPlace {
+  transport: Transport
+  path: string
 }

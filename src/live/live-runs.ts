@@ -134,7 +134,7 @@ async function planned(
   try {
     return await planRun(playbook, ctx, journal, what)
   } finally {
-    await ctx.host.transport.close()
+    await ctx.platform.close()
   }
 }
 

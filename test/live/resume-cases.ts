@@ -28,7 +28,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { listRuns } from '../../src/runs/journal.ts'
-import { LIVE_LOCK_PATH } from '../../src/live/live-context.ts'
+import { LIVE_LOCK_PATH } from '../../src/live/hosts/live-hosts-platform.ts'
 import { gateIds, type LiveLab } from './fixture.ts'
 
 /** One upgrade the lab makes, and the boundaries killed on it (in the playbook's order). */

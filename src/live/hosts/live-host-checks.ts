@@ -7,11 +7,19 @@
 import { sendRequest } from '../../core/http.ts'
 import { errorMessage } from '../../core/errors.ts'
 import { apiPrefix, connectedMetricName } from '../../releases/versions.ts'
-import type { LiveContext } from '../live-context.ts'
-import type { LiveComponentName } from '../layout.ts'
+import type { LiveConfig } from '../../config/schema.ts'
+import type { LiveComponentName, LiveProduct } from '../layout.ts'
+import type { LivePlatform } from '../live-platform.ts'
 import { judgeConnection, judgeControllerStatus, judgeMetrics, type Answer, type CheckResult } from '../live-judge.ts'
 
 export type { CheckResult } from '../live-judge.ts'
+
+/** What the checks on a host read: the live section (the controller's URL, the metrics ports), the product, the service manager. */
+export interface HostChecks {
+  live: LiveConfig
+  product: LiveProduct
+  platform: Pick<LivePlatform, 'status' | 'errorLines'>
+}
 
 /** States a supervisor or systemd reports for a program that will not come up by itself. */
 const GAVE_UP = /\b(EXITED|FATAL|STOPPED|BACKOFF|failed|inactive)\b/
@@ -26,19 +34,19 @@ async function getJson(url: string): Promise<Answer> {
 }
 
 /** The controller's answer on the prefix of `version`: its status, or why not. */
-export async function controllerStatus(ctx: LiveContext, version: string): Promise<CheckResult> {
+export async function controllerStatus(ctx: HostChecks, version: string): Promise<CheckResult> {
   const url = `${ctx.live.controllerUrl.replace(/\/+$/, '')}${apiPrefix(version)}/status`
   return judgeControllerStatus(`the system controller answers on ${apiPrefix(version)}`, version, await getJson(url))
 }
 
 /** Whether the controller lists `component` connected at `version`. */
-export async function connectionStatus(ctx: LiveContext, component: LiveComponentName, version: string): Promise<CheckResult> {
+export async function connectionStatus(ctx: HostChecks, component: LiveComponentName, version: string): Promise<CheckResult> {
   const url = `${ctx.live.controllerUrl.replace(/\/+$/, '')}${apiPrefix(version)}/components`
   return judgeConnection(component, version, await getJson(url))
 }
 
 /** The metric names the component of `version` must expose, and its connection metric. */
-export async function metricsStatus(ctx: LiveContext, component: LiveComponentName, version: string): Promise<CheckResult> {
+export async function metricsStatus(ctx: HostChecks, component: LiveComponentName, version: string): Promise<CheckResult> {
   const base = new URL(ctx.live.controllerUrl)
   const url = `${base.protocol}//${base.hostname}:${ctx.live.metricsPorts[component]}/metrics`
   return judgeMetrics(ctx.product, component, version, await getJson(url))
@@ -54,7 +62,7 @@ const CHECK_POLL_MS = 250
  * connected: what tells the process just started from the one before it, which the controller may
  * still list as connected for a moment after a restart (its connection timeout).
  */
-async function reportsItselfUp(ctx: LiveContext, component: LiveComponentName): Promise<boolean> {
+async function reportsItselfUp(ctx: HostChecks, component: LiveComponentName): Promise<boolean> {
   const base = new URL(ctx.live.controllerUrl)
   const r = await getJson(`${base.protocol}//${base.hostname}:${ctx.live.metricsPorts[component]}/metrics`)
   if ('error' in r || r.status !== 200) return false
@@ -69,7 +77,7 @@ async function reportsItselfUp(ctx: LiveContext, component: LiveComponentName): 
  * reports as exited is not waited for.
  */
 export async function checkComponent(
-  ctx: LiveContext,
+  ctx: HostChecks,
   component: LiveComponentName,
   version: string,
   options: { cursor?: string | undefined; waitMs: number },
@@ -93,12 +101,4 @@ export async function checkComponent(
   if (component !== 'system-controller') results.push(await controllerStatus(ctx, version))
   results.push(await metricsStatus(ctx, component, version))
   return results
-}
-
-/** The failed checks in one sentence. */
-export function failedChecks(results: CheckResult[]): string {
-  return results
-    .filter((r) => !r.ok)
-    .map((r) => `${r.check}: ${r.detail ?? 'no'}`)
-    .join('; ')
 }

@@ -30,25 +30,19 @@ import {
   tcpEndpointVariable,
 } from '../../releases/versions.ts'
 import type { StepResult } from '../../runs/step.ts'
-import type { CheckResult } from '../hosts/live-host-checks.ts'
-import {
-  connectionThroughService,
-  controllerThroughService as serviceCheck,
-  metricsThroughProxy,
-  LIVE_VERSION_KEY,
-  PSK_ROTATION_KEY,
-  shownPulumi,
-  type LiveCluster,
-} from './live-cluster.ts'
-import type { LiveContext } from '../live-context.ts'
-import { etcSettingsDir, type LiveComponentName } from '../layout.ts'
+import { etcSettingsDir, LIVE_COMPONENTS, type LiveComponentName } from '../layout.ts'
+import type { CheckResult } from '../live-judge.ts'
+import type { LivePlatform, LiveScope } from '../live-platform.ts'
+import { connectionThroughService, controllerThroughService as serviceCheck, metricsThroughProxy } from './controller-service.ts'
+import { LIVE_VERSION_KEY, PSK_ROTATION_KEY, shownPulumi, type LiveCluster } from './live-cluster.ts'
 
-type Ctx = LiveContext & { cluster: LiveCluster }
-
-/** The context's cluster, when the live system is on the Kubernetes platform. */
-export function liveClusterOf(ctx: LiveContext): Ctx | undefined {
-  return ctx.cluster ? (ctx as Ctx) : undefined
+/** A live run on Kubernetes: its scope, its cluster, and the platform's reads of the components. */
+export interface ClusterRun extends LiveScope {
+  cluster: LiveCluster
+  platform: Pick<LivePlatform, 'installedVersion' | 'status' | 'errorLines' | 'describe' | 'connectTimeoutMs'>
 }
+
+type Ctx = ClusterRun
 
 /** The stack output the program writes about the PSK: whether it passes the entropy check (never the PSK). */
 export const PSK_STRENGTH_OUTPUT = 'passesEntropyCheck'
@@ -162,13 +156,12 @@ export async function writeClusterConfig(ctx: Ctx, from: string, to: string): Pr
 }
 
 /** The stack file's values before the run, from the backup step's record. */
-function recordedValues(ctx: Ctx): { version: string | null; pskRotation: string | null } | undefined {
-  const entry = ctx.journal.entries().find((e) => e.status === 'ok' && e.data?.stackFile)
-  return entry?.data?.stackFile as { version: string | null; pskRotation: string | null } | undefined
+function recordedValues(backup: Record<string, unknown> | undefined): { version: string | null; pskRotation: string | null } | undefined {
+  return backup?.stackFile as { version: string | null; pskRotation: string | null } | undefined
 }
 
-export function describeClusterRestore(ctx: Ctx): string[] {
-  const before = recordedValues(ctx)
+export function describeClusterRestore(ctx: Ctx, backup: Record<string, unknown> | undefined): string[] {
+  const before = recordedValues(backup)
   if (!before) return ['the run recorded nothing: the stack file was not changed']
   const value = before.pskRotation ?? 'initial'
   return [
@@ -179,8 +172,8 @@ export function describeClusterRestore(ctx: Ctx): string[] {
 }
 
 /** Puts the previous pskRotation back in the stack file. */
-export async function restoreClusterConfig(ctx: Ctx): Promise<StepResult> {
-  const before = recordedValues(ctx)
+export async function restoreClusterConfig(ctx: Ctx, backup: Record<string, unknown> | undefined): Promise<StepResult> {
+  const before = recordedValues(backup)
   if (!before) return { skipped: 'the run recorded nothing: the stack file was not changed' }
   const file = ctx.cluster.stack().stackFile
   const now = readStackVersion(file, PSK_ROTATION_KEY) ?? 'initial'
@@ -250,7 +243,7 @@ export function describeClusterCheck(ctx: Ctx, c: LiveComponentName, version: st
   const m = ctx.cluster.metrics
   return [
     ...ctx.platform.describe('status', c),
-    `wait up to ${Math.round(ctx.connectTimeoutMs / 1000)} s until its pods run on ${version} and ${c === 'system-controller' ? `${service}/status answers ${version}` : `${service}/components lists it connected as ${version}`}`,
+    `wait up to ${Math.round(ctx.platform.connectTimeoutMs / 1000)} s until its pods run on ${version} and ${c === 'system-controller' ? `${service}/status answers ${version}` : `${service}/components lists it connected as ${version}`}`,
     `the pod template as ${version} needs it (from the Deployment above)`,
     ...(c === 'system-controller'
       ? []
@@ -298,10 +291,10 @@ export async function checkClusterComponent(ctx: Ctx, c: LiveComponentName, vers
 /** The whole system: the controller on its prefix listing every component connected, every Deployment on the version, the stack file agreeing. */
 export async function verifyClusterSystem(ctx: Ctx, version: string): Promise<CheckResult[]> {
   const results: CheckResult[] = [await controllerThroughService(ctx, version)]
-  for (const c of ctx.components.filter((x) => x.name !== 'system-controller'))
-    results.push(await connectionThroughService(ctx.cluster, c.name, version))
+  for (const c of LIVE_COMPONENTS.filter((x) => x !== 'system-controller'))
+    results.push(await connectionThroughService(ctx.cluster, c, version))
   const versions: Record<string, string | undefined> = {}
-  for (const c of ctx.components) versions[c.name] = await ctx.platform.installedVersion(c.name)
+  for (const c of LIVE_COMPONENTS) versions[c] = await ctx.platform.installedVersion(c)
   const wrong = Object.entries(versions).filter(([, v]) => v !== version)
   results.push({
     check: `every component on ${version}`,
