@@ -16,6 +16,7 @@ import type { HostFailure, Run } from '../src/runs/engine.ts'
 import { runAsCommand } from '../src/runs/script.ts'
 import { Phase } from '../src/runs/step.ts'
 import type { RecordingContext } from '../src/recording/recording-context.ts'
+import type { RecordingParams } from '../src/recording/recording-params.ts'
 import type { RecordingTarget } from '../src/recording/recording-platform.ts'
 import { checkStatusAndLogs, installPackage, startService, stopService, verifyHost, waitHealthy } from '../src/recording/target-steps.ts'
 import { backupAndVerify } from '../src/recording/backup-step.ts'
@@ -36,7 +37,7 @@ import {
 /** The rollback of a run, in the seed's order. Returns what it did, in one line. */
 export async function rollBackRecording(run: Run<RecordingContext>, options: { dataLoss: boolean }): Promise<string> {
   const { ctx } = run
-  const previous = (h: RecordingTarget) => ctx.journal.run.previousVersions[h.name]
+  const previous = (h: RecordingTarget) => ctx.journal.run.params.previousVersions[h.name]
   const decision = decisionOf(await run.step(decideRestore, options)) // restore only if the schema changed
   const hosts = hostsOf(ctx, decision)
   if (decision.restore) await run.step(exportLaterRecordings) // recordings written after the backup
@@ -61,7 +62,7 @@ export async function rollBackRecording(run: Run<RecordingContext>, options: { d
  */
 export async function rollBackOneHost(run: Run<RecordingContext>, failure: HostFailure, h: RecordingTarget): Promise<void> {
   const back = run.inPhase(Phase.hostRollback)
-  const schemaChanged = (await run.ctx.deps.database.fingerprint()) !== run.ctx.journal.run.fingerprintBefore
+  const schemaChanged = (await run.ctx.deps.database.fingerprint()) !== run.ctx.journal.run.params.fingerprintBefore
   await back.onHost(h, stopService)
   if (schemaChanged) {
     events.warn(
@@ -70,7 +71,7 @@ export async function rollBackOneHost(run: Run<RecordingContext>, failure: HostF
     )
     return
   }
-  await back.onHost(h, installPackage, run.ctx.journal.run.previousVersions[h.name])
+  await back.onHost(h, installPackage, run.ctx.journal.run.params.previousVersions[h.name])
   await back.onHost(h, startService)
   await back.onHost(h, waitHealthy)
   await back.onHost(h, checkStatusAndLogs)
@@ -106,7 +107,7 @@ async function downgradeAcrossSchema(run: Run<RecordingContext>): Promise<void> 
 }
 
 /** The playbook of `rollback recording --to V` across a schema change; its own failure is rolled back like an upgrade's. */
-export const downgradeRecording: Playbook<RecordingContext> = {
+export const downgradeRecording: Playbook<RecordingContext, RecordingParams> = {
   kind: 'upgrade',
   what: (record) => `Rollback to ${record.targetVersion} across a schema change`,
   rollbackCommand: (record) => `svcops rollback recording --env ${record.environment} --run ${record.id}`,
@@ -115,7 +116,7 @@ export const downgradeRecording: Playbook<RecordingContext> = {
 }
 
 function summaryOf(ctx: RecordingContext, decision: RestoreDecision, recreated: number): string {
-  const run = ctx.journal.run
+  const run = ctx.journal.run.params
   const versions = Object.entries(run.previousVersions)
     .map(([h, v]) => `${h} ${v}`)
     .join(', ')

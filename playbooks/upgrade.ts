@@ -14,12 +14,14 @@
  */
 import type { Environment } from '../src/config/schema.ts'
 import { diagnoseHost, doctorPreflight } from '../src/doctor/doctor-steps.ts'
-import { ToleratedFailures, type HostFailure, type Run } from '../src/runs/engine.ts'
-import { environmentOfRun, type Playbook, type RunOutcome } from '../src/runs/playbook.ts'
-import { parseMaxFail, planBatches } from '../src/runs/rollout.ts'
-import { runAsCommand } from '../src/runs/script.ts'
-import { findRunToRollBack, type DepsFactory, type RecordingContext } from '../src/recording/recording-context.ts'
-import { Journal } from '../src/runs/journal.ts'
+import { backupAndVerify } from '../src/recording/backup-step.ts'
+import { recordContentBeforeStop, snapshotContent } from '../src/recording/content-steps.ts'
+import { verifyFleet } from '../src/recording/fleet-check.ts'
+import { preflight, stagePackages } from '../src/recording/preflight.ts'
+import { findRunToRollBack, type RecordingContext } from '../src/recording/recording-context.ts'
+import type { RecordingParams } from '../src/recording/recording-params.ts'
+import { recordingSystem, type UpgradeRequest } from '../src/recording/recording-system.ts'
+import { schemaPathTo } from '../src/recording/schema-backup.ts'
 import {
   checkStatusAndLogs,
   installPackage,
@@ -29,22 +31,16 @@ import {
   verifyHost,
   waitHealthy,
 } from '../src/recording/target-steps.ts'
-import { backupAndVerify } from '../src/recording/backup-step.ts'
-import { recordContentBeforeStop, snapshotContent } from '../src/recording/content-steps.ts'
-import { verifyFleet } from '../src/recording/fleet-check.ts'
-import { preflight, stagePackages } from '../src/recording/preflight.ts'
-import {
-  planRecordingContinuation,
-  planRecordingUpgrade,
-  resumeRecordingRun,
-  startRecordingRun,
-  type RunPlan,
-  type UpgradeRequest,
-} from '../src/recording/recording-runs.ts'
 import { requireSection } from '../src/config/load.ts'
 import { schemaFingerprint } from '../src/drivers/fingerprint.ts'
 import { databaseTarget, withDatabase } from '../src/drivers/postgres.ts'
-import { schemaPathTo } from '../src/recording/schema-backup.ts'
+import { ToleratedFailures, type HostFailure, type Run } from '../src/runs/engine.ts'
+import { Journal } from '../src/runs/journal.ts'
+import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
+import { planSystemContinuation, planSystemRun, resumeSystemRun, recordedRun, startSystemRun } from '../src/runs/run-actions.ts'
+import type { RunPlan } from '../src/runs/run-system.ts'
+import { parseMaxFail, planBatches } from '../src/runs/rollout.ts'
+import { runAsCommand } from '../src/runs/script.ts'
 import { downgradeRecording, rollBackOneHost, rollBackRecording } from './rollback.ts'
 
 /** The procedure, top to bottom. */
@@ -77,7 +73,7 @@ async function upgrade(run: Run<RecordingContext>): Promise<void> {
 
 /** Canary, batches, --max-fail and the maintenance window of this run (a resumed run has no window). */
 function rolloutOf(run: Run<RecordingContext>) {
-  const record = run.ctx.journal.run
+  const record = run.ctx.journal.run.params
   return {
     batches: planBatches(run.ctx.targets, record.batchSize),
     maxFail: parseMaxFail(record.maxFail, run.ctx.targets.length),
@@ -88,7 +84,7 @@ function rolloutOf(run: Run<RecordingContext>) {
 }
 
 function toleratedFailures(run: Run<RecordingContext>, failures: HostFailure[]): ToleratedFailures {
-  const record = run.ctx.journal.run
+  const record = { ...run.ctx.journal.run, ...run.ctx.journal.run.params }
   const upgraded = run.ctx.targets.length - failures.length
   return new ToleratedFailures(
     `Upgraded ${upgraded} of ${run.ctx.targets.length} hosts to ${record.targetVersion}; ${failures.map((f) => f.host).join(', ')} failed ` +
@@ -98,7 +94,7 @@ function toleratedFailures(run: Run<RecordingContext>, failures: HostFailure[]):
 }
 
 /** The playbook: this procedure, and the lossless rollback as its failure policy. */
-export const upgradeRecording: Playbook<RecordingContext> = {
+export const upgradeRecording: Playbook<RecordingContext, RecordingParams> = {
   kind: 'upgrade',
   what: (record) => `Upgrade to ${record.targetVersion}`,
   rollbackCommand: (record) => `svcops rollback recording --env ${record.environment} --run ${record.id}`,
@@ -106,26 +102,24 @@ export const upgradeRecording: Playbook<RecordingContext> = {
   rollback: rollBackRecording,
 }
 
+/** The recording service as the engine runs it: a downgrade across a schema change continues as one. */
+export const recording = recordingSystem((run) => (run.procedure === 'downgrade' ? downgradeRecording : upgradeRecording))
+
 // Entry points of the recording service's runs; the CLI (src/commands/upgrade.ts) and the tests call these.
 
 /** `svcops upgrade recording`; throws RolledBackError (exit 4) when it failed and was rolled back. */
-export function upgradeRecordingService(request: UpgradeRequest, openDeps?: DepsFactory): Promise<RunOutcome> {
-  return startRecordingRun(upgradeRecording, request, openDeps)
+export function upgradeRecordingService(request: UpgradeRequest): Promise<RunOutcome> {
+  return startSystemRun(recording, request)
 }
 
 /** `svcops upgrade recording --dry-run`: this playbook in plan mode; reads only. */
 export function planRecordingService(request: UpgradeRequest): Promise<RunPlan> {
-  return planRecordingUpgrade(upgradeRecording, request)
+  return planSystemRun(recording, request)
 }
 
 /** `svcops resume ID [--rollback]`: continues an interrupted run from its journal, or rolls it back. */
 export function resumeRecordingService(id: string, options: { rollback?: boolean; breakLock?: boolean } = {}): Promise<RunOutcome> {
-  return resumeRecordingRun(playbookOfRun(id), id, options)
-}
-
-/** The procedure run `id` follows: a downgrade across a schema change continues as one. */
-function playbookOfRun(id: string): Playbook<RecordingContext> {
-  return Journal.open(id).run.procedure === 'downgrade' ? downgradeRecording : upgradeRecording
+  return resumeSystemRun(recording, id, options)
 }
 
 /**
@@ -133,12 +127,12 @@ function playbookOfRun(id: string): Playbook<RecordingContext> {
  * cause was fixed: a new run to the same target on the same hosts, reusing that run's verified backup.
  */
 export function retryRecordingService(id: string, options: { breakLock?: boolean } = {}): Promise<RunOutcome> {
-  const old = Journal.open(id).run
-  const env = environmentOfRun(old)
+  const { journal, env } = recordedRun(recording, id)
+  const old = journal.run
   return upgradeRecordingService({
     env,
     to: old.targetVersion,
-    hosts: old.hosts,
+    hosts: old.params.hosts,
     retryOf: old,
     ...(options.breakLock ? { breakLock: true } : {}),
   })
@@ -146,7 +140,7 @@ export function retryRecordingService(id: string, options: { breakLock?: boolean
 
 /** `svcops resume ID --dry-run`: what is left to do (or what the rollback would do). */
 export function planRecordingResume(id: string, options: { rollback?: boolean } = {}): Promise<RunPlan> {
-  return planRecordingContinuation(playbookOfRun(id), id, { rollback: options.rollback ?? false })
+  return planSystemContinuation(recording, id, { rollback: options.rollback ?? false })
 }
 
 /**
@@ -172,8 +166,8 @@ export function rollbackRecordingService(
  */
 async function rollBackToVersion(env: Environment, to: string, breakLock: boolean): Promise<RunOutcome> {
   const request = { env, to, ...(breakLock ? { breakLock: true } : {}) }
-  if (await acrossSchemaChange(env, to)) return startRecordingRun(downgradeRecording, { ...request, procedure: 'downgrade' })
-  return startRecordingRun(upgradeRecording, request)
+  if (await acrossSchemaChange(env, to)) return startSystemRun(recording, { ...request, procedure: 'downgrade' })
+  return startSystemRun(recording, request)
 }
 
 /** True when V runs on another schema than today's (refused, naming what is missing, when no verified backup was taken on it). */
@@ -187,10 +181,15 @@ async function acrossSchemaChange(env: Environment, to: string): Promise<boolean
 export async function planRecordingRollback(env: Environment, options: { runId?: string; to?: string }): Promise<RunPlan> {
   if (options.to) {
     const request = { env, to: options.to }
-    if (await acrossSchemaChange(env, options.to)) return planRecordingUpgrade(downgradeRecording, { ...request, procedure: 'downgrade' })
+    if (await acrossSchemaChange(env, options.to)) return planSystemRun(recording, { ...request, procedure: 'downgrade' })
     return planRecordingService(request)
   }
   return planRecordingResume(findRunToRollBack(env, options.runId), { rollback: true })
+}
+
+/** True when run `id` is a run of the recording service (so `svcops resume ID` continues it here). */
+export function isRecordingRun(id: string): boolean {
+  return Journal.open(id).run.system === recording.name
 }
 
 if (import.meta.main) await runAsCommand(['upgrade', 'recording'])

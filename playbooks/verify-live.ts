@@ -14,7 +14,8 @@ import type { Environment } from '../src/config/schema.ts'
 import { liveContext, type LiveContext } from '../src/live/live-context.ts'
 import type { CheckResult } from '../src/live/live-judge.ts'
 import type { LiveComponentName } from '../src/live/layout.ts'
-import { Journal, newRunRecord } from '../src/runs/journal.ts'
+import { newLiveCheckRecord } from '../src/live/live-system.ts'
+import { Journal } from '../src/runs/journal.ts'
 import { runAsCommand } from '../src/runs/script.ts'
 
 export interface LiveVerification {
@@ -39,8 +40,7 @@ async function verifyComponent(ctx: LiveContext, component: LiveComponentName): 
 
 /** Verifies the live system of `env`; never throws for a failed check (see `ok`). */
 export async function verifyLiveSystem(env: Environment): Promise<LiveVerification> {
-  const record = newRunRecord({ kind: 'verify', system: 'live', environment: env.name, envFile: env.file })
-  const ctx = liveContext(env, Journal.inMemory(record))
+  const ctx = liveContext(env, Journal.inMemory(newLiveCheckRecord(env)))
   try {
     const components: LiveVerification['components'] = []
     for (const c of ctx.components) components.push(await verifyComponent(ctx, c.name))

@@ -16,7 +16,7 @@ import { closeRecordingContext, recordingContext, type RecordingContext } from '
 import type { RecordingTarget } from '../src/recording/recording-platform.ts'
 import { verifyHost, type CheckResult, type HostVerification } from '../src/recording/verify-target.ts'
 import { Journal } from '../src/runs/journal.ts'
-import { newVerifyRecord } from '../src/recording/recording-runs.ts'
+import { newVerifyRecord } from '../src/recording/recording-system.ts'
 
 export interface ServiceVerification {
   ok: boolean

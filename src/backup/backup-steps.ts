@@ -10,6 +10,7 @@ import { BadInputError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { formatBytes } from '../core/units.ts'
 import type { Journal } from '../runs/journal.ts'
+import type { RunParams } from '../runs/run-record.ts'
 import type { Opened } from '../runs/playbook.ts'
 import { defineStep } from '../runs/step.ts'
 import {
@@ -23,16 +24,22 @@ import {
   type BackupContext,
 } from './index.ts'
 
+/** What a backup run records in its record's params: the backup it made, and the schema it was taken on. */
+export interface BackupParams extends RunParams {
+  backupId?: string
+  fingerprintBefore?: string
+}
+
 /** What the backup steps share. */
 export interface BackupRunContext {
   backup: BackupContext
-  journal: Journal
+  journal: Journal<BackupParams>
   retention: { keepLast?: number; keepDays?: number }
 }
 
 /** Opens the store and the database target for a backup run. */
 export function openBackupRun(env: Environment, retention: BackupRunContext['retention']) {
-  return async (journal: Journal): Promise<Opened<BackupRunContext>> => {
+  return async (journal: Journal<BackupParams>): Promise<Opened<BackupRunContext>> => {
     requireSection(env, 'recording')
     const backup = await openBackupContext(env)
     return { ctx: { backup, journal, retention }, close: () => backup.store.close() }
@@ -41,7 +48,7 @@ export function openBackupRun(env: Environment, retention: BackupRunContext['ret
 
 /** The id of the backup this run made (from the create step's record). */
 function backupIdOf(ctx: BackupRunContext): string {
-  const id = ctx.journal.run.backupId
+  const id = ctx.journal.run.params.backupId
   if (!id) throw new BadInputError(`Run ${ctx.journal.run.id} has made no backup yet.`)
   return id
 }
@@ -53,7 +60,7 @@ export const createEncryptedBackup = defineStep<BackupRunContext>({
   describe: (ctx) => planBackup({ ...ctx.backup.createOptions, storeLocation: ctx.backup.store.location }),
   async act(ctx) {
     const m = await createBackup({ ...ctx.backup.createOptions, signer: await ctx.backup.signingKey() })
-    ctx.journal.update({ backupId: m.id, fingerprintBefore: m.fingerprint })
+    ctx.journal.updateParams({ backupId: m.id, fingerprintBefore: m.fingerprint })
     return { changed: [`created backup ${m.id} (${formatBytes(m.sizes.encrypted)})`], data: { backupId: m.id, bytes: m.sizes.encrypted } }
   },
 })

@@ -7,10 +7,12 @@
  */
 import type { Environment, LiveConfig } from '../config/schema.ts'
 import { errorMessage, LockedError, withFacts } from '../core/errors.ts'
-import { isFinished, Journal, type RunRecord } from '../runs/journal.ts'
+import { Journal } from '../runs/journal.ts'
+import { isFinished, type RunRecord } from '../runs/run-record.ts'
 import { acquireHostLock, releaseHostLock } from '../runs/lock.ts'
 import type { HeldLock, Opened } from '../runs/playbook.ts'
 import { LIVE_COMPONENTS, productOf, type LiveComponentName, type LiveProduct } from './layout.ts'
+import type { LiveParams } from './live-params.ts'
 import type { LivePlatform } from './live-platform.ts'
 import { liveLockPlace, openLivePlatform } from './live-platforms.ts'
 
@@ -24,7 +26,7 @@ export interface LiveContext {
   env: Environment
   live: LiveConfig
   product: LiveProduct
-  journal: Journal
+  journal: Journal<LiveParams>
   /** The platform the system runs on (its host, Kubernetes): every step reaches the components through it. */
   platform: LivePlatform
   /** The components in dependency order: the controller first. */
@@ -32,7 +34,7 @@ export interface LiveContext {
 }
 
 /** Builds the context of run `journal`; `ctx.platform.close()` releases what it opened. */
-export function liveContext(env: Environment, journal: Journal): LiveContext {
+export function liveContext(env: Environment, journal: Journal<LiveParams>): LiveContext {
   const { live, platform } = openLivePlatform(env, journal)
   return { env, live, product: productOf(live), journal, platform, components: LIVE_COMPONENTS.map((name) => ({ name })) }
 }
@@ -91,7 +93,7 @@ function explainLock(env: Environment, error: unknown): unknown {
 
 /** Opens the context of a run (the lock is the caller's). */
 export function openLiveRun(env: Environment) {
-  return (journal: Journal): Promise<Opened<LiveContext>> => {
+  return (journal: Journal<LiveParams>): Promise<Opened<LiveContext>> => {
     const ctx = liveContext(env, journal)
     return Promise.resolve({ ctx, close: () => ctx.platform.close() })
   }

@@ -13,6 +13,7 @@
 import type { Environment, LiveConfig } from '../config/schema.ts'
 import type { Transport } from '../core/runner.ts'
 import type { Journal } from '../runs/journal.ts'
+import type { LiveParams } from './live-params.ts'
 import type { StepResult } from '../runs/step.ts'
 import type { LiveComponentName, LiveProduct } from './layout.ts'
 import type { CheckResult } from './live-judge.ts'
@@ -22,7 +23,7 @@ export interface LiveScope {
   env: Environment
   live: LiveConfig
   product: LiveProduct
-  journal: Journal
+  journal: Journal<LiveParams>
 }
 
 /** A call the dry run shows per component. */

@@ -6,6 +6,7 @@
 import { requireSection } from '../config/load.ts'
 import type { Environment, LiveConfig } from '../config/schema.ts'
 import type { Journal } from '../runs/journal.ts'
+import type { LiveParams } from './live-params.ts'
 import { hostLockPlace, openHostsPlatform } from './hosts/live-hosts-platform.ts'
 import { clusterLiveConfig, clusterLock, openLiveCluster } from './kubernetes/live-cluster.ts'
 import { openKubernetesLivePlatform } from './kubernetes/live-kubernetes-platform.ts'
@@ -14,7 +15,7 @@ import type { LiveLockPlace, LivePlatform, LiveScope } from './live-platform.ts'
 
 interface PlatformEntry {
   /** The platform for the run of `journal`, and the live section its steps read. */
-  open(env: Environment, journal: Journal): { live: LiveConfig; platform: LivePlatform }
+  open(env: Environment, journal: Journal<LiveParams>): { live: LiveConfig; platform: LivePlatform }
   /** Where the run lock is: a file on the live host; on Kubernetes a file where svcops runs (Pulumi refuses a second update of the stack besides). */
   lock(env: Environment): LiveLockPlace
 }
@@ -39,7 +40,7 @@ const PLATFORMS: Readonly<Record<'hosts' | 'kubernetes', PlatformEntry>> = {
   },
 }
 
-function scopeOf(env: Environment, live: LiveConfig, journal: Journal): LiveScope {
+function scopeOf(env: Environment, live: LiveConfig, journal: Journal<LiveParams>): LiveScope {
   return { env, live, product: productOf(live), journal }
 }
 
@@ -49,7 +50,7 @@ function platformOf(env: Environment): PlatformEntry {
 }
 
 /** The live system's platform for the run of `journal`, and the live section its steps read. Nothing connects until used. */
-export function openLivePlatform(env: Environment, journal: Journal): { live: LiveConfig; platform: LivePlatform } {
+export function openLivePlatform(env: Environment, journal: Journal<LiveParams>): { live: LiveConfig; platform: LivePlatform } {
   return platformOf(env).open(env, journal)
 }
 

@@ -21,7 +21,7 @@ type C = ComponentHandle
 
 /** The release installed before the run (what the rollback returns to); from the preflight. */
 export function fromVersion(ctx: Ctx): string {
-  const versions = Object.values(ctx.journal.run.previousVersions)
+  const versions = Object.values(ctx.journal.run.params.previousVersions)
   return versions[0] ?? ''
 }
 
@@ -78,8 +78,8 @@ async function readPreflight(ctx: Ctx): Promise<StepResult> {
     )
   // Both packages of every component must exist before anything is staged: the rollback needs the current one.
   for (const c of ctx.components) for (const v of [to, from]) ctx.platform.assertAvailable(c.name, v)
-  if (!Object.keys(ctx.journal.run.previousVersions).length)
-    ctx.journal.update({ previousVersions: Object.fromEntries(Object.entries(versions).map(([c, v]) => [c, v ?? ''])) })
+  if (!Object.keys(ctx.journal.run.params.previousVersions).length)
+    ctx.journal.updateParams({ previousVersions: Object.fromEntries(Object.entries(versions).map(([c, v]) => [c, v ?? ''])) })
   return { data: { from, versions } }
 }
 
@@ -99,11 +99,12 @@ export const checkGates = defineStep<Ctx>({
   id: 'gates',
   title: 'blocking gates: what only people can fix, checked by svcops or acknowledged with --ack',
   once: true,
-  describe: (ctx) => describeGates(evaluateGates(ctx.live, fromVersion(ctx), ctx.journal.run.targetVersion, ctx.journal.run.acks ?? [])),
+  describe: (ctx) =>
+    describeGates(evaluateGates(ctx.live, fromVersion(ctx), ctx.journal.run.targetVersion, ctx.journal.run.params.acks ?? [])),
   act(ctx) {
     const from = fromVersion(ctx)
     const to = ctx.journal.run.targetVersion
-    const gates = evaluateGates(ctx.live, from, to, ctx.journal.run.acks ?? [])
+    const gates = evaluateGates(ctx.live, from, to, ctx.journal.run.params.acks ?? [])
     assertGatesClear(gates, from, to)
     return Promise.resolve({
       // Shown in the report's timeline: which gate was cleared how.

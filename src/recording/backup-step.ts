@@ -19,12 +19,12 @@ export const backupAndVerify = defineStep<Ctx>({
   ],
   async act(ctx) {
     const fingerprintBefore = await ctx.deps.database.fingerprint()
-    const reused = ctx.journal.run.backupId
+    const reused = ctx.journal.run.params.backupId
     if (reused) {
       // A retry: the backup of the retried run still holds this database only if the schema is the same.
-      if (fingerprintBefore !== ctx.journal.run.fingerprintBefore)
+      if (fingerprintBefore !== ctx.journal.run.params.fingerprintBefore)
         throw new OperationError(
-          `The schema changed since backup ${reused} was taken (${ctx.journal.run.fingerprintBefore?.slice(0, 12) ?? '?'} -> ${fingerprintBefore.slice(0, 12)}); it cannot be reused.`,
+          `The schema changed since backup ${reused} was taken (${ctx.journal.run.params.fingerprintBefore?.slice(0, 12) ?? '?'} -> ${fingerprintBefore.slice(0, 12)}); it cannot be reused.`,
           `Start a new upgrade: svcops upgrade recording --env ${ctx.env.name} --to ${ctx.journal.run.targetVersion}`,
         )
       return {
@@ -32,13 +32,13 @@ export const backupAndVerify = defineStep<Ctx>({
         data: { backupId: reused, fingerprint: fingerprintBefore },
       }
     }
-    const backup = await ctx.deps.backup.createVerified(ctx.journal.run.previousVersions)
+    const backup = await ctx.deps.backup.createVerified(ctx.journal.run.params.previousVersions)
     if (backup.fingerprint !== fingerprintBefore) {
       throw new OperationError(
         `The schema changed while the backup was taken (${fingerprintBefore.slice(0, 12)} -> ${backup.fingerprint.slice(0, 12)}); another process is migrating the database.`,
       )
     }
-    ctx.journal.update({ backupId: backup.id, fingerprintBefore })
+    ctx.journal.updateParams({ backupId: backup.id, fingerprintBefore })
     return { changed: [`created and verified backup ${backup.id}`], data: { backupId: backup.id, fingerprint: fingerprintBefore } }
   },
 })

@@ -26,14 +26,14 @@ export const snapshotContent = defineStep<Ctx>({
     'count the rows of every table of the database',
   ],
   async act(ctx) {
-    const run = ctx.journal.run
+    const run = ctx.journal.run.params
     // A retry (`resume ID --retry`) keeps the snapshot of the backup it reuses.
     if (run.backupId && run.snapshotIds)
       return { skipped: `the snapshot of backup ${run.backupId} (${run.snapshotIds.length} recordings) is reused` }
     const source = await firstHealthy(ctx, [...ctx.targets, ...ctx.allTargets])
     const rowCounts = await ctx.deps.database.rowCounts()
     const snapshot = await takeSnapshot(ctx.deps.content, source.url, ctx.settings.contentLimit, rowCounts)
-    ctx.journal.update({ snapshotIds: snapshot.keys })
+    ctx.journal.updateParams({ snapshotIds: snapshot.keys })
     return { data: { count: snapshot.count, rowCounts, takenAt: snapshot.takenAt } }
   },
 })

@@ -30,12 +30,12 @@ export const verifyFleet = defineStep<Ctx, [HostFailure[]]>({
       record,
       tolerated.map((f) => f.host),
     )
-    ctx.journal.update({ fingerprintAfter })
+    ctx.journal.updateParams({ fingerprintAfter })
     return {
       data: {
         fingerprintAfter,
         versions,
-        schemaChanged: fingerprintAfter !== run.fingerprintBefore,
+        schemaChanged: fingerprintAfter !== run.params.fingerprintBefore,
         ...(record ? { stackFile: recordData(record, versions[names[0] ?? '']) } : {}),
       },
     }

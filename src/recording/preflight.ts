@@ -46,7 +46,7 @@ export const preflight = defineStep<Ctx>({
       events.warn(`The installed version could not be read: ${errorMessage(error)}`)
       return {}
     })
-    ctx.journal.update({ previousVersions: versions })
+    ctx.journal.updateParams({ previousVersions: versions })
     return { data: { versions } }
   },
   async act(ctx) {
@@ -85,14 +85,14 @@ export const preflight = defineStep<Ctx>({
         )
       }
     }
-    ctx.journal.update({ previousVersions: versions })
+    ctx.journal.updateParams({ previousVersions: versions })
     return { data: { versions, granted, ...platform } }
   },
 })
 
 /** The versions a target needs at hand: the target version and the one a rollback returns to. */
 function versionsToStage(ctx: Ctx, h: RecordingTarget): string[] {
-  const previous = ctx.journal.run.previousVersions[h.name]
+  const previous = ctx.journal.run.params.previousVersions[h.name]
   return [...new Set([ctx.journal.run.targetVersion, ...(previous ? [previous] : [])])]
 }
 

@@ -8,10 +8,12 @@ import { requireSection } from '../config/load.ts'
 import type { Environment, RecordingConfig } from '../config/schema.ts'
 import { BadInputError, LockedError, errorMessage, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
-import { isFinished, Journal, listRuns, type RunRecord } from '../runs/journal.ts'
+import { Journal, listRuns } from '../runs/journal.ts'
+import { isFinished, type RunRecord } from '../runs/run-record.ts'
 import { acquireEnvironmentLock, type EnvironmentLock } from '../runs/lock.ts'
 import type { Opened } from '../runs/playbook.ts'
 import type { UpgradeDeps } from './deps.ts'
+import type { RecordingParams } from './recording-params.ts'
 import { openUpgradeDeps } from './deps-wiring.ts'
 import type { RecordingPlatform, RecordingTarget } from './recording-platform.ts'
 import { openRecordingPlatform } from './recording-platforms.ts'
@@ -21,7 +23,7 @@ import { settingsFor, type RecordingSettings } from './recording-settings.ts'
 export interface RecordingContext {
   env: Environment
   rec: RecordingConfig
-  journal: Journal
+  journal: Journal<RecordingParams>
   /** The platform the service runs on (hosts, Kubernetes): every step reaches the service through it. */
   platform: RecordingPlatform
   /** Targets of this run in rollout order (canary first): hosts, or on Kubernetes the Deployment. */
@@ -50,14 +52,14 @@ export function selectHosts<T extends { name: string }>(all: T[], names: string[
 /** Builds the context of run `journal` (connections are lazy: nothing connects until used). */
 export async function recordingContext(
   env: Environment,
-  journal: Journal,
+  journal: Journal<RecordingParams>,
   openDeps: DepsFactory = openUpgradeDeps,
 ): Promise<RecordingContext> {
   const rec = requireSection(env, 'recording')
   const settings = settingsFor(env, rec)
   const platform = openRecordingPlatform(env, settings)
   const allTargets = platform.targets
-  const targets = journal.run.hosts.map((n) => allTargets.find((t) => t.name === n)).filter((t): t is RecordingTarget => !!t)
+  const targets = journal.run.params.hosts.map((n) => allTargets.find((t) => t.name === n)).filter((t): t is RecordingTarget => !!t)
   return { env, rec, journal, platform, targets, allTargets, deps: await openDeps(env), settings }
 }
 
@@ -72,7 +74,7 @@ export async function closeRecordingContext(ctx: RecordingContext): Promise<void
  * `takeOver`, may hold them). Closing releases them.
  */
 export function openRecordingRun(env: Environment, takeOver: string[], breakLock: boolean, openDeps?: DepsFactory) {
-  return async (journal: Journal): Promise<Opened<RecordingContext>> => {
+  return async (journal: Journal<RecordingParams>): Promise<Opened<RecordingContext>> => {
     const ctx = await recordingContext(env, journal, openDeps)
     const run = journal.run
     const holder = { runId: run.id, holder: run.holder, pid: process.pid, since: run.startedAt }
@@ -137,7 +139,7 @@ export async function lockRecordingEnvironment(
 export function findRunToRollBack(env: Environment, runId?: string): string {
   const id =
     runId ??
-    listRuns().find((r) => r.environment === env.name && r.kind === 'upgrade' && r.system !== 'live' && r.phase !== 'rolled-back')?.id
+    listRuns().find((r) => r.environment === env.name && r.kind === 'upgrade' && r.system === 'recording' && r.phase !== 'rolled-back')?.id
   if (!id) {
     throw new BadInputError(
       `There is no upgrade run of environment '${env.name}' to roll back.`,
@@ -145,7 +147,7 @@ export function findRunToRollBack(env: Environment, runId?: string): string {
     )
   }
   const run = Journal.open(id).run
-  if (run.system === 'live')
+  if (run.system !== 'recording')
     throw new BadInputError(
       `Run ${id} is an upgrade of the live production system, not of the recording service.`,
       `Roll it back with: svcops rollback live --env ${env.name} --run ${id}`,

@@ -43,7 +43,7 @@ export function hostsOf(ctx: Ctx, decision: RestoreDecision): RecordingTarget[] 
 }
 
 async function decide(ctx: Ctx, dataLoss: boolean): Promise<StepResult> {
-  const run = ctx.journal.run
+  const run = ctx.journal.run.params
   if (!run.fingerprintBefore) {
     // The dry run of an upgrade: nothing has changed yet, so the decision is the rule itself.
     const reason = 'restore only if the schema fingerprint changed (a migration ran) or recordings went missing'
@@ -89,14 +89,14 @@ export const exportLaterRecordings = defineStep<Ctx>({
   title: 'export every recording written after the backup',
   once: true,
   describe: (ctx) => [
-    `list the recordings and keep every one not in the run's snapshot (${ctx.journal.run.snapshotIds?.length ?? 'all'} recordings then) in ${ctx.journal.file(EXPORTED)}`,
+    `list the recordings and keep every one not in the run's snapshot (${ctx.journal.run.params.snapshotIds?.length ?? 'all'} recordings then) in ${ctx.journal.file(EXPORTED)}`,
   ],
   async act(ctx) {
-    if (!ctx.journal.run.backupId)
+    if (!ctx.journal.run.params.backupId)
       throw new OperationError(`Run ${ctx.journal.run.id} has no verified backup to restore; the database was left as it is.`)
     const now = (await listFromAny(ctx, ctx.allTargets)) ?? []
     const candidates = [...readRecordings(ctx.journal.file(CONTENT_BEFORE_STOP)), ...now]
-    const after = recordingsAfter(ctx.journal.run.snapshotIds ?? [], candidates)
+    const after = recordingsAfter(ctx.journal.run.params.snapshotIds ?? [], candidates)
     writeFileSync(ctx.journal.file(EXPORTED), JSON.stringify(after, null, 2) + '\n', { mode: 0o600 })
     events.info(`Rollback: ${after.length} recording(s) were written after the backup and will be re-created.`)
     return {
@@ -113,16 +113,16 @@ export const restoreBackup = defineStep<Ctx>({
   title: 'restore the run’s verified backup (every host stopped)',
   once: true,
   describe: (ctx) => {
-    const run = ctx.journal.run
+    const run = ctx.journal.run.params
     return [
       `restore backup ${run.backupId ?? '(the one this run takes)'} into ${ctx.rec.database.name} in one transaction; ` +
         `check the fingerprint is ${run.fingerprintBefore?.slice(0, 12) ?? 'the one before the run'} again`,
     ]
   },
   async act(ctx) {
-    const run = ctx.journal.run
+    const run = ctx.journal.run.params
     const id = run.backupId
-    if (!id) throw new OperationError(`Run ${run.id} has no verified backup to restore; the database was left as it is.`)
+    if (!id) throw new OperationError(`Run ${ctx.journal.run.id} has no verified backup to restore; the database was left as it is.`)
     await withLockRowKept(ctx.rec.database, ctx.env.name, () => ctx.deps.backup.restore(id, run.fingerprintBefore))
     const now = await ctx.deps.database.fingerprint()
     if (run.fingerprintBefore && now !== run.fingerprintBefore) {

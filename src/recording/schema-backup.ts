@@ -91,7 +91,7 @@ export const exportAllRecordings = defineStep<Ctx>({
     const kept = list.filter((r) => !isTestRecording(r))
     writeFileSync(ctx.journal.file(EXPORTED), JSON.stringify(kept, null, 2) + '\n', { mode: 0o600 })
     // Ids change when recordings are re-created: they are checked by content (verify-recreated), not by id.
-    ctx.journal.update({ snapshotIds: [] })
+    ctx.journal.updateParams({ snapshotIds: [] })
     return { changed: [`exported ${kept.length} recording(s) to ${ctx.journal.file(EXPORTED)}`], data: { count: kept.length } }
   },
 })

@@ -90,7 +90,7 @@ export const verifyHost = defineStep<Ctx, [T]>({
     `each answered within ${ctx.settings.slowResponseMs} ms (recording.slowResponseMs), else slow`,
   ],
   async act(ctx, h) {
-    const keys = ctx.journal.run.snapshotIds ?? []
+    const keys = ctx.journal.run.params.snapshotIds ?? []
     const v = await verify(ctx.deps.content, h.url, {
       host: h.name,
       limit: ctx.settings.contentLimit,

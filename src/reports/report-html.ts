@@ -3,15 +3,19 @@
  * fetched) built from the same `RunReport` as report.md. At its top the timeline picture: one lane
  * per host, each step a bar coloured by its stage (the rollback's steps in their own colour), the
  * canary and batches marked where they started, the maintenance window's end as a line, and each
- * host's downtime written at the end of its lane. Below it the outcome in one sentence, the backup,
- * the rollback, the configuration review, the recordings re-created and the step table. The whole
+ * host's downtime written at the end of its lane. Below it the outcome in one sentence, the run's
+ * facts, the sections its system contributes (the rollback, the configuration review...), the
+ * downtime table and the step table. The whole
  * page passes through the redaction layer; it prints on white and follows the reader's dark mode.
  */
 import { formatDuration } from '../core/events.ts'
 import { redact } from '../core/redact.ts'
 import { Phase } from '../runs/step.ts'
 import { buildTimeline, downtimeLabel, kindTitle, outcomeSentence, STAGES, type Bar, type Timeline } from './timeline.ts'
-import type { FindingView, RunReport } from './report-types.ts'
+import type { SystemDescription } from '../runs/system-description.ts'
+import { escapeHtml } from './report-section.ts'
+import { reportSystemOf } from './report-system.ts'
+import type { RunReport } from './report-types.ts'
 
 const WIDTH = 1000
 const LABEL = 150
@@ -19,9 +23,7 @@ const RIGHT = 170
 const LANE = 30
 const TOP = 38
 
-function esc(value: unknown): string {
-  return String(value).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
-}
+const esc = escapeHtml
 
 function clock(ms: number): string {
   return new Date(ms).toISOString().slice(11, 19)
@@ -132,7 +134,7 @@ function section(title: string, body: string): string {
 }
 
 /** The whole report page. */
-export function renderHtml(report: RunReport): string {
+export function renderHtml(report: RunReport, system?: SystemDescription): string {
   const { run } = report
   const timeline = buildTimeline(report)
   const bad = run.phase !== 'succeeded' && run.phase !== 'running'
@@ -144,32 +146,25 @@ export function renderHtml(report: RunReport): string {
     `<p class="outcome${bad ? ' bad' : ''}" id="outcome">${esc(outcomeSentence(report))}</p>`,
   ]
   if (run.cause) parts.push(`<p>Cause: ${esc(run.cause)}</p>`)
-  const facts: string[] = []
-  if (run.backupId) facts.push(`<li>backup ${esc(run.backupId)}, verified before anything stopped</li>`)
-  if (run.deadline) facts.push(`<li>maintenance window until ${esc(run.deadline)}</li>`)
-  if (run.fingerprintBefore)
-    facts.push(
-      `<li>schema fingerprint before ${esc(run.fingerprintBefore.slice(0, 16))}${run.fingerprintAfter ? `, after ${esc(run.fingerprintAfter.slice(0, 16))}` : ''}</li>`,
-    )
-  const previous = Object.entries(run.previousVersions).map(([h, v]) => `${h} ${v}`)
-  if (previous.length) facts.push(`<li>previous versions: ${esc(previous.join(', '))}</li>`)
-  if (facts.length) parts.push(section('Backup and versions', `<ul id="backup">${facts.join('')}</ul>`))
-  if (report.rollback) {
-    const rb = report.rollback
-    const rows = [`<li>database ${rb.restore ? 'restored' : 'kept'}: ${esc(rb.reason)}</li>`, `<li>hosts: ${esc(rb.hosts.join(', '))}</li>`]
-    parts.push(section('Rollback', `<ul id="rollback">${rows.join('')}</ul>`))
-  }
-  if (report.recreated.length) {
-    const rows = (report.recreated as Array<Record<string, unknown>>).map(
-      (r) => `<li>${esc(r.channelName)} — ${esc(r.title)} (${esc(r.startTime)}–${esc(r.stopTime)})</li>`,
-    )
-    parts.push(section(`Recordings re-created (${report.recreated.length})`, `<ul id="recreated">${rows.join('')}</ul>`))
-  }
-  const why = diagnoses(report)
-  if (why) parts.push(section('Why it failed (doctor)', why))
+  const of = reportSystemOf(run, system)
+  const present = of.sections.filter((x) => report[x.key] !== undefined)
+  const previous = Object.entries(report.view.previousVersions).map(([h, v]) => `${h} ${v}`)
+  const facts = [
+    ...of.facts(run),
+    ...present.flatMap((x) => x.headline?.(report[x.key] as never) ?? []),
+    ...(previous.length ? [`previous versions: ${previous.join(', ')}`] : []),
+  ]
+  if (facts.length) parts.push(section('Backup and versions', `<ul id="backup">${facts.map((f) => `<li>${esc(f)}</li>`).join('')}</ul>`))
+  const sectionsOf = (before: boolean) =>
+    present
+      .filter((x) => !!x.beforeDowntime === before)
+      .flatMap((x) => {
+        const part = x.html?.(report[x.key] as never)
+        return part ? [section(part.title, part.body)] : []
+      })
+  parts.push(...sectionsOf(true))
   parts.push(section('Downtime per host', downtimeTable(report)))
-  const reviews = configReviews(report)
-  if (reviews) parts.push(section('Configuration review', reviews))
+  parts.push(...sectionsOf(false))
   parts.push(section('Every step', stepTable(report)))
   const html = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -182,51 +177,12 @@ ${parts.join('\n')}
   return redact(html)
 }
 
-/** The doctor's findings (cause, evidence, fix) per diagnosed host; the checks it made are in report.md. */
-function diagnoses(report: RunReport): string | undefined {
-  if (!report.diagnoses.length) return undefined
-  const out: string[] = []
-  for (const d of report.diagnoses) {
-    const findings = d.findings as FindingView[]
-    const items = findings.map(
-      (f) =>
-        `<li data-cause="${esc(f.cause)}"><strong>${esc(f.severity)}</strong> <code>${esc(f.cause)}</code> on ${esc(f.host)}: ${esc(f.summary)}` +
-        `<ul>${f.evidence.map((e) => `<li>evidence: ${esc(e)}</li>`).join('')}<li>fix: ${esc(f.remedy)}</li></ul></li>`,
-    )
-    out.push(
-      `<h3>${esc(d.host ? `${d.host}: ` : '')}${esc(d.step)}${d.failure ? ` — after: ${esc(d.failure)}` : ''}</h3>`,
-      items.length ? `<ul>${items.join('')}</ul>` : '<p>No cause found.</p>',
-    )
-  }
-  return `<div id="doctor">${out.join('\n')}</div>`
-}
-
 function downtimeTable(report: RunReport): string {
   const rows = report.downtime.map(
     (d) =>
       `<tr data-host="${esc(d.host)}"><td>${esc(d.host)}</td><td>${esc(d.stoppedAt ?? '—')}</td><td>${esc(d.verifiedAt ?? (d.stoppedAt ? 'not verified' : '—'))}</td><td>${d.downtimeMs !== undefined ? esc(formatDuration(d.downtimeMs)) : '—'}</td><td>${esc(d.endedOn ?? '')}</td></tr>`,
   )
   return `<table id="downtime"><thead><tr><th>host</th><th>stopped</th><th>verified</th><th>downtime</th><th>ended on</th></tr></thead><tbody>${rows.join('')}</tbody></table>`
-}
-
-function configReviews(report: RunReport): string | undefined {
-  const out: string[] = []
-  for (const { host, review } of report.configReviews) {
-    if (!review || typeof review !== 'object') continue
-    const r = review as {
-      configPath?: string
-      newDefaults?: Array<{ path: string; diff: string }>
-      obsoleteOptions?: string[]
-      newOptions?: string[]
-    }
-    out.push(`<h3>${esc(host)}: ${esc(r.configPath ?? '')}</h3>`)
-    if (r.newOptions?.length) out.push(`<p>New options (defaults apply): ${esc(r.newOptions.join(', '))}</p>`)
-    if (r.obsoleteOptions?.length)
-      out.push(`<p class="failed">Set but no longer in the new default: ${esc(r.obsoleteOptions.join(', '))}</p>`)
-    if (!r.newDefaults?.length) out.push('<p class="muted">No new default configuration was left beside the active one.</p>')
-    for (const d of r.newDefaults ?? []) out.push(`<p><code>${esc(d.path)}</code></p><pre>${esc(d.diff)}</pre>`)
-  }
-  return out.length ? `<div id="config-review">${out.join('\n')}</div>` : undefined
 }
 
 function stepTable(report: RunReport): string {

@@ -1,5 +1,7 @@
 /** The shape of a run's report, apart from the code that builds and renders it (report.ts, report-html.ts, timeline.ts). */
-import type { JournalEntry, RunRecord } from '../runs/journal.ts'
+import type { JournalEntry } from '../runs/journal.ts'
+import type { RunRecord } from '../runs/run-record.ts'
+import type { RunView } from '../runs/system-description.ts'
 
 export interface HostDowntime {
   host: string
@@ -12,35 +14,20 @@ export interface HostDowntime {
   endedOn?: string
 }
 
+/**
+ * A run's report: what every run has — its record, its system's view of it (targets, batches,
+ * window), each target's downtime, the timeline — and, under their keys, the sections its system
+ * contributes (report-section.ts): the recording service's `rollback`, `recreated`, `configReviews`,
+ * `stackFile`; the doctor's `diagnoses`.
+ */
 export interface RunReport {
   run: RunRecord
+  view: RunView
   downtime: HostDowntime[]
   timeline: JournalEntry[]
-  configReviews: Array<{ host: string; review: unknown }>
-  recreated: unknown[]
-  /** The doctor's findings and checks (preflight, or a failed host before its rollback): why it failed. */
-  diagnoses: Array<{ step: string; host?: string; failure?: string; findings: unknown[]; checks: unknown[] }>
-  rollback?: { restore: boolean; reason: string; hosts: string[] }
-  /** Kubernetes platform: what the stack file holds at the run's last check, and what the Deployment runs (the file is the record). */
-  stackFile?: { file: string; key: string; version: string | null; deployment: string | null }
-  /** Kubernetes platform: the copy of the stack file the run left in its run folder (`copy`), made from `file` at its end. */
+  /** The copy of a file the run left in its run folder when it ended (the stack file on Kubernetes), made from `file`. */
   record?: { file: string; copy: string }
-}
-
-/** A doctor finding as the report shows it (src/doctor writes these into a step's data). */
-export interface FindingView {
-  cause: string
-  host: string
-  severity: string
-  summary: string
-  evidence: string[]
-  remedy: string
-}
-/** One check the doctor made, as the report shows it. */
-export interface CheckView {
-  cause: string
-  host: string
-  status: string
-  check: string
-  detail: string
+  /** What the system's sections add to the outcome sentence of a rolled-back run: " (database restored)". */
+  outcomeNote?: string
+  [section: string]: unknown
 }

@@ -8,7 +8,6 @@
 import { formatDuration } from '../core/events.ts'
 import type { JournalEntry } from '../runs/journal.ts'
 import type { HostDowntime, RunReport } from './report-types.ts'
-import { planBatches } from '../runs/rollout.ts'
 import { Phase, type PhasePrefix } from '../runs/step.ts'
 
 /** How a bar is coloured: where a step sits between "stopped" and "verified", or the rollback's. */
@@ -101,18 +100,11 @@ function barsOf(entries: JournalEntry[], runEnd: number): Bar[] {
 
 /** The timeline of a run's report. */
 export function buildTimeline(report: RunReport): Timeline {
-  const { run, timeline: entries } = report
+  const { run, view, timeline: entries } = report
   const times = entries.map((e) => Date.parse(e.time))
   const start = Math.min(Date.parse(run.startedAt), ...times)
   const end = Math.max(run.finishedAt ? Date.parse(run.finishedAt) : start, ...times, start + 1)
-  const plan = run.hosts.length
-    ? planBatches(
-        run.hosts.map((name) => ({ name })),
-        Math.max(1, run.batchSize || 1),
-      )
-    : []
-  const batches: BatchMark[] = plan.map((batch, i) => {
-    const hosts = batch.map((h) => h.name)
+  const batches: BatchMark[] = view.batches.map((hosts, i) => {
     // A batch starts with its first stop (steps before it, like staging packages, run on every host at once).
     const first = entries.find(
       (e) => e.disruptive === true && e.host && hosts.includes(e.host) && splitStepName(e.step).phase === Phase.run,
@@ -129,7 +121,7 @@ export function buildTimeline(report: RunReport): Timeline {
       ),
     },
   ]
-  for (const host of run.hosts) {
+  for (const host of view.targets) {
     const lane: Lane = {
       host,
       bars: barsOf(
@@ -143,7 +135,7 @@ export function buildTimeline(report: RunReport): Timeline {
     if (downtime) lane.downtime = downtime
     lanes.push(lane)
   }
-  return { start, end, lanes, batches, ...(run.deadline ? { windowEnd: Date.parse(run.deadline) } : {}) }
+  return { start, end, lanes, batches, ...(view.windowEnd ? { windowEnd: Date.parse(view.windowEnd) } : {}) }
 }
 
 /** "down 12.3 s", "down since 03:01:12, not verified", or undefined when the host never stopped. */
@@ -187,7 +179,7 @@ export function outcomeSentence(report: RunReport): string {
   const where = failedEntry
     ? ` ${failedBatch ? `in ${failedBatch === 'canary' ? 'the canary' : failedBatch} ` : ''}${failedEntry.host ? `on ${failedEntry.host} ` : ''}at ${failedEntry.step}`
     : ''
-  const restore = report.rollback ? ` (database ${report.rollback.restore ? 'restored' : 'kept'})` : ''
+  const restore = report.outcomeNote ?? ''
   const how: Record<RunReport['run']['phase'], string> = {
     running: 'is still running',
     'rolling-back': `failed${where} and is rolling back`,

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { batchFitsWindow, parseMaxFail, parseWindow, planBatches, runConcurrently } from '../../src/runs/rollout.ts'
-import { Journal, listRuns, newRunId, newRunRecord, type RunRecord } from '../../src/runs/journal.ts'
+import { Journal, listRuns } from '../../src/runs/journal.ts'
+import { newRunId, newRunRecord, type RunRecord } from '../../src/runs/run-record.ts'
 import { aptDriver, dnfDriver, dpkgDriver, findDebFile, showCommand } from '../../src/drivers/packages.ts'
 import { findLogErrors, linesSince, supervisorDriver, systemdDriver } from '../../src/drivers/services.ts'
 import { downtimeOf } from '../../src/reports/report.ts'
@@ -269,13 +270,11 @@ describe('journal and report', () => {
     const run: RunRecord = {
       id: newRunId(),
       kind: 'upgrade',
+      system: 'recording',
       environment: 'lab',
       envFile: '/x',
       targetVersion: '2.0.0',
-      previousVersions: { h1: '1.5.0' },
-      hosts: ['h1'],
-      batchSize: 1,
-      maxFail: '0',
+      params: { previousVersions: { h1: '1.5.0' }, hosts: ['h1'], batchSize: 1, maxFail: '0' },
       autoRollback: true,
       phase: 'running',
       startedAt: new Date().toISOString(),
@@ -301,7 +300,10 @@ describe('journal and report', () => {
 
   it('refuses damaged run records and journals with the file named, and lists the other runs', () => {
     const base = mkdtempSync(join(tmpdir(), 'svcops-runs-'))
-    const good = Journal.create(newRunRecord({ kind: 'upgrade', environment: 'lab', envFile: '/x', targetVersion: '2.0.0' }), base)
+    const good = Journal.create(
+      newRunRecord({ kind: 'upgrade', system: 'recording', environment: 'lab', envFile: '/x', targetVersion: '2.0.0', params: {} }),
+      base,
+    )
     good.append({ step: 'preflight', status: 'ok' })
     const bad = newRunId()
     mkdirSync(join(base, bad))

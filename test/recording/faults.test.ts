@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exitCodeFor, RolledBackError } from '../../src/core/errors.ts'
 import { Journal, listRuns } from '../../src/runs/journal.ts'
+import { recordingSectionsOf } from '../../src/recording/recording-report.ts'
 import { buildReport } from '../../src/reports/report.ts'
 import { rollbackRecordingService, upgradeRecordingService } from '../../playbooks/upgrade.ts'
 import { runSvcopsKilledAt } from '../support/cli.ts'
@@ -47,7 +48,7 @@ describe('fault releases are rolled back with nothing lost', () => {
       for (const r of before) expect(ids).toContain(r.id)
       const report = buildReport(Journal.open(listRuns(lab.runsDir)[0]?.id ?? ''))
       expect(report.run.phase).toBe('rolled-back')
-      expect(report.rollback?.restore).toBe(c.restore)
+      expect(recordingSectionsOf(report).rollback?.restore).toBe(c.restore)
     })
   }
 })

@@ -92,7 +92,7 @@ describe('fleet upgrade', () => {
       /The maintenance window ends at \S+; batch 1 \(rec-2\) would not end before it \(a batch has taken \d+ s\)/,
     )
     const run = Journal.open(listRuns(lab.runsDir)[0]?.id ?? '')
-    expect(run.run.deadline).toBeDefined()
+    expect(run.run.params.deadline).toBeDefined()
     expect(run.entries().some((e) => e.step === stepName(stopService) && e.host === 'rec-2')).toBe(false)
     expect(run.entries().some((e) => e.step === stepName(restoreBackup, Phase.rollback) && e.status === 'ok')).toBe(true)
     expect(await lab.versions()).toEqual({ 'rec-1': '1.5.0', 'rec-2': '1.5.0', 'rec-3': '1.5.0' })

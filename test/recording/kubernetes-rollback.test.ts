@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadEnvironmentFile } from '../../src/config/load.ts'
 import type { Environment } from '../../src/config/schema.ts'
 import { Journal } from '../../src/runs/journal.ts'
+import type { RecordingParams } from '../../src/recording/recording-params.ts'
 import { closeRecordingContext, recordingContext, type RecordingContext } from '../../src/recording/recording-context.ts'
 import { backupAndVerify } from '../../src/recording/backup-step.ts'
 import { snapshotContent } from '../../src/recording/content-steps.ts'
@@ -25,14 +26,14 @@ import {
   restoreBackup,
   verifyRecreated,
 } from '../../src/recording/rollback-steps.ts'
-import { newUpgradeRecord } from '../../src/recording/recording-runs.ts'
+import { newUpgradeRecord } from '../../src/recording/recording-system.ts'
 import { ROOT } from '../support/cli.ts'
 import { startUpgradeLab, type UpgradeLab } from './fixture.ts'
 
 let lab: UpgradeLab
 let env: Environment
 let ctx: RecordingContext
-let journal: Journal
+let journal: Journal<RecordingParams>
 
 /** The lab's stack on the kubernetes platform: no hosts, the Deployment from the prod stack's svcops:deploy. */
 function kubernetesStack(): Environment {
@@ -86,12 +87,12 @@ afterAll(async () => {
 describe('the rollback on the Kubernetes platform, on the real lab', () => {
   it('runs on the Deployment as its one target, and takes the verified backup and the snapshot before anything stops', async () => {
     expect(ctx.allTargets.map((h) => h.name)).toEqual(['svc-recording'])
-    expect(journal.run.hosts).toEqual(['svc-recording'])
+    expect(journal.run.params.hosts).toEqual(['svc-recording'])
     await snapshotContent.act(ctx)
     const backup = await backupAndVerify.act(ctx)
     expect(backup.changed?.[0]).toMatch(/^created and verified backup /)
-    expect(journal.run.snapshotIds).toHaveLength(4)
-    expect(journal.run.fingerprintBefore).toBe(await lab.fingerprint())
+    expect(journal.run.params.snapshotIds).toHaveLength(4)
+    expect(journal.run.params.fingerprintBefore).toBe(await lab.fingerprint())
   })
 
   it('keeps the database when the schema did not change, and moves only the Deployment', async () => {
@@ -102,7 +103,7 @@ describe('the rollback on the Kubernetes platform, on the real lab', () => {
   })
 
   it('restores when 2.0.0 migrated the schema, and re-creates every recording written since the backup', async () => {
-    const before = journal.run.fingerprintBefore
+    const before = journal.run.params.fingerprintBefore
     await pods('stop')
     await pods({ start: '2.0.0' }) // the new pods start and migrate
     expect(await lab.fingerprint()).not.toBe(before)

@@ -135,7 +135,7 @@ describe('upgrade of one host', () => {
     expect(dry.code, dry.stderr).toBe(0)
     expect(dry.stdout).toContain('restore the database: the schema fingerprint changed')
     expect(dry.stdout).toMatch(/install 1\.5\.0 over 2\.0\.0: dpkg --root=/)
-    expect(dry.stdout).toContain(`restore backup ${Journal.open(outcome.runId).run.backupId ?? '?'}`)
+    expect(dry.stdout).toContain(`restore backup ${String(Journal.open(outcome.runId).run.params.backupId)}`)
     expect(await lab.versions()).toEqual({ 'rec-1': '2.0.0' })
     expect(await lab.fingerprint()).toBe(fingerprintNow)
     expect(Journal.open(outcome.runId).run.phase).toBe('succeeded')
@@ -187,7 +187,7 @@ describe('upgrade of one host', () => {
   it('rollback --to an explicit version goes through the upgrade path (backup, verify)', async () => {
     const outcome = await rollbackRecordingService(lab.env(), { to: '1.4.0' })
     expect(outcome.phase).toBe('succeeded')
-    expect(outcome.report.run.backupId).toBeDefined()
+    expect(outcome.report.run.params.backupId).toBeDefined()
     expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
   })
 

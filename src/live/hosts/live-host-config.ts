@@ -45,7 +45,7 @@ function touchedPaths(h: HostConfig): string[] {
 async function configPlan(h: HostConfig, from: string, to: string, newPsk: () => string): Promise<ConfigPlan> {
   const { live, journal } = h.scope
   const state = await readConfigState(live, h.host, from, to)
-  return planConfig(live, state, from, to, { newPsk, tcpEndpoint: journal.run.tcpEndpoint })
+  return planConfig(live, state, from, to, { newPsk, tcpEndpoint: journal.run.params.tcpEndpoint })
 }
 
 /** Reads the files and computes the change: what svcops cannot change for people is refused here. */

@@ -61,7 +61,7 @@ export function describeClusterConfigCheck(ctx: Ctx, from: string, to: string): 
 
 /** Refuses what the program cannot deploy for the target: several TCP endpoints where one is taken; `--tcp-endpoint` (the stack file holds them). */
 export function checkClusterConfig(ctx: Ctx, to: string): StepResult {
-  if (ctx.journal.run.tcpEndpoint)
+  if (ctx.journal.run.params.tcpEndpoint)
     throw new BadInputError(
       `--tcp-endpoint: not taken on the Kubernetes platform; the pipeline's endpoints are svcops:deploy.live.pipeline.tcpEndpoints in ${ctx.env.file}.`,
       'Keep the one endpoint there (a reviewed change of the stack file), then run again without --tcp-endpoint.',

@@ -1,0 +1,43 @@
+/**
+ * What a system adds to a run's report: facts for its head ("backup ..., verified before anything
+ * stopped") and sections, each built from the journal's entries (found by the `report` value its
+ * steps journal, never by a step's name) and rendered in report.md and report.html. The report
+ * itself (report.ts) knows only what every run has: its record, its timeline and each target's downtime.
+ */
+import type { JournalEntry } from '../runs/journal.ts'
+import type { RunRecord } from '../runs/run-record.ts'
+
+/** One section of a report. `V`: its value, kept in report.json under `key`. */
+export interface ReportSection<V = unknown> {
+  /** Its key in report.json (`rollback`, `configReviews`...). */
+  readonly key: string
+  /** Its value from the journal's entries and the record; undefined leaves it out. */
+  build(entries: JournalEntry[], run: RunRecord): V | undefined
+  /** A line of the report's head ("stack file: ... holds ..."), without its bullet. */
+  headline?(value: V): string | undefined
+  /** Its part of report.md (a `## ...` section), or nothing. */
+  markdown?(value: V): string[]
+  /** Its part of report.html: a title and an HTML body (every value escaped), or nothing. */
+  html?(value: V): { title: string; body: string } | undefined
+  /** Shown before the downtime table (the rollback's decision), else after it. */
+  readonly beforeDowntime?: boolean
+  /** What it adds to the outcome sentence of a rolled-back run: " (database restored)". */
+  outcome?(value: V): string
+}
+
+/** What a system contributes to the reports of its runs. */
+export interface ReportContribution {
+  /** Facts of the run for the report's head, one sentence each without a bullet ("backup b-1 (verified before anything stopped)"). */
+  facts?(run: RunRecord): string[]
+  readonly sections: ReadonlyArray<ReportSection<never>>
+}
+
+/** Declares a section (typed: its value flows from `build` to its renderers). */
+export function defineSection<V>(section: ReportSection<V>): ReportSection<never> {
+  return section as unknown as ReportSection<never>
+}
+
+/** HTML text of any value. */
+export function escapeHtml(value: unknown): string {
+  return String(value).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+}
