@@ -8,7 +8,6 @@
  * The part that reports, notifications and metrics need is its `SystemDescription`
  * (system-description.ts).
  */
-import type { z } from 'zod'
 import type { Environment } from '../config/schema.ts'
 import type { PlannedStep } from './engine.ts'
 import type { Journal } from './journal.ts'
