@@ -6,9 +6,8 @@
  * `lab.record(...)`, add a stopper for its `kind` to `stoppers`, call it from `labUp` as a
  * `lab.step(...)`, name it in `labUpPlan`, and pass its section to `writeLabEnvironment`.
  */
-import { spawn } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { stringify as toYaml } from 'yaml'
 import { parseEnvironment } from '../config/load.ts'
@@ -19,9 +18,10 @@ import type { AuthRevision } from '../releases/auth.ts'
 import type { EmulatorConfig } from './manager/main.ts'
 import { hashPassword } from './manager/passwords.ts'
 import { freePort } from './ports.ts'
-import { PROJECT_ROOT, projectPath } from '../core/paths.ts'
+import { projectPath } from '../core/paths.ts'
 import { startPostgres, stopPostgres, type PostgresCluster, type PostgresInfo } from './postgres.ts'
-import { descendantsOf, isAlive, processStartTicks, terminatePids } from '../core/process.ts'
+import { isAlive, processStartTicks } from '../core/process.ts'
+import { isRunning, readTail, spawnDetached, stopProcess, waitForHealth } from './lab-processes.ts'
 import { prepareLabBackup } from './backup.ts'
 import {
   checkLabHostsOptions,
@@ -290,51 +290,6 @@ export function writeLabEnvironment(lab: LabRun, sections: Record<string, unknow
   lab.record({ kind: 'files', name: 'environment file', info: {}, paths: [file], stop: 'nothing runs' })
   writeFileSync(file, `${ENV_FILE_HEADER}\n${toYaml({ config })}`)
   return file
-}
-
-/** Starts `argv` in its own session with output appended to `log`; it outlives this process. */
-export function spawnDetached(argv: string[], log: string, options: { cwd?: string; env?: Record<string, string> } = {}): number {
-  const fd = openSync(log, 'a', 0o600)
-  try {
-    // Only what the child needs: the CLI's environment may hold secrets (passwords by env reference).
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/', ...options.env }
-    // A hand-written spawn, not zx: a daemon in its own session that outlives this process, where
-    // zx would wait for it and keep its output.
-    const child = spawn(argv[0] ?? '', argv.slice(1), { cwd: options.cwd ?? PROJECT_ROOT, env, detached: true, stdio: ['ignore', fd, fd] })
-    child.unref()
-    if (child.pid === undefined) throw new OperationError(`Could not start ${argv[0] ?? ''} (see ${log}).`)
-    return child.pid
-  } finally {
-    closeSync(fd)
-  }
-}
-
-function isRunning(entry: LabEntry): boolean {
-  if (entry.pid === undefined) return false
-  const ticks = processStartTicks(entry.pid)
-  return ticks !== undefined && (entry.info.startTicks === undefined || entry.info.startTicks === '' || entry.info.startTicks === ticks)
-}
-
-async function stopProcess(entry: LabEntry): Promise<void> {
-  if (entry.pid !== undefined && isRunning(entry)) await terminatePids([entry.pid, ...descendantsOf(entry.pid)], 5000)
-}
-
-async function waitForHealth(url: string, pid: number, timeoutMs = 20_000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    if (processStartTicks(pid) === undefined) return false
-    try {
-      if ((await fetch(url, { signal: AbortSignal.timeout(1000) })).ok) return true
-    } catch {
-      // Not listening yet.
-    }
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  return false
-}
-
-function readTail(file: string): string {
-  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').slice(-3).join(' ') : ''
 }
 
 /** How each kind of entry is stopped (also from another process). Add a kind here with its start function. */
