@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { LIVE_LOCK_PATH } from '../../src/live/hosts/live-hosts-platform.ts'
 import { listRuns } from '../../src/runs/journal.ts'
-import { gateIds, startLiveLab, type LiveLab } from './fixture.ts'
+import { gateIds, startLiveLab, type LiveLab } from '../support/live-lab.ts'
 
 let lab: LiveLab
 

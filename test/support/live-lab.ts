@@ -25,8 +25,8 @@ import {
   settingsCandidates,
   type LiveComponentName,
 } from '../../src/live/layout.ts'
-import { runSvcops, runSvcopsKilledAt, runSvcopsKilledInRun, sampleProcessArguments, type CliRun } from '../support/cli.ts'
-import { supervisorctlArgv } from '../support/supervisorctl.ts'
+import { runSvcops, runSvcopsKilledAt, runSvcopsKilledInRun, sampleProcessArguments, type CliRun } from './cli.ts'
+import { supervisorctlArgv } from './supervisorctl.ts'
 
 export { LIVE_COMPONENTS, type LiveComponentName }
 
