@@ -6,7 +6,7 @@ import { errorMessage } from '../core/errors.ts'
 import type { RecordingHost } from '../recording/recording-platform.ts'
 import { CAUSES, seedOf } from './causes.ts'
 import { openHostView } from './host-view.ts'
-import type { Cause, Finding } from './types.ts'
+import type { Cause, Finding } from './doctor-types.ts'
 
 /** One cause on one host: what was checked, and what it found or why it was skipped. */
 export interface CheckResult {

@@ -11,7 +11,7 @@ import { openRecordingPlatform } from '../recording/recording-platforms.ts'
 import { settingsFor } from '../recording/recording-settings.ts'
 import { CAUSES } from './causes.ts'
 import { diagnoseHosts, type Diagnosis } from './diagnose.ts'
-import type { ProblemId } from './types.ts'
+import type { ProblemId } from './doctor-types.ts'
 
 /** Checks one of the seed's problems, cause by cause, on the chosen hosts. */
 export type CheckProblem = (problem: ProblemId) => Promise<Diagnosis>

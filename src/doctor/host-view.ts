@@ -9,7 +9,7 @@ import { registerSecret } from '../core/redact.ts'
 import { runCommand } from '../core/runner.ts'
 import { hostPath } from '../drivers/transports.ts'
 import type { RecordingHost } from '../recording/recording-platform.ts'
-import type { HostView, ServiceConfig } from './types.ts'
+import type { HostView, ServiceConfig } from './doctor-types.ts'
 
 /** Lines of the service log read to find its last start. */
 const LOG_LINES = 200

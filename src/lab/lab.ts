@@ -19,10 +19,10 @@ import type { EmulatorConfig } from './manager/main.ts'
 import { hashPassword } from './manager/passwords.ts'
 import { freePort } from './ports.ts'
 import { projectPath } from '../core/paths.ts'
-import { startPostgres, stopPostgres, type PostgresCluster, type PostgresInfo } from './postgres.ts'
+import { startPostgres, stopPostgres, type PostgresCluster, type PostgresInfo } from './lab-postgres.ts'
 import { isAlive, processStartTicks } from '../core/process.ts'
 import { isRunning, readTail, spawnDetached, stopProcess, waitForHealth } from './lab-processes.ts'
-import { prepareLabBackup } from './backup.ts'
+import { prepareLabBackup } from './lab-backup.ts'
 import {
   checkLabHostsOptions,
   finishLabRecording,

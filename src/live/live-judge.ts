@@ -2,7 +2,7 @@
  * How a check of the live production system judges what it read — the controller's status, its
  * list of connected components, a component's metrics — the same on a host (read over HTTP,
  * src/live/hosts/live-host-checks.ts) and on Kubernetes (through the Service and the pod proxy,
- * src/live/kubernetes/live-cluster.ts): one judgement, two ways of reading.
+ * src/live/kubernetes/live-cluster-handle.ts): one judgement, two ways of reading.
  */
 import { apiPrefix, connectedMetricName, liveMetricNames } from '../releases/versions.ts'
 import type { LiveComponentName, LiveProduct } from './layout.ts'

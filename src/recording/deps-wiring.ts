@@ -5,8 +5,8 @@
  */
 import { existsSync, statfsSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { managerClientFor } from '../clients/manager.ts'
-import { RecordingClient } from '../clients/recording.ts'
+import { managerClientFor } from '../clients/manager-client.ts'
+import { RecordingClient } from '../clients/recording-client.ts'
 import { requireSection } from '../config/load.ts'
 import type { Environment } from '../config/schema.ts'
 import { databaseTarget, withDatabase } from '../drivers/postgres.ts'

@@ -197,7 +197,7 @@ describe('lab backup section', () => {
   it('creates the lab key pair once and returns a backup section that references it', async () => {
     const { mkdtempSync, readFileSync, rmSync } = await import('node:fs')
     const { tmpdir } = await import('node:os')
-    const { prepareLabBackup } = await import('../../src/lab/backup.ts')
+    const { prepareLabBackup } = await import('../../src/lab/lab-backup.ts')
     const { backupSchema } = await import('../../src/config/schema.ts')
     const dir = mkdtempSync(join(tmpdir(), 'svcops-lab-backup-'))
     try {

@@ -11,7 +11,7 @@ import type { PodFacts } from '../../drivers/kubernetes.ts'
 import { apiPrefix } from '../../releases/versions.ts'
 import type { LiveComponentName, LiveProduct } from '../layout.ts'
 import { judgeConnection, judgeControllerStatus, judgeMetrics, metricsCheckName, type Answer, type CheckResult } from '../live-judge.ts'
-import type { LiveCluster } from './live-cluster.ts'
+import type { LiveCluster } from './live-cluster-handle.ts'
 
 /** Pods that count: not being deleted. */
 export async function livePods(cluster: LiveCluster, c: LiveComponentName): Promise<PodFacts[]> {

@@ -34,7 +34,7 @@ import { etcSettingsDir, LIVE_COMPONENTS, type LiveComponentName } from '../layo
 import type { CheckResult } from '../live-judge.ts'
 import type { LivePlatform, LiveScope } from '../live-platform.ts'
 import { connectionThroughService, controllerThroughService as serviceCheck, metricsThroughProxy } from './controller-service.ts'
-import { LIVE_VERSION_KEY, PSK_ROTATION_KEY, shownPulumi, type LiveCluster } from './live-cluster.ts'
+import { LIVE_VERSION_KEY, PSK_ROTATION_KEY, shownPulumi, type LiveCluster } from './live-cluster-handle.ts'
 
 /** A live run on Kubernetes: its scope, its cluster, and the platform's reads of the components. */
 export interface ClusterRun extends LiveScope {

@@ -35,7 +35,7 @@ import {
   type ClusterRun,
 } from './live-cluster-config.ts'
 import { apiPrefix } from '../../releases/versions.ts'
-import { LIVE_VERSION_KEY, shownPulumi, type LiveCluster } from './live-cluster.ts'
+import { LIVE_VERSION_KEY, shownPulumi, type LiveCluster } from './live-cluster-handle.ts'
 import { describeLiveClusterPreflight, liveClusterPreflight, previewLiveChange } from './live-preview.ts'
 
 /** Log lines that count as errors (the product writes ERROR; FATAL for a crash). */

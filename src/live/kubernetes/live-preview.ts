@@ -11,7 +11,7 @@ import { checkClusterAccess } from '../../drivers/cluster-access.ts'
 import { describeCall, showRight, type NeededRight } from '../../drivers/kubernetes.ts'
 import { pulumiArgv, readStackVersion, refuseForeignChanges, urnParts, type PreviewDigest } from '../../drivers/pulumi.ts'
 import { LIVE_COMPONENTS } from '../layout.ts'
-import { LIVE_VERSION_KEY, shownPulumi, type LiveCluster } from './live-cluster.ts'
+import { LIVE_VERSION_KEY, shownPulumi, type LiveCluster } from './live-cluster-handle.ts'
 
 /** Pulumi operations that change nothing; and those a version change of a component may make. */
 const NO_CHANGE = new Set(['same', 'read', 'refresh'])

@@ -24,7 +24,7 @@ export interface Finding {
 /** What a cause's check says: findings, nothing (fine), or why it could not be checked. */
 export type CheckOutcome = { findings: Omit<Finding, 'cause' | 'host'>[]; checked: string } | { skipped: string }
 
-/** The seed's problems (rule ids of src/releases/recording.ts). */
+/** The seed's problems (rule ids of src/releases/recording-rules.ts). */
 export type ProblemId = 'problem-no-start' | 'problem-migration' | 'problem-recordings' | 'problem-slow'
 
 /** A cause: data the CLI, the preflight and the in-run diagnosis all read. */
