@@ -54,6 +54,7 @@ export async function checkHostConfig(h: HostConfig, from: string, to: string): 
   return { data: { files: plan.changes.map((c) => c.path) } }
 }
 
+/** What the check of the files reads and refuses, for the dry run. */
 export function describeHostConfigCheck(h: HostConfig): string[] {
   return [
     `read ${settingsCandidates(h.scope.live).join(', ')} and ${LIVE_COMPONENTS.map((c) => componentEnvFile(h.scope.product, c)).join(', ')}`,
@@ -80,6 +81,7 @@ export async function backupHostConfig(h: HostConfig): Promise<StepResult> {
   return { changed: kept.map((f) => `backed up ${f.path}`), data: { files } }
 }
 
+/** Which files the backup copies where, for the dry run. */
 export function describeHostConfigBackup(h: HostConfig): string[] {
   return [
     `copy ${touchedPaths(h)
@@ -118,6 +120,7 @@ export async function writeHostConfig(h: HostConfig, from: string, to: string): 
   }
 }
 
+/** The files the run would write or remove, as diffs with the PSK masked, for the dry run. */
 export async function describeHostConfigWrite(h: HostConfig, from: string, to: string): Promise<string[]> {
   return showChanges(h, await configPlan(h, from, to, () => NEW_PSK_PLACEHOLDER))
 }
@@ -156,6 +159,7 @@ export async function restoreHostConfig(h: HostConfig, backup: Record<string, un
   return changed.length ? { changed } : { skipped: 'every file is as before the run' }
 }
 
+/** What the restore would put back or remove, for the dry run. */
 export function describeHostConfigRestore(h: HostConfig, backup: Record<string, unknown> | undefined): string[] {
   const files = backedUp(backup)
   if (!files) return ['the run backed up nothing: no file was changed']

@@ -49,6 +49,7 @@ export const PSK_STRENGTH_OUTPUT = 'passesEntropyCheck'
 
 // ---- check-config ----
 
+/** What the configuration check reads on Kubernetes (the stack file's TCP endpoints, the settings mount), for the dry run. */
 export function describeClusterConfigCheck(ctx: Ctx, from: string, to: string): string[] {
   const endpoints = ctx.live.tcpEndpoints
   return [
@@ -99,6 +100,7 @@ export function backupStackValues(ctx: Ctx): StepResult {
   return { changed: [`recorded ${LIVE_VERSION_KEY} and ${PSK_ROTATION_KEY} of ${file}`], data: { stackFile: values } }
 }
 
+/** What the backup records of the stack file, for the dry run. */
 export function describeStackBackup(ctx: Ctx): string[] {
   return [
     `record ${LIVE_VERSION_KEY} and ${PSK_ROTATION_KEY} of ${ctx.cluster.stack().stackFile} in the journal (the stack file is the record; it holds no PSK)`,
@@ -120,6 +122,7 @@ function rotationValue(ctx: Ctx): string {
   return `svcops-${ctx.journal.run.id}`
 }
 
+/** What the write of the configuration does on Kubernetes (a new pskRotation when needed), for the dry run. */
 export function describeClusterWrite(ctx: Ctx, from: string, to: string): string[] {
   const set = shownPulumi(ctx.cluster, pulumiArgv.configSet(ctx.cluster.stack(), PSK_ROTATION_KEY, rotationValue(ctx)))
   const lines = [
@@ -160,6 +163,7 @@ function recordedValues(backup: Record<string, unknown> | undefined): { version:
   return backup?.stackFile as { version: string | null; pskRotation: string | null } | undefined
 }
 
+/** What the restore puts back in the stack file, for the dry run. */
 export function describeClusterRestore(ctx: Ctx, backup: Record<string, unknown> | undefined): string[] {
   const before = recordedValues(backup)
   if (!before) return ['the run recorded nothing: the stack file was not changed']
