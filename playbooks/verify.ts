@@ -30,10 +30,12 @@ async function verifyOne(
   ctx: RecordingContext,
   h: RecordingTarget,
   options: { testRecording?: boolean },
+  versions: Record<string, string>,
 ): Promise<ServiceVerification['hosts'][number]> {
   const testRun = options.testRecording === false ? {} : { runId: `verify-${new Date().toISOString()}` }
   const v = await verifyHost(ctx.deps.content, h.url, { host: h.name, limit: ctx.settings.contentLimit, ...testRun }) // GET /, GET content, POST a test recording
-  const { status, lines, version } = await serviceFacts(ctx, h) // the service runs; read the logs
+  const { status, lines } = await serviceFacts(ctx, h) // the service runs; read the logs
+  const version = versions[h.name]
   const errors = findLogErrors(linesSince(lines, new Date(Date.now() - 600_000).toISOString()), ctx.settings.errorPatterns)
   const checks: CheckResult[] = [
     ...v.checks,
@@ -54,14 +56,12 @@ async function verifyOne(
   }
 }
 
-/** Status, log lines and version of the service on a target, through the platform it runs on. */
+/** Status and log lines of the service on a target, through the platform it runs on. */
 async function serviceFacts(
   ctx: RecordingContext,
   t: RecordingTarget,
-): Promise<{ status: { running: boolean; status: string }; lines: string[]; version: string | undefined }> {
-  const status = await ctx.platform.status(t)
-  const lines = await ctx.platform.recentLogs(t)
-  return { status, lines, version: (await ctx.platform.versions())[t.name] }
+): Promise<{ status: { running: boolean; status: string }; lines: string[] }> {
+  return { status: await ctx.platform.status(t), lines: await ctx.platform.recentLogs(t) }
 }
 
 /** Verifies every host; never throws for a failed check (see `ok`). */
@@ -69,7 +69,8 @@ export async function verifyRecordingService(env: Environment, options: { testRe
   const ctx = await recordingContext(env, Journal.inMemory(newVerifyRecord(env)))
   try {
     await ctx.platform.connect() // on Kubernetes from outside the cluster: the port-forward to the Service
-    const hosts = await Promise.all(ctx.allTargets.map((h) => verifyOne(ctx, h, options)))
+    const versions = await ctx.platform.versions() // the version every target runs
+    const hosts = await Promise.all(ctx.allTargets.map((h) => verifyOne(ctx, h, options, versions)))
     const fingerprint = await ctx.deps.database.fingerprint() // recorded for comparison with a later run
     return { ok: hosts.every((h) => h.ok), environment: env.name, fingerprint, hosts }
   } finally {
