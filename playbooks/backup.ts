@@ -14,9 +14,12 @@ import {
   pruneByRetention,
   verifyWithTestRestore,
   type BackupRunContext,
-} from '../src/backup/steps.ts'
+} from '../src/backup/backup-steps.ts'
 import type { PlannedStep, Run } from '../src/runs/engine.ts'
-import { Journal, newRunRecord, type RunRecord } from '../src/runs/journal.ts'
+import { emptyRecordingParams, type RecordingParams } from '../src/recording/recording-params.ts'
+import { recordingDescription } from '../src/recording/recording-system.ts'
+import { Journal } from '../src/runs/journal.ts'
+import { newRunRecord, type RunRecord } from '../src/runs/run-record.ts'
 import { planRun, startRun, type Playbook, type RunOutcome } from '../src/runs/playbook.ts'
 import { runAsCommand } from '../src/runs/script.ts'
 
@@ -40,8 +43,15 @@ export interface BackupRequest {
   keepDays?: number
 }
 
-function newBackupRecord(env: Environment): RunRecord {
-  return newRunRecord({ kind: 'backup', environment: env.name, envFile: env.file })
+/** A backup run is a run of the recording service (its database), with no target. */
+function newBackupRecord(env: Environment): RunRecord<RecordingParams> {
+  return newRunRecord({
+    kind: 'backup',
+    system: recordingDescription.name,
+    environment: env.name,
+    envFile: env.file,
+    params: emptyRecordingParams(),
+  })
 }
 
 function retentionOf(req: BackupRequest) {
@@ -59,6 +69,7 @@ export function runBackupPlaybook(req: BackupRequest): Promise<RunOutcome> {
     journal,
     lock: { release: () => Promise.resolve() },
     open: openBackupRun(req.env, retentionOf(req)),
+    system: recordingDescription,
   })
 }
 

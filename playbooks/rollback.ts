@@ -15,10 +15,13 @@ import { events } from '../src/core/events.ts'
 import type { HostFailure, Run } from '../src/runs/engine.ts'
 import { runAsCommand } from '../src/runs/script.ts'
 import { Phase } from '../src/runs/step.ts'
-import type { HostHandle, RecordingContext } from '../src/upgrade/context.ts'
-import { checkStatusAndLogs, installPackage, startService, stopService, verifyHost, waitHealthy } from '../src/upgrade/host-steps.ts'
-import { backupAndVerify, preflight, stagePackages } from '../src/upgrade/preflight.ts'
-import { chooseSchemaBackup, chosenBackup, exportAllRecordings, restoreTargetBackup } from '../src/upgrade/schema-backup.ts'
+import type { RecordingContext } from '../src/recording/recording-context.ts'
+import type { RecordingParams } from '../src/recording/recording-params.ts'
+import type { RecordingTarget } from '../src/recording/recording-platform.ts'
+import { checkStatusAndLogs, installPackage, startService, stopService, verifyHost, waitHealthy } from '../src/recording/target-steps.ts'
+import { backupAndVerify } from '../src/recording/backup-step.ts'
+import { preflight, stagePackages } from '../src/recording/preflight.ts'
+import { chooseSchemaBackup, chosenBackup, exportAllRecordings, restoreTargetBackup } from '../src/recording/schema-backup.ts'
 import type { Playbook } from '../src/runs/playbook.ts'
 import {
   decideRestore,
@@ -29,12 +32,12 @@ import {
   restoreBackup,
   verifyRecreated,
   type RestoreDecision,
-} from '../src/upgrade/rollback-steps.ts'
+} from '../src/recording/rollback-steps.ts'
 
 /** The rollback of a run, in the seed's order. Returns what it did, in one line. */
 export async function rollBackRecording(run: Run<RecordingContext>, options: { dataLoss: boolean }): Promise<string> {
   const { ctx } = run
-  const previous = (h: HostHandle) => ctx.journal.run.previousVersions[h.name]
+  const previous = (h: RecordingTarget) => ctx.journal.run.params.previousVersions[h.name]
   const decision = decisionOf(await run.step(decideRestore, options)) // restore only if the schema changed
   const hosts = hostsOf(ctx, decision)
   if (decision.restore) await run.step(exportLaterRecordings) // recordings written after the backup
@@ -57,9 +60,9 @@ export async function rollBackRecording(run: Run<RecordingContext>, options: { d
  * One host back on its previous version, the rest of the rollout going on (`--max-fail`). When the
  * schema changed, the old version cannot run on it: the host is left stopped and reported.
  */
-export async function rollBackOneHost(run: Run<RecordingContext>, failure: HostFailure, h: HostHandle): Promise<void> {
+export async function rollBackOneHost(run: Run<RecordingContext>, failure: HostFailure, h: RecordingTarget): Promise<void> {
   const back = run.inPhase(Phase.hostRollback)
-  const schemaChanged = (await run.ctx.deps.database.fingerprint()) !== run.ctx.journal.run.fingerprintBefore
+  const schemaChanged = (await run.ctx.deps.database.fingerprint()) !== run.ctx.journal.run.params.fingerprintBefore
   await back.onHost(h, stopService)
   if (schemaChanged) {
     events.warn(
@@ -68,7 +71,7 @@ export async function rollBackOneHost(run: Run<RecordingContext>, failure: HostF
     )
     return
   }
-  await back.onHost(h, installPackage, run.ctx.journal.run.previousVersions[h.name])
+  await back.onHost(h, installPackage, run.ctx.journal.run.params.previousVersions[h.name])
   await back.onHost(h, startService)
   await back.onHost(h, waitHealthy)
   await back.onHost(h, checkStatusAndLogs)
@@ -84,27 +87,27 @@ export async function rollBackOneHost(run: Run<RecordingContext>, failure: HostF
 async function downgradeAcrossSchema(run: Run<RecordingContext>): Promise<void> {
   const { ctx } = run
   const target = ctx.journal.run.targetVersion
-  const first = ctx.allHosts[0]
+  const first = ctx.allTargets[0]
   await run.step(preflight) // scopes, database privileges, room for the backup, installed versions
-  await run.everyHost(ctx.allHosts, (h) => run.onHost(h, stagePackages)) // V and today's package on every host
+  await run.everyHost(ctx.allTargets, (h) => run.onHost(h, stagePackages)) // V and today's package on every host
   const backup = chosenBackup(await run.step(chooseSchemaBackup)) // the newest verified backup taken on V
   await run.step(backupAndVerify) // today's database: the way back if this fails
   await run.step(exportAllRecordings) // V's backup is older: what was written since is re-created
-  await run.everyHost(ctx.allHosts, (h) => run.onHost(h, stopService)) // 1. stop the service
-  await run.everyHost(ctx.allHosts, (h) => run.onHost(h, installPackage, target)) // 2. downgrade the package
+  await run.everyHost(ctx.allTargets, (h) => run.onHost(h, stopService)) // 1. stop the service
+  await run.everyHost(ctx.allTargets, (h) => run.onHost(h, installPackage, target)) // 2. downgrade the package
   await run.step(restoreTargetBackup, backup) // 3. restore the database backup: the schema changed
-  await run.everyHost(ctx.allHosts, async (h) => {
+  await run.everyHost(ctx.allTargets, async (h) => {
     await run.onHost(h, startService) // 4. start the service
     await run.onHost(h, waitHealthy)
     await run.onHost(h, checkStatusAndLogs)
   })
   if (first) await run.onHost(first, recreateLaterRecordings) // nothing written since V's backup is lost
-  await run.everyHost(ctx.allHosts, (h) => run.onHost(h, verifyHost))
+  await run.everyHost(ctx.allTargets, (h) => run.onHost(h, verifyHost))
   if (first) await run.onHost(first, verifyRecreated)
 }
 
 /** The playbook of `rollback recording --to V` across a schema change; its own failure is rolled back like an upgrade's. */
-export const downgradeRecording: Playbook<RecordingContext> = {
+export const downgradeRecording: Playbook<RecordingContext, RecordingParams> = {
   kind: 'upgrade',
   what: (record) => `Rollback to ${record.targetVersion} across a schema change`,
   rollbackCommand: (record) => `svcops rollback recording --env ${record.environment} --run ${record.id}`,
@@ -113,7 +116,7 @@ export const downgradeRecording: Playbook<RecordingContext> = {
 }
 
 function summaryOf(ctx: RecordingContext, decision: RestoreDecision, recreated: number): string {
-  const run = ctx.journal.run
+  const run = ctx.journal.run.params
   const versions = Object.entries(run.previousVersions)
     .map(([h, v]) => `${h} ${v}`)
     .join(', ')

@@ -19,18 +19,13 @@ import type { Environment } from '../src/config/schema.ts'
 import { Journal } from '../src/runs/journal.ts'
 import type { Run } from '../src/runs/engine.ts'
 import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
+import { planSystemContinuation, planSystemRun, resumeSystemRun, startSystemRun } from '../src/runs/run-actions.ts'
+import type { RunPlan } from '../src/runs/run-system.ts'
 import { runAsCommand } from '../src/runs/script.ts'
-import type { ComponentHandle, LiveContext } from '../src/live/context.ts'
+import type { ComponentHandle, LiveContext } from '../src/live/live-context.ts'
+import type { LiveParams } from '../src/live/live-params.ts'
 import { stopOrder } from '../src/live/layout.ts'
-import {
-  findLiveRunToRollBack,
-  planLiveContinuation,
-  planLiveUpgradeRun,
-  resumeLiveRun,
-  startLiveRun,
-  type LivePlan,
-  type LiveUpgradeRequest,
-} from '../src/live/runs.ts'
+import { findLiveRunToRollBack, liveSystem, type LiveUpgradeRequest } from '../src/live/live-system.ts'
 import {
   backupFiles,
   checkConfig,
@@ -44,7 +39,7 @@ import {
   stopComponent,
   verifySystem,
   writeConfig,
-} from '../src/live/steps.ts'
+} from '../src/live/live-steps.ts'
 
 /** The procedure, top to bottom. */
 async function upgradeLive(run: Run<LiveContext>): Promise<void> {
@@ -69,7 +64,7 @@ async function upgradeLive(run: Run<LiveContext>): Promise<void> {
 /** The way back: every component on its previous package, settings, environment and PSK, each verified. */
 async function rollBackLive(run: Run<LiveContext>): Promise<string> {
   const { ctx } = run
-  const previous = (c: ComponentHandle) => ctx.journal.run.previousVersions[c.name] ?? ''
+  const previous = (c: ComponentHandle) => ctx.journal.run.params.previousVersions[c.name] ?? ''
   for (const c of stopOrder(ctx.components)) await run.onHost(c, stopComponent)
   await run.step(restoreConfig) // settings file, environments and PSK from the run's backup
   for (const c of ctx.components) {
@@ -84,7 +79,7 @@ async function rollBackLive(run: Run<LiveContext>): Promise<string> {
 }
 
 /** The playbook: this procedure, and its rollback as the failure policy. */
-export const upgradeLivePlaybook: Playbook<LiveContext> = {
+export const upgradeLivePlaybook: Playbook<LiveContext, LiveParams> = {
   kind: 'upgrade',
   what: (record) => `Upgrade of the live production system to ${record.targetVersion}`,
   rollbackCommand: (record) => `svcops rollback live --env ${record.environment} --run ${record.id}`,
@@ -92,26 +87,29 @@ export const upgradeLivePlaybook: Playbook<LiveContext> = {
   rollback: rollBackLive,
 }
 
+/** The live system as the engine runs it, every run following this playbook. */
+export const live = liveSystem(upgradeLivePlaybook)
+
 // Entry points; the CLI (src/commands/live.ts) and the tests call these.
 
 /** `svcops upgrade live`; throws RolledBackError (exit 4) when it failed and was rolled back. */
 export function upgradeLiveSystem(request: LiveUpgradeRequest): Promise<RunOutcome> {
-  return startLiveRun(upgradeLivePlaybook, request)
+  return startSystemRun(live, request)
 }
 
 /** `svcops upgrade live --dry-run`: this playbook in plan mode; reads only. */
-export function planLiveUpgrade(request: LiveUpgradeRequest): Promise<LivePlan> {
-  return planLiveUpgradeRun(upgradeLivePlaybook, request)
+export function planLiveUpgrade(request: LiveUpgradeRequest): Promise<RunPlan> {
+  return planSystemRun(live, request)
 }
 
 /** `svcops resume ID [--rollback]` of a live run. */
 export function resumeLiveSystem(id: string, options: { rollback?: boolean; breakLock?: boolean } = {}): Promise<RunOutcome> {
-  return resumeLiveRun(upgradeLivePlaybook, id, options)
+  return resumeSystemRun(live, id, options)
 }
 
 /** `svcops resume ID --dry-run` of a live run. */
-export function planLiveResume(id: string, options: { rollback?: boolean } = {}): Promise<LivePlan> {
-  return planLiveContinuation(upgradeLivePlaybook, id, { rollback: options.rollback ?? false })
+export function planLiveResume(id: string, options: { rollback?: boolean } = {}): Promise<RunPlan> {
+  return planSystemContinuation(live, id, { rollback: options.rollback ?? false })
 }
 
 /** `svcops rollback live`: rolls back run `runId` (default: the environment's newest live upgrade run). */
@@ -120,13 +118,13 @@ export function rollbackLiveSystem(env: Environment, options: { runId?: string; 
 }
 
 /** `svcops rollback live --dry-run`. */
-export function planLiveRollback(env: Environment, options: { runId?: string } = {}): Promise<LivePlan> {
+export function planLiveRollback(env: Environment, options: { runId?: string } = {}): Promise<RunPlan> {
   return planLiveResume(findLiveRunToRollBack(env, options.runId), { rollback: true })
 }
 
 /** True when run `id` is a run of the live production system (so `svcops resume ID` continues it here). */
 export function isLiveRun(id: string): boolean {
-  return Journal.open(id).run.system === 'live'
+  return Journal.open(id).run.system === live.name
 }
 
 if (import.meta.main) await runAsCommand(['upgrade', 'live'])

@@ -13,13 +13,15 @@
  * command it would run. Every run is journaled; `svcops resume ID` continues it after a kill.
  */
 import type { Environment } from '../src/config/schema.ts'
-import { diagnoseHost, doctorPreflight } from '../src/doctor/steps.ts'
-import { ToleratedFailures, type HostFailure, type Run } from '../src/runs/engine.ts'
-import { environmentOfRun, type Playbook, type RunOutcome } from '../src/runs/playbook.ts'
-import { parseMaxFail, planBatches } from '../src/runs/rollout.ts'
-import { runAsCommand } from '../src/runs/script.ts'
-import { findRunToRollBack, type DepsFactory, type RecordingContext } from '../src/upgrade/context.ts'
-import { Journal } from '../src/runs/journal.ts'
+import { diagnoseHost, doctorPreflight } from '../src/doctor/doctor-steps.ts'
+import { backupAndVerify } from '../src/recording/backup-step.ts'
+import { recordContentBeforeStop, snapshotContent } from '../src/recording/content-steps.ts'
+import { verifyFleet } from '../src/recording/fleet-check.ts'
+import { preflight, stagePackages } from '../src/recording/preflight.ts'
+import { findRunToRollBack, type RecordingContext } from '../src/recording/recording-context.ts'
+import type { RecordingParams } from '../src/recording/recording-params.ts'
+import { recordingSystem, type UpgradeRequest } from '../src/recording/recording-system.ts'
+import { schemaPathTo } from '../src/recording/schema-backup.ts'
 import {
   checkStatusAndLogs,
   installPackage,
@@ -28,27 +30,17 @@ import {
   stopService,
   verifyHost,
   waitHealthy,
-} from '../src/upgrade/host-steps.ts'
-import {
-  backupAndVerify,
-  preflight,
-  recordContentBeforeStop,
-  snapshotContent,
-  stagePackages,
-  verifyFleet,
-} from '../src/upgrade/preflight.ts'
-import {
-  planRecordingContinuation,
-  planRecordingUpgrade,
-  resumeRecordingRun,
-  startRecordingRun,
-  type RunPlan,
-  type UpgradeRequest,
-} from '../src/upgrade/runs.ts'
+} from '../src/recording/target-steps.ts'
 import { requireSection } from '../src/config/load.ts'
 import { schemaFingerprint } from '../src/drivers/fingerprint.ts'
 import { databaseTarget, withDatabase } from '../src/drivers/postgres.ts'
-import { schemaPathTo } from '../src/upgrade/schema-backup.ts'
+import { ToleratedFailures, type HostFailure, type Run } from '../src/runs/engine.ts'
+import { Journal } from '../src/runs/journal.ts'
+import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
+import { planSystemContinuation, planSystemRun, resumeSystemRun, recordedRun, startSystemRun } from '../src/runs/run-actions.ts'
+import type { RunPlan } from '../src/runs/run-system.ts'
+import { parseMaxFail, planBatches } from '../src/runs/rollout.ts'
+import { runAsCommand } from '../src/runs/script.ts'
 import { downgradeRecording, rollBackOneHost, rollBackRecording } from './rollback.ts'
 
 /** The procedure, top to bottom. */
@@ -57,7 +49,7 @@ async function upgrade(run: Run<RecordingContext>): Promise<void> {
   const target = ctx.journal.run.targetVersion
   await run.step(preflight) // scopes, database privileges, room for the backup, installed versions
   await run.step(doctorPreflight) // the seed's common problems knowable before a stop, on every host
-  await run.everyHost(ctx.hosts, (h) => run.onHost(h, stagePackages)) // target and previous package on every host
+  await run.everyHost(ctx.targets, (h) => run.onHost(h, stagePackages)) // target and previous package on every host
   await run.step(snapshotContent) // every recording and the row counts, to prove nothing is lost
   await run.step(backupAndVerify) // back up the database before upgrading; nothing stops before it
   const tolerated = await run.rollout(rolloutOf(run), async (h) => {
@@ -81,28 +73,28 @@ async function upgrade(run: Run<RecordingContext>): Promise<void> {
 
 /** Canary, batches, --max-fail and the maintenance window of this run (a resumed run has no window). */
 function rolloutOf(run: Run<RecordingContext>) {
-  const record = run.ctx.journal.run
+  const record = run.ctx.journal.run.params
   return {
-    batches: planBatches(run.ctx.hosts, record.batchSize),
-    maxFail: parseMaxFail(record.maxFail, run.ctx.hosts.length),
+    batches: planBatches(run.ctx.targets, record.batchSize),
+    maxFail: parseMaxFail(record.maxFail, run.ctx.targets.length),
     ...(record.deadline && !run.resumed ? { deadline: Date.parse(record.deadline) } : {}),
-    beforeBatch: (batch: RecordingContext['hosts']) => run.step(recordContentBeforeStop, batch),
-    onTolerated: (failure: HostFailure, h: RecordingContext['hosts'][number]) => rollBackOneHost(run, failure, h),
+    beforeBatch: (batch: RecordingContext['targets']) => run.step(recordContentBeforeStop, batch),
+    onTolerated: (failure: HostFailure, h: RecordingContext['targets'][number]) => rollBackOneHost(run, failure, h),
   }
 }
 
 function toleratedFailures(run: Run<RecordingContext>, failures: HostFailure[]): ToleratedFailures {
-  const record = run.ctx.journal.run
-  const upgraded = run.ctx.hosts.length - failures.length
+  const record = { ...run.ctx.journal.run, ...run.ctx.journal.run.params }
+  const upgraded = run.ctx.targets.length - failures.length
   return new ToleratedFailures(
-    `Upgraded ${upgraded} of ${run.ctx.hosts.length} hosts to ${record.targetVersion}; ${failures.map((f) => f.host).join(', ')} failed ` +
+    `Upgraded ${upgraded} of ${run.ctx.targets.length} hosts to ${record.targetVersion}; ${failures.map((f) => f.host).join(', ')} failed ` +
       `(within --max-fail ${record.maxFail}): ${failures[0]?.message ?? ''}`,
     `See the report: ${run.journal.file('report.md')}`,
   )
 }
 
 /** The playbook: this procedure, and the lossless rollback as its failure policy. */
-export const upgradeRecording: Playbook<RecordingContext> = {
+export const upgradeRecording: Playbook<RecordingContext, RecordingParams> = {
   kind: 'upgrade',
   what: (record) => `Upgrade to ${record.targetVersion}`,
   rollbackCommand: (record) => `svcops rollback recording --env ${record.environment} --run ${record.id}`,
@@ -110,26 +102,24 @@ export const upgradeRecording: Playbook<RecordingContext> = {
   rollback: rollBackRecording,
 }
 
+/** The recording service as the engine runs it: a downgrade across a schema change continues as one. */
+export const recording = recordingSystem((run) => (run.procedure === 'downgrade' ? downgradeRecording : upgradeRecording))
+
 // Entry points of the recording service's runs; the CLI (src/commands/upgrade.ts) and the tests call these.
 
 /** `svcops upgrade recording`; throws RolledBackError (exit 4) when it failed and was rolled back. */
-export function upgradeRecordingService(request: UpgradeRequest, openDeps?: DepsFactory): Promise<RunOutcome> {
-  return startRecordingRun(upgradeRecording, request, openDeps)
+export function upgradeRecordingService(request: UpgradeRequest): Promise<RunOutcome> {
+  return startSystemRun(recording, request)
 }
 
 /** `svcops upgrade recording --dry-run`: this playbook in plan mode; reads only. */
 export function planRecordingService(request: UpgradeRequest): Promise<RunPlan> {
-  return planRecordingUpgrade(upgradeRecording, request)
+  return planSystemRun(recording, request)
 }
 
 /** `svcops resume ID [--rollback]`: continues an interrupted run from its journal, or rolls it back. */
 export function resumeRecordingService(id: string, options: { rollback?: boolean; breakLock?: boolean } = {}): Promise<RunOutcome> {
-  return resumeRecordingRun(playbookOfRun(id), id, options)
-}
-
-/** The procedure run `id` follows: a downgrade across a schema change continues as one. */
-function playbookOfRun(id: string): Playbook<RecordingContext> {
-  return Journal.open(id).run.procedure === 'downgrade' ? downgradeRecording : upgradeRecording
+  return resumeSystemRun(recording, id, options)
 }
 
 /**
@@ -137,12 +127,12 @@ function playbookOfRun(id: string): Playbook<RecordingContext> {
  * cause was fixed: a new run to the same target on the same hosts, reusing that run's verified backup.
  */
 export function retryRecordingService(id: string, options: { breakLock?: boolean } = {}): Promise<RunOutcome> {
-  const old = Journal.open(id).run
-  const env = environmentOfRun(old)
+  const { journal, env } = recordedRun(recording, id)
+  const old = journal.run
   return upgradeRecordingService({
     env,
     to: old.targetVersion,
-    hosts: old.hosts,
+    hosts: old.params.hosts,
     retryOf: old,
     ...(options.breakLock ? { breakLock: true } : {}),
   })
@@ -150,7 +140,7 @@ export function retryRecordingService(id: string, options: { breakLock?: boolean
 
 /** `svcops resume ID --dry-run`: what is left to do (or what the rollback would do). */
 export function planRecordingResume(id: string, options: { rollback?: boolean } = {}): Promise<RunPlan> {
-  return planRecordingContinuation(playbookOfRun(id), id, { rollback: options.rollback ?? false })
+  return planSystemContinuation(recording, id, { rollback: options.rollback ?? false })
 }
 
 /**
@@ -176,8 +166,8 @@ export function rollbackRecordingService(
  */
 async function rollBackToVersion(env: Environment, to: string, breakLock: boolean): Promise<RunOutcome> {
   const request = { env, to, ...(breakLock ? { breakLock: true } : {}) }
-  if (await acrossSchemaChange(env, to)) return startRecordingRun(downgradeRecording, { ...request, procedure: 'downgrade' })
-  return startRecordingRun(upgradeRecording, request)
+  if (await acrossSchemaChange(env, to)) return startSystemRun(recording, { ...request, procedure: 'downgrade' })
+  return startSystemRun(recording, request)
 }
 
 /** True when V runs on another schema than today's (refused, naming what is missing, when no verified backup was taken on it). */
@@ -191,10 +181,15 @@ async function acrossSchemaChange(env: Environment, to: string): Promise<boolean
 export async function planRecordingRollback(env: Environment, options: { runId?: string; to?: string }): Promise<RunPlan> {
   if (options.to) {
     const request = { env, to: options.to }
-    if (await acrossSchemaChange(env, options.to)) return planRecordingUpgrade(downgradeRecording, { ...request, procedure: 'downgrade' })
+    if (await acrossSchemaChange(env, options.to)) return planSystemRun(recording, { ...request, procedure: 'downgrade' })
     return planRecordingService(request)
   }
   return planRecordingResume(findRunToRollBack(env, options.runId), { rollback: true })
+}
+
+/** True when run `id` is a run of the recording service (so `svcops resume ID` continues it here). */
+export function isRecordingRun(id: string): boolean {
+  return Journal.open(id).run.system === recording.name
 }
 
 if (import.meta.main) await runAsCommand(['upgrade', 'recording'])

@@ -11,15 +11,11 @@
  * A failed check never stops the others; `ok` says whether all passed (exit 1 naming what fails).
  */
 import type { Environment } from '../src/config/schema.ts'
-import { checkComponent, controllerStatus, type CheckResult } from '../src/live/checks.ts'
-import { checkClusterComponent, liveClusterOf, verifyClusterFiles } from '../src/live/cluster-config.ts'
-import { readConfigState } from '../src/live/config-change.ts'
-import { liveContext, type LiveContext } from '../src/live/context.ts'
-import { envValue } from '../src/live/host-files.ts'
-import { controllerSettingsDirs, LIVE_COMPONENTS, type LiveComponentName } from '../src/live/layout.ts'
-import { assessPsk } from '../src/releases/pre-shared-key.ts'
-import { pskEntropyEnforced, pskRequired, pskVariable } from '../src/releases/versions.ts'
-import { Journal, newRunRecord } from '../src/runs/journal.ts'
+import { liveContext, type LiveContext } from '../src/live/live-context.ts'
+import type { CheckResult } from '../src/live/live-judge.ts'
+import type { LiveComponentName } from '../src/live/layout.ts'
+import { newLiveCheckRecord } from '../src/live/live-system.ts'
+import { Journal } from '../src/runs/journal.ts'
 import { runAsCommand } from '../src/runs/script.ts'
 
 export interface LiveVerification {
@@ -30,64 +26,31 @@ export interface LiveVerification {
   files: CheckResult[]
 }
 
+/** How long `svcops verify live` waits for a component to answer as running and connected. */
+const VERIFY_WAIT_MS = 2000
+
 /** The checks of one component, in the order of the upgrade's. */
 async function verifyComponent(ctx: LiveContext, component: LiveComponentName): Promise<LiveVerification['components'][number]> {
   const version = await ctx.platform.installedVersion(component) // the installed release
   if (!version) return { component, ok: false, checks: [{ check: 'installed', ok: false, detail: 'not installed' }] }
-  const cluster = liveClusterOf(ctx) // on Kubernetes: pods, log lines, the pod template, the controller's Service
-  const checks = cluster
-    ? await checkClusterComponent(cluster, component, version, 0)
-    : await checkComponent(ctx, component, version, { waitMs: 2000 }) // running, no errors, connected, prefix, metrics
+  // running, no errors, connected, prefix, metrics (on Kubernetes also the pod template, through the API and the Service)
+  const checks = await ctx.platform.checkComponent(component, version, { waitMs: VERIFY_WAIT_MS })
   return { component, version, ok: checks.every((c) => c.ok), checks }
-}
-
-/** The files of release `version`: settings where it reads them, one PSK everywhere, strong where enforced. */
-async function verifyFiles(ctx: LiveContext, version: string): Promise<CheckResult[]> {
-  const cluster = liveClusterOf(ctx)
-  if (cluster) return verifyClusterFiles(cluster, version) // the stack file is the record
-  const state = await readConfigState(ctx.live, ctx.host, version, version)
-  const dirs = controllerSettingsDirs(ctx.live, version, state.settingsPath)
-  const where = state.settings?.path
-  const checks: CheckResult[] = [
-    {
-      check: `settings file where ${version} reads it`,
-      ok: !!where && dirs.some((d) => where.startsWith(`${d.replace(/\/+$/, '')}/`)),
-      detail: where ?? `none in ${state.searched.join(', ')}`,
-    },
-  ]
-  if (!pskRequired(version) || !state.settings) return checks
-  const psk = (JSON.parse(state.settings.text) as { psk?: unknown }).psk
-  const variable = pskVariable(ctx.live.prefix)
-  const differing = LIVE_COMPONENTS.filter((c) => c !== 'system-controller' && envValue(state.envs[c].text, variable) !== psk)
-  checks.push({
-    check: `every component's ${variable} is the controller's PSK`,
-    ok: typeof psk === 'string' && differing.length === 0,
-    ...(differing.length ? { detail: `differs or is missing: ${differing.join(', ')}` } : {}),
-  })
-  if (pskEntropyEnforced(version) && typeof psk === 'string') {
-    const verdict = assessPsk(psk)
-    checks.push({
-      check: 'the PSK passes the entropy check',
-      ok: verdict.ok,
-      detail: verdict.ok ? `${verdict.bits} estimated bits` : (verdict.reasons[0] ?? ''),
-    })
-  }
-  return checks
 }
 
 /** Verifies the live system of `env`; never throws for a failed check (see `ok`). */
 export async function verifyLiveSystem(env: Environment): Promise<LiveVerification> {
-  const record = newRunRecord({ kind: 'verify', system: 'live', environment: env.name, envFile: env.file })
-  const ctx = liveContext(env, Journal.inMemory(record))
+  const ctx = liveContext(env, Journal.inMemory(newLiveCheckRecord(env)))
   try {
     const components: LiveVerification['components'] = []
     for (const c of ctx.components) components.push(await verifyComponent(ctx, c.name))
     const version = components[0]?.version
-    const files = version ? await verifyFiles(ctx, version) : [await controllerStatus(ctx, ctx.live.version)]
+    // The files of that release: settings where it reads them, one PSK everywhere, strong where enforced (on Kubernetes the stack file's record).
+    const files = version ? await ctx.platform.verifyConfig(version) : [await ctx.platform.controllerStatus(ctx.live.version)]
     const ok = components.every((c) => c.ok) && files.every((f) => f.ok)
     return { ok, environment: env.name, ...(version ? { version } : {}), components, files }
   } finally {
-    await ctx.host.transport.close()
+    await ctx.platform.close()
   }
 }
 

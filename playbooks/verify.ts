@@ -10,13 +10,13 @@
  * A failed check never stops the others: every host gets every check, and `ok` says whether all passed.
  */
 import type { Environment } from '../src/config/schema.ts'
-import { readInstalledVersion } from '../src/drivers/packages.ts'
-import { findLogErrors, linesSince, readServiceLogs, readServiceStatus } from '../src/drivers/services.ts'
+import { findLogErrors, linesSince } from '../src/drivers/services.ts'
 import { runAsCommand } from '../src/runs/script.ts'
-import { closeRecordingContext, recordingContext, type HostHandle, type RecordingContext } from '../src/upgrade/context.ts'
-import { verifyHost, type CheckResult, type HostVerification } from '../src/upgrade/verify-host.ts'
+import { closeRecordingContext, recordingContext, type RecordingContext } from '../src/recording/recording-context.ts'
+import type { RecordingTarget } from '../src/recording/recording-platform.ts'
+import { verifyHost, type CheckResult, type HostVerification } from '../src/recording/verify-target.ts'
 import { Journal } from '../src/runs/journal.ts'
-import { newVerifyRecord } from '../src/upgrade/runs.ts'
+import { newVerifyRecord } from '../src/recording/recording-system.ts'
 
 export interface ServiceVerification {
   ok: boolean
@@ -28,12 +28,14 @@ export interface ServiceVerification {
 /** The check of one host, in the seed's order. */
 async function verifyOne(
   ctx: RecordingContext,
-  h: HostHandle,
+  h: RecordingTarget,
   options: { testRecording?: boolean },
+  versions: Record<string, string>,
 ): Promise<ServiceVerification['hosts'][number]> {
   const testRun = options.testRecording === false ? {} : { runId: `verify-${new Date().toISOString()}` }
   const v = await verifyHost(ctx.deps.content, h.url, { host: h.name, limit: ctx.settings.contentLimit, ...testRun }) // GET /, GET content, POST a test recording
-  const { status, lines, version } = await serviceFacts(ctx, h) // the service runs; read the logs
+  const { status, lines } = await serviceFacts(ctx, h) // the service runs; read the logs
+  const version = versions[h.name]
   const errors = findLogErrors(linesSince(lines, new Date(Date.now() - 600_000).toISOString()), ctx.settings.errorPatterns)
   const checks: CheckResult[] = [
     ...v.checks,
@@ -54,33 +56,21 @@ async function verifyOne(
   }
 }
 
-/** Status, log lines and version: from the host's service manager and package database, or on Kubernetes from the API. */
+/** Status and log lines of the service on a target, through the platform it runs on. */
 async function serviceFacts(
   ctx: RecordingContext,
-  h: HostHandle,
-): Promise<{ status: { running: boolean; status: string }; lines: string[]; version: string | undefined }> {
-  const cluster = ctx.cluster?.kube()
-  if (cluster) {
-    const d = await cluster.readDeployment()
-    const pods = await cluster.listPods()
-    const lines = (
-      await Promise.all(pods.map(async (p) => (await cluster.podLog(p.name, ctx.settings.logLines)).map((l) => `${p.name}: ${l}`)))
-    ).flat()
-    const running = pods.length > 0 && pods.every((p) => p.ready && p.version === d.version)
-    const status = `${d.readyReplicas}/${d.replicas} ready: ${pods.map((p) => `${p.name} ${p.phase}${p.ready ? ' ready' : ''}${p.waiting ? ` ${p.waiting}` : ''}`).join(', ') || 'no pod'}`
-    return { status: { running, status }, lines, version: d.version }
-  }
-  const status = await readServiceStatus(ctx.svc, h.transport, h.config, ctx.settings.service)
-  const lines = await readServiceLogs(ctx.svc, h.transport, h.config, ctx.settings.service, ctx.settings.logLines, ctx.settings.logPath)
-  return { status, lines, version: await readInstalledVersion(ctx.pkg, h.transport, h.config, ctx.settings.package) }
+  t: RecordingTarget,
+): Promise<{ status: { running: boolean; status: string }; lines: string[] }> {
+  return { status: await ctx.platform.status(t), lines: await ctx.platform.recentLogs(t) }
 }
 
 /** Verifies every host; never throws for a failed check (see `ok`). */
 export async function verifyRecordingService(env: Environment, options: { testRecording?: boolean } = {}): Promise<ServiceVerification> {
   const ctx = await recordingContext(env, Journal.inMemory(newVerifyRecord(env)))
   try {
-    await ctx.cluster?.connect() // outside the cluster: the port-forward to the Service
-    const hosts = await Promise.all(ctx.allHosts.map((h) => verifyOne(ctx, h, options)))
+    await ctx.platform.connect() // on Kubernetes from outside the cluster: the port-forward to the Service
+    const versions = await ctx.platform.versions() // the version every target runs
+    const hosts = await Promise.all(ctx.allTargets.map((h) => verifyOne(ctx, h, options, versions)))
     const fingerprint = await ctx.deps.database.fingerprint() // recorded for comparison with a later run
     return { ok: hosts.every((h) => h.ok), environment: env.name, fingerprint, hosts }
   } finally {

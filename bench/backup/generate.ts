@@ -7,7 +7,7 @@
  */
 import { writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { startPostgres } from '../../src/lab/postgres.ts'
+import { startPostgres } from '../../src/lab/lab-postgres.ts'
 
 const { values } = parseArgs({
   options: {

@@ -5,7 +5,7 @@
  */
 import { readFileSync, rmSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { stopPostgres, type PostgresInfo } from '../../src/lab/postgres.ts'
+import { stopPostgres, type PostgresInfo } from '../../src/lab/lab-postgres.ts'
 
 const { values } = parseArgs({ options: { info: { type: 'string', default: '/tmp/svcops-bench-1g.json' } } })
 let info: PostgresInfo

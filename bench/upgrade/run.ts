@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { findDebFile } from '../../src/drivers/packages.ts'
-import { runCli, startUpgradeLab, type UpgradeLab } from '../../test/upgrade/fixture.ts'
+import { runCli, startUpgradeLab, type UpgradeLab } from '../../test/recording/fixture.ts'
 
 const { values } = parseArgs({
   options: {

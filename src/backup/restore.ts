@@ -10,7 +10,7 @@ import { BadInputError, OperationError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { compareRowCounts, rowCounts, schemaFingerprint } from '../drivers/fingerprint.ts'
 import { checkedCopy, checkRecipientKey, openDecrypted } from './decrypt.ts'
-import { dropStatements, loadOverDatabase } from './load.ts'
+import { dropStatements, loadOverDatabase } from './backup-load.ts'
 import type { Manifest } from './manifest.ts'
 import {
   assertToolFits,

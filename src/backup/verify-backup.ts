@@ -19,7 +19,7 @@ import { events } from '../core/events.ts'
 import { compareRowCounts, rowCounts, schemaFingerprint } from '../drivers/fingerprint.ts'
 import { CheckFailedError, checkedSource, decryptFailure, discard, openDecrypted, type CheckedSource } from './decrypt.ts'
 import { checkManifestSignature, type SignatureCheck, type Signer } from './signing.ts'
-import { loadIntoEmptyDatabase } from './load.ts'
+import { loadIntoEmptyDatabase } from './backup-load.ts'
 import { assertBackupId, backupFiles, parseManifest, type Manifest, type VerifyRecord } from './manifest.ts'
 import {
   assertToolFits,

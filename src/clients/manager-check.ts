@@ -1,7 +1,7 @@
 /** The work of `svcops auth check`: one login, one token exchange, one logout; the report never holds a token. */
 import { requireSection } from '../config/load.ts'
 import type { Environment } from '../config/schema.ts'
-import { managerClientFor } from './manager.ts'
+import { managerClientFor } from './manager-client.ts'
 
 export interface AuthCheckReport {
   manager: string

@@ -8,6 +8,7 @@ import { BadInputError, ExitCode } from '../core/errors.ts'
 import { formatBytes } from '../core/units.ts'
 import { confirm, environmentOf, printResult, showProgress } from './context.ts'
 import { exitAfterOutput } from './plan.ts'
+import { useRunSystems } from './run-systems.ts'
 
 function parseCount(value: string, flag: string): number {
   const n = Number(value)
@@ -16,6 +17,7 @@ function parseCount(value: string, flag: string): number {
   return n
 }
 
+/** Registers `backup` and its subcommands. */
 export function register(program: Command): void {
   const backup = program
     .command('backup')
@@ -35,7 +37,16 @@ Examples:
   svcops backup create --env prod
   svcops backup verify prod-20260101T020000Z-1a2b --restore-test --env prod`,
     )
+  registerBackupRun(backup)
+  registerCreate(backup)
+  registerList(backup)
+  registerVerify(backup)
+  registerRestore(backup)
+  registerPrune(backup)
+  registerKeygen(backup)
+}
 
+function registerBackupRun(backup: Command): void {
   backup
     .command('run')
     .description(
@@ -64,6 +75,7 @@ Examples:
         ...(options.keepDays === undefined ? {} : { keepDays: parseCount(options.keepDays, '--keep-days') }),
       }
       const play = await import('../../playbooks/backup.ts')
+      if (!options.dryRun) await useRunSystems()
       if (options.dryRun) {
         const steps = await play.planBackupPlaybook(request)
         printResult(command, { ok: true, dryRun: true, steps }, () =>
@@ -80,13 +92,16 @@ Examples:
         printResult(
           command,
           { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
-          () => `Run ${outcome.runId}: ${outcome.phase}; backup ${outcome.report.run.backupId ?? '?'} verified.`,
+          () =>
+            `Run ${outcome.runId}: ${outcome.phase}; backup ${typeof outcome.report.run.params.backupId === 'string' ? outcome.report.run.params.backupId : '?'} verified.`,
         )
       } finally {
         stop()
       }
     })
+}
 
+function registerCreate(backup: Command): void {
   backup
     .command('create')
     .description('Dump the service database, encrypt it on the way into the store, write the manifest last.')
@@ -113,7 +128,9 @@ Examples:
         await ctx.store.close()
       }
     })
+}
 
+function registerList(backup: Command): void {
   backup
     .command('list')
     .description('List the complete backups in the store, newest first, with their last verification.')
@@ -158,7 +175,9 @@ Examples:
         await store.close()
       }
     })
+}
 
+function registerVerify(backup: Command): void {
   backup
     .command('verify <id>')
     .description(
@@ -201,7 +220,9 @@ Examples:
         await ctx.store.close()
       }
     })
+}
 
+function registerRestore(backup: Command): void {
   backup
     .command('restore <id>')
     .description('Verify the backup, then replace the service database with it in one transaction. Stop the recording service first.')
@@ -266,7 +287,9 @@ Examples:
         }
       },
     )
+}
 
+function registerPrune(backup: Command): void {
   backup
     .command('prune')
     .description(
@@ -308,7 +331,9 @@ Examples:
         await store.close()
       }
     })
+}
 
+function registerKeygen(backup: Command): void {
   backup
     .command('keygen')
     .description(

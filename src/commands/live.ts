@@ -8,9 +8,7 @@ import { ExitCode } from '../core/errors.ts'
 import { redact } from '../core/redact.ts'
 import { sanitizeLine } from '../core/sanitize.ts'
 import { confirm, environmentOf, printResult, setResultExitCode } from './context.ts'
-
-/** How a run is shown: progress on stderr, its outcome (and report with --json) on stdout. */
-export type ShowRun = (command: Command, run: () => Promise<{ runId: string; phase: string; report: unknown }>) => Promise<void>
+import { printPlan, type ShowRun } from './run-output.ts'
 
 const collect = (value: string, previous: string[] = []): string[] => [
   ...previous,
@@ -30,27 +28,7 @@ interface UpgradeLiveFlags {
   breakLock?: boolean
 }
 
-/** Adds the `live` subcommands to the `upgrade`, `rollback` and `verify` groups. */
-export function registerLive(groups: { upgrade: Command; rollback: Command; verify: Command }, showRun: ShowRun): void {
-  groups.upgrade
-    .command('live')
-    .description(
-      'Upgrade the live production system across majors: gates, backup, PSK / settings / TCP endpoint done by svcops, each component installed, started and checked in dependency order; automatic rollback on failure.',
-    )
-    .requiredOption('--to <version>', 'release to install, e.g. 7.0.0')
-    .option(
-      '--ack <gate>',
-      'acknowledge a gate by its id once people have handled it, e.g. 6.0.0/send-message (repeatable, or comma-separated)',
-      collect,
-    )
-    .option('--tcp-endpoint <host:port>', 'the one TCP control panel endpoint kept when the pipeline lists several (6.0 takes one)')
-    .option('--no-auto-rollback', 'on failure, keep the broken state for inspection instead of rolling back')
-    .option('--dry-run', 'print every step, every command and every file change as a diff (secrets masked); change nothing')
-    .option('-y, --yes', 'do not ask for confirmation (schedulers, scripts)')
-    .option('--break-lock', "take the live system's lock even though another run holds it (logged)")
-    .addHelpText(
-      'after',
-      `
+const UPGRADE_LIVE_HELP = `
 Procedure (playbooks/upgrade-live.ts; docs/live.md has a runbook per major):
   preflight      the installed release of every component; a downgrade or mixed releases refused
   stage          the target and the current package on the host, before anything stops
@@ -85,8 +63,50 @@ Examples:
   svcops upgrade live --env prod --to 7.0.0 --ack 5.0.0/output-streams-multiple --yes --json
   svcops upgrade live --env lab --to 6.0.0 --tcp-endpoint 127.0.0.1:7101
   svcops resume 20261122T031500Z-3fa9c1                         # a killed run
-  svcops rollback live --env prod                               # the newest live upgrade, undone`,
+  svcops rollback live --env prod                               # the newest live upgrade, undone`
+
+const ROLLBACK_LIVE_HELP = `
+Stops every component (control panel first), puts back every settings and environment file from
+the run's backup (and so the PSK, and the settings file where the old release reads it), installs
+each component's previous package, starts and checks each in dependency order. Exit 0 rolled back.
+
+Examples:
+  svcops rollback live --env prod --dry-run
+  svcops rollback live --env prod --yes
+  svcops rollback live --env lab --run 20261122T031500Z-3fa9c1`
+
+const VERIFY_LIVE_HELP = `
+Exit 0 when every check passes, 1 otherwise (the error names each failed check).
+
+Examples:
+  svcops verify live --env lab
+  svcops verify live --env prod --json`
+
+/** Adds the `live` subcommands to the `upgrade`, `rollback` and `verify` groups. */
+export function registerLive(groups: { upgrade: Command; rollback: Command; verify: Command }, showRun: ShowRun): void {
+  registerUpgradeLive(groups.upgrade, showRun)
+  registerRollbackLive(groups.rollback, showRun)
+  registerVerifyLive(groups.verify)
+}
+
+function registerUpgradeLive(upgrade: Command, showRun: ShowRun): void {
+  upgrade
+    .command('live')
+    .description(
+      'Upgrade the live production system across majors: gates, backup, PSK / settings / TCP endpoint done by svcops, each component installed, started and checked in dependency order; automatic rollback on failure.',
     )
+    .requiredOption('--to <version>', 'release to install, e.g. 7.0.0')
+    .option(
+      '--ack <gate>',
+      'acknowledge a gate by its id once people have handled it, e.g. 6.0.0/send-message (repeatable, or comma-separated)',
+      collect,
+    )
+    .option('--tcp-endpoint <host:port>', 'the one TCP control panel endpoint kept when the pipeline lists several (6.0 takes one)')
+    .option('--no-auto-rollback', 'on failure, keep the broken state for inspection instead of rolling back')
+    .option('--dry-run', 'print every step, every command and every file change as a diff (secrets masked); change nothing')
+    .option('-y, --yes', 'do not ask for confirmation (schedulers, scripts)')
+    .option('--break-lock', "take the live system's lock even though another run holds it (logged)")
+    .addHelpText('after', UPGRADE_LIVE_HELP)
     .action(async (flags: UpgradeLiveFlags, command: Command) => {
       const env = await environmentOf(command)
       const request = {
@@ -100,61 +120,46 @@ Examples:
       const play = await import('../../playbooks/upgrade-live.ts')
       if (flags.dryRun) {
         const plan = await play.planLiveUpgrade(request)
-        const { renderLivePlan } = await import('../live/runs.ts')
-        printResult(command, { ok: true, dryRun: true, ...plan }, () => renderLivePlan(plan))
+        const { renderRunPlan } = await import('../runs/run-actions.ts')
+        printPlan(command, plan, () => renderRunPlan(play.live, plan), { spread: true })
         return
       }
       await confirm(`Upgrade the live production system of '${env.name}' to ${flags.to}?`, flags.yes)
       await showRun(command, () => play.upgradeLiveSystem(request))
     })
+}
 
-  groups.rollback
+function registerRollbackLive(rollback: Command, showRun: ShowRun): void {
+  rollback
     .command('live')
     .description("Roll back the live production system: the newest (or given) live upgrade run, from its journal and the run's backup.")
     .option('--run <id>', 'the run to roll back (default: the newest live upgrade run of the environment)')
     .option('--dry-run', 'print what the rollback would do, with the exact commands; change nothing')
     .option('-y, --yes', 'do not ask for confirmation')
     .option('--break-lock', "take the live system's lock even though another run holds it (logged)")
-    .addHelpText(
-      'after',
-      `
-Stops every component (control panel first), puts back every settings and environment file from
-the run's backup (and so the PSK, and the settings file where the old release reads it), installs
-each component's previous package, starts and checks each in dependency order. Exit 0 rolled back.
-
-Examples:
-  svcops rollback live --env prod --dry-run
-  svcops rollback live --env prod --yes
-  svcops rollback live --env lab --run 20261122T031500Z-3fa9c1`,
-    )
+    .addHelpText('after', ROLLBACK_LIVE_HELP)
     .action(async (flags: { run?: string; dryRun?: boolean; yes?: boolean; breakLock?: boolean }, command: Command) => {
       const env = await environmentOf(command)
       const play = await import('../../playbooks/upgrade-live.ts')
       const options = flags.run ? { runId: flags.run } : {}
       if (flags.dryRun) {
         const plan = await play.planLiveRollback(env, options)
-        const { renderLivePlan } = await import('../live/runs.ts')
-        printResult(command, { ok: true, dryRun: true, plan }, () => renderLivePlan(plan))
+        const { renderRunPlan } = await import('../runs/run-actions.ts')
+        printPlan(command, plan, () => renderRunPlan(play.live, plan), { spread: false })
         return
       }
       await confirm(`Roll back the live production system of '${env.name}'${flags.run ? ` (run ${flags.run})` : ''}?`, flags.yes)
       await showRun(command, () => play.rollbackLiveSystem(env, { ...options, ...(flags.breakLock ? { breakLock: true } : {}) }))
     })
+}
 
-  groups.verify
+function registerVerifyLive(verify: Command): void {
+  verify
     .command('live')
     .description(
       'The checks of a live upgrade without changing anything: every component installed, running, without error lines, connected; the controller on its prefix; the metric names; one strong PSK everywhere.',
     )
-    .addHelpText(
-      'after',
-      `
-Exit 0 when every check passes, 1 otherwise (the error names each failed check).
-
-Examples:
-  svcops verify live --env lab
-  svcops verify live --env prod --json`,
-    )
+    .addHelpText('after', VERIFY_LIVE_HELP)
     .action(async (_flags: unknown, command: Command) => {
       const env = await environmentOf(command)
       const play = await import('../../playbooks/verify-live.ts')

@@ -55,7 +55,7 @@ Examples:
     )
     .action(async (options: ScheduleBackupOptions, command: Command) => {
       const { assertUnitPath, assertUnitValue, normalizeCalendar, timerUnits, unitNode, writeUnits } =
-        await import('../runs/systemd-timer.ts')
+        await import('../schedule/systemd-timer.ts')
       const { svcopsCommand } = await import('../core/paths.ts')
       for (const [flag, value] of [
         ['--keep-last', options.keepLast],

@@ -1,14 +1,21 @@
 /**
- * JSON over HTTP for the typed clients. Every call emits an `http` event (method, redacted URL,
- * status, time; never bodies), has a timeout, and answers are validated with zod: a mismatch is a
- * ProtocolError naming the field and what was expected, never echoing a value (it may be a secret).
+ * The one HTTP client of svcops: JSON over HTTP for the typed clients and the checks. Every call
+ * emits an `http` event (method, redacted URL, status, time; never bodies), has a timeout, and
+ * answers are validated with zod: a mismatch is a ProtocolError naming the field and what was
+ * expected, never echoing a value (it may be a secret).
  *
  * Redirects are never followed (`redirect: 'manual'`): the calls carry a password, a session token
  * or a bearer token in their body or headers, and a redirect would hand them to another origin
  * (fetch keeps a 307/308 body, and https -> http too). A 3xx is an HttpError naming the target.
  * Answers are capped (`maxBodyBytes`, 4 MB by default): an API answer of svcops is a few KB.
+ *
+ * A client that trusts one CA only (the stack's, for the live system's controller behind its
+ * Service) is made with `createHttpClient({ ca, serverName })`: its own undici `Agent`, loaded
+ * only then, so a run that never needs one never loads undici.
  */
+import { checkServerIdentity, type PeerCertificate } from 'node:tls'
 import type { z } from 'zod'
+import type { Agent } from 'undici'
 import { HttpError, ProtocolError, errorMessage } from './errors.ts'
 import { events } from './events.ts'
 import { redact } from './redact.ts'
@@ -19,6 +26,8 @@ export interface HttpRequest {
   url: string
   /** JSON body; serialized here. */
   body?: unknown
+  /** A body sent as it is (a webhook's prepared JSON, a Pushgateway's text exposition), with its content type. */
+  text?: { content: string; type: string }
   headers?: Record<string, string>
   timeoutMs?: number
   /** Refuse answers longer than this (default 4 MB); read in chunks, never buffered beyond it. */
@@ -35,27 +44,90 @@ export interface HttpResponse {
   body: unknown
 }
 
-/** Sends one request. Network failures and timeouts become HttpError with status undefined. */
-export async function sendRequest(request: HttpRequest): Promise<HttpResponse> {
+/** What a client trusts when it speaks TLS; nothing given: the system's CAs, the URL's host name. */
+export interface HttpClientOptions {
+  /** PEM of the only CA trusted (e.g. the stack's CA). */
+  ca?: string
+  /** The name the server's certificate must hold, when the server is reached by another address (a port-forward's 127.0.0.1). */
+  serverName?: string
+}
+
+/** A client: requests sent with its trust, and `close` to end its connections. */
+export interface HttpClient {
+  send(request: HttpRequest): Promise<HttpResponse>
+  close(): Promise<void>
+}
+
+/** The deadline and the body cap of one request. */
+interface Limits {
+  timeoutMs: number
+  maxBodyBytes: number
+}
+
+/**
+ * The one place a request's deadline and body cap are decided: today the request's own, else the
+ * defaults (15 s, 4 MB). Per-client deadlines and caps belong here, so that no caller decides them.
+ */
+function limitsOf(request: HttpRequest): Limits {
+  return { timeoutMs: request.timeoutMs ?? 15_000, maxBodyBytes: request.maxBodyBytes ?? MAX_BODY_BYTES }
+}
+
+/** A client with its own trust (`options`): a CA of its own goes through an undici `Agent` of its own. */
+export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
+  let agent: Promise<Agent> | undefined
+  const dispatcher = (): Promise<Agent> | undefined => {
+    if (options.ca === undefined && options.serverName === undefined) return undefined
+    agent ??= import('undici').then(({ Agent }) => new Agent({ connect: tlsOptions(options) }))
+    return agent
+  }
+  return {
+    send: async (request) => send(request, await dispatcher()),
+    async close() {
+      if (agent) await (await agent).close()
+      agent = undefined
+    },
+  }
+}
+
+/** The TLS options of a client: only `ca` trusted, and the certificate checked for `serverName` whatever address was dialled. */
+function tlsOptions(options: HttpClientOptions): Record<string, unknown> {
+  const { serverName, ca } = options
+  return {
+    ...(ca !== undefined ? { ca } : {}),
+    ...(serverName !== undefined
+      ? { servername: serverName, checkServerIdentity: (_host: string, cert: PeerCertificate) => checkServerIdentity(serverName, cert) }
+      : {}),
+  }
+}
+
+const defaultClient = createHttpClient()
+
+/** Sends one request with the system's trust. Network failures and timeouts become HttpError with status undefined. */
+export function sendRequest(request: HttpRequest): Promise<HttpResponse> {
+  return defaultClient.send(request)
+}
+
+async function send(request: HttpRequest, dispatcher: Agent | undefined): Promise<HttpResponse> {
   const started = Date.now()
+  const limits = limitsOf(request)
   const shownUrl = redact(request.url)
   const headers: Record<string, string> = { accept: 'application/json', ...request.headers }
   if (request.body !== undefined) headers['content-type'] = 'application/json'
+  if (request.text !== undefined) headers['content-type'] = request.text.type
   let response: Response
   try {
     response = await fetch(request.url, {
       method: request.method,
       headers,
-      ...(request.body !== undefined ? { body: JSON.stringify(request.body) } : {}),
+      ...(request.body !== undefined ? { body: JSON.stringify(request.body) } : request.text ? { body: request.text.content } : {}),
       redirect: 'manual',
-      signal: AbortSignal.timeout(request.timeoutMs ?? 15_000),
+      signal: AbortSignal.timeout(limits.timeoutMs),
+      ...(dispatcher ? { dispatcher } : {}),
     })
   } catch (error) {
     events.emit({ kind: 'http', method: request.method, url: shownUrl, status: null, durationMs: Date.now() - started })
     const reason =
-      error instanceof Error && error.name === 'TimeoutError'
-        ? `no answer within ${request.timeoutMs ?? 15_000} ms`
-        : describeNetworkError(error)
+      error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${limits.timeoutMs} ms` : describeNetworkError(error)
     throw new HttpError(`${request.method} ${shownUrl} failed: ${reason}.`, undefined)
   }
   if (response.status >= 300 && response.status < 400) {
@@ -69,7 +141,7 @@ export async function sendRequest(request: HttpRequest): Promise<HttpResponse> {
       'Set the URL in the environment file to the final address.',
     )
   }
-  const text = await readCapped(response, request.maxBodyBytes ?? MAX_BODY_BYTES, `${request.method} ${shownUrl}`)
+  const text = await readCapped(response, limits.maxBodyBytes, `${request.method} ${shownUrl}`)
   events.emit({ kind: 'http', method: request.method, url: shownUrl, status: response.status, durationMs: Date.now() - started })
   let body: unknown = undefined
   if (text.length > 0) {

@@ -1,15 +1,15 @@
 /**
  * Every cause the doctor checks, in the seed's order: one list, read by `svcops doctor`, the
  * upgrade's preflight (the causes knowable before a stop) and the diagnosis of a host that failed
- * during a run. The seed's rows are src/releases/recording.ts's "common upgrade problems"; each
+ * during a run. The seed's rows are src/releases/recording-rules.ts's "common upgrade problems"; each
  * cause names its row, and its quote comes from there.
  */
-import { RECORDING_RULES } from '../releases/recording.ts'
+import { RECORDING_RULES } from '../releases/recording-rules.ts'
 import { schemaChangePermission, migrationHistory } from './migration.ts'
 import { contentInfoCache, diskIo, listQuery, writeRateLimit } from './performance.ts'
 import { mediaApi, storageLocationNames, storagePaths } from './recordings.ts'
 import { configOptions, configSyntax, databaseAccess, filePermissions } from './startup.ts'
-import type { Cause, ProblemId } from './types.ts'
+import type { Cause, ProblemId } from './doctor-types.ts'
 
 export const CAUSES: readonly Cause[] = [
   configSyntax,

@@ -3,10 +3,10 @@
  * check found, passed or skipped is kept, so the report lists every item with its check.
  */
 import { errorMessage } from '../core/errors.ts'
-import type { HostHandle } from '../upgrade/context.ts'
+import type { RecordingHost } from '../recording/recording-platform.ts'
 import { CAUSES, seedOf } from './causes.ts'
 import { openHostView } from './host-view.ts'
-import type { Cause, Finding } from './types.ts'
+import type { Cause, Finding } from './doctor-types.ts'
 
 /** One cause on one host: what was checked, and what it found or why it was skipped. */
 export interface CheckResult {
@@ -26,7 +26,7 @@ export interface Diagnosis {
 
 /** Checks `causes` on one host as its service sees it. */
 export async function diagnoseHost(
-  host: HostHandle,
+  host: RecordingHost,
   settings: { configPath: string; logPath: string },
   causes: readonly Cause[] = CAUSES,
 ): Promise<Diagnosis> {
@@ -56,7 +56,7 @@ export async function diagnoseHost(
 
 /** Checks every host (one after the other: the checks are light, and the output reads in order). */
 export async function diagnoseHosts(
-  hosts: HostHandle[],
+  hosts: RecordingHost[],
   settings: { configPath: string; logPath: string },
   causes: readonly Cause[] = CAUSES,
 ): Promise<Diagnosis> {

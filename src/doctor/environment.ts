@@ -5,11 +5,13 @@
 import { requireSection } from '../config/load.ts'
 import { BadInputError } from '../core/errors.ts'
 import type { Environment } from '../config/schema.ts'
-import { transportFor } from '../drivers/transports.ts'
-import { selectHosts, settingsFor, type HostHandle } from '../upgrade/context.ts'
+import { selectHosts } from '../recording/recording-context.ts'
+import type { RecordingHost } from '../recording/recording-platform.ts'
+import { openRecordingPlatform } from '../recording/recording-platforms.ts'
+import { settingsFor } from '../recording/recording-settings.ts'
 import { CAUSES } from './causes.ts'
 import { diagnoseHosts, type Diagnosis } from './diagnose.ts'
-import type { ProblemId } from './types.ts'
+import type { ProblemId } from './doctor-types.ts'
 
 /** Checks one of the seed's problems, cause by cause, on the chosen hosts. */
 export type CheckProblem = (problem: ProblemId) => Promise<Diagnosis>
@@ -24,19 +26,27 @@ export async function onHostsOf(
   procedure: (check: CheckProblem) => Promise<void>,
 ): Promise<Diagnosis> {
   const rec = requireSection(env, 'recording')
-  if (rec.platform === 'kubernetes')
-    throw new BadInputError(
-      `The doctor checks hosts, and environment '${env.name}' runs the recording service on Kubernetes (recording.platform in ${env.file}).`,
-      `Read every pod's status and last log lines: svcops verify recording --env ${env.name}`,
-    )
-  const all: HostHandle[] = rec.hosts.map((config) => ({ name: config.name, config, transport: transportFor(config), url: config.url }))
+  const settings = settingsFor(env, rec)
+  const platform = openRecordingPlatform(env, settings)
+  const all: RecordingHost[] = []
+  for (const t of platform.targets) {
+    const h = platform.hostOf(t)
+    if ('unavailable' in h) {
+      await platform.close()
+      throw new BadInputError(
+        `The doctor checks hosts, and environment '${env.name}' runs the recording service on ${platform.name} (recording.platform in ${env.file}).`,
+        `${h.unavailable}. Read its status and last log lines: svcops verify recording --env ${env.name}`,
+      )
+    }
+    all.push(h)
+  }
   const out: Diagnosis = { findings: [], checks: [] }
   try {
     const hosts = selectHosts(all, hostNames, env.file)
     await procedure(async (problem) => {
       const d = await diagnoseHosts(
         hosts,
-        settingsFor(env, rec),
+        settings,
         CAUSES.filter((c) => c.problem === problem),
       )
       out.findings.push(...d.findings)
@@ -45,6 +55,6 @@ export async function onHostsOf(
     })
     return out
   } finally {
-    await Promise.all(all.map((h) => h.transport.close()))
+    await platform.close()
   }
 }

@@ -8,15 +8,15 @@ import { errorMessage } from '../core/errors.ts'
 import { registerSecret } from '../core/redact.ts'
 import { runCommand } from '../core/runner.ts'
 import { hostPath } from '../drivers/transports.ts'
-import type { HostHandle } from '../upgrade/context.ts'
-import type { HostView, ServiceConfig } from './types.ts'
+import type { RecordingHost } from '../recording/recording-platform.ts'
+import type { HostView, ServiceConfig } from './doctor-types.ts'
 
 /** Lines of the service log read to find its last start. */
 const LOG_LINES = 200
 
 /** Opens the view of `host`; `close` ends its database connection. */
 export async function openHostView(
-  host: HostHandle,
+  host: RecordingHost,
   settings: { configPath: string; logPath: string },
 ): Promise<HostView & { close(): Promise<void> }> {
   const path = (p: string) => hostPath(host.config, p)

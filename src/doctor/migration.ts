@@ -5,7 +5,7 @@
  * migration lines of the log since the last start say whether the last one failed.
  */
 import { fine, NO_CONFIG, skipped } from './outcome.ts'
-import type { Cause } from './types.ts'
+import type { Cause } from './doctor-types.ts'
 
 export const schemaChangePermission: Cause = {
   id: 'schema-change-permission',

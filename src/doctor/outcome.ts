@@ -1,5 +1,5 @@
 /** Small builders of check outcomes, so each cause reads as its rule. */
-import type { CheckOutcome, Finding, HostView } from './types.ts'
+import type { CheckOutcome, Finding, HostView } from './doctor-types.ts'
 
 type Found = Omit<Finding, 'cause' | 'host'>
 

@@ -6,7 +6,7 @@
  */
 import { fine, NO_CONFIG, skipped } from './outcome.ts'
 import { locationDirs } from './recordings.ts'
-import type { Cause } from './types.ts'
+import type { Cause } from './doctor-types.ts'
 
 /** The service's list query (`GET /api/v1/content?limit=100`). */
 const LIST_QUERY = 'SELECT * FROM recordings ORDER BY id LIMIT 100'

@@ -6,7 +6,7 @@
  */
 import { posix } from 'node:path'
 import { fine, NO_CONFIG, skipped } from './outcome.ts'
-import type { Cause, HostView } from './types.ts'
+import type { Cause, HostView } from './doctor-types.ts'
 
 /** Each location's directory on the host (`path` relative to `storage.path`). */
 export function locationDirs(view: HostView): { name: string; path: string }[] {

@@ -6,7 +6,7 @@
  */
 import { dirname } from 'node:path'
 import { fine, lineAndColumn, NO_CONFIG, skipped } from './outcome.ts'
-import type { Cause, HostView } from './types.ts'
+import type { Cause, HostView } from './doctor-types.ts'
 
 /** The last ERROR/FATAL lines since the service's last start: evidence for whichever cause explains them. */
 export function startErrors(view: HostView): string[] {

@@ -31,7 +31,7 @@ export interface PulumiStack {
 /** The config key that holds the recording service's version in this stack. */
 export type VersionKey = 'svcops:deploy.recording.version' | 'svcops:recording.version'
 
-/** Keys svcops sets in a stack file: a version, or the live system's PSK rotation (src/live/cluster-platform.ts). */
+/** Keys svcops sets in a stack file: a version, or the live system's PSK rotation (src/live/kubernetes/live-cluster-handle.ts). */
 export type StackKey = VersionKey | 'svcops:deploy.live.version' | 'svcops:deploy.pskRotation'
 
 /** Variables the CLI needs from svcops' environment: its backend, its secrets provider, the cluster. */

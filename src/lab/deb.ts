@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { OperationError } from '../core/errors.ts'
+import { isAlive } from '../core/process.ts'
 import { local, requireBinary, runCommand } from '../core/runner.ts'
 
 /** Builds `tree` into `outFile` (root-owned files, gzip, a fixed timestamp); parallel builders of the same file each write it whole. */
@@ -72,7 +73,7 @@ async function lockBuild(dir: string, timeoutMs = 600_000): Promise<() => void> 
     const holder = Number((existsSync(join(dir, 'pid')) ? readFileSync(join(dir, 'pid'), 'utf8') : '').trim())
     // A holder that died (SIGKILL, a crashed worker) left its lock: take it over. No pid yet: it is
     // being taken, unless that was long ago (killed between the two calls).
-    if (holder > 0 ? !alive(holder) : ageMs(dir) > 30_000) rmSync(dir, { recursive: true, force: true })
+    if (holder > 0 ? !isAlive(holder) : ageMs(dir) > 30_000) rmSync(dir, { recursive: true, force: true })
     if (Date.now() > deadline) {
       held.delete(dir)
       done()
@@ -92,14 +93,5 @@ function ageMs(path: string): number {
     return Date.now() - statSync(path).mtimeMs
   } catch {
     return 0
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
   }
 }

@@ -9,15 +9,15 @@ import { randomBytes } from 'node:crypto'
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { ManagerClient } from '../clients/manager.ts'
-import { RecordingClient } from '../clients/recording.ts'
+import { ManagerClient } from '../clients/manager-client.ts'
+import { RecordingClient } from '../clients/recording-client.ts'
 import { BadInputError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { readSecret } from '../config/secrets.ts'
 import { installHosts, labHostName, startHosts, type LabRecordingHost } from './hosts-fleet.ts'
 import { stopLabHost, supervisordPid, type LabHostInfo } from './hosts.ts'
 import type { LabManager } from './manager/lab-users.ts'
-import type { PostgresCluster } from './postgres.ts'
+import type { PostgresCluster } from './lab-postgres.ts'
 import {
   buildRecordingPackages,
   RECORDING_RELEASES,
@@ -26,7 +26,8 @@ import {
   type PackageOptions,
 } from './recording/index.ts'
 import { writeLabState, type LabEntry, type LabSteps } from './state.ts'
-import { isAlive, startSshd, stopSshd, type Sshd, type SshdInfo } from './sshd.ts'
+import { isAlive } from '../core/process.ts'
+import { startSshd, stopSshd, type Sshd, type SshdInfo } from './sshd.ts'
 
 /** The options `lab up` adds for the recording hosts. */
 export interface LabHostsOptions {

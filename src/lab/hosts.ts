@@ -25,7 +25,8 @@ import { join } from 'node:path'
 import { OperationError } from '../core/errors.ts'
 import { supervisorSocketPath } from '../drivers/transports.ts'
 import { local, requireBinary, runCommand } from '../core/runner.ts'
-import { lookupUser, descendantsOf, isAlive, terminatePids } from './sshd.ts'
+import { descendantsOf, isAlive, terminatePids } from '../core/process.ts'
+import { lookupUser } from './sshd.ts'
 
 /** What identifies a lab host on disk (serialisable: `lab down` runs in another process). */
 export interface LabHostInfo {

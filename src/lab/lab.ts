@@ -7,9 +7,8 @@
  * `lab.step(...)`, name it in `labUpPlan`, and pass its section to `writeLabEnvironment`
  * (environment-file.ts).
  */
-import { spawn } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
@@ -18,10 +17,11 @@ import type { AuthRevision } from '../releases/auth.ts'
 import type { EmulatorConfig } from './manager/main.ts'
 import { hashPassword } from './manager/passwords.ts'
 import { freePort } from './ports.ts'
-import { PROJECT_ROOT, projectPath } from '../core/paths.ts'
-import { startPostgres, stopPostgres, type PostgresCluster, type PostgresInfo } from './postgres.ts'
-import { descendantsOf, isAlive, terminatePids } from './sshd.ts'
-import { prepareLabBackup } from './backup.ts'
+import { projectPath } from '../core/paths.ts'
+import { startPostgres, stopPostgres, type PostgresCluster, type PostgresInfo } from './lab-postgres.ts'
+import { isAlive, processStartTicks } from '../core/process.ts'
+import { isRunning, readTail, spawnDetached, stopProcess, waitForHealth } from './lab-processes.ts'
+import { prepareLabBackup } from './lab-backup.ts'
 import {
   checkLabHostsOptions,
   finishLabRecording,
@@ -271,63 +271,6 @@ export async function startLabManager(lab: LabRun, options: { apiRevision: AuthR
     if (attempt >= 3 || !/EADDRINUSE/.test(tail))
       throw new OperationError(`The manager emulator did not start on ${url}: ${tail || 'no output'} (log: ${log}).`)
   }
-}
-
-/** Starts `argv` in its own session with output appended to `log`; it outlives this process. */
-export function spawnDetached(argv: string[], log: string, options: { cwd?: string; env?: Record<string, string> } = {}): number {
-  const fd = openSync(log, 'a', 0o600)
-  try {
-    // Only what the child needs: the CLI's environment may hold secrets (passwords by env reference).
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/', ...options.env }
-    // A hand-written spawn, not zx: a daemon in its own session that outlives this process, where
-    // zx would wait for it and keep its output.
-    const child = spawn(argv[0] ?? '', argv.slice(1), { cwd: options.cwd ?? PROJECT_ROOT, env, detached: true, stdio: ['ignore', fd, fd] })
-    child.unref()
-    if (child.pid === undefined) throw new OperationError(`Could not start ${argv[0] ?? ''} (see ${log}).`)
-    return child.pid
-  } finally {
-    closeSync(fd)
-  }
-}
-
-/** Start time of a process in clock ticks since boot: with the pid, it names the process (pids are reused). */
-export function processStartTicks(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return fields[2] === 'Z' ? undefined : fields[19]
-  } catch {
-    // No such process.
-    return undefined
-  }
-}
-
-function isRunning(entry: LabEntry): boolean {
-  if (entry.pid === undefined) return false
-  const ticks = processStartTicks(entry.pid)
-  return ticks !== undefined && (entry.info.startTicks === undefined || entry.info.startTicks === '' || entry.info.startTicks === ticks)
-}
-
-async function stopProcess(entry: LabEntry): Promise<void> {
-  if (entry.pid !== undefined && isRunning(entry)) await terminatePids([entry.pid, ...descendantsOf(entry.pid)], 5000)
-}
-
-async function waitForHealth(url: string, pid: number, timeoutMs = 20_000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    if (processStartTicks(pid) === undefined) return false
-    try {
-      if ((await fetch(url, { signal: AbortSignal.timeout(1000) })).ok) return true
-    } catch {
-      // Not listening yet.
-    }
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  return false
-}
-
-function readTail(file: string): string {
-  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').slice(-3).join(' ') : ''
 }
 
 /** How each kind of entry is stopped (also from another process). Add a kind here with its start function. */

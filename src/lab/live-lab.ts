@@ -33,7 +33,8 @@ import {
 } from './live/paths.ts'
 import { findLiveLabRelease, LIVE_COMPONENTS, LIVE_LAB_RELEASES, type LiveComponent } from './live/releases.ts'
 import { freePort } from './ports.ts'
-import { descendantsOf, lookupUser, type SshdInfo } from './sshd.ts'
+import { descendantsOf } from '../core/process.ts'
+import { lookupUser, type SshdInfo } from './sshd.ts'
 import { logMarks, PortTakenError, readComponentHealth, waitForComponents } from './live-wait.ts'
 import type { LabEntry, LabSteps } from './state.ts'
 

@@ -4,12 +4,13 @@
  * sshd. `MaxStartups`/`MaxSessions` are raised because the lab connects to many hosts at once (20
  * parallel connects fail under the defaults).
  */
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { OperationError } from '../core/errors.ts'
 import { publicKeyFingerprint } from '../drivers/ssh.ts'
 import { local, requireBinary, runCommand } from '../core/runner.ts'
+import { descendantsOf, isAlive, terminatePids } from '../core/process.ts'
 import { freePort } from './ports.ts'
 
 /** The lab's SSH test user (created when missing, when we are root). */
@@ -214,75 +215,6 @@ function readPidFile(file: string): number | undefined {
 
 function readLog(file: string): string {
   return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').slice(-3).join(' ') : ''
-}
-
-/** Pids of the children (and their children) of `pid`, from /proc. */
-export function descendantsOf(pid: number): number[] {
-  const children = new Map<number, number[]>()
-  for (const entry of readdirProc()) {
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
-      // The command name may hold spaces and parentheses; the fields after the last ')' are fixed.
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
-      children.set(ppid, [...(children.get(ppid) ?? []), entry])
-    } catch {
-      // The process exited while we read the table; it is no one's descendant any more.
-      continue
-    }
-  }
-  const out: number[] = []
-  const queue = [pid]
-  while (queue.length > 0) {
-    for (const child of children.get(queue.shift() ?? -1) ?? []) {
-      out.push(child)
-      queue.push(child)
-    }
-  }
-  return out
-}
-
-function readdirProc(): number[] {
-  return readdirSyncSafe('/proc')
-    .filter((n) => /^\d+$/.test(n))
-    .map(Number)
-}
-
-function readdirSyncSafe(dir: string): string[] {
-  try {
-    return readdirSync(dir)
-  } catch {
-    return []
-  }
-}
-
-/**
- * True while a process with this pid runs. A zombie does not count: daemons of the lab are
- * reparented to PID 1, and in a container PID 1 may never reap them.
- */
-export function isAlive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
-  } catch {
-    return false
-  }
-}
-
-/** Sends SIGTERM to the given pids, waits up to `graceMs`, then SIGKILLs what is left. */
-export async function terminatePids(pids: number[], graceMs = 3000): Promise<void> {
-  for (const pid of pids) signal(pid, 'SIGTERM')
-  const deadline = Date.now() + graceMs
-  while (pids.some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25))
-  for (const pid of pids.filter(isAlive)) signal(pid, 'SIGKILL')
-}
-
-function signal(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(pid, sig)
-  } catch {
-    // Already gone: that is what we wanted.
-    return
-  }
 }
 
 /** Stops an sshd described by `info` (also from another process) and the sessions it serves. */

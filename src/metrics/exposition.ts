@@ -9,8 +9,9 @@
  * `_timestamp_seconds` for Unix times, one series per outcome (1 for the last run's, 0 for others).
  */
 import { sanitizeLine } from '../core/sanitize.ts'
-import { Journal, type RunPhase, type RunRecord } from '../runs/journal.ts'
-import { buildReport, type RunReport } from '../runs/report.ts'
+import { buildReport, type RunReport } from '../reports/report.ts'
+import { Journal } from '../runs/journal.ts'
+import type { RunPhase, RunRecord } from '../runs/run-record.ts'
 
 const OUTCOMES: readonly RunPhase[] = ['running', 'rolling-back', 'succeeded', 'failed', 'rolled-back', 'rollback-failed']
 

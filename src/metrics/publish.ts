@@ -7,6 +7,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { writeFileAtomic } from '../core/atomic-write.ts'
 import { OperationError } from '../core/errors.ts'
+import { sendRequest } from '../core/http.ts'
 
 /** How long a push may take before it is given up. */
 export const PUSH_TIMEOUT_MS = 5_000
@@ -31,13 +32,17 @@ export function writeTextfile(file: string, text: string): void {
  */
 export async function pushMetrics(url: string, environment: string, text: string): Promise<void> {
   const target = `${url.replace(/\/+$/, '')}/metrics/job/svcops/environment/${encodeURIComponent(environment)}`
-  const answer = await fetch(target, {
+  const answer = await sendRequest({
     method: 'PUT',
-    body: text,
-    headers: { 'content-type': 'text/plain; version=0.0.4' },
-    redirect: 'error',
-    signal: AbortSignal.timeout(PUSH_TIMEOUT_MS),
+    url: target,
+    text: { content: text, type: 'text/plain; version=0.0.4' },
+    timeoutMs: PUSH_TIMEOUT_MS,
   })
-  if (!answer.ok)
-    throw new OperationError(`The Pushgateway at ${url} answered ${answer.status}: ${(await answer.text()).slice(0, 300).trim()}`)
+  if (answer.status < 200 || answer.status >= 300)
+    throw new OperationError(`The Pushgateway at ${url} answered ${answer.status}: ${shown(answer.body)}`)
+}
+
+/** The start of an answer's body, for an error. */
+function shown(body: unknown): string {
+  return (typeof body === 'string' ? body : JSON.stringify(body ?? '')).slice(0, 300).trim()
 }

@@ -8,6 +8,7 @@
  * characters escaped, and in `{ text }` no mention syntax (`<!channel>`, `<@U…>`, `@here`) left live.
  */
 import { errorMessage } from '../core/errors.ts'
+import { sendRequest } from '../core/http.ts'
 import { events, formatDuration } from '../core/events.ts'
 import { redact, redactDeep } from '../core/redact.ts'
 import { neutralizeMentions, sanitizeDeep, sanitizeLine, stringifyForTerminal } from '../core/sanitize.ts'
@@ -61,16 +62,15 @@ async function deliver(hook: Webhook, body: string, deadline: number): Promise<v
     const left = deadline - Date.now()
     if (left <= 0) break
     try {
-      const answer = await fetch(hook.url, {
+      // The URL carries the token: a redirect elsewhere is refused, never followed (src/core/http.ts).
+      const answer = await sendRequest({
         method: 'POST',
-        body,
-        headers: { 'content-type': 'application/json' },
-        // The URL carries the token: it never follows a redirect to somewhere else.
-        redirect: 'error',
-        signal: AbortSignal.timeout(left),
+        url: hook.url,
+        text: { content: body, type: 'application/json' },
+        timeoutMs: left,
+        maxBodyBytes: 64 * 1024,
       })
-      await answer.body?.cancel()
-      if (answer.ok) return
+      if (answer.status >= 200 && answer.status < 300) return
       lastError = new Error(`answered ${answer.status}`)
       // A 4xx other than 429 will not change on a retry.
       if (answer.status < 500 && answer.status !== 429) break

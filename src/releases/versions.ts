@@ -179,3 +179,10 @@ export function assertUpgradeRange(from: string, to: string, first: string, comm
 export function majorOf(v: string): number {
   return parseVersion(v).major
 }
+
+const SEMVER = /^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$/
+
+/** Checks a requested version (`flag`: the option that gave it) before anything is planned or changed. */
+export function assertVersion(version: string, flag = '--to'): void {
+  if (!SEMVER.test(version)) throw new BadInputError(`${flag}: '${version}' is not a version; expected a version like 2.0.0.`)
+}

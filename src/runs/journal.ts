@@ -5,71 +5,14 @@
  * before the step's effect is relied on, so a run killed with SIGKILL leaves a journal that
  * `svcops resume ID` can continue from. Everything written passes through the redaction layer.
  */
-import { randomBytes } from 'node:crypto'
 import { closeSync, constants, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs'
-import { hostname, userInfo } from 'node:os'
 import { join, resolve } from 'node:path'
 import { z } from 'zod'
 import { writeFileAtomic } from '../core/atomic-write.ts'
 import { BadInputError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { redactDeep } from '../core/redact.ts'
-import type { ReportSection } from './step.ts'
-
-export type RunKind = 'upgrade' | 'rollback' | 'backup' | 'verify'
-export type RunPhase = 'running' | 'rolling-back' | 'succeeded' | 'failed' | 'rolled-back' | 'rollback-failed'
-
-/** What a run is about; written at start, updated as facts are learned (backup id, fingerprints). */
-export interface RunRecord {
-  id: string
-  kind: RunKind
-  environment: string
-  envFile: string
-  /** Version every host should end on when the run succeeds ('' for a backup run). */
-  targetVersion: string
-  /** Version per host before the run (what a rollback returns to). */
-  previousVersions: Record<string, string>
-  /** Host names in rollout order (canary first). */
-  hosts: string[]
-  batchSize: number
-  maxFail: string
-  autoRollback: boolean
-  phase: RunPhase
-  startedAt: string
-  finishedAt?: string
-  /** Who runs it: user@machine and pid, for the lock and for people reading `runs list`. */
-  holder: string
-  pid: number
-  backupId?: string
-  fingerprintBefore?: string
-  fingerprintAfter?: string
-  /** Recording ids seen in the content snapshot before anything stopped. */
-  snapshotIds?: string[]
-  /** Why the run failed, in one sentence. */
-  cause?: string
-  /** End of the maintenance window (`--window`): no batch starts that would end after it. */
-  deadline?: string
-  /** Run this one rolls back (for rollback runs). */
-  rollsBack?: string
-  /**
-   * The rollback was asked for (`svcops rollback ...`, `resume ID --rollback`) rather than started
-   * by the failure policy: resumed after a kill, it ends as the asked-for rollback does (exit 0),
-   * not as a failed run that was rolled back (exit 4).
-   */
-  rollbackRequested?: boolean
-  /**
-   * Which procedure of its kind the run follows, so `resume` continues it with the same one:
-   * `downgrade` for `rollback recording --to V` across a schema change. Absent: the kind's own
-   * (records written before the field existed are upgrades).
-   */
-  procedure?: 'downgrade'
-  /** The part of the platform the run acts on; absent: the recording service. */
-  system?: 'live'
-  /** Live upgrades: the gates acknowledged with `--ack` (catalog change ids). */
-  acks?: string[]
-  /** Live upgrades: the one TCP endpoint kept when the pipeline lists several (`--tcp-endpoint`). */
-  tcpEndpoint?: string
-}
+import { isRunId, readRunRecord, type RunParams, type RunRecord } from './run-record.ts'
 
 export type StepOutcome = 'start' | 'ok' | 'failed' | 'skipped'
 
@@ -87,8 +30,8 @@ export interface JournalEntry {
   data?: Record<string, unknown>
   /** The step makes the service unavailable: from its start on, a failure is rolled back. */
   disruptive?: boolean
-  /** What this finished step adds to the report (see `ReportSection`). */
-  report?: ReportSection
+  /** What this finished step adds to the report (a section a system contributes, or `verified`: see `StepReport`). */
+  report?: string
 }
 
 /** `.svcops/runs` under the working directory, or `SVCOPS_RUNS_DIR`. */
@@ -96,71 +39,8 @@ export function runsDir(): string {
   return resolve(process.env.SVCOPS_RUNS_DIR ?? join('.svcops', 'runs'))
 }
 
-/** A sortable, unique run id: `20261122T031500Z-3fa9c1`. */
-export function newRunId(now = new Date()): string {
-  return `${now
-    .toISOString()
-    .replace(/[-:]/g, '')
-    .replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`
-}
-
-/** `user@machine` of this process. */
-export function holderName(): string {
-  let user = process.env.USER ?? process.env.LOGNAME
-  try {
-    user ??= userInfo().username
-  } catch {
-    user ??= `uid${process.getuid?.() ?? '?'}`
-  }
-  return `${user}@${hostname()}`
-}
-
-/**
- * A new run's record: its id, who runs it and since when, `phase: 'running'`, and the fields a kind
- * of run sets itself (`fields`). Kinds without hosts or versions leave those empty.
- */
-export function newRunRecord(fields: Pick<RunRecord, 'kind' | 'environment' | 'envFile'> & Partial<RunRecord>): RunRecord {
-  return {
-    id: newRunId(),
-    targetVersion: '',
-    previousVersions: {},
-    hosts: [],
-    batchSize: 1,
-    maxFail: '0',
-    autoRollback: false,
-    phase: 'running',
-    startedAt: new Date().toISOString(),
-    holder: holderName(),
-    pid: process.pid,
-    ...fields,
-  }
-}
-
 /** Run folders are ours, but a person or a disk can damage them: every file read is checked and capped. */
-const MAX_RECORD_BYTES = 1 << 20
 const MAX_JOURNAL_BYTES = 64 << 20
-
-const runRecordSchema = z.looseObject({
-  id: z.string().regex(/^\d{8}T\d{6}Z-[0-9a-f]{6}$/),
-  kind: z.enum(['upgrade', 'rollback', 'backup', 'verify']),
-  environment: z.string(),
-  envFile: z.string(),
-  targetVersion: z.string(),
-  previousVersions: z.record(z.string(), z.string()),
-  hosts: z.array(z.string()),
-  batchSize: z.number().int().min(1),
-  maxFail: z.string(),
-  autoRollback: z.boolean(),
-  phase: z.enum(['running', 'rolling-back', 'succeeded', 'failed', 'rolled-back', 'rollback-failed']),
-  startedAt: z.string(),
-  holder: z.string(),
-  pid: z.number().int(),
-  procedure: z.literal('downgrade').optional(),
-  system: z.literal('live').optional(),
-  acks: z.array(z.string()).optional(),
-  tcpEndpoint: z.string().optional(),
-  rollbackRequested: z.boolean().optional(),
-})
 
 const entrySchema = z.looseObject({
   time: z.string(),
@@ -169,28 +49,6 @@ const entrySchema = z.looseObject({
   status: z.enum(['start', 'ok', 'failed', 'skipped']),
 })
 
-/** Reads and checks a run record; one sentence naming the file and the field when it is not one. */
-export function readRunRecord(file: string): RunRecord {
-  const size = statSync(file).size
-  if (size > MAX_RECORD_BYTES) throw new BadInputError(`${file}: is ${size} bytes; a run record is at most ${MAX_RECORD_BYTES} bytes.`)
-  let json: unknown
-  try {
-    json = JSON.parse(readFileSync(file, 'utf8'))
-  } catch {
-    throw new BadInputError(`${file}: is not valid JSON; expected a run record written by svcops.`)
-  }
-  const parsed = runRecordSchema.safeParse(json)
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]
-    throw new BadInputError(
-      `${file}: ${issue?.path.join('.') || '(record)'}: ${issue?.message ?? 'invalid'}; expected a run record written by svcops.`,
-    )
-  }
-  return parsed.data
-}
-
-const RUN_ID = /^\d{8}T\d{6}Z-[0-9a-f]{6}$/
-
 function writeSynced(path: string, text: string): void {
   writeFileAtomic(path, text, { mode: 0o600, sync: true })
 }
@@ -198,26 +56,26 @@ function writeSynced(path: string, text: string): void {
 // The journal is appended to, never through a link: a run folder is ours (created 0700 by `create`).
 const APPEND = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW
 
-/** An open journal: the run record plus its append-only step log. */
-export class Journal {
+/** An open journal: the run record plus its append-only step log. `P`: the system's params of the record. */
+export class Journal<P extends RunParams = RunParams> {
   readonly dir: string
-  run: RunRecord
+  run: RunRecord<P>
   /** Entries of a journal kept in memory only (the dry run's), else undefined. */
   private readonly memory: JournalEntry[] | undefined
 
-  private constructor(dir: string, run: RunRecord, memory?: JournalEntry[]) {
+  private constructor(dir: string, run: RunRecord<P>, memory?: JournalEntry[]) {
     this.dir = dir
     this.run = run
     this.memory = memory
   }
 
   /** A journal that writes nothing: the dry run goes through the same steps with it. */
-  static inMemory(run: RunRecord, base = runsDir(), entries: JournalEntry[] = []): Journal {
+  static inMemory<P extends RunParams>(run: RunRecord<P>, base = runsDir(), entries: JournalEntry[] = []): Journal<P> {
     return new Journal(join(base, run.id), run, [...entries])
   }
 
   /** Creates the folder of a new run and writes its record. */
-  static create(run: RunRecord, base = runsDir()): Journal {
+  static create<P extends RunParams>(run: RunRecord<P>, base = runsDir()): Journal<P> {
     const dir = join(base, run.id)
     mkdirSync(base, { recursive: true, mode: 0o700 })
     // Not recursive: a folder of this name that exists already (planted) is refused, never reused.
@@ -229,17 +87,30 @@ export class Journal {
 
   /** Opens the journal of run `id`; a clear error when there is none. */
   static open(id: string, base = runsDir()): Journal {
-    if (!RUN_ID.test(id))
+    if (!isRunId(id))
       throw new BadInputError(`Run id '${id}' is not valid; expected an id like 20261122T031500Z-3fa9c1 (see 'svcops runs list').`)
     const file = join(base, id, 'run.json')
     if (!existsSync(file)) throw new BadInputError(`There is no run '${id}' in ${base}.`, `List the runs with: svcops runs list`)
     return new Journal(join(base, id), readRunRecord(file))
   }
 
-  /** Updates fields of the run record and writes it (synced). */
-  update(fields: Partial<RunRecord>): void {
+  /** Updates fields of the run record's core and writes it (synced). */
+  update(fields: Partial<Omit<RunRecord<P>, 'params'>>): void {
     this.run = { ...this.run, ...fields }
     this.save()
+  }
+
+  /** Updates the system's params of the run record and writes it (synced). */
+  updateParams(fields: Partial<P>): void {
+    this.run = { ...this.run, params: { ...this.run.params, ...fields } }
+    this.save()
+  }
+
+  /** The same journal with its record's params checked by a system's schema (see `withParams`). */
+  typed<Q extends RunParams>(run: RunRecord<Q>): Journal<Q> {
+    const journal = this as unknown as Journal<Q>
+    journal.run = run
+    return journal
   }
 
   private save(): void {
@@ -322,7 +193,7 @@ export class Journal {
 export function listRuns(base = runsDir()): RunRecord[] {
   if (!existsSync(base)) return []
   const runs: RunRecord[] = []
-  for (const id of readdirSync(base).filter((d) => RUN_ID.test(d))) {
+  for (const id of readdirSync(base).filter(isRunId)) {
     const file = join(base, id, 'run.json')
     if (!existsSync(file)) continue
     try {
@@ -334,21 +205,6 @@ export function listRuns(base = runsDir()): RunRecord[] {
   }
   // Newest first by the start's milliseconds: ids carry whole seconds, and two runs may start in one.
   return runs.sort((a, b) => b.startedAt.localeCompare(a.startedAt) || b.id.localeCompare(a.id))
-}
-
-/** True when the process `pid` on this machine is alive (a run's holder that died is not). */
-export function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
-/** True when a run's phase is final (nothing left to resume). */
-export function isFinished(run: RunRecord): boolean {
-  return run.phase !== 'running' && run.phase !== 'rolling-back'
 }
 
 /**

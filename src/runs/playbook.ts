@@ -8,25 +8,26 @@
  */
 import { chmodSync, copyFileSync } from 'node:fs'
 import { basename } from 'node:path'
-import { loadEnvironmentFile } from '../config/load.ts'
-import type { Environment } from '../config/schema.ts'
-import { BadInputError, OperationError, RolledBackError, errorMessage, withFacts } from '../core/errors.ts'
+import { OperationError, RolledBackError, errorMessage, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { onShutdown } from '../core/lifecycle.ts'
 import { usePrivateFolder } from '../core/private-files.ts'
-import { announceEnd, announceStart } from '../notify/run-hooks.ts'
+import { writeReport } from '../reports/report.ts'
+import type { RunReport } from '../reports/report-types.ts'
 import { HostFailure, Run, ToleratedFailures, type PlannedStep } from './engine.ts'
-import { holderName, isFinished, Journal, type RunKind, type RunRecord } from './journal.ts'
-import { writeReport, type RunReport } from './report.ts'
+import type { Journal } from './journal.ts'
+import { tellObservers } from './run-events.ts'
+import { holderName, type RunKind, type RunParams, type RunRecord } from './run-record.ts'
+import { describedSystem, describeSystem, type SystemDescription } from './system-description.ts'
 import { Phase } from './step.ts'
 
-/** A playbook: its procedure, and the way back its failure policy takes. */
-export interface Playbook<C> {
+/** A playbook: its procedure, and the way back its failure policy takes. `P`: the params of its system's runs. */
+export interface Playbook<C, P extends RunParams = RunParams> {
   kind: RunKind
   /** What the run does, as the start of a failure sentence: "Upgrade to 2.0.0". */
-  what(run: RunRecord): string
+  what(run: RunRecord<P>): string
   /** The command an operator runs to roll the run back by hand. */
-  rollbackCommand(run: RunRecord): string
+  rollbackCommand(run: RunRecord<P>): string
   /** The procedure, top to bottom. */
   procedure(run: Run<C>): Promise<void>
   /** The lossless way back; returns what it did in one line ("rolled back to ...; database kept"). */
@@ -57,15 +58,17 @@ export interface HeldLock {
   release(): Promise<void>
 }
 
-export interface RunSetup<C> {
-  playbook: Playbook<C>
-  journal: Journal
+export interface RunSetup<C, P extends RunParams = RunParams> {
+  playbook: Playbook<C, P>
+  journal: Journal<P>
   lock: HeldLock
-  open(journal: Journal): Promise<Opened<C>>
+  open(journal: Journal<P>): Promise<Opened<C>>
+  /** The system the run acts on, for its report and the observers (else the one described under the record's name). */
+  system?: SystemDescription<P>
 }
 
 /** Starts a new run: the procedure under the failure policy. */
-export function startRun<C>(setup: RunSetup<C>): Promise<RunOutcome> {
+export function startRun<C, P extends RunParams>(setup: RunSetup<C, P>): Promise<RunOutcome> {
   return drive(setup, (run) => underFailurePolicy(setup.playbook, run))
 }
 
@@ -73,7 +76,7 @@ export function startRun<C>(setup: RunSetup<C>): Promise<RunOutcome> {
  * Continues run `setup.journal` after an interruption: the procedure again (finished steps are
  * skipped by the journal), or its rollback when asked, or when it was rolling back when it stopped.
  */
-export function resumeRun<C>(setup: RunSetup<C>, options: { rollback?: boolean }): Promise<RunOutcome> {
+export function resumeRun<C, P extends RunParams>(setup: RunSetup<C, P>, options: { rollback?: boolean }): Promise<RunOutcome> {
   const { journal, playbook } = setup
   const record = journal.run
   journal.update({ pid: process.pid, holder: holderName() })
@@ -114,73 +117,14 @@ export function resumeRun<C>(setup: RunSetup<C>, options: { rollback?: boolean }
   )
 }
 
-/** The environment a run was started with (its stack file, read again). */
-export function environmentOfRun(record: RunRecord): Environment {
-  return loadEnvironmentFile(record.envFile, record.environment)
-}
-
-/**
- * A recorded run about to be continued — `svcops resume ID [--rollback]`, `svcops rollback ...
- * --run ID` — or planned so: what every playbook's continuation starts from.
- */
-export interface Continuation {
-  /** The run's journal on disk. */
-  journal: Journal
-  record: RunRecord
-  /** The environment the run was started with. */
-  env: Environment
-  /** The continuation is a rollback: asked for, or the run was rolling back when it stopped. */
-  rollingBack: boolean
-  /** A rollback of a run that stopped nothing: there is nothing to undo, it is only marked failed. */
-  nothingToUndo: boolean
-}
-
-/** Opens run `id` for a continuation; refuses a finished run unless it is rolled back (`assertResumable`). */
-export function continuationOf<C>(playbook: Playbook<C>, id: string, options: { rollback?: boolean }): Continuation {
-  const journal = Journal.open(id)
-  const record = journal.run
-  assertResumable(record, options, playbook.rollbackCommand(record))
-  const rollingBack = options.rollback === true || record.phase === 'rolling-back'
-  return { journal, record, env: environmentOfRun(record), rollingBack, nothingToUndo: rollingBack && !journal.disrupted() }
-}
-
-/** The dry run's journal of a continuation: the run's entries in memory, so planning writes nothing. */
-export function rehearsalJournal(continuation: Continuation): Journal {
-  return Journal.inMemory({ ...continuation.record }, undefined, continuation.journal.entries())
-}
-
-/**
- * The dry run's first line of a continuation: the run (`what` it is), its phase and cause, how many
- * steps finished and, for an unfinished run, `unfinished` (where it stopped); then `more` lines.
- */
-export function journalStep(continuation: Continuation, what: string, words: { unfinished: string; more?: string[] }): PlannedStep {
-  const { record, journal } = continuation
-  const finished = journal.entries().filter((e) => e.status === 'ok').length
-  return {
-    step: 'journal',
-    title: `run ${record.id} (${what} to ${record.targetVersion}) is ${record.phase}${record.cause ? `: ${record.cause}` : ''}`,
-    actions: [`${finished} step(s) finished${isFinished(record) ? '' : `; ${words.unfinished}`}`, ...(words.more ?? [])],
-  }
-}
-
-/** Refuses to resume a finished run (a rollback of it is still possible). */
-export function assertResumable(record: RunRecord, options: { rollback?: boolean }, rollbackCommand: string): void {
-  if (isFinished(record) && !options.rollback) {
-    throw new BadInputError(
-      `Run ${record.id} is finished (${record.phase}); there is nothing to resume.`,
-      record.phase === 'succeeded' ? `To undo it: ${rollbackCommand}` : undefined,
-    )
-  }
-}
-
 /**
  * The dry run: the procedure in plan mode, then the way back as the failure policy would take it.
  * `what` picks what is planned: a new run, a resume, or a rollback of the journal's run.
  */
-export async function planRun<C>(
-  playbook: Playbook<C>,
+export async function planRun<C, P extends RunParams>(
+  playbook: Playbook<C, P>,
   ctx: C,
-  journal: Journal,
+  journal: Journal<P>,
   what: 'start' | 'resume' | 'rollback',
 ): Promise<PlannedStep[]> {
   const run = new Run(ctx, journal, { mode: 'plan', resumed: what !== 'start' })
@@ -193,10 +137,10 @@ export async function planRun<C>(
 
 /**
  * Opens the playbook's context, runs `body`, and always writes the report and releases the lock;
- * the webhooks hear of the start and the end, and the metrics are published after the report.
+ * the run's observers (webhooks, metrics) hear of its start, and of its end once the report is written.
  */
-async function drive<C>(
-  setup: RunSetup<C>,
+async function drive<C, P extends RunParams>(
+  setup: RunSetup<C, P>,
   body: (run: Run<C>) => Promise<void>,
   options: { resumed?: boolean } = {},
 ): Promise<RunOutcome> {
@@ -209,7 +153,11 @@ async function drive<C>(
     unregister()
     throw error
   })
-  await announceStart(journal, options)
+  // The system the run acts on is known to every report from now on (the metrics read the environment's other runs).
+  if (setup.system) describeSystem(setup.system)
+  const system = setup.system ?? describedSystem(journal.run.system)
+  const targets = system?.view(journal.run).targets ?? []
+  await tellObservers({ kind: 'run-started', journal, resumed: options.resumed ?? false, targets })
   let failure: unknown
   try {
     await body(new Run(opened.ctx, journal, { mode: 'act', resumed: options.resumed ?? false }))
@@ -231,11 +179,11 @@ async function drive<C>(
     )
   }
   keepRecords(journal, opened.records ?? [])
-  const report = writeReport(journal)
+  const report = writeReport(journal, system)
   await lock.release()
   unregister()
   events.info(`Report: ${journal.file('report.md')}`)
-  await announceEnd(journal, report)
+  await tellObservers({ kind: 'run-ended', journal, report })
   // A scheduler reading --json gets the same fields whether the run succeeded or not.
   if (failure !== undefined) {
     const error = failure instanceof Error ? failure : new OperationError(`The run failed: ${errorMessage(failure)}.`)
@@ -259,11 +207,11 @@ function keepRecords(journal: Journal, files: string[]): void {
 }
 
 /** Runs the procedure; on failure applies the policy (see the file's comment). */
-async function underFailurePolicy<C>(playbook: Playbook<C>, run: Run<C>): Promise<void> {
+async function underFailurePolicy<C, P extends RunParams>(playbook: Playbook<C, P>, run: Run<C>): Promise<void> {
   try {
     await playbook.procedure(run)
   } catch (error) {
-    const record = run.journal.run
+    const record = run.journal.run as RunRecord<P>
     const cause = errorMessage(error)
     if (!run.journal.disrupted() || !playbook.rollback || error instanceof ToleratedFailures) {
       run.journal.update({ phase: 'failed', finishedAt: new Date().toISOString(), cause })
@@ -283,8 +231,8 @@ async function underFailurePolicy<C>(playbook: Playbook<C>, run: Run<C>): Promis
 }
 
 /** Runs the playbook's rollback and records its outcome; returns its one-line summary. */
-async function rollBack<C>(playbook: Playbook<C>, run: Run<C>, options: { dataLoss: boolean }): Promise<string> {
-  const record = run.journal.run
+async function rollBack<C, P extends RunParams>(playbook: Playbook<C, P>, run: Run<C>, options: { dataLoss: boolean }): Promise<string> {
+  const record = run.journal.run as RunRecord<P>
   if (!playbook.rollback) throw new OperationError(`${playbook.what(record)} has no rollback.`)
   let summary: string
   try {
@@ -301,7 +249,7 @@ async function rollBack<C>(playbook: Playbook<C>, run: Run<C>, options: { dataLo
   return summary
 }
 
-function rolledBack<C>(playbook: Playbook<C>, journal: Journal, summary: string): RolledBackError {
+function rolledBack<C, P extends RunParams>(playbook: Playbook<C, P>, journal: Journal<P>, summary: string): RolledBackError {
   const record = journal.run
   return new RolledBackError(
     `${playbook.what(record)} failed: ${record.cause ?? 'unknown cause'} It was ${summary}.`,

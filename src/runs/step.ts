@@ -22,11 +22,15 @@ export interface StepResult {
 }
 
 /**
- * What a step's finished entry contributes to the run's report: the end of a host's downtime
- * (`verified`), a configuration review, the rollback's restore decision, the re-created recordings,
- * the doctor's diagnosis (`diagnosis`: findings and checks, src/doctor).
+ * What a step's finished entry feeds in the run's report: `verified` ends its target's downtime
+ * (the engine's own: the downtime runs from a disruptive step's start to it); any other value names
+ * a section a system contributes (src/reports/report-section.ts), read from the journal by that name,
+ * never by the step's.
  */
-export type ReportSection = 'verified' | 'config-review' | 'restore-decision' | 'recreated' | 'diagnosis'
+export type StepReport = string
+
+/** The report value of a step whose success ends its target's downtime. */
+export const VERIFIED: StepReport = 'verified'
 
 /** A step's name in the journal: `stop`, or `rollback:stop` inside the rollback phase. */
 export type StepName = `${PhasePrefix}${string}`
@@ -47,7 +51,7 @@ export interface Step<C, A extends unknown[] = []> {
   /** It makes the service unavailable (a stop): a failure after it is rolled back. */
   readonly disruptive?: boolean
   /** What its finished entry adds to the report (read from the journal, never by the step's name). */
-  readonly report?: ReportSection
+  readonly report?: StepReport
   /** Journaled once per run: on resume a finished step is not run again and its result is reused. */
   readonly once?: boolean
   /** What it would do: the exact commands and calls, from the same drivers `act` uses. */

@@ -134,7 +134,7 @@ describe('svcops backup (CLI)', () => {
       const answer = done.json() as {
         runId: string
         phase: string
-        report: { run: { backupId: string; kind: string }; timeline: { step: string; status: string }[] }
+        report: { run: { params: { backupId: string }; kind: string }; timeline: { step: string; status: string }[] }
       }
       expect(answer.phase).toBe('succeeded')
       expect(answer.report.run.kind).toBe('backup')
@@ -144,7 +144,7 @@ describe('svcops backup (CLI)', () => {
         verified: { ok: boolean; restoreTest: boolean } | null
       }[]
       // --keep-last 1 removed every older backup; the new one is kept, verified by a restore test.
-      expect(listed.map((b) => b.id)).toEqual([answer.report.run.backupId])
+      expect(listed.map((b) => b.id)).toEqual([answer.report.run.params.backupId])
       expect(listed[0]?.verified).toMatchObject({ ok: true, restoreTest: true })
       expect(before).toBeGreaterThanOrEqual(1)
       expect(existsSync(join(runsDir, answer.runId, 'report.md'))).toBe(true)
@@ -242,7 +242,7 @@ describe('lab backup section', () => {
   it('creates the lab key pair once and returns a backup section that references it', async () => {
     const { mkdtempSync, readFileSync, rmSync } = await import('node:fs')
     const { tmpdir } = await import('node:os')
-    const { prepareLabBackup } = await import('../../src/lab/backup.ts')
+    const { prepareLabBackup } = await import('../../src/lab/lab-backup.ts')
     const { backupSchema } = await import('../../src/config/schema.ts')
     const dir = mkdtempSync(join(tmpdir(), 'svcops-lab-backup-'))
     try {

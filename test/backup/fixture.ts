@@ -18,7 +18,7 @@ import {
   type DatabaseTarget,
   type Recipient,
 } from '../../src/backup/index.ts'
-import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
+import { startPostgres, type PostgresCluster } from '../../src/lab/lab-postgres.ts'
 
 export const SERVICE_PASSWORD = 'recorder-password-7Hq2'
 

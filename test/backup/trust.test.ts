@@ -26,7 +26,7 @@ import { signManifest } from '../../src/backup/signing.ts'
 import { collect } from '../../src/core/events.ts'
 import { stringify } from 'yaml'
 import { loadEnvironmentFile } from '../../src/config/load.ts'
-import { createVerifiedBackup, restoreVerifiedBackup } from '../../src/upgrade/backup-gate.ts'
+import { createVerifiedBackup, restoreVerifiedBackup } from '../../src/recording/backup-gate.ts'
 import { seedRecordings, SERVICE_PASSWORD, startBackupBed, type BackupBed } from './fixture.ts'
 
 describe('a backup store that others can write to', () => {
@@ -333,7 +333,7 @@ describe('the automatic rollback path (backup gate) with the upgrade fixture’s
             hosts: [{ name: 'rec1', url: 'http://127.0.0.1:9' }],
             database: { ...bed.database, password: { env: 'SVCOPS_TEST_GATE_DB_PASSWORD' } },
           },
-          // What test/upgrade/fixture.ts writes: no signing key, no signers. The identity signs; the recipients are trusted.
+          // What test/recording/fixture.ts writes: no signing key, no signers. The identity signs; the recipients are trusted.
           'svcops:backup': {
             store: { path: join(bed.dir, 'gate-store') },
             recipients: [bed.publicKeyFile],

@@ -42,11 +42,11 @@ describe('svcops start-up: only the command group a run needs is loaded', () => 
     [['scan', 'sdk', '.', '--from', '1.0.0', '--to', '7.0.0'], ['scan']],
     [
       ['--env', 'lab', 'rollback', 'recording'],
-      ['upgrade', 'rollback', 'verify', 'runs', 'resume'],
+      ['upgrade', 'rollback', 'verify'],
     ],
     [
       ['-e', 'prod', '--json', 'resume', 'ID'],
-      ['upgrade', 'rollback', 'verify', 'runs', 'resume'],
+      ['runs', 'resume'],
     ],
     [['--stack-file', 'x.yaml', 'backup', 'list'], ['backup']],
   ])('%j loads the group of %j', async (argv, commands) => {

@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { stringify as toYaml } from 'yaml'
 import { svcopsCommand } from '../../src/core/paths.ts'
-import { unitItem, unitNode, unitWord } from '../../src/runs/systemd-timer.ts'
+import { unitItem, unitNode, unitWord } from '../../src/schedule/systemd-timer.ts'
 import { ROOT, runSvcops } from '../support/cli.ts'
 
 /**

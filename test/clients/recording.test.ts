@@ -1,16 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { ManagerClient } from '../../src/clients/manager.ts'
+import { ManagerClient } from '../../src/clients/manager-client.ts'
 import {
   extractRecordingList,
   RecordingClient,
   recordingClientFor,
   recordingSchema,
   type AccessTokenFunction,
-} from '../../src/clients/recording.ts'
+} from '../../src/clients/recording-client.ts'
 import { parseEnvironment } from '../../src/config/load.ts'
 import type { ManagerEmulator } from '../../src/lab/manager/server.ts'
-import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
+import { startPostgres, type PostgresCluster } from '../../src/lab/lab-postgres.ts'
 import { AuthError, BadInputError, HttpError, ProtocolError } from '../../src/core/errors.ts'
 import { parseAnswer } from '../../src/core/http.ts'
 import {

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { usePrivateFolder } from '../../src/core/private-files.ts'
 import { local, runCommand } from '../../src/core/runner.ts'
 import { findPgTool, spawnPgTool, type DatabaseTarget } from '../../src/drivers/postgres.ts'
-import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
+import { startPostgres, type PostgresCluster } from '../../src/lab/lab-postgres.ts'
 
 const PLANTED = {
   SVCOPS_MANAGER_PASSWORD: 'manager-password-env-Q7z1',

@@ -26,10 +26,11 @@ import { LocalStore } from '../../src/backup/store.ts'
 import { recordHostKey } from '../../src/drivers/known-hosts.ts'
 import { transportFor } from '../../src/drivers/transports.ts'
 import { lookupUser, startSshd, type Sshd } from '../../src/lab/sshd.ts'
-import { writeHostFile } from '../../src/live/host-files.ts'
+import { writeHostFile } from '../../src/live/hosts/host-files.ts'
 import { textfilePath, writeTextfile } from '../../src/metrics/publish.ts'
-import { Journal, newRunRecord } from '../../src/runs/journal.ts'
-import { writeReport } from '../../src/runs/report.ts'
+import { Journal } from '../../src/runs/journal.ts'
+import { newRunRecord } from '../../src/runs/run-record.ts'
+import { writeReport } from '../../src/reports/report.ts'
 import { runSvcops } from '../support/cli.ts'
 
 const PRECIOUS = 'root-only secret, never to be overwritten\n'
@@ -107,9 +108,15 @@ describe('no write through a planted link', () => {
 
   it('the run folder: run.json, the journal and the reports', () => {
     const runs = sharedDir('runs')
-    const record = newRunRecord({ kind: 'backup', environment: 'lab', envFile: '/nonexistent/Pulumi.lab.yaml' })
+    const record = newRunRecord({
+      kind: 'backup',
+      system: 'recording',
+      environment: 'lab',
+      envFile: '/nonexistent/Pulumi.lab.yaml',
+      params: {},
+    })
     // A folder planted under the next run's id is refused, not reused.
-    const planted = newRunRecord({ kind: 'backup', environment: 'lab', envFile: '/x' })
+    const planted = newRunRecord({ kind: 'backup', system: 'recording', environment: 'lab', envFile: '/x', params: {} })
     mkdirSync(join(runs, planted.id), { mode: 0o777 })
     expect(() => Journal.create(planted, runs)).toThrow(/EEXIST/)
     const journal = Journal.create(record, runs)

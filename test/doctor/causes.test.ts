@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { doctorRecording } from '../../playbooks/doctor.ts'
 import { switchLabFault, type LabFault } from '../../src/lab/recording-faults.ts'
-import { runCli, startUpgradeLab, type UpgradeLab } from '../upgrade/fixture.ts'
+import { runCli, startUpgradeLab, type UpgradeLab } from '../recording/fixture.ts'
 
 let lab: UpgradeLab
 const target = () => ({

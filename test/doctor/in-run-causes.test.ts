@@ -10,9 +10,10 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { switchLabFault, type LabFault } from '../../src/lab/recording-faults.ts'
 import { Journal, listRuns } from '../../src/runs/journal.ts'
-import { buildReport } from '../../src/runs/report.ts'
+import { recordingSectionsOf } from '../../src/recording/recording-report.ts'
+import { buildReport } from '../../src/reports/report.ts'
 import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
-import { startUpgradeLab, type UpgradeLab } from '../upgrade/fixture.ts'
+import { startUpgradeLab, type UpgradeLab } from '../recording/fixture.ts'
 
 let lab: UpgradeLab
 const target = () => ({
@@ -65,7 +66,7 @@ describe('an upgrade into each lab fault', () => {
         expect(journal.entries().some((e) => e.disruptive)).toBe(false)
         return
       }
-      const findings = buildReport(journal).diagnoses.flatMap((d) => d.findings as { cause: string; host: string }[])
+      const findings = recordingSectionsOf(buildReport(journal)).diagnoses.flatMap((d) => d.findings as { cause: string; host: string }[])
       expect(findings).toEqual(expect.arrayContaining([expect.objectContaining({ cause, host: 'rec-1' })]))
       expect(readFileSync(journal.file('report.md'), 'utf8')).toMatch(new RegExp(`## Why it failed \\(doctor\\)[\\s\\S]*${cause}`))
       expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })

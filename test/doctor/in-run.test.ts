@@ -9,9 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RolledBackError } from '../../src/core/errors.ts'
 import { switchLabFault, type LabFault } from '../../src/lab/recording-faults.ts'
 import { Journal, listRuns } from '../../src/runs/journal.ts'
-import { buildReport } from '../../src/runs/report.ts'
+import { recordingSectionsOf } from '../../src/recording/recording-report.ts'
+import { buildReport } from '../../src/reports/report.ts'
 import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
-import { startUpgradeLab, type UpgradeLab } from '../upgrade/fixture.ts'
+import { startUpgradeLab, type UpgradeLab } from '../recording/fixture.ts'
 
 let lab: UpgradeLab
 const target = () => ({
@@ -62,7 +63,7 @@ describe('the doctor in the upgrade runs', () => {
     const journal = newestRun()
     expect(journal.entries().some((e) => e.disruptive)).toBe(false)
     const report = buildReport(journal)
-    expect(report.diagnoses[0]?.findings).toEqual([expect.objectContaining({ cause: 'config-syntax', host: 'rec-1' })])
+    expect(recordingSectionsOf(report).diagnoses[0]?.findings).toEqual([expect.objectContaining({ cause: 'config-syntax', host: 'rec-1' })])
     expect(readFileSync(journal.file('report.md'), 'utf8')).toMatch(/## Why it failed \(doctor\)[\s\S]*config-syntax/)
     expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
   })
@@ -72,7 +73,7 @@ describe('the doctor in the upgrade runs', () => {
     expect(error, (error as Error).message).toBeInstanceOf(RolledBackError)
     const journal = newestRun()
     const report = buildReport(journal)
-    const diagnosis = report.diagnoses.find((d) => d.step === 'diagnose')
+    const diagnosis = recordingSectionsOf(report).diagnoses.find((d) => d.step === 'diagnose')
     expect(diagnosis?.host).toBe('rec-1')
     expect(diagnosis?.findings).toEqual([expect.objectContaining({ cause: 'migration-history', host: 'rec-1' })])
     expect(JSON.stringify(diagnosis?.findings)).toMatch(/migration to schema 3 failed and was rolled back/)
@@ -95,7 +96,7 @@ describe('the doctor in the upgrade runs', () => {
       expect(error, (error as Error).message).toBeInstanceOf(RolledBackError)
       expect((error as Error).message).toMatch(/response time — .* took \d+ ms, over recording\.slowResponseMs \(1 ms\): slow performance/)
       const journal = newestRun()
-      const diagnosis = buildReport(journal).diagnoses.find((d) => d.step === 'diagnose')
+      const diagnosis = recordingSectionsOf(buildReport(journal)).diagnoses.find((d) => d.step === 'diagnose')
       expect(diagnosis?.findings).toEqual([expect.objectContaining({ cause: 'content-info-cache', host: 'rec-1' })])
       expect(readFileSync(journal.file('report.md'), 'utf8')).toMatch(/## Why it failed \(doctor\)[\s\S]*content-info-cache/)
       expect(journal.run.phase).toBe('rolled-back')

@@ -17,7 +17,7 @@ import {
   upgradeRecordingService,
 } from '../../playbooks/upgrade.ts'
 import { runSvcopsKilledAt } from '../support/cli.ts'
-import { startUpgradeLab, type UpgradeLab } from '../upgrade/fixture.ts'
+import { startUpgradeLab, type UpgradeLab } from '../recording/fixture.ts'
 
 let lab: UpgradeLab
 
@@ -98,7 +98,7 @@ describe('rollback --to V across a schema change', () => {
     const retry = Journal.open(listRuns()[0]!.id)
     expect(retry.run.id).not.toBe(first.id)
     expect(retry.run.targetVersion).toBe('2.1.0+migfail')
-    expect(retry.run.backupId).toBe(first.backupId)
+    expect(retry.run.params.backupId).toBe(first.params.backupId)
     expect(retry.entries().find((e) => e.step === 'backup' && e.status === 'ok')?.detail).toMatch(/is reused/)
     expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
     const after = (await lab.listAll()).map((r) => r.title)
@@ -131,7 +131,7 @@ describe('rollback --to V across a schema change', () => {
     expect(outcome.phase).toBe('succeeded')
     const retry = Journal.open(outcome.runId)
     expect(retry.run.targetVersion).toBe('2.0.0')
-    expect(retry.run.backupId).toBe(first.backupId)
+    expect(retry.run.params.backupId).toBe(first.params.backupId)
     expect(retry.entries().find((e) => e.step === 'backup' && e.status === 'ok')?.detail).toMatch(/is reused/)
     expect(await lab.versions()).toEqual({ 'rec-1': '2.0.0' })
     expect(await lab.healthy()).toEqual([true])

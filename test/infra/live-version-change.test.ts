@@ -1,5 +1,5 @@
 /**
- * The assumption under the live upgrade's preview rule (src/live/cluster-platform.ts,
+ * The assumption under the live upgrade's preview rule (src/live/kubernetes/live-preview.ts,
  * `liveComponentChanges`), checked on the program itself: run through @pulumi/pulumi's run entry
  * against the stand-in engine (test/infra/engine), a change of `svcops:deploy.live.version` in the
  * prod stack changes only objects inside the system controller's and the media components'
@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import type { PreviewDigest } from '../../src/drivers/pulumi.ts'
-import { liveComponentChanges } from '../../src/live/cluster-platform.ts'
+import { liveComponentChanges } from '../../src/live/kubernetes/live-preview.ts'
 import { runEngine, type EngineRun, type RunOptions } from './engine/engine.ts'
 import { planChanges } from './engine/replace.ts'
 import { deployOf, stackConfig, writeStack, type LooseConfig } from './helpers.ts'

@@ -27,11 +27,4 @@ export function processesMentioning(needle: string): number[] {
 }
 
 /** True while a live (non-zombie) process has this pid. */
-export function isRunning(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
-  } catch {
-    return false
-  }
-}
+export { isAlive as isRunning } from '../../src/core/process.ts'

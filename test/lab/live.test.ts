@@ -16,7 +16,7 @@ import { generatePsk } from '../../src/releases/pre-shared-key.ts'
 import { legacySettingsDir, liveComponentPaths, liveSettingsFile } from '../../src/lab/live/paths.ts'
 import { CONNECTING_COMPONENTS, LIVE_COMPONENTS } from '../../src/lab/live/releases.ts'
 import { processesMentioning, svcops, type CliResult } from './labcore-helpers.ts'
-import { accepts, LiveHost, liveLabEnv, liveSectionOf, PRODUCT, processArguments, waitFor } from './live-fixture.ts'
+import { accepts, LiveHost, liveLabEnv, liveSectionOf, PRODUCT, processArguments, waitFor } from '../support/live-lab.ts'
 
 const base = mkdtempSync(join(tmpdir(), 'svcops-live-'))
 const LEGACY_SETTINGS = `${legacySettingsDir(PRODUCT)}/svc_sc_settings.json`

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
+import { startPostgres, type PostgresCluster } from '../../src/lab/lab-postgres.ts'
 
 describe('throwaway PostgreSQL cluster', () => {
   let cluster: PostgresCluster

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { PostgresCluster } from '../../src/lab/postgres.ts'
+import type { PostgresCluster } from '../../src/lab/lab-postgres.ts'
 import {
   createServiceDatabase,
   installDeb,

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startPostgres, type PostgresCluster } from '../../src/lab/postgres.ts'
+import { startPostgres, type PostgresCluster } from '../../src/lab/lab-postgres.ts'
 import { buildRecordingPackages, RECORDING_RELEASES } from '../../src/lab/recording/index.ts'
 import { local, runCommand } from '../../src/core/runner.ts'
 import { collect } from '../../src/core/events.ts'

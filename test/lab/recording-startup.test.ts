@@ -2,7 +2,7 @@ import { chmodSync, chownSync, mkdirSync, readFileSync, rmSync, writeFileSync } 
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort } from '../../src/lab/ports.ts'
-import type { PostgresCluster } from '../../src/lab/postgres.ts'
+import type { PostgresCluster } from '../../src/lab/lab-postgres.ts'
 import {
   createServiceDatabase,
   installDeb,

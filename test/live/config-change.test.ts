@@ -1,5 +1,5 @@
 /**
- * What `write-config` decides, as a specification of the pure plan (src/live/config-change.ts):
+ * What `write-config` decides, as a specification of the pure plan (src/live/hosts/config-change.ts):
  * the PSK, the settings file's place and the TCP endpoint variable for each crossing, from the
  * catalog's effects and the files as they are. The end-to-end tests prove the same on a lab host.
  */
@@ -9,8 +9,8 @@ import { dirname, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { liveHostsSchema } from '../../src/config/schema.ts'
 import { LocalTransport } from '../../src/core/runner.ts'
-import { planConfig, readConfigState, type ConfigState } from '../../src/live/config-change.ts'
-import { fileDiff, type LiveHost } from '../../src/live/host-files.ts'
+import { planConfig, readConfigState, type ConfigState } from '../../src/live/hosts/config-change.ts'
+import { fileDiff, type LiveHost } from '../../src/live/hosts/host-files.ts'
 
 const live = liveHostsSchema.parse({
   version: '5.2.0',

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { assessPsk } from '../../src/releases/pre-shared-key.ts'
-import { gateIds, LIVE_COMPONENTS, startLiveLab, waitUntil, type LiveLab } from './fixture.ts'
+import { gateIds, LIVE_COMPONENTS, startLiveLab, waitUntil, type LiveLab } from '../support/live-lab.ts'
 
 const PSK = 'SVC_SYSTEM_CONTROLLER_PSK'
 const CONNECTING = ['ingest', 'pipeline', 'control-panel'] as const

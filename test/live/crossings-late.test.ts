@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { writeLiveHostFile } from '../../src/lab/live-lab.ts'
 import { assessPsk } from '../../src/releases/pre-shared-key.ts'
-import { gateIds, LIVE_COMPONENTS, startLiveLab, waitUntil, type LiveLab } from './fixture.ts'
+import { gateIds, LIVE_COMPONENTS, startLiveLab, waitUntil, type LiveLab } from '../support/live-lab.ts'
 
 const LEGACY = '/opt/svc/system-controller/etc/svc_sc_settings.json'
 const ETC = '/etc/opt/svc/svc_sc_settings.json'

@@ -28,8 +28,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { listRuns } from '../../src/runs/journal.ts'
-import { LIVE_LOCK_PATH } from '../../src/live/context.ts'
-import { gateIds, type LiveLab } from './fixture.ts'
+import { LIVE_LOCK_PATH } from '../../src/live/hosts/live-hosts-platform.ts'
+import { gateIds, type LiveLab } from '../support/live-lab.ts'
 
 /** One upgrade the lab makes, and the boundaries killed on it (in the playbook's order). */
 export interface Crossing {

@@ -11,7 +11,7 @@
  *                   files changed); the finished run, whose backup a resume took, is then rolled
  *                   back to 5.2.0 with the files byte for byte
  */
-import { useLiveLab } from './fixture.ts'
+import { useLiveLab } from '../support/live-lab.ts'
 import { describeLiveCrashResume, EARLY_CROSSINGS } from './resume-cases.ts'
 
 describeLiveCrashResume(useLiveLab({ version: '1.0.0' }), EARLY_CROSSINGS)

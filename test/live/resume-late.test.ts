@@ -11,7 +11,7 @@
  *                   files it already moved and renamed)
  *   6.0.0 -> 7.0.0  verify (/api/v3)
  */
-import { useLiveLab } from './fixture.ts'
+import { useLiveLab } from '../support/live-lab.ts'
 import { describeLiveCrashResume, LATE_CROSSINGS } from './resume-cases.ts'
 
 describeLiveCrashResume(useLiveLab({ version: '1.0.0' }), LATE_CROSSINGS)

@@ -6,9 +6,9 @@
  * with the files as they were before the upgrade, checked, with no lock left and no PSK printed.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { LIVE_LOCK_PATH } from '../../src/live/context.ts'
+import { LIVE_LOCK_PATH } from '../../src/live/hosts/live-hosts-platform.ts'
 import { listRuns } from '../../src/runs/journal.ts'
-import { gateIds, startLiveLab, type LiveLab } from './fixture.ts'
+import { gateIds, startLiveLab, type LiveLab } from '../support/live-lab.ts'
 
 let lab: LiveLab
 

@@ -5,7 +5,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ManagerClient, managerClientFor } from '../../src/clients/manager.ts'
+import { ManagerClient, managerClientFor } from '../../src/clients/manager-client.ts'
 import { parseEnvironment } from '../../src/config/load.ts'
 import { BadInputError, HttpError } from '../../src/core/errors.ts'
 import { collect } from '../../src/core/events.ts'

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { AUTH_API, AUTH_REVISIONS } from '../../src/releases/auth.ts'
 import { expandName, LIVE_CHANGES, LIVE_RELEASES } from '../../src/releases/live.ts'
 import { planLive } from '../../src/releases/plan.ts'
-import { RECORDING_RULES } from '../../src/releases/recording.ts'
+import { RECORDING_RULES } from '../../src/releases/recording-rules.ts'
 import { LIVE_COMPONENTS } from '../../src/releases/types.ts'
 import * as v from '../../src/releases/versions.ts'
 

@@ -12,9 +12,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { local } from '../../src/core/runner.ts'
-import { Journal, newRunRecord } from '../../src/runs/journal.ts'
-import { writeReport } from '../../src/runs/report.ts'
-import { reviewConfig, shownString, withoutCredentials } from '../../src/upgrade/config-review.ts'
+import { Journal } from '../../src/runs/journal.ts'
+import { newRunRecord } from '../../src/runs/run-record.ts'
+import { writeReport } from '../../src/reports/report.ts'
+import { reviewConfig, shownString, withoutCredentials } from '../../src/recording/hosts/config-review.ts'
 import { runSvcops } from '../support/cli.ts'
 
 /** A small deterministic generator (mulberry32). */
@@ -108,7 +109,16 @@ describe('configuration review masks by shape', () => {
   beforeAll(async () => {
     const next = random(27)
     const hosts = Array.from({ length: CASES }, (_, i) => `rec-${i + 1}`)
-    journal = Journal.create(newRunRecord({ kind: 'upgrade', environment: 'test', envFile: '/nonexistent/Pulumi.test.yaml', hosts }), runs)
+    journal = Journal.create(
+      newRunRecord({
+        kind: 'upgrade',
+        system: 'recording',
+        environment: 'test',
+        envFile: '/nonexistent/Pulumi.test.yaml',
+        params: { hosts },
+      }),
+      runs,
+    )
     for (const host of hosts) {
       const c = generateCase(next)
       cases.push(c)

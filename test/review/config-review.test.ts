@@ -9,9 +9,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { local } from '../../src/core/runner.ts'
-import { Journal, newRunId } from '../../src/runs/journal.ts'
-import { writeReport } from '../../src/runs/report.ts'
-import { reviewConfig, withoutCredentials, type ConfigReview } from '../../src/upgrade/config-review.ts'
+import { recordingDescription } from '../../src/recording/recording-description.ts'
+import { Journal } from '../../src/runs/journal.ts'
+import { newRunId } from '../../src/runs/run-record.ts'
+import { writeReport } from '../../src/reports/report.ts'
+import { reviewConfig, withoutCredentials, type ConfigReview } from '../../src/recording/hosts/config-review.ts'
 
 const SECRETS = [
   'media-api-pass-Zq81', // mediaApi.baseUrl user:password@
@@ -85,13 +87,11 @@ describe('configuration review that cannot leak', () => {
       {
         id,
         kind: 'upgrade',
+        system: 'recording',
         environment: 'test',
         envFile: 'test.yaml',
         targetVersion: '2.0.0',
-        previousVersions: { 'rec-1': '1.5.0' },
-        hosts: ['rec-1'],
-        batchSize: 1,
-        maxFail: '0',
+        params: { previousVersions: { 'rec-1': '1.5.0' }, hosts: ['rec-1'], batchSize: 1, maxFail: '0' },
         autoRollback: true,
         phase: 'succeeded',
         startedAt: new Date().toISOString(),
@@ -101,7 +101,7 @@ describe('configuration review that cannot leak', () => {
       runs,
     )
     journal.append({ step: 'review-config', host: 'rec-1', status: 'ok', data: { review }, report: 'config-review' })
-    writeReport(journal)
+    writeReport(journal, recordingDescription)
     const files = readdirSync(join(runs, id))
     expect(files.sort()).toEqual(['journal.jsonl', 'report.html', 'report.json', 'report.md', 'run.json'])
     const everything = files.map((f) => readFileSync(join(runs, id, f), 'utf8')).join('\n')

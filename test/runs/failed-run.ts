@@ -7,13 +7,20 @@
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Journal, type JournalEntry, type RunRecord } from '../../src/runs/journal.ts'
+import { recordingDescription } from '../../src/recording/recording-description.ts'
+import { Journal, type JournalEntry } from '../../src/runs/journal.ts'
+import type { RunRecord } from '../../src/runs/run-record.ts'
+import { describeSystem } from '../../src/runs/system-description.ts'
 
 export const T0 = Date.parse('2026-11-24T02:30:00.000Z')
 export const HOSTS = ['rec-1', 'rec-2', 'rec-3', 'rec-4', 'rec-5']
 
-/** Writes the run into a new runs folder (or `base`) and returns its journal. */
+/**
+ * Writes the run into a new runs folder (or `base`) and returns its journal. The recording service's
+ * description is made known, as the CLI does, so that its report has the system's view and sections.
+ */
 export function writeFailedRun(options: { base?: string; secret?: string } = {}): Journal {
+  describeSystem(recordingDescription)
   const base = options.base ?? mkdtempSync(join(tmpdir(), 'svcops-runs-'))
   let t = T0
   const entries: JournalEntry[] = []
@@ -94,20 +101,23 @@ export function writeFailedRun(options: { base?: string; secret?: string } = {})
     kind: 'upgrade',
     environment: 'prod',
     envFile: '/etc/svcops/stacks/Pulumi.prod.yaml',
+    system: 'recording',
     targetVersion: '2.0.0',
-    previousVersions: Object.fromEntries(HOSTS.map((h) => [h, '1.5.0'])),
-    hosts: HOSTS,
-    batchSize: 2,
-    maxFail: '0',
     autoRollback: true,
     phase: 'rolled-back',
     startedAt: new Date(T0).toISOString(),
     finishedAt: at(1),
     holder: 'svcops@cron',
     pid: 4242,
-    backupId: '20261124T023005Z-b4c2',
     cause: "svc-recording on rec-5 exited: invalid logLevel 'loud'",
-    deadline: new Date(T0 + 4 * 60_000).toISOString(),
+    params: {
+      previousVersions: Object.fromEntries(HOSTS.map((h) => [h, '1.5.0'])),
+      hosts: HOSTS,
+      batchSize: 2,
+      maxFail: '0',
+      backupId: '20261124T023005Z-b4c2',
+      deadline: new Date(T0 + 4 * 60_000).toISOString(),
+    },
   }
   const journal = Journal.create(run, base)
   entries.sort((a, b) => a.time.localeCompare(b.time))

@@ -17,9 +17,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { stringify as toYaml } from 'yaml'
 import { RolledBackError } from '../../src/core/errors.ts'
 import { consoleSink, events } from '../../src/core/events.ts'
-import { Journal, newRunId, type RunRecord } from '../../src/runs/journal.ts'
+import { useRunSystems } from '../../src/commands/run-systems.ts'
+import { Journal } from '../../src/runs/journal.ts'
+import { newRunId, type RunRecord } from '../../src/runs/run-record.ts'
 import { startRun, type Playbook } from '../../src/runs/playbook.ts'
-import { progressSink } from '../../src/runs/progress.ts'
+import { progressSink } from '../../src/reports/progress.ts'
 import { defineStep } from '../../src/runs/step.ts'
 import { runSvcops } from '../support/cli.ts'
 
@@ -134,16 +136,16 @@ describe('text read from outside reaches no output raw', () => {
       metrics: { textfileDir },
     }
     writeFileSync(envFile, toYaml({ config: { 'svcops:notify': notify } }))
+    // The observers (webhooks, metrics) and the recording service's report sections, as the CLI wires them.
+    await useRunSystems()
     const record: RunRecord = {
       id: newRunId(),
       kind: 'upgrade',
+      system: 'recording',
       environment: 'prod',
       envFile,
       targetVersion: '2.0.0',
-      previousVersions: { [HOST]: '1.5.0' },
-      hosts: [HOST],
-      batchSize: 1,
-      maxFail: '0',
+      params: { previousVersions: { [HOST]: '1.5.0' }, hosts: [HOST], batchSize: 1, maxFail: '0' },
       autoRollback: true,
       phase: 'running',
       startedAt: new Date().toISOString(),

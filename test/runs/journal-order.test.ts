@@ -6,12 +6,13 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { Journal, listRuns, newRunRecord } from '../../src/runs/journal.ts'
+import { Journal, listRuns } from '../../src/runs/journal.ts'
+import { newRunRecord } from '../../src/runs/run-record.ts'
 
 describe('listRuns', () => {
   it('orders runs started within one second by their start, not by the random part of their ids', () => {
     const base = mkdtempSync(join(tmpdir(), 'svcops-runs-order-'))
-    const fields = { kind: 'upgrade' as const, environment: 'lab', envFile: '/dev/null' }
+    const fields = { kind: 'upgrade' as const, system: 'recording', environment: 'lab', envFile: '/dev/null', params: {} }
     // The earlier run gets the larger random suffix, so sorting by id alone would put it first.
     const first = newRunRecord(fields)
     first.id = '20261125T020000Z-ffffff'

@@ -8,16 +8,24 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { collect } from '../../src/core/events.ts'
-import { Journal, newRunRecord } from '../../src/runs/journal.ts'
+import { Journal } from '../../src/runs/journal.ts'
+import { newRunRecord } from '../../src/runs/run-record.ts'
 import { startRun, type Playbook } from '../../src/runs/playbook.ts'
-import { renderMarkdown } from '../../src/runs/report.ts'
+import { renderMarkdown } from '../../src/reports/report.ts'
 
 const STACK_TEXT =
   'config:\n  svcops:recording:\n    version: 2.0.0\n  svcops:databasePassword:\n    secure: v1:AAAAAAAAAAAAAAAA:ciphertext\n'
 
 function runIn(dir: string, stackFile: string): Journal {
   return Journal.create(
-    newRunRecord({ kind: 'upgrade', environment: 'prod', envFile: stackFile, targetVersion: '2.0.0', hosts: ['svc-recording'] }),
+    newRunRecord({
+      kind: 'upgrade',
+      system: 'recording',
+      environment: 'prod',
+      envFile: stackFile,
+      targetVersion: '2.0.0',
+      params: { hosts: ['svc-recording'] },
+    }),
     join(dir, 'runs'),
   )
 }

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exitCodeFor } from '../../src/core/errors.ts'
 import { listRuns } from '../../src/runs/journal.ts'
 import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
-import { startUpgradeLab, type UpgradeLab } from '../upgrade/fixture.ts'
+import { startUpgradeLab, type UpgradeLab } from '../recording/fixture.ts'
 import { startChromium, type Browser } from './chromium.ts'
 
 let lab: UpgradeLab

@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { clearSecretsForTests, registerSecret } from '../../src/core/redact.ts'
-import { writeReport } from '../../src/runs/report.ts'
+import { writeReport } from '../../src/reports/report.ts'
 import { startChromium, type Browser } from './chromium.ts'
 import { HOSTS, writeFailedRun } from './failed-run.ts'
 

@@ -15,8 +15,14 @@ import { stringify as toYaml } from 'yaml'
 import { RolledBackError } from '../../src/core/errors.ts'
 import { collect } from '../../src/core/events.ts'
 import { clearSecretsForTests } from '../../src/core/redact.ts'
-import { Journal, newRunId, type JournalEntry, type RunRecord } from '../../src/runs/journal.ts'
+import { publishRunMetrics } from '../../src/metrics/run-metrics.ts'
+import { notifyOfRun } from '../../src/notify/run-hooks.ts'
+import { recordingDescription } from '../../src/recording/recording-description.ts'
+import { writeReport } from '../../src/reports/report.ts'
+import { Journal, type JournalEntry } from '../../src/runs/journal.ts'
 import { startRun, type Playbook } from '../../src/runs/playbook.ts'
+import { observeRuns, tellObservers } from '../../src/runs/run-events.ts'
+import { newRunId, type RunRecord } from '../../src/runs/run-record.ts'
 import { defineStep } from '../../src/runs/step.ts'
 
 const PUSHGATEWAY = '/usr/bin/prometheus-pushgateway'
@@ -33,6 +39,8 @@ function freePort(): Promise<number> {
 }
 
 let gateway: ChildProcess
+// The observers the CLI registers at its edge (src/commands/run-systems.ts).
+const unobserve = [observeRuns(notifyOfRun), observeRuns(publishRunMetrics)]
 let gatewayUrl: string
 let receiver: Server
 let receiverUrl: string
@@ -67,6 +75,7 @@ beforeAll(async () => {
 }, 60_000)
 
 afterAll(async () => {
+  for (const stop of unobserve) stop()
   gateway?.kill('SIGTERM')
   await new Promise((resolve) => receiver?.close(resolve))
   clearSecretsForTests()
@@ -131,13 +140,11 @@ describe('notifications and metrics of a run', () => {
     const record: RunRecord = {
       id: newRunId(),
       kind: 'upgrade',
+      system: 'recording',
       environment: 'prod',
       envFile,
       targetVersion: '2.0.0',
-      previousVersions: { 'rec-1': '1.5.0' },
-      hosts: ['rec-1'],
-      batchSize: 1,
-      maxFail: '0',
+      params: { previousVersions: { 'rec-1': '1.5.0' }, hosts: ['rec-1'], batchSize: 1, maxFail: '0' },
       autoRollback: true,
       phase: 'running',
       startedAt: new Date().toISOString(),
@@ -151,6 +158,7 @@ describe('notifications and metrics of a run', () => {
       journal,
       lock: { release: () => Promise.resolve() },
       open: () => Promise.resolve({ ctx: {}, close: () => Promise.resolve() }),
+      system: recordingDescription,
     }).catch((e: unknown) => e)
     log.stop()
     expect(error).toBeInstanceOf(RolledBackError)
@@ -190,8 +198,7 @@ describe('notifications and metrics of a run', () => {
       id: '20261123T021500Z-0b0b0b',
       kind: 'backup',
       targetVersion: '',
-      hosts: [],
-      previousVersions: {},
+      params: { hosts: [], previousVersions: {}, batchSize: 1, maxFail: '0' },
       phase: 'succeeded',
       startedAt: '2026-11-23T02:15:00.000Z',
       finishedAt: '2026-11-23T02:16:40.000Z',
@@ -202,12 +209,10 @@ describe('notifications and metrics of a run', () => {
       { time: '2026-11-23T02:16:30.000Z', step: 'verify', status: 'ok', data: { backupId: 'b-1', restoreTest: true } },
     ]
     writeFileSync(j.file('journal.jsonl'), entries.map((e) => JSON.stringify(e)).join('\n') + '\n')
-    // The next run of the environment publishes the whole environment: run the hook as the engine does.
-    const { announceEnd } = await import('../../src/notify/run-hooks.ts')
-    const { writeReport } = await import('../../src/runs/report.ts')
+    // The next run of the environment publishes the whole environment: tell the observers as the engine does.
     const upgrade = Journal.open(readdirSync(runsDir).find((d) => d !== backup.id) as string, runsDir)
     received.length = 0
-    await announceEnd(upgrade, writeReport(upgrade))
+    await tellObservers({ kind: 'run-ended', journal: upgrade, report: writeReport(upgrade, recordingDescription) })
     expect(received).toHaveLength(2) // the same rollback told again: one message per webhook per call
 
     const file = join(textfileDir, 'svcops_prod.prom')

@@ -1,7 +1,7 @@
 /**
  * The order in which vitest hands test files to its two workers. Without a results cache (a clean
  * clone, as CI runs it) vitest starts the largest files first; but the longest files here are small
- * (their cases live in shared modules: test/live/resume-cases.ts, test/upgrade/resume-cases.ts) and
+ * (their cases live in shared modules: test/live/resume-cases.ts, test/recording/resume-cases.ts) and
  * would start last, leaving one worker alone with them at the end. These files, which start real
  * labs and run whole upgrades, go first, longest first as measured in full runs; the rest in
  * vitest's own order (failed first, then longest by its cache, else largest). A file missing from
@@ -14,15 +14,15 @@ const LONGEST_FIRST = [
   'test/lab/quickstart.test.ts',
   'test/live/resume-late.test.ts',
   'test/live/resume-early.test.ts',
-  'test/upgrade/resume-late.test.ts',
+  'test/recording/resume-late.test.ts',
   'test/infra/engine.test.ts',
-  'test/upgrade/faults.test.ts',
-  'test/upgrade/resume-early.test.ts',
+  'test/recording/faults.test.ts',
+  'test/recording/resume-early.test.ts',
   'test/live/kubernetes.test.ts',
   'test/doctor/schema-rollback.test.ts',
-  'test/upgrade/fleet.test.ts',
+  'test/recording/fleet.test.ts',
   'test/live/crossings-late.test.ts',
-  'test/upgrade/upgrade.test.ts',
+  'test/recording/upgrade.test.ts',
   'test/live/crossings-early.test.ts',
   'test/lab/live.test.ts',
 ]

@@ -1,0 +1,166 @@
+/**
+ * The runs svcops recorded, and the way to finish one: `svcops runs list|show` (the journal for
+ * people and machines, report.md/html on request) and `svcops resume ID [--rollback|--retry]`, which
+ * continues a run of whichever system it belongs to. Options and help only; the playbooks do the work.
+ */
+import { Option, type Command } from 'commander'
+import { BadInputError } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import { globals, printResult } from './context.ts'
+import { useRunSystems } from './run-systems.ts'
+import { METRICS_FILE_HELP, printPlan, progress, showRun } from './run-output.ts'
+
+interface ResumeFlags {
+  rollback?: boolean
+  retry?: boolean
+  dryRun?: boolean
+  breakLock?: boolean
+  metricsFile?: string
+}
+
+const SHOW_HELP =
+  '\nExamples:\n  svcops runs show 20261122T031500Z-3fa9c1\n  svcops runs show 20261122T031500Z-3fa9c1 --html /tmp/run.html\n  svcops runs show 20261122T031500Z-3fa9c1 --open\n  svcops runs show 20261122T031500Z-3fa9c1 --json'
+
+const RESUME_HELP = `
+Steps the journal records as finished are not repeated; host steps are idempotent (stopping a
+stopped service, installing an installed version). A run that was rolling back continues its
+rollback.
+
+Examples:
+  svcops resume 20261122T031500Z-3fa9c1 --dry-run
+  svcops resume 20261122T031500Z-3fa9c1
+  svcops resume 20261122T031500Z-3fa9c1 --rollback --json
+  svcops resume 20261122T031500Z-3fa9c1 --retry          # the seed's "restore backup and retry"`
+
+/** Registers `runs list|show` and `resume`. */
+export function register(program: Command): void {
+  const runs = program.command('runs').description('Upgrade and rollback runs recorded in .svcops/runs.')
+  registerRunsList(runs)
+  registerRunsShow(runs)
+  registerResume(program)
+}
+
+function registerRunsList(runs: Command): void {
+  runs
+    .command('list')
+    .description('List runs, newest first, as a table: id, environment, kind, target, outcome, duration, longest downtime.')
+    .addOption(new Option('--kind <kind>', 'only runs of this kind').choices(['upgrade', 'rollback', 'backup', 'verify']))
+    .addHelpText('after', '\nExamples:\n  svcops runs list\n  svcops runs list --env prod --kind backup\n  svcops runs list --json')
+    .action(async (flags: { kind?: string }, command: Command) => {
+      // --env (global) filters here: the runs of that environment.
+      const { env } = globals(command)
+      await useRunSystems()
+      const { Journal, listRuns } = await import('../runs/journal.ts')
+      const { buildReport } = await import('../reports/report.ts')
+      const { renderRunsTable } = await import('../reports/report-text.ts')
+      const { longestDowntime, runDurationMs } = await import('../reports/timeline.ts')
+      const reports = listRuns()
+        .filter((r) => (!env || r.environment === env) && (!flags.kind || r.kind === flags.kind))
+        .map((r) => buildReport(Journal.open(r.id)))
+      const list = reports.map((r) => ({ ...r.run, durationMs: runDurationMs(r) ?? null, longestDowntime: longestDowntime(r) ?? null }))
+      printResult(command, { ok: true, runs: list }, () => (list.length ? renderRunsTable(reports) : 'No runs yet.'))
+    })
+}
+
+function registerRunsShow(runs: Command): void {
+  runs
+    .command('show')
+    .description('Show one run: the outcome in one sentence and its timeline, one line per host; the report on request.')
+    .argument('<id>', 'run id (see svcops runs list)')
+    .option('--open', "open the run's report.html in the desktop's browser (xdg-open)")
+    .option('--html <path>', "write the run's report.html to <path>")
+    .option('--markdown', 'print report.md instead of the timeline')
+    .addHelpText('after', SHOW_HELP)
+    .action(showRunFolder)
+}
+
+async function showRunFolder(id: string, flags: { open?: boolean; html?: string; markdown?: boolean }, command: Command): Promise<void> {
+  await useRunSystems()
+  const { Journal } = await import('../runs/journal.ts')
+  const { buildReport, renderMarkdown } = await import('../reports/report.ts')
+  const { redactDeep } = await import('../core/redact.ts')
+  const { renderHtml } = await import('../reports/report-html.ts')
+  const { renderRunText } = await import('../reports/report-text.ts')
+  const { outcomeSentence } = await import('../reports/timeline.ts')
+  const journal = Journal.open(id)
+  const report = redactDeep(buildReport(journal))
+  if (flags.html || flags.open) {
+    const { writeFileAtomic } = await import('../core/atomic-write.ts')
+    const file = flags.html ?? journal.file('report.html')
+    writeFileAtomic(file, renderHtml(report))
+    if (flags.open) {
+      const { spawn } = await import('node:child_process')
+      // The desktop's opener; without one (a server), the path is printed to open elsewhere.
+      spawn('xdg-open', [file], { detached: true, stdio: 'ignore' })
+        .on('error', () => events.warn(`No xdg-open here; open ${file} in a browser.`))
+        .unref()
+    }
+    events.info(`Report: ${file}`)
+  }
+  const columns = Math.max(30, Math.min(100, (process.stdout.columns || 100) - 40))
+  printResult(command, { ok: true, ...report }, () =>
+    flags.markdown ? renderMarkdown(report) : renderRunText(report, outcomeSentence(report), columns),
+  )
+}
+
+function registerResume(program: Command): void {
+  program
+    .command('resume')
+    .description('Continue a run that was interrupted (killed, machine lost), or roll it back with --rollback.')
+    .argument('<id>', 'run id (see svcops runs list)')
+    .option('--rollback', 'roll the run back instead of continuing it')
+    .option(
+      '--retry',
+      "after a rolled-back upgrade whose cause was fixed (svcops doctor recording): upgrade again to the same target, reusing the run's verified backup",
+    )
+    .option('--dry-run', 'print what is left to do (or what the rollback would do), per host, with the exact commands; change nothing')
+    .addOption(new Option('--break-lock', "take the environment's lock even though another run holds it (logged)"))
+    .option('--metrics-file <path>', METRICS_FILE_HELP)
+    .addHelpText('after', RESUME_HELP)
+    .action(resume)
+}
+
+/** `svcops resume ID`: the run's own system continues it. */
+async function resume(id: string, flags: ResumeFlags, command: Command): Promise<void> {
+  const options = { ...(flags.rollback ? { rollback: true } : {}), ...(flags.breakLock ? { breakLock: true } : {}) }
+  const { renderRunPlan } = await import('../runs/run-actions.ts')
+  const live = await import('../../playbooks/upgrade-live.ts')
+  if (live.isLiveRun(id)) {
+    if (flags.retry)
+      throw new BadInputError(
+        `--retry: run ${id} is an upgrade of the live production system; expected a run of the recording service (a live upgrade is started again with svcops upgrade live).`,
+      )
+    if (flags.dryRun) {
+      const plan = await live.planLiveResume(id, { rollback: flags.rollback ?? false })
+      printPlan(command, plan, () => renderRunPlan(live.live, plan), { spread: false })
+      return
+    }
+    await showRun(command, () => live.resumeLiveSystem(id, options))
+    return
+  }
+  const play = await import('../../playbooks/upgrade.ts')
+  if (flags.retry && !flags.dryRun) return retry(id, flags, command)
+  if (flags.dryRun) {
+    const plan = await play.planRecordingResume(id, { rollback: flags.rollback ?? false })
+    printPlan(command, plan, () => renderRunPlan(play.recording, plan), { spread: false })
+    return
+  }
+  await showRun(command, () => play.resumeRecordingService(id, options))
+}
+
+/** `svcops resume ID --retry`: a new run to the same target, reusing the rolled-back run's verified backup. */
+async function retry(id: string, flags: ResumeFlags, command: Command): Promise<void> {
+  const play = await import('../../playbooks/upgrade.ts')
+  await useRunSystems(flags.metricsFile ? { metricsFile: flags.metricsFile } : {})
+  const stop = await progress(command)
+  try {
+    const outcome = await play.retryRecordingService(id, flags.breakLock ? { breakLock: true } : {})
+    printResult(
+      command,
+      { ok: true, runId: outcome.runId, retryOf: id, phase: outcome.phase, report: outcome.report },
+      `Run ${outcome.runId} (retry of ${id}): ${outcome.phase}.`,
+    )
+  } finally {
+    stop()
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * The doctor inside the upgrade's runs: `doctorPreflight` checks the causes knowable before a stop
+ * on every host of the run and stops it (nothing changed) on an error; `diagnoseHost` checks every
+ * cause on a host that failed during the rollout, before the rollback, and never fails itself: its
+ * findings go into the report as "why it failed".
+ */
+import { OperationError, errorMessage } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import { defineStep } from '../runs/step.ts'
+import type { RecordingContext } from '../recording/recording-context.ts'
+import type { RecordingHost, RecordingTarget } from '../recording/recording-platform.ts'
+import { CAUSES, PREFLIGHT_CAUSES } from './causes.ts'
+import { diagnoseHost as diagnose, diagnoseHosts, type Diagnosis } from './diagnose.ts'
+
+type Ctx = RecordingContext
+
+/** The run's targets as hosts with a shell, or why the platform has none (the causes are read on a host). */
+function hostsOf(ctx: Ctx, targets: RecordingTarget[]): { hosts: RecordingHost[] } | { unavailable: string } {
+  const hosts: RecordingHost[] = []
+  for (const t of targets) {
+    const h = ctx.platform.hostOf(t)
+    if ('unavailable' in h) return h
+    hosts.push(h)
+  }
+  return { hosts }
+}
+
+function emitFindings(d: Diagnosis): void {
+  for (const f of d.findings) events.emit({ kind: 'check', check: `doctor: ${f.cause}`, ok: false, host: f.host, detail: f.summary })
+}
+
+export const doctorPreflight = defineStep<Ctx>({
+  id: 'doctor',
+  title: "check the causes of the seed's common upgrade problems that can be known before a stop",
+  report: 'diagnosis',
+  once: true,
+  describe: (ctx) =>
+    'unavailable' in hostsOf(ctx, ctx.targets)
+      ? []
+      : [
+          `on ${ctx.targets.map((h) => h.name).join(', ')}, as the service sees it: ${PREFLIGHT_CAUSES.map((c) => c.id).join(', ')}`,
+          'stop before anything changes on an error finding',
+        ],
+  async preview(ctx) {
+    const on = hostsOf(ctx, ctx.targets)
+    if ('unavailable' in on) return { skipped: on.unavailable }
+    const d = await diagnoseHosts(on.hosts, ctx.settings, PREFLIGHT_CAUSES)
+    return { data: { ...d } }
+  },
+  async act(ctx) {
+    const on = hostsOf(ctx, ctx.targets)
+    if ('unavailable' in on) return { skipped: on.unavailable }
+    const d = await diagnoseHosts(on.hosts, ctx.settings, PREFLIGHT_CAUSES)
+    emitFindings(d)
+    const errors = d.findings.filter((f) => f.severity === 'error')
+    const first = errors[0]
+    if (first) {
+      // The engine journals a failure's message only; the findings get an entry of their own (not the
+      // step's name, so a resume still runs the check again) that the report reads.
+      const error = new OperationError(
+        `Preflight: ${errors.length} problem(s) would make the upgrade fail; first, on ${first.host} (${first.cause}): ${first.summary}`,
+        first.remedy,
+      )
+      error.facts = { findings: d.findings }
+      ctx.journal.append({ step: 'doctor-findings', status: 'ok', data: { ...d }, report: 'diagnosis', detail: 'findings before any stop' })
+      throw error
+    }
+    return { data: { ...d } }
+  },
+})
+
+export const diagnoseHost = defineStep<Ctx, [RecordingTarget, unknown]>({
+  id: 'diagnose',
+  title: 'why it failed: every cause of the common upgrade problems checked on the failed host',
+  report: 'diagnosis',
+  describe: (ctx, t) => {
+    const h = ctx.platform.hostOf(t)
+    return 'unavailable' in h ? [h.unavailable] : [`on ${t.name}, if a step failed: ${CAUSES.map((c) => c.id).join(', ')}`]
+  },
+  async act(ctx, t, failure) {
+    const h = ctx.platform.hostOf(t)
+    if ('unavailable' in h) return { skipped: h.unavailable, data: { failure: errorMessage(failure), findings: [], checks: [] } }
+    try {
+      const d = await diagnose(h, ctx.settings)
+      emitFindings(d)
+      return { data: { failure: errorMessage(failure), ...d } }
+    } catch (error) {
+      // The rollback must run whatever the diagnosis met.
+      return { data: { failure: errorMessage(failure), findings: [], checks: [], error: errorMessage(error) } }
+    }
+  },
+})

@@ -1,0 +1,68 @@
+/**
+ * The doctor's vocabulary: a cause (one row of the seed's "common upgrade problems", split into the
+ * things to check), what checking it found on one host, and the host as the service sees it.
+ */
+import type pg from 'pg'
+import type { RecordingHost } from '../recording/recording-platform.ts'
+
+/** `error`: the service cannot work this way; `warning`: it works, badly. Both need a person. */
+export type Severity = 'error' | 'warning'
+
+/** One cause found on one host: what, the evidence (file, line, value, measurement), and the seed's remedy made concrete. */
+export interface Finding {
+  cause: string
+  host: string
+  severity: Severity
+  /** One sentence: what is wrong. */
+  summary: string
+  /** Where it shows: `file:line`, a value, a measurement. */
+  evidence: string[]
+  /** What to do, in concrete terms. */
+  remedy: string
+}
+
+/** What a cause's check says: findings, nothing (fine), or why it could not be checked. */
+export type CheckOutcome = { findings: Omit<Finding, 'cause' | 'host'>[]; checked: string } | { skipped: string }
+
+/** The seed's problems (rule ids of src/releases/recording-rules.ts). */
+export type ProblemId = 'problem-no-start' | 'problem-migration' | 'problem-recordings' | 'problem-slow'
+
+/** A cause: data the CLI, the preflight and the in-run diagnosis all read. */
+export interface Cause {
+  id: string
+  problem: ProblemId
+  /** What is checked, for the plan and the report. */
+  check: string
+  /** Knowable before a stop: the preflight runs it and stops the run on an error. */
+  beforeStop: boolean
+  run(view: HostView): Promise<CheckOutcome>
+}
+
+/** The service's configuration as far as the doctor reads it (the documented options). */
+export interface ServiceConfig {
+  database?: { host?: string; port?: number; name?: string; user?: string; password?: string; passwordFile?: string }
+  storage?: { path?: string; locations?: { name: string; path: string }[]; defaultLocation?: string }
+  mediaApi?: { baseUrl?: string; timeoutMs?: number }
+  contentInfoCacheSize?: number
+  writeRateLimit?: number
+  [key: string]: unknown
+}
+
+/** A host as its service sees it: its config file, files through its user, its database credentials. */
+export interface HostView {
+  host: RecordingHost
+  configPath: string
+  logPath: string
+  /** The config's text, or why it could not be read. */
+  configText: { ok: true; text: string } | { ok: false; error: string }
+  /** The parsed config (undefined when the text is not valid JSON). */
+  config: ServiceConfig | undefined
+  /** Last lines of the service's log since its last start. */
+  logLines: string[]
+  /** A path of the host (under its sandbox root), as the transport sees it. */
+  path(path: string): string
+  /** Runs a shell snippet on the host as the service's user; never throws on a non-zero exit. */
+  sh(script: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>
+  /** A connection with the service's own credentials, or why there is none (memoised). */
+  database(): Promise<{ client: pg.Client } | { error: string; cause: 'no-config' | 'no-password' | 'connect' }>
+}

@@ -1,0 +1,131 @@
+/**
+ * The live production system on Kubernetes as the playbook's platform: behind the same calls as on
+ * a host,
+ *
+ *   installed version  the image tag of the component's Deployment
+ *   stage, stop, start nothing: the kubelet pulls the image; `pulumi up` restarts the controller
+ *                      (Recreate) first and the components after it (the program's dependsOn)
+ *   install            `pulumi config set --path svcops:deploy.live.version V`, `pulumi preview
+ *                      --json` showing only the live components' changes, `pulumi up --target`
+ *                      of exactly those; a later component finds its version installed
+ *   status, errors     its pods Running and ready on the version; ERROR lines in their last lines
+ *   configuration      the stack file's values (live-cluster-config.ts): the Pulumi program writes
+ *                      the files the host steps write
+ *   checks             pods, the pod template, the controller through its Service, metrics
+ *                      through the pod proxy (live-cluster-config.ts, controller-service.ts)
+ */
+import { describeCall, type PodFacts } from '../../drivers/kubernetes.ts'
+import { pulumiArgv, readStackVersion } from '../../drivers/pulumi.ts'
+import { findLogErrors } from '../../drivers/services.ts'
+import type { LivePlatform, LiveScope } from '../live-platform.ts'
+import { controllerThroughService, livePods } from './controller-service.ts'
+import {
+  backupStackValues,
+  checkClusterComponent,
+  checkClusterConfig,
+  describeClusterCheck,
+  describeClusterConfigCheck,
+  describeClusterRestore,
+  describeClusterWrite,
+  describeStackBackup,
+  restoreClusterConfig,
+  verifyClusterFiles,
+  verifyClusterSystem,
+  writeClusterConfig,
+  type ClusterRun,
+} from './live-cluster-config.ts'
+import { apiPrefix } from '../../releases/versions.ts'
+import { LIVE_VERSION_KEY, shownPulumi, type LiveCluster } from './live-cluster-handle.ts'
+import { describeLiveClusterPreflight, liveClusterPreflight, previewLiveChange } from './live-preview.ts'
+
+/** Log lines that count as errors (the product writes ERROR; FATAL for a crash). */
+const ERROR_PATTERNS = ['\\bERROR\\b', '\\bFATAL\\b']
+
+function showPod(p: PodFacts): string {
+  return `${p.name} ${p.phase}${p.ready ? ' ready' : ' not ready'} ${p.version ?? '?'}${p.waiting ? ` ${p.waiting}` : ''}${p.restarts ? ` restarts=${p.restarts}` : ''}`
+}
+
+/** The platform of a live system on Kubernetes, for the run of `scope`. Nothing connects until used. */
+export function openKubernetesLivePlatform(scope: LiveScope, cluster: LiveCluster): LivePlatform {
+  const nothing = 'nothing: the kubelet pulls the image when the new pod starts (imagePullPolicy IfNotPresent)'
+  // Whether the run changed pskRotation (the preview rule then lets the PSK's resources change).
+  const rotated = () => scope.journal.entries().some((e) => e.status === 'ok' && !!e.data?.pskRotation)
+  const platform: LivePlatform = {
+    where: cluster.namespace,
+    connectTimeoutMs: (scope.live.connectTimeoutSeconds ?? 300) * 1000,
+    close: () => cluster.close(),
+    async installedVersion(c) {
+      return (await cluster.kube(c).readDeployment()).version
+    },
+    // The image is the registry's business: the kubelet pulls it, and a missing tag shows as ImagePullBackOff in the check.
+    assertAvailable: () => undefined,
+    stage: () => Promise.resolve({ skipped: 'nothing to stage: the kubelet pulls the image when the new pod starts' }),
+    async install(_c, version) {
+      const file = cluster.stack().stackFile
+      if (readStackVersion(file, LIVE_VERSION_KEY) !== version) await cluster.pulumi().setVersion(LIVE_VERSION_KEY, version)
+      const targets = await previewLiveChange(cluster, scope.env, rotated())
+      await cluster.pulumi().up(targets)
+    },
+    stop: () => Promise.resolve(),
+    start: () => Promise.resolve(undefined),
+    async status(c) {
+      const d = await cluster.kube(c).readDeployment()
+      const pods = await livePods(cluster, c)
+      const running = pods.length > 0 && pods.every((p) => p.phase === 'Running' && p.ready && p.version === d.version)
+      return {
+        running,
+        status: `${d.readyReplicas}/${d.replicas} ready on ${d.version ?? '?'}${pods.length ? `: ${pods.map(showPod).join(', ')}` : ': no pod'}`,
+      }
+    },
+    async errorLines(c) {
+      const errors: string[] = []
+      for (const p of await livePods(cluster, c))
+        errors.push(...findLogErrors(await cluster.kube(c).podLog(p.name, cluster.logLines), ERROR_PATTERNS).map((l) => `${p.name}: ${l}`))
+      return errors
+    },
+    describe(call, c, version) {
+      const t = cluster.targets[c]
+      if (call === 'stage') return [nothing]
+      if (call === 'stop')
+        return [
+          `nothing: \`pulumi up\` restarts ${t.deployment} — ${c === 'system-controller' ? 'first, by its Recreate strategy' : 'after the controller is ready (the program’s dependsOn)'}`,
+        ]
+      if (call === 'start') return [`nothing: started by \`pulumi up\` (install)`]
+      if (call === 'install')
+        return [
+          `${shownPulumi(cluster, pulumiArgv.configSet(cluster.stack(), LIVE_VERSION_KEY, version ?? ''))} (when the stack file holds another version)`,
+          `${shownPulumi(cluster, pulumiArgv.preview(cluster.stack()))}: only the live components (and the PSK when the run rotates it) may change`,
+          `${shownPulumi(cluster, pulumiArgv.up(cluster.stack(), ['URN', '...']))} with a --target per changed URN; a later component finds ${version ?? 'it'} installed`,
+        ]
+      return [
+        describeCall.deployment(t),
+        `${describeCall.pods(t)}: every pod Running, ready, on the version`,
+        `${describeCall.log(t, cluster.logLines)}; fail on ERROR | FATAL`,
+      ]
+    },
+
+    describePreflight: () => ({ versionCheck: '', more: describeLiveClusterPreflight(cluster, scope.env) }),
+    // The CLI, the stack, the API, the rights, and a preview without anybody else's change.
+    checkPreflight: async (installed) => ({ cluster: await liveClusterPreflight(cluster, scope.env, installed) }),
+
+    checkConfig: (_from, to) => Promise.resolve(checkClusterConfig(run, to)),
+    describeConfigCheck: (from, to) => describeClusterConfigCheck(run, from, to),
+    backupConfig: () => Promise.resolve(backupStackValues(run)),
+    describeConfigBackup: () => describeStackBackup(run),
+    writeConfig: (from, to) => writeClusterConfig(run, from, to),
+    describeConfigWrite: (from, to) => Promise.resolve(describeClusterWrite(run, from, to)),
+    restoreConfig: (backup) => restoreClusterConfig(run, backup),
+    describeConfigRestore: (backup) => describeClusterRestore(run, backup),
+
+    checkComponent: (c, version, options) => checkClusterComponent(run, c, version, options.waitMs),
+    describeCheck: (c, version) => describeClusterCheck(run, c, version),
+    checkSystem: async (version) => ({ checks: await verifyClusterSystem(run, version), data: {} }),
+    describeSystemCheck: (version) => [
+      `GET ${cluster.reach === 'port-forward' ? 'http://127.0.0.1:PORT (port-forward to the Service)' : scope.live.controllerUrl.replace(/\/+$/, '')}${apiPrefix(version)}/status; the version of every Deployment; the stack file's version agrees`,
+    ],
+    verifyConfig: (version) => Promise.resolve(verifyClusterFiles(run, version)),
+    controllerStatus: (version) => controllerThroughService(cluster, version),
+  }
+  const run: ClusterRun = { ...scope, cluster, platform }
+  return platform
+}

@@ -1,0 +1,100 @@
+/**
+ * What every step of the live playbooks shares: the environment's live section, the platform the
+ * system runs on (how components are installed, started, configured and checked), the components
+ * in dependency order, and the journal. The run lock of a live environment is a file (on its host;
+ * on Kubernetes where svcops runs): one run per live system; a run that died holding it is named,
+ * with the commands that finish it.
+ */
+import type { Environment, LiveConfig } from '../config/schema.ts'
+import { errorMessage, LockedError, withFacts } from '../core/errors.ts'
+import { Journal } from '../runs/journal.ts'
+import { isFinished, type RunRecord } from '../runs/run-record.ts'
+import { acquireHostLock, releaseHostLock } from '../runs/lock.ts'
+import type { HeldLock, Opened } from '../runs/playbook.ts'
+import { LIVE_COMPONENTS, productOf, type LiveComponentName, type LiveProduct } from './layout.ts'
+import type { LiveParams } from './live-params.ts'
+import type { LivePlatform } from './live-platform.ts'
+import { liveLockPlace, openLivePlatform } from './live-platforms.ts'
+
+/** A component taking part in a run (the engine's "host" of a per-component step). */
+export interface ComponentHandle {
+  name: LiveComponentName
+}
+
+/** Everything a step of the live playbooks needs. */
+export interface LiveContext {
+  env: Environment
+  live: LiveConfig
+  product: LiveProduct
+  journal: Journal<LiveParams>
+  /** The platform the system runs on (its host, Kubernetes): every step reaches the components through it. */
+  platform: LivePlatform
+  /** The components in dependency order: the controller first. */
+  components: ComponentHandle[]
+}
+
+/** Builds the context of run `journal`; `ctx.platform.close()` releases what it opened. */
+export function liveContext(env: Environment, journal: Journal<LiveParams>): LiveContext {
+  const { live, platform } = openLivePlatform(env, journal)
+  return { env, live, product: productOf(live), journal, platform, components: LIVE_COMPONENTS.map((name) => ({ name })) }
+}
+
+/**
+ * Takes the live environment's lock for `run` (the lock file on its host). A run that died holding
+ * it is refused, naming it and how to finish it, unless it is the run being resumed (`takeOver`)
+ * or `breakLock`.
+ */
+export async function lockLiveEnvironment(
+  env: Environment,
+  run: Pick<RunRecord, 'id' | 'holder' | 'startedAt'>,
+  options: { takeOver?: string[]; breakLock?: boolean },
+): Promise<HeldLock> {
+  const { transport, path } = liveLockPlace(env)
+  const host = { transport }
+  const holder = { runId: run.id, holder: run.holder, pid: process.pid, since: run.startedAt }
+  try {
+    await acquireHostLock(host.transport, path, holder, {
+      ...(options.takeOver ? { takeOver: options.takeOver } : {}),
+      ...(options.breakLock ? { breakLock: true } : {}),
+    })
+  } catch (error) {
+    await host.transport.close()
+    throw explainLock(env, error)
+  }
+  return {
+    async release() {
+      await releaseHostLock(host.transport, path, run.id).catch(() => undefined)
+      await host.transport.close()
+    },
+  }
+}
+
+/** A lock held by a run that is not finished (killed): name the commands that finish it. */
+function explainLock(env: Environment, error: unknown): unknown {
+  if (!(error instanceof LockedError)) return error
+  const runId = (error.facts.lockedBy as { runId?: string } | undefined)?.runId
+  if (!runId) return error
+  let unfinished = false
+  try {
+    unfinished = !isFinished(Journal.open(runId).run)
+  } catch {
+    // No local journal: the run was started from another machine; its holder's message stands.
+    return error
+  }
+  if (!unfinished) return error
+  return withFacts(
+    new LockedError(
+      `${errorMessage(error)} That run did not finish.`,
+      `Resume it: svcops resume ${runId}   or roll it back: svcops rollback live --env ${env.name} --run ${runId}   (or --break-lock to ignore it)`,
+    ),
+    { ...error.facts, unfinishedRun: runId },
+  )
+}
+
+/** Opens the context of a run (the lock is the caller's). */
+export function openLiveRun(env: Environment) {
+  return (journal: Journal<LiveParams>): Promise<Opened<LiveContext>> => {
+    const ctx = liveContext(env, journal)
+    return Promise.resolve({ ctx, close: () => ctx.platform.close() })
+  }
+}

@@ -1,0 +1,17 @@
+/**
+ * What reports, notifications and metrics know of the live system's runs (its `SystemDescription`):
+ * its name, its params' schema, and its view of a run (its components in dependency order, each
+ * one's release before). Kept apart from the system's run code (live-system.ts), so that showing
+ * runs loads none of it.
+ */
+import type { SystemDescription } from '../runs/system-description.ts'
+import { liveParamsSchema, type LiveParams } from './live-params.ts'
+
+/** What reports, notifications and metrics know of the live system. */
+export const liveDescription: SystemDescription<LiveParams> = {
+  name: 'live',
+  title: 'the live production system',
+  params: liveParamsSchema,
+  view: (run) => ({ targets: run.params.components, batches: [], previousVersions: run.params.previousVersions }),
+  report: { sections: [] },
+}

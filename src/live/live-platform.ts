@@ -1,0 +1,95 @@
+/**
+ * How the live playbooks reach the live production system: one interface, whatever it runs on. The
+ * steps (live-steps.ts) are declared once and call these; a platform is one folder implementing them:
+ *
+ *   hosts/        the components' packages and services on the live host, its settings and
+ *                 environment files (`svcops:live` with a host, the default)
+ *   kubernetes/   the Deployments of this project's Pulumi program: the release and the PSK
+ *                 rotation in the stack file, `pulumi up`, pods, logs and the controller's Service
+ *                 through the API (`svcops:live.platform: kubernetes`)
+ *
+ * What a check reads is judged once, for every platform, in live-judge.ts.
+ */
+import type { Environment, LiveConfig } from '../config/schema.ts'
+import type { Transport } from '../core/runner.ts'
+import type { Journal } from '../runs/journal.ts'
+import type { LiveParams } from './live-params.ts'
+import type { StepResult } from '../runs/step.ts'
+import type { LiveComponentName, LiveProduct } from './layout.ts'
+import type { CheckResult } from './live-judge.ts'
+
+/** What a platform is opened for: the run's environment, the live section it reads, and the run's journal. */
+export interface LiveScope {
+  env: Environment
+  live: LiveConfig
+  product: LiveProduct
+  journal: Journal<LiveParams>
+}
+
+/** A call the dry run shows per component. */
+export type LiveCall = 'stage' | 'install' | 'stop' | 'start' | 'status'
+
+/** What the playbook asks of a platform. */
+export interface LivePlatform {
+  /** Where the system runs, for sentences: the live host's name, or the namespace. */
+  readonly where: string
+  /** How long a started component may take to come up and connect. */
+  readonly connectTimeoutMs: number
+  /** Closes what the platform opened (the host's connection, a port-forward). */
+  close(): Promise<void>
+
+  /** The installed version, or undefined when the component is not installed. */
+  installedVersion(component: LiveComponentName): Promise<string | undefined>
+  /** Refuses (bad input, naming what is missing) a version whose package cannot be found where the platform takes it from. */
+  assertAvailable(component: LiveComponentName, version: string): void
+  /** The platform's own checks before anything changes (CLI, API, rights), for the dry run; and what the preflight adds to its version check. */
+  describePreflight(to: string): { versionCheck: string; more: string[] }
+  /** Runs them, knowing the release installed now; what they found, for the journal (undefined: nothing to check). */
+  checkPreflight(installed: string | undefined): Promise<Record<string, unknown> | undefined>
+  /** Makes `versions` available without installing them (nothing stops for a download). */
+  stage(component: LiveComponentName, versions: string[]): Promise<StepResult>
+  /** Installs exactly `version` (up or down). */
+  install(component: LiveComponentName, version: string): Promise<void>
+  stop(component: LiveComponentName): Promise<void>
+  /** Starts the component; returns a position in its log (lines after it are this start's). */
+  start(component: LiveComponentName): Promise<string | undefined>
+  status(component: LiveComponentName): Promise<{ running: boolean; status: string }>
+  /** Error lines the component logged since `cursor` (its last lines when unknown). */
+  errorLines(component: LiveComponentName, cursor: string | undefined): Promise<string[]>
+  /** The exact commands of each call, for the dry run. */
+  describe(call: LiveCall, component: LiveComponentName, version?: string): string[]
+
+  /** The configuration the run reads before anything changes: refuses what svcops cannot change for people. */
+  checkConfig(from: string, to: string): Promise<StepResult>
+  describeConfigCheck(from: string, to: string): string[]
+  /** Keeps what the run may change (files into the run folder, 0600; on Kubernetes the stack file's values in the journal). */
+  backupConfig(): Promise<StepResult>
+  describeConfigBackup(): string[]
+  /** Writes what the target needs (a PSK, the settings file where it is read, one TCP endpoint), while nothing runs. */
+  writeConfig(from: string, to: string): Promise<StepResult>
+  describeConfigWrite(from: string, to: string): Promise<string[]>
+  /** Puts back what `backupConfig` kept (`backup`: the data its step journaled). */
+  restoreConfig(backup: Record<string, unknown> | undefined): Promise<StepResult>
+  describeConfigRestore(backup: Record<string, unknown> | undefined): string[]
+
+  /** Every check of a started component of `version`, waiting up to `waitMs` for it to come up and connect. */
+  checkComponent(
+    component: LiveComponentName,
+    version: string,
+    options: { cursor?: string | undefined; waitMs: number },
+  ): Promise<CheckResult[]>
+  describeCheck(component: LiveComponentName, version: string): string[]
+  /** The whole system on `version`: the controller lists every component connected; every component on it. */
+  checkSystem(version: string): Promise<{ checks: CheckResult[]; data: Record<string, unknown> }>
+  describeSystemCheck(version: string): string[]
+  /** The configuration of `version` as it should be (settings where read, one strong PSK), for `svcops verify live`. */
+  verifyConfig(version: string): Promise<CheckResult[]>
+  /** The controller on the prefix of `version` (what `svcops verify live` checks when no component is installed). */
+  controllerStatus(version: string): Promise<CheckResult>
+}
+
+/** Where the run lock of a live system is: a file, and the transport that reaches it. */
+export interface LiveLockPlace {
+  transport: Transport
+  path: string
+}

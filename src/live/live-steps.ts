@@ -1,0 +1,220 @@
+/**
+ * The steps of the live playbooks, each declared once for the run and the dry run and done through
+ * the platform the system runs on (live-platform.ts): the preflight (installed versions, packages
+ * staged), the gates, the configuration check, the backup of everything the run may change, stop,
+ * the configuration svcops writes itself (PSK, settings file, TCP endpoint), install, start and
+ * check per component, the check of the whole system, and the restore of what was backed up for
+ * the rollback. Each is idempotent or journaled once, so a resumed run repeats only what is safe to
+ * repeat.
+ */
+import { BadInputError, OperationError } from '../core/errors.ts'
+import { compareVersions } from '../releases/versions.ts'
+import { HostFailure } from '../runs/engine.ts'
+import { defineStep, stepName, type StepResult } from '../runs/step.ts'
+import { assertGatesClear, describeGates, evaluateGates } from './gates.ts'
+import { componentPackage } from './layout.ts'
+import type { ComponentHandle, LiveContext } from './live-context.ts'
+import { failedChecks } from './live-judge.ts'
+
+type Ctx = LiveContext
+type C = ComponentHandle
+
+/** The release installed before the run (what the rollback returns to); from the preflight. */
+export function fromVersion(ctx: Ctx): string {
+  const versions = Object.values(ctx.journal.run.params.previousVersions)
+  return versions[0] ?? ''
+}
+
+async function installedVersions(ctx: Ctx): Promise<Record<string, string | undefined>> {
+  const out: Record<string, string | undefined> = {}
+  for (const c of ctx.components) out[c.name] = await ctx.platform.installedVersion(c.name)
+  return out
+}
+
+export const preflight = defineStep<Ctx>({
+  id: 'preflight',
+  title: 'read the installed release of every component; refuse mixed releases and downgrades',
+  once: true,
+  describe: (ctx) => {
+    const platform = ctx.platform.describePreflight(ctx.journal.run.targetVersion)
+    return [
+      `read the installed version of ${ctx.components.map((c) => componentPackage(ctx.product, c.name)).join(', ')} on ${ctx.platform.where}`,
+      `check that ${ctx.journal.run.targetVersion} is newer than all of them${platform.versionCheck}`,
+      ...platform.more,
+    ]
+  },
+  preview: (ctx) => readPreflight(ctx),
+  async act(ctx) {
+    const result = await readPreflight(ctx)
+    // The platform's own checks (on Kubernetes: the CLI, the stack, the API, the rights, a preview without anybody else's change).
+    const platform = await ctx.platform.checkPreflight(fromVersion(ctx))
+    return platform ? { data: { ...result.data, ...platform } } : result
+  },
+})
+
+async function readPreflight(ctx: Ctx): Promise<StepResult> {
+  const to = ctx.journal.run.targetVersion
+  const versions = await installedVersions(ctx)
+  const missing = Object.entries(versions).filter(([, v]) => !v)
+  if (missing.length)
+    throw new OperationError(
+      `${missing.map(([c]) => componentPackage(ctx.product, c as C['name'])).join(', ')} not installed on ${ctx.platform.where}.`,
+    )
+  const distinct = [...new Set(Object.values(versions))]
+  if (distinct.length > 1)
+    throw new OperationError(
+      `The components run different releases (${Object.entries(versions)
+        .map(([c, v]) => `${c} ${v ?? '?'}`)
+        .join(', ')}); an unfinished run may have left them so.`,
+      `Finish it: svcops runs list, then svcops resume ID or svcops rollback live --env ${ctx.env.name}`,
+    )
+  const from = distinct[0] as string
+  if (compareVersions(from, to) === 0)
+    throw new BadInputError(`--to: ${to} is already installed on ${ctx.platform.where}; there is nothing to upgrade.`)
+  if (compareVersions(from, to) > 0)
+    throw new BadInputError(
+      `--to: ${to} is older than the installed ${from}; expected a newer release (a live upgrade does not go down).`,
+      `To undo an upgrade: svcops rollback live --env ${ctx.env.name}`,
+    )
+  // Both packages of every component must exist before anything is staged: the rollback needs the current one.
+  for (const c of ctx.components) for (const v of [to, from]) ctx.platform.assertAvailable(c.name, v)
+  if (!Object.keys(ctx.journal.run.params.previousVersions).length)
+    ctx.journal.updateParams({ previousVersions: Object.fromEntries(Object.entries(versions).map(([c, v]) => [c, v ?? ''])) })
+  return { data: { from, versions } }
+}
+
+export const stagePackages = defineStep<Ctx, [C]>({
+  id: 'stage',
+  title: 'make the target and the current package available on the host (nothing stops for a download)',
+  describe: (ctx, c) => [
+    ...new Set([
+      ...ctx.platform.describe('stage', c.name, ctx.journal.run.targetVersion),
+      ...(fromVersion(ctx) ? ctx.platform.describe('stage', c.name, fromVersion(ctx)) : []),
+    ]),
+  ],
+  act: (ctx, c) => ctx.platform.stage(c.name, [ctx.journal.run.targetVersion, fromVersion(ctx)]),
+})
+
+export const checkGates = defineStep<Ctx>({
+  id: 'gates',
+  title: 'blocking gates: what only people can fix, checked by svcops or acknowledged with --ack',
+  once: true,
+  describe: (ctx) =>
+    describeGates(evaluateGates(ctx.live, fromVersion(ctx), ctx.journal.run.targetVersion, ctx.journal.run.params.acks ?? [])),
+  act(ctx) {
+    const from = fromVersion(ctx)
+    const to = ctx.journal.run.targetVersion
+    const gates = evaluateGates(ctx.live, from, to, ctx.journal.run.params.acks ?? [])
+    assertGatesClear(gates, from, to)
+    return Promise.resolve({
+      // Shown in the report's timeline: which gate was cleared how.
+      ...(gates.length ? { changed: gates.map((g) => `gate ${g.id} ${g.state}: ${g.detail}`) } : {}),
+      data: { gates: gates.map((g) => ({ id: g.id, state: g.state, detail: g.detail })) },
+    })
+  },
+})
+
+export const checkConfig = defineStep<Ctx>({
+  id: 'check-config',
+  title: 'read the settings file and every environment file; refuse what svcops cannot change for people',
+  describe: (ctx) => ctx.platform.describeConfigCheck(fromVersion(ctx), ctx.journal.run.targetVersion),
+  act: (ctx) => ctx.platform.checkConfig(fromVersion(ctx), ctx.journal.run.targetVersion),
+})
+
+export const backupFiles = defineStep<Ctx>({
+  id: 'backup',
+  title: 'back up every settings and environment file the run may touch (run folder, 0600)',
+  once: true,
+  describe: (ctx) => ctx.platform.describeConfigBackup(),
+  act: (ctx) => ctx.platform.backupConfig(),
+})
+
+export const stopComponent = defineStep<Ctx, [C]>({
+  id: 'stop',
+  title: 'stop the component',
+  disruptive: true,
+  describe: (ctx, c) => ctx.platform.describe('stop', c.name),
+  async act(ctx, c) {
+    await ctx.platform.stop(c.name)
+    return { changed: [`stopped ${componentPackage(ctx.product, c.name)}`] }
+  },
+})
+
+export const writeConfig = defineStep<Ctx>({
+  id: 'write-config',
+  title: 'write what the target needs: PSK in the settings file and every environment together, settings file moved, TCP endpoint renamed',
+  describe: (ctx) => ctx.platform.describeConfigWrite(fromVersion(ctx), ctx.journal.run.targetVersion),
+  act: (ctx) => ctx.platform.writeConfig(fromVersion(ctx), ctx.journal.run.targetVersion),
+})
+
+export const installComponent = defineStep<Ctx, [C, string]>({
+  id: 'install',
+  title: 'install the component’s package of the release',
+  async describe(ctx, c, version) {
+    const current = await ctx.platform.installedVersion(c.name)
+    return [`install ${version} over ${current ?? 'nothing'}: ${ctx.platform.describe('install', c.name, version).join(' && ')}`]
+  },
+  async act(ctx, c, version) {
+    const current = await ctx.platform.installedVersion(c.name)
+    const pkg = componentPackage(ctx.product, c.name)
+    if (current === version) return { skipped: `${pkg} ${version} is already installed` }
+    await ctx.platform.install(c.name, version)
+    const now = await ctx.platform.installedVersion(c.name)
+    if (now !== version)
+      throw new HostFailure(c.name, 'install', `After installing ${pkg} ${version}, the installed version is ${now ?? 'none'}.`)
+    return { changed: [`installed ${pkg} ${version} over ${current ?? 'nothing'}`], data: { from: current ?? null, to: version } }
+  },
+})
+
+export const startComponent = defineStep<Ctx, [C]>({
+  id: 'start',
+  title: 'start the component',
+  describe: (ctx, c) => ctx.platform.describe('start', c.name),
+  async act(ctx, c) {
+    const cursor = await ctx.platform.start(c.name)
+    return { changed: [`started ${componentPackage(ctx.product, c.name)}`], data: { ...(cursor ? { logCursor: cursor } : {}) } }
+  },
+})
+
+export const checkStarted = defineStep<Ctx, [C, string]>({
+  id: 'check',
+  title: 'check: running, no error lines, connected to the controller, the controller on the release’s prefix, the release’s metrics',
+  report: 'verified',
+  describe: (ctx, c, version) => ctx.platform.describeCheck(c.name, version),
+  async act(ctx, c, version) {
+    const started = ctx.journal.finished(stepName(startComponent, phaseOf(ctx)), c.name)
+    const cursor = typeof started?.data?.logCursor === 'string' ? started.data.logCursor : undefined
+    const results = await ctx.platform.checkComponent(c.name, version, { cursor, waitMs: ctx.platform.connectTimeoutMs })
+    if (results.some((r) => !r.ok))
+      throw new HostFailure(c.name, 'check', `${c.name} ${version} on ${ctx.platform.where}: ${failedChecks(results)}.`)
+    return { data: { checks: results } }
+  },
+})
+
+/** The phase whose `start` entry the check reads: the rollback's own start, when rolling back. */
+function phaseOf(ctx: Ctx): '' | 'rollback:' {
+  return ctx.journal.run.phase === 'rolling-back' ? 'rollback:' : ''
+}
+
+export const verifySystem = defineStep<Ctx, [string]>({
+  id: 'verify',
+  title: 'the whole system: the controller on the release’s prefix lists every component connected at the release',
+  describe: (ctx, version) => ctx.platform.describeSystemCheck(version),
+  async act(ctx, version) {
+    const { checks, data } = await ctx.platform.checkSystem(version)
+    if (checks.some((r) => !r.ok)) throw new OperationError(`The live system is not whole on ${version}: ${failedChecks(checks)}.`)
+    return { data: { ...data, checks } }
+  },
+})
+
+/** What the backup step journaled in this run (the files kept, or the stack file's values). */
+function backedUp(ctx: Ctx): Record<string, unknown> | undefined {
+  return ctx.journal.finished(stepName(backupFiles))?.data
+}
+
+export const restoreConfig = defineStep<Ctx>({
+  id: 'restore-config',
+  title: 'put back every settings and environment file (and so the PSK) from the run’s backup',
+  describe: (ctx) => ctx.platform.describeConfigRestore(backedUp(ctx)),
+  act: (ctx) => ctx.platform.restoreConfig(backedUp(ctx)),
+})

@@ -1,0 +1,110 @@
+/**
+ * The live production system as the run engine runs it (src/runs/run-system.ts): how `svcops
+ * upgrade live`'s request becomes a run (version, acknowledged gates and the TCP endpoint checked
+ * before anything is read), how it is locked (the lock file of its platform), how its context is
+ * opened and closed, and how its dry run reads. The playbook is given by playbooks/upgrade-live.ts
+ * (`liveSystem(playbook)`), so this module never depends on a playbook file.
+ */
+import type { Environment } from '../config/schema.ts'
+import { BadInputError } from '../core/errors.ts'
+import { assertVersion } from '../releases/versions.ts'
+import { Journal, listRuns } from '../runs/journal.ts'
+import type { Playbook } from '../runs/playbook.ts'
+import { newRunRecord, type RunRecord } from '../runs/run-record.ts'
+import type { RunSystem } from '../runs/run-system.ts'
+import { assertAckIds } from './gates.ts'
+import { LIVE_COMPONENTS } from './layout.ts'
+import { liveContext, lockLiveEnvironment, openLiveRun, type LiveContext } from './live-context.ts'
+import { liveDescription } from './live-description.ts'
+import type { LiveParams } from './live-params.ts'
+import { assertLiveSystem } from './live-platforms.ts'
+
+export interface LiveUpgradeRequest {
+  env: Environment
+  to: string
+  /** Gates acknowledged by id (`--ack 6.0.0/send-message`). */
+  acks?: string[]
+  /** The one endpoint kept when the pipeline lists several (`--tcp-endpoint`). */
+  tcpEndpoint?: string
+  autoRollback?: boolean
+  breakLock?: boolean
+}
+
+/** The live system as the engine runs it. */
+export type LiveSystem = RunSystem<LiveParams, LiveUpgradeRequest, LiveContext>
+
+export { liveDescription } from './live-description.ts'
+
+const ENDPOINT = /^[^\s,;]+:\d{1,5}$/
+
+/** The record of a check of the live system that changes nothing worth a journal (`svcops verify live`). */
+export function newLiveCheckRecord(env: Environment): RunRecord<LiveParams> {
+  return newRunRecord({
+    kind: 'verify',
+    system: 'live',
+    environment: env.name,
+    envFile: env.file,
+    params: { components: [...LIVE_COMPONENTS], previousVersions: {}, acks: [] },
+  })
+}
+
+/** The live system as the engine runs it, every run following `playbook`. */
+export function liveSystem(playbook: Playbook<LiveContext, LiveParams>): LiveSystem {
+  return {
+    ...liveDescription,
+    newRun(req) {
+      assertLiveSystem(req.env)
+      assertVersion(req.to)
+      assertAckIds(req.acks ?? [])
+      if (req.tcpEndpoint !== undefined && !ENDPOINT.test(req.tcpEndpoint))
+        throw new BadInputError(`--tcp-endpoint: '${req.tcpEndpoint}' is not an endpoint; expected host:port like 127.0.0.1:7101.`)
+      return {
+        kind: 'upgrade',
+        targetVersion: req.to,
+        autoRollback: req.autoRollback ?? true,
+        params: {
+          components: [...LIVE_COMPONENTS],
+          previousVersions: {},
+          acks: [...new Set(req.acks ?? [])],
+          ...(req.tcpEndpoint ? { tcpEndpoint: req.tcpEndpoint } : {}),
+        },
+      }
+    },
+    announce: (run, env) => `Run ${run.id}: upgrade the live production system of '${env.name}' to ${run.targetVersion}.`,
+    async lock(env, run, options) {
+      const lock = await lockLiveEnvironment(env, run, {
+        ...(options.resuming ? { takeOver: [options.resuming] } : {}),
+        ...(options.breakLock ? { breakLock: true } : {}),
+      })
+      return { lock, takeOver: [] }
+    },
+    open: (env, journal) => openLiveRun(env)(journal),
+    openToPlan(env, journal) {
+      const ctx = liveContext(env, journal)
+      return Promise.resolve({ ctx, close: () => ctx.platform.close() })
+    },
+    playbook: () => playbook,
+    plan: {
+      title: (plan) =>
+        `Dry run: upgrade of the live production system of '${plan.environment}' to ${plan.target} (nothing will be changed).`,
+      facts: () => ({}),
+      lines: () => [],
+      continuation: () => ({ what: 'live upgrade', unfinished: 'it did not finish', more: [] }),
+      nothingToUndo: 'no component was stopped by this run',
+    },
+  }
+}
+
+/** The run `svcops rollback live` acts on: `runId`, or the environment's newest live upgrade run not yet rolled back. */
+export function findLiveRunToRollBack(env: Environment, runId?: string): string {
+  const id = runId ?? listRuns().find((r) => r.environment === env.name && r.system === 'live' && r.kind === 'upgrade')?.id
+  if (!id) throw new BadInputError(`There is no live upgrade run of environment '${env.name}' to roll back.`)
+  const run = Journal.open(id).run
+  if (run.system !== 'live')
+    throw new BadInputError(
+      `Run ${id} is not a run of the live production system; roll it back with: svcops rollback recording --run ${id}`,
+    )
+  if (run.environment !== env.name) throw new BadInputError(`Run ${id} belongs to environment '${run.environment}', not '${env.name}'.`)
+  if (run.phase === 'rolled-back') throw new BadInputError(`Run ${id} was already rolled back.`)
+  return id
+}

@@ -1,0 +1,233 @@
+/**
+ * The recording service on Kubernetes (`recording.platform: kubernetes`): its one target is the
+ * Deployment of this project's Pulumi program (recording-deployment.ts), and each call of the
+ * platform is the seed's step done there:
+ *
+ *   stop          the Deployment's scale to 0 through the API; wait until no pod is left
+ *   install       the version set in the stack file: `pulumi config set --path KEY VERSION`
+ *   review-config `pulumi preview --json`: no change but the version (the refusal lists the rest)
+ *   start         `pulumi up --target` of exactly what the preview showed: the Recreate strategy,
+ *                 one replica that migrates, then the program's scale-up patch to the configured count
+ *   status, logs  every pod through the API: Running, ready, on the Deployment's version; their last lines
+ *   record        the stack file, which must hold the version the Deployment runs
+ *
+ * The environment's lock in the database is the run's only lock: a Deployment has no lock file.
+ */
+import type { Environment } from '../../config/schema.ts'
+import { errorMessage } from '../../core/errors.ts'
+import { checkClusterAccess } from '../../drivers/cluster-access.ts'
+import { describeCall, neededRights, showRight, type PodFacts } from '../../drivers/kubernetes.ts'
+import { pulumiArgv, readStackVersion, refuseForeignChanges, showPulumi, versionOnlyChanges } from '../../drivers/pulumi.ts'
+import { HostFailure } from '../../runs/engine.ts'
+import type { RecordingSettings } from '../recording-settings.ts'
+import type { RecordingPlatform, RecordingTarget, TargetStatus } from '../recording-platform.ts'
+import { openRecordingCluster, type RecordingCluster } from './recording-deployment.ts'
+
+/** Waiting reasons that will not heal by themselves. */
+const STUCK = /CrashLoopBackOff|ImagePullBackOff|ErrImagePull|CreateContainerConfigError|InvalidImageName/
+
+/** The doctor's causes are read on a host (its files, its service's view); a Deployment's pods are judged by check-logs. */
+const NO_HOST = "not on Kubernetes: the causes are host checks; the pods' status and last log lines are read by check-logs"
+
+/** The Deployment of the environment as the platform of its recording service. Nothing connects until used. */
+export function openKubernetesPlatform(env: Environment, settings: RecordingSettings): RecordingPlatform & { cluster: RecordingCluster } {
+  const c = openRecordingCluster(env)
+  const deployment: RecordingTarget = {
+    name: c.target.deployment,
+    canary: true,
+    // The Service's address follows the cluster's: the port-forward's once it is open.
+    get url() {
+      return c.url
+    },
+  }
+  const seconds = Math.round(settings.healthTimeoutMs / 1000)
+  /** A pulumi command as shown, for the dry run. */
+  const shown = (argv: string[]): string => {
+    try {
+      return showPulumi(c.stack(), argv)
+    } catch (error) {
+      return `${argv.join(' ')}   (refused: ${errorMessage(error)})`
+    }
+  }
+  const rights = () => neededRights(c.target, { portForward: c.reach === 'port-forward', ...(c.stackMap ? { stackMap: c.stackMap } : {}) })
+  /** `pulumi preview` after the version is set: its changes are the version's, and the stop's replicas. */
+  const versionPreview = async (t: RecordingTarget, step: 'review-config' | 'start'): Promise<string[]> => {
+    const preview = versionOnlyChanges(await c.pulumi().preview(), c.names, { afterStop: true })
+    if (preview.other.length)
+      throw new HostFailure(
+        t.name,
+        step,
+        `pulumi preview of stack '${env.name}' shows change(s) besides the recording service's version: ${preview.other.join('; ')}.`,
+      )
+    return preview.targets
+  }
+  const livePods = async (): Promise<PodFacts[]> => (await c.kube().listPods()).filter((p) => !p.deleting)
+  const podLogs = async (): Promise<string[]> => {
+    const lines: string[] = []
+    for (const p of await livePods()) lines.push(...(await c.kube().podLog(p.name, settings.logLines)).map((l) => `${p.name}: ${l}`))
+    return lines
+  }
+
+  return {
+    cluster: c,
+    name: 'Kubernetes',
+    targets: [deployment],
+    pollMs: 1000,
+    label: (t) => `the Deployment ${t.name}`,
+    connect: () => c.connect(), // outside the cluster: the port-forward to the Service
+    close: () => c.close(),
+    // The stack file is the record: its copy in the run folder outlives a job's pod.
+    records: () => [env.file],
+
+    lockTargets: () => Promise.resolve(),
+    unlockTargets: () => Promise.resolve(),
+    describeLocks: () => '',
+
+    describePreflight: () => {
+      const needed = rights()
+      return [
+        `the Pulumi CLI and its version: ${shown(pulumiArgv.version())}`,
+        `the stack '${env.name}' exists and no update of it runs: ${shown(pulumiArgv.stacks())}`,
+        `the Kubernetes API with context ${c.target.context ?? '(the kubeconfig’s current one)'}: ${describeCall.version()}; ${describeCall.deployment(c.target)}`,
+        `this identity's rights in namespace ${c.target.namespace}: ${needed.map(showRight).join('; ')} — one ${describeCall.access(needed[0] ?? { group: '', resource: '', verb: '', why: '' }).replace(/ \(.*$/, '')} each`,
+        `no change but the recording service's version: ${shown(pulumiArgv.preview(c.stack()))}; refused, listing every other change`,
+      ]
+    },
+    async checkPreflight() {
+      const cli = c.pulumi()
+      const { pulumiVersion, kubernetes } = await checkClusterAccess(cli, c.kube(), {
+        stack: env.name,
+        rights: rights(),
+        grant: 'Grant them (docs/deploy.md, RBAC: the scheduled upgrade’s Role lists them) and run again.',
+      })
+      const preview = versionOnlyChanges(await cli.preview(), c.names)
+      refuseForeignChanges(
+        env.name,
+        preview.other,
+        'pulumi preview: no change but the version',
+        "the recording service's version, which an upgrade does not apply",
+      )
+      return { pulumiVersion, kubernetes }
+    },
+    describeVersionRead: () => [],
+    async versions() {
+      const d = await c.kube().readDeployment()
+      return d.version ? { [deployment.name]: d.version } : {}
+    },
+    versionRecord: () => ({
+      what: 'the stack file',
+      file: c.stack().stackFile,
+      key: c.versionKey,
+      version: readStackVersion(c.stack().stackFile, c.versionKey) ?? null,
+    }),
+    describeVersionRecord: () => [`the stack file's ${c.versionKey} holds the target version (the stack file is the record)`],
+
+    stage: () => Promise.resolve({ skipped: 'the kubelet pulls the image when the new pod starts' }),
+    describeStage: () => ['nothing to stage: the kubelet pulls the image when the new pod starts (imagePullPolicy IfNotPresent)'],
+    async stop(t) {
+      const kube = c.kube()
+      await kube.scale(0)
+      const deadline = Date.now() + settings.healthTimeoutMs
+      for (;;) {
+        const pods = await kube.listPods()
+        if (pods.length === 0) break
+        if (Date.now() >= deadline)
+          throw new HostFailure(
+            t.name,
+            'stop',
+            `${pods.length} pod(s) of ${t.name} are still there after the scale to 0: ${pods.map((p) => p.name).join(', ')}.`,
+          )
+        await new Promise((r) => setTimeout(r, 1000))
+      }
+      return { changed: [`scaled ${t.name} to 0 replicas`] }
+    },
+    async install(t, version) {
+      const file = c.stack().stackFile
+      const current = readStackVersion(file, c.versionKey)
+      if (current === version) return { skipped: `${file} already holds ${c.versionKey} = ${version}`, data: { from: current } }
+      await c.pulumi().setVersion(c.versionKey, version)
+      return {
+        changed: [`set ${c.versionKey} = ${version} in ${file} (was ${current ?? 'unset'}) for ${t.name}`],
+        data: { from: current ?? null, to: version },
+      }
+    },
+    describeInstall: (_t, version) =>
+      Promise.resolve([
+        `set ${c.versionKey} to ${version} in the stack file: ${shown(pulumiArgv.configSet(c.stack(), c.versionKey, version))}`,
+      ]),
+    async reviewConfig(t) {
+      return { data: { targets: await versionPreview(t, 'review-config') } }
+    },
+    async start(t) {
+      const startedAt = new Date().toISOString()
+      const targets = await versionPreview(t, 'start')
+      const want = readStackVersion(c.stack().stackFile, c.versionKey)
+      try {
+        await c.pulumi().up(targets)
+      } catch (error) {
+        // The stack file already holds the new version: say where the cluster is, so the report never hides a disagreement.
+        const now = await c
+          .kube()
+          .readDeployment()
+          .then((x) => x.version ?? 'no known version')
+          .catch(() => 'an unknown version')
+        throw new HostFailure(
+          t.name,
+          'start',
+          `pulumi up failed (${errorMessage(error).replace(/\.$/, '')}); the stack file holds ${c.versionKey} = ${want ?? 'nothing'}, ${t.name} runs ${now}.`,
+        )
+      }
+      const d = await c.kube().readDeployment()
+      if (d.version !== want)
+        throw new HostFailure(
+          t.name,
+          'start',
+          `After pulumi up, ${t.name} runs ${d.version ?? 'no known version'}; the stack file holds ${want ?? 'none'}.`,
+        )
+      if (d.replicas === 0) throw new HostFailure(t.name, 'start', `After pulumi up, ${t.name} still has 0 replicas.`)
+      return {
+        changed: [`pulumi up of ${targets.length} resource(s): ${t.name} on ${d.version}, ${d.replicas} replica(s)`],
+        data: { startedAt, targets },
+      }
+    },
+    async status(): Promise<TargetStatus> {
+      const d = await c.kube().readDeployment()
+      const pods = await livePods()
+      const running = pods.length > 0 && pods.every((p) => p.phase === 'Running' && p.ready && p.version === d.version)
+      const gaveUp = pods.some((p) => !!p.waiting && STUCK.test(p.waiting))
+      const status = `${d.readyReplicas}/${d.replicas} ready: ${pods.map((p) => `${p.name} ${p.phase}${p.ready ? ' ready' : ''}${p.waiting ? ` ${p.waiting}` : ''}`).join(', ') || 'no pod'}`
+      // Pods being created or started are on their way up; only a stuck one will not heal.
+      return { running, status, gaveUp, starting: !running && !gaveUp }
+    },
+    logsSinceStart: () => podLogs(),
+    recentLogs: () => podLogs(),
+    describe(call, t) {
+      if (call === 'stop')
+        return [describeCall.scale(c.target, 0), `${describeCall.pods(c.target)} until no pod is left, at most ${seconds} s`]
+      if (call === 'review-config')
+        return [
+          `${shown(pulumiArgv.preview(c.stack()))}: only ${c.names.deployment} (image, version label, replicas), ${c.names.scaleUp}` +
+            `${c.stackMap ? ` and ${c.stackMap} (data)` : ''} may change; anything else fails the step`,
+        ]
+      if (call === 'start')
+        return [
+          `${shown(pulumiArgv.preview(c.stack()))} again (same rule), then`,
+          `${shown(pulumiArgv.up(c.stack(), ['URN', '...']))} with a --target per changed URN: Recreate stops every old pod, ` +
+            `one new pod starts and migrates, then ${c.names.scaleUp} sets ${c.replicas} replica(s)`,
+          describeCall.deployment(c.target),
+        ]
+      if (call === 'wait-healthy')
+        return [
+          `GET ${c.reach === 'service' ? t.url : 'http://127.0.0.1:PORT (port-forward)'}/ until it answers, at most ${seconds} s; ` +
+            `${describeCall.pods(c.target)}: a pod in CrashLoopBackOff or ImagePullBackOff fails it`,
+        ]
+      return [
+        describeCall.deployment(c.target),
+        `${describeCall.pods(c.target)}: every pod Running, ready, on the Deployment's version`,
+        `${describeCall.log(c.target, settings.logLines)}; fail on ${settings.errorPatterns.join(' | ')}`,
+        `the stack file's ${c.versionKey} equals the Deployment's version`,
+      ]
+    },
+    hostOf: () => ({ unavailable: NO_HOST }),
+  }
+}

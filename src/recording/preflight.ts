@@ -1,0 +1,105 @@
+/**
+ * The steps before anything changes: the preflight (manager scopes, the database role may change
+ * the schema, room for the backup, the platform's own checks, the version every target runs) and
+ * the staging of the target and the previous version on every target, so that downtime never
+ * includes a download and a rollback never needs the network.
+ */
+import { OperationError, errorMessage } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import { formatBytes } from '../core/units.ts'
+import { readEnvironmentLock } from '../runs/lock.ts'
+import { defineStep } from '../runs/step.ts'
+import type { RecordingContext } from './recording-context.ts'
+import type { RecordingTarget } from './recording-platform.ts'
+
+type Ctx = RecordingContext
+
+async function lockState(ctx: Ctx): Promise<string> {
+  try {
+    const holder = await readEnvironmentLock(ctx.rec.database, ctx.env.name)
+    if (!holder) return 'free now'
+    return `held now by run ${holder.runId} (${holder.holder}, pid ${holder.pid}) since ${holder.since}${holder.alive ? '' : ' — that holder died'}`
+  } catch (error) {
+    return `could not be read: ${errorMessage(error)}`
+  }
+}
+
+export const preflight = defineStep<Ctx>({
+  id: 'preflight',
+  title: 'check scopes, database privileges, room for the backup, installed versions',
+  once: true,
+  async describe(ctx) {
+    const db = ctx.rec.database
+    return [
+      `the run lock of environment '${ctx.env.name}' in ${db.host}:${db.port}/${db.name} (advisory lock + row in svcops.run_lock), ` +
+        `${await lockState(ctx)}${ctx.platform.describeLocks()}`,
+      ...ctx.platform.describePreflight(),
+      `log in to the manager and check the scopes ${ctx.rec.scopes.read} ${ctx.rec.scopes.write}`,
+      'check the database role may change the schema (CREATE on database and schema public, ownership of every table a migration alters)',
+      'check the backup store has room for the database plus 20%',
+      ...ctx.platform.describeVersionRead(ctx.targets[0] ?? ctx.allTargets[0]),
+    ]
+  },
+  async preview(ctx) {
+    const versions = await ctx.platform.versions().catch((error: unknown) => {
+      // The dry run goes on without the API (a workstation without the cluster's credentials): the version stays unknown.
+      events.warn(`The installed version could not be read: ${errorMessage(error)}`)
+      return {}
+    })
+    ctx.journal.updateParams({ previousVersions: versions })
+    return { data: { versions } }
+  },
+  async act(ctx) {
+    // The platform's own checks first (on Kubernetes: the CLI, the stack, the API, the rights, a preview without anybody else's change).
+    const platform = await ctx.platform.checkPreflight()
+    const granted = await ctx.deps.content.checkAuth()
+    events.emit({ kind: 'check', check: 'manager auth with the needed scopes', ok: true, detail: granted.join(' ') })
+    const may = await ctx.deps.database.mayChangeSchema()
+    events.emit({ kind: 'check', check: 'database reachable and the role may change the schema', ok: may.ok, detail: may.detail })
+    if (!may.ok) {
+      throw new OperationError(
+        `The database role cannot change the schema, so migrations would fail: ${may.detail}.`,
+        'Grant the role CREATE on the database and its schema and make it the owner of the tables (ALTER TABLE ... OWNER TO role), then run again.',
+      )
+    }
+    const size = await ctx.deps.database.sizeBytes()
+    const free = await ctx.deps.backup.freeBytes()
+    const roomy = free > size * 1.2
+    events.emit({
+      kind: 'check',
+      check: 'room for the backup',
+      ok: roomy,
+      detail: `${formatBytes(free)} free, database ${formatBytes(size)}`,
+    })
+    if (!roomy) {
+      throw new OperationError(
+        `The backup store has ${formatBytes(free)} free, less than the database's ${formatBytes(size)} plus 20%.`,
+        'Free space in the backup store (svcops backup prune) and run again.',
+      )
+    }
+    const versions = await ctx.platform.versions()
+    for (const h of ctx.targets) {
+      if (!versions[h.name]) {
+        throw new OperationError(
+          `${ctx.settings.package} is not installed on ${h.name}; an upgrade needs a current version to roll back to.`,
+        )
+      }
+    }
+    ctx.journal.updateParams({ previousVersions: versions })
+    return { data: { versions, granted, ...platform } }
+  },
+})
+
+/** The versions a target needs at hand: the target version and the one a rollback returns to. */
+function versionsToStage(ctx: Ctx, h: RecordingTarget): string[] {
+  const previous = ctx.journal.run.params.previousVersions[h.name]
+  return [...new Set([ctx.journal.run.targetVersion, ...(previous ? [previous] : [])])]
+}
+
+export const stagePackages = defineStep<Ctx, [RecordingTarget]>({
+  id: 'stage',
+  title: 'copy the target and the previous package into the host’s package cache',
+  once: true,
+  describe: (ctx, h) => ctx.platform.describeStage(h, versionsToStage(ctx, h)),
+  act: (ctx, h) => ctx.platform.stage(h, versionsToStage(ctx, h)),
+})

@@ -1,0 +1,158 @@
+/**
+ * What every step of the recording service's playbooks shares: the environment, the platform it
+ * runs on and its targets, the settings derived from the stack file, the journal, and the
+ * product's APIs (`deps`). `openRecordingRun` opens it for a run (each target's lock taken) and
+ * closes it after; `lockRecordingEnvironment` takes the environment's lock first.
+ */
+import { requireSection } from '../config/load.ts'
+import type { Environment, RecordingConfig } from '../config/schema.ts'
+import { BadInputError, LockedError, errorMessage, withFacts } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import { Journal, listRuns } from '../runs/journal.ts'
+import { isFinished, type RunRecord } from '../runs/run-record.ts'
+import { acquireEnvironmentLock, type EnvironmentLock } from '../runs/lock.ts'
+import type { Opened } from '../runs/playbook.ts'
+import type { UpgradeDeps } from './deps.ts'
+import type { RecordingParams } from './recording-params.ts'
+import { openUpgradeDeps } from './deps-wiring.ts'
+import type { RecordingPlatform, RecordingTarget } from './recording-platform.ts'
+import { openRecordingPlatform } from './recording-platforms.ts'
+import { settingsFor, type RecordingSettings } from './recording-settings.ts'
+
+/** Everything a step of the recording service's playbooks needs. */
+export interface RecordingContext {
+  env: Environment
+  rec: RecordingConfig
+  journal: Journal<RecordingParams>
+  /** The platform the service runs on (hosts, Kubernetes): every step reaches the service through it. */
+  platform: RecordingPlatform
+  /** Targets of this run in rollout order (canary first): hosts, or on Kubernetes the Deployment. */
+  targets: RecordingTarget[]
+  /** Every target of the environment: a database restore stops all of them, not only this run's. */
+  allTargets: RecordingTarget[]
+  deps: UpgradeDeps
+  settings: RecordingSettings
+}
+
+/** Opens the product's APIs for an environment (the real ones, or a test's). */
+export type DepsFactory = (env: Environment) => Promise<UpgradeDeps>
+
+/** Target names given with --hosts, checked against the environment. */
+export function selectHosts<T extends { name: string }>(all: T[], names: string[] | undefined, file: string): T[] {
+  if (!names?.length) return all
+  const unknown = names.filter((n) => !all.some((h) => h.name === n))
+  if (unknown.length) {
+    throw new BadInputError(
+      `--hosts: ${unknown.map((n) => `'${n}'`).join(', ')} ${unknown.length > 1 ? 'are' : 'is'} not a host of ${file}; expected one of ${all.map((h) => h.name).join(', ')}.`,
+    )
+  }
+  return all.filter((h) => names.includes(h.name))
+}
+
+/** Builds the context of run `journal` (connections are lazy: nothing connects until used). */
+export async function recordingContext(
+  env: Environment,
+  journal: Journal<RecordingParams>,
+  openDeps: DepsFactory = openUpgradeDeps,
+): Promise<RecordingContext> {
+  const rec = requireSection(env, 'recording')
+  const settings = settingsFor(env, rec)
+  const platform = openRecordingPlatform(env, settings)
+  const allTargets = platform.targets
+  const targets = journal.run.params.hosts.map((n) => allTargets.find((t) => t.name === n)).filter((t): t is RecordingTarget => !!t)
+  return { env, rec, journal, platform, targets, allTargets, deps: await openDeps(env), settings }
+}
+
+/** Closes what a context opened: the platform's connections, and the manager session (tokens stay valid until they expire). */
+export async function closeRecordingContext(ctx: RecordingContext): Promise<void> {
+  await ctx.deps.close().catch((error: unknown) => events.warn(`Logging out of the manager failed: ${errorMessage(error)}`))
+  await ctx.platform.close()
+}
+
+/**
+ * Opens the context of a run and takes each target's own lock (a dead run this one takes over,
+ * `takeOver`, may hold them). Closing releases them.
+ */
+export function openRecordingRun(env: Environment, takeOver: string[], breakLock: boolean, openDeps?: DepsFactory) {
+  return async (journal: Journal<RecordingParams>): Promise<Opened<RecordingContext>> => {
+    const ctx = await recordingContext(env, journal, openDeps)
+    const run = journal.run
+    const holder = { runId: run.id, holder: run.holder, pid: process.pid, since: run.startedAt }
+    const close = async () => {
+      await ctx.platform.unlockTargets(run.id)
+      await closeRecordingContext(ctx)
+    }
+    try {
+      await ctx.platform.lockTargets(holder, { takeOver, breakLock })
+      await ctx.platform.connect()
+    } catch (error) {
+      journal.update({ phase: 'failed', finishedAt: new Date().toISOString(), cause: errorMessage(error) })
+      await close()
+      throw error
+    }
+    return { ctx, close, records: ctx.platform.records() }
+  }
+}
+
+/**
+ * Takes the environment lock for `run`. A run that died holding it must be resumed or rolled back
+ * first: starting a new one on top of a half-upgraded fleet is refused (exit 3) unless `breakLock`.
+ */
+export async function lockRecordingEnvironment(
+  env: Environment,
+  run: Pick<RunRecord, 'id' | 'holder' | 'startedAt'>,
+  options: { breakLock?: boolean; resuming?: string },
+): Promise<{ lock: EnvironmentLock; takeOver: string[] }> {
+  const rec = requireSection(env, 'recording')
+  const lock = await acquireEnvironmentLock(rec.database, {
+    environment: env.name,
+    holder: { runId: run.id, holder: run.holder, pid: process.pid, since: run.startedAt },
+    ...options,
+  })
+  const dead = lock.deadHolder
+  if (dead && !options.breakLock) {
+    let unfinished = true
+    let where = 'an unknown step'
+    try {
+      const journal = Journal.open(dead.runId)
+      unfinished = !isFinished(journal.run)
+      const last = journal.entries().at(-1)
+      if (last) where = `${last.step}${last.host ? ` on ${last.host}` : ''}`
+    } catch {
+      // No local journal: the run was started elsewhere; treat it as unfinished.
+    }
+    if (unfinished) {
+      await lock.release()
+      throw withFacts(
+        new LockedError(
+          `Environment '${env.name}': run ${dead.runId} (${dead.holder}, since ${dead.since}) died during ${where} without finishing.`,
+          `Resume it: svcops resume ${dead.runId}   or roll it back: svcops rollback recording --env ${env.name} --run ${dead.runId}   (or --break-lock to ignore it)`,
+        ),
+        { lockedBy: dead, unfinishedRun: dead.runId },
+      )
+    }
+  }
+  return { lock, takeOver: [dead?.runId, lock.broken?.runId].filter((x): x is string => !!x) }
+}
+
+/** The run `svcops rollback recording` acts on: `runId`, or the environment's newest upgrade run not yet rolled back. */
+export function findRunToRollBack(env: Environment, runId?: string): string {
+  const id =
+    runId ??
+    listRuns().find((r) => r.environment === env.name && r.kind === 'upgrade' && r.system === 'recording' && r.phase !== 'rolled-back')?.id
+  if (!id) {
+    throw new BadInputError(
+      `There is no upgrade run of environment '${env.name}' to roll back.`,
+      `Give a version instead: svcops rollback recording --env ${env.name} --to VERSION`,
+    )
+  }
+  const run = Journal.open(id).run
+  if (run.system !== 'recording')
+    throw new BadInputError(
+      `Run ${id} is an upgrade of the live production system, not of the recording service.`,
+      `Roll it back with: svcops rollback live --env ${env.name} --run ${id}`,
+    )
+  if (run.environment !== env.name) throw new BadInputError(`Run ${id} belongs to environment '${run.environment}', not '${env.name}'.`)
+  if (run.phase === 'rolled-back') throw new BadInputError(`Run ${id} was already rolled back.`)
+  return id
+}

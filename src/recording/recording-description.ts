@@ -1,0 +1,32 @@
+/**
+ * What reports, notifications and metrics know of the recording service's runs (its
+ * `SystemDescription`): its name, its params' schema, its view of a run (the hosts in rollout
+ * order, the batches, the window, the versions before) and its report's facts and sections. Kept
+ * apart from the system's run code (recording-system.ts), so that showing runs loads none of it.
+ */
+import { planBatches } from '../runs/rollout.ts'
+import type { SystemDescription } from '../runs/system-description.ts'
+import { recordingParamsSchema, type RecordingParams } from './recording-params.ts'
+import { recordingReport } from './recording-report.ts'
+
+/** The rollout's batches of a run: `[[canary], [batch 1...], ...]`. */
+export function batchesOf(params: RecordingParams): string[][] {
+  return planBatches(
+    params.hosts.map((name) => ({ name })),
+    Math.max(1, params.batchSize || 1),
+  ).map((b) => b.map((h) => h.name))
+}
+
+/** What reports, notifications and metrics know of the recording service. */
+export const recordingDescription: SystemDescription<RecordingParams> = {
+  name: 'recording',
+  title: 'the recording service',
+  params: recordingParamsSchema,
+  view: (run) => ({
+    targets: run.params.hosts,
+    batches: batchesOf(run.params),
+    ...(run.params.deadline ? { windowEnd: run.params.deadline } : {}),
+    previousVersions: run.params.previousVersions,
+  }),
+  report: recordingReport,
+}

@@ -1,0 +1,32 @@
+/**
+ * The recording service's facts of a run (`RunRecord.params`): the hosts in rollout order and how
+ * they are rolled out, the versions they ran before, the maintenance window, the verified backup,
+ * the schema fingerprints and the content snapshot. Checked by this schema whenever a run is
+ * continued; records of the layout before the core (flat fields) are read into it unchanged.
+ */
+import { z } from 'zod'
+
+export const recordingParamsSchema = z.object({
+  /** Target names in rollout order (canary first): hosts, or on Kubernetes the Deployment. */
+  hosts: z.array(z.string()).default([]),
+  /** Version per target before the run (what a rollback returns to). */
+  previousVersions: z.record(z.string(), z.string()).default({}),
+  batchSize: z.number().int().min(1).default(1),
+  /** Failed targets tolerated after the canary (`--max-fail`: a number or a percentage). */
+  maxFail: z.string().default('0'),
+  /** End of the maintenance window (`--window`): no batch starts that would end after it. */
+  deadline: z.string().optional(),
+  /** The verified backup taken before anything stopped (or reused by a retry). */
+  backupId: z.string().optional(),
+  fingerprintBefore: z.string().optional(),
+  fingerprintAfter: z.string().optional(),
+  /** Recording ids seen in the content snapshot before anything stopped. */
+  snapshotIds: z.array(z.string()).optional(),
+})
+
+export type RecordingParams = z.infer<typeof recordingParamsSchema>
+
+/** The params of a run that acts on no target (a backup, a check). */
+export function emptyRecordingParams(): RecordingParams {
+  return { hosts: [], previousVersions: {}, batchSize: 1, maxFail: '0' }
+}

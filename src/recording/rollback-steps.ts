@@ -1,0 +1,183 @@
+/**
+ * The steps the seed's rollback adds to the host steps, made lossless: decide whether the database
+ * is restored (only if the schema changed, or recordings went missing); before a restore, export
+ * every recording written after the backup; restore the run's verified backup; re-create the
+ * exported recordings and check they are listed. Each is journaled once, so a rollback that was
+ * itself interrupted continues with `svcops resume ID`.
+ */
+import { writeFileSync } from 'node:fs'
+import { OperationError } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import { withLockRowKept } from '../runs/lock.ts'
+import { defineStep, type StepResult } from '../runs/step.ts'
+import { CONTENT_BEFORE_STOP, listFromAny } from './content-steps.ts'
+import type { RecordingContext } from './recording-context.ts'
+import type { RecordingTarget } from './recording-platform.ts'
+import { contentKey, readRecordings, recordingsAfter, type RecordingInput } from './content-snapshot.ts'
+
+type Ctx = RecordingContext
+
+/** File in the run folder with the recordings written after the backup (re-created after a restore). */
+export const EXPORTED = 'exported-recordings.json'
+
+/** What the rollback decided: restore the database or keep it, why, and which hosts it moves. */
+export interface RestoreDecision {
+  restore: boolean
+  reason: string
+  hosts: string[]
+}
+
+/** The decision recorded by `decideRestore`'s step result. */
+export function decisionOf(result: StepResult): RestoreDecision {
+  const data = result.data ?? {}
+  return {
+    restore: data.restore === true,
+    reason: typeof data.reason === 'string' ? data.reason : '',
+    hosts: Array.isArray(data.hosts) ? data.hosts.filter((h): h is string => typeof h === 'string') : [],
+  }
+}
+
+/** The targets of a decision. */
+export function hostsOf(ctx: Ctx, decision: RestoreDecision): RecordingTarget[] {
+  return ctx.allTargets.filter((h) => decision.hosts.includes(h.name))
+}
+
+async function decide(ctx: Ctx, dataLoss: boolean): Promise<StepResult> {
+  const run = ctx.journal.run.params
+  if (!run.fingerprintBefore) {
+    // The dry run of an upgrade: nothing has changed yet, so the decision is the rule itself.
+    const reason = 'restore only if the schema fingerprint changed (a migration ran) or recordings went missing'
+    return { data: { restore: true, reason, hosts: ctx.allTargets.map((h) => h.name), conditional: true } }
+  }
+  const now = await ctx.deps.database.fingerprint()
+  const changed = now !== run.fingerprintBefore
+  const restore = changed || dataLoss
+  const reason = changed
+    ? `the schema fingerprint changed (${run.fingerprintBefore.slice(0, 12)} -> ${now.slice(0, 12)})`
+    : dataLoss
+      ? 'recordings of the snapshot are missing (data changed)'
+      : 'the schema did not change: the database is kept'
+  // A restore changes the database under every host, so all of them stop and start around it.
+  const hosts = restore ? ctx.allTargets.map((h) => h.name) : ctx.journal.disruptedHosts(ctx.allTargets.map((h) => h.name))
+  return { data: { restore, reason, hosts, fingerprintNow: now } }
+}
+
+export const decideRestore = defineStep<Ctx, [{ dataLoss: boolean }]>({
+  id: 'decide',
+  title: 'decide whether the database is restored',
+  report: 'restore-decision',
+  once: true,
+  async describe(ctx, options) {
+    const result = await decide(ctx, options.dataLoss)
+    const d = decisionOf(result)
+    if (result.data?.conditional) return [d.reason]
+    return [`${d.restore ? 'restore the database' : 'keep the database'}: ${d.reason}`]
+  },
+  preview: (ctx, options) => decide(ctx, options.dataLoss),
+  async act(ctx, options) {
+    const result = await decide(ctx, options.dataLoss)
+    const d = decisionOf(result)
+    events.info(
+      `Rollback: ${d.restore ? 'restoring the database' : 'no database restore'} because ${d.reason}; hosts: ${d.hosts.join(', ') || 'none'}.`,
+    )
+    return result
+  },
+})
+
+export const exportLaterRecordings = defineStep<Ctx>({
+  id: 'export',
+  title: 'export every recording written after the backup',
+  once: true,
+  describe: (ctx) => [
+    `list the recordings and keep every one not in the run's snapshot (${ctx.journal.run.params.snapshotIds?.length ?? 'all'} recordings then) in ${ctx.journal.file(EXPORTED)}`,
+  ],
+  async act(ctx) {
+    if (!ctx.journal.run.params.backupId)
+      throw new OperationError(`Run ${ctx.journal.run.id} has no verified backup to restore; the database was left as it is.`)
+    const now = (await listFromAny(ctx, ctx.allTargets)) ?? []
+    const candidates = [...readRecordings(ctx.journal.file(CONTENT_BEFORE_STOP)), ...now]
+    const after = recordingsAfter(ctx.journal.run.params.snapshotIds ?? [], candidates)
+    writeFileSync(ctx.journal.file(EXPORTED), JSON.stringify(after, null, 2) + '\n', { mode: 0o600 })
+    events.info(`Rollback: ${after.length} recording(s) were written after the backup and will be re-created.`)
+    return {
+      data: { count: after.length, file: EXPORTED },
+      ...(after.length
+        ? { changed: [`exported ${after.length} recording(s) written after the backup to ${ctx.journal.file(EXPORTED)}`] }
+        : {}),
+    }
+  },
+})
+
+export const restoreBackup = defineStep<Ctx>({
+  id: 'restore',
+  title: 'restore the run’s verified backup (every host stopped)',
+  once: true,
+  describe: (ctx) => {
+    const run = ctx.journal.run.params
+    return [
+      `restore backup ${run.backupId ?? '(the one this run takes)'} into ${ctx.rec.database.name} in one transaction; ` +
+        `check the fingerprint is ${run.fingerprintBefore?.slice(0, 12) ?? 'the one before the run'} again`,
+    ]
+  },
+  async act(ctx) {
+    const run = ctx.journal.run.params
+    const id = run.backupId
+    if (!id) throw new OperationError(`Run ${ctx.journal.run.id} has no verified backup to restore; the database was left as it is.`)
+    await withLockRowKept(ctx.rec.database, ctx.env.name, () => ctx.deps.backup.restore(id, run.fingerprintBefore))
+    const now = await ctx.deps.database.fingerprint()
+    if (run.fingerprintBefore && now !== run.fingerprintBefore) {
+      throw new OperationError(
+        `After restoring backup ${id}, the schema fingerprint is ${now.slice(0, 12)}, not ${run.fingerprintBefore.slice(0, 12)} as before the upgrade.`,
+      )
+    }
+    return { changed: [`restored the database from backup ${id}`] }
+  },
+})
+
+function exported(ctx: Ctx): RecordingInput[] {
+  return readRecordings(ctx.journal.file(EXPORTED)).map((r) => ({
+    channelName: r.channelName,
+    title: r.title,
+    startTime: r.startTime,
+    stopTime: r.stopTime,
+  }))
+}
+
+export const recreateLaterRecordings = defineStep<Ctx, [RecordingTarget]>({
+  id: 'recreate',
+  title: 're-create the exported recordings through the API',
+  report: 'recreated',
+  describe: (_ctx, h) => [`POST ${h.url}/api/v1/content for every exported recording not listed after the restore`],
+  async act(ctx, target) {
+    const wanted = exported(ctx)
+    if (!wanted.length) return { skipped: 'no recording was written after the backup' }
+    const present = new Set((await ctx.deps.content.list(target.url, ctx.settings.contentLimit)).map(contentKey))
+    const made: RecordingInput[] = []
+    for (const input of wanted) {
+      if (present.has(contentKey(input))) continue
+      await ctx.deps.content.create(target.url, input)
+      made.push(input)
+    }
+    return {
+      data: { recreated: wanted, newlyCreated: made.length },
+      changed: made.length ? [`re-created ${made.length} recording(s) written after the backup`] : [],
+    }
+  },
+})
+
+export const verifyRecreated = defineStep<Ctx, [RecordingTarget]>({
+  id: 'verify-recreated',
+  title: 'check every re-created recording is listed',
+  describe: (_ctx, h) => [`GET ${h.url}/api/v1/content: every exported recording listed`],
+  async act(ctx, target) {
+    const wanted = exported(ctx)
+    if (!wanted.length) return { skipped: 'nothing was re-created' }
+    const present = new Set((await ctx.deps.content.list(target.url, ctx.settings.contentLimit)).map(contentKey))
+    const missing = wanted.filter((r) => !present.has(contentKey(r)))
+    if (missing.length)
+      throw new OperationError(
+        `${missing.length} re-created recording(s) are not listed after the rollback, first: ${missing[0]?.title ?? '?'}.`,
+      )
+    return { data: { present: wanted.length } }
+  },
+})

@@ -1,0 +1,61 @@
+/**
+ * What a system adds to a run's report: facts for its head ("backup ..., verified before anything
+ * stopped") and sections, each built from the journal's entries (found by the `report` value its
+ * steps journal, never by a step's name) and rendered in report.md and report.html. The report
+ * itself (report.ts) knows only what every run has: its record, its timeline and each target's downtime.
+ */
+import { sanitizeLine, sanitizeText } from '../core/sanitize.ts'
+import type { JournalEntry } from '../runs/journal.ts'
+import type { RunRecord } from '../runs/run-record.ts'
+
+/** One section of a report. `V`: its value, kept in report.json under `key`. */
+export interface ReportSection<V = unknown> {
+  /** Its key in report.json (`rollback`, `configReviews`...). */
+  readonly key: string
+  /** Its value from the journal's entries and the record; undefined leaves it out. */
+  build(entries: JournalEntry[], run: RunRecord): V | undefined
+  /** A line of the report's head ("stack file: ... holds ..."), without its bullet. */
+  headline?(value: V): string | undefined
+  /**
+   * Its part of report.md (a `## ...` section), or nothing. It is given the value with every string
+   * made one line with its control characters escaped (names and log lines are data), unless
+   * `multiline`: then the value keeps its lines and the section sanitizes each one itself.
+   */
+  markdown?(value: V): string[]
+  /** Its markdown is given the value with its lines kept (a configuration diff). */
+  readonly multiline?: boolean
+  /** Its part of report.html: a title and an HTML body (every value escaped), or nothing. */
+  html?(value: V): { title: string; body: string } | undefined
+  /** Shown before the downtime table (the rollback's decision), else after it. */
+  readonly beforeDowntime?: boolean
+  /** What it adds to the outcome sentence of a rolled-back run: " (database restored)". */
+  outcome?(value: V): string
+}
+
+/** What a system contributes to the reports of its runs. */
+export interface ReportContribution {
+  /** Facts of the run for the report's head, one sentence each without a bullet ("backup b-1 (verified before anything stopped)"). */
+  facts?(run: RunRecord): string[]
+  readonly sections: ReadonlyArray<ReportSection<never>>
+}
+
+/** Declares a section (typed: its value flows from `build` to its renderers). */
+export function defineSection<V>(section: ReportSection<V>): ReportSection<never> {
+  return section as unknown as ReportSection<never>
+}
+
+/** A value as HTML text: markup characters as entities, control characters as `\x1b`, `\u202e` (lines kept). */
+export function escapeHtml(value: unknown): string {
+  return sanitizeText(String(value)).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+}
+
+/** A fenced block of `text` (each line sanitized) whose fence no backtick run inside it can close. */
+export function fencedBlock(info: string, text: string): string[] {
+  const clean = text
+    .split('\n')
+    .map((line) => sanitizeLine(line))
+    .join('\n')
+  const longest = Math.max(0, ...(clean.match(/`+/g) ?? []).map((run) => run.length))
+  const fence = '`'.repeat(Math.max(3, longest + 1))
+  return [`${fence}${info}`, clean, fence]
+}

@@ -1,0 +1,21 @@
+/**
+ * A run's system as its report reads it: the view of its targets and the facts and sections it
+ * contributes — from the description given, else the one made known under the run's system name;
+ * a system not described gets no targets and no sections.
+ */
+import type { RunRecord } from '../runs/run-record.ts'
+import { describedSystem, type RunView, type SystemDescription } from '../runs/system-description.ts'
+import type { ReportSection } from './report-section.ts'
+
+/** What a report knows of a run's system: the view of its targets, and the sections it contributes. */
+export interface ReportSystem {
+  view(run: RunRecord): RunView
+  facts(run: RunRecord): string[]
+  sections: ReadonlyArray<ReportSection<never>>
+}
+
+/** A system's description as a report reads it; a system not described gets no targets and no sections. */
+export function reportSystemOf(run: RunRecord, system: SystemDescription | undefined = describedSystem(run.system)): ReportSystem {
+  if (!system) return { view: () => ({ targets: [], batches: [], previousVersions: {} }), facts: () => [], sections: [] }
+  return { view: (r) => system.view(r), facts: (r) => system.report.facts?.(r) ?? [], sections: system.report.sections }
+}

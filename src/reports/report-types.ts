@@ -1,0 +1,33 @@
+/** The shape of a run's report, apart from the code that builds and renders it (report.ts, report-html.ts, timeline.ts). */
+import type { JournalEntry } from '../runs/journal.ts'
+import type { RunRecord } from '../runs/run-record.ts'
+import type { RunView } from '../runs/system-description.ts'
+
+export interface HostDowntime {
+  host: string
+  /** Start of the first stop of this host. */
+  stoppedAt?: string
+  /** End of the last verification of this host (upgrade or rollback). */
+  verifiedAt?: string
+  downtimeMs?: number
+  /** Version the host ended on, per the journal. */
+  endedOn?: string
+}
+
+/**
+ * A run's report: what every run has — its record, its system's view of it (targets, batches,
+ * window), each target's downtime, the timeline — and, under their keys, the sections its system
+ * contributes (report-section.ts): the recording service's `rollback`, `recreated`, `configReviews`,
+ * `stackFile`; the doctor's `diagnoses`.
+ */
+export interface RunReport {
+  run: RunRecord
+  view: RunView
+  downtime: HostDowntime[]
+  timeline: JournalEntry[]
+  /** The copy of a file the run left in its run folder when it ended (the stack file on Kubernetes), made from `file`. */
+  record?: { file: string; copy: string }
+  /** What the system's sections add to the outcome sentence of a rolled-back run: " (database restored)". */
+  outcomeNote?: string
+  [section: string]: unknown
+}

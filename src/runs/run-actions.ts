@@ -1,0 +1,170 @@
+/**
+ * The actions of every system's runs, written once over a system's definition (run-system.ts):
+ * start a run, resume or roll back one from its journal, the dry run of each, and the plan as
+ * text. The engine takes the environment's lock before any run folder exists, opens and closes the
+ * system's context, and leaves the procedure to the playbook the system names.
+ */
+import { loadEnvironmentFile } from '../config/load.ts'
+import type { Environment } from '../config/schema.ts'
+import { BadInputError } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import type { PlannedStep } from './engine.ts'
+import { Journal } from './journal.ts'
+import { planRun, resumeRun, startRun, type RunOutcome } from './playbook.ts'
+import { isFinished, newRunRecord, withParams, type RunParams, type RunRecord } from './run-record.ts'
+import type { RunPlan, RunRequest, RunSystem } from './run-system.ts'
+import { describeSystem } from './system-description.ts'
+
+/** The record of a new run of `system` from `req` (validated by the system). */
+export function newSystemRecord<P extends RunParams, Req extends RunRequest, C>(system: RunSystem<P, Req, C>, req: Req): RunRecord<P> {
+  return newRunRecord({ ...system.newRun(req), system: system.name, environment: req.env.name, envFile: req.env.file })
+}
+
+/** Starts a new run of `system`: the environment's lock, the run folder, the playbook under the failure policy. */
+export async function startSystemRun<P extends RunParams, Req extends RunRequest, C>(
+  system: RunSystem<P, Req, C>,
+  req: Req,
+): Promise<RunOutcome> {
+  describeSystem(system)
+  const record = newSystemRecord(system, req)
+  const breakLock = req.breakLock ?? false
+  const { lock, takeOver } = await system.lock(req.env, record, breakLock ? { breakLock } : {})
+  const journal = Journal.create(record)
+  events.info(system.announce(record, req.env))
+  return startRun({
+    playbook: system.playbook(record),
+    journal,
+    lock,
+    open: (j) => system.open(req.env, j, { takeOver, breakLock }),
+    system,
+  })
+}
+
+/** Continues run `id` of `system` from its journal, or rolls it back with `rollback: true` (`svcops resume`). */
+export async function resumeSystemRun<P extends RunParams, Req extends RunRequest, C>(
+  system: RunSystem<P, Req, C>,
+  id: string,
+  options: { rollback?: boolean; breakLock?: boolean },
+): Promise<RunOutcome> {
+  describeSystem(system)
+  const { journal, env } = continuationOf(system, id, options)
+  const breakLock = options.breakLock ?? false
+  const { lock, takeOver } = await system.lock(env, journal.run, { resuming: id, ...(breakLock ? { breakLock } : {}) })
+  const playbook = system.playbook(journal.run)
+  const open = (j: Journal<P>) => system.open(env, j, { takeOver: [...takeOver, id], breakLock })
+  return resumeRun({ playbook, journal, lock, open, system }, options.rollback ? { rollback: true } : {})
+}
+
+/** The dry run of a new run of `system`: its playbook in plan mode on a journal kept in memory; reads only. */
+export async function planSystemRun<P extends RunParams, Req extends RunRequest, C>(
+  system: RunSystem<P, Req, C>,
+  req: Req,
+): Promise<RunPlan> {
+  const record = newSystemRecord(system, req)
+  const journal = Journal.inMemory(record)
+  const steps = await planned(system, req.env, journal, 'start')
+  return { environment: req.env.name, what: 'upgrade', target: record.targetVersion, ...system.plan.facts(record, req), steps }
+}
+
+/** The dry run of `svcops resume ID` (or of its rollback): what is left, from the journal. */
+export async function planSystemContinuation<P extends RunParams, Req extends RunRequest, C>(
+  system: RunSystem<P, Req, C>,
+  id: string,
+  options: { rollback: boolean },
+): Promise<RunPlan> {
+  const continuation = continuationOf(system, id, options)
+  const { env, journal, rollingBack, nothingToUndo } = continuation
+  const record = journal.run
+  // The run's entries in memory: planning writes nothing.
+  const rehearsal = Journal.inMemory({ ...record }, undefined, journal.entries())
+  const steps = nothingToUndo ? [] : await planned(system, env, rehearsal, rollingBack ? 'rollback' : 'resume')
+  const words = system.plan.continuation(journal, env)
+  const finished = journal.entries().filter((e) => e.status === 'ok').length
+  const first: PlannedStep = {
+    step: 'journal',
+    title: `run ${record.id} (${words.what} to ${record.targetVersion}) is ${record.phase}${record.cause ? `: ${record.cause}` : ''}`,
+    actions: [`${finished} step(s) finished${isFinished(record) ? '' : `; ${words.unfinished}`}`, ...words.more],
+  }
+  return {
+    environment: env.name,
+    what: rollingBack ? 'rollback' : 'resume',
+    runId: id,
+    target: record.targetVersion,
+    ...system.plan.facts(record),
+    steps: [first, ...(nothingToUndo ? [{ step: 'nothing to roll back' as const, title: system.plan.nothingToUndo, actions: [] }] : steps)],
+  }
+}
+
+/** The plan as text: its title, the system's lines (rollout, window), then one block per step. */
+export function renderRunPlan<P extends RunParams, Req extends RunRequest, C>(system: RunSystem<P, Req, C>, plan: RunPlan): string {
+  const head =
+    plan.what === 'upgrade'
+      ? system.plan.title(plan)
+      : `Dry run: ${plan.what} of run ${plan.runId ?? '?'} in environment '${plan.environment}' (nothing will be changed).`
+  const lines = [head, ...system.plan.lines(plan), '']
+  for (const s of plan.steps) {
+    lines.push(`${s.host ? `[${s.host}] ` : ''}${s.batch ? `${s.batch}: ` : ''}${s.step} — ${s.title}`)
+    for (const a of s.actions) lines.push(`    ${a}`)
+  }
+  return lines.join('\n')
+}
+
+/** The environment a run was started with (its stack file, read again). */
+export function environmentOfRun(record: Pick<RunRecord, 'envFile' | 'environment'>): Environment {
+  return loadEnvironmentFile(record.envFile, record.environment)
+}
+
+/** A recorded run about to be continued (`svcops resume ID [--rollback]`, `rollback ... --run ID`), or planned so. */
+export interface Continuation<P extends RunParams> {
+  /** The run's journal on disk, its params checked by the system's schema. */
+  journal: Journal<P>
+  /** The environment the run was started with. */
+  env: Environment
+  /** The continuation is a rollback: asked for, or the run was rolling back when it stopped. */
+  rollingBack: boolean
+  /** A rollback of a run that stopped nothing: there is nothing to undo, it is only marked failed. */
+  nothingToUndo: boolean
+}
+
+/** Opens run `id` of `system` for a continuation; refuses another system's run, and a finished run unless it is rolled back. */
+export function continuationOf<P extends RunParams, Req extends RunRequest, C>(
+  system: RunSystem<P, Req, C>,
+  id: string,
+  options: { rollback?: boolean },
+): Continuation<P> {
+  const { journal, env } = recordedRun(system, id)
+  const record = journal.run
+  if (isFinished(record) && !options.rollback)
+    throw new BadInputError(
+      `Run ${record.id} is finished (${record.phase}); there is nothing to resume.`,
+      record.phase === 'succeeded' ? `To undo it: ${system.playbook(record).rollbackCommand(record)}` : undefined,
+    )
+  const rollingBack = options.rollback === true || record.phase === 'rolling-back'
+  return { journal, env, rollingBack, nothingToUndo: rollingBack && !journal.disrupted() }
+}
+
+/** Run `id` of `system` as recorded: its journal, its params checked by the system's schema, and the environment it was started with. */
+export function recordedRun<P extends RunParams, Req extends RunRequest, C>(
+  system: RunSystem<P, Req, C>,
+  id: string,
+): { journal: Journal<P>; env: Environment } {
+  const opened = Journal.open(id)
+  if (opened.run.system !== system.name)
+    throw new BadInputError(`Run ${id} is a run of ${opened.run.system}, not of ${system.title}.`, `See it with: svcops runs show ${id}`)
+  const journal = opened.typed(withParams(opened.run, system.params, system.title))
+  return { journal, env: environmentOfRun(journal.run) }
+}
+
+async function planned<P extends RunParams, Req extends RunRequest, C>(
+  system: RunSystem<P, Req, C>,
+  env: Environment,
+  journal: Journal<P>,
+  what: 'start' | 'resume' | 'rollback',
+): Promise<PlannedStep[]> {
+  const opened = await system.openToPlan(env, journal)
+  try {
+    return await planRun(system.playbook(journal.run), opened.ctx, journal, what)
+  } finally {
+    await opened.close()
+  }
+}

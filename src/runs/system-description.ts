@@ -1,0 +1,46 @@
+/**
+ * What reports, notifications and metrics know of a system: its name, the schema of its runs'
+ * params, its view of a run (targets, batches, window, versions before) and what it adds to a
+ * report. Descriptions are made known at the edge (the CLI) or by the engine when it runs a system,
+ * so that the report of any run can be built from its folder alone.
+ */
+import type { z } from 'zod'
+import type { ReportContribution } from '../reports/report-section.ts'
+import type { RunParams, RunRecord } from './run-record.ts'
+
+/** How the generic views (timeline, downtime, runs list, notifications) see a run of a system. */
+export interface RunView {
+  /** What the run acts on, in rollout order: hosts, components, a Deployment (the report's lanes). */
+  targets: string[]
+  /** The rollout's batches (`[[canary], [batch 1...]]`), when the run has them. */
+  batches: string[][]
+  /** End of the maintenance window, when the run has one. */
+  windowEnd?: string
+  /** The version each target ran before the run (what a rollback returns to). */
+  previousVersions: Record<string, string>
+}
+
+/** What reports, notifications and metrics know of a system. */
+export interface SystemDescription<P extends RunParams = RunParams> {
+  /** Its name in records (`RunRecord.system`). */
+  readonly name: string
+  /** Its name in sentences: "the recording service". */
+  readonly title: string
+  /** Its params, checked when a run is continued. */
+  readonly params: z.ZodType<P>
+  view(run: RunRecord<P>): RunView
+  /** What it adds to a run's report: facts and sections. */
+  readonly report: ReportContribution
+}
+
+const described = new Map<string, SystemDescription>()
+
+/** Makes a system's description known to reports, notifications and metrics (the last one given for a name counts). */
+export function describeSystem(description: SystemDescription): void {
+  described.set(description.name, description)
+}
+
+/** The description of system `name`, if it was made known. */
+export function describedSystem(name: string): SystemDescription | undefined {
+  return described.get(name)
+}
