@@ -30,6 +30,7 @@ import { writeHostFile } from '../../src/live/hosts/host-files.ts'
 import { textfilePath, writeTextfile } from '../../src/metrics/publish.ts'
 import { Journal } from '../../src/runs/journal.ts'
 import { newRunRecord } from '../../src/runs/run-record.ts'
+import { emptyRecordingParams } from '../../src/recording/recording-params.ts'
 import { writeReport } from '../../src/reports/report.ts'
 import { runSvcops } from '../support/cli.ts'
 
@@ -116,7 +117,7 @@ describe('no write through a planted link', () => {
       params: {},
     })
     // A folder planted under the next run's id is refused, not reused.
-    const planted = newRunRecord({ kind: 'backup', system: 'recording', environment: 'lab', envFile: '/x', params: {} })
+    const planted = newRunRecord({ kind: 'backup', system: 'recording', environment: 'lab', envFile: '/x', params: emptyRecordingParams() })
     mkdirSync(join(runs, planted.id), { mode: 0o777 })
     expect(() => Journal.create(planted, runs)).toThrow(/EEXIST/)
     const journal = Journal.create(record, runs)

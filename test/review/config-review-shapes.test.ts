@@ -14,6 +14,8 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { local } from '../../src/core/runner.ts'
 import { Journal } from '../../src/runs/journal.ts'
 import { newRunRecord } from '../../src/runs/run-record.ts'
+import { recordingDescription } from '../../src/recording/recording-description.ts'
+import { emptyRecordingParams } from '../../src/recording/recording-params.ts'
 import { writeReport } from '../../src/reports/report.ts'
 import { reviewConfig, shownString, withoutCredentials } from '../../src/recording/hosts/config-review.ts'
 import { runSvcops } from '../support/cli.ts'
@@ -115,7 +117,7 @@ describe('configuration review masks by shape', () => {
         system: 'recording',
         environment: 'test',
         envFile: '/nonexistent/Pulumi.test.yaml',
-        params: { hosts },
+        params: { ...emptyRecordingParams(), hosts },
       }),
       runs,
     )
@@ -130,7 +132,7 @@ describe('configuration review masks by shape', () => {
       journal.append({ step: 'review-config', host, status: 'ok', data: { review }, report: 'config-review' })
     }
     journal.update({ phase: 'succeeded', finishedAt: new Date().toISOString() })
-    writeReport(journal)
+    writeReport(journal, recordingDescription)
   })
 
   it('no generated secret is in the journal, report.md, report.html, report.json or runs show --json', async () => {
