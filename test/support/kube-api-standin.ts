@@ -31,6 +31,8 @@
  *   selector), a pod's `log` (`tailLines`), `proxy` (its `metrics` on `metricsPort`, else the API
  *   server's 503) and `portforward` (WebSocket `v4.channel.k8s.io` to `forwardTo`) come from the
  *   summary; so do the recording service's Service and `configMaps` not written through the API.
+ *   With `preexisting: false` the namespace starts empty instead (a first `pulumi up`): only what is
+ *   written through the API exists, and the summary (its pods) follows the Deployments written.
  * - **Identities and rights** (./kube-rbac.ts): a bearer token names an identity (401 otherwise).
  *   `token` is an administrator that may do everything but what `state.denied` lists
  *   (`verb resource[/subresource]`); `serviceAccountToken(ns, name)` makes an identity
@@ -45,6 +47,22 @@
  * A test reads `requests` (method, path, query, content type, authorization, body) for the exact
  * calls made, `store` for the objects and their managers, and `kubeconfig` (contexts `context`:
  * the stand-in, `other`: nowhere) or `kubeconfigFor(token)` to point a client at it.
+ *
+ * How a test uses it:
+ * - `const api = await startKubeApiStandin({ namespace: 'svc-prod', preexisting: false }, 'prod-cluster')`
+ *   (any `StandinState` field may be given; the second argument names the kubeconfig's context),
+ *   and `await api.close()` after the test;
+ * - svcops' Kubernetes driver (`KubernetesDriver({ context, kubeconfig: api.kubeconfig, ... })`) or
+ *   any client sends real HTTPS requests to it; `api.state` may be changed between requests (pods,
+ *   `denied`, `identities`), and `beforeAnswer` keeps it in step with something else;
+ * - the Pulumi program is applied to it by the in-test engine with `cluster: true` and
+ *   `env: { KUBECONFIG: api.kubeconfig }` (test/infra/engine/engine.ts, whose Kubernetes provider is
+ *   modelled on pulumi-kubernetes: server-side apply under its own field manager, its force and
+ *   take-over rules, its conflict message), or, for svcops' own `pulumi preview|up|stack output`, by
+ *   the `pulumi` argv recorder created with `engine` first on PATH and KUBECONFIG pointing here
+ *   (test/support/pulumi-argv-recorder.ts); test/infra/field-ownership.test.ts does both;
+ * - assertions read `api.store.get(kindOfResource('apps', 'v1', 'deployments')!, ns, name)` and
+ *   `managedFieldsOf(object)` (./kube-store.ts) for who owns which field, and `api.requests`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { createServer, type Server } from 'node:https'
@@ -106,6 +124,12 @@ export interface StandinState {
   configMaps: Record<string, Record<string, string>>
   /** Identities besides the administrator. */
   identities: StandinIdentity[]
+  /**
+   * The summary's Deployments and Service exist before anything is written (default). False: a
+   * fresh namespace, where only what is written through the API exists (a first `pulumi up`); the
+   * summary then follows the Deployments written.
+   */
+  preexisting: boolean
   /** Called before each answer (a test keeps the state in step with something else, e.g. a recorded `pulumi up`). */
   beforeAnswer?: () => void
 }
@@ -178,8 +202,11 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
     others: [],
     configMaps: {},
     identities: [],
+    preexisting: true,
     ...initial,
   }
+  // A fresh namespace has no pods until a Deployment is written.
+  if (!state.preexisting && !initial.pods) state.pods = []
   const store = new ObjectStore()
   const all = (): StandinDeployment[] => [primaryOf(state), ...state.others]
   const requests: RecordedRequest[] = []
@@ -274,9 +301,10 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
       }
 
       // What the summary answers until an object of that name is written through the API.
-      const stored = (resource: string, name: string) => {
+      const stored = (resource: string, name: string): boolean => {
+        if (!state.preexisting) return true
         const info = kindOfResource(resource === 'deployments' ? 'apps' : '', 'v1', resource)
-        return info ? store.get(info, state.namespace, name) : undefined
+        return !!info && store.get(info, state.namespace, name) !== undefined
       }
       const deployment = `/apis/apps/v1${ns()}/deployments/${state.deployment}`
       const other = state.others.find((d) => path === `/apis/apps/v1${ns()}/deployments/${d.deployment}`)
