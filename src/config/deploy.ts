@@ -169,6 +169,19 @@ export const upgradeScheduleSchema = z.strictObject({
   to: version,
 })
 
+export const liveUpgradeScheduleSchema = z.strictObject({
+  /** Cron expression of the live production system's maintenance window, like "0 3 * * 0". */
+  schedule: cron,
+  timeZone: z.string().min(1).default('Etc/UTC'),
+  /** Release of the live production system to upgrade to (`svcops upgrade live --to`). */
+  to: version,
+  /**
+   * Gates of the majors crossed that people have handled (`svcops plan live`), passed as `--ack`;
+   * an open gate stops the scheduled run before anything changes (exit 5).
+   */
+  acks: z.array(z.string().regex(/^\d+\.\d+\.\d+\/[A-Za-z0-9._-]+$/, 'expected a gate id like 6.0.0/send-message')).default([]),
+})
+
 export const backupScheduleSchema = z.strictObject({
   /** Cron expression of the nightly backup (create, verify with a test restore, prune), like "15 1 * * *". */
   schedule: cron,
@@ -189,6 +202,8 @@ export const deploySchema = z.strictObject({
   /** How the scheduled jobs run; needed by upgradeSchedule and backupSchedule. */
   jobs: jobsSchema.optional(),
   upgradeSchedule: upgradeScheduleSchema.optional(),
+  /** The live production system's scheduled upgrade, a CronJob beside the recording service's (needs svcops:live.platform kubernetes). */
+  liveUpgradeSchedule: liveUpgradeScheduleSchema.optional(),
   backupSchedule: backupScheduleSchema.optional(),
   /**
    * Accept a kubeconfig whose cluster entry sets `insecure-skip-tls-verify: true` (svcops refuses it
@@ -211,6 +226,16 @@ export const deployKeys = {
   psk: secureValueSchema.optional(),
   /** Password of the recording database for the cluster, instead of resolving recording.database.password. */
   databasePassword: secureValueSchema.optional(),
+  /**
+   * Let `pulumi up` deploy a recording service release older than the one running in the cluster.
+   * Without it the program reads the running Deployment and fails the preview: a stale checkout
+   * must not take production back across a schema change (a rollback is `svcops rollback
+   * recording`, which restores the database when the schema changed). Set it for one deliberate
+   * run, then remove it. (Pulumi hands a top-level scalar to the program as text: "true".)
+   */
+  allowDowngrade: z
+    .union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')], { error: 'expected true or false' })
+    .optional(),
 }
 
 /** Top-level keys whose values Pulumi decrypts before the program sees them. */

@@ -26,6 +26,9 @@ import { ownStackFile, readStackSettings, type StackSettings } from './settings.
 import { SystemController } from './systemController.ts'
 import { Tls } from './tls.ts'
 import { ScheduledJobs } from './scheduledJobs.ts'
+import { providerArgs } from './clusterProvider.ts'
+import { ObjectInventory } from './inventory.ts'
+import { checkNoDowngrade } from './downgradeGuard.ts'
 import type { WorkloadArgs } from './workload.ts'
 
 /** Stack outputs: where things are and which versions run; never a secret value. */
@@ -41,6 +44,7 @@ export interface PlatformOutputs {
   versions: { manager: string; recording: string; live: string }
   tls: boolean
   upgradeSchedule?: { cronJob: pulumi.Output<string>; schedule: string; timeZone: string; to: string }
+  liveUpgradeSchedule?: { cronJob: pulumi.Output<string>; schedule: string; timeZone: string; to: string }
   backupSchedule?: { cronJob: pulumi.Output<string>; schedule: string; timeZone: string }
 }
 
@@ -49,14 +53,12 @@ function wire(s: StackSettings): PlatformOutputs {
   const { prefix, dir: productDir } = env.product
   const live = deploy.live
   const pull = deploy.imagePullSecret ? { imagePullSecret: deploy.imagePullSecret } : {}
+  // Every object declared from here on, for the scheduled upgrades' Roles (what a refresh reads).
+  const inventory = new ObjectInventory()
 
   // The explicit provider does not read the stack's kubernetes:* keys as the default one does.
   const context = new pulumi.Config('kubernetes').get('context')
-  const provider = new k8s.Provider('kubernetes', {
-    enableSecretMutable: true,
-    enableConfigMapMutable: true,
-    ...(context ? { context } : {}),
-  })
+  const provider = new k8s.Provider('kubernetes', providerArgs(s.stack, context))
   const inCluster: pulumi.ComponentResourceOptions = { providers: { kubernetes: provider } }
 
   // Restart annotations are HMACs under this key (kube.ts checksumOf), never plain hashes of secrets.
@@ -190,6 +192,17 @@ function wire(s: StackSettings): PlatformOutputs {
   )
 
   const r = deploy.recording
+  // What runs in the cluster is read before the recording service is declared: a stale checkout fails here.
+  const versionChecked = checkNoDowngrade({
+    declared: s.recordingVersion,
+    file: s.file,
+    stack: s.stack,
+    namespace: deploy.namespace,
+    deployment: `${prefix}-recording`,
+    container: 'recording-service',
+    provider,
+    allowDowngrade: s.env.allowDowngrade === true,
+  })
   const recording = new RecordingService(
     `${prefix}-recording`,
     {
@@ -199,16 +212,18 @@ function wire(s: StackSettings): PlatformOutputs {
       database: s.recordingDatabase,
       databasePassword: pulumi.secret(s.secrets.databasePassword),
       prefix,
+      versionChecked,
     },
     inCluster,
   )
 
   const u = deploy.upgradeSchedule
+  const l = deploy.liveUpgradeSchedule
   const b = deploy.backupSchedule
   const store = env.backup?.store
   // readStackSettings refused schedules without deploy.jobs and backup.
   const schedule =
-    deploy.jobs && (u || b)
+    deploy.jobs && (u || l || b)
       ? new ScheduledJobs(
           `${prefix}-svcops`,
           {
@@ -219,7 +234,11 @@ function wire(s: StackSettings): PlatformOutputs {
             jobs: deploy.jobs,
             ...(context ? { kubeContext: context } : {}),
             ...(store && !store.ssh ? { backupStorePath: store.path } : {}),
+            objects: inventory.objects,
+            prefix,
+            metrics: live.metrics !== undefined,
             ...(u ? { upgrade: { schedule: u.schedule, timeZone: u.timeZone, to: u.to } } : {}),
+            ...(l ? { liveUpgrade: { schedule: l.schedule, timeZone: l.timeZone, to: l.to, acks: l.acks } } : {}),
             ...(b ? { backup: { schedule: b.schedule, timeZone: b.timeZone } } : {}),
             ...pull,
           },
@@ -234,6 +253,7 @@ function wire(s: StackSettings): PlatformOutputs {
     { namespace, labels: platformLabels },
     { provider, dependsOn: [...components, manager, recording, ...(schedule ? [schedule] : [])] },
   )
+  inventory.seal()
 
   return {
     namespace,
@@ -248,6 +268,9 @@ function wire(s: StackSettings): PlatformOutputs {
     tls: deploy.tls,
     ...(schedule?.upgradeCronJob && u
       ? { upgradeSchedule: { cronJob: schedule.upgradeCronJob, schedule: u.schedule, timeZone: u.timeZone, to: u.to } }
+      : {}),
+    ...(schedule?.liveUpgradeCronJob && l
+      ? { liveUpgradeSchedule: { cronJob: schedule.liveUpgradeCronJob, schedule: l.schedule, timeZone: l.timeZone, to: l.to } }
       : {}),
     ...(schedule?.backupCronJob && b
       ? { backupSchedule: { cronJob: schedule.backupCronJob, schedule: b.schedule, timeZone: b.timeZone } }

@@ -59,11 +59,25 @@ export function referencedFiles(env: Environment): Array<{ path: string; file: s
  * run.
  */
 export function scheduledJobProblems(env: Environment, deploy: DeployConfig): string[] {
-  const schedules = [deploy.upgradeSchedule ? 'upgradeSchedule' : '', deploy.backupSchedule ? 'backupSchedule' : ''].filter(Boolean)
+  const schedules = [
+    deploy.upgradeSchedule ? 'upgradeSchedule' : '',
+    deploy.liveUpgradeSchedule ? 'liveUpgradeSchedule' : '',
+    deploy.backupSchedule ? 'backupSchedule' : '',
+  ].filter(Boolean)
   if (schedules.length === 0) return []
   const problems: string[] = []
   const jobs = deploy.jobs
   if (!jobs) problems.push('deploy.jobs is missing (image, credentialsSecret, backupKeysSecret, runsClaim)')
+  if (deploy.liveUpgradeSchedule) {
+    // The live system's upgrade job runs `pulumi up` of this stack's live components: the Kubernetes platform only.
+    if (!env.liveCluster)
+      problems.push(
+        'svcops:live.platform is not kubernetes (deploy.liveUpgradeSchedule upgrades the live components of this stack with pulumi up; a live system on hosts is upgraded from a host)',
+      )
+    else problems.push(...clusterUpgradeProblems(env, 'live.platform'))
+  }
+  // The live upgrade alone backs up no database; the recording service's upgrade and the backup do.
+  if (!deploy.upgradeSchedule && !deploy.backupSchedule) return [...new Set(problems)]
   const backup = env.backup
   if (!backup) {
     problems.push('backup is missing (the job backs up the database: store, recipients, identity, signingKey)')
@@ -79,12 +93,13 @@ export function scheduledJobProblems(env: Environment, deploy: DeployConfig): st
       )
     }
   }
-  if (deploy.upgradeSchedule && env.recording?.platform === 'kubernetes') problems.push(...clusterUpgradeProblems(env))
+  if (deploy.upgradeSchedule && env.recording?.platform === 'kubernetes')
+    problems.push(...clusterUpgradeProblems(env, 'recording.platform'))
   for (const { path, file } of referencedFiles(env)) {
     if (!FILE_DIRS.some((dir) => file.startsWith(`${dir}/`) && !file.slice(dir.length).includes('/..')))
       problems.push(`${path} "${file}" is not in a mounted Secret (expected a file under ${FILE_DIRS.join(' or ')})`)
   }
-  return problems
+  return [...new Set(problems)]
 }
 
 /**
@@ -93,15 +108,15 @@ export function scheduledJobProblems(env: Environment, deploy: DeployConfig): st
  * under the name `kubernetes:context` gives (the program's provider and svcops select it), so the
  * stack must name a context and must not point at a kubeconfig of another machine.
  */
-function clusterUpgradeProblems(env: Environment): string[] {
+function clusterUpgradeProblems(env: Environment, platform: 'recording.platform' | 'live.platform'): string[] {
   const problems: string[] = []
   if (!env.kubernetes?.context)
     problems.push(
-      'kubernetes:context is missing (recording.platform kubernetes: the upgrade job writes a kubeconfig of that name for its ServiceAccount, which Pulumi and svcops select)',
+      `kubernetes:context is missing (${platform} kubernetes: the upgrade job writes a kubeconfig of that name for its ServiceAccount, which Pulumi and svcops select)`,
     )
   if (env.kubernetes?.kubeconfig)
     problems.push(
-      'kubernetes:kubeconfig is set (recording.platform kubernetes: the upgrade job uses the kubeconfig of its ServiceAccount; a kubeconfig from the stack would replace it)',
+      `kubernetes:kubeconfig is set (${platform} kubernetes: the upgrade job uses the kubeconfig of its ServiceAccount; a kubeconfig from the stack would replace it)`,
     )
   return problems
 }

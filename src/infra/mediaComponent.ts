@@ -80,15 +80,20 @@ export class MediaComponent extends pulumi.ComponentResource {
 
     if (args.renderingEngines !== undefined)
       env.push({ name: `${args.prefix.toUpperCase()}_RENDERING_ENGINES`, value: args.renderingEngines })
-    // The seed gives a rendering engine's TCP endpoint to probe; ingest and control panels expose
-    // nothing it names (no port, no health path), so they get no probe rather than a made-up one.
+    // The seed gives a rendering engine's TCP endpoint to probe: a rendering engine is ready when
+    // control panels can connect. Ingest and control panels expose nothing the seed names; when the
+    // images serve metrics (`live.metrics`), svcops' checks read that port through the pod proxy, so
+    // it is their readiness: a pod counts as ready only once the port the checks read answers.
+    // Without metrics they declare no port and get no probe rather than a made-up one.
     const probes =
       controlPort !== undefined
         ? {
             readinessProbe: { tcpSocket: { port: 'control' }, periodSeconds: 10, failureThreshold: 3 },
             livenessProbe: { tcpSocket: { port: 'control' }, initialDelaySeconds: 15, periodSeconds: 20, failureThreshold: 3 },
           }
-        : {}
+        : args.metrics
+          ? { readinessProbe: { httpGet: { path: args.metrics.path, port: 'metrics' }, periodSeconds: 10, failureThreshold: 3 } }
+          : {}
 
     const ports: k8s.types.input.core.v1.ContainerPort[] = [
       ...(controlPort !== undefined ? [{ name: 'control', containerPort: controlPort, protocol: 'TCP' }] : []),

@@ -131,6 +131,9 @@ function computedState(type: string, name: string, inputs: Record<string, unknow
         privateKeyPem: registerSecret(pem('PRIVATE KEY', derive(salt, label, 138))),
         publicKeyPem: pem('PUBLIC KEY', derive(salt, `${label}|pub`, 91)),
       }
+    case 'pulumi:pulumi:StackReference':
+      // A render knows no earlier update of the stack (and reads no cluster: the downgrade guard is idle).
+      return { outputs: {}, secretOutputNames: [] }
     case 'tls:index/certRequest:CertRequest':
       return { certRequestPem: pem('CERTIFICATE REQUEST', derive(salt, label, 300)) }
     case 'tls:index/selfSignedCert:SelfSignedCert':
@@ -203,6 +206,8 @@ export async function previewStack(options: PreviewOptions): Promise<PreviewResu
     'svcops',
     stack,
     false,
+    // A file backend's organization, as `pulumi up` on one names it.
+    'organization',
   )
   pulumi.runtime.setAllConfig(config, [...secretKeys])
   // The program reads its own stack file from the project root the CLI passes (settings.ts

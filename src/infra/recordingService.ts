@@ -33,6 +33,8 @@ export interface RecordingServiceArgs extends WorkloadArgs {
   databasePassword: pulumi.Input<string>
   /** Product prefix (`svc`) of the variable names. */
   prefix: string
+  /** The version, once checked not to downgrade what runs (downgradeGuard.ts); the Deployment waits for it. */
+  versionChecked?: pulumi.Output<string>
 }
 
 export class RecordingService extends pulumi.ComponentResource {
@@ -98,6 +100,7 @@ export class RecordingService extends pulumi.ComponentResource {
         // Stop, then start: two versions never run against one schema.
         strategy: { type: 'Recreate' },
         replicas: firstStart,
+        ...(args.versionChecked ? { gate: args.versionChecked } : {}),
       },
       this,
     )

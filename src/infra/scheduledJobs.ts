@@ -1,10 +1,12 @@
 /**
- * svcops' own jobs in the cluster: the scheduled upgrade of the recording service
- * (`svcops upgrade recording --env <stack> --to <v> --yes --json` in the maintenance window) and the
- * nightly backup (`svcops backup run --env <stack> --json`: create, verify with a test restore,
- * prune). Each runs the svcops image (Containerfile) with what its steps need and nothing more:
+ * svcops' own jobs in the cluster: the scheduled upgrades of the recording service
+ * (`svcops upgrade recording --env <stack> --to <v> --yes --json`) and of the live production system
+ * (`svcops upgrade live --env <stack> --to <v> [--ack ...] --yes --json`), each in its maintenance
+ * window, and the nightly backup (`svcops backup run --env <stack> --json`: create, verify with a
+ * test restore, prune). Each runs the svcops image (Containerfile) with what its steps need and
+ * nothing more:
  * - the stack file exactly as Pulumi reads it (secure values as their ciphertexts), from a ConfigMap
- *   the program writes; the upgrade's init container copies it to a writable 0600 file next to the
+ *   the program writes; an upgrade's init container copies it to a writable 0600 file next to the
  *   image's Pulumi.yaml, where `pulumi config set --path` rewrites it and `pulumi up` runs;
  * - the credentials and the backup keys from two existing Secrets, copied by an init container to
  *   0600 files in memory (Kubernetes mounts Secrets group-readable with an fsGroup, and svcops
@@ -12,14 +14,15 @@
  * - the backup store (a PersistentVolumeClaim at `backup.store.path`, or the SSH store);
  * - a runs volume (`SVCOPS_RUNS_DIR`, `SVCOPS_STATE_DIR`, `TMPDIR`), so journals, reports and the
  *   private copy a restore makes live outside the pod and its small /tmp;
- * - a ServiceAccount each: the upgrade's may read and patch what an upgrade touches (`upgradeRules`,
- *   listed in docs/deploy.md); the backup's gets no API token at all.
+ * - a ServiceAccount each: an upgrade's is bound to a Role of exactly the rights its run uses,
+ *   derived from the objects the stack renders (jobRights.ts); the backup's gets no API token.
  */
 import * as k8s from '@pulumi/kubernetes'
 import * as pulumi from '@pulumi/pulumi'
 import type { JobsConfig } from '../config/deploy.ts'
 import { BadInputError } from '../core/errors.ts'
 import { svcopsCommand } from '../core/paths.ts'
+import { jobRights, roleRules, type JobSystem, type StackObject } from './jobRights.ts'
 import { JOB_PATHS } from './jobRules.ts'
 import { containerSecurity, labelsOf, podSecurity, pullSecretsOf, selectorOf, TMP_MOUNT, TMP_VOLUME, type AppIdentity } from './kube.ts'
 import { createNetworkPolicy } from './networkPolicy.ts'
@@ -46,34 +49,14 @@ export function upgradeCommand(stack: string, to: string): string[] {
   return [...imageSvcopsCommand(), 'upgrade', 'recording', '--env', stack, '--to', to, '--yes', '--json']
 }
 
+/** The command of the scheduled upgrade of the live production system; `acks` are the gates people have handled. */
+export function liveUpgradeCommand(stack: string, to: string, acks: string[]): string[] {
+  return ['svcops', 'upgrade', 'live', '--env', stack, '--to', to, ...(acks.length ? ['--ack', acks.join(',')] : []), '--yes', '--json']
+}
+
 /** The command of the scheduled backup: the nightly backup playbook. */
 export function backupCommand(stack: string): string[] {
   return [...imageSvcopsCommand(), 'backup', 'run', '--env', stack, '--json']
-}
-
-/**
- * What the scheduled upgrade may do through the Kubernetes API, in its namespace only, and why
- * (docs/deploy.md, RBAC; svcops' preflight asks the API server for each of these with a
- * SelfSubjectAccessReview, `src/drivers/kubernetes.ts`). A version change patches the Deployment and
- * its scale-up patch alone (the version label is on the Deployment and its pod template only) and
- * the jobs' copy of the stack file (`stackMap`, by name): nothing else is writable.
- */
-export function upgradeRules(stackMap: string): k8s.types.input.rbac.v1.PolicyRule[] {
-  return [
-    // `pulumi up` of the new version (the Deployment and the DeploymentPatch that scales it up), its rollout.
-    { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'patch'] },
-    // The stop before the install (replicas 0), read back before the start.
-    { apiGroups: ['apps'], resources: ['deployments/scale'], verbs: ['get', 'patch'] },
-    // Pulumi's wait for the rollout follows the new ReplicaSet, its pods, their claims and events.
-    { apiGroups: ['apps'], resources: ['replicasets'], verbs: ['get', 'list', 'watch'] },
-    { apiGroups: [''], resources: ['pods', 'persistentvolumeclaims', 'events'], verbs: ['get', 'list', 'watch'] },
-    // The last log lines of every pod.
-    { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
-    // Verification through the Service.
-    { apiGroups: [''], resources: ['services', 'endpoints'], verbs: ['get'] },
-    // The jobs' copy of the stack file holds the version too: `pulumi up` patches it, and only it.
-    { apiGroups: [''], resources: ['configmaps'], resourceNames: [stackMap], verbs: ['get', 'patch'] },
-  ]
 }
 
 /** Where the two Secrets are mounted as Kubernetes writes them, before the init container copies them. */
@@ -93,7 +76,9 @@ export function copySecretsScript(root = '', kube?: { context: string; namespace
     `for dir in credentials backup-keys; do for f in ${root}${SECRET_SOURCES}/$dir/*; do if [ -f "$f" ]; then cp "$f" ${root}/etc/svcops/$dir/; fi; done; done`,
     `mkdir -p ${root}${JOB_PATHS.runs} ${root}${JOB_PATHS.state} ${root}${JOB_PATHS.data}/tmp`,
     ...(stack !== undefined ? [`cp ${root}${JOB_PATHS.stacks}/Pulumi.${stack}.yaml ${root}${JOB_PATHS.projectStacks}/`] : []),
-    ...(kube ? [`cat > ${root}${KUBECONFIG} <<'EOF'\n${inClusterKubeconfig(kube.context, kube.namespace)}EOF`] : []),
+    ...(kube
+      ? [`cat > ${root}${KUBECONFIG} <<'EOF'\n${inClusterKubeconfig(kube.context, kube.namespace, `${root}${SERVICE_ACCOUNT}`)}EOF`]
+      : []),
   ].join('\n')
 }
 
@@ -105,9 +90,12 @@ const SERVICE_ACCOUNT = '/var/run/secrets/kubernetes.io/serviceaccount'
 /**
  * A kubeconfig for the pod's own ServiceAccount under the context name the stack gives
  * (`kubernetes:context`), so that the Pulumi program's provider and the client library find the
- * context they were configured with. It names the token and CA files; it holds neither.
+ * context they were configured with. It names the token and CA files; it holds neither. The token
+ * file is named twice, once for each reader: @kubernetes/client-node (svcops' own API calls) reads
+ * `token-file` (its dist/config_types.js knows `token` and `token-file` only), client-go (Pulumi's
+ * provider) reads `tokenFile` (clientcmd/api/v1 AuthInfo); each ignores the other's key.
  */
-export function inClusterKubeconfig(context: string, namespace: string): string {
+export function inClusterKubeconfig(context: string, namespace: string, serviceAccount = SERVICE_ACCOUNT): string {
   if (!/^[A-Za-z0-9._@:/-]+$/.test(context) || !/^[a-z0-9-]+$/.test(namespace))
     throw new BadInputError(`kubernetes:context: "${context}" is not valid; expected letters, digits and . _ @ : / -.`)
   return [
@@ -117,11 +105,12 @@ export function inClusterKubeconfig(context: string, namespace: string): string 
     '  - name: in-cluster',
     '    cluster:',
     '      server: https://kubernetes.default.svc',
-    `      certificate-authority: ${SERVICE_ACCOUNT}/ca.crt`,
+    `      certificate-authority: ${serviceAccount}/ca.crt`,
     'users:',
     '  - name: service-account',
     '    user:',
-    `      tokenFile: ${SERVICE_ACCOUNT}/token`,
+    `      token-file: ${serviceAccount}/token`,
+    `      tokenFile: ${serviceAccount}/token`,
     'contexts:',
     `  - name: ${context}`,
     '    context:',
@@ -145,14 +134,28 @@ export interface ScheduledJobsArgs {
   /** `backup.store.path` when the store is a local directory (mounted from `jobs.backupStoreClaim`). */
   backupStorePath?: string
   upgrade?: { schedule: string; timeZone: string; to: string }
+  /** The live production system's scheduled upgrade; `acks`: gates people have handled. */
+  liveUpgrade?: { schedule: string; timeZone: string; to: string; acks: string[] }
   backup?: { schedule: string; timeZone: string }
+  /** Every object the stack declares (the program's inventory): what an upgrade's refresh reads back. */
+  objects: pulumi.Input<StackObject[]>
+  /** Product prefix (`svc`): the names the upgrades write. */
+  prefix: string
+  /** The media components serve metrics: the live upgrade reads them through the pod proxy. */
+  metrics: boolean
   imagePullSecret?: string
   /** The stack's `kubernetes:context`: the upgrade job gets a kubeconfig of that name for its ServiceAccount. */
   kubeContext?: string
 }
 
+/** A job of this component: the two upgrades talk to the Kubernetes API and run Pulumi; the backup does neither. */
+type JobKind = 'upgrade' | 'live-upgrade' | 'backup'
+
+const SYSTEM: Record<Exclude<JobKind, 'backup'>, JobSystem> = { upgrade: 'recording', 'live-upgrade': 'live' }
+
 export class ScheduledJobs extends pulumi.ComponentResource {
   readonly upgradeCronJob?: pulumi.Output<string>
+  readonly liveUpgradeCronJob?: pulumi.Output<string>
   readonly backupCronJob?: pulumi.Output<string>
 
   constructor(name: string, args: ScheduledJobsArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -167,25 +170,25 @@ export class ScheduledJobs extends pulumi.ComponentResource {
       },
       parent,
     )
-    const job = (
-      kind: 'upgrade' | 'backup',
-      schedule: { schedule: string; timeZone: string },
-      command: string[],
-    ): pulumi.Output<string> => {
+    const job = (kind: JobKind, schedule: { schedule: string; timeZone: string }, command: string[]): pulumi.Output<string> => {
       const jobName = `${name}-${kind}`
       const identity = identityOf(name, kind, tag)
       const account = new k8s.core.v1.ServiceAccount(
         `${jobName}-account`,
         {
           metadata: { name: jobName, namespace: args.namespace, labels: labelsOf(identity) },
-          automountServiceAccountToken: kind === 'upgrade',
+          automountServiceAccountToken: kind !== 'backup',
         },
         parent,
       )
-      if (kind === 'upgrade') {
+      if (kind !== 'backup') {
+        const system = SYSTEM[kind]
+        const rules = pulumi
+          .output(args.objects)
+          .apply((objects) => roleRules(jobRights({ system, prefix: args.prefix, objects, metrics: args.metrics })))
         const role = new k8s.rbac.v1.Role(
           `${jobName}-role`,
-          { metadata: { name: jobName, namespace: args.namespace, labels: labelsOf(identity) }, rules: upgradeRules(`${name}-stack`) },
+          { metadata: { name: jobName, namespace: args.namespace, labels: labelsOf(identity) }, rules },
           parent,
         )
         new k8s.rbac.v1.RoleBinding(
@@ -231,19 +234,33 @@ export class ScheduledJobs extends pulumi.ComponentResource {
       return cron.metadata.name
     }
     if (args.upgrade) this.upgradeCronJob = job('upgrade', args.upgrade, upgradeCommand(args.stack, args.upgrade.to))
+    if (args.liveUpgrade)
+      this.liveUpgradeCronJob = job(
+        'live-upgrade',
+        args.liveUpgrade,
+        liveUpgradeCommand(args.stack, args.liveUpgrade.to, args.liveUpgrade.acks),
+      )
     if (args.backup) this.backupCronJob = job('backup', args.backup, backupCommand(args.stack))
-    this.registerOutputs({ upgradeCronJob: this.upgradeCronJob, backupCronJob: this.backupCronJob })
+    this.registerOutputs({
+      upgradeCronJob: this.upgradeCronJob,
+      liveUpgradeCronJob: this.liveUpgradeCronJob,
+      backupCronJob: this.backupCronJob,
+    })
   }
 }
 
+/**
+ * Each job its own instance (`<name>-<kind>`): a workload's NetworkPolicy is named after its
+ * instance, and two jobs sharing one would be two Pulumi resources writing one object.
+ */
 function identityOf(name: string, kind: string, tag: string): AppIdentity {
-  return { name: `svcops-${kind}`, instance: name, component: 'maintenance', version: tag }
+  return { name: `svcops-${kind}`, instance: `${name}-${kind}`, component: 'maintenance', version: tag }
 }
 
 /** The job's pod: the init container that copies the Secrets, then svcops. */
 function podSpec(
   args: ScheduledJobsArgs,
-  kind: 'upgrade' | 'backup',
+  kind: JobKind,
   command: string[],
   serviceAccount: pulumi.Input<string>,
   stackMap: pulumi.Input<string>,
@@ -256,15 +273,15 @@ function podSpec(
     { name: 'backup-keys', mountPath: JOB_PATHS.backupKeys },
   ]
   const data = { name: 'data', mountPath: JOB_PATHS.data }
-  const kube = kind === 'upgrade' && args.kubeContext ? { context: args.kubeContext, namespace: args.namespaceName } : undefined
-  // The upgrade runs `pulumi config set --path` on its stack file: a writable copy next to Pulumi.yaml.
+  const upgrade = kind !== 'backup'
+  const kube = upgrade && args.kubeContext ? { context: args.kubeContext, namespace: args.namespaceName } : undefined
+  // An upgrade runs `pulumi config set --path` on its stack file: a writable copy next to Pulumi.yaml.
   const stack = { name: 'stack', mountPath: JOB_PATHS.stacks, readOnly: true }
   const projectStacks = { name: 'project-stacks', mountPath: JOB_PATHS.projectStacks }
-  const upgrade = kind === 'upgrade'
   return {
     restartPolicy: 'Never',
     serviceAccountName: serviceAccount,
-    automountServiceAccountToken: kind === 'upgrade',
+    automountServiceAccountToken: upgrade,
     securityContext: podSecurity(),
     ...pullSecretsOf(args.imagePullSecret),
     initContainers: [

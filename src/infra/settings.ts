@@ -145,7 +145,11 @@ export function parseStackConfig(all: Record<string, string>, stack: string, pla
 
   const jobProblems = scheduledJobProblems(env, deploy)
   if (jobProblems.length > 0) {
-    const which = [deploy.upgradeSchedule ? 'deploy.upgradeSchedule' : '', deploy.backupSchedule ? 'deploy.backupSchedule' : '']
+    const which = [
+      deploy.upgradeSchedule ? 'deploy.upgradeSchedule' : '',
+      deploy.liveUpgradeSchedule ? 'deploy.liveUpgradeSchedule' : '',
+      deploy.backupSchedule ? 'deploy.backupSchedule' : '',
+    ]
       .filter(Boolean)
       .join(' and ')
     fail(which, `the scheduled job cannot run as configured: ${jobProblems.join('; ')}.`)

@@ -63,6 +63,8 @@ export interface PodSpec {
   replicas?: number
   /** Resources that must be in place (and ready) before this Deployment rolls. */
   dependsOn?: pulumi.Input<pulumi.Resource>[]
+  /** A check the Deployment waits for; when it fails, so does the preview, before anything changes (the downgrade guard). */
+  gate?: pulumi.Output<unknown>
 }
 
 /** What createWorkload made. */
@@ -101,7 +103,7 @@ export function createWorkload(name: string, identity: AppIdentity, args: Worklo
     {
       metadata: { name: identity.instance, namespace: args.namespace, labels },
       spec: {
-        replicas: spec.replicas ?? args.replicas,
+        replicas: spec.gate ? spec.gate.apply(() => spec.replicas ?? args.replicas) : (spec.replicas ?? args.replicas),
         selector: { matchLabels: selector },
         ...(spec.strategy ? { strategy: spec.strategy } : {}),
         template: {

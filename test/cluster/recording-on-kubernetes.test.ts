@@ -1,21 +1,26 @@
 /**
  * The Kubernetes platform end to end, on a real cluster with the real Pulumi CLI (`npm run
- * test:cluster`; docs/deploy.md). A throwaway kind cluster (or SVCOPS_E2E_CONTEXT), PostgreSQL in
- * it, the program deployed from a copy of this project on a local file backend with the lab's
- * recording service images at 1.5.0; then `svcops upgrade recording --to 2.0.0` and `svcops rollback
- * recording` as a user runs them, checked through the cluster, the service and the stack file.
+ * test:cluster`; docs/deploy.md gives the commands for kind from nothing). A throwaway kind cluster
+ * (or SVCOPS_E2E_CONTEXT), PostgreSQL beside it, and staging's stack made to fit a laptop
+ * (./laptop-stack.ts: RWO storage, no GPU) deployed from a copy of this project on a local file
+ * backend, with images the suite builds and loads (./images.ts: the lab's recording service, live
+ * components and manager emulator, and svcops itself for the scheduled jobs). Then, as a user runs
+ * them: `pulumi up`, `svcops upgrade recording --to 2.0.0` across the schema change, `rollback` with
+ * the restore, an upgrade killed after its backup and resumed, the live system's upgrade and
+ * rollback, each scheduled job once, and `pulumi destroy` leaving the recordings' claim.
  *
- * Needs: pulumi; docker and kind, or SVCOPS_E2E_CONTEXT and SVCOPS_E2E_REGISTRY (and then
- * SVCOPS_E2E_DATABASE, host:port of a PostgreSQL both the pods and this machine reach);
- * SVCOPS_E2E_IMAGES (a registry prefix with images of the manager and the live production system,
- * which the lab does not package) and SVCOPS_E2E_MANAGER_URL (that manager as this machine reaches
- * it, its user's password in SVCOPS_E2E_MANAGER_PASSWORD). The live case (`svcops upgrade live` and
- * `rollback live` on the same stack) also needs SVCOPS_E2E_LIVE_TO, a newer live release whose images
- * SVCOPS_E2E_IMAGES holds, and checks their metrics when SVCOPS_E2E_LIVE_METRICS_PORT names their port. Without them every test is skipped with
- * one line naming what is missing. With kind, PostgreSQL runs as a container publishing its port on
- * the kind network's gateway address, which the pods and this machine both reach.
+ * Needs: pulumi, kubectl, docker and kind; or, for another cluster, SVCOPS_E2E_CONTEXT,
+ * SVCOPS_E2E_REGISTRY (a registry the cluster pulls from, which this machine pushes to) and
+ * SVCOPS_E2E_DATABASE (host:port of a PostgreSQL both the pods and this machine reach). Without
+ * them every test is skipped, one line on stderr naming what is missing. With kind, PostgreSQL runs
+ * as a container publishing its port on the kind network's gateway address.
+ *
+ * SVCOPS_E2E_UPDATE_FIXTURES=1 writes what the real CLI prints for the preview of a version change
+ * into test/drivers/fixtures/preview-version-only.json (the driver tests' fixture; hand-written
+ * until someone has run this).
  */
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
@@ -26,35 +31,45 @@ import { KubernetesDriver } from '../../src/drivers/kubernetes.ts'
 import { readStackVersion } from '../../src/drivers/pulumi.ts'
 import type { LiveConfig } from '../../src/config/schema.ts'
 import { gateItems } from '../../src/live/gates.ts'
-import { ROOT, runSvcops } from '../support/cli.ts'
-import { buildRecordingImage } from './images.ts'
+import { LIVE_COMPONENTS } from '../../src/lab/live/releases.ts'
+import { ROOT, runSvcops, runSvcopsKilledAt } from '../support/cli.ts'
+import { buildLiveImage, buildManagerImage, buildRecordingImage, buildSvcopsImage } from './images.ts'
+import { JOB_OBJECTS, makeLaptopStack } from './laptop-stack.ts'
 
 const CONTEXT = process.env.SVCOPS_E2E_CONTEXT
 const REGISTRY = process.env.SVCOPS_E2E_REGISTRY ?? 'localhost/svcops-e2e'
-const IMAGES = process.env.SVCOPS_E2E_IMAGES
-/** A live release whose images SVCOPS_E2E_IMAGES also holds, newer than the staging stack's: the live case upgrades to it and back. */
-const LIVE_TO = process.env.SVCOPS_E2E_LIVE_TO
+/** The live release the stack starts at, and the one the live case upgrades to and back from. */
+const LIVE_FROM = process.env.SVCOPS_E2E_LIVE_FROM ?? '6.0.0'
+const LIVE_TO = process.env.SVCOPS_E2E_LIVE_TO ?? '7.0.0'
+const TAG = '0.0.0-e2e'
 
 /** What is missing for this suite, in one line; undefined when it can run. */
 function missingTools(): string | undefined {
   const missing = [
-    findBinary('pulumi') ? '' : 'the Pulumi CLI',
-    CONTEXT ? (process.env.SVCOPS_E2E_REGISTRY ? '' : 'SVCOPS_E2E_REGISTRY') : findBinary('kind') ? '' : 'kind (or SVCOPS_E2E_CONTEXT)',
+    findBinary('pulumi') ? '' : 'the Pulumi CLI (pulumi)',
+    findBinary('kubectl') ? '' : 'kubectl',
     findBinary('docker') ? '' : 'docker',
-    IMAGES ? '' : 'SVCOPS_E2E_IMAGES',
-    process.env.SVCOPS_E2E_MANAGER_URL ? '' : 'SVCOPS_E2E_MANAGER_URL',
+    CONTEXT ? '' : findBinary('kind') ? '' : 'kind (or SVCOPS_E2E_CONTEXT)',
+    CONTEXT && !process.env.SVCOPS_E2E_REGISTRY ? 'SVCOPS_E2E_REGISTRY' : '',
     CONTEXT && !process.env.SVCOPS_E2E_DATABASE ? 'SVCOPS_E2E_DATABASE' : '',
   ].filter(Boolean)
-  return missing.length ? `needs ${missing.join(', ')}` : undefined
+  return missing.length ? `needs ${missing.join(', ')} on PATH or set` : undefined
 }
 
 const reason = missingTools()
 if (reason) process.stderr.write(`test:cluster skipped: ${reason}.\n`)
-if (!reason && !LIVE_TO) process.stderr.write('test:cluster: the live case skipped: needs SVCOPS_E2E_LIVE_TO.\n')
 const suite = reason ? describe.skip : describe
 const NAMESPACE = 'svc-e2e'
 const PASSPHRASE = 'svcops-e2e-passphrase'
 const DB_PASSWORD = process.env.SVCOPS_E2E_DB_PASSWORD ?? 'svcops-e2e-db-password'
+const MANAGER_EMAIL = 'svcops@e2e.svcops.test'
+const MANAGER_PASSWORD = process.env.SVCOPS_E2E_MANAGER_PASSWORD ?? 'svcops-e2e-manager-password'
+const MANAGER_PORT = 18080
+
+/** The gates between LIVE_FROM and LIVE_TO, acknowledged (the lab's releases need nothing done). */
+function liveAcks(): string[] {
+  return gateItems(LIVE_FROM, LIVE_TO, { prefix: 'svc', productDir: 'svc' } as LiveConfig).map((g) => g.id)
+}
 
 /** PostgreSQL in a container, its port published on the kind network's gateway address: `host:port`. */
 async function startDatabase(): Promise<string> {
@@ -85,16 +100,17 @@ async function startDatabase(): Promise<string> {
   return `${gateway}:55432`
 }
 
-suite(`the recording service on a real cluster${reason ? ` (skipped: ${reason})` : ''}`, () => {
+suite(`the Kubernetes platform on a real cluster${reason ? ` (skipped: ${reason})` : ''}`, () => {
   const work = mkdtempSync(join(tmpdir(), 'svcops-e2e-'))
   const stackFile = join(work, 'stacks', 'Pulumi.e2e.yaml')
   const context = CONTEXT ?? 'kind-svcops-e2e'
+  const runsDir = join(work, 'runs')
   const env = {
     PULUMI_BACKEND_URL: `file://${join(work, 'state')}`,
     PULUMI_CONFIG_PASSPHRASE: PASSPHRASE,
     SVCOPS_STACKS_DIR: join(work, 'stacks'),
-    SVCOPS_RUNS_DIR: join(work, 'runs'),
-    SVCOPS_MANAGER_PASSWORD: process.env.SVCOPS_E2E_MANAGER_PASSWORD ?? '',
+    SVCOPS_RUNS_DIR: runsDir,
+    SVCOPS_MANAGER_PASSWORD: MANAGER_PASSWORD,
     SVCOPS_E2E_DB_PASSWORD: DB_PASSWORD,
   }
   const pulumi = (args: string[], input?: string) =>
@@ -104,85 +120,109 @@ suite(`the recording service on a real cluster${reason ? ` (skipped: ${reason})`
       timeoutMs: 1_500_000,
       ...(input ? { input } : {}),
     })
+  const kubectl = (args: string[], options: { check?: boolean; input?: string } = {}) =>
+    runCommand(local, ['kubectl', '--context', context, '--namespace', NAMESPACE, ...args], { timeoutMs: 900_000, ...options })
   const kube = () =>
     new KubernetesDriver({ namespace: NAMESPACE, deployment: 'svc-recording', container: 'recording-service', port: 8080, context })
+  let forward: ChildProcess | undefined
+
+  /** Builds an image and puts it where the cluster finds it (kind's node, or the registry). */
+  const publish = async (image: Promise<string>) => {
+    const ref = await image
+    if (CONTEXT) await runCommand(local, ['docker', 'push', ref], { timeoutMs: 600_000 })
+    else await runCommand(local, ['kind', 'load', 'docker-image', ref, '--name', 'svcops-e2e'], { timeoutMs: 600_000 })
+  }
 
   beforeAll(async () => {
     if (!CONTEXT) await runCommand(local, ['kind', 'create', 'cluster', '--name', 'svcops-e2e', '--wait', '300s'], { timeoutMs: 600_000 })
     const database = CONTEXT ? (process.env.SVCOPS_E2E_DATABASE ?? '') : await startDatabase()
     const [dbHost = '', dbPort = '5432'] = database.split(':')
+    const keysDir = join(work, 'keys')
     const key = await generateBackupKey({ name: 'svcops e2e' })
-    mkdirSync(join(work, 'keys'), { mode: 0o700 })
-    writeFileSync(join(work, 'keys/backup.pub.asc'), key.publicKey)
-    writeFileSync(join(work, 'keys/backup.key.asc'), key.privateKey, { mode: 0o600 })
+    mkdirSync(keysDir, { mode: 0o700 })
+    writeFileSync(join(keysDir, 'backup.pub.asc'), key.publicKey)
+    writeFileSync(join(keysDir, 'backup.key.asc'), key.privateKey, { mode: 0o600 })
     const managerUrl = `http://svc-manager.${NAMESPACE}.svc.cluster.local:8080`
-    for (const version of ['1.5.0', '2.0.0']) {
-      const image = await buildRecordingImage(version, {
-        registry: REGISTRY,
-        jwksUrl: `${managerUrl}/.well-known/jwks.json`,
-        issuer: managerUrl,
-      })
-      if (CONTEXT) await runCommand(local, ['docker', 'push', image], { timeoutMs: 600_000 })
-      else await runCommand(local, ['kind', 'load', 'docker-image', image, '--name', 'svcops-e2e'], { timeoutMs: 600_000 })
-    }
-    // A copy of the project: the program, its dependencies, and a stack on the kubernetes platform.
+    for (const version of ['1.5.0', '2.0.0'])
+      await publish(
+        buildRecordingImage(version, { registry: REGISTRY, jwksUrl: `${managerUrl}/.well-known/jwks.json`, issuer: managerUrl }),
+      )
+    for (const version of [LIVE_FROM, LIVE_TO])
+      for (const component of LIVE_COMPONENTS) await publish(buildLiveImage(component, version, { registry: REGISTRY }))
+    await publish(buildManagerImage({ registry: REGISTRY, tag: TAG, email: MANAGER_EMAIL, password: MANAGER_PASSWORD }))
+    await publish(buildSvcopsImage({ registry: REGISTRY, tag: TAG }))
+
+    // A copy of the project: the program, its dependencies, and the laptop stack.
     for (const f of ['Pulumi.yaml', 'package.json', 'tsconfig.json', 'src']) cpSync(join(ROOT, f), join(work, f), { recursive: true })
     symlinkSync(join(ROOT, 'node_modules'), join(work, 'node_modules'))
-    const doc = parseYaml(readFileSync(join(ROOT, 'stacks/Pulumi.staging.yaml'), 'utf8')) as {
-      config: Record<string, Record<string, unknown>>
-    }
-    const deploy = doc.config['svcops:deploy'] as Record<string, Record<string, unknown>>
-    doc.config['kubernetes:context'] = context as never
-    deploy.namespace = NAMESPACE as never
-    deploy.tls = false as never
-    delete deploy.imagePullSecret
-    delete deploy.jobs
-    delete deploy.upgradeSchedule
-    delete deploy.backupSchedule
-    deploy.recording = {
-      ...deploy.recording,
-      image: `${REGISTRY}/svc/recording`,
-      replicas: 2,
-      storage: { size: '1Gi', accessMode: 'ReadWriteMany' },
-    }
-    for (const [key, image] of Object.entries({ manager: 'manager' })) deploy[key] = { ...deploy[key], image: `${IMAGES}/svc/${image}` }
-    const live = deploy.live as Record<string, Record<string, unknown>>
-    for (const c of ['systemController', 'ingest', 'pipeline', 'controlPanel'])
-      live[c] = { ...live[c], image: `${IMAGES}/svc/${c}`, nodeSelector: {}, tolerations: [] }
-    // The port those images serve their metrics on: SVCOPS_E2E_LIVE_METRICS_PORT; without it the
-    // metrics check of the live case says "not checked" (docs/live.md).
-    const metricsPort = Number(process.env.SVCOPS_E2E_LIVE_METRICS_PORT ?? '')
-    if (metricsPort) live.metrics = { port: metricsPort }
-    else delete live.metrics
-    doc.config['svcops:recording'] = {
-      platform: 'kubernetes',
-      version: '1.5.0',
-      database: { host: dbHost, port: Number(dbPort), name: 'recordings', user: 'recorder', password: { env: 'SVCOPS_E2E_DB_PASSWORD' } },
-    }
-    // The live production system of the same stack, upgraded by `svcops upgrade live` (docs/live.md).
-    doc.config['svcops:live'] = { platform: 'kubernetes' }
-    doc.config['svcops:manager'] = {
-      ...doc.config['svcops:manager'],
-      url: process.env.SVCOPS_E2E_MANAGER_URL ?? '',
-      allowInsecureHttp: true,
-    }
-    doc.config['svcops:backup'] = {
-      store: { path: join(work, 'backups') },
-      recipients: [join(work, 'keys/backup.pub.asc')],
-      identity: { file: join(work, 'keys/backup.key.asc') },
-    }
+    const doc = parseYaml(readFileSync(join(ROOT, 'stacks/Pulumi.staging.yaml'), 'utf8')) as { config: Record<string, unknown> }
+    makeLaptopStack(doc, {
+      namespace: NAMESPACE,
+      context,
+      registry: REGISTRY,
+      tag: TAG,
+      database: { host: dbHost, port: Number(dbPort) },
+      // svcops reaches the in-cluster manager through a port-forward (started after `pulumi up`).
+      managerUrl: `http://127.0.0.1:${MANAGER_PORT}`,
+      managerEmail: MANAGER_EMAIL,
+      liveVersion: LIVE_FROM,
+      liveUpgrade: { to: LIVE_TO, acks: liveAcks() },
+      backupDir: join(work, 'backups'),
+      keysDir,
+    })
+    mkdirSync(join(work, 'stacks'))
     writeFileSync(stackFile, toYaml(doc))
+
+    // What the scheduled jobs mount, which the stack references and does not create.
+    await runCommand(local, ['kubectl', '--context', context, 'create', 'namespace', NAMESPACE], { check: false })
+    await kubectl(['create', 'secret', 'generic', JOB_OBJECTS.credentialsSecret, '--from-env-file=/dev/stdin'], {
+      input: `SVCOPS_MANAGER_PASSWORD=${MANAGER_PASSWORD}\nSVCOPS_E2E_DB_PASSWORD=${DB_PASSWORD}\nPULUMI_CONFIG_PASSPHRASE=${PASSPHRASE}\n`,
+    })
+    await kubectl(['create', 'secret', 'generic', JOB_OBJECTS.backupKeysSecret, `--from-file=${keysDir}`])
+    for (const claim of [JOB_OBJECTS.backupStoreClaim, JOB_OBJECTS.runsClaim])
+      await kubectl(['apply', '-f', '-'], {
+        input: toYaml({
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          metadata: { name: claim, namespace: NAMESPACE },
+          spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+        }),
+      })
+
     await pulumi(['stack', 'init', 'e2e', '--non-interactive'])
     // The secret goes through stdin, never argv.
     await pulumi(['config', 'set', '--secret', '--stack', 'e2e', 'svcops:databasePassword'], DB_PASSWORD)
     await pulumi(['up', '--stack', 'e2e', '--yes', '--non-interactive'])
+    forward = spawn('kubectl', ['--context', context, '-n', NAMESPACE, 'port-forward', 'service/svc-manager', `${MANAGER_PORT}:8080`], {
+      stdio: 'ignore',
+    })
+    await kubectl(['wait', '--for=condition=Available', 'deployment/svc-manager', '--timeout=300s'])
   })
 
   afterAll(async () => {
     if (reason) return
-    await pulumi(['destroy', '--stack', 'e2e', '--yes', '--non-interactive', '--exclude-protected']).catch(() => undefined)
+    forward?.kill()
     if (!CONTEXT) await runCommand(local, ['kind', 'delete', 'cluster', '--name', 'svcops-e2e'], { check: false })
     if (!CONTEXT) await runCommand(local, ['docker', 'rm', '-f', 'svcops-e2e-pg'], { check: false })
+  })
+
+  it('deploys every component ready, with the versions of the stack file', async () => {
+    expect((await kube().readDeployment()).version).toBe('1.5.0')
+    expect((await kube().listPods()).every((p) => p.version === '1.5.0' && p.ready)).toBe(true)
+  })
+
+  it('previews a version change as the driver tests expect it (and writes their fixture when asked)', async () => {
+    const text = readFileSync(stackFile, 'utf8')
+    writeFileSync(stackFile, text.replace("version: '1.5.0'", "version: '2.0.0'").replace('version: 1.5.0', 'version: 2.0.0'))
+    const preview = await pulumi(['preview', '--stack', 'e2e', '--json', '--refresh', '--non-interactive'])
+    writeFileSync(stackFile, text)
+    const steps = (JSON.parse(preview.stdout) as { steps: { op: string; urn: string }[] }).steps
+    expect(steps.filter((s) => s.op === 'update').map((s) => s.urn)).toEqual([
+      expect.stringMatching(/RecordingService\$kubernetes:apps\/v1:Deployment::svc-recording-deployment$/),
+    ])
+    expect(steps.find((s) => s.urn.includes('pulumi:providers:kubernetes'))?.urn).toMatch(/::pulumi:providers:kubernetes::kubernetes$/)
+    if (process.env.SVCOPS_E2E_UPDATE_FIXTURES === '1')
+      writeFileSync(join(ROOT, 'test/drivers/fixtures/preview-version-only.json'), preview.stdout)
   })
 
   it('upgrades the Deployment to 2.0.0 with a verified backup, and the stack file holds 2.0.0 afterwards', async () => {
@@ -202,13 +242,13 @@ suite(`the recording service on a real cluster${reason ? ` (skipped: ${reason})`
     expect(JSON.parse(verify.stdout)).toMatchObject({ ok: true })
   })
 
-  it.skipIf(!LIVE_TO)('upgrades the live system through the stack file and pulumi up, and rolls it back the same way', async () => {
+  it('upgrades the live system through the stack file and pulumi up, and rolls it back the same way', async () => {
     const from = readStackVersion(stackFile, 'svcops:deploy.live.version') ?? ''
-    const to = LIVE_TO ?? ''
-    const acks = gateItems(from, to, { prefix: 'svc', productDir: 'svc' } as LiveConfig).map((g) => g.id)
+    const to = LIVE_TO
+    const acks = liveAcks()
     const liveKube = (c: string) =>
       new KubernetesDriver({ namespace: NAMESPACE, deployment: `svc-${c}`, container: c, app: c, port: 8080, context })
-    const components = ['system-controller', 'ingest', 'pipeline', 'control-panel']
+    const components = LIVE_COMPONENTS
     const up = await runSvcops(
       ['upgrade', 'live', '--env', 'e2e', '--to', to, ...(acks.length ? ['--ack', acks.join(',')] : []), '--yes', '--json'],
       {
@@ -232,5 +272,48 @@ suite(`the recording service on a real cluster${reason ? ` (skipped: ${reason})`
     const run = await runSvcops(['upgrade', 'recording', '--env', 'e2e', '--to', '2.0.0', '--yes'], { cwd: work, env })
     expect(run.code).toBe(1)
     expect(run.stderr).toContain("besides the recording service's version")
+  })
+  it('resumes an upgrade killed after its stop, to 2.0.0, and rolls it back', async () => {
+    const killed = await runSvcopsKilledAt(
+      ['upgrade', 'recording', '--env', 'e2e', '--to', '2.0.0', '--yes', '--json'],
+      'stop@svc-recording',
+      runsDir,
+      { cwd: work, env },
+    )
+    expect(killed.signal).toBe('SIGKILL')
+    const id = readdirSync(runsDir).sort().at(-1) ?? ''
+    const resumed = await runSvcops(['resume', id, '--yes', '--json'], { cwd: work, env })
+    expect(resumed.code, resumed.stderr).toBe(0)
+    expect((await kube().readDeployment()).version).toBe('2.0.0')
+    const back = await runSvcops(['rollback', 'recording', '--env', 'e2e', '--yes', '--json'], { cwd: work, env })
+    expect(back.code, back.stderr).toBe(0)
+    expect((await kube().readDeployment()).version).toBe('1.5.0')
+  })
+
+  it('runs each scheduled job once to completion, as its CronJob starts it', async () => {
+    for (const job of ['svc-backup', 'svc-upgrade', 'svc-live-upgrade']) {
+      await kubectl(['create', 'job', `${job}-once`, `--from=cronjob/${job}`])
+      const done = await kubectl(['wait', '--for=condition=complete', `job/${job}-once`, '--timeout=1200s'], { check: false })
+      const logs = await kubectl(['logs', `job/${job}-once`, '--all-containers'], { check: false })
+      expect(done.code, `${job}: ${logs.stdout.slice(-2000)}`).toBe(0)
+    }
+    expect((await kube().readDeployment()).version).toBe('2.0.0')
+    const controller = new KubernetesDriver({
+      namespace: NAMESPACE,
+      deployment: 'svc-system-controller',
+      container: 'system-controller',
+      app: 'system-controller',
+      port: 8080,
+      context,
+    })
+    expect((await controller.readDeployment()).version).toBe(LIVE_TO)
+  })
+
+  it('destroys the stack and leaves the recordings claim in the cluster', async () => {
+    await pulumi(['destroy', '--stack', 'e2e', '--yes', '--non-interactive', '--exclude-protected'])
+    const claims = await kubectl(['get', 'persistentvolumeclaims', '-o', 'name'])
+    expect(claims.stdout).toContain('persistentvolumeclaim/svc-recording-recordings')
+    const deployments = await kubectl(['get', 'deployments', '-o', 'name'])
+    expect(deployments.stdout.trim()).toBe('')
   })
 })

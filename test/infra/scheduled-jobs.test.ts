@@ -1,8 +1,10 @@
 /**
- * svcops' scheduled jobs in the cluster (the upgrade in the maintenance window, the nightly backup),
- * built by the Pulumi program under the engine harness and checked against the official schemas: what
- * each job mounts and may do, the refusal of a schedule whose job would lack a mount or a key, and
- * the init container's copy of the Secrets run for real on the layout the kubelet writes.
+ * svcops' scheduled jobs in the cluster (the recording service's and the live production system's
+ * upgrades in their maintenance windows, the nightly backup), built by the Pulumi program under the
+ * engine harness and checked against the official schemas: what each job mounts and may do, the
+ * refusal of a schedule whose job would lack a mount or a key, the init container's copy of the
+ * Secrets run for real on the layout the kubelet writes, and the kubeconfig it writes loaded by
+ * @kubernetes/client-node against a loopback HTTPS server that sees the ServiceAccount's token.
  * What this cannot prove: that a cluster schedules the pods, or that the image runs (no API server
  * and no container engine here; `npm run test:cluster` does that where they exist).
  */
@@ -17,7 +19,12 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { readSecret } from '../../src/config/secrets.ts'
 import { BadInputError } from '../../src/core/errors.ts'
 import type { PreviewResult } from '../../src/infra/preview.ts'
-import { copySecretsScript, KUBECONFIG, SECRET_SOURCES, upgradeRules } from '../../src/infra/scheduledJobs.ts'
+import { copySecretsScript, KUBECONFIG, liveUpgradeCommand, SECRET_SOURCES } from '../../src/infra/scheduledJobs.ts'
+import { jobRights, roleRules, stackObjectsOf, type JobSystem } from '../../src/infra/jobRights.ts'
+import { KubernetesDriver } from '../../src/drivers/kubernetes.ts'
+import { liveRights } from '../../src/live/kubernetes/live-preview.ts'
+import { allowedBy, type PolicyRule } from '../support/kube-rbac.ts'
+import { startKubeApiStandin } from '../support/kube-api-standin.ts'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { validateObject } from '../../src/infra/validate.ts'
 import { neededRights, showRight } from '../../src/drivers/kubernetes.ts'
@@ -35,16 +42,45 @@ function cronJob(r: PreviewResult, name: string): ICronJob {
 }
 
 describe('the scheduled jobs of the prod stack', () => {
-  it('are an upgrade in the maintenance window and a nightly backup, each a valid CronJob that never retries blindly', () => {
+  it('are the two upgrades in their maintenance windows and a nightly backup, each a valid CronJob that never retries blindly', () => {
     const deploy = deployOf(stackConfig('prod'))
     const upgrade = cronJob(prod, 'svc-svcops-upgrade')
+    const liveUpgrade = cronJob(prod, 'svc-svcops-live-upgrade')
     const backup = cronJob(prod, 'svc-svcops-backup')
-    for (const job of [upgrade, backup]) {
+    for (const job of [upgrade, liveUpgrade, backup]) {
       expect(() => validateObject(job as unknown as Record<string, unknown>)).not.toThrow()
       expect(job.spec?.concurrencyPolicy).toBe('Forbid')
       expect(job.spec?.jobTemplate.spec?.backoffLimit).toBe(0)
+      // The window: a run that could not start within the hour after its start is skipped, never run late.
+      expect(job.spec?.startingDeadlineSeconds).toBe(3600)
     }
     expect(upgrade.spec?.schedule).toBe(deploy.upgradeSchedule?.schedule)
+    expect(liveUpgrade.spec?.schedule).toBe(deploy.liveUpgradeSchedule?.schedule)
+    expect(liveUpgrade.spec?.timeZone).toBe(deploy.liveUpgradeSchedule?.timeZone)
+    expect(liveUpgrade.spec?.jobTemplate.spec?.template.spec?.containers[0]?.command).toEqual([
+      'svcops',
+      'upgrade',
+      'live',
+      '--env',
+      'prod',
+      '--to',
+      deploy.liveUpgradeSchedule?.to,
+      '--yes',
+      '--json',
+    ])
+    expect(liveUpgradeCommand('prod', '7.0.0', ['7.0.0/api-v3', '7.0.0/get-version'])).toEqual([
+      'svcops',
+      'upgrade',
+      'live',
+      '--env',
+      'prod',
+      '--to',
+      '7.0.0',
+      '--ack',
+      '7.0.0/api-v3,7.0.0/get-version',
+      '--yes',
+      '--json',
+    ])
     expect(backup.spec?.schedule).toBe(deploy.backupSchedule?.schedule)
     // svcops on the image's Node, named in full, with the executable's V8 flag.
     const svcops = ['/usr/local/bin/node', '--max-semi-space-size=4', '/opt/svcops/bin/svcops']
@@ -72,7 +108,7 @@ describe('the scheduled jobs of the prod stack', () => {
   it('mount the stack file, 0600 copies of the credentials and backup keys, the backup store and a runs volume', () => {
     const backupConfig = stackConfig('prod')['svcops:backup'] as { store: { path: string } }
     const jobs = deployOf(stackConfig('prod')).jobs
-    for (const name of ['svc-svcops-upgrade', 'svc-svcops-backup']) {
+    for (const name of ['svc-svcops-upgrade', 'svc-svcops-live-upgrade', 'svc-svcops-backup']) {
       const pod = cronJob(prod, name).spec?.jobTemplate.spec?.template.spec
       const container = pod?.containers[0]
       const volume = (mount: string): unknown => {
@@ -104,20 +140,63 @@ describe('the scheduled jobs of the prod stack', () => {
     }
   })
 
-  it('run the upgrade under a ServiceAccount with only the namespaced rights its steps use, and the backup with no API token', () => {
-    const role = objectNamed(prod, 'Role', 'svc-svcops-upgrade').unwrapped as unknown as IRole
-    const binding = objectNamed(prod, 'RoleBinding', 'svc-svcops-upgrade').unwrapped as unknown as IRoleBinding
-    expect(() => validateObject(role as unknown as Record<string, unknown>)).not.toThrow()
-    expect(() => validateObject(binding as unknown as Record<string, unknown>)).not.toThrow()
-    expect(role.rules).toEqual(upgradeRules('svc-svcops-stack'))
-    const granted = (role.rules ?? []).flatMap((r) => (r.resources ?? []).flatMap((res) => (r.verbs ?? []).map((v) => `${res}:${v}`)))
-    // Never secrets, never a wildcard, never create or delete: the Deployment (and its scale) and, by
-    // name, the jobs' copy of the stack file are the only writes a version change needs.
-    expect(granted.filter((g) => /secrets|\*/.test(g))).toEqual([])
-    expect(granted.filter((g) => /:(create|delete|update|deletecollection)$/.test(g))).toEqual([])
-    expect(granted.filter((g) => g.endsWith(':patch'))).toEqual(['deployments:patch', 'deployments/scale:patch', 'configmaps:patch'])
-    expect((role.rules ?? []).find((r) => r.resources?.includes('configmaps'))?.resourceNames).toEqual(['svc-svcops-stack'])
-    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'svc-svcops-upgrade', namespace: 'svc-prod' }])
+  const roleOf = (name: string) => objectNamed(prod, 'Role', name).unwrapped as unknown as IRole
+  const scopeOf = (system: JobSystem) => ({ system, prefix: 'svc', objects: stackObjectsOf(prod.objects), metrics: true })
+  const granted = (role: IRole) =>
+    (role.rules ?? []).flatMap((r) =>
+      (r.resources ?? []).flatMap((res) => r.verbs.map((v) => `${res}:${v}${r.resourceNames ? `:${r.resourceNames.join(',')}` : ''}`)),
+    )
+
+  it('run each upgrade under a ServiceAccount whose Role is derived from what the stack renders, and the backup with no API token', () => {
+    for (const [name, system] of [
+      ['svc-svcops-upgrade', 'recording'],
+      ['svc-svcops-live-upgrade', 'live'],
+    ] as const) {
+      const role = roleOf(name)
+      const binding = objectNamed(prod, 'RoleBinding', name).unwrapped as unknown as IRoleBinding
+      expect(() => validateObject(role as unknown as Record<string, unknown>)).not.toThrow()
+      expect(() => validateObject(binding as unknown as Record<string, unknown>)).not.toThrow()
+      expect(role.rules).toEqual(roleRules(jobRights(scopeOf(system))))
+      expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name, namespace: 'svc-prod' }])
+      // A refresh reads every object the stack renders, each by its name, the namespace included.
+      for (const o of prod.objects) {
+        const { apiVersion, kind } = o.unwrapped as { apiVersion: string; kind: string }
+        const group = apiVersion.includes('/') ? apiVersion.split('/')[0] : ''
+        const resource = { NetworkPolicy: 'networkpolicies' }[kind] ?? `${kind.toLowerCase()}s`
+        expect(
+          allowedBy(role.rules as PolicyRule[], {
+            verb: 'get',
+            group: group ?? '',
+            resource,
+            subresource: '',
+            name: String((o.unwrapped.metadata as { name: string }).name),
+          }),
+          `${name}: get ${kind} ${String((o.unwrapped.metadata as { name: string }).name)}`,
+        ).toBe(true)
+      }
+      const rights = granted(role)
+      // Never a wildcard, never create, delete or update, never an unnamed right on Secrets or ConfigMaps.
+      expect(rights.filter((g) => g.includes('*'))).toEqual([])
+      expect(rights.filter((g) => /:(create|delete|update|deletecollection)(:|$)/.test(g))).toEqual([])
+      expect(rights.filter((g) => /^(secrets|configmaps):[a-z]+$/.test(g))).toEqual([])
+      expect(
+        allowedBy(role.rules as PolicyRule[], { verb: 'get', group: '', resource: 'namespaces', subresource: '', name: 'svc-prod' }),
+      ).toBe(true)
+    }
+    // The writes of each: the recording service's Deployment (and its scale), or the live components and their two Secrets; and the jobs' stack copy.
+    const writes = (name: string) => granted(roleOf(name)).filter((g) => g.includes(':patch'))
+    expect(writes('svc-svcops-upgrade')).toEqual([
+      'deployments:patch:svc-recording',
+      'deployments/scale:patch:svc-recording',
+      'configmaps:patch:svc-svcops-stack',
+    ])
+    expect(writes('svc-svcops-live-upgrade').sort()).toEqual(
+      [
+        'deployments:patch:svc-control-panel,svc-ingest,svc-pipeline,svc-system-controller',
+        'secrets:patch:svc-psk,svc-system-controller-settings',
+        'configmaps:patch:svc-svcops-stack',
+      ].sort(),
+    )
     expect(objectsOfKind(prod, 'ClusterRole')).toEqual([])
     const backupAccount = objectNamed(prod, 'ServiceAccount', 'svc-svcops-backup').unwrapped as unknown as IServiceAccount
     expect(backupAccount.automountServiceAccountToken).toBe(false)
@@ -126,9 +205,18 @@ describe('the scheduled jobs of the prod stack', () => {
     expect(bindings.flatMap((b) => b.subjects ?? []).map((s) => s.name)).not.toContain('svc-svcops-backup')
   })
 
-  it("are listed in docs/deploy.md's RBAC table row by row, as the Role grants them", () => {
+  it('grant a get of an object the stack adds as soon as it renders it (the Role follows the stack, no list to keep)', async () => {
+    const r = await buildStack('prod', (c) => delete deployOf(c).live.metrics)
+    const role = objectNamed(r, 'Role', 'svc-svcops-live-upgrade').unwrapped as unknown as IRole
+    expect(role.rules).toEqual(roleRules(jobRights({ system: 'live', prefix: 'svc', objects: stackObjectsOf(r.objects), metrics: false })))
+    // Without metrics the live upgrade reads no pod proxy.
+    expect(granted(role).filter((g) => g.startsWith('pods/proxy'))).toEqual([])
+    expect(granted(roleOf('svc-svcops-live-upgrade')).filter((g) => g.startsWith('pods/proxy'))).toEqual(['pods/proxy:get'])
+  })
+
+  it("are listed in docs/deploy.md's RBAC table row by row, as the recording upgrade's Role of the prod stack grants them", () => {
     const doc = readFileSync(join(import.meta.dirname, '../../docs/deploy.md'), 'utf8')
-    const table = doc.slice(doc.indexOf('| API group | resources | names | verbs | used by |'))
+    const table = doc.slice(doc.indexOf('| API group | resources | names | verbs |'))
     const lines = table.split('\n').slice(2)
     const rows = lines
       .slice(
@@ -137,9 +225,8 @@ describe('the scheduled jobs of the prod stack', () => {
       )
       .map((l) => l.split('|').map((c) => c.trim().replace(/`/g, '')))
       .map(([, group, resources, names, verbs]) => ({ group, resources, names, verbs }))
-    const role = objectNamed(prod, 'Role', 'svc-svcops-upgrade').unwrapped as unknown as IRole
     expect(rows).toEqual(
-      (role.rules ?? []).map((r) => ({
+      (roleOf('svc-svcops-upgrade').rules ?? []).map((r) => ({
         group: r.apiGroups?.[0] === '' ? 'core' : r.apiGroups?.[0],
         resources: (r.resources ?? []).join(', '),
         names: r.resourceNames?.join(', ') ?? 'any',
@@ -148,20 +235,40 @@ describe('the scheduled jobs of the prod stack', () => {
     )
   })
 
-  it("grant every right the Kubernetes run's preflight asks for in the cluster (the SelfSubjectAccessReviews of src/drivers/kubernetes.ts)", () => {
-    const rules = upgradeRules('svc-svcops-stack')
+  it("grant every right the Kubernetes run's preflight asks for today (the SelfSubjectAccessReviews of src/drivers/kubernetes.ts)", () => {
+    const rules = roleOf('svc-svcops-upgrade').rules as PolicyRule[]
     const target = { namespace: 'svc-prod', deployment: 'svc-recording', container: 'recording-service', port: 8080 }
     const denied = neededRights(target, { portForward: false, stackMap: 'svc-svcops-stack' }).filter(
       (r) =>
-        !rules.some(
-          (rule) =>
-            (rule.apiGroups as string[]).includes(r.group) &&
-            (rule.resources as string[]).includes(r.subresource ? `${r.resource}/${r.subresource}` : r.resource) &&
-            (rule.verbs as string[]).includes(r.verb) &&
-            (!rule.resourceNames || (!!r.name && (rule.resourceNames as string[]).includes(r.name))),
-        ),
+        !allowedBy(rules, { verb: r.verb, group: r.group, resource: r.resource, subresource: r.subresource ?? '', name: r.name ?? '' }),
     )
     expect(denied.map(showRight)).toEqual([])
+    // The derived list itself is what the preflight can ask instead (jobRights): the Role grants all of it.
+    for (const system of ['recording', 'live'] as const) {
+      const role = roleOf(system === 'recording' ? 'svc-svcops-upgrade' : 'svc-svcops-live-upgrade').rules as PolicyRule[]
+      const missing = jobRights(scopeOf(system)).filter(
+        (r) =>
+          !allowedBy(role, { verb: r.verb, group: r.group, resource: r.resource, subresource: r.subresource ?? '', name: r.name ?? '' }),
+      )
+      expect(missing.map(showRight), system).toEqual([])
+    }
+  })
+
+  it('grant the live run what it reads and writes by name, which today’s live preflight asks for without names', () => {
+    const rules = roleOf('svc-svcops-live-upgrade').rules as PolicyRule[]
+    const cluster = {
+      targets: { 'system-controller': { deployment: 'svc-system-controller' } },
+      tls: { caConfigMap: 'svc-tls-ca' },
+      reach: 'in-cluster',
+      stackMap: 'svc-svcops-stack',
+      metrics: true,
+    } as unknown as Parameters<typeof liveRights>[0]
+    const unnamed = liveRights(cluster).filter(
+      (r) =>
+        !allowedBy(rules, { verb: r.verb, group: r.group, resource: r.resource, subresource: r.subresource ?? '', name: r.name ?? '' }),
+    )
+    // These rights exist by name in the Role (jobRights); the live preflight asks them for any name.
+    expect(unnamed.map(showRight)).toEqual(['get apps/deployments', 'patch apps/deployments', 'patch secrets'])
   })
 
   it('carry the version label on the Deployments and pod templates only, so a version change patches nothing else', () => {
@@ -204,6 +311,11 @@ const REFUSED: [string, (c: LooseConfig) => void, RegExp][] = [
 // The prod stack runs the recording service on the Kubernetes platform: its upgrade job runs pulumi.
 REFUSED.push(
   [
+    'a scheduled live upgrade of a live system not on the Kubernetes platform',
+    (c) => delete c['svcops:live'],
+    /svcops:live\.platform is not kubernetes \(deploy\.liveUpgradeSchedule upgrades the live components of this stack with pulumi up/,
+  ],
+  [
     'no kubernetes:context for the upgrade on the Kubernetes platform',
     (c) => delete c['kubernetes:context'],
     /kubernetes:context is missing \(recording\.platform kubernetes: the upgrade job writes a kubeconfig of that name for its ServiceAccount/,
@@ -219,8 +331,18 @@ describe('a schedule whose job would lack a mount or a key', () => {
   it.each(REFUSED)('is refused at preview, naming it: %s', async (_what, change, expected) => {
     const error = await buildStack('prod', change).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(BadInputError)
-    expect(String(error)).toMatch(/deploy\.upgradeSchedule and deploy\.backupSchedule: the scheduled job cannot run as configured: /)
+    expect(String(error)).toMatch(
+      /deploy\.upgradeSchedule and deploy\.liveUpgradeSchedule and deploy\.backupSchedule: the scheduled job cannot run as configured: /,
+    )
     expect(String(error)).toMatch(expected)
+  })
+
+  it('refuses a gate id that is not one, naming the field', async () => {
+    const error = await buildStack('prod', (c) => {
+      deployOf(c).liveUpgradeSchedule = { schedule: '0 3 * * 0', to: '7.0.0', acks: ['api v3'] }
+    }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(BadInputError)
+    expect(String(error)).toMatch(/deploy\.liveUpgradeSchedule\.acks\[0\].*expected a gate id like 6\.0\.0\/send-message/)
   })
 
   it('names every problem at once', async () => {
@@ -250,6 +372,7 @@ describe('a schedule whose job would lack a mount or a key', () => {
   it('is no concern of a stack without schedules', async () => {
     const r = await buildStack('prod', (c) => {
       delete deployOf(c).upgradeSchedule
+      delete deployOf(c).liveUpgradeSchedule
       delete deployOf(c).backupSchedule
       delete c['svcops:backup']
     })
@@ -295,8 +418,50 @@ describe("the init container's copy of the Secrets", () => {
     }
     expect(kubeconfig['current-context']).toBe('prod-cluster')
     expect(kubeconfig.contexts[0]).toMatchObject({ name: 'prod-cluster', context: { namespace: 'svc-prod' } })
-    expect(kubeconfig.users[0]?.user).toEqual({ tokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token' })
+    // Named for both readers: client-node reads `token-file`, client-go (Pulumi's provider) `tokenFile`.
+    expect(kubeconfig.users[0]?.user).toEqual({
+      'token-file': join(root, '/var/run/secrets/kubernetes.io/serviceaccount/token'),
+      tokenFile: join(root, '/var/run/secrets/kubernetes.io/serviceaccount/token'),
+    })
     expect(statSync(join(root, KUBECONFIG)).mode & 0o077).toBe(0)
+  })
+})
+
+describe("the upgrade job's kubeconfig, loaded by @kubernetes/client-node", () => {
+  it('sends the ServiceAccount token to the API server, as a loopback HTTPS server sees it; the former tokenFile-only entry sent none', async () => {
+    const api = await startKubeApiStandin({}, 'prod-cluster')
+    try {
+      const root = mkdtempSync(join(tmpdir(), 'svcops-job-kubeconfig-'))
+      // What the kubelet mounts for the pod's ServiceAccount: its token and the cluster's CA.
+      const account = join(root, 'var/run/secrets/kubernetes.io/serviceaccount')
+      mkdirSync(account, { recursive: true })
+      mkdirSync(join(root, 'tmp'))
+      const token = api.serviceAccountToken('svc-prod', 'svc-svcops-upgrade')
+      writeFileSync(join(account, 'token'), token)
+      writeFileSync(join(account, 'ca.crt'), api.caCertificate)
+      execFileSync('sh', ['-ec', copySecretsScript(root, { context: 'prod-cluster', namespace: 'svc-prod' })])
+      // The pod reaches the API server as kubernetes.default.svc; the loopback stand-in is it here.
+      const file = join(root, KUBECONFIG)
+      writeFileSync(file, readFileSync(file, 'utf8').replace('https://kubernetes.default.svc', api.url))
+      const target = {
+        namespace: 'svc-prod',
+        deployment: 'svc-recording',
+        container: 'recording-service',
+        port: 8080,
+        context: 'prod-cluster',
+      }
+      await new KubernetesDriver({ ...target, kubeconfig: file }).serverVersion()
+      expect(api.requests.at(-1)).toMatchObject({ path: '/version', authorization: `Bearer ${token}` })
+      // The entry as it was (`tokenFile` alone, which client-node does not read): no token, 401.
+      const former = join(root, 'tmp/kubeconfig-former')
+      writeFileSync(former, readFileSync(file, 'utf8').replace(/^\s*token-file: .*\n/m, ''))
+      await expect(new KubernetesDriver({ ...target, kubeconfig: former }).serverVersion()).rejects.toThrow(
+        /answered GET \/version with HTTP 401/,
+      )
+      expect(api.requests.at(-1)?.authorization).toBeUndefined()
+    } finally {
+      await api.close()
+    }
   })
 })
 

@@ -9,6 +9,15 @@
  * KEY VALUE` into the given stack file, as Pulumi would, so that a test can follow the stack file as
  * the run's record. An answer may be given per two words (`stack-output`) besides per subcommand,
  * and for the n-th call of it (`answerNth`: counted from 0; other calls get `answer`'s).
+ *
+ * With `engine`, it is an in-test Pulumi for `preview`, `up` and `stack output` (the other
+ * subcommands keep their canned answers): test/infra/engine/cli.ts runs the program of the project
+ * it is started in through the in-test engine, whose Kubernetes provider applies every object to
+ * the API server its KUBECONFIG names (the Kubernetes API stand-in) as pulumi-kubernetes does,
+ * server-side with its own field managers, forcing only as the provider forces, and fails with the
+ * provider's messages (a field conflict, a refresh the identity may not read); the checkpoint is kept
+ * in the recorder's folder between calls. A call takes as long as a run of the program (tens of
+ * seconds on a busy machine).
  */
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -36,7 +45,13 @@ export interface ArgvRecorder {
   calls(): RecordedCall[]
 }
 
-export function createPulumiArgvRecorder(options: { applyConfigSetTo?: string } = {}): ArgvRecorder {
+/** The in-test Pulumi's inputs: the decrypted secure values the CLI would hand the program. */
+export interface RecorderEngine {
+  config?: Record<string, string>
+  secretKeys?: string[]
+}
+
+export function createPulumiArgvRecorder(options: { applyConfigSetTo?: string; engine?: RecorderEngine } = {}): ArgvRecorder {
   const dir = mkdtempSync(join(tmpdir(), 'svcops-pulumi-recorder-'))
   const log = join(dir, 'calls.jsonl')
   writeFileSync(log, '')
@@ -69,9 +84,25 @@ export function createPulumiArgvRecorder(options: { applyConfigSetTo?: string } 
             '}',
           ]
         : []),
-      "if (fs.existsSync(answer + '.out')) process.stdout.write(fs.readFileSync(answer + '.out'))",
-      "process.exitCode = fs.existsSync(answer + '.code') ? Number(fs.readFileSync(answer + '.code', 'utf8')) : 0",
-      "if (fs.existsSync(answer + '.delay')) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Number(fs.readFileSync(answer + '.delay', 'utf8')))",
+      ...(options.engine
+        ? [
+            // The in-test Pulumi plays preview, up and stack output; everything else keeps its canned answer.
+            `const engine = ${JSON.stringify({ ...options.engine, stateFile: join(dir, 'state.json') })}`,
+            'const played = (async () => {',
+            `  const { runPulumi } = await import(${JSON.stringify(fileURLToPath(new URL('../infra/engine/cli.ts', import.meta.url)))})`,
+            '  return runPulumi(argv, process.cwd(), process.env, engine)',
+            '})()',
+            'played.then((result) => {',
+            '  if (result) { process.stdout.write(result.stdout); process.exitCode = result.code; return }',
+            '  answerCanned()',
+            '}, (error) => { process.stderr.write(String(error && error.stack || error) + "\\n"); process.exitCode = 1 })',
+          ]
+        : ['answerCanned()']),
+      'function answerCanned() {',
+      "  if (fs.existsSync(answer + '.out')) process.stdout.write(fs.readFileSync(answer + '.out'))",
+      "  process.exitCode = fs.existsSync(answer + '.code') ? Number(fs.readFileSync(answer + '.code', 'utf8')) : 0",
+      "  if (fs.existsSync(answer + '.delay')) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Number(fs.readFileSync(answer + '.delay', 'utf8')))",
+      '}',
       '',
     ].join('\n'),
   )

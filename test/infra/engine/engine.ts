@@ -7,8 +7,22 @@
  *
  * What it records is what the engine would act on: every registration with its options (parent,
  * dependencies, provider, protect, retainOnDelete, deleteBeforeReplace, replaceOnChanges,
- * aliases), the stack outputs, and every log line. It does not diff, plan or call providers; the
- * providers' answers come from ./providers.ts and the replace rules from ./replace.ts.
+ * aliases), the stack outputs, and every log line; and the steps (`steps`: create, update, same,
+ * delete of every custom resource against the checkpoint it started from). The providers' answers
+ * come from ./providers.ts, the replace rules from ./replace.ts, the steps and the refresh from ./steps.ts.
+ *
+ * With `cluster: true` the Kubernetes provider is the model of pulumi-kubernetes in
+ * ./kubeProvider.ts: each `kubernetes:*` object is applied (server-side, with its field manager)
+ * to the API server the provider's kubeconfig names, with the environment of `env` (KUBECONFIG,
+ * PULUMI_K8S_*); a preview sends the applies as dry runs; a failed step is logged as an error on
+ * its resource, stops the program as the engine does, and the run exits 255 as the CLI does.
+ * `refresh: true` first reads every Kubernetes object of the checkpoint (`pulumi preview|up
+ * --refresh`): one gone leaves the checkpoint, one the identity may not read fails the run with
+ * the API's message. `targets` limits the update to those URNs (`--target`): every other resource
+ * keeps its checkpoint. Reads are modelled: a `.get` (`Deployment.get`) reads the object through
+ * the provider (without `cluster`, from the checkpoint), failing with "resource '<id>' does not
+ * exist" when it is not there, and a StackReference of the stack itself answers the outputs of the
+ * checkpoint's last update.
  */
 import { spawn } from 'node:child_process'
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs'
@@ -17,8 +31,13 @@ import { createRequire } from 'node:module'
 import { join, resolve } from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import { readStackConfig } from '../../../src/infra/preview.ts'
+import { KubeProviderModel, ProviderError } from './kubeProvider.ts'
+import { detailedDiff, refreshCheckpoint, type Step } from './steps.ts'
 import { answer, type ResourceState } from './providers.ts'
-import type { Value } from './wire.ts'
+
+export { detailedDiff, type Step } from './steps.ts'
+import { textOf } from '../../support/kube-fields.ts'
+import { plain, type Value } from './wire.ts'
 
 export const ROOT = resolve(import.meta.dirname, '../../..')
 export const STACK_DIR = join(ROOT, 'stacks')
@@ -82,6 +101,8 @@ export interface EngineRun {
   invokes: string[]
   /** Types the provider stand-in had no model for. */
   unknownTypes: string[]
+  /** What the engine did or would do to each custom resource, against the checkpoint it started from. */
+  steps: Step[]
 }
 
 export interface RunOptions {
@@ -97,6 +118,12 @@ export interface RunOptions {
   state?: Map<string, ResourceState>
   /** Extra environment of the operator's shell. */
   env?: Record<string, string>
+  /** The Kubernetes provider talks to the cluster its kubeconfig names (see the header). */
+  cluster?: boolean
+  /** Read every Kubernetes object of the checkpoint first (`--refresh`; with `cluster`). */
+  refresh?: boolean
+  /** Update only these URNs (`--target`). */
+  targets?: string[]
 }
 
 const SEVERITY = ['debug', 'info', 'warning', 'error'] as const
@@ -157,9 +184,42 @@ export async function runEngine(options: RunOptions): Promise<EngineRun> {
     features: [],
     invokes: [],
     unknownTypes: [],
+    steps: [],
   }
   const byUrn = new Map<string, Registration>()
   let root = ''
+  const stackUrn = `urn:pulumi:${options.stack}::${project.name}::${STACK_TYPE}::${project.name}-${options.stack}`
+  // The environment the CLI, and so the provider, runs in.
+  const cliEnv: Record<string, string> = { HOME: process.env.HOME ?? '/nonexistent', ...(options.env ?? {}) }
+  /** The Kubernetes provider of a registration (its provider reference `urn::id`), with the inputs it was registered with. */
+  const providers = new Map<string, { inputs: Obj; model: KubeProviderModel }>()
+  const kubeOf = (providerRef: string, kept?: Obj): KubeProviderModel => {
+    const urn = providerRef.split('::').slice(0, -1).join('::')
+    const found = providers.get(urn)
+    if (found) return found.model
+    const model = new KubeProviderModel(kept ?? {}, cliEnv)
+    providers.set(urn, { inputs: kept ?? {}, model })
+    return model
+  }
+  /** A failed step: the engine reports it on the resource and stops the program. */
+  let failed = false
+  const fail = (urn: string, message: string, cb: any) => {
+    failed = true
+    run.logs.push({ severity: 'error', message: options.preview ? `Preview failed: ${message}` : message, urn })
+    cb({ code: grpc.status.UNAVAILABLE, details: message })
+  }
+  const targeted = (urn: string) => !options.targets || options.targets.includes(urn)
+
+  if (options.refresh && options.cluster) {
+    // `--refresh`: every Kubernetes object of the checkpoint read back as the provider reads it.
+    const refusals = await refreshCheckpoint(prior, state, cliEnv, run.steps)
+    for (const { urn, message } of refusals)
+      run.logs.push({ severity: 'error', message: `${options.preview ? 'Preview failed: ' : ''}${message}`, urn })
+    if (refusals.length > 0) {
+      run.exitCode = 255
+      return run
+    }
+  }
 
   const monitor = {
     supportsFeature(call: any, cb: any) {
@@ -170,46 +230,88 @@ export async function runEngine(options: RunOptions): Promise<EngineRun> {
       cb(null, res)
     },
     registerResource(call: any, cb: any) {
-      const r = call.request
-      const type = String(r.getType())
-      const name = String(r.getName())
-      const parent = String(r.getParent() || (type === STACK_TYPE ? '' : root))
-      const urn = `urn:pulumi:${options.stack}::${project.name}::${qualifiedType(parent, type)}::${name}`
-      const inputs = (r.hasObject() ? r.getObject().toJavaScript() : {}) as Obj
-      const custom = Boolean(r.getCustom())
-      const reg: Registration = {
-        urn,
-        type,
-        name,
-        custom,
-        parent,
-        inputs,
-        outputs: {},
-        dependencies: r.getDependenciesList() as string[],
-        provider: String(r.getProvider()),
-        protect: r.hasProtect() ? Boolean(r.getProtect()) : undefined,
-        retainOnDelete: r.hasRetainondelete() ? Boolean(r.getRetainondelete()) : undefined,
-        deleteBeforeReplace: Boolean(r.getDeletebeforereplace()),
-        replaceOnChanges: r.getReplaceonchangesList() as string[],
-        ignoreChanges: r.getIgnorechangesList() as string[],
-        aliases: [...(r.getAliasurnsList() as string[]), ...(r.getAliasesList() as { toObject(): unknown }[]).map((a) => a.toObject())],
-        additionalSecretOutputs: r.getAdditionalsecretoutputsList() as string[],
-      }
-      let id = ''
-      if (custom) {
-        const result = answer(type, urn, inputs, prior.get(urn), options.preview)
-        if (result.unknownType) run.unknownTypes.push(type)
-        id = result.id
-        reg.outputs = result.outputs
-        if (!options.preview) state.set(urn, { id, inputs, outputs: result.outputs })
-      }
-      run.registrations.push(reg)
-      byUrn.set(urn, reg)
-      const res = new resourcePb.RegisterResourceResponse()
-      res.setUrn(urn)
-      res.setId(id)
-      res.setObject(structPb.Struct.fromJavaScript(reg.outputs))
-      cb(null, res)
+      void (async () => {
+        const r = call.request
+        const type = String(r.getType())
+        const name = String(r.getName())
+        const parent = String(r.getParent() || (type === STACK_TYPE ? '' : root))
+        const urn = `urn:pulumi:${options.stack}::${project.name}::${qualifiedType(parent, type)}::${name}`
+        const inputs = (r.hasObject() ? r.getObject().toJavaScript() : {}) as Obj
+        const custom = Boolean(r.getCustom())
+        const reg: Registration = {
+          urn,
+          type,
+          name,
+          custom,
+          parent,
+          inputs,
+          outputs: {},
+          dependencies: r.getDependenciesList() as string[],
+          provider: String(r.getProvider()),
+          protect: r.hasProtect() ? Boolean(r.getProtect()) : undefined,
+          retainOnDelete: r.hasRetainondelete() ? Boolean(r.getRetainondelete()) : undefined,
+          deleteBeforeReplace: Boolean(r.getDeletebeforereplace()),
+          replaceOnChanges: r.getReplaceonchangesList() as string[],
+          ignoreChanges: r.getIgnorechangesList() as string[],
+          aliases: [...(r.getAliasurnsList() as string[]), ...(r.getAliasesList() as { toObject(): unknown }[]).map((a) => a.toObject())],
+          additionalSecretOutputs: r.getAdditionalsecretoutputsList() as string[],
+        }
+        let id = ''
+        if (custom) {
+          const before = prior.get(urn)
+          const result = answer(type, urn, inputs, before, options.preview)
+          if (result.unknownType) run.unknownTypes.push(type)
+          const changed = !before || result.outputs !== before.outputs
+          run.steps.push({
+            op: !before ? 'create' : changed ? 'update' : 'same',
+            urn,
+            type,
+            ...(before && changed ? { detailedDiff: detailedDiff(plain(before.inputs), plain(inputs)) } : {}),
+          })
+          id = result.id
+          reg.outputs = result.outputs
+          let kept: ResourceState = { id, inputs, outputs: result.outputs }
+          if (type === 'pulumi:providers:kubernetes')
+            providers.set(urn, { inputs: plain(inputs) as Obj, model: new KubeProviderModel(inputs, cliEnv) })
+          if (!targeted(urn) && type !== 'pulumi:providers:kubernetes') {
+            // Not targeted: the checkpoint stays as it was (a resource not there yet is not created).
+            reg.outputs = before?.outputs ?? {}
+            id = before?.id ?? ''
+            run.steps[run.steps.length - 1] = { op: 'same', urn, type }
+            kept = before ?? kept
+          } else if (options.cluster && type.startsWith('kubernetes:') && changed) {
+            const providerInputs = providers.get(reg.provider.split('::').slice(0, -1).join('::'))?.inputs ?? {}
+            try {
+              const applied = await kubeOf(reg.provider, providerInputs).apply(urn, type, inputs, before, options.preview)
+              const o = plain(inputs) as Obj
+              const m = (o.metadata ?? {}) as Obj
+              id = id || `${textOf(m.namespace)}/${textOf(m.name)}`
+              if (applied.live) {
+                const { metadata, status } = applied.live as Obj & { metadata: Obj }
+                reg.outputs = {
+                  ...result.outputs,
+                  metadata: { ...((result.outputs.metadata ?? {}) as Obj), ...metadata },
+                  ...(status !== undefined ? { status } : {}),
+                }
+              }
+              kept = { id, inputs, outputs: reg.outputs, fieldManager: applied.fieldManager, provider: providerInputs }
+            } catch (error) {
+              run.registrations.push(reg)
+              byUrn.set(urn, reg)
+              if (error instanceof ProviderError) return fail(urn, error.message, cb)
+              throw error
+            }
+          }
+          if (!options.preview && targeted(urn)) state.set(urn, kept)
+        }
+        run.registrations.push(reg)
+        byUrn.set(urn, reg)
+        const res = new resourcePb.RegisterResourceResponse()
+        res.setUrn(urn)
+        res.setId(id)
+        res.setObject(structPb.Struct.fromJavaScript(reg.outputs))
+        cb(null, res)
+      })()
     },
     registerResourceOutputs(call: any, cb: any) {
       const urn = String(call.request.getUrn())
@@ -224,7 +326,50 @@ export async function runEngine(options: RunOptions): Promise<EngineRun> {
       cb({ code: grpc.status.UNIMPLEMENTED, details: `the stand-in engine has no invoke ${call.request.getTok()}` })
     },
     readResource(call: any, cb: any) {
-      cb({ code: grpc.status.UNIMPLEMENTED, details: `the program read ${call.request.getType()}; the stand-in engine reads nothing` })
+      void (async () => {
+        const r = call.request
+        const type = String(r.getType())
+        const name = String(r.getName())
+        const id = String(r.getId())
+        const parent = String(r.getParent() || root)
+        const urn = `urn:pulumi:${options.stack}::${project.name}::${qualifiedType(parent, type)}::${name}`
+        const props = (r.getProperties()?.toJavaScript() ?? {}) as Obj
+        run.steps.push({ op: 'read', urn, type })
+        let properties: Obj
+        if (type === 'pulumi:pulumi:StackReference') {
+          // Only the stack itself: the outputs of its checkpoint's last update.
+          const own = [options.stack, `${project.name}/${options.stack}`, `organization/${project.name}/${options.stack}`]
+          if (!own.includes(textOf(props.name) || id))
+            return fail(urn, `unknown stack "${textOf(props.name) || id}" (the in-test engine holds only this stack)`, cb)
+          properties = { name: props.name ?? id, outputs: prior.get(stackUrn)?.outputs ?? {}, secretOutputNames: [] }
+        } else if (type.startsWith('kubernetes:')) {
+          // `kubernetes:apps/v1:Deployment`: a `.get` sends no inputs, the type names the kind.
+          const [, groupVersion = '', kind = ''] = type.split(':')
+          const o = { apiVersion: groupVersion.replace(/^core\//, ''), kind }
+          let live: Obj | undefined
+          if (options.cluster) {
+            try {
+              live = await kubeOf(String(r.getProvider())).read(type, String(o.apiVersion), String(o.kind), id)
+            } catch (error) {
+              if (error instanceof ProviderError) return fail(urn, error.message, cb)
+              throw error
+            }
+          } else {
+            // Without a cluster the checkpoint stands for it.
+            const [ns, objectName] = id.includes('/') ? id.split('/') : ['', id]
+            live = [...prior.values()].find((k) => {
+              const x = plain(k.outputs) as Obj & { metadata?: Obj }
+              return x.kind === o.kind && x.metadata?.name === objectName && (x.metadata?.namespace ?? '') === (ns ?? '')
+            })?.outputs
+          }
+          if (!live) return fail(urn, `resource '${id}' does not exist`, cb)
+          properties = live
+        } else return fail(urn, `the in-test engine reads nothing of type ${type}`, cb)
+        const res = new resourcePb.ReadResourceResponse()
+        res.setUrn(urn)
+        res.setProperties(structPb.Struct.fromJavaScript(properties))
+        cb(null, res)
+      })()
     },
     signalAndWaitForShutdown(_call: any, cb: any) {
       cb(null, new emptyPb.Empty())
@@ -283,6 +428,16 @@ export async function runEngine(options: RunOptions): Promise<EngineRun> {
     child.stdout.on('data', (d: Buffer) => (run.stdout += d.toString()))
     child.stderr.on('data', (d: Buffer) => (run.stderr += d.toString()))
     run.exitCode = await new Promise<number | null>((ok) => child.on('close', (code) => ok(code)))
+    // The CLI exits 255 when a step failed, whatever the program did after the monitor went away.
+    if (failed) run.exitCode = 255
+    const seen = new Set(run.registrations.map((x) => x.urn))
+    if (!options.targets && !failed && run.exitCode === 0)
+      for (const [urn] of prior) {
+        if (urn === stackUrn || seen.has(urn)) continue
+        run.steps.push({ op: 'delete', urn, type: urn.split('::')[2]?.split('$').at(-1) ?? '' })
+        if (!options.preview) state.delete(urn)
+      }
+    if (!options.preview && !failed && run.exitCode === 0) state.set(stackUrn, { id: '', inputs: {}, outputs: run.outputs })
   } finally {
     await new Promise<void>((ok) => {
       server.tryShutdown(() => ok())

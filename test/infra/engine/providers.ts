@@ -16,6 +16,10 @@ export interface ResourceState {
   id: string
   inputs: Obj
   outputs: Obj
+  /** A Kubernetes object's field manager (pulumi-kubernetes keeps it in state as `__fieldManager`). */
+  fieldManager?: string
+  /** A Kubernetes object's provider inputs, for a refresh. */
+  provider?: Obj
 }
 
 const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
