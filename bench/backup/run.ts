@@ -23,6 +23,9 @@ import pg from 'pg'
 import { stringify } from 'yaml'
 import { generateBackupKey } from '../../src/backup/keys.ts'
 import { local, runCommand } from '../../src/core/runner.ts'
+import { requireTools, TOOLS } from '../require-tools.ts'
+
+requireTools('bench/backup/run.ts', TOOLS.postgresClient, TOOLS.gpg, TOOLS.time)
 
 const { values } = parseArgs({
   options: {

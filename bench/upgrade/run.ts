@@ -22,6 +22,17 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { findDebFile } from '../../src/drivers/packages.ts'
 import { runCli, startUpgradeLab, type UpgradeLab } from '../../test/upgrade/fixture.ts'
+import { requireTools, TOOLS } from '../require-tools.ts'
+
+requireTools(
+  'bench/upgrade/run.ts',
+  TOOLS.ansible,
+  TOOLS.sshClient,
+  TOOLS.sshServer,
+  TOOLS.labHost,
+  TOOLS.postgresServer,
+  TOOLS.postgresClient,
+)
 
 const { values } = parseArgs({
   options: {
@@ -221,7 +232,8 @@ try {
       env: { ...process.env, ANSIBLE_CONFIG: join(dir, 'ansible.cfg'), BENCH_PGPASSWORD: dbPassword },
     })
     fleetRows.ansible.push(performance.now() - t0)
-    if (a.status !== 0) throw new Error(`ansible-playbook failed: ${a.stdout.slice(-2000)}`)
+    if (a.error) throw a.error
+    if (a.status !== 0) throw new Error(`ansible-playbook failed (exit ${a.status}): ${a.stdout.slice(-2000)}`)
     const after = await fleet.versions()
     if (Object.values(after).some((v) => v !== '1.5.0')) throw new Error(`Ansible left versions ${JSON.stringify(after)}`)
     await svcopsUpgrade(fleet, '1.4.0', ['--batch', '5'])
