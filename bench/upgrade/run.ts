@@ -20,7 +20,7 @@
  * median and the range, and the load average before and after each part.
  */
 import { spawnSync } from 'node:child_process'
-import { rmSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { parseArgs } from 'node:util'
 import { svcopsCommand } from '../../src/core/paths.ts'
@@ -151,7 +151,12 @@ async function svcopsUpgrade(
   const [node = process.execPath, ...cli] = svcopsCommand()
   const argv = [node, ...nodeFlags, ...cli, '--stack-file', lab.envFile, 'upgrade', 'recording', '--to', to, '--yes', '--json', ...extra]
   const r = await measureCommand(argv)
-  if (r.code !== 0) throw new Error(`svcops upgrade failed (${r.code}): ${r.stderr.slice(-500)}`)
+  if (r.code !== 0) {
+    // The lab (and the run's report with it) is removed when the benchmark ends: print the report first.
+    const report = /See the report: (\S+)/.exec(r.stderr)?.[1]
+    if (report && existsSync(report)) process.stderr.write(readFileSync(report, 'utf8'))
+    throw new Error(`svcops upgrade failed (${r.code}): ${r.stderr.slice(-500)}`)
+  }
   return { ...r, report: (JSON.parse(r.stdout) as { report: UpgradeReport }).report }
 }
 
@@ -219,7 +224,7 @@ if (fleetRounds > 0 || scale.length > 0) {
       await svcopsUpgrade(fleet, '1.4.0', batch)
       rows.svcops.push(await svcopsUpgrade(fleet, '1.5.0', batch))
       process.stderr.write(
-        `fleet round ${r + 1}/${fleetRounds}: Ansible ${f1(rows.ansible.at(-1)?.wallS ?? NaN)} s, svcops ${f1(rows.svcops.at(-1)?.wallS ?? NaN)} s\n`,
+        `fleet round ${r + 1}/${fleetRounds} (load average ${loadAverage()}): Ansible ${f1(rows.ansible.at(-1)?.wallS ?? NaN)} s, CPU ${f1(rows.ansible.at(-1)?.cpuS ?? NaN)} s; svcops ${f1(rows.svcops.at(-1)?.wallS ?? NaN)} s, CPU ${f1(rows.svcops.at(-1)?.cpuS ?? NaN)} s\n`,
       )
     }
     afterFleet = loadAverage()
