@@ -8,6 +8,9 @@
 import { writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { startPostgres } from '../../src/lab/lab-postgres.ts'
+import { requireTools, TOOLS } from '../require-tools.ts'
+
+requireTools('bench/backup/generate.ts', TOOLS.postgresServer)
 
 const { values } = parseArgs({
   options: {

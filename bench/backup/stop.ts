@@ -6,6 +6,9 @@
 import { readFileSync, rmSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { stopPostgres, type PostgresInfo } from '../../src/lab/lab-postgres.ts'
+import { requireTools, TOOLS } from '../require-tools.ts'
+
+requireTools('bench/backup/stop.ts', TOOLS.postgresServer)
 
 const { values } = parseArgs({ options: { info: { type: 'string', default: '/tmp/svcops-bench-1g.json' } } })
 let info: PostgresInfo

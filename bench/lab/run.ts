@@ -12,6 +12,9 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { buildRecordingPackages } from '../../src/lab/recording/index.ts'
 import { svcops as runCli, type CliResult } from '../../test/lab/labcore-helpers.ts'
+import { requireTools, TOOLS } from '../require-tools.ts'
+
+requireTools('bench/lab/run.ts', TOOLS.postgresServer, TOOLS.postgresClient, TOOLS.sshServer, TOOLS.labHost)
 
 const { values } = parseArgs({ options: { hosts: { type: 'string', default: '1,10' }, runs: { type: 'string', default: '3' } } })
 const hostCounts = values.hosts.split(',').map(Number)

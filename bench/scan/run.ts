@@ -15,8 +15,10 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { svcopsCommand } from '../../src/core/paths.ts'
-import { findBinary } from '../../src/core/runner.ts'
 import { CPP_EXTENSIONS, scanSdk, sdkSymbolRules } from '../../src/releases/sdk-scan.ts'
+import { requireTools, TOOLS } from '../require-tools.ts'
+
+requireTools('bench/scan/run.ts', TOOLS.ripgrep)
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const CLI = svcopsCommand() // bin/svcops with the flags of its #! line, on this Node
@@ -31,11 +33,6 @@ const { values } = parseArgs({
 })
 const sizes = values.lines.split(',').map(Number)
 const runs = Number(values.runs)
-
-if (!findBinary('rg')) {
-  process.stderr.write('rg is not installed: sudo apt-get install -y ripgrep\n')
-  process.exit(2)
-}
 
 // Deterministic pseudo-random numbers (mulberry32), so every run scans the same tree.
 let seed = 0x5eed

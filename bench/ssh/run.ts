@@ -12,6 +12,9 @@ import { parseArgs } from 'node:util'
 import { runCommand } from '../../src/core/runner.ts'
 import { SshTransport } from '../../src/drivers/ssh.ts'
 import { startSshd } from '../../src/lab/sshd.ts'
+import { requireTools, TOOLS } from '../require-tools.ts'
+
+requireTools('bench/ssh/run.ts', TOOLS.sshServer)
 
 const { values } = parseArgs({ options: { commands: { type: 'string', default: '30' }, rounds: { type: 'string', default: '5' } } })
 const commands = Number(values.commands)

@@ -1,10 +1,11 @@
 /**
- * Provisioning the lab's recording hosts in parallel: each host gets its sandbox and supervisord,
+ * Provisioning the lab's recording hosts, several at once: each host gets its sandbox and supervisord,
  * the chosen release installed from the lab's .deb files with real dpkg, its conffile edited the
  * way an operator would (own port, the lab's database and manager), and the service started by
  * supervisor; then the lab waits until every host answers its health check.
  */
 import { chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import { OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
@@ -13,7 +14,7 @@ import { dpkgArgv, transportFor } from '../drivers/transports.ts'
 import { registerSecret } from '../core/redact.ts'
 import { runCommand, type Transport } from '../core/runner.ts'
 import { createLabHostTree, labHostPaths, startSupervisord, stopLabHost, type LabHostInfo } from './hosts.ts'
-import { freePort } from './ports.ts'
+import { freePortNotIn } from './ports.ts'
 import { recordingPackageName, recordingPackagePaths, type PackageOptions } from './recording/index.ts'
 import { lookupUser } from './sshd.ts'
 
@@ -117,7 +118,8 @@ async function waitRunning(host: LabHostInfo, program: string, timeoutMs: number
       const state = await readServiceStatus(supervisorDriver, t, host, program)
       if (state.running) return
       status = state.status
-      await new Promise((r) => setTimeout(r, 100))
+      // Each look is a curl on this machine; supervisord's startsecs (1 s) sets the pace, not the poll.
+      await new Promise((r) => setTimeout(r, 250))
     }
   } finally {
     await t.close()
@@ -154,11 +156,10 @@ export async function installHost(name: string, options: InstallHostsOptions): P
   }
 }
 
-/** Points an installed host at the database and manager, starts its supervisord, waits for health. */
-export async function startHost(host: LabHostInfo, options: ProvisionHostsOptions): Promise<LabRecordingHost> {
+/** Points an installed host at the database and manager and its own `port`, starts its supervisord, waits for health. */
+export async function startHost(host: LabHostInfo, options: ProvisionHostsOptions, port: number): Promise<LabRecordingHost> {
   const owner = lookupUser(options.user)
   if (!owner) throw new OperationError(`The lab host user '${options.user}' does not exist.`)
-  const port = await freePort()
   configureService(host, port, options, owner.uid, owner.gid)
   // supervisord starts after the install, so it reads the package's program section at once and
   // autostarts it (no `supervisorctl update`: one Python start less per host).
@@ -169,20 +170,43 @@ export async function startHost(host: LabHostInfo, options: ProvisionHostsOption
   return { ...host, supervisordPid, url, port, version: options.version }
 }
 
-/** Runs `fn` for every item in parallel; if any fails, stops every host of `dir` and throws the first error. */
+/**
+ * Hosts installed or started at once. A start is a supervisord (Python) and a Node service starting
+ * on this machine: 50 at once on 2 cores took ~58 s, every start waiting for the CPU while its
+ * health timeout ran down, and every waiting host polling. Four per core keep the cores busy (a
+ * start also waits out supervisord's `startsecs`) without that.
+ */
+const HOSTS_AT_ONCE = Math.max(4, availableParallelism() * 4)
+
+/**
+ * Runs `fn` for every item, `HOSTS_AT_ONCE` at a time; once one fails no further item starts, and
+ * when all running ones ended every host of `dir` is stopped and the first error thrown.
+ */
 async function allOrStop<I, O>(items: I[], dir: string, fn: (item: I) => Promise<O>): Promise<O[]> {
-  const results = await Promise.allSettled(items.map(fn))
-  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
-  if (failed) {
+  const results: O[] = []
+  let failure: { reason: unknown } | undefined
+  let next = 0
+  const worker = async (): Promise<void> => {
+    while (!failure && next < items.length) {
+      const i = next++
+      try {
+        results[i] = await fn(items[i] as I)
+      } catch (reason) {
+        failure ??= { reason }
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(HOSTS_AT_ONCE, items.length) }, worker))
+  if (failure) {
     const hosts = join(dir, 'hosts')
     const roots = existsSync(hosts) ? readdirSync(hosts).map((n) => join(hosts, n)) : []
     await Promise.all(roots.map((root) => stopLabHost({ root })))
-    throw failed.reason
+    throw failure.reason
   }
-  return results.map((r) => (r as PromiseFulfilledResult<O>).value)
+  return results
 }
 
-/** Creates `count` host trees with `version` installed, in parallel (needs neither database nor manager). */
+/** Creates `count` host trees with `version` installed, several at once (needs neither database nor manager). */
 export async function installHosts(options: InstallHostsOptions): Promise<LabHostInfo[]> {
   if (options.sharedStorage) createSharedStorage(options.sharedStorage, options.user)
   const names = Array.from({ length: options.count }, (_, i) => labHostName(i, options.namePrefix))
@@ -195,19 +219,26 @@ export async function installHosts(options: InstallHostsOptions): Promise<LabHos
   )
 }
 
-/** Starts installed hosts in parallel; on any failure stops them all and throws. */
+/** Starts installed hosts, several at once, each on a port of its own; on any failure stops them all and throws. */
 export async function startHosts(hosts: LabHostInfo[], options: ProvisionHostsOptions): Promise<LabRecordingHost[]> {
   registerSecret(options.database.password)
+  // Picked as each host starts (not all up front, where a late host's port would wait long for its
+  // service to bind it), and never one an earlier host of this lab was given.
+  const given = new Set<number>()
   return allOrStop(hosts, options.dir, (host) =>
     events.step(
       `host ${host.name}: start ${recordingPackageName(options.product.prefix)} ${options.version}`,
-      () => startHost(host, options),
+      async () => {
+        const port = await freePortNotIn(given)
+        given.add(port)
+        return startHost(host, options, port)
+      },
       host.name,
     ),
   )
 }
 
-/** Installs and starts `count` hosts (both phases in parallel over the hosts). */
+/** Installs and starts `count` hosts (both phases several hosts at once). */
 export async function provisionHosts(options: ProvisionHostsOptions): Promise<LabRecordingHost[]> {
   return startHosts(await installHosts(options), options)
 }

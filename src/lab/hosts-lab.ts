@@ -73,7 +73,7 @@ export function labHostsPlan(options: LabHostsOptions): string[] {
     `create database ${DATABASE.name} owned by role ${DATABASE.user} (random password in a 0600 file)`,
     `build the recording service packages (${recordingPackageName(PRODUCT.prefix)} ${RECORDING_RELEASES.map((r) => r.version).join(', ')}) unless cached`,
     `start sshd on a free loopback port for the test user, with its own host and client keys`,
-    `create ${o.hosts} host${o.hosts === 1 ? '' : 's'} (${names.join(', ')}) in parallel: sandbox with its own dpkg database and supervisord, install ${recordingPackageName(PRODUCT.prefix)} ${o.version}, set its port/database/manager in the config, start it, wait for health`,
+    `create ${o.hosts} host${o.hosts === 1 ? '' : 's'} (${names.join(', ')}), several at once: sandbox with its own dpkg database and supervisord, install ${recordingPackageName(PRODUCT.prefix)} ${o.version}, set its port/database/manager in the config, start it, wait for health`,
     `create ${o.recordings} recording${o.recordings === 1 ? '' : 's'} through the recording API`,
   ]
 }

@@ -40,12 +40,14 @@ export async function stopProcess(entry: LabEntry): Promise<void> {
 }
 
 /** Waits until `url` answers success, while process `pid` lives; false when it died or the time ran out. */
-export async function waitForHealth(url: string, pid: number, timeoutMs = 20_000): Promise<boolean> {
+export async function waitForHealth(url: string, pid: number, timeoutMs = 60_000): Promise<boolean> {
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
     if (processStartTicks(pid) === undefined) return false
     try {
-      if ((await fetch(url, { signal: AbortSignal.timeout(1000) })).ok) return true
+      // Generous per request: on two cores busy with a 50-host start (load average 30+) the emulator
+      // answered 200 while a 1 s limit had already given up on the request, every time for 20 s.
+      if ((await fetch(url, { signal: AbortSignal.timeout(5000) })).ok) return true
     } catch {
       // Not listening yet.
     }

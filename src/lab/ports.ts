@@ -14,3 +14,14 @@ export function freePort(): Promise<number> {
     })
   })
 }
+
+/**
+ * A free port that is none of `given` (ports handed out for servers that may not listen yet): the
+ * kernel may offer a port again once the probe that found it closed.
+ */
+export async function freePortNotIn(given: ReadonlySet<number>): Promise<number> {
+  for (;;) {
+    const port = await freePort()
+    if (!given.has(port)) return port
+  }
+}

@@ -5,7 +5,19 @@
  * before the step's effect is relied on, so a run killed with SIGKILL leaves a journal that
  * `svcops resume ID` can continue from. Everything written passes through the redaction layer.
  */
-import { closeSync, constants, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs'
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  statSync,
+  writeSync,
+} from 'node:fs'
 import { join, resolve } from 'node:path'
 import { z } from 'zod'
 import { writeFileAtomic } from '../core/atomic-write.ts'
@@ -62,6 +74,8 @@ export class Journal<P extends RunParams = RunParams> {
   run: RunRecord<P>
   /** Entries of a journal kept in memory only (the dry run's), else undefined. */
   private readonly memory: JournalEntry[] | undefined
+  /** The whole lines of journal.jsonl read so far (it only grows): a read parses only what was appended since. */
+  private read: { bytes: number; entries: JournalEntry[] } = { bytes: 0, entries: [] }
 
   private constructor(dir: string, run: RunRecord<P>, memory?: JournalEntry[]) {
     this.dir = dir
@@ -137,32 +151,38 @@ export class Journal<P extends RunParams = RunParams> {
     return full
   }
 
-  /** Every entry so far, oldest first. A torn last line (killed mid-write) is ignored. */
+  /**
+   * Every entry so far, oldest first. A torn last line (killed mid-write) is ignored. Lines read
+   * before are not parsed again: a rollout asks on every host, and the journal grows with the fleet.
+   */
   entries(): JournalEntry[] {
     if (this.memory) return [...this.memory]
     const file = join(this.dir, 'journal.jsonl')
     if (!existsSync(file)) return []
     const size = statSync(file).size
     if (size > MAX_JOURNAL_BYTES) throw new BadInputError(`${file}: is ${size} bytes; a journal is at most ${MAX_JOURNAL_BYTES} bytes.`)
-    const lines = readFileSync(file, 'utf8').split('\n')
+    if (size < this.read.bytes) this.read = { bytes: 0, entries: [] } // replaced, not appended to: read it all
+    const fresh = readFrom(file, this.read.bytes, size)
+    const lines = fresh.toString('utf8').split('\n')
+    const tail = lines.pop() ?? '' // after the last newline: empty, or a line still (or forever) torn
     while (lines.length && !lines.at(-1)?.trim()) lines.pop()
     const out: JournalEntry[] = []
     for (const [i, line] of lines.entries()) {
-      let parsed: ReturnType<typeof entrySchema.safeParse> | undefined
-      try {
-        parsed = entrySchema.safeParse(JSON.parse(line))
-      } catch {
-        parsed = undefined
-      }
-      if (parsed?.success) {
-        out.push(parsed.data)
+      const entry = parseEntry(line)
+      if (entry) {
+        out.push(entry)
         continue
       }
       // Only the last line can be torn by a kill; everything before it was synced whole.
-      if (i === lines.length - 1) break
-      throw new BadInputError(`${file}:${i + 1}: is not a journal entry; the journal was changed by something other than svcops.`)
+      if (i === lines.length - 1 && !tail.trim()) return [...this.read.entries, ...out]
+      throw new BadInputError(
+        `${file}:${this.read.entries.length + i + 1}: is not a journal entry; the journal was changed by something other than svcops.`,
+      )
     }
-    return out
+    const whole = lines.length ? Buffer.byteLength(lines.join('\n')) + 1 : 0 // blank lines at the end stay unread
+    this.read = { bytes: this.read.bytes + whole, entries: [...this.read.entries, ...out] }
+    const last = tail.trim() ? parseEntry(tail) : undefined
+    return last ? [...this.read.entries, last] : [...this.read.entries]
   }
 
   /** The last `ok` entry of `step` (on `host`), if the step finished in this run. */
@@ -186,6 +206,27 @@ export class Journal<P extends RunParams = RunParams> {
   /** Path of a file in the run folder (report.json, report.md, exports). */
   file(name: string): string {
     return join(this.dir, name)
+  }
+}
+
+/** Bytes `start` to `end` of `file`. */
+function readFrom(file: string, start: number, end: number): Buffer {
+  const fd = openSync(file, 'r')
+  try {
+    const buffer = Buffer.alloc(end - start)
+    return buffer.subarray(0, readSync(fd, buffer, 0, buffer.length, start))
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** One journal line as an entry, or undefined when it is not one. */
+function parseEntry(line: string): JournalEntry | undefined {
+  try {
+    const parsed = entrySchema.safeParse(JSON.parse(line))
+    return parsed.success ? parsed.data : undefined
+  } catch {
+    return undefined
   }
 }
 

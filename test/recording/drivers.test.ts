@@ -298,6 +298,24 @@ describe('journal and report', () => {
     expect(() => Journal.open('nope', base)).toThrow(/Run id 'nope' is not valid/)
   })
 
+  it('reads what was appended since its last read, by itself or another writer, and a torn line once more follows is refused', () => {
+    const base = mkdtempSync(join(tmpdir(), 'svcops-runs-'))
+    const j = Journal.create(
+      newRunRecord({ kind: 'upgrade', system: 'recording', environment: 'lab', envFile: '/x', targetVersion: '2.0.0', params: {} }),
+      base,
+    )
+    j.append({ step: 'preflight', status: 'ok' })
+    expect(j.entries().map((e) => e.step)).toEqual(['preflight'])
+    j.append({ step: 'stage', host: 'h1', status: 'ok' })
+    Journal.open(j.run.id, base).append({ step: 'stop', host: 'h1', status: 'start', disruptive: true })
+    expect(j.entries().map((e) => e.step)).toEqual(['preflight', 'stage', 'stop'])
+    expect(j.finished('stage', 'h1')).toBeDefined()
+    writeFileSync(j.file('journal.jsonl'), '{"torn', { flag: 'a' })
+    expect(j.entries()).toHaveLength(3)
+    writeFileSync(j.file('journal.jsonl'), '\n{"time":"t","step":"install","host":"h1","status":"ok"}\n', { flag: 'a' })
+    expect(() => j.entries()).toThrow(/journal.jsonl:4: is not a journal entry/)
+  })
+
   it('refuses damaged run records and journals with the file named, and lists the other runs', () => {
     const base = mkdtempSync(join(tmpdir(), 'svcops-runs-'))
     const good = Journal.create(
