@@ -13,7 +13,6 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
-  readFileSync,
   readSync,
   statSync,
   writeSync,
