@@ -71,8 +71,9 @@ export const checkRollbackReady = defineStep<Ctx, [RollbackNeeds]>({
     ]
   },
   async preview(ctx, needs) {
-    // The dry run of an upgrade has no backup yet: the check of the one it takes is the real run's.
-    const missing = await findMissing(ctx, ctx.journal.run.params.backupId ? needs : { ...needs, restore: false })
+    // The dry run of an upgrade has neither its backup nor its staged packages yet: the real run checks them after both.
+    if (!ctx.journal.run.params.backupId) return { skipped: 'checked by the run once its backup is taken and the packages are staged' }
+    const missing = await findMissing(ctx, needs)
     if (missing.length) throw refusal(ctx, missing)
     return { data: { ready: true } }
   },
