@@ -21,6 +21,7 @@ import type { RecordingTarget } from '../src/recording/recording-platform.ts'
 import { checkStatusAndLogs, installPackage, startService, stopService, verifyHost, waitHealthy } from '../src/recording/target-steps.ts'
 import { backupAndVerify } from '../src/recording/backup-step.ts'
 import { preflight, stagePackages } from '../src/recording/preflight.ts'
+import { checkRollbackReady, startOnWhatTheyHave } from '../src/recording/rollback-preconditions.ts'
 import { chooseSchemaBackup, chosenBackup, exportAllRecordings, restoreTargetBackup } from '../src/recording/schema-backup.ts'
 import type { Playbook } from '../src/runs/playbook.ts'
 import {
@@ -40,6 +41,7 @@ export async function rollBackRecording(run: Run<RecordingContext>, options: { d
   const previous = (h: RecordingTarget) => ctx.journal.run.params.previousVersions[h.name]
   const decision = decisionOf(await run.step(decideRestore, options)) // restore only if the schema changed
   const hosts = hostsOf(ctx, decision)
+  await run.step(checkRollbackReady, { restore: decision.restore, hosts }).catch((e: unknown) => startOnWhatTheyHave(run, e)) // backup, packages, hosts, rights: before anything stops
   if (decision.restore) await run.step(exportLaterRecordings) // recordings written after the backup
   await run.everyHost(hosts, (h) => run.onHost(h, stopService)) // 1. stop the service
   await run.everyHost(hosts, (h) => run.onHost(h, installPackage, previous(h))) // 2. downgrade the package

@@ -17,7 +17,8 @@ import { diagnoseHost, doctorPreflight } from '../src/doctor/doctor-steps.ts'
 import { backupAndVerify } from '../src/recording/backup-step.ts'
 import { recordContentBeforeStop, snapshotContent } from '../src/recording/content-steps.ts'
 import { verifyFleet } from '../src/recording/fleet-check.ts'
-import { preflight, stagePackages } from '../src/recording/preflight.ts'
+import { alreadyOnTarget, preflight, stagePackages } from '../src/recording/preflight.ts'
+import { checkRollbackReady } from '../src/recording/rollback-preconditions.ts'
 import { findRunToRollBack, type RecordingContext } from '../src/recording/recording-context.ts'
 import type { RecordingParams } from '../src/recording/recording-params.ts'
 import { recordingSystem, type UpgradeRequest } from '../src/recording/recording-system.ts'
@@ -48,10 +49,12 @@ async function upgrade(run: Run<RecordingContext>): Promise<void> {
   const { ctx } = run
   const target = ctx.journal.run.targetVersion
   await run.step(preflight) // scopes, database privileges, room for the backup, installed versions
+  if (alreadyOnTarget(run)) return // every host on the target: no backup, no stop, a no-op run
   await run.step(doctorPreflight) // the seed's common problems knowable before a stop, on every host
   await run.everyHost(ctx.targets, (h) => run.onHost(h, stagePackages)) // target and previous package on every host
   await run.step(snapshotContent) // every recording and the row counts, to prove nothing is lost
   await run.step(backupAndVerify) // back up the database before upgrading; nothing stops before it
+  await run.step(checkRollbackReady, { restore: true, hosts: ctx.targets }) // what a rollback would need: the backup, previous packages, hosts, rights
   const tolerated = await run.rollout(rolloutOf(run), async (h) => {
     if (run.finished(verifyHost, h.name)) return // upgraded and verified before an interruption
     try {
@@ -165,7 +168,7 @@ export function rollbackRecordingService(
  * one, refused (schemaPathTo names what is missing).
  */
 async function rollBackToVersion(env: Environment, to: string, breakLock: boolean): Promise<RunOutcome> {
-  const request = { env, to, ...(breakLock ? { breakLock: true } : {}) }
+  const request = { env, to, downgrade: true, ...(breakLock ? { breakLock: true } : {}) }
   if (await acrossSchemaChange(env, to)) return startSystemRun(recording, { ...request, procedure: 'downgrade' })
   return startSystemRun(recording, request)
 }
@@ -180,7 +183,7 @@ async function acrossSchemaChange(env: Environment, to: string): Promise<boolean
 /** `svcops rollback recording --dry-run`: with `--to V`, the procedure the run would follow (the downgrade across a schema change). */
 export async function planRecordingRollback(env: Environment, options: { runId?: string; to?: string }): Promise<RunPlan> {
   if (options.to) {
-    const request = { env, to: options.to }
+    const request = { env, to: options.to, downgrade: true }
     if (await acrossSchemaChange(env, options.to)) return planSystemRun(recording, { ...request, procedure: 'downgrade' })
     return planRecordingService(request)
   }

@@ -9,7 +9,7 @@ import type { Environment } from '../config/schema.ts'
 import { BadInputError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { formatBytes } from '../core/units.ts'
-import type { Journal } from '../runs/journal.ts'
+import { listRuns, type Journal } from '../runs/journal.ts'
 import type { RunParams } from '../runs/run-record.ts'
 import type { Opened } from '../runs/playbook.ts'
 import { defineStep } from '../runs/step.ts'
@@ -17,6 +17,7 @@ import {
   assertVerified,
   createBackup,
   openBackupContext,
+  heldBackups,
   planBackup,
   pruneBackups,
   readIdentity,
@@ -88,16 +89,25 @@ export const verifyWithTestRestore = defineStep<BackupRunContext>({
 
 export const pruneByRetention = defineStep<BackupRunContext>({
   id: 'prune',
-  title: 'remove backups the retention no longer keeps — never the newest verified one',
+  title: 'remove backups the retention no longer keeps — never the newest verified one, nor one a run can roll back to',
   describe: async (ctx) => {
     if (ctx.retention.keepLast === undefined && ctx.retention.keepDays === undefined)
       return ['no retention given (--keep-last, --keep-days): nothing is removed']
-    const plan = await pruneBackups(ctx.backup.store, { ...ctx.retention, environment: ctx.backup.environment, dryRun: true })
+    const plan = await pruneBackups(ctx.backup.store, {
+      ...ctx.retention,
+      environment: ctx.backup.environment,
+      held: heldBackups(listRuns()),
+      dryRun: true,
+    })
     return plan.remove.length ? plan.remove.map((r) => `remove ${r.id} (completed ${r.completedAt})`) : ['nothing to remove']
   },
   async act(ctx) {
     if (ctx.retention.keepLast === undefined && ctx.retention.keepDays === undefined) return { skipped: 'no retention given' }
-    const plan = await pruneBackups(ctx.backup.store, { ...ctx.retention, environment: ctx.backup.environment })
+    const plan = await pruneBackups(ctx.backup.store, {
+      ...ctx.retention,
+      environment: ctx.backup.environment,
+      held: heldBackups(listRuns()),
+    })
     if (plan.remove.length) events.info(`Removed ${plan.remove.length} backup(s): ${plan.remove.map((r) => r.id).join(', ')}`)
     return { changed: plan.remove.map((r) => `removed backup ${r.id}`), data: { kept: plan.keep.length, removed: plan.remove.length } }
   },

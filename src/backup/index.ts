@@ -32,7 +32,16 @@ export {
 } from './verify-backup.ts'
 export { readSigners, readSigningKey, type Signer, type SigningKey } from './signing.ts'
 export { restoreBackup, planRestore, assertFingerprintFits, type RestoreOptions, type RestoreReport } from './restore.ts'
-export { listBackups, pruneBackups, planPrune, type BackupEntry, type PruneOptions, type PrunePlan } from './prune.ts'
+export {
+  listBackups,
+  pruneBackups,
+  planPrune,
+  heldBackups,
+  deleteBackup,
+  type BackupEntry,
+  type PruneOptions,
+  type PrunePlan,
+} from './prune.ts'
 export { generateBackupKey, readIdentity, readRecipients, GNUPG22_CONFIG, type Recipient, type GeneratedKeyPair } from './keys.ts'
 export { openStore, LocalStore, type BackupStore } from './store.ts'
 export { databaseTarget, clientConfig, type DatabaseTarget } from '../drivers/postgres.ts'

@@ -1,10 +1,13 @@
 /**
  * Listing and retention. A backup is listed only when its manifest exists (written last); the
  * verification record beside it says whether and how it was verified. Pruning keeps the newest N,
- * those younger than D days, and — whatever the numbers say — the newest verified backup.
+ * those younger than D days, and — whatever the numbers say — the newest verified backup and every
+ * backup a run can still roll back to (`heldBackups`: restic's and pgBackRest's rule that retention
+ * never expires what a restore depends on). Removing a held one takes its id and `--force`.
  */
 import { BadInputError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
+import { isFinished, type RunRecord } from '../runs/run-record.ts'
 import { backupFiles, parseManifest, verifyRecordSchema, type Manifest, type VerifyRecord } from './manifest.ts'
 import { checkManifestSignature, type Signer } from './signing.ts'
 import type { BackupStore } from './store.ts'
@@ -94,6 +97,24 @@ async function readVerifyRecord(store: BackupStore, id: string): Promise<VerifyR
   return parsed.data
 }
 
+/**
+ * The backups runs can still roll back to, by backup id, with the run that holds each: the newest
+ * upgrade run of each environment that took a backup (`rollback`, `resume --retry` restore its
+ * backup), and every unfinished run (`resume ID --rollback`). `runs` is the engine's run listing.
+ */
+export function heldBackups(runs: RunRecord[]): Map<string, string> {
+  const held = new Map<string, string>()
+  const newestSeen = new Set<string>()
+  for (const run of runs) {
+    const id = typeof run.params.backupId === 'string' ? run.params.backupId : undefined
+    // The newest upgrade run that took a backup: one refused or a no-op before it changed nothing.
+    const newestUpgrade = !!id && run.kind === 'upgrade' && !newestSeen.has(`${run.system}/${run.environment}`)
+    if (newestUpgrade) newestSeen.add(`${run.system}/${run.environment}`)
+    if (id && !held.has(id) && (newestUpgrade || !isFinished(run))) held.set(id, run.id)
+  }
+  return held
+}
+
 export interface PruneOptions {
   /** The environment whose backups are pruned: a store may hold others', which are never touched. */
   environment: string
@@ -101,6 +122,8 @@ export interface PruneOptions {
   keepDays?: number
   dryRun?: boolean
   now?: Date
+  /** Backups runs can still roll back to (`heldBackups`): never removed by retention. */
+  held?: Map<string, string>
 }
 
 export interface PrunePlan {
@@ -127,6 +150,8 @@ export function planPrune(entries: BackupEntry[], options: PruneOptions): PruneP
     const ageDays = (now - Date.parse(entry.manifest.completedAt)) / 86_400_000
     if (keepDays !== undefined && ageDays < keepDays) reasons.push(`younger than ${keepDays} days`)
     if (entry === newestVerified) reasons.push('the newest verified backup')
+    const holder = options.held?.get(entry.id)
+    if (holder) reasons.push(`held by run ${holder}: its rollback restores it`)
     if (reasons.length > 0) plan.keep.push({ id: entry.id, reasons })
     else plan.remove.push({ id: entry.id, completedAt: entry.manifest.completedAt })
   })
@@ -140,14 +165,40 @@ export function planPrune(entries: BackupEntry[], options: PruneOptions): PruneP
 export async function pruneBackups(store: BackupStore, options: PruneOptions): Promise<PrunePlan> {
   const plan = planPrune(await listBackups(store, { environment: options.environment }), options)
   if (plan.dryRun) return plan
-  for (const { id } of plan.remove) {
-    const files = backupFiles(id)
-    await events.step(`remove backup ${id}`, async () => {
-      await store.remove(files.manifest)
-      await store.remove(files.signature)
-      await store.remove(files.verified)
-      await store.remove(files.dump)
-    })
-  }
+  for (const { id } of plan.remove) await removeBackup(store, id)
   return plan
+}
+
+/** Removes backup `id`'s files, the manifest first (a backup without one is no longer listed). */
+async function removeBackup(store: BackupStore, id: string): Promise<void> {
+  const files = backupFiles(id)
+  await events.step(`remove backup ${id}`, async () => {
+    await store.remove(files.manifest)
+    await store.remove(files.signature)
+    await store.remove(files.verified)
+    await store.remove(files.dump)
+  })
+}
+
+/**
+ * `svcops backup delete ID`: removes one backup of the environment. A backup a run can still roll
+ * back to (`held`) is refused unless `force`, naming the run whose rollback it would break.
+ */
+export async function deleteBackup(
+  store: BackupStore,
+  id: string,
+  options: { environment: string; held: Map<string, string>; force: boolean },
+): Promise<{ id: string; heldBy?: string }> {
+  const entry = (await listBackups(store, { environment: options.environment })).find((e) => e.id === id)
+  if (!entry)
+    throw new BadInputError(`backup delete: there is no backup '${id}' of environment '${options.environment}' in ${store.location}.`)
+  const holder = options.held.get(id)
+  if (holder && !options.force)
+    throw new BadInputError(
+      `backup delete: backup ${id} is held by run ${holder}, whose rollback restores it; it was not deleted.`,
+      `If that run will never be rolled back: svcops backup delete ${id} --env ${options.environment} --force`,
+    )
+  if (holder) events.warn(`Deleting backup ${id}: run ${holder} can no longer be rolled back with a restore.`)
+  await removeBackup(store, id)
+  return { id, ...(holder ? { heldBy: holder } : {}) }
 }

@@ -43,6 +43,7 @@ Examples:
   registerVerify(backup)
   registerRestore(backup)
   registerPrune(backup)
+  registerDelete(backup)
   registerKeygen(backup)
 }
 
@@ -136,7 +137,8 @@ function registerList(backup: Command): void {
     .description('List the complete backups in the store, newest first, with their last verification.')
     .addHelpText('after', '\nExamples:\n  svcops backup list --env prod\n  svcops backup list --env prod --json')
     .action(async (_options: object, command: Command) => {
-      const { listBackups, openStore, readSigners } = await import('../backup/index.ts')
+      const { heldBackups, listBackups, openStore, readSigners } = await import('../backup/index.ts')
+      const { listRuns } = await import('../runs/journal.ts')
       const { requireSection } = await import('../config/load.ts')
       const env = await environmentOf(command)
       const config = requireSection(env, 'backup')
@@ -144,8 +146,10 @@ function registerList(backup: Command): void {
       const store = await openStore(config)
       try {
         const entries = await listBackups(store, { signers })
+        const held = heldBackups(listRuns())
         const rows = entries.map((e) => ({
           id: e.id,
+          heldBy: held.get(e.id) ?? null,
           environment: e.manifest.environment,
           completedAt: e.manifest.completedAt,
           size: e.manifest.sizes.encrypted,
@@ -167,7 +171,7 @@ function registerList(backup: Command): void {
             : rows
                 .map(
                   (r) =>
-                    `${r.id}${r.environment === env.name ? '' : ` (environment ${r.environment}: restored here only with --from-env)`}  ${r.completedAt}  ${formatBytes(r.size).padStart(10)}  ${String(r.rows).padStart(9)} rows  ${r.signature === 'trusted' ? 'signed' : r.signature.toUpperCase()}  ${r.verified ? (r.verified.ok ? `verified${r.verified.restoreTest ? ' (restore test)' : ''} ${r.verified.at}` : `FAILED ${r.verified.failedCheck ?? ''}`) : 'not verified'}`,
+                    `${r.id}${r.environment === env.name ? '' : ` (environment ${r.environment}: restored here only with --from-env)`}  ${r.completedAt}  ${formatBytes(r.size).padStart(10)}  ${String(r.rows).padStart(9)} rows  ${r.signature === 'trusted' ? 'signed' : r.signature.toUpperCase()}  ${r.verified ? (r.verified.ok ? `verified${r.verified.restoreTest ? ' (restore test)' : ''} ${r.verified.at}` : `FAILED ${r.verified.failedCheck ?? ''}`) : 'not verified'}${r.heldBy ? `  held by run ${r.heldBy}` : ''}`,
                 )
                 .join('\n'),
         )
@@ -293,7 +297,7 @@ function registerPrune(backup: Command): void {
   backup
     .command('prune')
     .description(
-      "Remove this environment's old backups: keep the newest N and those younger than D days — never the newest verified backup; other environments' backups in the store are not touched.",
+      "Remove this environment's old backups: keep the newest N and those younger than D days — never the newest verified backup nor one a run can still roll back to (backup list: 'held by run'); other environments' backups in the store are not touched.",
     )
     .option('--keep-last <n>', 'keep the newest N backups')
     .option('--keep-days <d>', 'keep backups younger than D days')
@@ -303,7 +307,8 @@ function registerPrune(backup: Command): void {
       '\nExamples:\n  svcops backup prune --env prod --keep-last 7 --keep-days 30 --dry-run\n  svcops backup prune --env prod --keep-last 3 --json',
     )
     .action(async (options: { keepLast?: string; keepDays?: string; dryRun?: boolean }, command: Command) => {
-      const { openStore, pruneBackups } = await import('../backup/index.ts')
+      const { heldBackups, openStore, pruneBackups } = await import('../backup/index.ts')
+      const { listRuns } = await import('../runs/journal.ts')
       const { requireSection } = await import('../config/load.ts')
       const keepLast = options.keepLast === undefined ? undefined : parseCount(options.keepLast, '--keep-last')
       const keepDays = options.keepDays === undefined ? undefined : parseCount(options.keepDays, '--keep-days')
@@ -313,6 +318,7 @@ function registerPrune(backup: Command): void {
       try {
         const plan = await pruneBackups(store, {
           environment: env.name,
+          held: heldBackups(listRuns()),
           ...(keepLast !== undefined ? { keepLast } : {}),
           ...(keepDays !== undefined ? { keepDays } : {}),
           dryRun: options.dryRun ?? false,
@@ -328,6 +334,32 @@ function registerPrune(backup: Command): void {
         )
       } finally {
         stop()
+        await store.close()
+      }
+    })
+}
+
+function registerDelete(backup: Command): void {
+  backup
+    .command('delete <id>')
+    .description(
+      'Delete one backup of this environment. One that a run can still roll back to (backup list: "held by run") needs --force: that run then cannot restore.',
+    )
+    .option('--force', 'delete it even though a run holds it')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  svcops backup delete lab-20261122T031500Z-3fa9 --env lab\n  svcops backup delete lab-20261122T031500Z-3fa9 --env lab --force',
+    )
+    .action(async (id: string, options: { force?: boolean }, command: Command) => {
+      const { deleteBackup, heldBackups, openStore } = await import('../backup/index.ts')
+      const { listRuns } = await import('../runs/journal.ts')
+      const { requireSection } = await import('../config/load.ts')
+      const env = await environmentOf(command)
+      const store = await openStore(requireSection(env, 'backup'))
+      try {
+        const done = await deleteBackup(store, id, { environment: env.name, held: heldBackups(listRuns()), force: options.force ?? false })
+        printResult(command, { ok: true, deleted: done.id, heldBy: done.heldBy ?? null }, () => `Deleted backup ${done.id}.`)
+      } finally {
         await store.close()
       }
     })

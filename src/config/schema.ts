@@ -120,7 +120,10 @@ export const recordingSchema = z.strictObject({
   configPath: z.string().min(1).optional(),
   /** The service's log file on each host (read by the supervisor driver; systemd uses journalctl). */
   logPath: z.string().min(1).optional(),
-  /** Log lines written since the start that match any of these (case-insensitive regular expressions) fail the upgrade. */
+  /**
+   * Log levels that fail the upgrade: each a case-insensitive regular expression matched, whole, against the
+   * level field of every log record written since the start — never the message (default ERROR, FATAL, PANIC, CRITICAL).
+   */
   errorPatterns: z.array(z.string().min(1)).optional(),
   /** How long a started service may take to answer GET / with success. */
   healthTimeoutSeconds: z.number().int().min(1).max(3600).optional(),

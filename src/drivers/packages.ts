@@ -47,6 +47,12 @@ export interface PackageDriver {
   stageCommands(host: Host, pkg: string, version: string, file?: string): PlannedCommand[]
   /** Commands that install exactly `version` (up or down), keeping the host's modified conffiles. */
   installCommands(host: Host, pkg: string, version: string, file?: string): PlannedCommand[]
+  /**
+   * Read-only commands that each exit 0 when installing `version` can go ahead: the package at hand
+   * (in the host's cache, or its repositories) and the right to change the package database. `missing`
+   * says what a non-zero exit means, for the sentence a refusal prints.
+   */
+  readyCommands(host: Host, pkg: string, version: string, file?: string): (PlannedCommand & { missing: string })[]
   /** Suffixes of the new default configuration left beside a kept, modified config file. */
   readonly newConfigSuffixes: readonly string[]
 }
@@ -64,6 +70,10 @@ export const dpkgDriver: PackageDriver = {
   ],
   installCommands: (host, _pkg, _version, file) => [
     { argv: dpkgArgv(host, ['--force-confdef', '--force-confold', '-i', cachedPath(host, file ?? '')]), mutates: true },
+  ],
+  readyCommands: (host, pkg, version, file) => [
+    { argv: ['test', '-f', cachedPath(host, file ?? '')], mutates: false, missing: `${pkg} ${version} is not in the package cache` },
+    ...mayWrite(host, '/var/lib/dpkg'),
   ],
   newConfigSuffixes: debianConf,
 }
@@ -87,6 +97,15 @@ export const aptDriver: PackageDriver = {
       mutates: true,
     },
   ],
+  readyCommands: (host, pkg, version) => [
+    {
+      argv: ['apt-get', 'install', '--simulate', '--allow-downgrades', '--', `${pkg}=${version}`],
+      env: aptEnv,
+      mutates: false,
+      missing: `${pkg} ${version} is not in the host's apt repositories`,
+    },
+    ...mayWrite(host, '/var/lib/dpkg'),
+  ],
   newConfigSuffixes: debianConf,
 }
 
@@ -100,6 +119,14 @@ export const dnfDriver: PackageDriver = {
   installCommands: (_host, pkg, version) => [
     { argv: ['sh', '-c', 'dnf install -y -- "$1" || dnf downgrade -y -- "$1"', 'sh', `${pkg}-${version}`], mutates: true },
   ],
+  readyCommands: (host, pkg, version) => [
+    {
+      argv: ['dnf', 'list', '--showduplicates', '--quiet', '--', `${pkg}-${version}`],
+      mutates: false,
+      missing: `${pkg} ${version} is not in the host's dnf repositories`,
+    },
+    ...mayWrite(host, '/var/lib/rpm'),
+  ],
   newConfigSuffixes: ['.rpmnew'],
 }
 
@@ -111,6 +138,12 @@ export function packageDriver(name: 'dpkg' | 'apt' | 'dnf'): PackageDriver {
 function parseDpkgStatus(stdout: string): string | undefined {
   const [status, version] = stdout.trim().split(/\s+/)
   return status === 'installed' && version ? version : undefined
+}
+
+/** The right to change the package database: the directory writable by the user svcops acts as. */
+function mayWrite(host: Host, dir: string): (PlannedCommand & { missing: string })[] {
+  const path = hostPath(host, dir)
+  return [{ argv: ['test', '-w', path], mutates: false, missing: `the package database ${path} is not writable by this user` }]
 }
 
 function cachedPath(host: Host, file: string): string {

@@ -6,6 +6,7 @@
  */
 import type { RecordingHostConfig } from '../config/schema.ts'
 import { OperationError } from '../core/errors.ts'
+import { sanitizeLine } from '../core/sanitize.ts'
 import { hostPath, supervisorSocketPath } from './transports.ts'
 import type { PlannedCommand } from './packages.ts'
 import { runCommand, type CommandResult, type Transport } from '../core/runner.ts'
@@ -207,10 +208,52 @@ export async function readServiceLogs(
   return result.code === 0 ? result.stdout.split('\n').filter((l) => l.trim() !== '') : []
 }
 
-/** Log lines matching any of the error patterns (case-insensitive regular expressions). */
-export function findLogErrors(lines: string[], patterns: string[]): string[] {
-  const res = patterns.map((p) => new RegExp(p, 'i'))
-  return lines.filter((line) => res.some((re) => re.test(line)))
+/** One record of the product's log: `<ISO time> <LEVEL> <message>`, with the lines that continue it. */
+export interface LogRecord {
+  time: string
+  level: string
+  message: string
+}
+
+/**
+ * The start of a record as the product writes it (and the lab's emulators): an ISO time, then the
+ * level, then the message. A prefix before the time (journalctl's `host unit[pid]: `, a pod's name)
+ * is allowed; the level must come right after the time.
+ */
+const RECORD_START = /^(?:.*?\s)?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s+([A-Z]+)\b\s?(.*)$/
+
+/** Levels that say the service is in trouble: the default of `recording.errorPatterns`. */
+export const ERROR_LEVELS = ['ERROR', 'FATAL', 'PANIC', 'CRITICAL']
+
+/**
+ * The log's records: a line that starts a record (`RECORD_START`) opens one, any other line
+ * continues the previous record (an embedded newline in a message never makes a record of its own);
+ * lines before the first record are dropped (the tail of an older one).
+ */
+export function parseLogRecords(lines: string[]): LogRecord[] {
+  const records: LogRecord[] = []
+  for (const line of lines) {
+    const m = RECORD_START.exec(line)
+    if (m) records.push({ time: m[1] ?? '', level: m[2] ?? '', message: m[3] ?? '' })
+    else if (records.length) {
+      const last = records[records.length - 1]
+      if (last) last.message += `\n${line}`
+    }
+  }
+  return records
+}
+
+/**
+ * The records whose level field says error, each as one sanitized line (`<time> <LEVEL> <message>`,
+ * control characters and newlines escaped). Only the level is judged: a message body — user data
+ * such as a channel named "cam ERROR" — fails nothing. `levels` are patterns each matched
+ * (case-insensitively, whole) against the level field: `recording.errorPatterns` means that now.
+ */
+export function findLogErrors(lines: string[], levels: string[] = ERROR_LEVELS): string[] {
+  const res = levels.map((p) => new RegExp(`^(?:${p})$`, 'i'))
+  return parseLogRecords(lines)
+    .filter((r) => res.some((re) => re.test(r.level)))
+    .map((r) => sanitizeLine(`${r.time} ${r.level} ${r.message}`))
 }
 
 /**

@@ -25,6 +25,7 @@ const EVENT_OF_PHASE: Readonly<Record<RunPhase, NotifyEvent | undefined>> = {
   failed: 'failure',
   'rollback-failed': 'failure',
   'rolled-back': 'rollback',
+  'no-op': 'success',
 }
 
 /** The `svcops:notify` of a run's stack file, or undefined (none, or its stack file is gone: warned). */

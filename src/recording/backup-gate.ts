@@ -6,7 +6,17 @@
  */
 import type { Environment } from '../config/schema.ts'
 import { events } from '../core/events.ts'
-import { assertVerified, createBackup, openBackupContext, readIdentity, restoreBackup, verifyBackup } from '../backup/index.ts'
+import {
+  assertFingerprintFits,
+  assertVerified,
+  createBackup,
+  openBackupContext,
+  readIdentity,
+  restoreBackup,
+  verifyBackup,
+} from '../backup/index.ts'
+import { readManifest } from '../backup/verify-backup.ts'
+import { errorMessage } from '../core/errors.ts'
 
 /** Creates a backup of the environment's service database and verifies it with a test restore. */
 export async function createVerifiedBackup(
@@ -54,6 +64,29 @@ export async function restoreVerifiedBackup(env: Environment, id: string, expect
       confirmed: true,
       ...(expectFingerprint ? { expectFingerprint } : {}),
     })
+  } finally {
+    await ctx.store.close()
+  }
+}
+
+/**
+ * What a restore of backup `id` needs, read without restoring: its manifest present and signed by a
+ * trusted signer, made for this environment, of the schema `expectFingerprint`, and its dump in the
+ * store at the manifest's size. Returns the one sentence of what is missing, or undefined when it is
+ * all there (the precondition of a rollback that may restore, checked before anything stops).
+ */
+export async function findRestoreProblem(env: Environment, id: string, expectFingerprint: string | undefined): Promise<string | undefined> {
+  const ctx = await openBackupContext(env)
+  try {
+    const { manifest } = await readManifest(ctx.store, id, { signers: ctx.signers, environment: ctx.environment })
+    assertFingerprintFits(manifest, expectFingerprint)
+    const size = await ctx.store.size(manifest.file)
+    if (size === undefined) return `the dump ${manifest.file} of backup ${id} is not in ${ctx.store.location}`
+    if (size !== manifest.sizes.encrypted)
+      return `the dump ${manifest.file} of backup ${id} has ${size} bytes, not the ${manifest.sizes.encrypted} its manifest says`
+    return undefined
+  } catch (error) {
+    return errorMessage(error).replace(/\.$/, '')
   } finally {
     await ctx.store.close()
   }

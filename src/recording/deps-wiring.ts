@@ -12,7 +12,7 @@ import type { Environment } from '../config/schema.ts'
 import { databaseTarget, withDatabase } from '../drivers/postgres.ts'
 import { HttpError } from '../core/errors.ts'
 import { rowCounts, schemaFingerprint } from '../drivers/fingerprint.ts'
-import { createVerifiedBackup, restoreVerifiedBackup } from './backup-gate.ts'
+import { createVerifiedBackup, findRestoreProblem, restoreVerifiedBackup } from './backup-gate.ts'
 import type { UpgradeDeps } from './deps.ts'
 
 /** Opens the real dependencies for environment `env` (lazy: nothing connects until used). */
@@ -72,6 +72,7 @@ export function openUpgradeDeps(env: Environment): Promise<UpgradeDeps> {
     backup: {
       createVerified: (versions) => createVerifiedBackup(env, versions),
       restore: (id, expectFingerprint) => restoreVerifiedBackup(env, id, expectFingerprint),
+      findRestoreProblem: (id, expectFingerprint) => findRestoreProblem(env, id, expectFingerprint),
       freeBytes() {
         const config = requireSection(env, 'backup')
         // The store directory is created by the first backup; until then its nearest existing parent holds the space.

@@ -11,6 +11,8 @@ export interface BackupApi {
   createVerified(serviceVersions: Record<string, string>): Promise<{ id: string; fingerprint: string }>
   /** Restores backup `id` into the service database (every service host is stopped by the caller); refuses one whose schema is not `expectFingerprint`. */
   restore(id: string, expectFingerprint?: string): Promise<void>
+  /** What a restore of backup `id` would miss (manifest, trusted signature, environment, schema, dump), read only; undefined when nothing. */
+  findRestoreProblem(id: string, expectFingerprint?: string): Promise<string | undefined>
   /** Bytes free in the backup store. */
   freeBytes(): Promise<number>
 }

@@ -4,9 +4,11 @@
  * the staging of the target and the previous version on every target, so that downtime never
  * includes a download and a rollback never needs the network.
  */
-import { OperationError, errorMessage } from '../core/errors.ts'
+import { BadInputError, OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { formatBytes } from '../core/units.ts'
+import { compareVersions } from '../releases/versions.ts'
+import type { Run } from '../runs/engine.ts'
 import { readEnvironmentLock } from '../runs/lock.ts'
 import { defineStep } from '../runs/step.ts'
 import type { RecordingContext } from './recording-context.ts'
@@ -46,6 +48,7 @@ export const preflight = defineStep<Ctx>({
       events.warn(`The installed version could not be read: ${errorMessage(error)}`)
       return {}
     })
+    refuseDowngrade(ctx, versions)
     ctx.journal.updateParams({ previousVersions: versions })
     return { data: { versions } }
   },
@@ -85,10 +88,44 @@ export const preflight = defineStep<Ctx>({
         )
       }
     }
+    refuseDowngrade(ctx, versions)
     ctx.journal.updateParams({ previousVersions: versions })
     return { data: { versions, granted, ...platform } }
   },
 })
+
+/**
+ * An upgrade to a version older than a target runs is refused before anything changes: going down
+ * is a rollback (the schema may be newer than the old version can read), asked for by its own command.
+ */
+function refuseDowngrade(ctx: Ctx, versions: Record<string, string>): void {
+  const run = ctx.journal.run
+  if (run.params.downgrade) return
+  const newer = ctx.targets.filter((h) => {
+    const v = versions[h.name]
+    return v !== undefined && compareVersions(v, run.targetVersion) > 0
+  })
+  if (!newer.length) return
+  throw new BadInputError(
+    `--to: ${run.targetVersion} is older than what ${newer.map((h) => `${h.name} runs (${versions[h.name] ?? '?'})`).join(', ')}; an upgrade never goes down, nothing was changed.`,
+    `To go back to ${run.targetVersion}: svcops rollback recording --env ${ctx.env.name} --to ${run.targetVersion}`,
+  )
+}
+
+/**
+ * True when every target already runs the target version (read by the preflight): the run changes
+ * nothing — no backup, no stop, no restart — and ends as `no-op` ("already on V"). Scheduled
+ * upgrades with a fixed version rely on it.
+ */
+export function alreadyOnTarget(run: Run<Ctx>): boolean {
+  const { ctx } = run
+  const record = ctx.journal.run
+  const versions = record.params.previousVersions
+  if (run.resumed || !ctx.targets.length || !ctx.targets.every((h) => versions[h.name] === record.targetVersion)) return false
+  events.info(`Already on ${record.targetVersion}: ${ctx.targets.map((h) => h.name).join(', ')}; nothing to do, nothing was changed.`)
+  if (!run.planning) ctx.journal.update({ phase: 'no-op', finishedAt: new Date().toISOString() })
+  return true
+}
 
 /** The versions a target needs at hand: the target version and the one a rollback returns to. */
 function versionsToStage(ctx: Ctx, h: RecordingTarget): string[] {

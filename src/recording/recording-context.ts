@@ -135,11 +135,20 @@ export async function lockRecordingEnvironment(
   return { lock, takeOver: [dead?.runId, lock.broken?.runId].filter((x): x is string => !!x) }
 }
 
-/** The run `svcops rollback recording` acts on: `runId`, or the environment's newest upgrade run not yet rolled back. */
+/** False for a run that ended before its backup (refused, a no-op): it changed nothing, so it is never "the run to roll back". */
+function changedSomething(run: RunRecord): boolean {
+  if (run.phase === 'no-op') return false
+  return !(run.phase === 'failed' && typeof run.params.backupId !== 'string')
+}
+
+/** The run `svcops rollback recording` acts on: `runId`, or the environment's newest upgrade run not yet rolled back that changed something. */
 export function findRunToRollBack(env: Environment, runId?: string): string {
   const id =
     runId ??
-    listRuns().find((r) => r.environment === env.name && r.kind === 'upgrade' && r.system === 'recording' && r.phase !== 'rolled-back')?.id
+    listRuns().find(
+      (r) =>
+        r.environment === env.name && r.kind === 'upgrade' && r.system === 'recording' && r.phase !== 'rolled-back' && changedSomething(r),
+    )?.id
   if (!id) {
     throw new BadInputError(
       `There is no upgrade run of environment '${env.name}' to roll back.`,
@@ -154,5 +163,7 @@ export function findRunToRollBack(env: Environment, runId?: string): string {
     )
   if (run.environment !== env.name) throw new BadInputError(`Run ${id} belongs to environment '${run.environment}', not '${env.name}'.`)
   if (run.phase === 'rolled-back') throw new BadInputError(`Run ${id} was already rolled back.`)
+  if (run.phase === 'no-op')
+    throw new BadInputError(`Run ${id} changed nothing (every host was already on ${run.targetVersion}); there is nothing to roll back.`)
   return id
 }

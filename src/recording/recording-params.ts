@@ -20,6 +20,8 @@ export const recordingParamsSchema = z.object({
   backupId: z.string().optional(),
   fingerprintBefore: z.string().optional(),
   fingerprintAfter: z.string().optional(),
+  /** `rollback recording --to V`: going down is what was asked (an upgrade to an older version is refused). */
+  downgrade: z.boolean().optional(),
   /** Recording ids seen in the content snapshot before anything stopped. */
   snapshotIds: z.array(z.string()).optional(),
 })

@@ -90,6 +90,14 @@ export interface RecordingPlatform {
   /** The record's check of the final verification, for the dry run. */
   describeVersionRecord(): string[]
 
+  /**
+   * What running `version` on the target needs, read without changing anything: the target
+   * reachable, the rights to act on it, the package (hosts) or image (Kubernetes) at hand. Each
+   * missing part is one sentence; [] when it is all there (a rollback's precondition).
+   */
+  findMissing(target: RecordingTarget, version: string): Promise<string[]>
+  /** How `findMissing` reads, for the dry run. */
+  describeFindMissing(target: RecordingTarget, version: string): string[]
   /** Makes `versions` available on the target without installing them (nothing stops for a download). */
   stage(target: RecordingTarget, versions: string[]): Promise<StepResult>
   describeStage(target: RecordingTarget, versions: string[]): string[]

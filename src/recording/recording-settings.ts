@@ -4,6 +4,7 @@
  * configuration and log are, how long a start may take, what counts as an error line.
  */
 import type { Environment, RecordingConfig } from '../config/schema.ts'
+import { ERROR_LEVELS } from '../drivers/services.ts'
 
 /** Settings derived from the environment file, with the defaults of the lab's package layout. */
 export interface RecordingSettings {
@@ -28,7 +29,8 @@ export function settingsFor(env: Environment, rec: RecordingConfig): RecordingSe
     service: rec.service,
     configPath: rec.configPath ?? `/etc/opt/${dir}/recording.json`,
     logPath: rec.logPath ?? `/var/log/${dir}/recording.log`,
-    errorPatterns: rec.errorPatterns ?? ['\\bERROR\\b', '\\bFATAL\\b', 'panic'],
+    // Matched against each log record's level field only, never its message (drivers/services.ts).
+    errorPatterns: rec.errorPatterns ?? ERROR_LEVELS,
     healthTimeoutMs: (rec.healthTimeoutSeconds ?? 60) * 1000,
     contentLimit: rec.contentLimit ?? 10_000,
     slowResponseMs: rec.slowResponseMs ?? 5_000,

@@ -41,6 +41,8 @@ export interface UpgradeRequest {
   retryOf?: RunRecord<RecordingParams>
   /** Recorded in the run, so a resume follows the same procedure (`RunRecord.procedure`). */
   procedure?: 'downgrade'
+  /** `rollback recording --to V`: moving to an older version is what was asked. */
+  downgrade?: boolean
 }
 
 /** The recording service as the engine runs it. */
@@ -69,6 +71,7 @@ export function newUpgradeRun(req: UpgradeRequest): NewRun<RecordingParams> {
       maxFail,
       ...(req.windowMs ? { deadline: new Date(Date.now() + req.windowMs).toISOString() } : {}),
       ...(req.retryOf ? retriedFacts(req.retryOf) : {}),
+      ...(req.downgrade || req.procedure === 'downgrade' ? { downgrade: true } : {}),
     },
   }
 }

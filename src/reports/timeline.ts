@@ -189,6 +189,7 @@ export function outcomeSentence(report: RunReport): string {
     failed: `failed${where}`,
     'rolled-back': run.kind === 'rollback' || !failedEntry ? `rolled back${restore}` : `failed${where} and was rolled back${restore}`,
     'rollback-failed': `failed${where}, and its rollback failed too`,
+    'no-op': `changed nothing: already on ${run.targetVersion}`,
   }
   const longest = longestDowntime(report)
   const down = longest ? `; longest downtime ${formatDuration(longest.downtimeMs ?? 0)} on ${longest.host}` : ''

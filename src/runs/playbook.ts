@@ -8,7 +8,7 @@
  */
 import { chmodSync, copyFileSync } from 'node:fs'
 import { basename } from 'node:path'
-import { OperationError, RolledBackError, errorMessage, withFacts } from '../core/errors.ts'
+import { BlockedError, OperationError, RolledBackError, errorMessage, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { onShutdown } from '../core/lifecycle.ts'
 import { usePrivateFolder } from '../core/private-files.ts'
@@ -103,6 +103,7 @@ export function resumeRun<C, P extends RunParams>(setup: RunSetup<C, P>, options
       // started it: the record says which, the phase alone does not.
       const requested = options.rollback === true || record.rollbackRequested === true
       const automatic = record.phase === 'rolling-back' && !requested
+      const before = { phase: record.phase, ...(record.cause ? { cause: record.cause } : {}) }
       journal.update({
         phase: 'rolling-back',
         ...(record.phase !== 'rolling-back' ? { rollbackRequested: true } : {}),
@@ -110,7 +111,7 @@ export function resumeRun<C, P extends RunParams>(setup: RunSetup<C, P>, options
           record.cause ??
           (record.phase === 'succeeded' ? `rolled back on request by ${holderName()}` : 'interrupted, then rolled back on request'),
       })
-      const summary = await rollBack(playbook, run, { dataLoss: false })
+      const summary = await rollBack(playbook, run, { dataLoss: false }, before)
       if (automatic) throw rolledBack(playbook, journal, summary)
     },
     { resumed: true },
@@ -231,13 +232,23 @@ async function underFailurePolicy<C, P extends RunParams>(playbook: Playbook<C, 
 }
 
 /** Runs the playbook's rollback and records its outcome; returns its one-line summary. */
-async function rollBack<C, P extends RunParams>(playbook: Playbook<C, P>, run: Run<C>, options: { dataLoss: boolean }): Promise<string> {
+async function rollBack<C, P extends RunParams>(
+  playbook: Playbook<C, P>,
+  run: Run<C>,
+  options: { dataLoss: boolean },
+  before?: Pick<RunRecord<P>, 'phase' | 'cause'>,
+): Promise<string> {
   const record = run.journal.run as RunRecord<P>
   if (!playbook.rollback) throw new OperationError(`${playbook.what(record)} has no rollback.`)
   let summary: string
   try {
     summary = await playbook.rollback(run.inPhase(Phase.rollback), options)
   } catch (error) {
+    // A rollback asked for that refused before anything stopped (a missing precondition) leaves the run as it was.
+    if (error instanceof BlockedError && before && record.rollbackRequested) {
+      run.journal.update({ ...before, rollbackRequested: false })
+      throw error
+    }
     run.journal.update({ phase: 'rollback-failed', finishedAt: new Date().toISOString() })
     throw new OperationError(
       `The rollback of run ${record.id} failed: ${errorMessage(error)}${record.cause ? ` (why it rolled back: ${record.cause})` : ''}`,

@@ -16,7 +16,7 @@ import { z } from 'zod'
 import { BadInputError } from '../core/errors.ts'
 
 export type RunKind = 'upgrade' | 'rollback' | 'backup' | 'verify'
-export type RunPhase = 'running' | 'rolling-back' | 'succeeded' | 'failed' | 'rolled-back' | 'rollback-failed'
+export type RunPhase = 'running' | 'rolling-back' | 'succeeded' | 'failed' | 'rolled-back' | 'rollback-failed' | 'no-op'
 
 /** A system's own facts of a run, as the engine sees them: checked by the system's schema, never read here. */
 export type RunParams = Record<string, unknown>
@@ -87,7 +87,7 @@ const runRecordSchema = z.object({
   envFile: z.string(),
   targetVersion: z.string().default(''),
   autoRollback: z.boolean(),
-  phase: z.enum(['running', 'rolling-back', 'succeeded', 'failed', 'rolled-back', 'rollback-failed']),
+  phase: z.enum(['running', 'rolling-back', 'succeeded', 'failed', 'rolled-back', 'rollback-failed', 'no-op']),
   startedAt: z.string(),
   finishedAt: z.string().optional(),
   holder: z.string(),

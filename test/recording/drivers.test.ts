@@ -208,6 +208,26 @@ describe('service drivers build the exact commands', () => {
     expect(recent).toHaveLength(2)
     expect(findLogErrors(recent, ['\\bERROR\\b'])).toEqual(['2026-11-22T03:10:01.000Z ERROR migration failed'])
   })
+
+  it('judges a log record by its level field only: ERROR, control characters or a newline in a message fail nothing', () => {
+    const lines = [
+      'continued from an older record: ERROR',
+      '2026-11-22T03:10:00.000Z INFO created recording 7 on channel cam ERROR \x1b[31mred',
+      '2026-11-22T03:10:00.500Z ERROR planted',
+      '2026-11-22T03:10:00.600Z INFO created recording 8 on channel two',
+      '2026-11-22T03:10:01.000Z ERROR \x1b[2Jdatabase connection lost',
+      'FATAL this line continues the record above',
+    ]
+    // The third line is a record of its own here; the emulator escapes a newline in a message, so user data never starts one.
+    expect(findLogErrors(lines.slice(0, 2))).toEqual([])
+    expect(findLogErrors([lines[1]!, lines[3]!])).toEqual([])
+    expect(findLogErrors(lines.slice(3))).toEqual([
+      '2026-11-22T03:10:01.000Z ERROR \\x1b[2Jdatabase connection lost\\nFATAL this line continues the record above',
+    ])
+    // The stack key's old patterns still name the levels.
+    expect(findLogErrors(lines.slice(3), ['\\bERROR\\b', 'panic'])).toHaveLength(1)
+    expect(findLogErrors(['2026-11-22T03:10:00.000Z WARN cam ERROR'], ['\\bERROR\\b'])).toEqual([])
+  })
 })
 
 describe('fleet rollout', () => {

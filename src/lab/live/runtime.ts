@@ -53,7 +53,8 @@ export function componentContext(build: LiveBuild, argv: string[]): ComponentCon
   const paths = liveComponentPaths(build.product, build.component)
   const logFile = hostFile(paths.log)
   const log = (level: Level, message: string): void => {
-    const line = `${level} ${new Date().toISOString()} ${build.component} ${build.version}: ${message}\n`
+    // The product's record: `<ISO time> <LEVEL> <message>`, one a line (a newline inside a message is escaped).
+    const line = `${new Date().toISOString()} ${level} ${build.component} ${build.version}: ${message.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\r/g, '\\r')}\n`
     process.stderr.write(line)
     try {
       mkdirSync(dirname(logFile), { recursive: true })

@@ -50,7 +50,8 @@ export async function runService(build: ServiceBuild, argv: string[]): Promise<v
   let threshold: Level = 'DEBUG'
   const log = (level: Level, message: string): void => {
     if (LEVELS.indexOf(level) < LEVELS.indexOf(threshold)) return
-    const line = `${new Date().toISOString()} ${level} ${message}\n`
+    // One record a line, as the product writes it: a newline or carriage return inside a message is escaped.
+    const line = `${new Date().toISOString()} ${level} ${message.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\r/g, '\\r')}\n`
     process.stderr.write(line)
     try {
       mkdirSync(dirname(logFile), { recursive: true })

@@ -18,6 +18,7 @@ import {
   type PackageDriver,
 } from '../../drivers/packages.ts'
 import {
+  ERROR_LEVELS,
   findLogErrors,
   readLogCursor,
   readServiceLogs,
@@ -60,8 +61,8 @@ export function hostLockPlace(live: LiveConfig): LiveLockPlace {
   return { transport: openLiveHost(live).transport, path: hostPath(live.host, LIVE_LOCK_PATH) }
 }
 
-/** Lines of a component's log that count as errors: the product writes ERROR at their start. */
-const ERROR_PATTERNS = ['^ERROR\\b', '\\bERROR\\b', '\\bFATAL\\b']
+/** Records of a component's log that count as errors: judged by their level field only (drivers/services.ts). */
+const ERROR_PATTERNS = ERROR_LEVELS
 
 /** The `.deb` of a component's version in the live section's package directory; bad input naming what is missing. */
 export function liveDebFile(live: LiveConfig, pkg: string, version: string): string {

@@ -16,7 +16,7 @@
  */
 import { describeCall, type PodFacts } from '../../drivers/kubernetes.ts'
 import { pulumiArgv, readStackVersion } from '../../drivers/pulumi.ts'
-import { findLogErrors } from '../../drivers/services.ts'
+import { ERROR_LEVELS, findLogErrors } from '../../drivers/services.ts'
 import type { LivePlatform, LiveScope } from '../live-platform.ts'
 import { controllerThroughService, livePods } from './controller-service.ts'
 import {
@@ -39,7 +39,7 @@ import { LIVE_VERSION_KEY, shownPulumi, type LiveCluster } from './live-cluster-
 import { describeLiveClusterPreflight, liveClusterPreflight, previewLiveChange } from './live-preview.ts'
 
 /** Log lines that count as errors (the product writes ERROR; FATAL for a crash). */
-const ERROR_PATTERNS = ['\\bERROR\\b', '\\bFATAL\\b']
+const ERROR_PATTERNS = ERROR_LEVELS
 
 function showPod(p: PodFacts): string {
   return `${p.name} ${p.phase}${p.ready ? ' ready' : ' not ready'} ${p.version ?? '?'}${p.waiting ? ` ${p.waiting}` : ''}${p.restarts ? ` restarts=${p.restarts}` : ''}`

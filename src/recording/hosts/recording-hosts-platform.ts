@@ -6,7 +6,9 @@
  * before it, so only that start's lines are judged.
  */
 import type { Environment, RecordingConfig } from '../../config/schema.ts'
+import { errorMessage } from '../../core/errors.ts'
 import { events } from '../../core/events.ts'
+import { runCommand } from '../../core/runner.ts'
 import { findDebFile, installPackage, packageDriver, readInstalledVersion, showCommand, stagePackage } from '../../drivers/packages.ts'
 import { readLogCursor, readServiceLogs, readServiceStatus, serviceDriver, startService, stopService } from '../../drivers/services.ts'
 import { hostPath, transportFor } from '../../drivers/transports.ts'
@@ -86,6 +88,36 @@ export function openHostsPlatform(env: Environment, rec: RecordingConfig, settin
     versionRecord: () => undefined,
     describeVersionRecord: () => [],
 
+    async findMissing(t, version) {
+      const h = hostOf(t)
+      const reached = await runCommand(h.transport, ['true'], { check: false }).catch((error: unknown) => ({
+        code: -1,
+        stderr: errorMessage(error),
+      }))
+      if (reached.code !== 0) return [`${h.name} cannot be reached: ${reached.stderr.trim() || `exit ${reached.code}`}`]
+      let file: string | undefined
+      try {
+        file = packageFile(version)
+      } catch (error) {
+        return [errorMessage(error).replace(/\.$/, '')]
+      }
+      const missing: string[] = []
+      for (const cmd of pkg.readyCommands(h.config, settings.package, version, file)) {
+        const result = await runCommand(h.transport, cmd.argv, { check: false, ...(cmd.env ? { env: cmd.env } : {}) })
+        if (result.code !== 0) missing.push(cmd.missing)
+      }
+      return missing
+    },
+    describeFindMissing: (t, version) => {
+      const h = hostOf(t)
+      let file: string | undefined
+      try {
+        file = packageFile(version)
+      } catch (error) {
+        return [`refused: ${errorMessage(error)}`]
+      }
+      return [`reach ${h.name}; ${pkg.readyCommands(h.config, settings.package, version, file).map(showCommand).join('; ')}`]
+    },
     async stage(t, versions) {
       const h = hostOf(t)
       const changed: string[] = []
@@ -171,7 +203,7 @@ export function openHostsPlatform(env: Environment, rec: RecordingConfig, settin
       return [
         showCommand(svc.statusCommand(h.config, service)),
         showCommand(svc.logsCommand(h.config, service, logLines, logPath)),
-        `fail on ${settings.errorPatterns.join(' | ')}`,
+        `fail on a log record whose level is ${settings.errorPatterns.join(' | ')} (the level field only, never the message)`,
       ]
     },
     hostOf,

@@ -109,6 +109,18 @@ export function openKubernetesPlatform(env: Environment, settings: RecordingSett
       )
       return { pulumiVersion, kubernetes }
     },
+    async findMissing() {
+      // The cluster reachable, the stack free, every right the run uses: the image is the kubelet's to pull.
+      try {
+        await checkClusterAccess(c.pulumi(), c.kube(), { stack: env.name, rights: rights(), grant: 'Grant them (docs/deploy.md).' })
+        return []
+      } catch (error) {
+        return [errorMessage(error).replace(/\.$/, '')]
+      }
+    },
+    describeFindMissing: () => [
+      `the Kubernetes API with context ${c.target.context ?? '(the kubeconfig’s current one)'}, the stack '${env.name}' free and this identity's rights: ${rights().map(showRight).join('; ')}`,
+    ],
     describeVersionRead: () => [],
     async versions() {
       const d = await c.kube().readDeployment()
@@ -224,7 +236,7 @@ export function openKubernetesPlatform(env: Environment, settings: RecordingSett
       return [
         describeCall.deployment(c.target),
         `${describeCall.pods(c.target)}: every pod Running, ready, on the Deployment's version`,
-        `${describeCall.log(c.target, settings.logLines)}; fail on ${settings.errorPatterns.join(' | ')}`,
+        `${describeCall.log(c.target, settings.logLines)}; fail on a log record whose level is ${settings.errorPatterns.join(' | ')} (the level field only)`,
         `the stack file's ${c.versionKey} equals the Deployment's version`,
       ]
     },

@@ -1,0 +1,117 @@
+/**
+ * What a rollback needs, checked before anything stops: when a restore may be needed, the run's
+ * backup present, signed by a trusted signer, made for this environment and of the schema the run
+ * recorded; on every host the rollback moves, the host reachable, the rights to act on it and its
+ * previous version's package (hosts) or the cluster (Kubernetes). A missing part refuses the
+ * rollback with nothing changed (exit 5); the upgrade checks the same before its first stop, so a
+ * failed upgrade never meets a rollback that cannot run. The dry run reads the same and fails where
+ * the real run would (Ansible's `--check`).
+ */
+import { BlockedError, errorMessage } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import type { Run } from '../runs/engine.ts'
+import { defineStep, type StepResult } from '../runs/step.ts'
+import type { RecordingContext } from './recording-context.ts'
+import type { RecordingTarget } from './recording-platform.ts'
+import { waitHealthy } from './target-steps.ts'
+
+type Ctx = RecordingContext
+
+/** What the check covers: whether a restore may be needed, and the hosts that would move. */
+export interface RollbackNeeds {
+  restore: boolean
+  hosts: RecordingTarget[]
+}
+
+async function findMissing(ctx: Ctx, needs: RollbackNeeds): Promise<string[]> {
+  const run = ctx.journal.run
+  const missing: string[] = []
+  if (needs.restore) {
+    if (!run.params.backupId) missing.push(`run ${run.id} has no verified backup to restore`)
+    else {
+      const problem = await ctx.deps.backup.findRestoreProblem(run.params.backupId, run.params.fingerprintBefore)
+      if (problem) missing.push(`the run's backup cannot be restored: ${problem}`)
+    }
+  }
+  for (const h of needs.hosts) {
+    const previous = run.params.previousVersions[h.name]
+    if (!previous) {
+      missing.push(`the version ${h.name} ran before run ${run.id} is not known`)
+      continue
+    }
+    missing.push(...(await ctx.platform.findMissing(h, previous)).map((m) => `${h.name}: ${m}`))
+  }
+  return missing
+}
+
+function refusal(ctx: Ctx, missing: string[]): BlockedError {
+  const run = ctx.journal.run
+  return new BlockedError(
+    `Nothing changed: the rollback of run ${run.id} would not get through — ${missing.join('; ')}.`,
+    `Bring back what is missing, then run: svcops rollback recording --env ${ctx.env.name} --run ${run.id}` +
+      ` (or move every host to a version you have: svcops upgrade recording --env ${ctx.env.name} --to VERSION)`,
+  )
+}
+
+export const checkRollbackReady = defineStep<Ctx, [RollbackNeeds]>({
+  id: 'rollback-ready',
+  title: 'check what the rollback needs before anything stops (backup, packages, hosts, rights)',
+  describe: (ctx, needs) => {
+    const run = ctx.journal.run.params
+    return [
+      ...(needs.restore
+        ? [
+            `backup ${run.backupId ?? '(the one this run takes)'}: manifest present, signed by a trusted signer, of environment '${ctx.env.name}' and schema ${run.fingerprintBefore?.slice(0, 12) ?? 'before the run'}, its dump in the store`,
+          ]
+        : []),
+      ...needs.hosts.flatMap((h) => {
+        const previous = run.previousVersions[h.name]
+        return previous ? ctx.platform.describeFindMissing(h, previous).map((d) => `${h.name} back to ${previous}: ${d}`) : []
+      }),
+    ]
+  },
+  async preview(ctx, needs) {
+    // The dry run of an upgrade has neither its backup nor its staged packages yet: the real run checks them after both.
+    if (!ctx.journal.run.params.backupId) return { skipped: 'checked by the run once its backup is taken and the packages are staged' }
+    const missing = await findMissing(ctx, needs)
+    if (missing.length) throw refusal(ctx, missing)
+    return { data: { ready: true } }
+  },
+  async act(ctx, needs): Promise<StepResult> {
+    const missing = await findMissing(ctx, needs)
+    events.emit({ kind: 'check', check: 'what the rollback needs', ok: missing.length === 0, detail: missing.join('; ') || 'all there' })
+    if (missing.length) throw refusal(ctx, missing)
+    return { data: { ready: true, hosts: needs.hosts.map((h) => h.name), restore: needs.restore } }
+  },
+})
+
+/**
+ * A rollback that cannot go on (a missing part) never leaves a host stopped that could run: each
+ * stopped host is started on the version it has, and the refusal says which version each host is
+ * on. A rollback asked for on a fleet that stopped nothing changes nothing and refuses as it is.
+ */
+export async function startOnWhatTheyHave(run: Run<Ctx>, refused: unknown): Promise<never> {
+  const { ctx } = run
+  // Only an automatic rollback meets a stopped fleet; a dry run and a rollback asked for change nothing.
+  if (run.planning || ctx.journal.run.rollbackRequested) throw refused
+  const started: string[] = []
+  for (const h of ctx.allTargets) {
+    const status = await ctx.platform.status(h).catch(() => undefined)
+    if (!status || status.running) continue
+    try {
+      await ctx.platform.start(h)
+      await run.onHost(h, waitHealthy)
+      started.push(h.name)
+    } catch (error) {
+      events.warn(`${h.name} could not be started on the version it has: ${errorMessage(error)}`, h.name)
+    }
+  }
+  if (!started.length) throw refused
+  const versions = await ctx.platform.versions().catch((): Record<string, string> => ({}))
+  const on = ctx.allTargets.map((h) => `${h.name} on ${versions[h.name] ?? 'an unknown version'}`).join(', ')
+  events.warn(`The rollback could not run; ${started.join(', ')} started again on the version it has. Now: ${on}.`)
+  throw new BlockedError(
+    `${errorMessage(refused).replace(/^Nothing changed: /, '')} Instead, ${started.join(', ')} started again on the version each has: ${on}.`,
+    refused instanceof BlockedError ? refused.hint : undefined,
+  )
+}
