@@ -47,12 +47,18 @@ function registerAnswerSecrets(body: unknown): void {
   }
 }
 
-async function post(baseUrl: string, endpoint: 'login' | 'token' | 'logout', body: unknown, timeoutMs: number): Promise<HttpResponse> {
+async function post(
+  baseUrl: string,
+  endpoint: 'login' | 'token' | 'logout',
+  body: unknown,
+  timeoutMs: number | undefined,
+): Promise<HttpResponse> {
   const response = await sendRequest({
+    peer: 'manager',
     method: 'POST',
     url: `${baseUrl.replace(/\/+$/, '')}${AUTH_API_PREFIX}/${endpoint}`,
     body,
-    timeoutMs,
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
   })
   registerAnswerSecrets(response.body)
   return response
@@ -64,7 +70,7 @@ function unexpected(endpoint: string, baseUrl: string, response: HttpResponse): 
 }
 
 /** POST /api/v1/auth/login. A 401 is an AuthError that names the user, never the password. */
-export async function requestSession(baseUrl: string, email: string, password: string, timeoutMs = 15_000): Promise<ManagerSession> {
+export async function requestSession(baseUrl: string, email: string, password: string, timeoutMs?: number): Promise<ManagerSession> {
   const response = await post(baseUrl, 'login', { email, password }, timeoutMs)
   if (response.status === 401) {
     throw new AuthError(`The manager at ${baseUrl} refused the credentials of '${email}' (401 at login).`)
@@ -82,7 +88,7 @@ export async function requestAccessToken(
   baseUrl: string,
   session: ManagerSession,
   scopes: string[],
-  timeoutMs = 15_000,
+  timeoutMs?: number,
 ): Promise<TokenAnswer> {
   const response = await post(
     baseUrl,
@@ -100,7 +106,7 @@ export async function requestAccessToken(
 }
 
 /** POST /api/v1/auth/logout. Returns false when the manager says the session was already invalid (400). */
-export async function requestLogout(baseUrl: string, session: ManagerSession, timeoutMs = 15_000): Promise<boolean> {
+export async function requestLogout(baseUrl: string, session: ManagerSession, timeoutMs?: number): Promise<boolean> {
   const response = await post(baseUrl, 'logout', { session_id: session.id, session_token: session.token }, timeoutMs)
   if (response.status === 400) return false
   if (response.status !== 200) throw unexpected('logout', baseUrl, response)

@@ -96,7 +96,12 @@ export class RecordingClient {
   async health(): Promise<HealthResult> {
     const started = Date.now()
     try {
-      const answer = await sendRequest({ method: 'GET', url: this.endpoint('/'), timeoutMs: this.options.timeoutMs ?? 5000 })
+      const answer = await sendRequest({
+        peer: 'recording-health',
+        method: 'GET',
+        url: this.endpoint('/'),
+        ...(this.options.timeoutMs !== undefined ? { timeoutMs: this.options.timeoutMs } : {}),
+      })
       const healthy = answer.status >= 200 && answer.status < 300
       return {
         healthy,
@@ -114,7 +119,11 @@ export class RecordingClient {
   async list(limit: number): Promise<Recording[]> {
     if (!Number.isInteger(limit) || limit < 1)
       throw new BadInputError(`limit: ${String(limit)} is not allowed; expected an integer of at least 1.`)
-    const answer = await this.authorized(this.scopes.read, { method: 'GET', url: this.endpoint(`/api/v1/content?limit=${limit}`) })
+    const answer = await this.authorized(this.scopes.read, {
+      peer: 'recording-service',
+      method: 'GET',
+      url: this.endpoint(`/api/v1/content?limit=${limit}`),
+    })
     this.expectStatus(answer, 200, `GET /api/v1/content?limit=${limit}`)
     return parseAnswer(z.array(recordingSchema), extractRecordingList(answer.body), 'The content list answer of the recording service')
   }
@@ -131,7 +140,12 @@ export class RecordingClient {
     }
     if (checked.data.stopTime <= checked.data.startTime)
       throw new BadInputError(`stopTime: ${checked.data.stopTime} is not after startTime ${checked.data.startTime}; expected a later time.`)
-    const answer = await this.authorized(this.scopes.write, { method: 'POST', url: this.endpoint('/api/v1/content'), body: checked.data })
+    const answer = await this.authorized(this.scopes.write, {
+      peer: 'recording-service',
+      method: 'POST',
+      url: this.endpoint('/api/v1/content'),
+      body: checked.data,
+    })
     this.expectStatus(answer, 201, 'POST /api/v1/content')
     return parseAnswer(recordingSchema, answer.body, 'The created recording answered by the recording service')
   }
@@ -141,7 +155,7 @@ export class RecordingClient {
   }
 
   private async authorized(scope: string, request: HttpRequest): Promise<HttpResponse> {
-    const timed: HttpRequest = { ...request, timeoutMs: this.options.timeoutMs ?? 15_000 }
+    const timed: HttpRequest = { ...request, ...(this.options.timeoutMs !== undefined ? { timeoutMs: this.options.timeoutMs } : {}) }
     const send = (token: string): Promise<HttpResponse> =>
       sendRequest({ ...timed, headers: { ...timed.headers, authorization: `Bearer ${token}` } })
     const auth = this.options.auth

@@ -1,12 +1,14 @@
 /**
- * `svcops schedule backup`: the nightly backup playbook on a systemd timer, for host installs (in
- * a cluster the Pulumi program's `deploy.backupSchedule` CronJob does the same). Writes a service
- * and a timer unit; enabling them stays the operator's step, printed at the end.
+ * `svcops schedule backup` and `svcops schedule upgrade`: the nightly backup playbook, and an upgrade
+ * at the start of a maintenance window, on systemd timers for host installs (in a cluster the
+ * Pulumi program's CronJobs do the same). Each writes a service and a timer unit
+ * (src/schedule/host-timer.ts); enabling them stays the operator's step, printed at the end.
  */
 import { resolve } from 'node:path'
-import { userInfo } from 'node:os'
-import type { Command } from 'commander'
+import { Option, type Command } from 'commander'
 import { BadInputError } from '../core/errors.ts'
+import type { HostTimer } from '../schedule/host-timer.ts'
+import { writeUnits } from '../schedule/systemd-timer.ts'
 import { environmentOf, printResult } from './context.ts'
 
 const DEFAULT_UNIT_DIR = '/etc/systemd/system'
@@ -54,9 +56,8 @@ Examples:
   svcops schedule backup --env prod --at daily --unit-dir ~/.config/systemd/user --json`,
     )
     .action(async (options: ScheduleBackupOptions, command: Command) => {
-      const { assertUnitPath, assertUnitValue, normalizeCalendar, timerUnits, unitNode, writeUnits } =
-        await import('../schedule/systemd-timer.ts')
-      const { svcopsCommand } = await import('../core/paths.ts')
+      const { prepareHostTimer } = await import('../schedule/host-timer.ts')
+      const { assertUnitValue } = await import('../schedule/systemd-timer.ts')
       for (const [flag, value] of [
         ['--keep-last', options.keepLast],
         ['--keep-days', options.keepDays],
@@ -64,66 +65,137 @@ Examples:
         if (value !== undefined && !/^\d+$/.test(value))
           throw new BadInputError(`${flag}: '${value}' is not valid; expected a whole number.`)
       }
-      const user = options.user ?? userInfo().username
-      if (!/^[a-z_][a-z0-9_-]*[$]?$/i.test(user))
-        throw new BadInputError(`--user: '${user}' is not valid; expected a user name like svcops.`)
       const env = await environmentOf(command)
-      if (!/^[a-z0-9][a-z0-9._-]*$/.test(env.name))
-        throw new BadInputError(
-          `the environment name: '${env.name}' (from ${env.file}) is not usable in a unit name; expected lower-case letters, digits, ".", "_" or "-".`,
-        )
-      const calendar = await normalizeCalendar(options.at)
-      // Every value written into the units, checked where it comes from (a newline would add a directive).
-      const workingDirectory = assertUnitPath(process.cwd(), 'the working directory')
-      const stackFile = assertUnitValue(resolve(env.file), 'the stack file path')
-      const store = env.backup?.store
       if (!env.backup)
         throw new BadInputError(
           `${env.file}: backup: missing; expected the svcops:backup section (store, recipients, identity) to schedule backups.`,
         )
-      // The unit runs exactly this file (not --env NAME, which may find another one), with an
-      // absolute path to the Node that runs this command (checked: >= 22.18) and bin/svcops' own V8 flags.
-      const [, ...cli] = svcopsCommand()
-      const node = unitNode(process.execPath, process.versions.node)
-      for (const word of cli) assertUnitValue(word, 'the svcops installation path')
-      const command_ = [node, ...cli, '--stack-file', stackFile, 'backup', 'run', '--json']
-      if (options.keepLast !== undefined) command_.push('--keep-last', options.keepLast)
-      if (options.keepDays !== undefined) command_.push('--keep-days', options.keepDays)
-      const runsDir = resolve(process.env.SVCOPS_RUNS_DIR ?? '.svcops')
-      assertUnitValue(runsDir, process.env.SVCOPS_RUNS_DIR ? 'SVCOPS_RUNS_DIR' : 'the working directory')
-      const storePath = store && !store.ssh ? assertUnitValue(resolve(store.path), `${env.file}: backup.store.path`) : undefined
-      const units = timerUnits(
-        {
-          name: `svcops-backup-${env.name}`,
-          description: `svcops nightly backup of ${env.name} (create, verify with a test restore, prune)`,
-          command: command_,
-          workingDirectory,
-          at: options.at,
-          user,
-          environment: process.env.SVCOPS_RUNS_DIR ? { SVCOPS_RUNS_DIR: runsDir } : {},
-          environmentFile: `/etc/svcops/${env.name}.env`,
-          writablePaths: [runsDir, ...(storePath ? [storePath] : [])],
-        },
-        calendar,
-        resolve(options.unitDir),
-      )
-      const timer = `svcops-backup-${env.name}.timer`
-      const enable = options.unitDir.includes('.config/systemd/user')
-        ? ['systemctl --user daemon-reload', `systemctl --user enable --now ${timer}`]
-        : ['systemctl daemon-reload', `systemctl enable --now ${timer}`]
-      if (options.dryRun) {
-        printResult(command, { dryRun: true, calendar, units, enable }, () =>
-          [...units.flatMap((u) => [`# would write ${u.path}`, u.content]), `Then: ${enable.join(' && ')}`].join('\n'),
-        )
-        return
-      }
-      const result = writeUnits(units, options.replace ?? false)
-      printResult(command, { dryRun: false, calendar, units: units.map((u) => u.path), ...result, enable }, () =>
-        [
-          ...result.written.map((p) => `wrote ${p}`),
-          ...result.unchanged.map((p) => `unchanged ${p}`),
-          `Next run: ${calendar}. Enable it with: ${enable.join(' && ')}`,
-        ].join('\n'),
-      )
+      const store = env.backup.store
+      const args = ['backup', 'run', '--json']
+      if (options.keepLast !== undefined) args.push('--keep-last', options.keepLast)
+      if (options.keepDays !== undefined) args.push('--keep-days', options.keepDays)
+      const storePath = !store.ssh ? assertUnitValue(resolve(store.path), `${env.file}: backup.store.path`) : undefined
+      const timer = await prepareHostTimer({
+        env,
+        name: `svcops-backup-${env.name}`,
+        description: `svcops nightly backup of ${env.name} (create, verify with a test restore, prune)`,
+        args,
+        at: options.at,
+        user: options.user,
+        unitDir: options.unitDir,
+        writablePaths: storePath ? [storePath] : [],
+        persistent: true,
+      })
+      writeOrShow(command, timer, options)
     })
+
+  registerScheduleUpgrade(schedule)
+}
+
+interface ScheduleUpgradeOptions {
+  system: string
+  to: string
+  at: string
+  window?: string
+  ack?: string[]
+  unitDir: string
+  user?: string
+  replace?: boolean
+  dryRun?: boolean
+}
+
+function registerScheduleUpgrade(schedule: Command): void {
+  schedule
+    .command('upgrade')
+    .description(
+      'Run an upgrade (svcops upgrade recording|live --to V --yes) from a systemd timer at the start of a maintenance window: writes svcops-upgrade-<system>-<env>.service and .timer.',
+    )
+    .addOption(new Option('--system <system>', 'what to upgrade').choices(['recording', 'live']).makeOptionMandatory())
+    .requiredOption('--to <version>', 'the version to upgrade to, e.g. 2.0.0')
+    .requiredOption('--at <calendar>', "the window's start, as a systemd calendar expression: 'Sun *-*-* 02:30:00'")
+    .option(
+      '--window <duration>',
+      "the window's length, passed to the recording upgrade (--window): no batch starts that would end after it",
+    )
+    .option('--ack <gate>', 'a gate of the live upgrade people have handled, passed on (repeatable)', (v: string, all: string[] = []) => [
+      ...all,
+      v,
+    ])
+    .option('--unit-dir <dir>', 'where the units are written', DEFAULT_UNIT_DIR)
+    .option('--user <name>', 'the user the upgrade runs as (default: the user running this command)')
+    .option('--replace', 'overwrite unit files that exist with other content')
+    .option('--dry-run', 'print the units and where they would go; write nothing')
+    .addHelpText(
+      'after',
+      `
+The service runs, as --user, in this folder, at the window's start:
+  <node> bin/svcops --stack-file <the stack file> upgrade <system> --to V --yes --json [--window D] [--ack G]
+with the same absolute paths, checks and escaping as schedule backup. The timer is not Persistent:
+a window missed while the host was off is skipped, not caught up outside it. Once the environment
+runs V, the scheduled run changes nothing, so the timer may stay until the next release.
+
+Examples:
+  svcops schedule upgrade --env prod --system recording --to 2.0.0 --at 'Sun *-*-* 02:30:00' --window 2h --dry-run
+  sudo svcops schedule upgrade --env prod --system live --to 7.0.0 --at 'Sun 03:00' --ack 6.0.0/send-message --user svcops`,
+    )
+    .action(async (options: ScheduleUpgradeOptions, command: Command) => {
+      const { prepareHostTimer } = await import('../schedule/host-timer.ts')
+      const { parseWindow } = await import('../runs/rollout.ts')
+      const { semver } = await import('../config/schema.ts')
+      if (!semver.safeParse(options.to).success)
+        throw new BadInputError(`--to: '${options.to}' is not valid; expected a version like 2.0.0.`)
+      if (options.window !== undefined) {
+        if (options.system === 'live')
+          throw new BadInputError(
+            `--window: '${options.window}' is not used by the live upgrade, which has no batches to stop between; expected no --window with --system live (the timer's start is the window's).`,
+          )
+        parseWindow(options.window)
+      }
+      if (options.ack?.length && options.system !== 'live')
+        throw new BadInputError(`--ack: '${options.ack.join(',')}' is only for --system live; expected no --ack with --system recording.`)
+      const env = await environmentOf(command)
+      if (options.system === 'recording' && !env.recording)
+        throw new BadInputError(`${env.file}: recording: missing; expected the svcops:recording section to schedule its upgrade.`)
+      if (options.system === 'recording' && env.recording?.platform !== 'hosts')
+        throw new BadInputError(
+          `${env.file}: recording.platform: '${env.recording?.platform}' is not hosts; expected a host install (on Kubernetes the stack's deploy.upgradeSchedule CronJob runs the upgrade).`,
+        )
+      if (options.system === 'live' && !env.live)
+        throw new BadInputError(
+          `${env.file}: live: missing or not on hosts; expected the svcops:live section of a host install (on Kubernetes the stack schedules a CronJob).`,
+        )
+      const args = ['upgrade', options.system, '--to', options.to, '--yes', '--json']
+      if (options.window !== undefined) args.push('--window', options.window)
+      for (const gate of options.ack ?? []) args.push('--ack', gate)
+      const timer = await prepareHostTimer({
+        env,
+        name: `svcops-upgrade-${options.system}-${env.name}`,
+        description: `svcops upgrade of the ${options.system === 'live' ? 'live system' : 'recording service'} of ${env.name} to ${options.to}`,
+        args,
+        at: options.at,
+        user: options.user,
+        unitDir: options.unitDir,
+        persistent: false,
+      })
+      writeOrShow(command, timer, options)
+    })
+}
+
+/** Prints the units (--dry-run), or writes them and prints what was written and how to enable the timer. */
+function writeOrShow(command: Command, timer: HostTimer, options: { dryRun?: boolean; replace?: boolean }): void {
+  const { calendar, units, enable } = timer
+  if (options.dryRun) {
+    printResult(command, { dryRun: true, calendar, units, enable }, () =>
+      [...units.flatMap((u) => [`# would write ${u.path}`, u.content]), `Then: ${enable.join(' && ')}`].join('\n'),
+    )
+    return
+  }
+  const result = writeUnits(units, options.replace ?? false)
+  printResult(command, { dryRun: false, calendar, units: units.map((u) => u.path), ...result, enable }, () =>
+    [
+      ...result.written.map((p) => `wrote ${p}`),
+      ...result.unchanged.map((p) => `unchanged ${p}`),
+      `Next run: ${calendar}. Enable it with: ${enable.join(' && ')}`,
+    ].join('\n'),
+  )
 }

@@ -7,7 +7,11 @@
  * Redirects are never followed (`redirect: 'manual'`): the calls carry a password, a session token
  * or a bearer token in their body or headers, and a redirect would hand them to another origin
  * (fetch keeps a 307/308 body, and https -> http too). A 3xx is an HttpError naming the target.
- * Answers are capped (`maxBodyBytes`, 4 MB by default): an API answer of svcops is a few KB.
+ *
+ * Every request names what it talks to (`peer`), and `limitsOf` alone decides its deadline and the
+ * cap of its answer from that (HTTP_LIMITS): no caller picks a cap, so a broken or hostile server
+ * (an endless body, an answer that never comes) costs a bounded time and a bounded memory. The
+ * Kubernetes driver's calls take theirs from the same table (src/drivers/kubernetes-limits.ts).
  *
  * A client that trusts one CA only (the stack's, for the live system's controller behind its
  * Service) is made with `createHttpClient({ ca, serverName })`: its own undici `Agent`, loaded
@@ -21,7 +25,22 @@ import { events } from './events.ts'
 import { redact } from './redact.ts'
 import { formatBytes } from './units.ts'
 
+/** What a request talks to: each has its own deadline and body cap in HTTP_LIMITS. */
+export type HttpPeer =
+  | 'manager'
+  | 'recording-service'
+  | 'recording-health'
+  | 'webhook'
+  | 'pushgateway'
+  | 'live-check'
+  | 'live-controller'
+  | 'kubernetes-api'
+  | 'kubernetes-log'
+  | 'kubernetes-proxy'
+
 export interface HttpRequest {
+  /** What the request talks to: decides its deadline and body cap (limitsOf). */
+  peer: HttpPeer
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
   url: string
   /** JSON body; serialized here. */
@@ -29,13 +48,42 @@ export interface HttpRequest {
   /** A body sent as it is (a webhook's prepared JSON, a Pushgateway's text exposition), with its content type. */
   text?: { content: string; type: string }
   headers?: Record<string, string>
+  /**
+   * A deadline the operator configured (the environment file's `timeoutMs`) or what is left of a
+   * caller's overall deadline (a webhook's retries); never above the peer's own.
+   */
   timeoutMs?: number
-  /** Refuse answers longer than this (default 4 MB); read in chunks, never buffered beyond it. */
-  maxBodyBytes?: number
 }
 
-/** The default cap of an answer's body. */
-export const MAX_BODY_BYTES = 4 * 1024 * 1024
+/** The deadline and the body cap of one request. */
+export interface Limits {
+  timeoutMs: number
+  maxBodyBytes: number
+}
+
+const KiB = 1024
+const MiB = 1024 * KiB
+
+/**
+ * The deadline and body cap of each peer: an API answer of svcops is a few KB, a content list or a
+ * pod list a few MB at most; a log read asks the API for `limitBytes` and is capped a little above
+ * it (the API "may return slightly more"); a pod's /metrics through the proxy a few MiB.
+ */
+export const HTTP_LIMITS: Readonly<Record<HttpPeer, Readonly<Limits>>> = {
+  manager: { timeoutMs: 15_000, maxBodyBytes: 1 * MiB },
+  'recording-service': { timeoutMs: 15_000, maxBodyBytes: 4 * MiB },
+  'recording-health': { timeoutMs: 5_000, maxBodyBytes: 64 * KiB },
+  webhook: { timeoutMs: 10_000, maxBodyBytes: 64 * KiB },
+  pushgateway: { timeoutMs: 5_000, maxBodyBytes: 64 * KiB },
+  'live-check': { timeoutMs: 3_000, maxBodyBytes: 1 * MiB },
+  'live-controller': { timeoutMs: 5_000, maxBodyBytes: 1 * MiB },
+  'kubernetes-api': { timeoutMs: 30_000, maxBodyBytes: 16 * MiB },
+  'kubernetes-log': { timeoutMs: 30_000, maxBodyBytes: 320 * KiB },
+  'kubernetes-proxy': { timeoutMs: 15_000, maxBodyBytes: 4 * MiB },
+}
+
+/** The bytes of log a pod-log read asks the API for (`limitBytes`, as `kubectl logs --limit-bytes`). */
+export const LOG_LIMIT_BYTES = 256 * KiB
 
 export interface HttpResponse {
   status: number
@@ -58,18 +106,51 @@ export interface HttpClient {
   close(): Promise<void>
 }
 
-/** The deadline and the body cap of one request. */
-interface Limits {
-  timeoutMs: number
-  maxBodyBytes: number
+/**
+ * The one place a request's deadline and body cap are decided: the peer's (HTTP_LIMITS), the
+ * deadline shortened by a configured one (`timeoutMs`), never lengthened.
+ */
+export function limitsOf(request: { peer: HttpPeer; timeoutMs?: number | undefined }): Limits {
+  const own = HTTP_LIMITS[request.peer]
+  const configured = request.timeoutMs
+  return {
+    timeoutMs: configured !== undefined && configured > 0 ? Math.min(configured, own.timeoutMs) : own.timeoutMs,
+    maxBodyBytes: own.maxBodyBytes,
+  }
+}
+
+/** The error of an answer longer than its cap: names the request and the cap. */
+export function tooLargeError(what: string, max: number, status: number | undefined): HttpError {
+  return new HttpError(
+    `${what} answered more than ${formatBytes(max)}${status !== undefined ? ` (status ${status})` : ''}, the cap of its answers; it was refused unread.`,
+    status,
+  )
+}
+
+/** The error of a request without an answer within its deadline. */
+export function deadlineError(what: string, timeoutMs: number): HttpError {
+  return new HttpError(`${what} failed: no answer within ${timeoutMs} ms, the deadline of the call.`, undefined)
 }
 
 /**
- * The one place a request's deadline and body cap are decided: today the request's own, else the
- * defaults (15 s, 4 MB). Per-client deadlines and caps belong here, so that no caller decides them.
+ * Reads a body stream as text, refused (the stream cancelled, which drops the connection) as soon
+ * as it passes `max` bytes: never buffered beyond the cap.
  */
-function limitsOf(request: HttpRequest): Limits {
-  return { timeoutMs: request.timeoutMs ?? 15_000, maxBodyBytes: request.maxBodyBytes ?? MAX_BODY_BYTES }
+export async function readCappedStream(
+  body: AsyncIterable<Uint8Array> | null | undefined,
+  max: number,
+  tooLarge: () => Error,
+): Promise<string> {
+  if (!body) return ''
+  const chunks: Uint8Array[] = []
+  let size = 0
+  // Leaving the loop early cancels the stream.
+  for await (const chunk of body) {
+    size += chunk.byteLength
+    if (size > max) throw tooLarge()
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks).toString('utf8')
 }
 
 /** A client with its own trust (`options`): a CA of its own goes through an undici `Agent` of its own. */
@@ -126,9 +207,8 @@ async function send(request: HttpRequest, dispatcher: Agent | undefined): Promis
     })
   } catch (error) {
     events.emit({ kind: 'http', method: request.method, url: shownUrl, status: null, durationMs: Date.now() - started })
-    const reason =
-      error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${limits.timeoutMs} ms` : describeNetworkError(error)
-    throw new HttpError(`${request.method} ${shownUrl} failed: ${reason}.`, undefined)
+    if (error instanceof Error && error.name === 'TimeoutError') throw deadlineError(`${request.method} ${shownUrl}`, limits.timeoutMs)
+    throw new HttpError(`${request.method} ${shownUrl} failed: ${describeNetworkError(error)}.`, undefined)
   }
   if (response.status >= 300 && response.status < 400) {
     await response.body?.cancel().catch(() => undefined)
@@ -141,7 +221,13 @@ async function send(request: HttpRequest, dispatcher: Agent | undefined): Promis
       'Set the URL in the environment file to the final address.',
     )
   }
-  const text = await readCapped(response, limits.maxBodyBytes, `${request.method} ${shownUrl}`)
+  let text: string
+  try {
+    text = await readCapped(response, limits.maxBodyBytes, `${request.method} ${shownUrl}`)
+  } catch (error) {
+    if (error instanceof Error && error.name === 'TimeoutError') throw deadlineError(`${request.method} ${shownUrl}`, limits.timeoutMs)
+    throw error
+  }
   events.emit({ kind: 'http', method: request.method, url: shownUrl, status: response.status, durationMs: Date.now() - started })
   let body: unknown = undefined
   if (text.length > 0) {
@@ -156,26 +242,13 @@ async function send(request: HttpRequest, dispatcher: Agent | undefined): Promis
 
 /** The body as text, refused (and the connection dropped) as soon as it passes `max` bytes. */
 async function readCapped(response: Response, max: number, what: string): Promise<string> {
-  const tooLarge = (): HttpError =>
-    new HttpError(
-      `${what} answered more than ${formatBytes(max)} (status ${response.status}); an API answer is a few KB, so it was refused unread.`,
-      response.status,
-    )
+  const tooLarge = (): HttpError => tooLargeError(what, max, response.status)
   const declared = Number(response.headers.get('content-length') ?? NaN)
   if (declared > max) {
     await response.body?.cancel().catch(() => undefined)
     throw tooLarge()
   }
-  if (!response.body) return ''
-  const chunks: Uint8Array[] = []
-  let size = 0
-  // Leaving the loop early cancels the stream, which drops the connection.
-  for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength
-    if (size > max) throw tooLarge()
-    chunks.push(chunk)
-  }
-  return Buffer.concat(chunks).toString('utf8')
+  return readCappedStream(response.body as AsyncIterable<Uint8Array> | null, max, tooLarge)
 }
 
 function describeNetworkError(error: unknown): string {

@@ -12,10 +12,12 @@
  */
 import { createRequire } from 'node:module'
 import { createServer, type Server, type Socket } from 'node:net'
-import type { AppsV1Api, CoreV1Api, KubeConfig, V1Deployment, V1Pod } from '@kubernetes/client-node'
-import { BadInputError, OperationError, errorMessage } from '../core/errors.ts'
+import type { AppsV1Api, ConfigurationOptions, CoreV1Api, KubeConfig, V1Deployment, V1Pod } from '@kubernetes/client-node'
+import { BadInputError, HttpError, OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
+import { LOG_LIMIT_BYTES } from '../core/http.ts'
 import { checkKubeconfigTrust } from './kubeconfig-trust.ts'
+import { callLimits, type KubernetesPeer } from './kubernetes-limits.ts'
 
 /** The recording service's objects, named as the Pulumi program names them (src/infra/recordingService.ts). */
 export interface ClusterTarget {
@@ -32,6 +34,8 @@ export interface ClusterTarget {
   context?: string
   /** `kubernetes:kubeconfig` of the stack: a path or the kubeconfig itself, as Pulumi's provider reads it. */
   kubeconfig?: string
+  /** A shorter deadline for every API call than svcops' own (src/core/http.ts, `kubernetes-*`). */
+  timeoutMs?: number
 }
 
 /** The `app.kubernetes.io/name` of the recording service's pods (src/infra/recordingService.ts). */
@@ -111,7 +115,7 @@ export const describeCall = {
     `PATCH /apis/apps/v1/namespaces/${t.namespace}/deployments/${t.deployment}/scale {"spec":{"replicas":${replicas}}} (merge patch)`,
   pods: (t: ClusterTarget) => `GET /api/v1/namespaces/${t.namespace}/pods?labelSelector=${podSelector(t)}`,
   log: (t: ClusterTarget, lines: number) =>
-    `GET /api/v1/namespaces/${t.namespace}/pods/POD/log?container=${t.container}&tailLines=${lines} (every pod)`,
+    `GET /api/v1/namespaces/${t.namespace}/pods/POD/log?container=${t.container}&tailLines=${lines}&limitBytes=${LOG_LIMIT_BYTES} (every pod)`,
   configMap: (t: Pick<ClusterTarget, 'namespace'>, name: string) => `GET /api/v1/namespaces/${t.namespace}/configmaps/${name}`,
   podProxy: (t: Pick<ClusterTarget, 'namespace'>, port: number, path: string) =>
     `GET /api/v1/namespaces/${t.namespace}/pods/POD:${port}/proxy${path} (every pod)`,
@@ -175,7 +179,7 @@ export class KubernetesDriver {
 
   /** `GET /version`: the API is reachable with this kubeconfig; its version. */
   async serverVersion(): Promise<string> {
-    const v = await this.call('GET /version', () => this.kc.makeApiClient(kubernetesClient().VersionApi).getCode())
+    const v = await this.call('GET /version', (options) => this.kc.makeApiClient(kubernetesClient().VersionApi).getCode(options))
     return v.gitVersion
   }
 
@@ -187,41 +191,54 @@ export class KubernetesDriver {
   /** The Deployment as the API answers it (its pod template: arguments, variables, mounts). */
   readDeploymentObject(): Promise<V1Deployment> {
     const t = this.target
-    return this.call(describeCall.deployment(t), () => this.apps.readNamespacedDeployment({ name: t.deployment, namespace: t.namespace }))
+    return this.call(describeCall.deployment(t), (options) =>
+      this.apps.readNamespacedDeployment({ name: t.deployment, namespace: t.namespace }, options),
+    )
   }
 
   /** The data of a ConfigMap of the namespace (a CA certificate: nothing secret is kept in one). */
   async readConfigMap(name: string): Promise<Record<string, string>> {
     const t = this.target
-    const map = await this.call(describeCall.configMap(t, name), () => this.core.readNamespacedConfigMap({ name, namespace: t.namespace }))
+    const map = await this.call(describeCall.configMap(t, name), (options) =>
+      this.core.readNamespacedConfigMap({ name, namespace: t.namespace }, options),
+    )
     return map.data ?? {}
   }
 
   /** Sets the Deployment's replicas through its scale subresource (the stop: 0). */
   async scale(replicas: number): Promise<void> {
     const t = this.target
-    await this.call(describeCall.scale(t, replicas), () =>
-      this.apps.patchNamespacedDeploymentScale(
-        { name: t.deployment, namespace: t.namespace, body: { spec: { replicas } } },
-        kubernetesClient().setHeaderOptions('Content-Type', kubernetesClient().PatchStrategy.MergePatch),
-      ),
+    await this.call(
+      describeCall.scale(t, replicas),
+      (options) =>
+        this.apps.patchNamespacedDeploymentScale({ name: t.deployment, namespace: t.namespace, body: { spec: { replicas } } }, options),
+      { headers: { 'Content-Type': kubernetesClient().PatchStrategy.MergePatch } },
     )
   }
 
   /** Every pod of the service (by the program's selector). */
   async listPods(): Promise<PodFacts[]> {
     const t = this.target
-    const list = await this.call(describeCall.pods(t), () =>
-      this.core.listNamespacedPod({ namespace: t.namespace, labelSelector: podSelector(t) }),
+    const list = await this.call(describeCall.pods(t), (options) =>
+      this.core.listNamespacedPod({ namespace: t.namespace, labelSelector: podSelector(t) }, options),
     )
     return list.items.map((p) => podFacts(p, t.container))
   }
 
-  /** The last `lines` lines of the service's container in `pod`. */
+  /**
+   * The last `lines` lines of the service's container in `pod`: at most LOG_LIMIT_BYTES asked for
+   * (`limitBytes`), and the answer capped a little above it whatever the server sends.
+   */
   async podLog(pod: string, lines: number): Promise<string[]> {
     const t = this.target
-    const text = await this.call(describeCall.log(t, lines).replace('POD', pod).replace(' (every pod)', ''), () =>
-      this.core.readNamespacedPodLog({ name: pod, namespace: t.namespace, container: t.container, tailLines: lines }),
+    const text = await this.call(
+      describeCall.log(t, lines).replace('POD', pod).replace(' (every pod)', ''),
+      (options) =>
+        this.core.readNamespacedPodLog(
+          { name: pod, namespace: t.namespace, container: t.container, tailLines: lines, limitBytes: LOG_LIMIT_BYTES },
+          options,
+        ),
+      { peer: 'kubernetes-log' },
     )
     return String(text).split('\n').filter(Boolean).slice(-lines)
   }
@@ -229,12 +246,19 @@ export class KubernetesDriver {
   /**
    * GET `path` on `port` of `pod` through the API server's pod proxy (`get pods/proxy`): a pod's own
    * endpoint, such as its metrics, from inside or outside the cluster without a port-forward.
-   * `path` is one segment, as the client library encodes it (`/metrics`).
+   * `path` is one segment, as the client library encodes it (`/metrics`). The answer is capped
+   * (src/core/http.ts, `kubernetes-proxy`): a pod's endpoint is not trusted to end.
    */
   async podProxyGet(pod: string, port: number, path: string): Promise<string> {
     const t = this.target
-    const text = await this.call(describeCall.podProxy(t, port, path).replace('POD', pod).replace(' (every pod)', ''), () =>
-      this.core.connectGetNamespacedPodProxyWithPath({ name: `${pod}:${port}`, namespace: t.namespace, path: path.replace(/^\//, '') }),
+    const text = await this.call(
+      describeCall.podProxy(t, port, path).replace('POD', pod).replace(' (every pod)', ''),
+      (options) =>
+        this.core.connectGetNamespacedPodProxyWithPath(
+          { name: `${pod}:${port}`, namespace: t.namespace, path: path.replace(/^\//, '') },
+          options,
+        ),
+      { peer: 'kubernetes-proxy' },
     )
     return String(text)
   }
@@ -244,23 +268,26 @@ export class KubernetesDriver {
     const auth = this.kc.makeApiClient(kubernetesClient().AuthorizationV1Api)
     const missing: NeededRight[] = []
     for (const r of rights) {
-      const review = await this.call(describeCall.access(r), () =>
-        auth.createSelfSubjectAccessReview({
-          body: {
-            apiVersion: 'authorization.k8s.io/v1',
-            kind: 'SelfSubjectAccessReview',
-            spec: {
-              resourceAttributes: {
-                namespace: this.target.namespace,
-                group: r.group,
-                resource: r.resource,
-                verb: r.verb,
-                ...(r.subresource ? { subresource: r.subresource } : {}),
-                ...(r.name ? { name: r.name } : {}),
+      const review = await this.call(describeCall.access(r), (options) =>
+        auth.createSelfSubjectAccessReview(
+          {
+            body: {
+              apiVersion: 'authorization.k8s.io/v1',
+              kind: 'SelfSubjectAccessReview',
+              spec: {
+                resourceAttributes: {
+                  namespace: this.target.namespace,
+                  group: r.group,
+                  resource: r.resource,
+                  verb: r.verb,
+                  ...(r.subresource ? { subresource: r.subresource } : {}),
+                  ...(r.name ? { name: r.name } : {}),
+                },
               },
             },
           },
-        }),
+          options,
+        ),
       )
       if (!review.status?.allowed) missing.push(r)
     }
@@ -299,11 +326,23 @@ export class KubernetesDriver {
     }
   }
 
-  /** One API call: its failure names the request and the server, never a token. */
-  private async call<T>(request: string, fn: () => Promise<T>): Promise<T> {
+  /**
+   * One API call with its deadline and body cap (kubernetes-limits.ts, from `peer`, by default a
+   * plain API call): its failure names the request and the server, never a token; a deadline or a
+   * cap passed names it.
+   */
+  private async call<T>(
+    request: string,
+    fn: (options: ConfigurationOptions) => Promise<T>,
+    how: { peer?: KubernetesPeer; headers?: Record<string, string> } = {},
+  ): Promise<T> {
+    const what = `${request.replace(/ \{.*$/, '')} at ${this.server()}`
+    const limited = callLimits(how.peer ?? 'kubernetes-api', what, this.target.timeoutMs, how.headers ?? {}, kubernetesClient().Observable)
     try {
-      return await fn()
-    } catch (error) {
+      return await fn(limited.options)
+    } catch (caught) {
+      const error = limited.translate(caught)
+      if (error instanceof HttpError) throw new OperationError(`The Kubernetes API: ${error.message.replace(/\.$/, '')}.`)
       const code = (error as { code?: number }).code
       throw new OperationError(
         typeof code === 'number'

@@ -33,6 +33,7 @@ export function writeTextfile(file: string, text: string): void {
 export async function pushMetrics(url: string, environment: string, text: string): Promise<void> {
   const target = `${url.replace(/\/+$/, '')}/metrics/job/svcops/environment/${encodeURIComponent(environment)}`
   const answer = await sendRequest({
+    peer: 'pushgateway',
     method: 'PUT',
     url: target,
     text: { content: text, type: 'text/plain; version=0.0.4' },

@@ -64,11 +64,11 @@ async function deliver(hook: Webhook, body: string, deadline: number): Promise<v
     try {
       // The URL carries the token: a redirect elsewhere is refused, never followed (src/core/http.ts).
       const answer = await sendRequest({
+        peer: 'webhook',
         method: 'POST',
         url: hook.url,
         text: { content: body, type: 'application/json' },
         timeoutMs: left,
-        maxBodyBytes: 64 * 1024,
       })
       if (answer.status >= 200 && answer.status < 300) return
       lastError = new Error(`answered ${answer.status}`)

@@ -1,6 +1,6 @@
 /**
  * A playbook on a timer, for host installs: the service unit that runs one svcops command as a
- * oneshot, and the timer that starts it (`svcops schedule backup`). The calendar expression is
+ * oneshot, and the timer that starts it (`svcops schedule backup`, `svcops schedule upgrade`). The calendar expression is
  * checked and normalized by systemd's own parser (`systemd-analyze calendar`), so what is written
  * is what systemd will run. The units never hold a secret: the stack file's references are read
  * at run time, and the variables they name come from an optional EnvironmentFile.
@@ -38,6 +38,8 @@ export interface TimerRequest {
   environmentFile: string
   /** What the service may write under `ProtectSystem=strict`. */
   writablePaths: string[]
+  /** A run missed while the machine was off starts at the next boot; false when the run is bound to a window. */
+  persistent?: boolean
 }
 
 export interface UnitFile {
@@ -160,8 +162,8 @@ export function timerUnits(request: TimerRequest, calendar: string, unitDir: str
     '',
     '[Timer]',
     `OnCalendar=${calendar}`,
-    // A run missed while the machine was off starts at the next boot.
-    'Persistent=true',
+    // A missed backup runs at the next boot; a missed maintenance window is skipped, not caught up outside it.
+    `Persistent=${request.persistent === false ? 'false' : 'true'}`,
     `Unit=${request.name}.service`,
     '',
     '[Install]',

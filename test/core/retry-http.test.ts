@@ -80,14 +80,14 @@ describe('http', () => {
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
 
   it('parses JSON, keeps text, and leaves an empty body undefined', async () => {
-    expect((await sendRequest({ method: 'GET', url: `${base}/json` })).body).toEqual({ a: 1, b: 'two' })
-    expect((await sendRequest({ method: 'GET', url: `${base}/text` })).body).toBe('plain')
-    expect((await sendRequest({ method: 'GET', url: `${base}/empty` })).body).toBeUndefined()
+    expect((await sendRequest({ peer: 'manager', method: 'GET', url: `${base}/json` })).body).toEqual({ a: 1, b: 'two' })
+    expect((await sendRequest({ peer: 'manager', method: 'GET', url: `${base}/text` })).body).toBe('plain')
+    expect((await sendRequest({ peer: 'manager', method: 'GET', url: `${base}/empty` })).body).toBeUndefined()
   })
 
   it('turns a refused connection into an HttpError without a status', async () => {
     const port = await freePort()
-    const error = await sendRequest({ method: 'GET', url: `http://127.0.0.1:${port}/` }).catch((e: unknown) => e)
+    const error = await sendRequest({ peer: 'manager', method: 'GET', url: `http://127.0.0.1:${port}/` }).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(HttpError)
     expect((error as HttpError).status).toBeUndefined()
     expect((error as Error).message).toBe(`GET http://127.0.0.1:${port}/ failed: connection refused.`)

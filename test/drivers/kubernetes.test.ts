@@ -88,7 +88,7 @@ describe('the Kubernetes driver, against a stand-in of the API server', () => {
     expect(api.requests.at(-1)).toMatchObject({
       method: 'GET',
       path: '/api/v1/namespaces/svc-prod/pods/svc-recording-7d4b9c-b2/log',
-      query: { container: 'recording-service', tailLines: '2' },
+      query: { container: 'recording-service', tailLines: '2', limitBytes: '262144' },
     })
   })
 

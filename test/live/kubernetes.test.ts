@@ -214,7 +214,7 @@ describe('svcops upgrade live --env prod --to 7.0.0 --dry-run (the shipped prod 
     expect(actions('check', 'pipeline')).toEqual(
       expect.arrayContaining([
         `GET /api/v1/namespaces/${NS}/pods?labelSelector=app.kubernetes.io/name=pipeline,app.kubernetes.io/instance=svc-pipeline: every pod Running, ready, on the version`,
-        `GET /api/v1/namespaces/${NS}/pods/POD/log?container=pipeline&tailLines=50 (every pod); fail on ERROR | FATAL`,
+        `GET /api/v1/namespaces/${NS}/pods/POD/log?container=pipeline&tailLines=50&limitBytes=262144 (every pod); fail on ERROR | FATAL`,
         'wait up to 300 s until its pods run on 7.0.0 and GET http://127.0.0.1:PORT (port-forward to the Service)/api/v3/components lists it connected as 7.0.0',
         `GET /api/v1/namespaces/${NS}/pods/POD:${METRICS_PORT}/proxy/metrics (every pod): the metric names of 7.0.0`,
       ]),

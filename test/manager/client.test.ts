@@ -128,14 +128,18 @@ describe('manager client against the emulator', () => {
     try {
       const client = clientFor()
       resource.rejectNext = 1
-      const ok = await client.authorizedRequest([READ], { method: 'GET', url: `${resource.url}/api/v1/content` })
+      const ok = await client.authorizedRequest([READ], { peer: 'recording-service', method: 'GET', url: `${resource.url}/api/v1/content` })
       expect(ok.status).toBe(200)
       expect(resource.calls).toBe(2)
       // Re-authentication: the old session ended, a new login, a new token.
       expect(client.stats).toEqual({ logins: 2, exchanges: 2, logouts: 1 })
 
       resource.rejectNext = 5
-      const refused = await client.authorizedRequest([READ], { method: 'GET', url: `${resource.url}/api/v1/content` })
+      const refused = await client.authorizedRequest([READ], {
+        peer: 'recording-service',
+        method: 'GET',
+        url: `${resource.url}/api/v1/content`,
+      })
       expect(refused.status).toBe(401)
       expect(resource.calls).toBe(4)
     } finally {

@@ -78,6 +78,7 @@ describe('credentialed HTTP', () => {
 
   it('a bearer call answered by a redirect does not carry the token on', async () => {
     const error = await sendRequest({
+      peer: 'recording-service',
       method: 'GET',
       url: `${redirecting.url}/api/v1/content`,
       headers: { authorization: 'Bearer abc' },
@@ -87,10 +88,12 @@ describe('credentialed HTTP', () => {
   })
 
   it('refuses an answer larger than the cap quickly, with a sentence instead of a V8 error', async () => {
-    const error = await sendRequest({ method: 'GET', url: `${huge.url}/api/v1/content` }).catch((e: unknown) => e)
+    const error = await sendRequest({ peer: 'recording-service', method: 'GET', url: `${huge.url}/api/v1/content` }).catch(
+      (e: unknown) => e,
+    )
     expect(error).toBeInstanceOf(HttpError)
     expect((error as Error).message).toBe(
-      `GET ${huge.url}/api/v1/content answered more than 4.0 MiB (status 200); an API answer is a few KB, so it was refused unread.`,
+      `GET ${huge.url}/api/v1/content answered more than 4.0 MiB (status 200), the cap of its answers; it was refused unread.`,
     )
   })
 

@@ -53,7 +53,15 @@ describe('redaction: the manager flows with known secrets leak none of them', ()
       const operator = new ManagerClient({ url: manager.url, email: OPERATOR.email, password: () => OPERATOR.password, retry })
       tokens.push(await operator.accessToken([READ, WRITE]))
       resource.rejectNext = 1
-      expect((await operator.authorizedRequest([READ], { method: 'GET', url: `${resource.url}/api/v1/content?limit=5` })).status).toBe(200)
+      expect(
+        (
+          await operator.authorizedRequest([READ], {
+            peer: 'recording-service',
+            method: 'GET',
+            url: `${resource.url}/api/v1/content?limit=5`,
+          })
+        ).status,
+      ).toBe(200)
       await operator.logout()
 
       // Wrong password, missing scope, backend failures on each endpoint.

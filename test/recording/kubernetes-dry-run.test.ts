@@ -61,7 +61,7 @@ describe('svcops upgrade recording --env prod --to 2.0.0 --dry-run', () => {
       `pulumi up --stack prod --yes --refresh --non-interactive --skip-preview --target URN --target ...${inProject} with a --target per changed URN`,
     )
     expect(actionsOf(plan.steps, 'check-logs')).toContain(
-      'GET /api/v1/namespaces/svc-prod/pods/POD/log?container=recording-service&tailLines=50 (every pod); fail on a log record whose level is ERROR | FATAL | PANIC | CRITICAL (the level field only)',
+      'GET /api/v1/namespaces/svc-prod/pods/POD/log?container=recording-service&tailLines=50&limitBytes=262144 (every pod); fail on a log record whose level is ERROR | FATAL | PANIC | CRITICAL (the level field only)',
     )
     // The version the rollback returns to was read from the Deployment through the API.
     expect(actionsOf(plan.steps, 'rollback:install')).toEqual([

@@ -26,7 +26,7 @@ const GAVE_UP = /\b(EXITED|FATAL|STOPPED|BACKOFF|failed|inactive)\b/
 
 async function getJson(url: string): Promise<Answer> {
   try {
-    const r = await sendRequest({ method: 'GET', url, timeoutMs: 3000, maxBodyBytes: 1 << 20 })
+    const r = await sendRequest({ peer: 'live-check', method: 'GET', url })
     return { status: r.status, body: r.body }
   } catch (error) {
     return { error: errorMessage(error) }

@@ -39,7 +39,7 @@ export async function controllerGet(cluster: LiveCluster, path: string): Promise
     if (tls && !tls.ca) return { error: `the ConfigMap ${cluster.tls?.caConfigMap} holds no ${CA_KEY}` }
     const client = createHttpClient(tls ?? {})
     try {
-      const answer = await client.send({ method: 'GET', url: `${base.replace(/\/+$/, '')}${path}`, timeoutMs: 5000, maxBodyBytes: 1 << 20 })
+      const answer = await client.send({ peer: 'live-controller', method: 'GET', url: `${base.replace(/\/+$/, '')}${path}` })
       return { status: answer.status, body: answer.body }
     } finally {
       await client.close()
