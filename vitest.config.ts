@@ -27,6 +27,8 @@ export default defineConfig({
           name: 'e2e',
           include: ['test/**/*.test.ts'],
           exclude: [...configDefaults.exclude, ...UNIT_FILES, ...APART_FILES],
+          // One PostgreSQL cluster for the run; files take databases copied from its template.
+          globalSetup: ['test/support/shared-postgres.ts'],
         },
       },
     ],
