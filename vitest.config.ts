@@ -1,20 +1,36 @@
 import { configDefaults, defineConfig } from 'vitest/config'
-import LongestFirst from './test/support/sequencer.ts'
+import { APART_FILES, UNIT_FILES } from './test/support/tiers.ts'
 
+// Two tiers (docs/testing.md): `unit` starts nothing real, `e2e` starts real labs. `npm test` runs
+// both; `npm run test:unit` and `npm run test:e2e` one each. Which file is which: test/support/tiers.ts.
+// The quick start on a clean clone (vitest.quickstart.config.ts) and the real-cluster suite
+// (vitest.cluster.config.ts) have configs of their own.
 export default defineConfig({
+  // vitest orders files by its results cache (failed first, then longest first), kept under the
+  // cache directory; CI (.ci/run) keeps it outside the clone with SVCOPS_TEST_CACHE_DIR, so a clean
+  // clone still starts the longest files first.
+  cacheDir: process.env.SVCOPS_TEST_CACHE_DIR || undefined,
   test: {
-    include: ['test/**/*.test.ts'],
-    // The real-cluster suite has its own config (vitest.cluster.config.ts, npm run test:cluster).
-    exclude: [...configDefaults.exclude, 'test/cluster/**'],
     globalSetup: ['test/support/tmpdir.ts'],
     // Suites start real PostgreSQL clusters, sshd and supervisors; two cores are the budget.
     pool: 'forks',
-    // The longest files first, also on a clean clone without vitest's results cache.
-    sequence: { sequencer: LongestFirst },
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
     // End-to-end tests start real services; a machine busy with other work makes them slower, never wrong.
     testTimeout: 180_000,
     hookTimeout: 240_000,
     teardownTimeout: 60_000,
+    projects: [
+      { extends: true, test: { name: 'unit', include: UNIT_FILES } },
+      {
+        extends: true,
+        test: {
+          name: 'e2e',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...UNIT_FILES, ...APART_FILES],
+          // One PostgreSQL cluster for the run; files take databases copied from its template.
+          globalSetup: ['test/support/shared-postgres.ts'],
+        },
+      },
+    ],
   },
 })

@@ -64,20 +64,25 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
     expect(report.ok).toBe(true)
     const [entry] = await listBackups(bed.store)
     expect(entry?.verified).toMatchObject({ ok: true, restoreTest: true })
-    const scratch = await bed.sql("SELECT datname FROM pg_database WHERE datname LIKE 'svcops_verify_%'", 'postgres')
+    // The role's own scratch databases: other files may be verifying backups on the same server.
+    const scratch = await bed.sql(
+      `SELECT datname FROM pg_database WHERE datname LIKE 'svcops_verify_%' AND datdba = (SELECT oid FROM pg_roles WHERE rolname = '${bed.database.user}')`,
+      'postgres',
+    )
     expect(scratch).toEqual([])
   })
 
   it('is restorable without svcops: gpg --decrypt | pg_restore gives the same rows', async () => {
     const gnupgHome = mkdtempSync(join(tmpdir(), 'svcops-gnupg-'))
-    await bed.cluster.query('CREATE DATABASE by_hand OWNER recorder')
+    const byHand = `${bed.database.name}_by_hand`
+    await bed.cluster.query(`CREATE DATABASE ${byHand} OWNER ${bed.database.user}`)
     const env = {
       GNUPGHOME: gnupgHome,
       PGHOST: bed.database.host,
       PGPORT: String(bed.database.port),
-      PGUSER: 'recorder',
+      PGUSER: bed.database.user,
       PGPASSWORD: bed.database.password ?? '',
-      PGDATABASE: 'by_hand',
+      PGDATABASE: byHand,
     }
     await runCommand(local, ['gpg', '--batch', '--import', bed.privateKeyFile, bed.signerPublicKeyFile], { env })
     // As the README shows: the signature first, then the dump's SHA-256 from the signed manifest, then decrypt.
@@ -91,7 +96,7 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
           `cd '${bed.store.location}'`,
           `gpg --batch --verify ${manifest.id}.manifest.json.sig ${manifest.id}.manifest.json`,
           `sed -n 's/.*"encryptedSha256": "\\([0-9a-f]*\\)".*/\\1  ${manifest.file}/p' ${manifest.id}.manifest.json | sha256sum -c`,
-          `gpg --batch --decrypt ${manifest.file} | pg_restore --no-owner --exit-on-error -d by_hand`,
+          `gpg --batch --decrypt ${manifest.file} | pg_restore --no-owner --exit-on-error -d ${byHand}`,
         ].join('\n'),
       ],
       { env, check: false },
@@ -104,7 +109,7 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
     expect(restored.stdout).toContain(`${manifest.file}: OK`)
     expect(restored.stderr).toMatch(/encrypted with 255-bit ECDH key/)
     expect(restored.code).toBe(0)
-    const config = clientConfig(bed.database, 'by_hand')
+    const config = clientConfig(bed.database, byHand)
     expect(await rowCounts(config)).toEqual(manifest.rowCounts)
     expect(await schemaFingerprint(config)).toBe(manifest.fingerprint)
   })
@@ -156,7 +161,9 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
           identity: bed.identity,
           confirmed: true,
         }),
-      ).rejects.toThrow(/1 other session\(s\) are connected to recordings \(svc-recording\); stop the recording service/)
+      ).rejects.toThrow(
+        new RegExp(`1 other session\\(s\\) are connected to ${bed.database.name} \\(svc-recording\\); stop the recording service`),
+      )
     } finally {
       await service.end()
     }

@@ -44,8 +44,8 @@ describe('svcops backup (CLI)', () => {
             database: {
               host: bed.database.host,
               port: bed.database.port,
-              name: 'recordings',
-              user: 'recorder',
+              name: bed.database.name,
+              user: bed.database.user,
               password: { env: 'SVCOPS_TEST_DB_PASSWORD' },
             },
           },
@@ -92,7 +92,9 @@ describe('svcops backup (CLI)', () => {
     expect((await run('--json', 'backup', 'restore', backup.id)).code).toBe(2)
 
     const plan = await run('--json', 'backup', 'restore', backup.id, '--dry-run')
-    expect((plan.json().steps as string[])[2]).toMatch(/^in one transaction: drop the objects in recordings and load backup/)
+    expect((plan.json().steps as string[])[2]).toMatch(
+      new RegExp(`^in one transaction: drop the objects in ${bed.database.name} and load backup`),
+    )
 
     await bed.sql('DELETE FROM recordings WHERE id > 100')
     const restored = await run('--json', 'backup', 'restore', backup.id, '--yes')

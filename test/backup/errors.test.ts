@@ -49,7 +49,7 @@ describe('backup errors, each against the real components', () => {
     const error = await createBackup(bed.options({ database: { ...bed.database, port } })).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(OperationError)
     expect((error as Error).message).toBe(
-      `The database server 127.0.0.1:${port} is unreachable (ECONNREFUSED); could not connect as recorder to recordings.`,
+      `The database server 127.0.0.1:${port} is unreachable (ECONNREFUSED); could not connect as ${bed.database.user} to ${bed.database.name}.`,
     )
   })
 
@@ -89,7 +89,9 @@ describe('backup errors, each against the real components', () => {
     const error = await createBackup(bed.options({ store })).catch((e: unknown) => e)
     await bed.sql('DROP SEQUENCE audit_seq')
     expect((error as Error).message).toMatch(
-      /^pg_dump of recordings at 127\.0\.0\.1:\d+ exited with code 1: .*permission denied for sequence audit_seq; the partial file was removed\.$/,
+      new RegExp(
+        `^pg_dump of ${bed.database.name} at 127\\.0\\.0\\.1:\\d+ exited with code 1: .*permission denied for sequence audit_seq; the partial file was removed\\.$`,
+      ),
     )
     expect(readdirSync(store.location)).toEqual([])
     expect(await listBackups(store)).toEqual([])
@@ -97,7 +99,7 @@ describe('backup errors, each against the real components', () => {
 
   it('removes the partial file and lists nothing when the store runs out of space', async () => {
     await bed.sql(
-      "CREATE TABLE media_blobs (b bytea); INSERT INTO media_blobs SELECT decode(string_agg(md5(random()::text || g::text || s::text), ''), 'hex') FROM generate_series(1, 200) g, generate_series(1, 1000) s GROUP BY g; ALTER TABLE media_blobs OWNER TO recorder",
+      `CREATE TABLE media_blobs (b bytea); INSERT INTO media_blobs SELECT decode(string_agg(md5(random()::text || g::text || s::text), ''), 'hex') FROM generate_series(1, 200) g, generate_series(1, 1000) s GROUP BY g; ALTER TABLE media_blobs OWNER TO ${bed.database.user}`,
     )
     const mountPoint = join(bed.dir, 'tiny')
     mkdirSync(mountPoint)

@@ -1,7 +1,9 @@
 /**
- * A test bed for backups: a throwaway PostgreSQL cluster holding a recording-service shaped
- * database owned by its own login role, a fresh backup key pair on disk and an empty local store.
+ * A test bed for backups: a recording-service shaped database owned by its own login role (in the
+ * e2e tier's shared PostgreSQL cluster, copied from its template), a fresh backup key pair on disk
+ * and an empty local store.
  */
+import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -18,7 +20,12 @@ import {
   type DatabaseTarget,
   type Recipient,
 } from '../../src/backup/index.ts'
-import { startPostgres, type PostgresCluster } from '../../src/lab/lab-postgres.ts'
+import pg from 'pg'
+import { inject } from 'vitest'
+import { registerSecret } from '../../src/core/redact.ts'
+import { PostgresCluster, startPostgres } from '../../src/lab/lab-postgres.ts'
+import { RECORDINGS_TEMPLATE } from '../support/shared-postgres.ts'
+import { createRecordingTables, insertRecordings, ownRecordingTables } from '../support/recording-tables.ts'
 
 export const SERVICE_PASSWORD = 'recorder-password-7Hq2'
 
@@ -41,38 +48,66 @@ export interface BackupBed {
   stop(): Promise<void>
 }
 
-/** The recording service's tables at schema version 3, with `rows` recordings. */
-export async function seedRecordings(cluster: PostgresCluster, database: string, rows: number): Promise<void> {
-  await cluster.query(
-    `CREATE TABLE recordings (
-       id bigserial PRIMARY KEY, channel_name text NOT NULL, title text NOT NULL,
-       start_time bigint NOT NULL, stop_time bigint NOT NULL, location text NOT NULL, file_name text NOT NULL,
-       created_at timestamptz NOT NULL DEFAULT now(), duration integer NOT NULL,
-       created_by text NOT NULL DEFAULT 'unknown');
-     CREATE INDEX recordings_start_time ON recordings (start_time);
-     CREATE TABLE schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
-     INSERT INTO schema_migrations (version, name) VALUES (1, 'create recordings'), (2, 'recording duration'), (3, 'recording creator');
-     ALTER TABLE recordings OWNER TO recorder; ALTER TABLE schema_migrations OWNER TO recorder;`,
-    [],
-    database,
-  )
-  await cluster.query(
-    `INSERT INTO recordings (channel_name, title, start_time, stop_time, location, file_name, duration)
-     SELECT 'channel-' || (g % 7), 'Recording ' || g, g * 1000, g * 1000 + 600, '/media/rec', 'rec-' || g || '.mxf', 600
-       FROM generate_series(1, $1::int) g`,
-    [rows],
-    database,
-  )
+/** The recording service's tables at schema version 3, owned by `owner`, with `rows` recordings. */
+export async function seedRecordings(cluster: PostgresCluster, database: string, rows: number, owner = 'recorder'): Promise<void> {
+  await createRecordingTables(cluster, database)
+  await ownRecordingTables(cluster, database, owner)
+  await insertRecordings(cluster, database, rows)
 }
 
-/** Starts the bed: cluster, database `recordings` owned by `recorder` (CREATEDB for test restores), key pair, store. */
+/**
+ * The bed's server: the e2e tier's shared cluster (test/support/shared-postgres.ts), where the bed
+ * gets a role and a database of its own copied from the template, or, run by another config, a
+ * cluster of its own with the role `recorder` and the database `recordings`.
+ */
+async function openBedDatabase(
+  rows: number,
+): Promise<{ cluster: PostgresCluster; database: string; user: string; release: () => Promise<void> }> {
+  const shared = inject('sharedPostgres')
+  if (!shared) {
+    const cluster = await startPostgres({ fsync: false })
+    try {
+      await cluster.createDatabase('recordings', { user: 'recorder', password: SERVICE_PASSWORD, createdb: true })
+      await seedRecordings(cluster, 'recordings', rows)
+    } catch (error) {
+      await cluster.stop()
+      throw error
+    }
+    return { cluster, database: 'recordings', user: 'recorder', release: () => cluster.stop() }
+  }
+  const cluster = new PostgresCluster(shared)
+  const suffix = randomBytes(5).toString('hex')
+  const user = `recorder_${suffix}`
+  const database = `recordings_${suffix}`
+  registerSecret(SERVICE_PASSWORD)
+  await cluster.query(`CREATE ROLE ${pg.escapeIdentifier(user)} LOGIN CREATEDB PASSWORD ${pg.escapeLiteral(SERVICE_PASSWORD)}`)
+  const release = async (): Promise<void> => {
+    // Every database the role made (its own, test restores' scratch, those a test created), then the role.
+    const owned = await cluster.query<{ datname: string }>(
+      'SELECT datname FROM pg_database WHERE datdba = (SELECT oid FROM pg_roles WHERE rolname = $1)',
+      [user],
+    )
+    for (const { datname } of owned) await cluster.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`)
+    await cluster.query(`DROP ROLE IF EXISTS ${pg.escapeIdentifier(user)}`)
+  }
+  try {
+    await cluster.query(
+      `CREATE DATABASE ${pg.escapeIdentifier(database)} TEMPLATE ${RECORDINGS_TEMPLATE} OWNER ${pg.escapeIdentifier(user)}`,
+    )
+    await ownRecordingTables(cluster, database, user)
+    await insertRecordings(cluster, database, rows)
+  } catch (error) {
+    await release()
+    throw error
+  }
+  return { cluster, database, user, release }
+}
+
+/** Starts the bed: a database owned by its own role (CREATEDB for test restores) with `rows` recordings, key pair, store. */
 export async function startBackupBed(rows = 2000): Promise<BackupBed> {
-  const cluster = await startPostgres({ fsync: false })
+  const { cluster, database: name, user, release } = await openBedDatabase(rows)
   const dir = mkdtempSync(join(tmpdir(), 'svcops-backup-test-'))
   try {
-    await cluster.createDatabase('recordings', { user: 'recorder', password: SERVICE_PASSWORD })
-    await cluster.query('ALTER ROLE recorder CREATEDB')
-    await seedRecordings(cluster, 'recordings', rows)
     const pair = await generateBackupKey({ name: 'svcops test backups', email: 'backups@example.invalid' })
     const publicKeyFile = join(dir, 'backup.pub.asc')
     const privateKeyFile = join(dir, 'backup.key.asc')
@@ -91,8 +126,8 @@ export async function startBackupBed(rows = 2000): Promise<BackupBed> {
     const database: DatabaseTarget = {
       host: cluster.info.host,
       port: cluster.port,
-      name: 'recordings',
-      user: 'recorder',
+      name,
+      user,
       password: SERVICE_PASSWORD,
     }
     return {
@@ -109,14 +144,14 @@ export async function startBackupBed(rows = 2000): Promise<BackupBed> {
       signerPublicKeyFile,
       signerPrivateKeyFile,
       options: (overrides = {}) => ({ store, database, recipients, signer, environment: 'test', ...overrides }),
-      sql: (text, db = 'recordings') => cluster.query(text, [], db),
+      sql: (text, db = name) => cluster.query(text, [], db),
       stop: async () => {
-        await cluster.stop()
+        await release()
         rmSync(dir, { recursive: true, force: true })
       },
     }
   } catch (error) {
-    await cluster.stop()
+    await release()
     throw error
   }
 }

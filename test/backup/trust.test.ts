@@ -135,13 +135,19 @@ describe('a backup store that others can write to', () => {
 describe('signed backups: verify, restore and the automatic rollback accept only what a trusted signer made', () => {
   let bed: BackupBed
   let genuine: Manifest
+  let attackerdb: string
 
   beforeAll(async () => {
     bed = await startBackupBed(400)
     genuine = await createBackup(bed.options())
-    await bed.cluster.query('CREATE DATABASE attackerdb OWNER recorder')
-    await seedRecordings(bed.cluster, 'attackerdb', 30)
-    await bed.cluster.query('CREATE TABLE attacker_marker (planted int); ALTER TABLE attacker_marker OWNER TO recorder', [], 'attackerdb')
+    attackerdb = `${bed.database.name}_attacker`
+    await bed.cluster.query(`CREATE DATABASE ${attackerdb} OWNER ${bed.database.user}`)
+    await seedRecordings(bed.cluster, attackerdb, 30, bed.database.user)
+    await bed.cluster.query(
+      `CREATE TABLE attacker_marker (planted int); ALTER TABLE attacker_marker OWNER TO ${bed.database.user}`,
+      [],
+      attackerdb,
+    )
   })
   afterAll(async () => {
     await bed?.stop()
@@ -161,7 +167,7 @@ describe('signed backups: verify, restore and the automatic rollback accept only
   const plantedBackup = async (signer?: SigningKey): Promise<Manifest> => {
     const store = new LocalStore(join(bed.dir, `attacker-${randomBytes(4).toString('hex')}`))
     const m = await createBackup(
-      bed.options({ store, signer: signer ?? (await unknownSigner()), database: { ...bed.database, name: 'attackerdb' } }),
+      bed.options({ store, signer: signer ?? (await unknownSigner()), database: { ...bed.database, name: attackerdb } }),
     )
     for (const name of readdirSync(store.location)) writeFileSync(at(name), readFileSync(join(store.location, name)))
     return m
@@ -286,7 +292,9 @@ describe('signed backups: verify, restore and the automatic rollback accept only
     const text = JSON.stringify({ ...other, checksums: { ...other.checksums, dumpSha256: '0'.repeat(64) } }, null, 2)
     writeFileSync(at(`${other.id}.manifest.json`), text)
     writeFileSync(at(`${other.id}.manifest.json.sig`), await signManifest(Buffer.from(text), bed.signer))
-    await bed.sql('DELETE FROM recordings WHERE id > 300; CREATE TABLE written_after (id int); ALTER TABLE written_after OWNER TO recorder')
+    await bed.sql(
+      `DELETE FROM recordings WHERE id > 300; CREATE TABLE written_after (id int); ALTER TABLE written_after OWNER TO ${bed.database.user}`,
+    )
     const before = { rows: await count(), tables: await tablesNow() }
     await expect(restore(other.id)).rejects.toThrow(/the manifest says \d+ bytes with 0{64}; nothing was committed\.$/)
     expect({ rows: await count(), tables: await tablesNow() }).toEqual(before)

@@ -1,0 +1,74 @@
+/**
+ * Which tier each test file belongs to (vitest.config.ts's projects `unit` and `e2e`).
+ *
+ * `unit`: starts no lab and no long-running real part (PostgreSQL, sshd, supervisord, the recording
+ * service, Chromium, a Pushgateway) and reaches no network beyond the loopback stand-ins DESIGN.md
+ * names (the manager emulator, the Kubernetes API stand-in, the Pulumi argv recorder, the in-test
+ * Pulumi engine). One-shot local tools the product or the check itself runs (the svcops CLI,
+ * `promtool check`, `systemd-analyze`, `npm pack --dry-run`, Debian's Node) are allowed: they answer
+ * in a moment. `npm run test:unit` is the quick loop.
+ *
+ * `e2e`: every other file under test/ (a file not listed here is e2e, so a new file is never
+ * left out of `npm test`; list it here once it starts nothing real). test/tiers.test.ts checks
+ * that each name here is a file that exists.
+ *
+ * Apart from both: test/lab/quickstart.test.ts (the README's quick start on a clean clone,
+ * vitest.quickstart.config.ts, `npm run test:quickstart`) and test/cluster (a real cluster,
+ * vitest.cluster.config.ts, `npm run test:cluster`).
+ */
+export const UNIT_FILES = [
+  'test/architecture/layers.test.ts',
+  'test/backup/pieces.test.ts',
+  'test/cli/cli.test.ts',
+  'test/cli/node-version.test.ts',
+  'test/cli/schedule.test.ts',
+  'test/config/load.test.ts',
+  'test/core/json-syntax.test.ts',
+  'test/core/redact.test.ts',
+  'test/core/retry-http.test.ts',
+  'test/core/runner.test.ts',
+  'test/core/sanitize.test.ts',
+  'test/drivers/kubeconfig-trust.test.ts',
+  'test/drivers/kubernetes-tls.test.ts',
+  'test/drivers/kubernetes.test.ts',
+  'test/drivers/pulumi.test.ts',
+  'test/infra/config.test.ts',
+  'test/infra/containerfile.test.ts',
+  'test/infra/engine.test.ts',
+  'test/infra/live-version-change.test.ts',
+  'test/infra/render.test.ts',
+  'test/infra/scheduled-jobs.test.ts',
+  'test/infra/stacks.test.ts',
+  'test/lab/deb-cache.test.ts',
+  'test/lab/demo-session.test.ts',
+  'test/lab/development-tool.test.ts',
+  'test/lab/live-helpers.test.ts',
+  'test/live/config-change.test.ts',
+  'test/live/kubernetes.test.ts',
+  'test/manager/client.test.ts',
+  'test/manager/credentialed-http.test.ts',
+  'test/manager/emulator.test.ts',
+  'test/recording/drivers.test.ts',
+  'test/recording/kubernetes-dry-run.test.ts',
+  'test/releases/catalog.test.ts',
+  'test/releases/cli.test.ts',
+  'test/releases/env.test.ts',
+  'test/releases/metrics.test.ts',
+  'test/releases/name-filter.test.ts',
+  'test/releases/plan.test.ts',
+  'test/releases/psk.test.ts',
+  'test/releases/requests.test.ts',
+  'test/releases/sdk-scan.test.ts',
+  'test/review/config-review-shapes.test.ts',
+  'test/review/config-review.test.ts',
+  'test/runs/hostile-output.test.ts',
+  'test/runs/journal-order.test.ts',
+  'test/runs/keep-record.test.ts',
+  'test/runs/record-migration.test.ts',
+  'test/runs/report-stack-file.test.ts',
+  'test/runs/runs-cli.test.ts',
+  'test/tiers.test.ts',
+]
+
+/** Files neither tier runs: each has a config and an npm script of its own. */
+export const APART_FILES = ['test/lab/quickstart.test.ts', 'test/cluster/**']
