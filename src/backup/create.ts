@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto'
 import { GNUPG22_CONFIG, type Recipient } from './keys.ts'
 import { backupFiles, MANIFEST_FORMAT, newBackupId, type Manifest } from './manifest.ts'
 import {
+  SVCOPS_SCHEMA,
   assertToolFits,
   connectDatabase,
   findPgTool,
@@ -144,7 +145,15 @@ interface Streamed {
 
 /** pg_dump -> SHA-256 -> OpenPGP -> SHA-256 -> store; removes the partial file on any failure. */
 async function streamDump(o: StreamDumpOptions): Promise<Streamed> {
-  const argv = [o.pgDumpPath, '--format=custom', `--compress=${o.level}`, `--snapshot=${o.snapshot}`, '--no-password']
+  // svcops' own schema (run lock, run records, journals) is not the service's data: a restore keeps it as it is.
+  const argv = [
+    o.pgDumpPath,
+    '--format=custom',
+    `--compress=${o.level}`,
+    `--snapshot=${o.snapshot}`,
+    `--exclude-schema=${SVCOPS_SCHEMA}`,
+    '--no-password',
+  ]
   const writer = await o.store.createWriter(o.file)
   const dump = spawnPgTool(argv, { target: o.database }, { stdin: false, stdout: true })
   const stdout = dump.child.stdout
