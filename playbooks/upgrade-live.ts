@@ -103,7 +103,10 @@ export function planLiveUpgrade(request: LiveUpgradeRequest): Promise<RunPlan> {
 }
 
 /** `svcops resume ID [--rollback]` of a live run. */
-export function resumeLiveSystem(id: string, options: { rollback?: boolean; breakLock?: boolean } = {}): Promise<RunOutcome> {
+export function resumeLiveSystem(
+  id: string,
+  options: { rollback?: boolean; breakLock?: boolean; force?: boolean } = {},
+): Promise<RunOutcome> {
   return resumeSystemRun(live, id, options)
 }
 
@@ -113,13 +116,17 @@ export function planLiveResume(id: string, options: { rollback?: boolean } = {})
 }
 
 /** `svcops rollback live`: rolls back run `runId` (default: the environment's newest live upgrade run). */
-export function rollbackLiveSystem(env: Environment, options: { runId?: string; breakLock?: boolean } = {}): Promise<RunOutcome> {
-  return resumeLiveSystem(findLiveRunToRollBack(env, options.runId), { rollback: true, ...(options.breakLock ? { breakLock: true } : {}) })
+export async function rollbackLiveSystem(
+  env: Environment,
+  options: { runId?: string; breakLock?: boolean; force?: boolean } = {},
+): Promise<RunOutcome> {
+  const breaking = options.breakLock ? { breakLock: true, force: options.force ?? false } : {}
+  return resumeLiveSystem(await findLiveRunToRollBack(env, options.runId), { rollback: true, ...breaking })
 }
 
 /** `svcops rollback live --dry-run`. */
-export function planLiveRollback(env: Environment, options: { runId?: string } = {}): Promise<RunPlan> {
-  return planLiveResume(findLiveRunToRollBack(env, options.runId), { rollback: true })
+export async function planLiveRollback(env: Environment, options: { runId?: string } = {}): Promise<RunPlan> {
+  return planLiveResume(await findLiveRunToRollBack(env, options.runId), { rollback: true })
 }
 
 /** True when run `id` is a run of the live production system (so `svcops resume ID` continues it here). */

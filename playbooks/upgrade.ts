@@ -121,7 +121,10 @@ export function planRecordingService(request: UpgradeRequest): Promise<RunPlan> 
 }
 
 /** `svcops resume ID [--rollback]`: continues an interrupted run from its journal, or rolls it back. */
-export function resumeRecordingService(id: string, options: { rollback?: boolean; breakLock?: boolean } = {}): Promise<RunOutcome> {
+export function resumeRecordingService(
+  id: string,
+  options: { rollback?: boolean; breakLock?: boolean; force?: boolean } = {},
+): Promise<RunOutcome> {
   return resumeSystemRun(recording, id, options)
 }
 
@@ -129,7 +132,7 @@ export function resumeRecordingService(id: string, options: { rollback?: boolean
  * `svcops resume ID --retry`: the seed's "restore backup and retry" after a rolled-back upgrade whose
  * cause was fixed: a new run to the same target on the same hosts, reusing that run's verified backup.
  */
-export function retryRecordingService(id: string, options: { breakLock?: boolean } = {}): Promise<RunOutcome> {
+export function retryRecordingService(id: string, options: { breakLock?: boolean; force?: boolean } = {}): Promise<RunOutcome> {
   const { journal, env } = recordedRun(recording, id)
   const old = journal.run
   return upgradeRecordingService({
@@ -137,7 +140,7 @@ export function retryRecordingService(id: string, options: { breakLock?: boolean
     to: old.targetVersion,
     hosts: old.params.hosts,
     retryOf: old,
-    ...(options.breakLock ? { breakLock: true } : {}),
+    ...(options.breakLock ? { breakLock: true, force: options.force ?? false } : {}),
   })
 }
 
@@ -151,15 +154,13 @@ export function planRecordingResume(id: string, options: { rollback?: boolean } 
  * run) with playbooks/rollback.ts, or with `to` moves every host to that version through this
  * playbook (backup, verification, and its own rollback on failure).
  */
-export function rollbackRecordingService(
+export async function rollbackRecordingService(
   env: Environment,
-  options: { runId?: string; to?: string; breakLock?: boolean },
+  options: { runId?: string; to?: string; breakLock?: boolean; force?: boolean },
 ): Promise<RunOutcome> {
-  if (options.to) return rollBackToVersion(env, options.to, options.breakLock ?? false)
-  return resumeRecordingService(findRunToRollBack(env, options.runId), {
-    rollback: true,
-    ...(options.breakLock ? { breakLock: true } : {}),
-  })
+  const breaking = options.breakLock ? { breakLock: true, force: options.force ?? false } : {}
+  if (options.to) return rollBackToVersion(env, options.to, breaking)
+  return resumeRecordingService(await findRunToRollBack(env, options.runId), { rollback: true, ...breaking })
 }
 
 /**
@@ -167,8 +168,8 @@ export function rollbackRecordingService(
  * change, playbooks/rollback.ts's downgrade restores the newest verified backup taken on V; without
  * one, refused (schemaPathTo names what is missing).
  */
-async function rollBackToVersion(env: Environment, to: string, breakLock: boolean): Promise<RunOutcome> {
-  const request = { env, to, downgrade: true, ...(breakLock ? { breakLock: true } : {}) }
+async function rollBackToVersion(env: Environment, to: string, breaking: { breakLock?: boolean; force?: boolean }): Promise<RunOutcome> {
+  const request = { env, to, downgrade: true, ...breaking }
   if (await acrossSchemaChange(env, to)) return startSystemRun(recording, { ...request, procedure: 'downgrade' })
   return startSystemRun(recording, request)
 }
@@ -187,7 +188,7 @@ export async function planRecordingRollback(env: Environment, options: { runId?:
     if (await acrossSchemaChange(env, options.to)) return planSystemRun(recording, { ...request, procedure: 'downgrade' })
     return planRecordingService(request)
   }
-  return planRecordingResume(findRunToRollBack(env, options.runId), { rollback: true })
+  return planRecordingResume(await findRunToRollBack(env, options.runId), { rollback: true })
 }
 
 /** True when run `id` is a run of the recording service (so `svcops resume ID` continues it here). */

@@ -13,7 +13,7 @@ import { CommandError } from '../core/errors.ts'
 import { requireBinary } from '../core/runner.ts'
 import { CheckFailedError, decryptFailure } from './decrypt.ts'
 import type { Manifest } from './manifest.ts'
-import { lastLine, spawnPgTool, type DatabaseTarget, type PgTool } from '../drivers/postgres.ts'
+import { SVCOPS_SCHEMA, lastLine, spawnPgTool, type DatabaseTarget, type PgTool } from '../drivers/postgres.ts'
 import { HashingTap } from './streams.ts'
 
 export interface LoadResult {
@@ -66,12 +66,16 @@ export async function loadIntoEmptyDatabase(
   return { dumpBytes: tap.bytes, dumpSha256: tap.digest() }
 }
 
-/** SQL that drops every table, view, sequence, type and function in the non-system schemas, and the schemas (but `public`) the role owns. */
+/**
+ * SQL that drops every table, view, sequence, type and function in the non-system schemas, and the
+ * schemas (but `public`) the role owns. svcops' own schema (the run lock, run records and journals)
+ * is never dropped: a restore must not rewind the history of the runs, the one restoring included.
+ */
 export async function dropStatements(client: Pick<pg.ClientBase, 'query'>, schemas: string[]): Promise<string[]> {
   const filter =
     schemas.length > 0
       ? 'n.nspname = ANY($1::text[])'
-      : "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'"
+      : `n.nspname NOT IN ('pg_catalog', 'information_schema', '${SVCOPS_SCHEMA}') AND n.nspname NOT LIKE 'pg\\_%'`
   const params = schemas.length > 0 ? [schemas] : []
   const notExtension = "NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = o.oid AND d.deptype = 'e')"
   const relations = await client.query<{ kind: string; name: string }>(

@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto'
 import { GNUPG22_CONFIG, type Recipient } from './keys.ts'
 import { backupFiles, MANIFEST_FORMAT, newBackupId, type Manifest } from './manifest.ts'
 import {
+  SVCOPS_SCHEMA,
   assertToolFits,
   connectDatabase,
   findPgTool,
@@ -137,7 +138,15 @@ export async function createBackup(options: CreateBackupOptions): Promise<Manife
 
 /** pg_dump of `snapshot`, started; nothing reads its output yet (it waits on a full pipe). */
 function startDump(o: { database: DatabaseTarget; pgDumpPath: string; level: number; snapshot: string }): StreamingTool {
-  const argv = [o.pgDumpPath, '--format=custom', `--compress=${o.level}`, `--snapshot=${o.snapshot}`, '--no-password']
+  // svcops' own schema (run lock, run records, journals) is not the service's data: a restore keeps it as it is.
+  const argv = [
+    o.pgDumpPath,
+    '--format=custom',
+    `--compress=${o.level}`,
+    `--snapshot=${o.snapshot}`,
+    `--exclude-schema=${SVCOPS_SCHEMA}`,
+    '--no-password',
+  ]
   const dump = spawnPgTool(argv, { target: o.database }, { stdin: false, stdout: true })
   // Its exit is judged where the stream ends (streamDump) or it is stopped (stopDump).
   dump.exited.catch(() => undefined)

@@ -138,7 +138,8 @@ function registerList(backup: Command): void {
     .addHelpText('after', '\nExamples:\n  svcops backup list --env prod\n  svcops backup list --env prod --json')
     .action(async (_options: object, command: Command) => {
       const { heldBackups, listBackups, openStore, readSigners } = await import('../backup/index.ts')
-      const { listRuns } = await import('../runs/journal.ts')
+      const { listEnvironmentRuns } = await import('../runs/run-listing.ts')
+      await (await import('./run-systems.ts')).useRunSystems() // the environment's run store, with the local folder
       const { requireSection } = await import('../config/load.ts')
       const env = await environmentOf(command)
       const config = requireSection(env, 'backup')
@@ -146,7 +147,7 @@ function registerList(backup: Command): void {
       const store = await openStore(config)
       try {
         const entries = await listBackups(store, { signers })
-        const held = heldBackups(listRuns())
+        const held = heldBackups(await listEnvironmentRuns(env))
         const rows = entries.map((e) => ({
           id: e.id,
           heldBy: held.get(e.id) ?? null,
@@ -308,7 +309,8 @@ function registerPrune(backup: Command): void {
     )
     .action(async (options: { keepLast?: string; keepDays?: string; dryRun?: boolean }, command: Command) => {
       const { heldBackups, openStore, pruneBackups } = await import('../backup/index.ts')
-      const { listRuns } = await import('../runs/journal.ts')
+      const { listEnvironmentRuns } = await import('../runs/run-listing.ts')
+      await (await import('./run-systems.ts')).useRunSystems() // the environment's run store, with the local folder
       const { requireSection } = await import('../config/load.ts')
       const keepLast = options.keepLast === undefined ? undefined : parseCount(options.keepLast, '--keep-last')
       const keepDays = options.keepDays === undefined ? undefined : parseCount(options.keepDays, '--keep-days')
@@ -318,7 +320,7 @@ function registerPrune(backup: Command): void {
       try {
         const plan = await pruneBackups(store, {
           environment: env.name,
-          held: heldBackups(listRuns()),
+          held: heldBackups(await listEnvironmentRuns(env)),
           ...(keepLast !== undefined ? { keepLast } : {}),
           ...(keepDays !== undefined ? { keepDays } : {}),
           dryRun: options.dryRun ?? false,
@@ -352,12 +354,17 @@ function registerDelete(backup: Command): void {
     )
     .action(async (id: string, options: { force?: boolean }, command: Command) => {
       const { deleteBackup, heldBackups, openStore } = await import('../backup/index.ts')
-      const { listRuns } = await import('../runs/journal.ts')
+      const { listEnvironmentRuns } = await import('../runs/run-listing.ts')
+      await (await import('./run-systems.ts')).useRunSystems() // the environment's run store, with the local folder
       const { requireSection } = await import('../config/load.ts')
       const env = await environmentOf(command)
       const store = await openStore(requireSection(env, 'backup'))
       try {
-        const done = await deleteBackup(store, id, { environment: env.name, held: heldBackups(listRuns()), force: options.force ?? false })
+        const done = await deleteBackup(store, id, {
+          environment: env.name,
+          held: heldBackups(await listEnvironmentRuns(env)),
+          force: options.force ?? false,
+        })
         printResult(command, { ok: true, deleted: done.id, heldBy: done.heldBy ?? null }, () => `Deleted backup ${done.id}.`)
       } finally {
         await store.close()

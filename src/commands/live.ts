@@ -26,6 +26,7 @@ interface UpgradeLiveFlags {
   dryRun?: boolean
   yes?: boolean
   breakLock?: boolean
+  force?: boolean
 }
 
 const UPGRADE_LIVE_HELP = `
@@ -105,7 +106,8 @@ function registerUpgradeLive(upgrade: Command, showRun: ShowRun): void {
     .option('--no-auto-rollback', 'on failure, keep the broken state for inspection instead of rolling back')
     .option('--dry-run', 'print every step, every command and every file change as a diff (secrets masked); change nothing')
     .option('-y, --yes', 'do not ask for confirmation (schedulers, scripts)')
-    .option('--break-lock', "take the live system's lock even though another run holds it (logged)")
+    .option('--break-lock', "take the live system's lock another run holds; refused while that run is unfinished unless --force (logged)")
+    .option('--force', "with --break-lock: break the lock even though the holder's run did not finish (that run is then left as it is)")
     .addHelpText('after', UPGRADE_LIVE_HELP)
     .action(async (flags: UpgradeLiveFlags, command: Command) => {
       const env = await environmentOf(command)
@@ -115,7 +117,7 @@ function registerUpgradeLive(upgrade: Command, showRun: ShowRun): void {
         acks: flags.ack ?? [],
         ...(flags.tcpEndpoint ? { tcpEndpoint: flags.tcpEndpoint } : {}),
         autoRollback: flags.autoRollback,
-        ...(flags.breakLock ? { breakLock: true } : {}),
+        ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
       }
       const play = await import('../../playbooks/upgrade-live.ts')
       if (flags.dryRun) {
@@ -136,9 +138,10 @@ function registerRollbackLive(rollback: Command, showRun: ShowRun): void {
     .option('--run <id>', 'the run to roll back (default: the newest live upgrade run of the environment)')
     .option('--dry-run', 'print what the rollback would do, with the exact commands; change nothing')
     .option('-y, --yes', 'do not ask for confirmation')
-    .option('--break-lock', "take the live system's lock even though another run holds it (logged)")
+    .option('--break-lock', "take the live system's lock another run holds; refused while that run is unfinished unless --force (logged)")
+    .option('--force', "with --break-lock: break the lock even though the holder's run did not finish (that run is then left as it is)")
     .addHelpText('after', ROLLBACK_LIVE_HELP)
-    .action(async (flags: { run?: string; dryRun?: boolean; yes?: boolean; breakLock?: boolean }, command: Command) => {
+    .action(async (flags: { run?: string; dryRun?: boolean; yes?: boolean; breakLock?: boolean; force?: boolean }, command: Command) => {
       const env = await environmentOf(command)
       const play = await import('../../playbooks/upgrade-live.ts')
       const options = flags.run ? { runId: flags.run } : {}
@@ -149,7 +152,9 @@ function registerRollbackLive(rollback: Command, showRun: ShowRun): void {
         return
       }
       await confirm(`Roll back the live production system of '${env.name}'${flags.run ? ` (run ${flags.run})` : ''}?`, flags.yes)
-      await showRun(command, () => play.rollbackLiveSystem(env, { ...options, ...(flags.breakLock ? { breakLock: true } : {}) }))
+      await showRun(command, () =>
+        play.rollbackLiveSystem(env, { ...options, ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}) }),
+      )
     })
 }
 

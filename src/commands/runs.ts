@@ -3,10 +3,13 @@
  * people and machines, report.md/html on request) and `svcops resume ID [--rollback|--retry]`, which
  * continues a run of whichever system it belongs to. Options and help only; the playbooks do the work.
  */
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 import { Option, type Command } from 'commander'
-import { BadInputError } from '../core/errors.ts'
+import { BadInputError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
-import { globals, printResult } from './context.ts'
+import { environmentOf, globals, printResult } from './context.ts'
+import type { Journal } from '../runs/journal.ts'
 import { useRunSystems } from './run-systems.ts'
 import { METRICS_FILE_HELP, printPlan, progress, showRun } from './run-output.ts'
 
@@ -15,6 +18,7 @@ interface ResumeFlags {
   retry?: boolean
   dryRun?: boolean
   breakLock?: boolean
+  force?: boolean
   metricsFile?: string
 }
 
@@ -47,19 +51,75 @@ function registerRunsList(runs: Command): void {
     .addOption(new Option('--kind <kind>', 'only runs of this kind').choices(['upgrade', 'rollback', 'backup', 'verify']))
     .addHelpText('after', '\nExamples:\n  svcops runs list\n  svcops runs list --env prod --kind backup\n  svcops runs list --json')
     .action(async (flags: { kind?: string }, command: Command) => {
-      // --env (global) filters here: the runs of that environment.
-      const { env } = globals(command)
       await useRunSystems()
-      const { Journal, listRuns } = await import('../runs/journal.ts')
       const { buildReport } = await import('../reports/report.ts')
       const { renderRunsTable } = await import('../reports/report-text.ts')
       const { longestDowntime, runDurationMs } = await import('../reports/timeline.ts')
-      const reports = listRuns()
-        .filter((r) => (!env || r.environment === env) && (!flags.kind || r.kind === flags.kind))
-        .map((r) => buildReport(Journal.open(r.id)))
+      const reports = (await openListedRuns(command)).filter(({ run }) => !flags.kind || run.kind === flags.kind).map((j) => buildReport(j))
       const list = reports.map((r) => ({ ...r.run, durationMs: runDurationMs(r) ?? null, longestDowntime: longestDowntime(r) ?? null }))
       printResult(command, { ok: true, runs: list }, () => (list.length ? renderRunsTable(reports) : 'No runs yet.'))
     })
+}
+
+/**
+ * The journals `runs list` shows: with --env (or --stack-file), the environment's runs wherever they
+ * are kept (`listEnvironmentRuns`); without, the local folder's. Each shows its holder's state.
+ */
+async function openListedRuns(command: Command): Promise<Journal[]> {
+  const { env: name, stackFile } = globals(command)
+  const { Journal, listRuns } = await import('../runs/journal.ts')
+  const { presentRun } = await import('../runs/run-presence.ts')
+  const local = (id: string): Journal => {
+    const journal = Journal.open(id)
+    journal.run = presentRun(journal.run)
+    return journal
+  }
+  if (!name && !stackFile) return listRuns().map((r) => local(r.id))
+  const env = await environmentOf(command).catch((error: unknown) => {
+    // No stack file here: the local copies of that environment's runs are all there is to show.
+    events.warn(`${errorMessage(error)} Showing the local copies of the runs only.`)
+    return undefined
+  })
+  if (!env)
+    return listRuns()
+      .filter((r) => r.environment === name)
+      .map((r) => local(r.id))
+  const { listEnvironmentRuns, readEnvironmentRun } = await import('../runs/run-listing.ts')
+  const { runsDir } = await import('../runs/journal.ts')
+  const journals: Journal[] = []
+  for (const record of await listEnvironmentRuns(env)) {
+    if (existsSync(join(runsDir(), record.id, 'run.json'))) {
+      const journal = Journal.open(record.id)
+      journal.run = record
+      journals.push(journal)
+      continue
+    }
+    const stored = await readEnvironmentRun(env, record.id)
+    journals.push(Journal.inMemory(record, undefined, stored?.entries ?? []))
+  }
+  return journals
+}
+
+/** Run `id`'s journal: the local folder's, else (with --env or --stack-file) the environment's, read into memory. */
+async function openShownRun(id: string, command: Command): Promise<Journal> {
+  const { Journal, runsDir } = await import('../runs/journal.ts')
+  const { presentRun } = await import('../runs/run-presence.ts')
+  const { env: name, stackFile } = globals(command)
+  if (existsSync(join(runsDir(), id, 'run.json')) || (!name && !stackFile)) {
+    const journal = Journal.open(id)
+    journal.run = presentRun(journal.run)
+    return journal
+  }
+  const env = await environmentOf(command)
+  const { listEnvironmentRuns, readEnvironmentRun } = await import('../runs/run-listing.ts')
+  const stored = await readEnvironmentRun(env, id)
+  if (!stored)
+    throw new BadInputError(
+      `There is no run '${id}' in ${runsDir()} nor in environment '${env.name}'.`,
+      `List the runs with: svcops runs list --env ${env.name}`,
+    )
+  const record = (await listEnvironmentRuns(env)).find((r) => r.id === id) ?? stored.record
+  return Journal.inMemory(record, undefined, stored.entries)
 }
 
 function registerRunsShow(runs: Command): void {
@@ -76,13 +136,12 @@ function registerRunsShow(runs: Command): void {
 
 async function showRunFolder(id: string, flags: { open?: boolean; html?: string; markdown?: boolean }, command: Command): Promise<void> {
   await useRunSystems()
-  const { Journal } = await import('../runs/journal.ts')
   const { buildReport, renderMarkdown } = await import('../reports/report.ts')
   const { redactDeep } = await import('../core/redact.ts')
   const { renderHtml } = await import('../reports/report-html.ts')
   const { renderRunText } = await import('../reports/report-text.ts')
   const { outcomeSentence } = await import('../reports/timeline.ts')
-  const journal = Journal.open(id)
+  const journal = await openShownRun(id, command)
   const report = redactDeep(buildReport(journal))
   if (flags.html || flags.open) {
     const { writeFileAtomic } = await import('../core/atomic-write.ts')
@@ -114,7 +173,13 @@ function registerResume(program: Command): void {
       "after a rolled-back upgrade whose cause was fixed (svcops doctor recording): upgrade again to the same target, reusing the run's verified backup",
     )
     .option('--dry-run', 'print what is left to do (or what the rollback would do), per host, with the exact commands; change nothing')
-    .addOption(new Option('--break-lock', "take the environment's lock even though another run holds it (logged)"))
+    .addOption(
+      new Option(
+        '--break-lock',
+        "take the environment's lock another run holds; refused while that run is unfinished unless --force (logged)",
+      ),
+    )
+    .option('--force', "with --break-lock: break the lock even though the holder's run did not finish (that run is then left as it is)")
     .option('--metrics-file <path>', METRICS_FILE_HELP)
     .addHelpText('after', RESUME_HELP)
     .action(resume)
@@ -122,7 +187,11 @@ function registerResume(program: Command): void {
 
 /** `svcops resume ID`: the run's own system continues it. */
 async function resume(id: string, flags: ResumeFlags, command: Command): Promise<void> {
-  const options = { ...(flags.rollback ? { rollback: true } : {}), ...(flags.breakLock ? { breakLock: true } : {}) }
+  await copyRunIfElsewhere(id, command)
+  const options = {
+    ...(flags.rollback ? { rollback: true } : {}),
+    ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
+  }
   const { renderRunPlan } = await import('../runs/run-actions.ts')
   const live = await import('../../playbooks/upgrade-live.ts')
   if (live.isLiveRun(id)) {
@@ -148,13 +217,26 @@ async function resume(id: string, flags: ResumeFlags, command: Command): Promise
   await showRun(command, () => play.resumeRecordingService(id, options))
 }
 
+/**
+ * A run started on another machine is kept in its environment: with --env or --stack-file, it is
+ * copied into the local folder first (its stack file being the one given here), then continued.
+ */
+async function copyRunIfElsewhere(id: string, command: Command): Promise<void> {
+  const { env: name, stackFile } = globals(command)
+  const { runsDir } = await import('../runs/journal.ts')
+  if (existsSync(join(runsDir(), id, 'run.json')) || (!name && !stackFile)) return
+  await useRunSystems()
+  const { copyRunFromEnvironment } = await import('../runs/run-listing.ts')
+  await copyRunFromEnvironment(await environmentOf(command), id)
+}
+
 /** `svcops resume ID --retry`: a new run to the same target, reusing the rolled-back run's verified backup. */
 async function retry(id: string, flags: ResumeFlags, command: Command): Promise<void> {
   const play = await import('../../playbooks/upgrade.ts')
   await useRunSystems(flags.metricsFile ? { metricsFile: flags.metricsFile } : {})
   const stop = await progress(command)
   try {
-    const outcome = await play.retryRecordingService(id, flags.breakLock ? { breakLock: true } : {})
+    const outcome = await play.retryRecordingService(id, flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {})
     printResult(
       command,
       { ok: true, runId: outcome.runId, retryOf: id, phase: outcome.phase, report: outcome.report },

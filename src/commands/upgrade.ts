@@ -20,6 +20,7 @@ interface UpgradeFlags {
   dryRun?: boolean
   yes?: boolean
   breakLock?: boolean
+  force?: boolean
   window?: number
 }
 
@@ -29,6 +30,7 @@ interface RollbackFlags {
   dryRun?: boolean
   yes?: boolean
   breakLock?: boolean
+  force?: boolean
   metricsFile?: string
 }
 
@@ -98,7 +100,8 @@ function registerUpgradeRecording(upgrade: Command): void {
     .option('--no-auto-rollback', 'on failure, keep the broken state for inspection instead of rolling back')
     .option('--dry-run', 'print every step and command per host; change nothing')
     .option('-y, --yes', 'do not ask for confirmation (schedulers, scripts)')
-    .option('--break-lock', "take the environment's lock even though another run holds it (logged)")
+    .option('--break-lock', "take the environment's lock another run holds; refused while that run is unfinished unless --force (logged)")
+    .option('--force', "with --break-lock: break the lock even though the holder's run did not finish (that run is then left as it is)")
     .option('--metrics-file <path>', METRICS_FILE_HELP)
     .addHelpText('after', UPGRADE_HELP)
     .action(upgradeRecording)
@@ -117,7 +120,7 @@ async function upgradeRecording(flags: UpgradeFlags, command: Command): Promise<
     batch: flags.batch ?? 1,
     maxFail: flags.maxFail ?? '0',
     autoRollback: flags.autoRollback,
-    ...(flags.breakLock ? { breakLock: true } : {}),
+    ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
     ...(flags.window ? { windowMs: flags.window } : {}),
   }
   const play = await import('../../playbooks/upgrade.ts')
@@ -143,7 +146,8 @@ function registerRollbackRecording(rollback: Command): void {
     .option('--to <version>', 'move every host to this version instead, through the upgrade path (backup, verify, auto-rollback)')
     .option('--dry-run', 'print what the rollback would do, per host, with the exact commands; change nothing')
     .option('-y, --yes', 'do not ask for confirmation')
-    .option('--break-lock', "take the environment's lock even though another run holds it (logged)")
+    .option('--break-lock', "take the environment's lock another run holds; refused while that run is unfinished unless --force (logged)")
+    .option('--force', "with --break-lock: break the lock even though the holder's run did not finish (that run is then left as it is)")
     .option('--metrics-file <path>', METRICS_FILE_HELP)
     .addHelpText('after', ROLLBACK_HELP)
     .action(rollbackRecording)
@@ -165,7 +169,9 @@ async function rollbackRecording(flags: RollbackFlags, command: Command): Promis
     `Roll back the recording service of '${env.name}'${flags.run ? ` (run ${flags.run})` : flags.to ? ` to ${flags.to}` : ''}?`,
     flags.yes,
   )
-  await showRun(command, () => play.rollbackRecordingService(env, { ...options, ...(flags.breakLock ? { breakLock: true } : {}) }))
+  await showRun(command, () =>
+    play.rollbackRecordingService(env, { ...options, ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}) }),
+  )
 }
 
 function registerVerifyRecording(verify: Command): void {

@@ -92,6 +92,11 @@ export class RolledBackError extends SvcopsError {
   override readonly exitCode = ExitCode.rolledBack
 }
 
+/** A run stopped at a safe point on a signal; it can be resumed or rolled back from its journal. */
+export class InterruptedError extends SvcopsError {
+  override readonly exitCode = ExitCode.interrupted
+}
+
 /** A required system binary is missing; the message names the install command. */
 export class MissingBinaryError extends SvcopsError {
   constructor(binary: string, aptPackage: string) {

@@ -110,6 +110,9 @@ export class LocalTransport implements Transport {
         env: childEnvironment(options.env),
         stdio: ['pipe', 'pipe', 'pipe'],
         timeout: options.timeoutMs,
+        // Its own process group: a Ctrl-C reaches svcops, which stops after the step under way,
+        // never the dpkg or supervisorctl in the middle of it (src/core/lifecycle.ts).
+        detached: true,
       })
       const out: Buffer[] = []
       const err: Buffer[] = []

@@ -10,10 +10,10 @@
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { OperationError } from '../core/errors.ts'
+import { SVCOPS_SCHEMA } from './postgres.ts'
 
-/** Schemas a fingerprint never covers. */
-const SYSTEM_SCHEMAS =
-  "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp\\_%'"
+/** Schemas a fingerprint never covers: the system's, and svcops' own (not the service's, and not in a backup). */
+const SYSTEM_SCHEMAS = `n.nspname NOT IN ('pg_catalog', 'information_schema', '${SVCOPS_SCHEMA}') AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp\\_%'`
 
 type Queryable = Pick<pg.ClientBase, 'query'>
 

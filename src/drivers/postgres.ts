@@ -15,6 +15,12 @@ import { redact } from '../core/redact.ts'
 import { writePrivateFile, type PrivateFile } from '../core/private-files.ts'
 import { childEnvironment, findBinary, local, requireBinary, runCommand, shellJoin } from '../core/runner.ts'
 
+/**
+ * svcops' own schema in the environment's database: the run lock, run records and journals. Not
+ * the service's data: backups exclude it, a restore neither drops nor rewinds it, fingerprints skip it.
+ */
+export const SVCOPS_SCHEMA = 'svcops'
+
 /** A database to back up from, restore into, or test-restore into. */
 export interface DatabaseTarget {
   host: string
@@ -223,6 +229,8 @@ export function spawnPgTool(
     child = spawn(file, args, {
       env: childEnvironment(env),
       stdio: [stdio.stdin ? 'pipe' : 'ignore', stdio.stdout ? 'pipe' : 'ignore', 'pipe'],
+      // Its own process group: a Ctrl-C stops svcops after the step, never a pg_restore half-way.
+      detached: true,
     })
   } catch (error) {
     passfile?.remove()

@@ -47,7 +47,7 @@ export function liveContext(env: Environment, journal: Journal<LiveParams>): Liv
 export async function lockLiveEnvironment(
   env: Environment,
   run: Pick<RunRecord, 'id' | 'holder' | 'startedAt'>,
-  options: { takeOver?: string[]; breakLock?: boolean },
+  options: { takeOver?: string[]; breakLock?: boolean; force?: boolean },
 ): Promise<HeldLock> {
   const { transport, path } = liveLockPlace(env)
   const host = { transport }
@@ -55,7 +55,8 @@ export async function lockLiveEnvironment(
   try {
     await acquireHostLock(host.transport, path, holder, {
       ...(options.takeOver ? { takeOver: options.takeOver } : {}),
-      ...(options.breakLock ? { breakLock: true } : {}),
+      // A lock file left is an unfinished run's: --break-lock takes it only with --force.
+      ...(options.breakLock ? { breakLock: true, force: options.force ?? false } : {}),
     })
   } catch (error) {
     await host.transport.close()
@@ -64,6 +65,10 @@ export async function lockLiveEnvironment(
   return {
     async release() {
       await releaseHostLock(host.transport, path, run.id).catch(() => undefined)
+      await host.transport.close()
+    },
+    async leave() {
+      // The lock file stays, naming the interrupted run: the next run is refused until it is finished.
       await host.transport.close()
     },
   }
@@ -85,7 +90,7 @@ function explainLock(env: Environment, error: unknown): unknown {
   return withFacts(
     new LockedError(
       `${errorMessage(error)} That run did not finish.`,
-      `Resume it: svcops resume ${runId}   or roll it back: svcops rollback live --env ${env.name} --run ${runId}   (or --break-lock to ignore it)`,
+      `Continue it: svcops resume ${runId}   or roll it back: svcops resume ${runId} --rollback`,
     ),
     { ...error.facts, unfinishedRun: runId },
   )

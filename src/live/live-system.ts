@@ -8,7 +8,9 @@
 import type { Environment } from '../config/schema.ts'
 import { BadInputError } from '../core/errors.ts'
 import { assertVersion } from '../releases/versions.ts'
-import { Journal, listRuns } from '../runs/journal.ts'
+import { Journal } from '../runs/journal.ts'
+import { copyRunFromEnvironment, listEnvironmentRuns } from '../runs/run-listing.ts'
+import { describeSystem } from '../runs/system-description.ts'
 import type { Playbook } from '../runs/playbook.ts'
 import { newRunRecord, type RunRecord } from '../runs/run-record.ts'
 import type { RunSystem } from '../runs/run-system.ts'
@@ -74,7 +76,7 @@ export function liveSystem(playbook: Playbook<LiveContext, LiveParams>): LiveSys
     async lock(env, run, options) {
       const lock = await lockLiveEnvironment(env, run, {
         ...(options.resuming ? { takeOver: [options.resuming] } : {}),
-        ...(options.breakLock ? { breakLock: true } : {}),
+        ...(options.breakLock ? { breakLock: true, force: options.force ?? false } : {}),
       })
       return { lock, takeOver: [] }
     },
@@ -96,8 +98,11 @@ export function liveSystem(playbook: Playbook<LiveContext, LiveParams>): LiveSys
 }
 
 /** The run `svcops rollback live` acts on: `runId`, or the environment's newest live upgrade run not yet rolled back. */
-export function findLiveRunToRollBack(env: Environment, runId?: string): string {
-  const id = runId ?? listRuns().find((r) => r.environment === env.name && r.system === 'live' && r.kind === 'upgrade')?.id
+export async function findLiveRunToRollBack(env: Environment, runId?: string): Promise<string> {
+  describeSystem(liveDescription)
+  const id =
+    runId ?? (await listEnvironmentRuns(env)).find((r) => r.environment === env.name && r.system === 'live' && r.kind === 'upgrade')?.id
+  if (id) await copyRunFromEnvironment(env, id)
   if (!id) throw new BadInputError(`There is no live upgrade run of environment '${env.name}' to roll back.`)
   const run = Journal.open(id).run
   if (run.system !== 'live')

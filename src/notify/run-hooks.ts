@@ -21,6 +21,7 @@ import { notifyWebhooks, type NotifyEvent, type RunMessage, type Webhook } from 
 const EVENT_OF_PHASE: Readonly<Record<RunPhase, NotifyEvent | undefined>> = {
   running: undefined,
   'rolling-back': undefined,
+  interrupted: 'failure',
   succeeded: 'success',
   failed: 'failure',
   'rollback-failed': 'failure',

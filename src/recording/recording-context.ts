@@ -8,9 +8,12 @@ import { requireSection } from '../config/load.ts'
 import type { Environment, RecordingConfig } from '../config/schema.ts'
 import { BadInputError, LockedError, errorMessage, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
-import { Journal, listRuns } from '../runs/journal.ts'
+import { Journal } from '../runs/journal.ts'
+import { copyRunFromEnvironment, listEnvironmentRuns } from '../runs/run-listing.ts'
+import { describeSystem } from '../runs/system-description.ts'
+import { recordingDescription } from './recording-description.ts'
 import { isFinished, type RunRecord } from '../runs/run-record.ts'
-import { acquireEnvironmentLock, type EnvironmentLock } from '../runs/lock.ts'
+import { acquireEnvironmentLock, breakRefused, type EnvironmentLock, type LockHolder } from '../runs/lock.ts'
 import type { Opened } from '../runs/playbook.ts'
 import type { UpgradeDeps } from './deps.ts'
 import type { RecordingParams } from './recording-params.ts'
@@ -101,38 +104,16 @@ export function openRecordingRun(env: Environment, takeOver: string[], breakLock
 export async function lockRecordingEnvironment(
   env: Environment,
   run: Pick<RunRecord, 'id' | 'holder' | 'startedAt'>,
-  options: { breakLock?: boolean; resuming?: string },
+  options: { breakLock?: boolean; force?: boolean; resuming?: string },
 ): Promise<{ lock: EnvironmentLock; takeOver: string[] }> {
   const rec = requireSection(env, 'recording')
   const lock = await acquireEnvironmentLock(rec.database, {
     environment: env.name,
     holder: { runId: run.id, holder: run.holder, pid: process.pid, since: run.startedAt },
     ...options,
+    judgeDead: (dead) => (options.breakLock && options.force ? undefined : unfinishedHolder(env, dead, options.breakLock ?? false)),
   })
-  const dead = lock.deadHolder
-  if (dead && !options.breakLock) {
-    let unfinished = true
-    let where = 'an unknown step'
-    try {
-      const journal = Journal.open(dead.runId)
-      unfinished = !isFinished(journal.run)
-      const last = journal.entries().at(-1)
-      if (last) where = `${last.step}${last.host ? ` on ${last.host}` : ''}`
-    } catch {
-      // No local journal: the run was started elsewhere; treat it as unfinished.
-    }
-    if (unfinished) {
-      await lock.release()
-      throw withFacts(
-        new LockedError(
-          `Environment '${env.name}': run ${dead.runId} (${dead.holder}, since ${dead.since}) died during ${where} without finishing.`,
-          `Resume it: svcops resume ${dead.runId}   or roll it back: svcops rollback recording --env ${env.name} --run ${dead.runId}   (or --break-lock to ignore it)`,
-        ),
-        { lockedBy: dead, unfinishedRun: dead.runId },
-      )
-    }
-  }
-  return { lock, takeOver: [dead?.runId, lock.broken?.runId].filter((x): x is string => !!x) }
+  return { lock, takeOver: [lock.deadHolder?.runId, lock.broken?.runId].filter((x): x is string => !!x) }
 }
 
 /** False for a run that ended before its backup (refused, a no-op): it changed nothing, so it is never "the run to roll back". */
@@ -141,14 +122,44 @@ function changedSomething(run: RunRecord): boolean {
   return !(run.phase === 'failed' && typeof run.params.backupId !== 'string')
 }
 
-/** The run `svcops rollback recording` acts on: `runId`, or the environment's newest upgrade run not yet rolled back that changed something. */
-export function findRunToRollBack(env: Environment, runId?: string): string {
+/**
+ * A dead holder's run that did not finish refuses a new run, naming the two commands that finish
+ * it; with `--break-lock` (and no `--force`), also what breaking it would risk.
+ */
+function unfinishedHolder(env: Environment, dead: LockHolder, breakLock: boolean): Error | undefined {
+  let where = 'an unknown step'
+  try {
+    const journal = Journal.open(dead.runId)
+    if (isFinished(journal.run)) return undefined
+    const last = journal.entries().at(-1)
+    if (last) where = `${last.step}${last.host ? ` on ${last.host}` : ''}`
+  } catch {
+    // No local journal: the run was started elsewhere; treat it as unfinished.
+  }
+  const held = `run ${dead.runId} (${dead.holder}, since ${dead.since}) holds environment '${env.name}' and was interrupted during ${where} without finishing`
+  if (breakLock) return breakRefused(held, dead.runId)
+  return withFacts(
+    new LockedError(
+      `Environment '${env.name}': ${held}.`,
+      `Continue it: svcops resume ${dead.runId}   or roll it back: svcops resume ${dead.runId} --rollback`,
+    ),
+    { lockedBy: dead, unfinishedRun: dead.runId },
+  )
+}
+
+/**
+ * The run `svcops rollback recording` acts on: `runId`, or the environment's newest upgrade run not
+ * yet rolled back — from the local folder or the environment's store (a run started on another
+ * machine is copied into the local folder first).
+ */
+export async function findRunToRollBack(env: Environment, runId?: string): Promise<string> {
+  describeSystem(recordingDescription)
   const id =
     runId ??
-    listRuns().find(
-      (r) =>
-        r.environment === env.name && r.kind === 'upgrade' && r.system === 'recording' && r.phase !== 'rolled-back' && changedSomething(r),
+    (await listEnvironmentRuns(env)).find(
+      (r) => r.environment === env.name && r.kind === 'upgrade' && r.system === 'recording' && r.phase !== 'rolled-back' && changedSomething(r),
     )?.id
+  if (id) await copyRunFromEnvironment(env, id)
   if (!id) {
     throw new BadInputError(
       `There is no upgrade run of environment '${env.name}' to roll back.`,

@@ -4,6 +4,7 @@
  * order, the batches, the window, the versions before) and its report's facts and sections. Kept
  * apart from the system's run code (recording-system.ts), so that showing runs loads none of it.
  */
+import { postgresRunStore } from '../runs/pg-run-store.ts'
 import { planBatches } from '../runs/rollout.ts'
 import type { SystemDescription } from '../runs/system-description.ts'
 import { recordingParamsSchema, type RecordingParams } from './recording-params.ts'
@@ -29,4 +30,6 @@ export const recordingDescription: SystemDescription<RecordingParams> = {
     previousVersions: run.params.previousVersions,
   }),
   report: recordingReport,
+  // Beside the run lock, in the svcops schema of the service's database (hosts and Kubernetes alike).
+  runStore: (env) => (env.recording ? postgresRunStore(env.recording.database, env.name) : undefined),
 }

@@ -185,6 +185,7 @@ export function outcomeSentence(report: RunReport): string {
   const how: Record<RunReport['run']['phase'], string> = {
     running: 'is still running',
     'rolling-back': `failed${where} and is rolling back`,
+    interrupted: `was interrupted (resume it: svcops resume ${run.id}; roll it back: svcops resume ${run.id} --rollback)`,
     succeeded: 'succeeded',
     failed: `failed${where}`,
     'rolled-back': run.kind === 'rollback' || !failedEntry ? `rolled back${restore}` : `failed${where} and was rolled back${restore}`,

@@ -10,9 +10,11 @@
  * Fan-out lives here too: `everyHost` (all at once, the first failure reported after all ended)
  * and `rollout` (canary, batches, `--max-fail`, the maintenance window).
  */
-import { OperationError, errorMessage } from '../core/errors.ts'
+import { InterruptedError, OperationError, errorMessage, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
+import { interruptSignal } from '../core/lifecycle.ts'
 import type { Journal } from './journal.ts'
+import { STEP_DEADLINE_MS } from './run-mirror.ts'
 import { allOrFirstFailure, batchFitsWindow, runConcurrently } from './rollout.ts'
 import { Phase, stepName, type PhasePrefix, type Step, type StepName, type StepResult } from './step.ts'
 
@@ -139,9 +141,14 @@ export class Run<C> {
         }
       }
     }
+    // The safe point: a signal stops the run here, between steps, never inside one.
+    const signal = interruptSignal()
+    if (signal) throw withFacts(new InterruptedError(`Interrupted by ${signal}.`), { signal })
     const started = Date.now()
     this.journal.append({ step: name, status: 'start', ...at, ...(step.disruptive ? { disruptive: true } : {}) })
     events.emit({ kind: 'step', step: name, status: 'start', ...at })
+    // The environment's copy knows a step started before it acts (bounded: see run-mirror.ts).
+    await this.journal.flushCopy(STEP_DEADLINE_MS)
     let result: StepResult
     try {
       result = await step.act(this.ctx, ...args)
@@ -150,6 +157,7 @@ export class Run<C> {
       const durationMs = Date.now() - started
       this.journal.append({ step: name, status: 'failed', detail, durationMs, ...at })
       events.emit({ kind: 'step', step: name, status: 'failed', detail, durationMs, ...at })
+      await this.journal.flushCopy(STEP_DEADLINE_MS)
       throw error instanceof Error ? error : new OperationError(detail)
     }
     const durationMs = Date.now() - started
@@ -164,6 +172,7 @@ export class Run<C> {
       ...(result.skipped ? { detail: result.skipped } : {}),
       ...(step.report ? { report: step.report } : {}),
     })
+    await this.journal.flushCopy(STEP_DEADLINE_MS)
     events.emit({
       kind: 'step',
       step: name,
@@ -217,6 +226,9 @@ export class Run<C> {
         }
         const results = await runConcurrently(batch, batch.length, fn)
         longestBatchMs = Math.max(longestBatchMs, Date.now() - started)
+        // A signal stops the rollout as it is: an interrupted host is not a failed one.
+        const interrupted = results.find((r) => r.status === 'rejected' && r.reason instanceof InterruptedError)
+        if (interrupted?.status === 'rejected') throw interrupted.reason
         const failedNow = results.flatMap((r, j) => (r.status === 'rejected' ? [asHostFailure(r.reason, batch[j] as H)] : []))
         failures.push(...failedNow)
         const first = failedNow[0]

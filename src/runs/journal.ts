@@ -5,18 +5,7 @@
  * before the step's effect is relied on, so a run killed with SIGKILL leaves a journal that
  * `svcops resume ID` can continue from. Everything written passes through the redaction layer.
  */
-import {
-  closeSync,
-  constants,
-  existsSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readSync,
-  statSync,
-  writeSync,
-} from 'node:fs'
+import { closeSync, constants, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readSync, statSync, writeSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { z } from 'zod'
 import { writeFileAtomic } from '../core/atomic-write.ts'
@@ -67,6 +56,16 @@ function writeSynced(path: string, text: string): void {
 // The journal is appended to, never through a link: a run folder is ours (created 0700 by `create`).
 const APPEND = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW
 
+/** The environment's copy of a journal (run-mirror.ts), told of every write after it is synced locally. */
+export interface JournalCopy {
+  saveRecord(record: RunRecord): void
+  addEntry(entry: JournalEntry): void
+  /** Waits for the copy at most `deadlineMs`; true when it is complete. */
+  flush(deadlineMs: number): Promise<boolean>
+  /** The run's end: a last attempt to make the copy whole. */
+  finish(deadlineMs: number): Promise<boolean>
+}
+
 /** An open journal: the run record plus its append-only step log. `P`: the system's params of the record. */
 export class Journal<P extends RunParams = RunParams> {
   readonly dir: string
@@ -75,6 +74,8 @@ export class Journal<P extends RunParams = RunParams> {
   private readonly memory: JournalEntry[] | undefined
   /** The whole lines of journal.jsonl read so far (it only grows): a read parses only what was appended since. */
   private read: { bytes: number; entries: JournalEntry[] } = { bytes: 0, entries: [] }
+  /** The environment's copy, when the run has one. */
+  private copy: JournalCopy | undefined
 
   private constructor(dir: string, run: RunRecord<P>, memory?: JournalEntry[]) {
     this.dir = dir
@@ -107,6 +108,31 @@ export class Journal<P extends RunParams = RunParams> {
     return new Journal(join(base, id), readRunRecord(file))
   }
 
+  /** Keeps `copy` told of every write from now on (the environment's copy of the run). */
+  keepCopy(copy: JournalCopy): void {
+    this.copy = copy
+  }
+
+  /** Waits for the environment's copy at most `deadlineMs` (a step boundary); true when it is complete or there is none. */
+  async flushCopy(deadlineMs: number): Promise<boolean> {
+    return this.copy ? this.copy.flush(deadlineMs) : true
+  }
+
+  /** The run's end: a last attempt to make the environment's copy whole, within `deadlineMs`. */
+  async finishCopy(deadlineMs: number): Promise<boolean> {
+    return this.copy ? this.copy.finish(deadlineMs) : true
+  }
+
+  /**
+   * Writes a run kept elsewhere (the environment's store) into a new local folder: the record and
+   * its journal as they are. `svcops resume` and `rollback --run` then continue it from here.
+   */
+  static createCopy(run: RunRecord, entries: JournalEntry[], base = runsDir()): Journal {
+    const journal = Journal.create(run, base)
+    writeSynced(join(journal.dir, 'journal.jsonl'), entries.map((e) => JSON.stringify(redactDeep(e)) + '\n').join(''))
+    return journal
+  }
+
   /** Updates fields of the run record's core and writes it (synced). */
   update(fields: Partial<Omit<RunRecord<P>, 'params'>>): void {
     this.run = { ...this.run, ...fields }
@@ -128,7 +154,9 @@ export class Journal<P extends RunParams = RunParams> {
 
   private save(): void {
     if (this.memory) return
-    writeSynced(join(this.dir, 'run.json'), JSON.stringify(redactDeep(this.run), null, 2) + '\n')
+    const run = redactDeep(this.run)
+    writeSynced(join(this.dir, 'run.json'), JSON.stringify(run, null, 2) + '\n')
+    this.copy?.saveRecord(run)
   }
 
   /** Appends one entry and syncs it: after this returns, a kill cannot lose it. */
@@ -146,6 +174,7 @@ export class Journal<P extends RunParams = RunParams> {
     } finally {
       closeSync(fd)
     }
+    this.copy?.addEntry(full)
     crashIfAsked(full)
     return full
   }
@@ -229,6 +258,27 @@ function parseEntry(line: string): JournalEntry | undefined {
   }
 }
 
+/**
+ * The entries of a journal's text (`where` names it in errors), oldest first. A torn last line
+ * (killed mid-write) is ignored; any other line that is not an entry is refused.
+ */
+export function parseJournalLines(text: string, where: string): JournalEntry[] {
+  const lines = text.split('\n')
+  while (lines.length && !lines.at(-1)?.trim()) lines.pop()
+  const out: JournalEntry[] = []
+  for (const [i, line] of lines.entries()) {
+    const entry = parseEntry(line)
+    if (entry) {
+      out.push(entry)
+      continue
+    }
+    // Only the last line can be torn by a kill; everything before it was synced whole.
+    if (i === lines.length - 1) break
+    throw new BadInputError(`${where}:${i + 1}: is not a journal entry; the journal was changed by something other than svcops.`)
+  }
+  return out
+}
+
 /** Every run in `base`, newest first. Unreadable folders are skipped (they are not runs). */
 export function listRuns(base = runsDir()): RunRecord[] {
   if (!existsSync(base)) return []
@@ -252,10 +302,13 @@ export function listRuns(base = runsDir()): RunRecord[] {
  * the process kills itself with SIGKILL right after that step's `ok` line is synced — the state a
  * power cut or an OOM kill leaves at that step boundary, at the exact boundary however busy the
  * machine is (a kill from outside can come late, after the run has gone on or even ended).
+ * `SVCOPS_CRASH_SIGNAL=SIGINT` (or SIGTERM, SIGHUP) sends that signal instead: a Ctrl-C at that boundary.
  */
 function crashIfAsked(entry: Omit<JournalEntry, 'time'>): void {
   const at = process.env.SVCOPS_CRASH_AFTER
   if (!at || entry.status !== 'ok') return
   const [step, host] = at.split('@')
-  if (entry.step === step && entry.host === host) process.kill(process.pid, 'SIGKILL')
+  if (entry.step !== step || entry.host !== host) return
+  const signal = process.env.SVCOPS_CRASH_SIGNAL
+  process.kill(process.pid, signal === 'SIGINT' || signal === 'SIGTERM' || signal === 'SIGHUP' ? signal : 'SIGKILL')
 }

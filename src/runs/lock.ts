@@ -28,8 +28,15 @@ export interface AcquireOptions {
   holder: LockHolder
   /** Take the lock even when a live run holds it (terminates the holder's session). Logged. */
   breakLock?: boolean
+  /** With `breakLock`: break it even while the holder's run is unfinished (it always is, while it holds the lock). */
+  force?: boolean
   /** The run being resumed: its own stale row is taken over silently. */
   resuming?: string
+  /**
+   * Judges a holder that died without releasing (not the run being resumed): an error refuses the
+   * lock and leaves the dead holder's row as it was, so the next attempt is refused the same way.
+   */
+  judgeDead?: (dead: LockHolder) => Error | undefined
 }
 
 /** What `acquireEnvironmentLock` found and did. */
@@ -39,6 +46,8 @@ export interface EnvironmentLock {
   /** The previous holder whose lock was broken with --break-lock. */
   broken?: LockHolder
   release(): Promise<void>
+  /** Ends the lock's session but keeps its row: the run did not finish (interrupted), and the next run is told so. */
+  leave(): Promise<void>
 }
 
 const CREATE_TABLE =
@@ -92,6 +101,20 @@ function describe(holder: LockHolder): string {
   return `run ${holder.runId} (${holder.holder}, pid ${holder.pid}) since ${holder.since}`
 }
 
+/**
+ * `--break-lock` without `--force` while the holder's run is unfinished: what breaking it would risk,
+ * and the commands that finish that run instead.
+ */
+export function breakRefused(held: string, runId: string): LockedError {
+  return withFacts(
+    new LockedError(
+      `--break-lock: ${held}; breaking its lock lets this run act on hosts that run may have left stopped or half-upgraded (or is changing now), and nothing would then roll that run back.`,
+      `Finish it first: svcops resume ${runId}   or roll it back: svcops resume ${runId} --rollback   (or add --force to break the lock anyway)`,
+    ),
+    { unfinishedRun: runId },
+  )
+}
+
 function plain(row: LockHolder & { backendPid?: number }): LockHolder {
   return { runId: row.runId, holder: row.holder, pid: row.pid, since: row.since }
 }
@@ -127,7 +150,9 @@ export async function acquireEnvironmentLock(db: DatabaseConfig, options: Acquir
           { lockedBy: row ? plain(row) : null },
         )
       }
-      events.warn(`--break-lock: taking the lock of environment '${environment}' from ${describe(row)}.`)
+      if (!options.force)
+        throw breakRefused(`Environment '${environment}' is locked by ${describe(row)}, which is still running`, row.runId)
+      events.warn(`--break-lock --force: taking the lock of environment '${environment}' from ${describe(row)}.`)
       await session.query('SELECT pg_terminate_backend($1)', [row.backendPid])
       for (let i = 0; i < 50 && !got; i++) {
         await new Promise((r) => setTimeout(r, 100))
@@ -137,6 +162,8 @@ export async function acquireEnvironmentLock(db: DatabaseConfig, options: Acquir
       broken = plain(row)
     }
     const dead = !broken && row && row.runId !== options.resuming ? plain(row) : undefined
+    const refusal = dead ? options.judgeDead?.(dead) : undefined
+    if (refusal) throw refusal
     if (dead) events.warn(`The previous holder of environment '${environment}' died without releasing the lock: ${describe(dead)}.`)
     const backendPid = (await session.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid ?? 0
     await onServiceDb(db, (c) =>
@@ -148,6 +175,12 @@ export async function acquireEnvironmentLock(db: DatabaseConfig, options: Acquir
     )
     let released = false
     return {
+      async leave() {
+        if (released) return
+        released = true
+        // The session ends (the advisory lock with it); the row stays, naming the unfinished run.
+        await session.end()
+      },
       ...(dead ? { deadHolder: dead } : {}),
       ...(broken ? { broken } : {}),
       async release() {
@@ -219,7 +252,7 @@ export async function acquireHostLock(
   transport: Transport,
   path: string,
   holder: LockHolder,
-  options: { takeOver?: string[]; breakLock?: boolean } = {},
+  options: { takeOver?: string[]; breakLock?: boolean; force?: boolean } = {},
 ): Promise<void> {
   const content = `${holder.runId} ${holder.holder} ${holder.pid} ${holder.since}`
   const dir = path.replace(/\/[^/]+$/, '')
@@ -228,7 +261,11 @@ export async function acquireHostLock(
   if (first.code === 0) return
   const current = await runCommand(transport, ['cat', path], { check: false })
   const [runId = '', who = '', pid = '', since = ''] = current.stdout.trim().split(' ')
-  if (runId === holder.runId || (options.takeOver ?? []).includes(runId) || options.breakLock) {
+  const ours = runId === holder.runId || (options.takeOver ?? []).includes(runId)
+  // `force: false`: the caller decides here whether breaking is allowed (a host lock left is an unfinished run's).
+  if (!ours && options.breakLock && options.force === false && current.code === 0)
+    throw breakRefused(`host ${transport.host} is locked by run ${runId} (${who}, pid ${pid}) since ${since}, which did not finish`, runId)
+  if (ours || options.breakLock) {
     if (options.breakLock && runId !== holder.runId)
       events.warn(`--break-lock: replacing the host lock of ${transport.host} held by run ${runId}.`, transport.host)
     await runCommand(transport, ['sh', '-c', 'printf "%s\\n" "$1" > "$2"', 'sh', content, path])
@@ -238,7 +275,7 @@ export async function acquireHostLock(
   throw withFacts(
     new LockedError(
       `Host ${transport.host} is locked by run ${runId} (${who}, pid ${pid}) since ${since}.`,
-      `Inspect it with 'svcops runs show ${runId}'; if that run is gone, rerun with --break-lock.`,
+      `Inspect it with 'svcops runs show ${runId}'; if it is gone, finish it: svcops resume ${runId}   or roll it back: svcops resume ${runId} --rollback`,
     ),
     { lockedBy: { runId, holder: who, pid: Number(pid), since, host: transport.host } },
   )

@@ -8,16 +8,18 @@
  */
 import { chmodSync, copyFileSync } from 'node:fs'
 import { basename } from 'node:path'
-import { BlockedError, OperationError, RolledBackError, errorMessage, withFacts } from '../core/errors.ts'
+import { BlockedError, InterruptedError, OperationError, RolledBackError, errorMessage, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
-import { onShutdown } from '../core/lifecycle.ts'
+import { onInterrupt, onShutdown } from '../core/lifecycle.ts'
 import { usePrivateFolder } from '../core/private-files.ts'
 import { writeReport } from '../reports/report.ts'
 import type { RunReport } from '../reports/report-types.ts'
 import { HostFailure, Run, ToleratedFailures, type PlannedStep } from './engine.ts'
 import type { Journal } from './journal.ts'
+import { END_DEADLINE_MS, RunMirror } from './run-mirror.ts'
+import type { RunStore } from './run-store.ts'
 import { tellObservers } from './run-events.ts'
-import { holderName, type RunKind, type RunParams, type RunRecord } from './run-record.ts'
+import { holderName, phaseToContinue, type RunKind, type RunParams, type RunRecord } from './run-record.ts'
 import { describedSystem, describeSystem, type SystemDescription } from './system-description.ts'
 import { Phase } from './step.ts'
 
@@ -56,6 +58,11 @@ export interface Opened<C> {
 /** A lock the caller took for the run (refused before any run folder exists). */
 export interface HeldLock {
   release(): Promise<void>
+  /**
+   * Lets go of the lock but leaves its record saying which run held it (an interrupted run): the
+   * next run on the environment sees an unfinished holder and names the commands that finish it.
+   */
+  leave?(): Promise<void>
 }
 
 export interface RunSetup<C, P extends RunParams = RunParams> {
@@ -65,6 +72,8 @@ export interface RunSetup<C, P extends RunParams = RunParams> {
   open(journal: Journal<P>): Promise<Opened<C>>
   /** The system the run acts on, for its report and the observers (else the one described under the record's name). */
   system?: SystemDescription<P>
+  /** The environment's store the run is also written to as it goes (the local folder stays the first copy). */
+  store?: RunStore
 }
 
 /** Starts a new run: the procedure under the failure policy. */
@@ -78,6 +87,8 @@ export function startRun<C, P extends RunParams>(setup: RunSetup<C, P>): Promise
  */
 export function resumeRun<C, P extends RunParams>(setup: RunSetup<C, P>, options: { rollback?: boolean }): Promise<RunOutcome> {
   const { journal, playbook } = setup
+  // An interrupted run continues in the phase it stopped in.
+  if (journal.run.phase === 'interrupted') journal.update({ phase: phaseToContinue(journal.run) })
   const record = journal.run
   journal.update({ pid: process.pid, holder: holderName() })
   journal.append({
@@ -147,8 +158,11 @@ async function drive<C, P extends RunParams>(
 ): Promise<RunOutcome> {
   const { journal, lock } = setup
   events.runId = journal.run.id
+  if (setup.store) journal.keepCopy(new RunMirror(setup.store, journal.run, journal.entries()))
   usePrivateFolder(journal.dir) // secrets a child needs (the PostgreSQL tools' password file) go here
-  const unregister = onShutdown(() => lock.release())
+  // A second signal stops at once: the run is unfinished, so its lock's record stays to say so.
+  const unregister = onShutdown(() => (lock.leave ? lock.leave() : lock.release()))
+  const unlisten = onInterrupt((signal) => events.warn(`${signal}: run ${journal.run.id} stops after the step under way.`))
   const opened = await setup.open(journal).catch(async (error: unknown) => {
     await lock.release()
     unregister()
@@ -165,6 +179,7 @@ async function drive<C, P extends RunParams>(
   } catch (error) {
     failure = error
   }
+  if (failure instanceof InterruptedError) recordInterruption(journal, failure)
   await opened.close()
   // The run's end is recorded only after its resources are released: a kill before this line
   // leaves a run that `svcops resume` finishes.
@@ -181,16 +196,46 @@ async function drive<C, P extends RunParams>(
   }
   keepRecords(journal, opened.records ?? [])
   const report = writeReport(journal, system)
-  await lock.release()
+  await journal.finishCopy(END_DEADLINE_MS)
+  if (journal.run.phase === 'interrupted' && lock.leave) await lock.leave()
+  else await lock.release()
   unregister()
+  unlisten()
   events.info(`Report: ${journal.file('report.md')}`)
   await tellObservers({ kind: 'run-ended', journal, report })
   // A scheduler reading --json gets the same fields whether the run succeeded or not.
+  if (failure instanceof InterruptedError) throw interrupted(journal, failure)
   if (failure !== undefined) {
     const error = failure instanceof Error ? failure : new OperationError(`The run failed: ${errorMessage(failure)}.`)
     throw withFacts(error, { runId: journal.run.id, phase: journal.run.phase, reportPath: journal.file('report.md'), report })
   }
   return { runId: journal.run.id, phase: journal.run.phase, report }
+}
+
+/** Journals the stop at a safe point: an `interrupted` entry and phase, and the phase a resume continues in. */
+function recordInterruption(journal: Journal, error: InterruptedError): void {
+  const before = phaseToContinue(journal.run) === 'rolling-back' ? 'rolling-back' : 'running'
+  const last = journal.entries().findLast((e) => e.status !== 'start')
+  const after = last ? ` after ${last.step}${last.host ? ` on ${last.host}` : ''}` : ''
+  journal.append({
+    step: 'interrupted',
+    status: 'ok',
+    detail: `${errorMessage(error).replace(/\.$/, '')}${after}.`,
+    data: { ...error.facts },
+  })
+  journal.update({ phase: 'interrupted', interruptedIn: before })
+}
+
+/** The error an interrupted run ends with: its id, and the two commands that finish it. */
+function interrupted(journal: Journal, error: InterruptedError): InterruptedError {
+  const id = journal.run.id
+  return withFacts(
+    new InterruptedError(
+      `Run ${id} was interrupted: ${journal.entries().at(-1)?.detail ?? errorMessage(error)} It stopped at a safe point${journal.run.interruptedIn === 'rolling-back' ? ' of its rollback' : ''}.`,
+      `Continue it: svcops resume ${id}\nRoll it back: svcops resume ${id} --rollback`,
+    ),
+    { ...error.facts, runId: id, phase: journal.run.phase, reportPath: journal.file('report.md') },
+  )
 }
 
 /** Copies each record into the run folder, owner-only, and journals where; a failed copy is journaled, never fatal. */
@@ -212,6 +257,7 @@ async function underFailurePolicy<C, P extends RunParams>(playbook: Playbook<C, 
   try {
     await playbook.procedure(run)
   } catch (error) {
+    if (error instanceof InterruptedError) throw error
     const record = run.journal.run as RunRecord<P>
     const cause = errorMessage(error)
     if (!run.journal.disrupted() || !playbook.rollback || error instanceof ToleratedFailures) {
@@ -249,6 +295,7 @@ async function rollBack<C, P extends RunParams>(
       run.journal.update({ ...before, rollbackRequested: false })
       throw error
     }
+    if (error instanceof InterruptedError) throw error
     run.journal.update({ phase: 'rollback-failed', finishedAt: new Date().toISOString() })
     throw new OperationError(
       `The rollback of run ${record.id} failed: ${errorMessage(error)}${record.cause ? ` (why it rolled back: ${record.cause})` : ''}`,

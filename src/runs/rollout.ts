@@ -4,7 +4,7 @@
  * `--max-fail N|P%` is how many host failures the rollout tolerates before it stops; the canary's
  * failure always stops it, because every other host would fail the same way.
  */
-import { BadInputError } from '../core/errors.ts'
+import { BadInputError, InterruptedError } from '../core/errors.ts'
 
 /** Rollout batches: `[[canary], [b1...], [b2...]]`. The canary is the marked host, else the first. */
 export function planBatches<T extends { name: string; canary?: boolean }>(hosts: T[], batchSize: number): T[][] {
@@ -71,7 +71,9 @@ export async function runConcurrently<T, R>(items: T[], limit: number, fn: (item
  */
 export async function allOrFirstFailure<T, R>(items: T[], fn: (item: T) => Promise<R>): Promise<R[]> {
   const results = await runConcurrently(items, items.length, fn)
-  const failed = results.find((r) => r.status === 'rejected')
+  // A signal that stopped one item stops the whole: it is thrown rather than another item's failure.
+  const failed =
+    results.find((r) => r.status === 'rejected' && r.reason instanceof InterruptedError) ?? results.find((r) => r.status === 'rejected')
   if (failed?.status === 'rejected') throw failed.reason
   return results.map((r) => (r as PromiseFulfilledResult<R>).value)
 }

@@ -11,9 +11,10 @@ import { events } from '../core/events.ts'
 import type { PlannedStep } from './engine.ts'
 import { Journal } from './journal.ts'
 import { planRun, resumeRun, startRun, type RunOutcome } from './playbook.ts'
-import { isFinished, newRunRecord, withParams, type RunParams, type RunRecord } from './run-record.ts'
+import { isFinished, newRunRecord, phaseToContinue, withParams, type RunParams, type RunRecord } from './run-record.ts'
 import type { RunPlan, RunRequest, RunSystem } from './run-system.ts'
-import { describeSystem } from './system-description.ts'
+import type { RunStore } from './run-store.ts'
+import { describeSystem, type SystemDescription } from './system-description.ts'
 
 /** The record of a new run of `system` from `req` (validated by the system). */
 export function newSystemRecord<P extends RunParams, Req extends RunRequest, C>(system: RunSystem<P, Req, C>, req: Req): RunRecord<P> {
@@ -28,7 +29,7 @@ export async function startSystemRun<P extends RunParams, Req extends RunRequest
   describeSystem(system)
   const record = newSystemRecord(system, req)
   const breakLock = req.breakLock ?? false
-  const { lock, takeOver } = await system.lock(req.env, record, breakLock ? { breakLock } : {})
+  const { lock, takeOver } = await system.lock(req.env, record, breakLock ? { breakLock, force: req.force ?? false } : {})
   const journal = Journal.create(record)
   events.info(system.announce(record, req.env))
   return startRun({
@@ -37,6 +38,7 @@ export async function startSystemRun<P extends RunParams, Req extends RunRequest
     lock,
     open: (j) => system.open(req.env, j, { takeOver, breakLock }),
     system,
+    ...storeOf(system, req.env),
   })
 }
 
@@ -44,15 +46,24 @@ export async function startSystemRun<P extends RunParams, Req extends RunRequest
 export async function resumeSystemRun<P extends RunParams, Req extends RunRequest, C>(
   system: RunSystem<P, Req, C>,
   id: string,
-  options: { rollback?: boolean; breakLock?: boolean },
+  options: { rollback?: boolean; breakLock?: boolean; force?: boolean },
 ): Promise<RunOutcome> {
   describeSystem(system)
   const { journal, env } = continuationOf(system, id, options)
   const breakLock = options.breakLock ?? false
-  const { lock, takeOver } = await system.lock(env, journal.run, { resuming: id, ...(breakLock ? { breakLock } : {}) })
+  const { lock, takeOver } = await system.lock(env, journal.run, {
+    resuming: id,
+    ...(breakLock ? { breakLock, force: options.force ?? false } : {}),
+  })
   const playbook = system.playbook(journal.run)
   const open = (j: Journal<P>) => system.open(env, j, { takeOver: [...takeOver, id], breakLock })
-  return resumeRun({ playbook, journal, lock, open, system }, options.rollback ? { rollback: true } : {})
+  return resumeRun({ playbook, journal, lock, open, system, ...storeOf(system, env) }, options.rollback ? { rollback: true } : {})
+}
+
+/** The environment's store of `system`'s runs in `env`, as a setup field (none: the local folder only). */
+function storeOf<P extends RunParams>(system: SystemDescription<P>, env: Environment): { store?: RunStore } {
+  const store = system.runStore?.(env)
+  return store ? { store } : {}
 }
 
 /** The dry run of a new run of `system`: its playbook in plan mode on a journal kept in memory; reads only. */
@@ -139,7 +150,7 @@ export function continuationOf<P extends RunParams, Req extends RunRequest, C>(
       `Run ${record.id} is finished (${record.phase}); there is nothing to resume.`,
       record.phase === 'succeeded' ? `To undo it: ${system.playbook(record).rollbackCommand(record)}` : undefined,
     )
-  const rollingBack = options.rollback === true || record.phase === 'rolling-back'
+  const rollingBack = options.rollback === true || phaseToContinue(record) === 'rolling-back'
   return { journal, env, rollingBack, nothingToUndo: rollingBack && !journal.disrupted() }
 }
 

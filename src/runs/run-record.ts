@@ -16,7 +16,11 @@ import { z } from 'zod'
 import { BadInputError } from '../core/errors.ts'
 
 export type RunKind = 'upgrade' | 'rollback' | 'backup' | 'verify'
-export type RunPhase = 'running' | 'rolling-back' | 'succeeded' | 'failed' | 'rolled-back' | 'rollback-failed' | 'no-op'
+/**
+ * `interrupted`: stopped at a safe point on a signal, or its holder's process is gone (shown so by
+ * `runs list|show`); unfinished, like `running`: `svcops resume ID [--rollback]` finishes it.
+ */
+export type RunPhase = 'running' | 'rolling-back' | 'interrupted' | 'succeeded' | 'failed' | 'rolled-back' | 'rollback-failed' | 'no-op'
 
 /** A system's own facts of a run, as the engine sees them: checked by the system's schema, never read here. */
 export type RunParams = Record<string, unknown>
@@ -48,6 +52,8 @@ export interface RunRecord<P extends RunParams = RunParams> {
    * not as a failed run that was rolled back (exit 4).
    */
   rollbackRequested?: boolean
+  /** The phase an `interrupted` run was in when it stopped (`running` or `rolling-back`): a resume continues that. */
+  interruptedIn?: 'running' | 'rolling-back'
   /** Which procedure of its kind the run follows, so `resume` continues it with the same one (absent: the kind's own). */
   procedure?: string
   /** The system's own facts, checked by its schema. */
@@ -70,6 +76,7 @@ const CORE_FIELDS = new Set([
   'pid',
   'cause',
   'rollbackRequested',
+  'interruptedIn',
   'procedure',
   'params',
 ])
@@ -87,13 +94,14 @@ const runRecordSchema = z.object({
   envFile: z.string(),
   targetVersion: z.string().default(''),
   autoRollback: z.boolean(),
-  phase: z.enum(['running', 'rolling-back', 'succeeded', 'failed', 'rolled-back', 'rollback-failed', 'no-op']),
+  phase: z.enum(['running', 'rolling-back', 'interrupted', 'succeeded', 'failed', 'rolled-back', 'rollback-failed', 'no-op']),
   startedAt: z.string(),
   finishedAt: z.string().optional(),
   holder: z.string(),
   pid: z.number().int(),
   cause: z.string().optional(),
   rollbackRequested: z.boolean().optional(),
+  interruptedIn: z.enum(['running', 'rolling-back']).optional(),
   procedure: z.string().optional(),
   params: z.record(z.string(), z.unknown()),
 })
@@ -140,7 +148,12 @@ export function newRunRecord<P extends RunParams>(
 
 /** True when a run's phase is final (nothing left to resume). */
 export function isFinished(run: Pick<RunRecord, 'phase'>): boolean {
-  return run.phase !== 'running' && run.phase !== 'rolling-back'
+  return run.phase !== 'running' && run.phase !== 'rolling-back' && run.phase !== 'interrupted'
+}
+
+/** The phase a run continues in: an interrupted run's phase before it stopped, else its own. */
+export function phaseToContinue(run: Pick<RunRecord, 'phase' | 'interruptedIn'>): RunPhase {
+  return run.phase === 'interrupted' ? (run.interruptedIn ?? 'running') : run.phase
 }
 
 /** Run folders are ours, but a person or a disk can damage them: every file read is checked and capped. */
@@ -168,11 +181,16 @@ export function readRunRecord(file: string): RunRecord {
   } catch {
     throw new BadInputError(`${file}: is not valid JSON; expected a run record written by svcops.`)
   }
+  return parseRunRecord(json, file)
+}
+
+/** Checks a run record read from anywhere (`where` names it: a file, a store); one sentence naming the field when it is not one. */
+export function parseRunRecord(json: unknown, where: string): RunRecord {
   const parsed = runRecordSchema.safeParse(migrateRecord(json))
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
     throw new BadInputError(
-      `${file}: ${issue?.path.join('.') || '(record)'}: ${issue?.message ?? 'invalid'}; expected a run record written by svcops.`,
+      `${where}: ${issue?.path.join('.') || '(record)'}: ${issue?.message ?? 'invalid'}; expected a run record written by svcops.`,
     )
   }
   return parsed.data

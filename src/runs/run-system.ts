@@ -21,6 +21,8 @@ export type { RunView, SystemDescription } from './system-description.ts'
 export interface RunRequest {
   env: Environment
   breakLock?: boolean
+  /** With `breakLock`: break the lock even though the holder's run is unfinished (`--force`). */
+  force?: boolean
 }
 
 /** A new run's own fields, from its request. */
@@ -70,7 +72,7 @@ export interface RunSystem<P extends RunParams, Req extends RunRequest, C> exten
   lock(
     env: Environment,
     run: RunRecord<P>,
-    options: { resuming?: string; breakLock?: boolean },
+    options: { resuming?: string; breakLock?: boolean; force?: boolean },
   ): Promise<{ lock: HeldLock; takeOver: string[] }>
   /** Opens the context of a run (the targets' own locks taken); closing releases them. */
   open(env: Environment, journal: Journal<P>, options: { takeOver: string[]; breakLock: boolean }): Promise<Opened<C>>

@@ -5,8 +5,10 @@
  * so that the report of any run can be built from its folder alone.
  */
 import type { z } from 'zod'
+import type { Environment } from '../config/schema.ts'
 import type { ReportContribution } from '../reports/report-section.ts'
 import type { RunParams, RunRecord } from './run-record.ts'
+import type { RunStore } from './run-store.ts'
 
 /** How the generic views (timeline, downtime, runs list, notifications) see a run of a system. */
 export interface RunView {
@@ -31,6 +33,11 @@ export interface SystemDescription<P extends RunParams = RunParams> {
   view(run: RunRecord<P>): RunView
   /** What it adds to a run's report: facts and sections. */
   readonly report: ReportContribution
+  /**
+   * Where its runs are kept in environment `env` (the environment's own store, read from any
+   * machine), or undefined when `env` has no such system. Opening connects to nothing.
+   */
+  runStore?(env: Environment): RunStore | undefined
 }
 
 const described = new Map<string, SystemDescription>()
@@ -38,6 +45,11 @@ const described = new Map<string, SystemDescription>()
 /** Makes a system's description known to reports, notifications and metrics (the last one given for a name counts). */
 export function describeSystem(description: SystemDescription): void {
   described.set(description.name, description)
+}
+
+/** Every system made known, in the order they were. */
+export function describedSystems(): SystemDescription[] {
+  return [...described.values()]
 }
 
 /** The description of system `name`, if it was made known. */

@@ -67,8 +67,21 @@ describe('environment lock in the database', () => {
     expect(state).toMatchObject({ runId: '20261122T031000Z-deadde', alive: false })
     const taken = await acquireEnvironmentLock(db, { environment: 'lab', holder: holder('20261122T031001Z-eeeeee') })
     expect(taken.deadHolder?.runId).toBe('20261122T031000Z-deadde')
-    // Now a live holder: only --break-lock takes it, and says whose lock it broke.
-    const broken = await acquireEnvironmentLock(db, { environment: 'lab', holder: holder('20261122T031002Z-ffffff'), breakLock: true })
+    // Now a live holder: --break-lock alone is refused (its run is unfinished), naming the risk and --force.
+    const refused = await acquireEnvironmentLock(db, {
+      environment: 'lab',
+      holder: holder('20261122T031002Z-ffffff'),
+      breakLock: true,
+    }).catch((e: unknown) => e)
+    expect(refused).toBeInstanceOf(LockedError)
+    expect((refused as LockedError).hint).toContain('--force')
+    // --break-lock --force takes it, and says whose lock it broke.
+    const broken = await acquireEnvironmentLock(db, {
+      environment: 'lab',
+      holder: holder('20261122T031002Z-ffffff'),
+      breakLock: true,
+      force: true,
+    })
     expect(broken.broken?.runId).toBe('20261122T031001Z-eeeeee')
     await broken.release()
     await taken.release().catch(() => undefined)

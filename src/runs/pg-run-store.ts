@@ -1,0 +1,124 @@
+/**
+ * The recording service's run store: tables in the `svcops` schema of the environment's PostgreSQL,
+ * beside the run lock (lock.ts) — every machine that can run the service's upgrades reaches it, and
+ * backups exclude the schema, so a restore neither drops nor rewinds it (src/backup).
+ *
+ *   svcops.runs         one row per run: its record (jsonb), environment, system, start
+ *   svcops.run_journal  one row per journal entry: run id, index, entry (jsonb); written once
+ *
+ * Each write is one short session (named `svcops-run-store`): no session stays open on the service
+ * database, which a restore refuses to run beside. The rights it needs: CREATE on the database (to
+ * create the schema) or a pre-created `svcops` schema the role may create tables in (docs/deploy.md).
+ */
+import type pg from 'pg'
+import type { DatabaseConfig } from '../config/schema.ts'
+import { errorMessage } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import { redactDeep } from '../core/redact.ts'
+import { SVCOPS_SCHEMA, connectDatabase, databaseTarget } from '../drivers/postgres.ts'
+import { parseJournalLines } from './journal.ts'
+import { readEnvironmentLock } from './lock.ts'
+import type { LockState } from './run-presence.ts'
+import { parseRunRecord, type RunRecord } from './run-record.ts'
+import type { RunStore, RunWrite, StoredRun } from './run-store.ts'
+
+/** The application name of the store's sessions (a restore does not count them as the service's). */
+export const RUN_STORE_APPLICATION = 'svcops-run-store'
+
+const SCHEMA = [
+  `CREATE SCHEMA IF NOT EXISTS ${SVCOPS_SCHEMA}`,
+  `CREATE TABLE IF NOT EXISTS ${SVCOPS_SCHEMA}.runs (id text PRIMARY KEY, environment text NOT NULL, system text NOT NULL, started_at timestamptz NOT NULL, record jsonb NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())`,
+  `CREATE TABLE IF NOT EXISTS ${SVCOPS_SCHEMA}.run_journal (run_id text NOT NULL, seq integer NOT NULL, entry jsonb NOT NULL, PRIMARY KEY (run_id, seq))`,
+]
+
+/** Runs are listed from the newest; older ones stay in the table but a listing reads at most this many. */
+const LIST_LIMIT = 500
+
+/** The run store in the `svcops` schema of the database `db` (the environment `environment`'s). */
+export function postgresRunStore(db: DatabaseConfig, environment: string): RunStore {
+  const where = `the ${SVCOPS_SCHEMA} schema of ${db.name} at ${db.host}:${db.port}`
+  let ready = false
+
+  async function session<T>(fn: (client: pg.Client) => Promise<T>, create: boolean): Promise<T> {
+    const client = await connectDatabase(databaseTarget(db))
+    try {
+      await client.query(`SET application_name = '${RUN_STORE_APPLICATION}'`)
+      if (create && !ready) {
+        for (const statement of SCHEMA) await client.query(statement)
+        ready = true
+      }
+      return await fn(client)
+    } finally {
+      // A session that fails to close has nothing left to lose: its work is committed or rolled back.
+      await client.end().catch(() => undefined)
+    }
+  }
+
+  async function tablesExist(client: pg.Client): Promise<boolean> {
+    const found = await client.query(`SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = 'runs'`, [SVCOPS_SCHEMA])
+    return (found.rowCount ?? 0) > 0
+  }
+
+  return {
+    where,
+    async write({ record, from, all }: RunWrite) {
+      await session(async (c) => {
+        await c.query('BEGIN')
+        await c.query(
+          `INSERT INTO ${SVCOPS_SCHEMA}.runs (id, environment, system, started_at, record, updated_at) VALUES ($1, $2, $3, $4, $5, now())
+           ON CONFLICT (id) DO UPDATE SET record = $5, updated_at = now()`,
+          [record.id, record.environment, record.system, record.startedAt, JSON.stringify(redactDeep(record))],
+        )
+        const fresh = all.slice(from)
+        if (fresh.length > 0)
+          await c.query(
+            `INSERT INTO ${SVCOPS_SCHEMA}.run_journal (run_id, seq, entry)
+             SELECT $1, $2::integer + n - 1, e FROM unnest($3::jsonb[]) WITH ORDINALITY AS t(e, n)
+             ON CONFLICT (run_id, seq) DO NOTHING`,
+            [record.id, from, fresh.map((e) => JSON.stringify(redactDeep(e)))],
+          )
+        await c.query('COMMIT')
+      }, true)
+    },
+    async listRecords(env) {
+      return session(async (c) => {
+        if (!(await tablesExist(c))) return []
+        const rows = await c.query<{ id: string; record: unknown }>(
+          `SELECT id, record FROM ${SVCOPS_SCHEMA}.runs WHERE environment = $1 ORDER BY started_at DESC, id DESC LIMIT ${LIST_LIMIT}`,
+          [env],
+        )
+        return rows.rows.flatMap((r) => {
+          try {
+            return [parseRunRecord(r.record, `${where}: run ${r.id}`)]
+          } catch (error) {
+            events.warn(`Skipping run ${r.id} of ${where}: ${errorMessage(error)}`)
+            return []
+          }
+        })
+      }, false)
+    },
+    async readRun(id): Promise<StoredRun | undefined> {
+      return session(async (c) => {
+        if (!(await tablesExist(c))) return undefined
+        const run = await c.query<{ record: unknown }>(`SELECT record FROM ${SVCOPS_SCHEMA}.runs WHERE id = $1`, [id])
+        const row = run.rows[0]
+        if (!row) return undefined
+        const entries = await c.query<{ entry: unknown }>(`SELECT entry FROM ${SVCOPS_SCHEMA}.run_journal WHERE run_id = $1 ORDER BY seq`, [
+          id,
+        ])
+        const text = entries.rows.map((e) => JSON.stringify(e.entry)).join('\n')
+        return {
+          record: parseRunRecord(row.record, `${where}: run ${id}`),
+          entries: parseJournalLines(text, `${where}: journal of run ${id}`),
+        }
+      }, false)
+    },
+    async lockState(run: RunRecord): Promise<LockState> {
+      const lock = await readEnvironmentLock(db, environment)
+      return lock?.runId === run.id && lock.alive ? 'held' : 'not-held'
+    },
+    async close() {
+      // Every session is closed after its write.
+    },
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * An environment's runs wherever they are kept: the local folder (a copy) and the environment's own
+ * stores (run-store.ts), merged by id. This is the one way to list an environment's runs — `runs
+ * list`, `rollback` without `--run`, retention and `runs watch` all read it — and the way a run kept
+ * only in the environment becomes a local folder that `resume` and `rollback --run` continue.
+ */
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Environment } from '../config/schema.ts'
+import { writeFileAtomic } from '../core/atomic-write.ts'
+import { errorMessage } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import { redactDeep } from '../core/redact.ts'
+import { Journal, listRuns, runsDir } from './journal.ts'
+import { heldHere, presentRun } from './run-presence.ts'
+import { isFinished, isRunId, type RunRecord } from './run-record.ts'
+import { newestFirst, type RunStore, type RunWrite, type StoredRun } from './run-store.ts'
+import { describedSystems } from './system-description.ts'
+
+/** The local runs folder as a store: what `runs list` shows without an environment, and where copies land. */
+export function localRunStore(base = runsDir()): RunStore {
+  return {
+    where: base,
+    write({ record, all }: RunWrite) {
+      if (!existsSync(join(base, record.id, 'run.json'))) {
+        Journal.createCopy(record, all, base)
+        return Promise.resolve()
+      }
+      writeFileAtomic(join(base, record.id, 'run.json'), JSON.stringify(redactDeep(record), null, 2) + '\n', { mode: 0o600, sync: true })
+      writeFileAtomic(join(base, record.id, 'journal.jsonl'), all.map((e) => JSON.stringify(redactDeep(e)) + '\n').join(''), {
+        mode: 0o600,
+        sync: true,
+      })
+      return Promise.resolve()
+    },
+    listRecords: (environment) => Promise.resolve(listRuns(base).filter((r) => r.environment === environment)),
+    readRun(id) {
+      if (!isRunId(id) || !existsSync(join(base, id, 'run.json'))) return Promise.resolve(undefined)
+      const journal = Journal.open(id, base)
+      return Promise.resolve({ record: journal.run, entries: journal.entries() })
+    },
+    lockState: () => Promise.resolve('unknown'),
+    close: () => Promise.resolve(),
+  }
+}
+
+/** The stores environment `env` keeps runs in (one per system it has), each opened lazily. */
+export function environmentStores(env: Environment): RunStore[] {
+  return describedSystems().flatMap((system) => {
+    const store = system.runStore?.(env)
+    return store ? [store] : []
+  })
+}
+
+/**
+ * Every run of environment `env`, newest first: the local folder's (`base`) and its environment's
+ * stores', merged by id — the environment's record counts unless only the local one is finished
+ * (its last write did not reach the environment). An unfinished run whose holder is gone is shown
+ * `interrupted` (run-presence.ts). A store that cannot be read is said once; the others still count.
+ */
+export async function listEnvironmentRuns(env: Environment, options: { base?: string } = {}): Promise<RunRecord[]> {
+  const byId = new Map<string, { record: RunRecord; store?: RunStore }>()
+  for (const record of listRuns(options.base ?? runsDir()).filter((r) => r.environment === env.name)) byId.set(record.id, { record })
+  const stores = environmentStores(env)
+  try {
+    for (const store of stores) {
+      let records: RunRecord[]
+      try {
+        records = await store.listRecords(env.name)
+      } catch (error) {
+        events.warn(`The runs kept in ${store.where} could not be read (${errorMessage(error)}); showing the local copies only.`)
+        continue
+      }
+      for (const record of records) {
+        const local = byId.get(record.id)
+        if (local && isFinished(local.record) && !isFinished(record)) continue
+        byId.set(record.id, { record, store })
+      }
+    }
+    const runs: RunRecord[] = []
+    for (const { record, store } of byId.values()) runs.push(await presented(record, store ?? stores[0]))
+    return runs.sort(newestFirst)
+  } finally {
+    await Promise.all(stores.map((s) => s.close()))
+  }
+}
+
+/** The run as a person should see it, asking `store`'s lock about a holder on another machine. */
+async function presented(record: RunRecord, store: RunStore | undefined): Promise<RunRecord> {
+  if (isFinished(record) || record.phase === 'interrupted' || heldHere(record) || !store) return presentRun(record)
+  const state = await store.lockState(record).catch(() => 'unknown' as const)
+  return presentRun(record, state)
+}
+
+/** Run `id` as environment `env`'s stores keep it, or undefined when none does. */
+export async function readEnvironmentRun(env: Environment, id: string): Promise<StoredRun | undefined> {
+  const stores = environmentStores(env)
+  try {
+    for (const store of stores) {
+      const found = await store.readRun(id).catch((error: unknown) => {
+        events.warn(`Run ${id} could not be read from ${store.where}: ${errorMessage(error)}.`)
+        return undefined
+      })
+      if (found) return found
+    }
+    return undefined
+  } finally {
+    await Promise.all(stores.map((s) => s.close()))
+  }
+}
+
+/**
+ * Makes sure run `id` has a local folder (`base`): when only the environment keeps it (started on
+ * another machine), its record and journal are copied here, its stack file being `env`'s, so that
+ * `resume` and `rollback --run` continue it. True when the run is (now) in the local folder.
+ */
+export async function copyRunFromEnvironment(env: Environment, id: string, base = runsDir()): Promise<boolean> {
+  if (!isRunId(id)) return false
+  if (existsSync(join(base, id, 'run.json'))) return true
+  const found = await readEnvironmentRun(env, id)
+  if (!found) return false
+  await localRunStore(base).write({ record: { ...found.record, envFile: env.file }, from: 0, all: found.entries })
+  events.info(`Run ${id} was copied from the environment to ${join(base, id)}.`)
+  return true
+}

@@ -1,0 +1,106 @@
+/**
+ * A run's copy in its environment, written as the run goes. The local folder is written first and
+ * synced (a kill loses nothing there); the environment's store is written after, in order, one
+ * batch at a time, and the engine waits for it at each step boundary at most `STEP_DEADLINE_MS`:
+ * a slow or unreachable store never holds a step longer than that — its write goes on in the
+ * background and the next ones queue behind it. The first failure is said once, and the run goes
+ * on with the local copy only; at the run's end one more attempt writes the whole record and journal.
+ */
+import { errorMessage } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import type { JournalEntry } from './journal.ts'
+import type { RunRecord } from './run-record.ts'
+import type { RunStore } from './run-store.ts'
+
+/** How long a step boundary waits for the environment's copy. */
+export const STEP_DEADLINE_MS = 2_000
+/** How long the run's end waits for the environment's copy (the last chance to make it whole). */
+export const END_DEADLINE_MS = 15_000
+
+/** The environment's copy of one run. */
+export class RunMirror {
+  readonly store: RunStore
+  private record: RunRecord
+  private readonly all: JournalEntry[]
+  private written = 0
+  private recordDirty = true
+  private chain: Promise<void> = Promise.resolve()
+  private failed = false
+
+  constructor(store: RunStore, record: RunRecord, entries: JournalEntry[]) {
+    this.store = store
+    this.record = record
+    this.all = [...entries]
+    // The record and the journal so far (a resumed run's, or one the store never got whole).
+    this.kick()
+  }
+
+  /** The record changed. */
+  saveRecord(record: RunRecord): void {
+    this.record = record
+    this.recordDirty = true
+    this.kick()
+  }
+
+  /** An entry was appended (and synced locally). */
+  addEntry(entry: JournalEntry): void {
+    this.all.push(entry)
+    this.kick()
+  }
+
+  /** False once a write failed: the run goes on with the local copy only. */
+  get healthy(): boolean {
+    return !this.failed
+  }
+
+  /** Waits for the writes so far, at most `deadlineMs`; true when they are all in the environment. */
+  async flush(deadlineMs: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), deadlineMs)
+      timer.unref()
+    })
+    const done = await Promise.race([this.chain.then(() => 'done' as const), late])
+    clearTimeout(timer)
+    return done === 'done' && !this.failed && this.written === this.all.length && !this.recordDirty
+  }
+
+  /** The run's end: one more attempt to write everything, even after a failure, within `deadlineMs`. */
+  async finish(deadlineMs: number): Promise<boolean> {
+    if (this.failed) {
+      this.failed = false
+      this.written = 0
+      this.recordDirty = true
+      this.kick(true)
+    }
+    const ok = await this.flush(deadlineMs)
+    if (ok && this.wasFailed) events.info(`The run's record and journal are now complete in ${this.store.where}.`)
+    return ok
+  }
+
+  private wasFailed = false
+
+  private kick(retry = false): void {
+    if (this.failed && !retry) return
+    this.chain = this.chain.then(() => this.drain())
+  }
+
+  private async drain(): Promise<void> {
+    if (this.failed || (!this.recordDirty && this.written === this.all.length)) return
+    const from = this.written
+    const upTo = this.all.length
+    this.recordDirty = false
+    try {
+      await this.store.write({ record: this.record, from, all: this.all.slice(0, upTo) })
+      this.written = upTo
+    } catch (error) {
+      this.recordDirty = true
+      if (!this.wasFailed)
+        events.warn(
+          `The run's record could not be written to ${this.store.where} (${errorMessage(error)}); the run goes on with the local copy only, which other machines cannot read.`,
+        )
+      this.failed = true
+      this.wasFailed = true
+    }
+  }
+}

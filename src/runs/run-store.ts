@@ -1,0 +1,49 @@
+/**
+ * Where runs are kept. Every run is written to its local folder first (synced: the crash tests and
+ * `svcops resume` rely on it) and, as it goes, to a store in the environment itself — the recording
+ * service's PostgreSQL (`svcops` schema), the live host (files under a svcops folder), a ConfigMap in
+ * the namespace — so that every machine that can operate the environment reads the same history,
+ * and a restore of the product's database cannot roll it back. One interface for both: the local
+ * folder is a `RunStore` too, and a copy.
+ *
+ * A system names its environment's store in its description (`SystemDescription.runStore`).
+ */
+import type { JournalEntry } from './journal.ts'
+import type { LockState } from './run-presence.ts'
+import type { RunRecord } from './run-record.ts'
+
+/** A run as a store keeps it: its record and its journal, oldest entry first. */
+export interface StoredRun {
+  record: RunRecord
+  entries: JournalEntry[]
+}
+
+/** What one write carries: the record when it changed, and the journal's entries from `from` on (`all`: the whole journal). */
+export interface RunWrite {
+  record: RunRecord
+  /** Index of the first entry not written before. */
+  from: number
+  /** Every entry so far (a store that rewrites a whole object needs them all; others take `all.slice(from)`). */
+  all: JournalEntry[]
+}
+
+/** A place runs are kept. */
+export interface RunStore {
+  /** Where, for people: "svcops schema of recording at 10.0.0.5:5432". */
+  readonly where: string
+  /** Writes a run's record and new journal entries; idempotent (a retried write changes nothing more). */
+  write(change: RunWrite): Promise<void>
+  /** The records of `environment`'s runs, newest first. */
+  listRecords(environment: string): Promise<RunRecord[]>
+  /** One run with its journal, or undefined when this store does not hold it. */
+  readRun(id: string): Promise<StoredRun | undefined>
+  /** Whether the environment's lock has a live holder for `run` (what the store can tell; else `unknown`). */
+  lockState(run: RunRecord): Promise<LockState>
+  /** Closes what the store holds open. */
+  close(): Promise<void>
+}
+
+/** Newest first by the start's milliseconds, then by id (ids carry whole seconds). */
+export function newestFirst(a: Pick<RunRecord, 'startedAt' | 'id'>, b: Pick<RunRecord, 'startedAt' | 'id'>): number {
+  return b.startedAt.localeCompare(a.startedAt) || b.id.localeCompare(a.id)
+}
