@@ -43,10 +43,14 @@ export function register(program: Command): void {
 function registerRunsList(runs: Command): void {
   runs
     .command('list')
-    .description('List runs, newest first, as a table: id, environment, kind, target, outcome, duration, longest downtime.')
+    .description('List runs, newest first, as a table: id, environment, system, kind, target, outcome, duration, longest downtime.')
     .addOption(new Option('--kind <kind>', 'only runs of this kind').choices(['upgrade', 'rollback', 'backup', 'verify']))
-    .addHelpText('after', '\nExamples:\n  svcops runs list\n  svcops runs list --env prod --kind backup\n  svcops runs list --json')
-    .action(async (flags: { kind?: string }, command: Command) => {
+    .addOption(new Option('--system <system>', 'only runs of this system').choices(['recording', 'live']))
+    .addHelpText(
+      'after',
+      '\nExamples:\n  svcops runs list\n  svcops runs list --env prod --kind backup\n  svcops runs list --system live\n  svcops runs list --json',
+    )
+    .action(async (flags: { kind?: string; system?: string }, command: Command) => {
       // --env (global) filters here: the runs of that environment.
       const { env } = globals(command)
       await useRunSystems()
@@ -55,7 +59,9 @@ function registerRunsList(runs: Command): void {
       const { renderRunsTable } = await import('../reports/report-text.ts')
       const { longestDowntime, runDurationMs } = await import('../reports/timeline.ts')
       const reports = listRuns()
-        .filter((r) => (!env || r.environment === env) && (!flags.kind || r.kind === flags.kind))
+        .filter(
+          (r) => (!env || r.environment === env) && (!flags.kind || r.kind === flags.kind) && (!flags.system || r.system === flags.system),
+        )
         .map((r) => buildReport(Journal.open(r.id)))
       const list = reports.map((r) => ({ ...r.run, durationMs: runDurationMs(r) ?? null, longestDowntime: longestDowntime(r) ?? null }))
       printResult(command, { ok: true, runs: list }, () => (list.length ? renderRunsTable(reports) : 'No runs yet.'))

@@ -6,6 +6,7 @@
  */
 import { formatDuration } from '../core/events.ts'
 import { sanitizeDeep, sanitizeLine } from '../core/sanitize.ts'
+import { renderFailureLines } from './failure-summary.ts'
 import type { RunReport } from './report.ts'
 import { Phase } from '../runs/step.ts'
 import { buildTimeline, downtimeLabel, longestDowntime, runDurationMs, type Stage, type Timeline } from './timeline.ts'
@@ -53,7 +54,8 @@ export function renderTimelineText(t: Timeline, columns = 60): string {
 
 /** `svcops runs show`: the outcome, the timeline and its legend. */
 export function renderRunText(report: RunReport, outcome: string, columns = 60): string {
-  return [sanitizeLine(outcome), '', renderTimelineText(buildTimeline(report), columns), '', TIMELINE_LEGEND].join('\n')
+  const failure = report.failure ? ['', ...sanitizeDeep(renderFailureLines(report.failure))] : []
+  return [sanitizeLine(outcome), ...failure, '', renderTimelineText(buildTimeline(report), columns), '', TIMELINE_LEGEND].join('\n')
 }
 
 /** `svcops runs list`: one row per run. */
@@ -64,6 +66,7 @@ export function renderRunsTable(reports: RunReport[]): string {
     return [
       r.run.id,
       r.run.environment,
+      r.run.system,
       r.run.kind,
       r.run.targetVersion || '—',
       r.run.phase,
@@ -71,7 +74,7 @@ export function renderRunsTable(reports: RunReport[]): string {
       longest ? `${formatDuration(longest.downtimeMs ?? 0)} ${longest.host}` : '—',
     ]
   })
-  const head = ['ID', 'ENV', 'KIND', 'TARGET', 'OUTCOME', 'DURATION', 'LONGEST DOWNTIME']
+  const head = ['ID', 'ENV', 'SYSTEM', 'KIND', 'TARGET', 'OUTCOME', 'DURATION', 'LONGEST DOWNTIME']
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)))
   return [head, ...rows]
     .map((r) =>
