@@ -89,3 +89,15 @@ export async function confirm(prompt: string, yes: boolean | undefined, what = '
   const answer = await question(`${prompt} [y/N] `, { output: process.stderr })
   if (!/^y(es)?$/i.test(answer.trim())) throw new BadInputError('Not confirmed; nothing was changed.')
 }
+
+let invokedArgs: string[] = []
+
+/** Remembers the arguments svcops was run with (a dry run names the exact command that would go ahead). */
+export function rememberArgs(argv: string[]): void {
+  invokedArgs = [...argv]
+}
+
+/** The arguments svcops was run with, without node and the script. */
+export function rememberedArgs(): string[] {
+  return invokedArgs
+}
