@@ -7,7 +7,11 @@
 import type { Command } from 'commander'
 import { BadInputError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
+import { join } from 'node:path'
+import type { RunReport } from '../reports/report-types.ts'
+import { renderClosingLine } from '../reports/report-text.ts'
 import type { PlanBlocker } from '../runs/engine.ts'
+import { runsDir } from '../runs/journal.ts'
 import type { RunPlan } from '../runs/run-system.ts'
 import { globals, printResult, rememberedArgs, setResultExitCode } from './context.ts'
 import { useRunSystems } from './run-systems.ts'
@@ -51,11 +55,18 @@ export const showRun: ShowRun = async (command, run, human) => {
     printResult(
       command,
       { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
-      human ? () => human(outcome) : `Run ${outcome.runId}: ${outcome.phase}.`,
+      human ? () => human(outcome) : () => closingLine(outcome),
     )
   } finally {
     stop()
   }
+}
+
+/** The run's last line from its report (downtime, what changed, where the report is), else its id and phase. */
+function closingLine(outcome: ShownRun): string {
+  const report = outcome.report as RunReport | undefined
+  if (!report?.run || !Array.isArray(report.downtime)) return `Run ${outcome.runId}: ${outcome.phase}.`
+  return renderClosingLine(report, join(runsDir(), outcome.runId, 'report.md'))
 }
 
 /**

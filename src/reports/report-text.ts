@@ -9,7 +9,7 @@ import { sanitizeDeep, sanitizeLine } from '../core/sanitize.ts'
 import { renderFailureLines } from './failure-summary.ts'
 import type { RunReport } from './report.ts'
 import { Phase } from '../runs/step.ts'
-import { buildTimeline, downtimeLabel, longestDowntime, runDurationMs, type Stage, type Timeline } from './timeline.ts'
+import { buildTimeline, downtimeLabel, longestDowntime, outcomeSentence, runDurationMs, wordsOf, type Stage, type Timeline } from './timeline.ts'
 
 /** One character per stage; the rollback's steps in capitals, so the way back stands out. */
 const CHAR_OF_STAGE: Readonly<Record<Stage, string>> = {
@@ -56,6 +56,25 @@ export function renderTimelineText(t: Timeline, columns = 60): string {
 export function renderRunText(report: RunReport, outcome: string, columns = 60): string {
   const failure = report.failure ? ['', ...sanitizeDeep(renderFailureLines(report.failure))] : []
   return [sanitizeLine(outcome), ...failure, '', renderTimelineText(buildTimeline(report), columns), '', TIMELINE_LEGEND].join('\n')
+}
+
+/**
+ * The last line a run prints: its id, the outcome sentence (where it stopped, the longest
+ * downtime), what changed — each target from its version before to the one it ended on — and
+ * where its report is.
+ */
+export function renderClosingLine(report: RunReport, reportPath: string): string {
+  const { run } = report
+  const words = wordsOf(report)
+  const before = report.view.previousVersions
+  const moved = report.downtime
+    .filter((d) => d.endedOn !== undefined && d.endedOn !== before[d.host])
+    .map((d) => `${d.host} ${before[d.host] ?? '?'} -> ${d.endedOn ?? '?'}`)
+  const changed = moved.length ? `changed: ${moved.join(', ')}` : `every ${words.target} on its version before the run`
+  const down = report.downtime.filter((d) => d.downtimeMs !== undefined)
+  const total = down.reduce((sum, d) => sum + (d.downtimeMs ?? 0), 0)
+  const downtime = down.length ? `downtime ${formatDuration(total)} in all over ${down.length} ${down.length === 1 ? words.target : words.targets}` : 'no downtime'
+  return sanitizeLine(`Run ${run.id}: ${outcomeSentence(report)} ${changed}; ${downtime}. Report: ${reportPath}`)
 }
 
 /** `svcops runs list`: one row per run. */

@@ -7,7 +7,8 @@
 import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildReport, writeReport } from '../../src/reports/report.ts'
-import { renderRunText } from '../../src/reports/report-text.ts'
+import { renderClosingLine, renderRunText } from '../../src/reports/report-text.ts'
+import { formatDuration } from '../../src/core/events.ts'
 import { outcomeSentence } from '../../src/reports/timeline.ts'
 import { startChromium, type Browser } from './chromium.ts'
 import { writeFailedRun } from './failed-run.ts'
@@ -79,5 +80,17 @@ describe('the first lines of a failed run', () => {
     expect(dom.what).toBe("Failed: start failed: svc-recording on rec-5 exited: invalid logLevel 'loud'")
     expect(dom.logs).toContain("level=error msg=\"invalid logLevel 'loud'")
     expect(`${dom.next}`).toBe(NEXT)
+  })
+})
+
+describe('the last line of a run', () => {
+  it('sums up the outcome, what changed, the downtime and where the report is', () => {
+    const journal = writeFailedRun()
+    const report = buildReport(journal)
+    expect(renderClosingLine(report, journal.file('report.md'))).toBe(
+      `Run 20261124T023000Z-a1b2c3: ${outcomeSentence(report)} every host on its version before the run; downtime ${formatDuration(
+        report.downtime.reduce((sum, d) => sum + (d.downtimeMs ?? 0), 0),
+      )} in all over 5 hosts. Report: ${journal.file('report.md')}`,
+    )
   })
 })
