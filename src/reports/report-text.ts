@@ -9,7 +9,16 @@ import { sanitizeDeep, sanitizeLine } from '../core/sanitize.ts'
 import { renderFailureLines } from './failure-summary.ts'
 import type { RunReport } from './report.ts'
 import { Phase } from '../runs/step.ts'
-import { buildTimeline, downtimeLabel, longestDowntime, outcomeSentence, runDurationMs, wordsOf, type Stage, type Timeline } from './timeline.ts'
+import {
+  buildTimeline,
+  downtimeLabel,
+  longestDowntime,
+  outcomeSentence,
+  runDurationMs,
+  wordsOf,
+  type Stage,
+  type Timeline,
+} from './timeline.ts'
 
 /** One character per stage; the rollback's steps in capitals, so the way back stands out. */
 const CHAR_OF_STAGE: Readonly<Record<Stage, string>> = {
@@ -73,7 +82,9 @@ export function renderClosingLine(report: RunReport, reportPath: string): string
   const changed = moved.length ? `changed: ${moved.join(', ')}` : `every ${words.target} on its version before the run`
   const down = report.downtime.filter((d) => d.downtimeMs !== undefined)
   const total = down.reduce((sum, d) => sum + (d.downtimeMs ?? 0), 0)
-  const downtime = down.length ? `downtime ${formatDuration(total)} in all over ${down.length} ${down.length === 1 ? words.target : words.targets}` : 'no downtime'
+  const downtime = down.length
+    ? `downtime ${formatDuration(total)} in all over ${down.length} ${down.length === 1 ? words.target : words.targets}`
+    : 'no downtime'
   return sanitizeLine(`Run ${run.id}: ${outcomeSentence(report)} ${changed}; ${downtime}. Report: ${reportPath}`)
 }
 
