@@ -77,7 +77,11 @@ export function takeResultExitCode(): number | undefined {
  * results), unless `--yes`. Without a terminal `--yes` is required: a scheduler cannot answer.
  * `what` is the first half of "... and nobody is at a terminal to confirm it".
  */
-export async function confirm(prompt: string, yes: boolean | undefined, what = 'this command changes the environment'): Promise<void> {
+export async function confirm(
+  prompt: string | (() => string),
+  yes: boolean | undefined,
+  what = 'this command changes the environment',
+): Promise<void> {
   if (yes) return
   if (!process.stdin.isTTY) {
     throw new BadInputError(
@@ -86,6 +90,20 @@ export async function confirm(prompt: string, yes: boolean | undefined, what = '
     )
   }
   const { question } = await import('zx')
-  const answer = await question(`${prompt} [y/N] `, { output: process.stderr })
+  // A prompt that reads earlier runs (the downtime to expect) is built only when someone is asked.
+  const text = typeof prompt === 'function' ? prompt() : prompt
+  const answer = await question(`${text} [y/N] `, { output: process.stderr })
   if (!/^y(es)?$/i.test(answer.trim())) throw new BadInputError('Not confirmed; nothing was changed.')
+}
+
+let invokedArgs: string[] = []
+
+/** Remembers the arguments svcops was run with (a dry run names the exact command that would go ahead). */
+export function rememberArgs(argv: string[]): void {
+  invokedArgs = [...argv]
+}
+
+/** The arguments svcops was run with, without node and the script. */
+export function rememberedArgs(): string[] {
+  return invokedArgs
 }

@@ -126,7 +126,9 @@ function registerUpgradeLive(upgrade: Command, showRun: ShowRun): void {
         printPlan(command, plan, () => renderRunPlan(play.live, plan), { spread: true })
         return
       }
-      await confirm(`Upgrade the live production system of '${env.name}' to ${flags.to}?`, flags.yes)
+      const prompts = await import('./prompts.ts')
+      const { LIVE_COMPONENTS } = await import('../live/layout.ts')
+      await confirm(() => prompts.upgradePrompt('the live production system', env.name, 'live', [...LIVE_COMPONENTS], flags.to), flags.yes)
       await showRun(command, () => play.upgradeLiveSystem(request))
     })
 }
@@ -151,7 +153,8 @@ function registerRollbackLive(rollback: Command, showRun: ShowRun): void {
         printPlan(command, plan, () => renderRunPlan(play.live, plan), { spread: false })
         return
       }
-      await confirm(`Roll back the live production system of '${env.name}'${flags.run ? ` (run ${flags.run})` : ''}?`, flags.yes)
+      const { rollbackPrompt } = await import('./prompts.ts')
+      await confirm(() => rollbackPrompt('the live production system', env.name, 'live', flags.run), flags.yes)
       await showRun(command, () =>
         play.rollbackLiveSystem(env, { ...options, ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}) }),
       )

@@ -4,7 +4,7 @@
  */
 import { Command, CommanderError, Option } from 'commander'
 import { readFileSync } from 'node:fs'
-import { takeResultExitCode } from './context.ts'
+import { rememberArgs, takeResultExitCode } from './context.ts'
 import { groupsFor } from './registry.ts'
 import { ExitCode, errorMessage, exitCodeFor, isExpected } from '../core/errors.ts'
 import { runCleanups } from '../core/lifecycle.ts'
@@ -58,6 +58,7 @@ export async function main(argv: string[]): Promise<number> {
   // --version option of their own (`svcops lab up --version 1.5.0`).
   if (argv[0] === '--version') argv = ['-V', ...argv.slice(1)]
   const program = await buildProgram(argv)
+  rememberArgs(argv)
   try {
     await program.parseAsync(argv, { from: 'user' })
     return takeResultExitCode() ?? ExitCode.ok

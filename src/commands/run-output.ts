@@ -7,8 +7,13 @@
 import type { Command } from 'commander'
 import { BadInputError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
+import { join } from 'node:path'
+import type { RunReport } from '../reports/report-types.ts'
+import { renderClosingLine } from '../reports/report-text.ts'
+import type { PlanBlocker } from '../runs/engine.ts'
+import { runsDir } from '../runs/journal.ts'
 import type { RunPlan } from '../runs/run-system.ts'
-import { globals, printResult } from './context.ts'
+import { globals, printResult, rememberedArgs, setResultExitCode } from './context.ts'
 import { useRunSystems } from './run-systems.ts'
 
 export const METRICS_FILE_HELP =
@@ -50,14 +55,76 @@ export const showRun: ShowRun = async (command, run, human) => {
     printResult(
       command,
       { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
-      human ? () => human(outcome) : `Run ${outcome.runId}: ${outcome.phase}.`,
+      human ? () => human(outcome) : () => closingLine(outcome),
     )
   } finally {
     stop()
   }
 }
 
-/** Prints a dry run: the plan's fields at the top of the JSON (`spread`) or under `plan`, and the system's text. */
+/** The run's last line from its report (downtime, what changed, where the report is), else its id and phase. */
+function closingLine(outcome: ShownRun): string {
+  const report = outcome.report as RunReport | undefined
+  if (!report?.run || !Array.isArray(report.downtime)) return `Run ${outcome.runId}: ${outcome.phase}.`
+  return renderClosingLine(report, join(runsDir(), outcome.runId, 'report.md'))
+}
+
+/**
+ * Prints a dry run: the plan's fields at the top of the JSON (`spread`) or under `plan`, the
+ * system's text, and a closing summary (what would change, what blocks it, the exact command that
+ * would go ahead). It exits as the real run would: the exit code of the first step that would
+ * refuse (5 an open gate, 2 bad input, 1 what cannot be read), with `ok: false` and the blocking ids.
+ */
 export function printPlan(command: Command, plan: RunPlan, text: () => string, options: { spread: boolean }): void {
-  printResult(command, options.spread ? { ok: true, dryRun: true, ...plan } : { ok: true, dryRun: true, plan }, text)
+  const summary = summarizePlan(plan, goAheadCommand())
+  const ok = summary.blockers.length === 0
+  const head = { ok, dryRun: true, summary }
+  printResult(command, options.spread ? { ...head, ...plan } : { ...head, plan }, () => `${text()}\n\n${renderPlanSummary(summary)}`)
+  const first = summary.blockers[0]
+  if (first) setResultExitCode(first.exitCode)
+}
+
+/** The closing lines of a dry run, as `--json` carries them too. */
+export interface PlanSummary {
+  /** The targets the run would change, and how. */
+  changes: string
+  /** What would stop the real run, in step order. */
+  blockers: (PlanBlocker & { step: string; host?: string })[]
+  /** The ids of what blocks it (gates to acknowledge), all of them. */
+  blocking: string[]
+  /** The exact command that would go ahead (with the `--ack` the gates need once handled). */
+  command: string
+}
+
+function summarizePlan(plan: RunPlan, command: string): PlanSummary {
+  const targets = [...new Set(plan.steps.flatMap((s) => (s.host ? [s.host] : [])))]
+  const blockers = plan.steps.flatMap((s) => (s.blocked ? [{ step: s.step, ...(s.host ? { host: s.host } : {}), ...s.blocked }] : []))
+  const blocking = [...new Set(blockers.flatMap((b) => b.ids ?? []))]
+  const what = plan.what === 'upgrade' ? `to ${plan.target}` : `${plan.what} of run ${plan.runId ?? '?'}`
+  const changes = targets.length
+    ? `${targets.join(', ')} ${what} (${plan.steps.length} steps)`
+    : `${what} (${plan.steps.length} steps, nothing on any single target)`
+  return { changes, blockers, blocking, command: blocking.length ? withAck(command, blocking) : command }
+}
+
+function renderPlanSummary(s: PlanSummary): string {
+  const lines = ['Summary of this dry run (nothing was changed):', `  would change: ${s.changes}`]
+  if (!s.blockers.length) lines.push('  blocks it: nothing found', `  to go ahead: ${s.command}`)
+  for (const b of s.blockers) lines.push(`  blocks it (exit ${b.exitCode}) at ${b.host ? `${b.host} ` : ''}${b.step}: ${b.reason}`)
+  if (s.blockers.length) lines.push(`  once that is handled, go ahead with: ${s.command}`)
+  return lines.join('\n')
+}
+
+/** The command line of this dry run without `--dry-run`, each argument quoted for a shell where it needs it. */
+function goAheadCommand(): string {
+  const args = rememberedArgs().filter((a) => a !== '--dry-run' && a !== '--json')
+  return ['svcops', ...args.map(shellQuote)].join(' ')
+}
+
+function withAck(command: string, ids: string[]): string {
+  return `${command} --ack ${ids.join(',')}`
+}
+
+function shellQuote(arg: string): string {
+  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`
 }

@@ -47,15 +47,21 @@ export function register(program: Command): void {
 function registerRunsList(runs: Command): void {
   runs
     .command('list')
-    .description('List runs, newest first, as a table: id, environment, kind, target, outcome, duration, longest downtime.')
+    .description('List runs, newest first, as a table: id, environment, system, kind, target, outcome, duration, longest downtime.')
     .addOption(new Option('--kind <kind>', 'only runs of this kind').choices(['upgrade', 'rollback', 'backup', 'verify']))
-    .addHelpText('after', '\nExamples:\n  svcops runs list\n  svcops runs list --env prod --kind backup\n  svcops runs list --json')
-    .action(async (flags: { kind?: string }, command: Command) => {
+    .addOption(new Option('--system <system>', 'only runs of this system').choices(['recording', 'live']))
+    .addHelpText(
+      'after',
+      '\nExamples:\n  svcops runs list\n  svcops runs list --env prod --kind backup\n  svcops runs list --system live\n  svcops runs list --json',
+    )
+    .action(async (flags: { kind?: string; system?: string }, command: Command) => {
       await useRunSystems()
       const { buildReport } = await import('../reports/report.ts')
       const { renderRunsTable } = await import('../reports/report-text.ts')
       const { longestDowntime, runDurationMs } = await import('../reports/timeline.ts')
-      const reports = (await openListedRuns(command)).filter(({ run }) => !flags.kind || run.kind === flags.kind).map((j) => buildReport(j))
+      const reports = (await openListedRuns(command))
+        .filter(({ run }) => (!flags.kind || run.kind === flags.kind) && (!flags.system || run.system === flags.system))
+        .map((j) => buildReport(j))
       const list = reports.map((r) => ({ ...r.run, durationMs: runDurationMs(r) ?? null, longestDowntime: longestDowntime(r) ?? null }))
       printResult(command, { ok: true, runs: list }, () => (list.length ? renderRunsTable(reports) : 'No runs yet.'))
     })

@@ -130,12 +130,10 @@ async function upgradeRecording(flags: UpgradeFlags, command: Command): Promise<
     printPlan(command, plan, () => renderRunPlan(play.recording, plan), { spread: true })
     return
   }
-  await confirm(`Upgrade the recording service of '${env.name}' to ${flags.to}?`, flags.yes)
-  await showRun(
-    command,
-    () => play.upgradeRecordingService(request),
-    (outcome) => `Run ${outcome.runId}: ${outcome.phase}. Report: .svcops/runs/${outcome.runId}/report.md`,
-  )
+  const prompts = await import('./prompts.ts')
+  const targets = hosts ?? env.recording?.hosts.map((h) => h.name) ?? []
+  await confirm(() => prompts.upgradePrompt('the recording service', env.name, 'recording', targets, flags.to), flags.yes)
+  await showRun(command, () => play.upgradeRecordingService(request))
 }
 
 function registerRollbackRecording(rollback: Command): void {
@@ -165,8 +163,12 @@ async function rollbackRecording(flags: RollbackFlags, command: Command): Promis
     printPlan(command, plan, () => renderRunPlan(play.recording, plan), { spread: false })
     return
   }
+  const { rollbackPrompt } = await import('./prompts.ts')
   await confirm(
-    `Roll back the recording service of '${env.name}'${flags.run ? ` (run ${flags.run})` : flags.to ? ` to ${flags.to}` : ''}?`,
+    () =>
+      flags.to
+        ? `Roll back the recording service of '${env.name}' to ${flags.to}?`
+        : rollbackPrompt('the recording service', env.name, 'recording', flags.run),
     flags.yes,
   )
   await showRun(command, () =>

@@ -31,6 +31,10 @@ export interface DiagnosisView {
   failure?: string
   findings: unknown[]
   checks: unknown[]
+  /** The target's last log lines, read before the checks. */
+  logs?: string[]
+  /** Why they could not be read. */
+  logsError?: string
 }
 
 /** The report's `diagnoses`. */
@@ -46,6 +50,8 @@ export const diagnosisSection = defineSection<DiagnosisView[]>({
         ...(typeof e.data?.failure === 'string' ? { failure: e.data.failure } : {}),
         findings: (e.data?.findings as unknown[] | undefined) ?? [],
         checks: (e.data?.checks as unknown[] | undefined) ?? [],
+        ...(Array.isArray(e.data?.logs) ? { logs: (e.data.logs as unknown[]).map(String) } : {}),
+        ...(typeof e.data?.logsError === 'string' ? { logsError: e.data.logsError } : {}),
       })),
   markdown(diagnoses) {
     if (!diagnoses.length) return []
@@ -53,15 +59,21 @@ export const diagnosisSection = defineSection<DiagnosisView[]>({
     for (const d of diagnoses) {
       lines.push(`### ${d.host ? `${d.host}: ` : ''}${d.step}${d.failure ? ` — after: ${d.failure}` : ''}`, '')
       const findings = d.findings as FindingView[]
-      if (!findings.length) lines.push('No cause found.')
+      if (!findings.length) lines.push(noCauseSentence(d))
       for (const f of findings) {
         lines.push(`- **${f.severity}** \`${f.cause}\` on ${f.host}: ${f.summary}`)
         for (const e of f.evidence) lines.push(`  - evidence: ${e}`)
         lines.push(`  - fix: ${f.remedy}`)
       }
-      lines.push('', '| host | cause | check | result |', '|---|---|---|---|')
-      for (const c of d.checks as CheckView[])
-        lines.push(`| ${c.host} | ${c.cause} | ${c.check} | ${c.status}: ${c.detail.replace(/\|/g, '\\|')} |`)
+      // Only what did not pass gets a row: the passing checks are one line.
+      const checks = d.checks as CheckView[]
+      const passed = checks.filter((c) => c.status === 'ok')
+      const rest = checks.filter((c) => c.status !== 'ok')
+      if (passed.length) lines.push('', passedLine(passed))
+      if (rest.length) {
+        lines.push('', '| host | cause | check | result |', '|---|---|---|---|')
+        for (const c of rest) lines.push(`| ${c.host} | ${c.cause} | ${c.check} | ${c.status}: ${c.detail.replace(/\|/g, '\\|')} |`)
+      }
     }
     return lines
   },
@@ -77,9 +89,25 @@ export const diagnosisSection = defineSection<DiagnosisView[]>({
       )
       out.push(
         `<h3>${esc(d.host ? `${d.host}: ` : '')}${esc(d.step)}${d.failure ? ` — after: ${esc(d.failure)}` : ''}</h3>`,
-        items.length ? `<ul>${items.join('')}</ul>` : '<p>No cause found.</p>',
+        items.length ? `<ul>${items.join('')}</ul>` : `<p>${esc(noCauseSentence(d))}</p>`,
       )
     }
     return { title: 'Why it failed (doctor)', body: `<div id="doctor">${out.join('\n')}</div>` }
   },
 })
+
+/** "12 checks passed: cause-a, cause-b, ..." — the passing checks collapsed to one line. */
+function passedLine(passed: CheckView[]): string {
+  return `${passed.length} check(s) passed: ${[...new Set(passed.map((c) => c.cause))].join(', ')}.`
+}
+
+/**
+ * What a diagnosis without a finding says: never a bare "no cause found" — the failed target's
+ * last log lines are at the top of the report, and it says where to look for them when none were read.
+ */
+function noCauseSentence(d: DiagnosisView): string {
+  const logs = d.logs?.length ?? 0
+  if (logs)
+    return `No known cause among the doctor's checks; the last ${logs} log line(s) of ${d.host ?? 'the target'} are at the top of this report.`
+  return `No known cause among the doctor's checks, and no log lines could be read${d.logsError ? ` (${d.logsError})` : ''}.`
+}

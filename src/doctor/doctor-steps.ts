@@ -78,15 +78,39 @@ export const diagnoseHost = defineStep<Ctx, [RecordingTarget, unknown]>({
     return 'unavailable' in h ? [h.unavailable] : [`on ${t.name}, if a step failed: ${CAUSES.map((c) => c.id).join(', ')}`]
   },
   async act(ctx, t, failure) {
+    // The seed's step 5 first, on every platform: the status and the last log lines of the failed target.
+    const seen = await readStatusAndLogs(ctx, t)
     const h = ctx.platform.hostOf(t)
-    if ('unavailable' in h) return { skipped: h.unavailable, data: { failure: errorMessage(failure), findings: [], checks: [] } }
+    if ('unavailable' in h) return { skipped: h.unavailable, data: { failure: errorMessage(failure), ...seen, findings: [], checks: [] } }
     try {
       const d = await diagnose(h, ctx.settings)
       emitFindings(d)
-      return { data: { failure: errorMessage(failure), ...d } }
+      return { data: { failure: errorMessage(failure), ...seen, ...d } }
     } catch (error) {
       // The rollback must run whatever the diagnosis met.
-      return { data: { failure: errorMessage(failure), findings: [], checks: [], error: errorMessage(error) } }
+      return { data: { failure: errorMessage(failure), ...seen, findings: [], checks: [], error: errorMessage(error) } }
     }
   },
 })
+
+/** How many log lines a diagnosis keeps: the report shows the last ten. */
+const LOG_LINES_KEPT = 20
+
+/** The target's status and last log lines, or why they could not be read (a diagnosis never fails). */
+async function readStatusAndLogs(ctx: Ctx, t: RecordingTarget): Promise<Record<string, unknown>> {
+  const seen: Record<string, unknown> = {}
+  try {
+    const status = await ctx.platform.status(t)
+    seen.status = status.status
+  } catch (error) {
+    seen.statusError = errorMessage(error)
+  }
+  try {
+    const sinceStart = await ctx.platform.logsSinceStart(t)
+    // A target that failed before this run started it has no lines of its own: its last lines then.
+    seen.logs = (sinceStart.length ? sinceStart : await ctx.platform.recentLogs(t)).slice(-LOG_LINES_KEPT)
+  } catch (error) {
+    seen.logsError = errorMessage(error)
+  }
+  return seen
+}

@@ -172,10 +172,36 @@ export function findDebFile(dir: string | undefined, pkg: string, version: strin
   const found = readdirSync(dir).find((f) => f.startsWith(`${pkg}_${version}_`) && f.endsWith('.deb'))
   if (!found)
     throw new BadInputError(
-      `Version ${version} of ${pkg} is not in ${dir}; expected a file ${pkg}_${version}_<arch>.deb.`,
-      `List the available versions with: ls ${dir}`,
+      `Version ${version} of ${pkg} is not in ${dir}; expected one of the versions there: ${knownVersionsText(dir, pkg)}.`,
     )
   return join(dir, found)
+}
+
+/** The versions of `pkg` whose `.deb` is in `dir`, oldest first (by version, not by name: 10.0.0 after 9.1.0). */
+export function debVersionsIn(dir: string, pkg: string): string[] {
+  const versions = readdirSync(dir)
+    .filter((f) => f.startsWith(`${pkg}_`) && f.endsWith('.deb'))
+    .map((f) => f.slice(pkg.length + 1).split('_')[0] ?? '')
+    .filter(Boolean)
+  return [...new Set(versions)].sort(compareDebVersions)
+}
+
+/** The versions of `pkg` in `dir` for a sentence: "1.4.0, 1.5.0, 2.0.0", or "none". */
+export function knownVersionsText(dir: string, pkg: string): string {
+  const versions = debVersionsIn(dir, pkg)
+  return versions.length ? versions.join(', ') : 'none'
+}
+
+/** Orders versions by their dotted numbers, then by the rest ("2.0.0" < "2.0.0-1" < "10.0.0"). */
+function compareDebVersions(a: string, b: string): number {
+  const numbers = (v: string) => (/^[\d.]+/.exec(v)?.[0] ?? '').split('.').filter(Boolean).map(Number)
+  const x = numbers(a)
+  const y = numbers(b)
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const d = (x[i] ?? 0) - (y[i] ?? 0)
+    if (d) return d
+  }
+  return a.localeCompare(b)
 }
 
 /** SHA-256 of a local file, hex. */

@@ -173,7 +173,7 @@ export function assertGatesClear(gates: Gate[], from: string, to: string): void 
     new BlockedError(
       `${blocked.length} gate${blocked.length > 1 ? 's block' : ' blocks'} the upgrade from ${from} to ${to}, and nothing was changed: ${blocked.map((g) => g.id).join(', ')}.`,
       [
-        ...blocked.map((g) => `  ${g.id} (${g.detail}): ${g.clear}`),
+        ...blocked.map((g) => `  ${g.id} (${g.detail})${clearing(g)}`),
         `Once every one is handled: --ack ${blocked.map((g) => g.id).join(',')}`,
       ].join('\n'),
     ),
@@ -181,8 +181,27 @@ export function assertGatesClear(gates: Gate[], from: string, to: string): void 
   )
 }
 
-/** The gates as lines for the dry run and the report. */
+/**
+ * The gates as lines for the dry run and the plan: each open gate with its id, why and how to clear
+ * it, then one `--ack` line for all of them; the checked ones with what was checked; the
+ * acknowledged ones summed up in one line.
+ */
 export function describeGates(gates: Gate[]): string[] {
   if (!gates.length) return ['no change of the majors crossed needs a person']
-  return gates.map((g) => `${g.state === 'blocked' ? 'BLOCKED' : g.state}: ${g.id} — ${g.detail}${g.clear ? `; to clear: ${g.clear}` : ''}`)
+  const blocked = gates.filter((g) => g.state === 'blocked')
+  const acked = gates.filter((g) => g.state === 'acknowledged')
+  const lines = blocked.map((g) => `open: ${g.id} — ${g.detail}${clearing(g)}`)
+  if (blocked.length) lines.push(`once every open gate is handled: --ack ${blocked.map((g) => g.id).join(',')}`)
+  lines.push(...gates.filter((g) => g.state === 'checked').map((g) => `checked: ${g.id} — ${g.detail}`))
+  if (acked.length) lines.push(`acknowledged with --ack (${acked.length}): ${acked.map((g) => g.id).join(', ')}`)
+  return lines
+}
+
+/** "; to clear: ..." without the gate's own `--ack` (one `--ack` line gives it for all), or nothing when that was the only way. */
+function clearing(g: Gate): string {
+  const rest = g.clear
+    .replace(`; or --ack ${g.id} once they are handled elsewhere`, '')
+    .replace(`, or --ack ${g.id} once done`, '')
+    .replace(`--ack ${g.id} once done`, '')
+  return rest ? `; to clear: ${rest}` : ''
 }

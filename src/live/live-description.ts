@@ -4,14 +4,17 @@
  * one's release before). Kept apart from the system's run code (live-system.ts), so that showing
  * runs loads none of it.
  */
-import type { SystemDescription } from '../runs/system-description.ts'
+import type { SystemDescription, SystemWords } from '../runs/system-description.ts'
 import { liveParamsSchema, type LiveParams } from './live-params.ts'
+
+/** The live system upgrades component by component in dependency order: no canary, no batches. */
+export const liveWords: SystemWords = { target: 'component', targets: 'components' }
 
 /** What reports, notifications and metrics know of the live system. */
 export const liveDescription: SystemDescription<LiveParams> = {
   name: 'live',
   title: 'the live production system',
   params: liveParamsSchema,
-  view: (run) => ({ targets: run.params.components, batches: [], previousVersions: run.params.previousVersions }),
+  view: (run) => ({ targets: run.params.components, batches: [], previousVersions: run.params.previousVersions, words: liveWords }),
   report: { sections: [] },
 }

@@ -101,6 +101,13 @@ export const checkGates = defineStep<Ctx>({
   once: true,
   describe: (ctx) =>
     describeGates(evaluateGates(ctx.live, fromVersion(ctx), ctx.journal.run.targetVersion, ctx.journal.run.params.acks ?? [])),
+  // The dry run refuses where the run would: an open gate ends it with the gates' ids (exit 5).
+  preview(ctx) {
+    const from = fromVersion(ctx)
+    const to = ctx.journal.run.targetVersion
+    assertGatesClear(evaluateGates(ctx.live, from, to, ctx.journal.run.params.acks ?? []), from, to)
+    return Promise.resolve({})
+  },
   act(ctx) {
     const from = fromVersion(ctx)
     const to = ctx.journal.run.targetVersion

@@ -50,6 +50,13 @@ export const preflight = defineStep<Ctx>({
     })
     refuseDowngrade(ctx, versions)
     ctx.journal.updateParams({ previousVersions: versions })
+    // The run would take the lock first: a database the dry run cannot read (its password, the
+    // host) stops the real run there, so the dry run ends as it would (exit 1), after its plan.
+    try {
+      await readEnvironmentLock(ctx.rec.database, ctx.env.name)
+    } catch (error) {
+      throw new OperationError(`The run lock of environment '${ctx.env.name}' could not be read: ${errorMessage(error)}`)
+    }
     return { data: { versions } }
   },
   async act(ctx) {

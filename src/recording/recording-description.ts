@@ -6,7 +6,7 @@
  */
 import { postgresRunStore } from '../runs/pg-run-store.ts'
 import { planBatches } from '../runs/rollout.ts'
-import type { SystemDescription } from '../runs/system-description.ts'
+import type { SystemDescription, SystemWords } from '../runs/system-description.ts'
 import { recordingParamsSchema, type RecordingParams } from './recording-params.ts'
 import { recordingReport } from './recording-report.ts'
 
@@ -18,6 +18,14 @@ export function batchesOf(params: RecordingParams): string[][] {
   ).map((b) => b.map((h) => h.name))
 }
 
+/** The recording service rolls out host by host: a canary first, then batches. */
+export const recordingWords: SystemWords = { target: 'host', targets: 'hosts' }
+
+/** The label of the rollout's batch `index`: "canary", then "batch 1", "batch 2"... */
+export function recordingBatchLabel(index: number): string {
+  return index === 0 ? 'canary' : `batch ${index}`
+}
+
 /** What reports, notifications and metrics know of the recording service. */
 export const recordingDescription: SystemDescription<RecordingParams> = {
   name: 'recording',
@@ -26,8 +34,10 @@ export const recordingDescription: SystemDescription<RecordingParams> = {
   view: (run) => ({
     targets: run.params.hosts,
     batches: batchesOf(run.params),
+    batchLabels: batchesOf(run.params).map((_, i) => recordingBatchLabel(i)),
     ...(run.params.deadline ? { windowEnd: run.params.deadline } : {}),
     previousVersions: run.params.previousVersions,
+    words: recordingWords,
   }),
   report: recordingReport,
   // Beside the run lock, in the svcops schema of the service's database (hosts and Kubernetes alike).

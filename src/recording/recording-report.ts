@@ -151,6 +151,11 @@ export const recordingReport: ReportContribution = {
     ]
   },
   sections: [rollback, recreated, stackFile, diagnosisSection, configReviews],
+  // After an upgrade rolled back by the failure policy: find the cause, then the same target again.
+  next: (run) =>
+    run.kind === 'upgrade' && run.phase === 'rolled-back'
+      ? `svcops doctor recording --env ${run.environment}, then svcops resume ${run.id} --retry`
+      : undefined,
 }
 
 /** The recording service's sections of a report, typed (for code and tests reading report.json). */

@@ -116,11 +116,14 @@ export function formatPlan(plan: LivePlan): string {
   for (const group of plan.groups) {
     lines.push('', `== ${group.title}: ${group.items.length} change${group.items.length === 1 ? '' : 's'}`)
     for (const item of group.items) {
-      lines.push(`- [${item.release}] ${item.area}: ${item.summary}`, `    do: ${item.action}`)
+      lines.push(`- ${item.id} — ${item.area}: ${item.summary}`, `    do: ${item.action}`)
       if (item.svcops) lines.push(`    svcops: ${item.svcops} -> ${item.command ?? ''}`)
     }
   }
   if (plan.items.length)
     lines.push('', `${plan.items.length} changes; ${plan.items.filter((i) => i.svcops).length} handled or checked by svcops.`)
+  // The gates are what people change (every actor but svcops): one --ack for all once they are handled.
+  const gates = plan.items.filter((i) => i.actor !== 'svcops').map((i) => i.id)
+  if (gates.length) lines.push(`${gates.length} gate(s) for people; once handled, upgrade with: --ack ${gates.join(',')}`)
   return lines.join('\n')
 }

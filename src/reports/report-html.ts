@@ -12,11 +12,11 @@
 import { formatDuration } from '../core/events.ts'
 import { redact } from '../core/redact.ts'
 import { Phase } from '../runs/step.ts'
-import { buildTimeline, downtimeLabel, kindTitle, outcomeSentence, STAGES, type Bar, type Timeline } from './timeline.ts'
+import { buildTimeline, downtimeLabel, kindTitle, outcomeSentence, STAGES, wordsOf, type Bar, type Timeline } from './timeline.ts'
 import type { SystemDescription } from '../runs/system-description.ts'
 import { escapeHtml } from './report-section.ts'
 import { reportSystemOf } from './report-system.ts'
-import type { RunReport } from './report-types.ts'
+import type { FailureSummary, RunReport } from './report-types.ts'
 
 const WIDTH = 1000
 const LABEL = 150
@@ -25,6 +25,13 @@ const LANE = 30
 const TOP = 38
 
 const esc = escapeHtml
+/** Room between two batch labels, in the picture's units. */
+const LABEL_GAP = 8
+
+/** A generous width of `text` in the timeline's 12 px bold font (no script measures it: the page has none). */
+function textWidth(text: string): number {
+  return text.length * 8
+}
 
 function clock(ms: number): string {
   return new Date(ms).toISOString().slice(11, 19)
@@ -71,11 +78,16 @@ export function renderTimelineSvg(t: Timeline): string {
     if (label) out.push(`<text class="downtime" data-host="${esc(name)}" x="${WIDTH - RIGHT + 8}" y="${y + 19}">${esc(label)}</text>`)
     out.push('</g>')
   })
+  // Labels of batches that started close together are moved right, past the one before, so that
+  // they never overlap; their dashed lines stay where each batch started.
+  let labelEnd = -Infinity
   for (const b of t.batches) {
     if (b.start === undefined) continue
+    const labelX = Math.max(x(b.start) + 3, labelEnd + LABEL_GAP)
+    labelEnd = labelX + textWidth(b.label)
     out.push(
       `<g class="batch-marker" data-batch="${esc(b.label)}"><line x1="${x(b.start)}" x2="${x(b.start)}" y1="${TOP - 14}" y2="${height - 20}"/>` +
-        `<text x="${x(b.start) + 3}" y="${TOP - 16}">${esc(b.label)}</text></g>`,
+        `<text x="${labelX}" y="${TOP - 16}">${esc(b.label)}</text></g>`,
     )
   }
   if (windowX !== undefined && t.windowEnd !== undefined)
@@ -99,7 +111,7 @@ function renderBar(bar: Bar, x: (ms: number) => number, y: number): string {
 
 const CSS = `
 :root { color-scheme: light dark; --fg:#1d2330; --bg:#ffffff; --muted:#667085; --lane:#f3f5f8; --grid:#d0d5dd;
-  --stop:#d92d20; --install:#f79009; --start:#2e90fa; --healthy:#12b76a; --verified:#067647; --other:#98a2b3; --rollback:#7a5af8; --window:#b42318; }
+  --stop:#d92d20; --install:#f79009; --start:#2e90fa; --healthy:#12b76a; --verified:#067647; --other:#98a2b3; --rollback:#7a5af8; --window:#b42318; --failed:#f04438; }
 @media (prefers-color-scheme: dark) { :root { --fg:#e4e7ec; --bg:#101828; --muted:#98a2b3; --lane:#1d2939; --grid:#344054; --other:#667085; --window:#f97066; } }
 @media print { :root { --fg:#000; --bg:#fff; --lane:#f3f5f8; } body { margin: 0; } }
 body { font: 14px/1.45 system-ui, sans-serif; color: var(--fg); background: var(--bg); margin: 24px auto; max-width: 1040px; padding: 0 16px; }
@@ -112,12 +124,13 @@ svg text { fill: var(--fg); } .axis { fill: var(--muted); } .tick { stroke: var(
 .bar { stroke: none; } .stage-stop { fill: var(--stop); } .stage-install { fill: var(--install); } .stage-start { fill: var(--start); }
 .stage-healthy { fill: var(--healthy); } .stage-verified { fill: var(--verified); } .stage-other { fill: var(--other); }
 .bar.rollback { fill: var(--rollback); opacity: .85; } .bar.rollback.stage-stop { opacity: 1; }
-.status-failed { stroke: var(--window); stroke-width: 2; } .fail-mark { fill: var(--window); font-weight: 700; }
+.status-failed { stroke: var(--window); stroke-width: 2; } .bar.status-failed, .bar.rollback.status-failed { fill: var(--failed); opacity: 1; } .fail-mark { fill: var(--window); font-weight: 700; }
 .batch-marker line { stroke: var(--fg); stroke-dasharray: 4 3; } .batch-marker text { font-weight: 600; }
 .window-end line { stroke: var(--window); stroke-width: 2; } .window-end text { fill: var(--window); }
 .downtime { font-weight: 600; } .down-band { fill: var(--stop); opacity: .12; }
 .legend span { display: inline-block; margin-right: 14px; } .legend i { display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: -1px; border-radius: 2px; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; } th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid var(--grid); vertical-align: top; }
+.failure { border-left: 4px solid var(--stop); padding: 2px 12px; margin: 8px 0 12px; } .failure p { margin: 4px 0; }
 pre { background: var(--lane); padding: 8px; overflow-x: auto; } .failed { color: var(--stop); font-weight: 600; }
 `
 
@@ -125,7 +138,8 @@ function legend(): string {
   const items = STAGES.map((s) => `<span><i style="background:var(--${s})"></i>${s}</span>`)
   items.push(
     '<span><i style="background:var(--rollback)"></i>rollback</span>',
-    '<span><i style="background:var(--window)"></i>window end / failure</span>',
+    '<span><i style="background:var(--failed)"></i>failed</span>',
+    '<span><i style="background:var(--window)"></i>window end</span>',
   )
   return `<p class="legend">${items.join('')}</p>`
 }
@@ -141,6 +155,7 @@ export function renderHtml(report: RunReport, system?: SystemDescription): strin
   const bad = run.phase !== 'succeeded' && run.phase !== 'running'
   const parts: string[] = [
     `<h1>${esc(kindTitle(report))} run ${esc(run.id)}</h1>`,
+    ...(report.failure ? [failureBox(report.failure)] : []),
     `<p class="meta">environment ${esc(run.environment)}${run.targetVersion ? ` · target ${esc(run.targetVersion)}` : ''} · started ${esc(run.startedAt)}${run.finishedAt ? ` · finished ${esc(run.finishedAt)}` : ''} · by ${esc(run.holder)}</p>`,
     renderTimelineSvg(timeline),
     legend(),
@@ -164,7 +179,7 @@ export function renderHtml(report: RunReport, system?: SystemDescription): strin
         return part ? [section(part.title, part.body)] : []
       })
   parts.push(...sectionsOf(true))
-  parts.push(section('Downtime per host', downtimeTable(report)))
+  parts.push(section(`Downtime per ${wordsOf(report).target}`, downtimeTable(report)))
   parts.push(...sectionsOf(false))
   parts.push(section('Every step', stepTable(report)))
   const html = `<!doctype html>
@@ -178,12 +193,25 @@ ${parts.join('\n')}
   return redact(html)
 }
 
+/** A failed run's first lines: what, where, status, the last log lines, the doctor's finding, the next command. */
+function failureBox(s: FailureSummary): string {
+  const rows = [`<p class="failed" id="failure-what">Failed: ${esc(s.what)}</p>`]
+  if (s.where) rows.push(`<p id="failure-where">Where: ${esc(s.where)}${s.status ? ` (status: ${esc(s.status)})` : ''}</p>`)
+  if (s.logs.length)
+    rows.push(`<p>Last log lines${s.where ? ` of ${esc(s.where)}` : ''}:</p><pre id="failure-logs">${s.logs.map(esc).join('\n')}</pre>`)
+  else if (s.logsNote) rows.push(`<p id="failure-logs">Log lines: ${esc(s.logsNote)}.</p>`)
+  if (s.finding) rows.push(`<p id="failure-finding">Doctor: ${esc(s.finding)}</p>`)
+  else if (s.doctorChecks !== undefined) rows.push(`<p id="failure-finding">Doctor: no known cause among its ${s.doctorChecks} checks.</p>`)
+  rows.push(`<p id="failure-next">Next: <code>${esc(s.next)}</code></p>`)
+  return `<section id="failure" class="failure">${rows.join('\n')}</section>`
+}
+
 function downtimeTable(report: RunReport): string {
   const rows = report.downtime.map(
     (d) =>
       `<tr data-host="${esc(d.host)}"><td>${esc(d.host)}</td><td>${esc(d.stoppedAt ?? '—')}</td><td>${esc(d.verifiedAt ?? (d.stoppedAt ? 'not verified' : '—'))}</td><td>${d.downtimeMs !== undefined ? esc(formatDuration(d.downtimeMs)) : '—'}</td><td>${esc(d.endedOn ?? '')}</td></tr>`,
   )
-  return `<table id="downtime"><thead><tr><th>host</th><th>stopped</th><th>verified</th><th>downtime</th><th>ended on</th></tr></thead><tbody>${rows.join('')}</tbody></table>`
+  return `<table id="downtime"><thead><tr><th>${esc(wordsOf(report).target)}</th><th>stopped</th><th>verified</th><th>downtime</th><th>ended on</th></tr></thead><tbody>${rows.join('')}</tbody></table>`
 }
 
 function stepTable(report: RunReport): string {
@@ -193,5 +221,5 @@ function stepTable(report: RunReport): string {
       const what = [...(e.changed ?? []), ...(e.detail ? [e.detail] : [])].join('; ')
       return `<tr><td>${esc(e.time)}</td><td>${esc(e.host ?? '')}</td><td>${esc(e.step)}</td><td class="${e.status === 'failed' ? 'failed' : ''}">${esc(e.status)}${e.durationMs !== undefined ? ` (${esc(formatDuration(e.durationMs))})` : ''}</td><td>${esc(what)}</td></tr>`
     })
-  return `<table id="steps"><thead><tr><th>time</th><th>host</th><th>step</th><th>outcome</th><th>what changed / detail</th></tr></thead><tbody>${rows.join('')}</tbody></table>`
+  return `<table id="steps"><thead><tr><th>time</th><th>${esc(wordsOf(report).target)}</th><th>step</th><th>outcome</th><th>what changed / detail</th></tr></thead><tbody>${rows.join('')}</tbody></table>`
 }

@@ -37,6 +37,8 @@ export interface ReportContribution {
   /** Facts of the run for the report's head, one sentence each without a bullet ("backup b-1 (verified before anything stopped)"). */
   facts?(run: RunRecord): string[]
   readonly sections: ReadonlyArray<ReportSection<never>>
+  /** The exact command to run next after a failed run, when the system knows better than "roll it back" or "resume it". */
+  next?(run: RunRecord): string | undefined
 }
 
 /** Declares a section (typed: its value flows from `build` to its renderers). */

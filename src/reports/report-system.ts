@@ -12,10 +12,18 @@ export interface ReportSystem {
   view(run: RunRecord): RunView
   facts(run: RunRecord): string[]
   sections: ReadonlyArray<ReportSection<never>>
+  /** The system's next command after a failed run, if it has its own. */
+  next(run: RunRecord): string | undefined
 }
 
 /** A system's description as a report reads it; a system not described gets no targets and no sections. */
 export function reportSystemOf(run: RunRecord, system: SystemDescription | undefined = describedSystem(run.system)): ReportSystem {
-  if (!system) return { view: () => ({ targets: [], batches: [], previousVersions: {} }), facts: () => [], sections: [] }
-  return { view: (r) => system.view(r), facts: (r) => system.report.facts?.(r) ?? [], sections: system.report.sections }
+  if (!system)
+    return { view: () => ({ targets: [], batches: [], previousVersions: {} }), facts: () => [], sections: [], next: () => undefined }
+  return {
+    view: (r) => system.view(r),
+    facts: (r) => system.report.facts?.(r) ?? [],
+    sections: system.report.sections,
+    next: (r) => system.report.next?.(r),
+  }
 }

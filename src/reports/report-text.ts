@@ -6,9 +6,19 @@
  */
 import { formatDuration } from '../core/events.ts'
 import { sanitizeDeep, sanitizeLine } from '../core/sanitize.ts'
+import { renderFailureLines } from './failure-summary.ts'
 import type { RunReport } from './report.ts'
 import { Phase } from '../runs/step.ts'
-import { buildTimeline, downtimeLabel, longestDowntime, runDurationMs, type Stage, type Timeline } from './timeline.ts'
+import {
+  buildTimeline,
+  downtimeLabel,
+  longestDowntime,
+  outcomeSentence,
+  runDurationMs,
+  wordsOf,
+  type Stage,
+  type Timeline,
+} from './timeline.ts'
 
 /** One character per stage; the rollback's steps in capitals, so the way back stands out. */
 const CHAR_OF_STAGE: Readonly<Record<Stage, string>> = {
@@ -53,7 +63,29 @@ export function renderTimelineText(t: Timeline, columns = 60): string {
 
 /** `svcops runs show`: the outcome, the timeline and its legend. */
 export function renderRunText(report: RunReport, outcome: string, columns = 60): string {
-  return [sanitizeLine(outcome), '', renderTimelineText(buildTimeline(report), columns), '', TIMELINE_LEGEND].join('\n')
+  const failure = report.failure ? ['', ...sanitizeDeep(renderFailureLines(report.failure))] : []
+  return [sanitizeLine(outcome), ...failure, '', renderTimelineText(buildTimeline(report), columns), '', TIMELINE_LEGEND].join('\n')
+}
+
+/**
+ * The last line a run prints: its id, the outcome sentence (where it stopped, the longest
+ * downtime), what changed — each target from its version before to the one it ended on — and
+ * where its report is.
+ */
+export function renderClosingLine(report: RunReport, reportPath: string): string {
+  const { run } = report
+  const words = wordsOf(report)
+  const before = report.view.previousVersions
+  const moved = report.downtime
+    .filter((d) => d.endedOn !== undefined && d.endedOn !== before[d.host])
+    .map((d) => `${d.host} ${before[d.host] ?? '?'} -> ${d.endedOn ?? '?'}`)
+  const changed = moved.length ? `changed: ${moved.join(', ')}` : `every ${words.target} on its version before the run`
+  const down = report.downtime.filter((d) => d.downtimeMs !== undefined)
+  const total = down.reduce((sum, d) => sum + (d.downtimeMs ?? 0), 0)
+  const downtime = down.length
+    ? `downtime ${formatDuration(total)} in all over ${down.length} ${down.length === 1 ? words.target : words.targets}`
+    : 'no downtime'
+  return sanitizeLine(`Run ${run.id}: ${outcomeSentence(report)} ${changed}; ${downtime}. Report: ${reportPath}`)
 }
 
 /** `svcops runs list`: one row per run. */
@@ -64,6 +96,7 @@ export function renderRunsTable(reports: RunReport[]): string {
     return [
       r.run.id,
       r.run.environment,
+      r.run.system,
       r.run.kind,
       r.run.targetVersion || '—',
       r.run.phase,
@@ -71,7 +104,7 @@ export function renderRunsTable(reports: RunReport[]): string {
       longest ? `${formatDuration(longest.downtimeMs ?? 0)} ${longest.host}` : '—',
     ]
   })
-  const head = ['ID', 'ENV', 'KIND', 'TARGET', 'OUTCOME', 'DURATION', 'LONGEST DOWNTIME']
+  const head = ['ID', 'ENV', 'SYSTEM', 'KIND', 'TARGET', 'OUTCOME', 'DURATION', 'LONGEST DOWNTIME']
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)))
   return [head, ...rows]
     .map((r) =>

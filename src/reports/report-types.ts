@@ -14,6 +14,26 @@ export interface HostDowntime {
   endedOn?: string
 }
 
+/** What a failed run's report says first. */
+export interface FailureSummary {
+  /** The step that failed and its message. */
+  what: string
+  /** The host or component it failed on, when it failed on one. */
+  where?: string
+  /** The target's status as read after the failure ("exited 1", "RUNNING"...). */
+  status?: string
+  /** The target's last log lines, oldest first (empty: none could be read, and `logsNote` says why). */
+  logs: string[]
+  /** Why there are no log lines, when there are none. */
+  logsNote?: string
+  /** The doctor's first finding on that target, in one sentence with its fix. */
+  finding?: string
+  /** How many checks the doctor made there, when it made any (none found: it says so). */
+  doctorChecks?: number
+  /** The exact command to run next. */
+  next: string
+}
+
 /**
  * A run's report: what every run has — its record, its system's view of it (targets, batches,
  * window), each target's downtime, the timeline — and, under their keys, the sections its system
@@ -29,5 +49,7 @@ export interface RunReport {
   record?: { file: string; copy: string }
   /** What the system's sections add to the outcome sentence of a rolled-back run: " (database restored)". */
   outcomeNote?: string
+  /** What a failed run's report says first (failure-summary.ts). */
+  failure?: FailureSummary
   [section: string]: unknown
 }

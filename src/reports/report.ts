@@ -15,8 +15,11 @@ import { sanitizeDeep, sanitizeText, stringifyForTerminal } from '../core/saniti
 import type { Journal, JournalEntry } from '../runs/journal.ts'
 import type { SystemDescription } from '../runs/system-description.ts'
 import { VERIFIED } from '../runs/step.ts'
+import { renderFailureLines, summarizeFailure } from './failure-summary.ts'
 import { renderHtml } from './report-html.ts'
+import { fencedBlock } from './report-section.ts'
 import { reportSystemOf } from './report-system.ts'
+import { wordsOf } from './timeline.ts'
 import type { HostDowntime, RunReport } from './report-types.ts'
 
 export type { HostDowntime, RunReport } from './report-types.ts'
@@ -61,6 +64,8 @@ export function buildReport(journal: Journal, system?: SystemDescription): RunRe
     if (note) notes.push(note)
   }
   if (notes.length) report.outcomeNote = notes.join('')
+  const failure = summarizeFailure(report, (r) => of.next(r))
+  if (failure) report.failure = failure
   return report
 }
 
@@ -73,6 +78,8 @@ export function renderMarkdown(original: RunReport, system?: SystemDescription):
   const of = reportSystemOf(run, system)
   const present = of.sections.filter((s) => report[s.key] !== undefined)
   const lines: string[] = [`# ${run.kind === 'upgrade' ? 'Upgrade' : run.kind === 'backup' ? 'Backup' : 'Rollback'} run ${run.id}`, '']
+  // A failed run opens with what an on-call engineer needs first; the facts follow.
+  if (report.failure) lines.push(...fencedBlock('', renderFailureLines(report.failure).join('\n')), '')
   lines.push(
     `- environment: ${run.environment}`,
     `- target version: ${run.targetVersion}`,
@@ -96,14 +103,15 @@ export function renderMarkdown(original: RunReport, system?: SystemDescription):
     )
   for (const s of present.filter((x) => x.beforeDowntime))
     lines.push(...(s.markdown?.((s.multiline ? redacted : report)[s.key] as never) ?? []))
-  lines.push('', '## Downtime per host', '', '| host | stopped | verified | downtime |', '|---|---|---|---|')
+  const words = wordsOf(report)
+  lines.push('', `## Downtime per ${words.target}`, '', `| ${words.target} | stopped | verified | downtime |`, '|---|---|---|---|')
   for (const d of report.downtime)
     lines.push(
       `| ${d.host} | ${d.stoppedAt ?? '—'} | ${d.verifiedAt ?? (d.stoppedAt ? 'not verified' : '—')} | ${d.downtimeMs !== undefined ? formatDuration(d.downtimeMs) : '—'} |`,
     )
   for (const s of present.filter((x) => !x.beforeDowntime))
     lines.push(...(s.markdown?.((s.multiline ? redacted : report)[s.key] as never) ?? []))
-  lines.push('', '## Timeline', '', '| time | host | step | outcome | what changed / detail |', '|---|---|---|---|---|')
+  lines.push('', '## Timeline', '', `| time | ${words.target} | step | outcome | what changed / detail |`, '|---|---|---|---|---|')
   for (const e of report.timeline.filter((x) => x.status !== 'start')) {
     const what = [...(e.changed ?? []), ...(e.detail ? [e.detail] : [])].join('; ').replace(/\|/g, '\\|').replace(/\n/g, ' ')
     lines.push(

@@ -11,6 +11,7 @@ import { sanitizeLine } from '../core/sanitize.ts'
 import type { JournalEntry } from '../runs/journal.ts'
 import type { HostDowntime, RunReport } from './report-types.ts'
 import { Phase, type PhasePrefix } from '../runs/step.ts'
+import { PLAIN_WORDS, type SystemWords } from '../runs/system-description.ts'
 
 /** How a bar is coloured: where a step sits between "stopped" and "verified", or the rollback's. */
 export type Stage = 'stop' | 'install' | 'start' | 'healthy' | 'verified' | 'other'
@@ -28,6 +29,9 @@ export const STAGE_OF_STEP: Readonly<Record<string, Stage>> = {
   'wait-healthy': 'healthy',
   'check-logs': 'healthy',
   'verify-host': 'verified',
+  // The live system's: its settings written with the install, its check is its verification.
+  'write-config': 'install',
+  check: 'verified',
 }
 
 export const STAGES: readonly Stage[] = ['stop', 'install', 'start', 'healthy', 'verified', 'other']
@@ -111,7 +115,7 @@ export function buildTimeline(report: RunReport): Timeline {
     const first = entries.find(
       (e) => e.disruptive === true && e.host && hosts.includes(e.host) && splitStepName(e.step).phase === Phase.run,
     )
-    return { label: i === 0 ? 'canary' : `batch ${i}`, hosts, ...(first ? { start: Date.parse(first.time) } : {}) }
+    return { label: view.batchLabels?.[i] ?? `group ${i + 1}`, hosts, ...(first ? { start: Date.parse(first.time) } : {}) }
   })
   const batchOf = new Map(batches.flatMap((b) => b.hosts.map((h) => [h, b.label] as const)))
   const lanes: Lane[] = [
@@ -145,6 +149,11 @@ export function downtimeLabel(d: HostDowntime | undefined): string | undefined {
   if (!d?.stoppedAt) return undefined
   if (d.downtimeMs !== undefined) return `down ${formatDuration(d.downtimeMs)}`
   return `down since ${d.stoppedAt.slice(11, 19)}, not verified`
+}
+
+/** How the run's system calls its targets and groups. */
+export function wordsOf(report: RunReport): SystemWords {
+  return report.view.words ?? PLAIN_WORDS
 }
 
 /** The longest downtime of the run, if any host was down. */

@@ -10,7 +10,7 @@
  * Fan-out lives here too: `everyHost` (all at once, the first failure reported after all ended)
  * and `rollout` (canary, batches, `--max-fail`, the maintenance window).
  */
-import { InterruptedError, OperationError, errorMessage, withFacts } from '../core/errors.ts'
+import { InterruptedError, OperationError, SvcopsError, errorMessage, exitCodeFor, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { interruptSignal } from '../core/lifecycle.ts'
 import type { Journal } from './journal.ts'
@@ -28,6 +28,24 @@ export interface PlannedStep {
   batch?: string
   title: string
   actions: string[]
+  /** The real run would stop here: why, the exit code it would end with, and the ids of what blocks it (gates). */
+  blocked?: PlanBlocker
+}
+
+/** What a dry run found that would stop the real run at a step. */
+export interface PlanBlocker {
+  reason: string
+  exitCode: number
+  /** Ids a person acts on (a gate's id for --ack), when the refusal names some. */
+  ids?: string[]
+}
+
+/** A step's refusal as the dry run records it: the real run's exit code, and the ids its facts name. */
+function blockerOf(error: unknown): PlanBlocker {
+  const facts = error instanceof SvcopsError ? error.facts : {}
+  const listed = Array.isArray(facts.gates) ? (facts.gates as { id?: unknown }[]) : []
+  const ids = listed.map((g) => g.id).filter((id): id is string => typeof id === 'string')
+  return { reason: errorMessage(error), exitCode: exitCodeFor(error), ...(ids.length ? { ids } : {}) }
 }
 
 /** A host's step failed; what the failure policy needs to know about it. */
@@ -121,10 +139,21 @@ export class Run<C> {
         return { ...(done.data ? { data: done.data } : {}), skipped: 'done before the interruption' }
       }
       const actions = await step.describe(this.ctx, ...args)
-      const learned = step.preview ? await step.preview(this.ctx, ...args) : {}
+      let learned: StepResult = {}
+      let blocked: PlanBlocker | undefined
+      try {
+        learned = step.preview ? await step.preview(this.ctx, ...args) : {}
+      } catch (error) {
+        // The dry run goes on to show the rest, and ends as the real run would have here.
+        blocked = blockerOf(error)
+      }
       const planned: PlannedStep = { step: name, ...at, title: step.title, actions }
       if (this.batch) planned.batch = this.batch
       if (learned.skipped) planned.actions = [...actions, `nothing to do: ${learned.skipped}`]
+      if (blocked) {
+        planned.blocked = blocked
+        planned.actions = [...planned.actions, `BLOCKED: ${blocked.reason}`]
+      }
       this.planned.push(planned)
       // The dry run's journal lives in memory: what a preview learned is there for later steps.
       this.journal.append({ step: name, status: 'ok', ...at, ...(learned.data ? { data: learned.data } : {}) })

@@ -6,9 +6,18 @@
  * The failure policy: before the first disruptive step (a stop) "failed, nothing changed"; after it
  * the playbook's lossless rollback runs, unless the run was started with `--no-auto-rollback`.
  */
-import { chmodSync, copyFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, rmSync } from 'node:fs'
 import { basename } from 'node:path'
-import { BlockedError, InterruptedError, OperationError, RolledBackError, errorMessage, withFacts } from '../core/errors.ts'
+import {
+  BlockedError,
+  ExitCode,
+  InterruptedError,
+  OperationError,
+  RolledBackError,
+  errorMessage,
+  exitCodeFor,
+  withFacts,
+} from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { onInterrupt, onShutdown } from '../core/lifecycle.ts'
 import { usePrivateFolder } from '../core/private-files.ts'
@@ -166,6 +175,7 @@ async function drive<C, P extends RunParams>(
   const opened = await setup.open(journal).catch(async (error: unknown) => {
     await lock.release()
     unregister()
+    if (!options.resumed && isRefusal(error)) discardRun(journal)
     throw error
   })
   // The system the run acts on is known to every report from now on (the metrics read the environment's other runs).
@@ -181,6 +191,14 @@ async function drive<C, P extends RunParams>(
   }
   if (failure instanceof InterruptedError) recordInterruption(journal, failure)
   await opened.close()
+  // A refusal before anything stopped (bad input, an open gate, a lock) is not a run: it leaves no
+  // folder for `runs list` to show as failed; its sentence says what to change.
+  if (failure !== undefined && !options.resumed && isRefusal(failure) && !journal.disrupted()) {
+    discardRun(journal)
+    await lock.release()
+    unregister()
+    throw failure instanceof Error ? failure : new OperationError(errorMessage(failure))
+  }
   // The run's end is recorded only after its resources are released: a kill before this line
   // leaves a run that `svcops resume` finishes.
   if (journal.run.phase === 'running' || journal.run.phase === 'rolling-back') {
@@ -236,6 +254,17 @@ function interrupted(journal: Journal, error: InterruptedError): InterruptedErro
     ),
     { ...error.facts, runId: id, phase: journal.run.phase, reportPath: journal.file('report.md') },
   )
+}
+
+/** A refusal: bad input, something that needs a person, or another run's lock — the run never began. */
+function isRefusal(error: unknown): boolean {
+  const code = exitCodeFor(error)
+  return code === ExitCode.badInput || code === ExitCode.findings || code === ExitCode.locked
+}
+
+/** Removes the folder of a run that was refused before anything stopped. */
+function discardRun(journal: Journal): void {
+  rmSync(journal.dir, { recursive: true, force: true })
 }
 
 /** Copies each record into the run folder, owner-only, and journals where; a failed copy is journaled, never fatal. */

@@ -10,6 +10,17 @@ import type { ReportContribution } from '../reports/report-section.ts'
 import type { RunParams, RunRecord } from './run-record.ts'
 import type { RunStore } from './run-store.ts'
 
+/** How a system calls what it acts on, in every view of its runs (data: report.json keeps it). */
+export interface SystemWords {
+  /** One target: "host", "component". */
+  readonly target: string
+  /** Several targets: "hosts", "components". */
+  readonly targets: string
+}
+
+/** The words of a system that gave none. */
+export const PLAIN_WORDS: SystemWords = { target: 'target', targets: 'targets' }
+
 /** How the generic views (timeline, downtime, runs list, notifications) see a run of a system. */
 export interface RunView {
   /** What the run acts on, in rollout order: hosts, components, a Deployment (the report's lanes). */
@@ -20,6 +31,10 @@ export interface RunView {
   windowEnd?: string
   /** The version each target ran before the run (what a rollback returns to). */
   previousVersions: Record<string, string>
+  /** How the system calls its targets (absent: PLAIN_WORDS). */
+  words?: SystemWords
+  /** The label of each of `batches` ("canary", "batch 1"); absent: "group 1", "group 2"... */
+  batchLabels?: string[]
 }
 
 /** What reports, notifications and metrics know of a system. */

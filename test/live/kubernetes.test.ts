@@ -166,13 +166,17 @@ describe('svcops upgrade live --env prod --to 7.0.0 --dry-run (the shipped prod 
 
   it('plans the Kubernetes steps with the exact pulumi commands and API calls, and changes nothing', async () => {
     const stackBefore = readFileSync(join(ROOT, 'stacks/Pulumi.prod.yaml'), 'utf8')
-    const run = await runSvcops(['upgrade', 'live', '--env', 'prod', '--to', '7.0.0', '--dry-run', '--json'], {
-      env: {
-        KUBECONFIG: api.kubeconfig,
-        PATH: `${recorder.binDir}:${process.env.PATH ?? ''}`,
-        SVCOPS_RUNS_DIR: mkdtempSync(join(tmpdir(), 'svcops-live-k8s-dry-')),
+    // Every gate acknowledged: an open one ends the dry run with exit 5, as the run would.
+    const run = await runSvcops(
+      ['upgrade', 'live', '--env', 'prod', '--to', '7.0.0', '--ack', allGates('6.2.0', '7.0.0'), '--dry-run', '--json'],
+      {
+        env: {
+          KUBECONFIG: api.kubeconfig,
+          PATH: `${recorder.binDir}:${process.env.PATH ?? ''}`,
+          SVCOPS_RUNS_DIR: mkdtempSync(join(tmpdir(), 'svcops-live-k8s-dry-')),
+        },
       },
-    })
+    )
     expect(run.code, run.stderr).toBe(0)
     const plan = JSON.parse(run.stdout) as { steps: PlannedStep[] }
     const actions = (step: string, host?: string) =>

@@ -28,7 +28,7 @@ function actionsOf(steps: PlannedStep[], name: string): string[] {
 }
 
 describe('svcops upgrade recording --env prod --to 2.0.0 --dry-run', () => {
-  it('plans the Kubernetes steps with the exact pulumi commands and API calls, and changes nothing', async () => {
+  it('plans the Kubernetes steps with the exact pulumi commands and API calls, changes nothing, and exits 1 where the lock cannot be read', async () => {
     const stackBefore = readFileSync(join(ROOT, 'stacks/Pulumi.prod.yaml'), 'utf8')
     const run = await runSvcops(['upgrade', 'recording', '--env', 'prod', '--to', '2.0.0', '--dry-run', '--json'], {
       env: {
@@ -37,8 +37,23 @@ describe('svcops upgrade recording --env prod --to 2.0.0 --dry-run', () => {
         SVCOPS_RUNS_DIR: mkdtempSync(join(tmpdir(), 'svcops-k8s-dry-')),
       },
     })
-    expect(run.code, run.stderr).toBe(0)
-    const plan = JSON.parse(run.stdout) as { batches: string[][]; steps: PlannedStep[] }
+    // This machine cannot read the database's password: the run would stop at its lock, so the dry run
+    // shows the whole plan and then ends as the run would (exit 1), saying why.
+    expect(run.code, run.stderr).toBe(1)
+    const plan = JSON.parse(run.stdout) as {
+      ok: boolean
+      summary: { blockers: { step: string; reason: string; exitCode: number }[] }
+      batches: string[][]
+      steps: PlannedStep[]
+    }
+    expect(plan.ok).toBe(false)
+    expect(plan.summary.blockers).toEqual([
+      expect.objectContaining({
+        step: 'preflight',
+        exitCode: 1,
+        reason: expect.stringContaining("The run lock of environment 'prod' could not be read") as string,
+      }),
+    ])
     expect(plan.batches).toEqual([['svc-recording']])
     const inProject = `   (in ${ROOT.replace(/\/$/, '')})`
     expect(actionsOf(plan.steps, 'preflight')).toEqual(

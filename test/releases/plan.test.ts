@@ -40,9 +40,18 @@ describe('svcops plan live', () => {
     expect(metric?.old).toBe('svc_ingest_source_dropped_frames')
     const manual = plan.items.find((i) => i.id === '5.0.0/output-streams-multiple')
     expect(manual?.svcops).toBeNull()
-    expect(formatPlan(plan)).toContain(
-      '[6.0.0] Rendering engine: For the TCP control panel `SVC_TCP_ENDPOINTS` is renamed `SVC_TCP_ENDPOINT`',
+    expect(formatPlan(plan)).toMatch(
+      /^- 6\.0\.0\/[a-z0-9-]+ — Rendering engine: For the TCP control panel `SVC_TCP_ENDPOINTS` is renamed `SVC_TCP_ENDPOINT`/m,
     )
+  })
+
+  it('shows each change by its gate id and one --ack line for every gate people must handle', () => {
+    const plan = planLive('3.0.0', '6.0.0')
+    const text = formatPlan(plan)
+    const gates = plan.items.filter((i) => i.actor !== 'svcops').map((i) => i.id)
+    expect(text).toContain(`- 5.0.0/output-streams-multiple — `)
+    expect(text.match(/--ack /g)).toHaveLength(1)
+    expect(text).toContain(`gate(s) for people; once handled, upgrade with: --ack ${gates.join(',')}`)
   })
 
   it('uses the product prefix and folder from config', () => {

@@ -19,7 +19,7 @@ export const HOSTS = ['rec-1', 'rec-2', 'rec-3', 'rec-4', 'rec-5']
  * Writes the run into a new runs folder (or `base`) and returns its journal. The recording service's
  * description is made known, as the CLI does, so that its report has the system's view and sections.
  */
-export function writeFailedRun(options: { base?: string; secret?: string } = {}): Journal {
+export function writeFailedRun(options: { base?: string; secret?: string; diagnosis?: boolean } = {}): Journal {
   describeSystem(recordingDescription)
   const base = options.base ?? mkdtempSync(join(tmpdir(), 'svcops-runs-'))
   let t = T0
@@ -68,6 +68,24 @@ export function writeFailedRun(options: { base?: string; secret?: string } = {})
   upgradeHost('rec-4')
   t = batch2 + 500
   upgradeHost('rec-5', 'start')
+  if (options.diagnosis)
+    step('diagnose', 2, 'rec-5', {
+      report: 'diagnosis',
+      data: {
+        failure: "svc-recording on rec-5 exited: invalid logLevel 'loud'",
+        status: 'FATAL',
+        logs: [
+          '2026-11-24T02:31:20Z level=info msg="recording service 2.0.0 starting"',
+          '2026-11-24T02:31:20Z level=error msg="invalid logLevel \'loud\'; expected debug, info, warn or error"',
+        ],
+        findings: [],
+        checks: [
+          { cause: 'config-syntax', host: 'rec-5', status: 'ok', check: 'the config parses', detail: 'parsed' },
+          { cause: 'storage-unwritable', host: 'rec-5', status: 'ok', check: 'storage writable', detail: 'writable' },
+          { cause: 'password-unreadable', host: 'rec-5', status: 'skipped', check: 'password file', detail: 'no password file' },
+        ],
+      },
+    })
   t = batch2 + 24_000
   step('rollback:decide', 1, undefined, {
     report: 'restore-decision',

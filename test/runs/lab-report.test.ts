@@ -68,6 +68,18 @@ describe('report.html of a lab run', () => {
     expect(dom.outcome).toMatch(
       /^Upgrade of \S+ to 2\.0\.0 failed in batch 1 on rec-2 at \S+ and was rolled back \(database restored\); longest downtime/,
     )
+    // The first lines an on-call engineer reads: rec-2's status and its last log lines naming the bad option, and what to run next.
+    const failure = await browser.evaluate<{ where: string; logs: string; next: string }>(`(() => ({
+      where: document.querySelector('#failure-where').textContent,
+      logs: document.querySelector('#failure-logs').textContent,
+      next: document.querySelector('#failure-next').textContent,
+    }))()`)
+    expect(failure.where).toMatch(/^Where: rec-2 \(status: \S+/)
+    expect(failure.logs).toMatch(/FATAL .*logLevel: Invalid option/)
+    expect(failure.next).toBe(`Next: svcops doctor recording --env lab, then svcops resume ${run.id} --retry`)
+    const md = readFileSync(join(lab.runsDir, run.id, 'report.md'), 'utf8')
+    expect(md.split('\n').slice(0, 30).join('\n')).toMatch(/Last log lines of rec-2:\n(.*\n)*.*FATAL .*logLevel: Invalid option/)
+    expect(md).not.toContain('No cause found')
     const png = await browser.screenshot()
     writeFileSync(join(lab.dir, 'report.png'), png)
     // For docs/operations.png: SVCOPS_REPORT_SCREENSHOT=$PWD/docs/operations.png npx vitest run test/runs/lab-report.test.ts

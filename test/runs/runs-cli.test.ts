@@ -15,12 +15,17 @@ describe('svcops runs', () => {
   const journal = writeFailedRun({ base })
   const env = { SVCOPS_RUNS_DIR: base, SVCOPS_ENV: '' }
 
-  it('lists runs as a table with outcome, duration and longest downtime, filtered by --env and --kind', async () => {
+  it('lists runs as a table with system, outcome, duration and longest downtime, filtered by --env, --kind and --system', async () => {
     const all = await runSvcops(['runs', 'list'], { env })
     expect(all.code).toBe(0)
     const [head, row] = all.stdout.trim().split('\n')
-    expect(head).toMatch(/^ID\s+ENV\s+KIND\s+TARGET\s+OUTCOME\s+DURATION\s+LONGEST DOWNTIME$/)
-    expect(row).toMatch(/^20261124T023000Z-a1b2c3\s+prod\s+upgrade\s+2\.0\.0\s+rolled-back\s+2 min 17 s\s+1 min 48 s rec-1$/)
+    expect(head).toMatch(/^ID\s+ENV\s+SYSTEM\s+KIND\s+TARGET\s+OUTCOME\s+DURATION\s+LONGEST DOWNTIME$/)
+    expect(row).toMatch(/^20261124T023000Z-a1b2c3\s+prod\s+recording\s+upgrade\s+2\.0\.0\s+rolled-back\s+2 min 17 s\s+1 min 48 s rec-1$/)
+    expect((await runSvcops(['runs', 'list', '--system', 'live'], { env })).stdout.trim()).toBe('No runs yet.')
+    expect((await runSvcops(['runs', 'list', '--system', 'recording'], { env })).stdout).toContain('20261124T023000Z-a1b2c3')
+    const refused = await runSvcops(['runs', 'list', '--system', 'kube'], { env })
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toContain('recording, live')
     expect((await runSvcops(['runs', 'list', '--env', 'staging'], { env })).stdout.trim()).toBe('No runs yet.')
     expect((await runSvcops(['runs', 'list', '--kind', 'backup'], { env })).stdout.trim()).toBe('No runs yet.')
     const json = JSON.parse((await runSvcops(['runs', 'list', '--env', 'prod', '--kind', 'upgrade', '--json'], { env })).stdout) as {

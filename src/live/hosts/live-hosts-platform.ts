@@ -11,6 +11,7 @@ import type { LiveConfig } from '../../config/schema.ts'
 import { BadInputError } from '../../core/errors.ts'
 import {
   installPackage,
+  knownVersionsText,
   packageDriver,
   readInstalledVersion,
   showCommand,
@@ -72,8 +73,7 @@ export function liveDebFile(live: LiveConfig, pkg: string, version: string): str
   const found = readdirSync(dir).find((f) => f.startsWith(`${pkg}_${version}_`) && f.endsWith('.deb'))
   if (!found)
     throw new BadInputError(
-      `live.packageDir: version ${version} of ${pkg} is not in ${dir}; expected a file ${pkg}_${version}_<arch>.deb.`,
-      `List the available versions with: ls ${dir}`,
+      `live.packageDir: version ${version} of ${pkg} is not in ${dir}; expected one of the versions there: ${knownVersionsText(dir, pkg)}.`,
     )
   return join(dir, found)
 }

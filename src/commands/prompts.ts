@@ -1,0 +1,38 @@
+/**
+ * What a confirmation prompt says before a run changes an environment: the run a rollback undoes
+ * and the versions it goes back to, the version an upgrade goes to, the hosts or components, and the downtime to expect — the
+ * longest measured in the environment's last finished run of that system, else "unknown".
+ */
+import { formatDuration } from '../core/events.ts'
+import { buildReport } from '../reports/report.ts'
+import { longestDowntime, wordsOf } from '../reports/timeline.ts'
+import { Journal, listRuns } from '../runs/journal.ts'
+import type { RunRecord } from '../runs/run-record.ts'
+
+/** The environment's newest run of `system` matching `keep`, newest first as `runs list` shows them. */
+function newestRun(environment: string, system: string, keep: (r: RunRecord) => boolean): RunRecord | undefined {
+  return listRuns().find((r) => r.environment === environment && r.system === system && keep(r))
+}
+
+/** "expected downtime: about 12.3 s on the longest-down component (run ID)", or that it is unknown. */
+export function expectedDowntimeText(environment: string, system: string): string {
+  const last = newestRun(environment, system, (r) => r.kind !== 'backup' && r.phase !== 'running' && r.phase !== 'rolling-back')
+  const report = last ? buildReport(Journal.open(last.id)) : undefined
+  const longest = report ? longestDowntime(report) : undefined
+  if (!report || !longest?.downtimeMs) return 'expected downtime: unknown (no earlier run measured it)'
+  return `expected downtime: about ${formatDuration(longest.downtimeMs)} per ${wordsOf(report).target}, as measured in run ${report.run.id}`
+}
+
+/** The prompt of an upgrade: "Upgrade the live production system of 'lab' (a, b) to 7.0.0; expected downtime: ...?" */
+export function upgradePrompt(title: string, environment: string, system: string, targets: string[], to: string): string {
+  return `Upgrade ${title} of '${environment}' (${targets.join(', ') || 'no targets listed'}) to ${to}; ${expectedDowntimeText(environment, system)}?`
+}
+
+/** The prompt of a rollback: the run it undoes, its versions back, its targets, the downtime to expect. */
+export function rollbackPrompt(title: string, environment: string, system: string, runId?: string): string {
+  const run = runId ? Journal.open(runId).run : newestRun(environment, system, (r) => r.kind === 'upgrade')
+  if (!run) return `Roll back ${title} of '${environment}'?`
+  const report = buildReport(Journal.open(run.id))
+  const back = Object.entries(report.view.previousVersions).map(([t, v]) => `${t} back to ${v}`)
+  return `Roll back ${title} of '${environment}': run ${run.id} (to ${run.targetVersion}, ${run.phase}), ${back.join(', ') || `${wordsOf(report).targets} back to their versions before it`}; ${expectedDowntimeText(environment, system)}?`
+}
