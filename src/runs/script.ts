@@ -14,6 +14,7 @@ export async function runAsCommand(command: string[]): Promise<void> {
     nothrow: true,
     verbose: false,
     quiet: true,
+    env: process.env, // the CLI reads its credentials (SVCOPS_*) from the environment it was given
   })`${svcopsCommand()} ${command} ${process.argv.slice(2)}`
   process.exitCode = result.exitCode ?? 1
 }
