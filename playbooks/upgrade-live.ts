@@ -21,7 +21,7 @@ import type { Run } from '../src/runs/engine.ts'
 import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
 import { planSystemContinuation, planSystemRun, resumeSystemRun, startSystemRun } from '../src/runs/run-actions.ts'
 import type { RunPlan } from '../src/runs/run-system.ts'
-import { runAsCommand } from '../src/runs/script.ts'
+import { runAsCommand, startedAsScript } from '../src/runs/script.ts'
 import { upgradeLiveSite } from './site/index.ts'
 import type { ComponentHandle, LiveContext } from '../src/live/live-context.ts'
 import type { LiveParams } from '../src/live/live-params.ts'
@@ -132,4 +132,4 @@ export function isLiveRun(id: string): boolean {
   return Journal.open(id).run.system === live.name
 }
 
-if (import.meta.main) await runAsCommand(['upgrade', 'live'])
+if (startedAsScript(import.meta)) await runAsCommand(import.meta, ['upgrade', 'live'])
