@@ -21,7 +21,7 @@ import { recordingDescription } from '../src/recording/recording-system.ts'
 import { Journal } from '../src/runs/journal.ts'
 import { newRunRecord, type RunRecord } from '../src/runs/run-record.ts'
 import { planRun, startRun, type Playbook, type RunOutcome } from '../src/runs/playbook.ts'
-import { runAsCommand } from '../src/runs/script.ts'
+import { runAsCommand, startedAsScript } from '../src/runs/script.ts'
 
 /** The procedure, top to bottom. */
 async function nightlyBackup(run: Run<BackupRunContext>): Promise<void> {
@@ -84,4 +84,4 @@ export async function planBackupPlaybook(req: BackupRequest): Promise<PlannedSte
   }
 }
 
-if (import.meta.main) await runAsCommand(['backup', 'run'])
+if (startedAsScript(import.meta)) await runAsCommand(import.meta, ['backup', 'run'])

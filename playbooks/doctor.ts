@@ -16,7 +16,7 @@
 import type { Environment } from '../src/config/schema.ts'
 import type { Diagnosis } from '../src/doctor/diagnose.ts'
 import { onHostsOf } from '../src/doctor/environment.ts'
-import { runAsCommand } from '../src/runs/script.ts'
+import { runAsCommand, startedAsScript } from '../src/runs/script.ts'
 
 /** `svcops doctor recording`: the seed's four problems, in its order, on every host (or `hosts`). */
 export function doctorRecording(env: Environment, hosts?: string[]): Promise<Diagnosis> {
@@ -28,4 +28,4 @@ export function doctorRecording(env: Environment, hosts?: string[]): Promise<Dia
   })
 }
 
-if (import.meta.main) await runAsCommand(['doctor', 'recording'])
+if (startedAsScript(import.meta)) await runAsCommand(import.meta, ['doctor', 'recording'])

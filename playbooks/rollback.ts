@@ -13,7 +13,7 @@
  */
 import { events } from '../src/core/events.ts'
 import type { HostFailure, Run } from '../src/runs/engine.ts'
-import { runAsCommand } from '../src/runs/script.ts'
+import { runAsCommand, startedAsScript } from '../src/runs/script.ts'
 import { Phase } from '../src/runs/step.ts'
 import type { RecordingContext } from '../src/recording/recording-context.ts'
 import type { RecordingParams } from '../src/recording/recording-params.ts'
@@ -126,4 +126,4 @@ function summaryOf(ctx: RecordingContext, decision: RestoreDecision, recreated: 
   return `rolled back to ${versions}; database restored from backup ${run.backupId ?? '?'} because ${decision.reason}; ${recreated} recording(s) written after the backup re-created`
 }
 
-if (import.meta.main) await runAsCommand(['rollback', 'recording'])
+if (startedAsScript(import.meta)) await runAsCommand(import.meta, ['rollback', 'recording'])

@@ -21,7 +21,8 @@ import type { Run } from '../src/runs/engine.ts'
 import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
 import { planSystemContinuation, planSystemRun, resumeSystemRun, startSystemRun } from '../src/runs/run-actions.ts'
 import type { RunPlan } from '../src/runs/run-system.ts'
-import { runAsCommand } from '../src/runs/script.ts'
+import { runAsCommand, startedAsScript } from '../src/runs/script.ts'
+import { upgradeLiveSite } from './site/index.ts'
 import type { ComponentHandle, LiveContext } from '../src/live/live-context.ts'
 import type { LiveParams } from '../src/live/live-params.ts'
 import { stopOrder } from '../src/live/layout.ts'
@@ -83,8 +84,12 @@ export const upgradeLivePlaybook: Playbook<LiveContext, LiveParams> = {
   kind: 'upgrade',
   what: (record) => `Upgrade of the live production system to ${record.targetVersion}`,
   rollbackCommand: (record) => `svcops rollback live --env ${record.environment} --run ${record.id}`,
-  procedure: upgradeLive,
-  rollback: rollBackLive,
+  procedure: (run) => upgradeLive(run.withSiteSteps(upgradeLiveSite)), // the site's steps: playbooks/site/
+  async rollback(run) {
+    const summary = await rollBackLive(run)
+    await run.undoSiteSteps(upgradeLiveSite) // what the site's steps changed, the latest first
+    return summary
+  },
 }
 
 /** The live system as the engine runs it, every run following this playbook. */
@@ -134,4 +139,4 @@ export function isLiveRun(id: string): boolean {
   return Journal.open(id).run.system === live.name
 }
 
-if (import.meta.main) await runAsCommand(['upgrade', 'live'])
+if (startedAsScript(import.meta)) await runAsCommand(import.meta, ['upgrade', 'live'])

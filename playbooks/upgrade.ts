@@ -41,7 +41,7 @@ import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
 import { planSystemContinuation, planSystemRun, resumeSystemRun, recordedRun, startSystemRun } from '../src/runs/run-actions.ts'
 import type { RunPlan } from '../src/runs/run-system.ts'
 import { parseMaxFail, planBatches } from '../src/runs/rollout.ts'
-import { runAsCommand } from '../src/runs/script.ts'
+import { runAsCommand, startedAsScript } from '../src/runs/script.ts'
 import { downgradeRecording, rollBackOneHost, rollBackRecording } from './rollback.ts'
 
 /** The procedure, top to bottom. */
@@ -196,4 +196,4 @@ export function isRecordingRun(id: string): boolean {
   return Journal.open(id).run.system === recording.name
 }
 
-if (import.meta.main) await runAsCommand(['upgrade', 'recording'])
+if (startedAsScript(import.meta)) await runAsCommand(import.meta, ['upgrade', 'recording'])

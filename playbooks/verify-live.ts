@@ -16,7 +16,7 @@ import type { CheckResult } from '../src/live/live-judge.ts'
 import type { LiveComponentName } from '../src/live/layout.ts'
 import { newLiveCheckRecord } from '../src/live/live-system.ts'
 import { Journal } from '../src/runs/journal.ts'
-import { runAsCommand } from '../src/runs/script.ts'
+import { runAsCommand, startedAsScript } from '../src/runs/script.ts'
 
 export interface LiveVerification {
   ok: boolean
@@ -77,4 +77,4 @@ export function failedSummary(v: LiveVerification): string {
   return `The live production system of '${v.environment}' fails ${failed.length} check${failed.length === 1 ? '' : 's'}: ${failed.join('; ')}.`
 }
 
-if (import.meta.main) await runAsCommand(['verify', 'live'])
+if (startedAsScript(import.meta)) await runAsCommand(import.meta, ['verify', 'live'])

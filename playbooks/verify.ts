@@ -11,7 +11,7 @@
  */
 import type { Environment } from '../src/config/schema.ts'
 import { findLogErrors, linesSince } from '../src/drivers/services.ts'
-import { runAsCommand } from '../src/runs/script.ts'
+import { runAsCommand, startedAsScript } from '../src/runs/script.ts'
 import { closeRecordingContext, recordingContext, type RecordingContext } from '../src/recording/recording-context.ts'
 import type { RecordingTarget } from '../src/recording/recording-platform.ts'
 import { verifyHost, type CheckResult, type HostVerification } from '../src/recording/verify-target.ts'
@@ -90,4 +90,4 @@ export function renderVerification(v: ServiceVerification): string {
   return lines.join('\n')
 }
 
-if (import.meta.main) await runAsCommand(['verify', 'recording'])
+if (startedAsScript(import.meta)) await runAsCommand(import.meta, ['verify', 'recording'])

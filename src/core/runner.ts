@@ -102,8 +102,8 @@ export class LocalTransport implements Transport {
     const [file, ...args] = argv
     if (!file) return Promise.reject(new Error('runCommand needs a command.'))
     const started = Date.now()
-    // A hand-written spawn, not zx's `$`: zx given a reduced environment (childEnvironment) took
-    // ~0.6 s a command here against ~20 ms with the full one, which made `lab up` 5x slower.
+    // A spawn of the program itself, no shell: argv is exact, nothing to quote. (zx's `$` once cost
+    // ~0.6 s a command here: bash sourced the operator's startup files, see src/core/shell.ts.)
     return new Promise((resolve, reject) => {
       const child = spawn(file, args, {
         cwd: options.cwd,

@@ -10,6 +10,7 @@
  *
  * What a check reads is judged once, for every platform, in live-judge.ts.
  */
+import type { LiveHost } from './hosts/host-files.ts'
 import type { Environment, LiveConfig } from '../config/schema.ts'
 import type { Transport } from '../core/runner.ts'
 import type { Journal } from '../runs/journal.ts'
@@ -31,6 +32,11 @@ export type LiveCall = 'stage' | 'install' | 'stop' | 'start' | 'status'
 
 /** What the playbook asks of a platform. */
 export interface LivePlatform {
+  /**
+   * The host the system runs on, for a site's own commands (playbooks/site/): its name, sandbox
+   * root and transport; a platform without such a host (Kubernetes) says why.
+   */
+  hostOf(): LiveHost | { unavailable: string }
   /** Where the system runs, for sentences: the live host's name, or the namespace. */
   readonly where: string
   /** How long a started component may take to come up and connect. */

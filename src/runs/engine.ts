@@ -16,6 +16,7 @@ import { interruptSignal } from '../core/lifecycle.ts'
 import type { Journal } from './journal.ts'
 import { STEP_DEADLINE_MS } from './run-mirror.ts'
 import { allOrFirstFailure, batchFitsWindow, runConcurrently } from './rollout.ts'
+import type { SiteHook } from './site-steps.ts'
 import { Phase, stepName, type PhasePrefix, type Step, type StepName, type StepResult } from './step.ts'
 
 export type Mode = 'act' | 'plan'
@@ -94,6 +95,9 @@ export class Run<C> {
   /** Continued from its journal (`svcops resume`): the maintenance window no longer applies. */
   readonly resumed: boolean
   private batch: string | undefined
+  /** The site's steps hooked onto this run's steps (playbooks/site/), and those already run. */
+  private site: SiteHook<C>[] = []
+  private readonly fired = new Map<SiteHook<C>, Promise<unknown>>()
 
   constructor(ctx: C, journal: Journal, options: { mode: Mode; phase?: PhasePrefix; planned?: PlannedStep[]; resumed?: boolean }) {
     this.ctx = ctx
@@ -116,12 +120,41 @@ export class Run<C> {
 
   /** Runs a step of the whole run. */
   step<A extends unknown[]>(step: Step<C, A>, ...args: A): Promise<StepResult> {
-    return this.execute(step, undefined, args)
+    return this.hooked(step.id, () => this.execute(step, undefined, args))
   }
 
   /** Runs a step on one host (the host is the step's first argument). */
   onHost<H extends { name: string }, A extends unknown[]>(host: H, step: Step<C, [H, ...A]>, ...args: A): Promise<StepResult> {
-    return this.execute(step, host.name, [host, ...args])
+    return this.hooked(step.id, () => this.execute(step, host.name, [host, ...args]))
+  }
+
+  /** Hooks the site's steps onto this run's (src/runs/site-steps.ts); the rollback phase runs none. */
+  withSiteSteps(hooks: SiteHook<C>[]): this {
+    this.site = this.phase === Phase.run ? hooks : []
+    return this
+  }
+
+  /** Runs the undo of every site step this run finished, the latest first (in the rollback phase). */
+  async undoSiteSteps(hooks: SiteHook<C>[]): Promise<void> {
+    const done = hooks.filter((h) => h.step.undo && this.journal.finished(stepName(h.step), undefined) !== undefined)
+    for (const h of done.reverse()) if (h.step.undo) await this.execute(h.step.undo, undefined, [])
+  }
+
+  /** Runs `fn` between the site steps hooked before and after step `id`, each once per run. */
+  private async hooked(id: string, fn: () => Promise<StepResult>): Promise<StepResult> {
+    await this.runSiteSteps('before', id)
+    const result = await fn()
+    await this.runSiteSteps('after', id)
+    return result
+  }
+
+  private async runSiteSteps(when: SiteHook<C>['when'], id: string): Promise<void> {
+    for (const h of this.site) {
+      if (h.when !== when || h.at !== id) continue
+      // Hosts run at once: the first one runs the hook, the others wait for it (and its failure).
+      if (!this.fired.has(h)) this.fired.set(h, this.execute(h.step, undefined, []))
+      await this.fired.get(h)
+    }
   }
 
   /** True when the journal records `step` (in this phase) as finished, on `host` if given. */

@@ -108,6 +108,7 @@ export function openHostsPlatform(scope: LiveScope, host: LiveHost = openLiveHos
     where: host.name,
     connectTimeoutMs: (live.connectTimeoutSeconds ?? 30) * 1000,
     close: () => host.transport.close(),
+    hostOf: () => host,
     installedVersion: (c) => readInstalledVersion(pkg, host.transport, host.config, name(c)),
     assertAvailable(c, v) {
       file(c, v)

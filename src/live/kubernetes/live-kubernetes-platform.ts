@@ -54,6 +54,7 @@ export function openKubernetesLivePlatform(scope: LiveScope, cluster: LiveCluste
     where: cluster.namespace,
     connectTimeoutMs: (scope.live.connectTimeoutSeconds ?? 300) * 1000,
     close: () => cluster.close(),
+    hostOf: () => ({ unavailable: 'the live system runs on Kubernetes, where it has no host to run a command on' }),
     async installedVersion(c) {
       return (await cluster.kube(c).readDeployment()).version
     },
