@@ -13,7 +13,16 @@ import { buildReport, type RunReport } from '../reports/report.ts'
 import { Journal } from '../runs/journal.ts'
 import type { RunPhase, RunRecord } from '../runs/run-record.ts'
 
-const OUTCOMES: readonly RunPhase[] = ['running', 'rolling-back', 'interrupted', 'succeeded', 'failed', 'rolled-back', 'rollback-failed', 'no-op']
+const OUTCOMES: readonly RunPhase[] = [
+  'running',
+  'rolling-back',
+  'interrupted',
+  'succeeded',
+  'failed',
+  'rolled-back',
+  'rollback-failed',
+  'no-op',
+]
 
 // Older runs than this are not read for the backup facts: the newest ones always hold them.
 const HISTORY = 200

@@ -157,7 +157,8 @@ export async function findRunToRollBack(env: Environment, runId?: string): Promi
   const id =
     runId ??
     (await listEnvironmentRuns(env)).find(
-      (r) => r.environment === env.name && r.kind === 'upgrade' && r.system === 'recording' && r.phase !== 'rolled-back' && changedSomething(r),
+      (r) =>
+        r.environment === env.name && r.kind === 'upgrade' && r.system === 'recording' && r.phase !== 'rolled-back' && changedSomething(r),
     )?.id
   if (id) await copyRunFromEnvironment(env, id)
   if (!id) {

@@ -12,7 +12,8 @@ import { ROOT } from '../support/cli.ts'
 
 /** The layers, top down: a folder (or file) of src/, or playbooks/. */
 export const LAYERS: readonly (readonly string[])[] = [
-  ['src/cli.ts', 'src/commands'],
+  // src/lab/command.ts is the lab's own command group (the registry loads it by path): the CLI's layer.
+  ['src/cli.ts', 'src/commands', 'src/lab/command.ts'],
   ['playbooks'],
   ['src/recording', 'src/live', 'src/doctor', 'src/backup', 'src/lab'],
   ['src/runs', 'src/reports', 'src/schedule', 'src/notify', 'src/metrics'],
