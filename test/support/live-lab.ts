@@ -365,11 +365,11 @@ export class LiveHost {
     return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []
   }
 
-  /** Lines of the component's log written after `mark` lines (see `logMark`) that start with ERROR. */
+  /** Records of the component's log written after `mark` lines (see `logMark`) whose level is ERROR (`<ISO time> ERROR ...`). */
   errorsSince(component: LiveComponent, mark: number): string[] {
     return this.log(component)
       .slice(mark)
-      .filter((l) => l.startsWith('ERROR'))
+      .filter((l) => /^\S+ ERROR /.test(l))
   }
 
   logMark(component: LiveComponent): number {
