@@ -177,8 +177,8 @@ describe('upgrade of one host', () => {
     const list = await runCli(['runs', 'list'], { SVCOPS_RUNS_DIR: lab.runsDir })
     // A table: header first, newest run first.
     const rows = list.stdout.trim().split('\n')
-    expect(rows[0]).toMatch(/^ID\s+ENV\s+KIND\s+TARGET\s+OUTCOME/)
-    expect(list.stdout).toMatch(/\slab\s+upgrade\s+2\.0\.0\s+rolled-back\s/)
+    expect(rows[0]).toMatch(/^ID\s+ENV\s+SYSTEM\s+KIND\s+TARGET\s+OUTCOME/)
+    expect(list.stdout).toMatch(/\slab\s+recording\s+upgrade\s+2\.0\.0\s+rolled-back\s/)
     const id = /^(\S+)/.exec(rows[1] ?? '')?.[1] ?? ''
     const shown = await runCli(['--json', 'runs', 'show', id], { SVCOPS_RUNS_DIR: lab.runsDir })
     expect((JSON.parse(shown.stdout) as { run: { id: string } }).run.id).toBe(id)
