@@ -49,7 +49,7 @@ async function upgrade(run: Run<RecordingContext>): Promise<void> {
   const { ctx } = run
   const target = ctx.journal.run.targetVersion
   await run.step(preflight) // scopes, database privileges, room for the backup, installed versions
-  if (alreadyOnTarget(run)) return // every host on the target: no backup, no stop, a no-op run
+  if (await alreadyOnTarget(run)) return // every host on the target: no backup, no stop, a no-op run
   await run.step(doctorPreflight) // the seed's common problems knowable before a stop, on every host
   await run.everyHost(ctx.targets, (h) => run.onHost(h, stagePackages)) // target and previous package on every host
   await run.step(snapshotContent) // every recording and the row counts, to prove nothing is lost

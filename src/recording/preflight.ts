@@ -120,15 +120,17 @@ function refuseDowngrade(ctx: Ctx, versions: Record<string, string>): void {
 }
 
 /**
- * True when every target already runs the target version (read by the preflight): the run changes
- * nothing — no backup, no stop, no restart — and ends as `no-op` ("already on V"). Scheduled
- * upgrades with a fixed version rely on it.
+ * True when every target already runs the target version (read by the preflight) and its service is
+ * running: the run changes nothing — no backup, no stop, no restart — and ends as `no-op` ("already
+ * on V"). Scheduled upgrades with a fixed version rely on it. A target on V that is stopped (left so
+ * by a run within --max-fail) is not "already on V": the upgrade goes on and starts it.
  */
-export function alreadyOnTarget(run: Run<Ctx>): boolean {
+export async function alreadyOnTarget(run: Run<Ctx>): Promise<boolean> {
   const { ctx } = run
   const record = ctx.journal.run
   const versions = record.params.previousVersions
   if (run.resumed || !ctx.targets.length || !ctx.targets.every((h) => versions[h.name] === record.targetVersion)) return false
+  for (const h of ctx.targets) if (!(await ctx.platform.status(h)).running) return false
   events.info(`Already on ${record.targetVersion}: ${ctx.targets.map((h) => h.name).join(', ')}; nothing to do, nothing was changed.`)
   if (!run.planning) ctx.journal.update({ phase: 'no-op', finishedAt: new Date().toISOString() })
   return true

@@ -48,7 +48,8 @@ describe('fleet upgrade', () => {
       lockedBy: { runId: first, pid: expect.any(Number) as number, since: expect.stringMatching(/^\d{4}-/) as string },
     })
     expect(await exited).toBe(0)
-    expect(Journal.open(first as string).run.phase).toBe('succeeded')
+    // The fleet runs 1.5.0 already: the first run held the lock through its preflight and changed nothing.
+    expect(Journal.open(first as string).run.phase).toBe('no-op')
   })
 
   it('canary, then a concurrent batch; a failing host stops the rollout and every host is rolled back with the database', async () => {
@@ -83,8 +84,10 @@ describe('fleet upgrade', () => {
   it('--window: a batch that would end after the maintenance window does not start, and the canary is rolled back with the database', async () => {
     const before = await lab.listAll()
     const fingerprint = await lab.fingerprint()
-    // The canary (6 s to listen, then verified) starts inside a 12 s window; batch 1 would take as long again and is not started.
-    const error = await upgradeRecordingService({ env: lab.env(), to: '2.1.0+slowstart', batch: 1, windowMs: 12_000 }).catch(
+    // The window counts from the request: the preflight, the backup with its test restore and the
+    // rollback's preconditions come first (about 10-15 s here). The canary (6 s to listen, then
+    // verified) starts inside a 25 s window; batch 1 would take as long again and is not started.
+    const error = await upgradeRecordingService({ env: lab.env(), to: '2.1.0+slowstart', batch: 1, windowMs: 25_000 }).catch(
       (e: unknown) => e,
     )
     expect(exitCodeFor(error), String(error)).toBe(4)
