@@ -142,7 +142,8 @@ describe('a Kubernetes run killed after its stop, continued from its journal', (
     expect(readdirSync(backups).some((f) => f.endsWith('.manifest.json'))).toBe(true) // the backup came before the stop
     expect(api.requests.filter((r) => r.method === 'PATCH').map((r) => r.body)).toEqual([{ spec: { replicas: 0 } }])
     const id = readdirSync(lab.runsDir).sort().at(-1) ?? ''
-    const env = { KUBECONFIG: api.kubeconfig, SVCOPS_RUNS_DIR: lab.runsDir }
+    // The rollback's preconditions ask the platform for its tools: the continuing machine has pulumi too.
+    const env = { KUBECONFIG: api.kubeconfig, SVCOPS_RUNS_DIR: lab.runsDir, PATH: `${recorder.binDir}:${process.env.PATH ?? ''}` }
     const project = join(lab.dir, 'project')
     const resume = await runSvcops(['resume', id, '--dry-run', '--json'], { env })
     expect(resume.code, resume.stderr).toBe(0)
