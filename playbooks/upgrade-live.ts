@@ -28,6 +28,7 @@ import type { LiveParams } from '../src/live/live-params.ts'
 import { stopOrder } from '../src/live/layout.ts'
 import { findLiveRunToRollBack, liveSystem, type LiveUpgradeRequest } from '../src/live/live-system.ts'
 import {
+  alreadyOnTarget,
   backupFiles,
   checkConfig,
   checkGates,
@@ -48,6 +49,7 @@ async function upgradeLive(run: Run<LiveContext>): Promise<void> {
   const target = ctx.journal.run.targetVersion
   const pending = (c: ComponentHandle) => !run.finished(checkStarted, c.name) // not yet upgraded and checked before an interruption
   await run.step(preflight) // the installed release of every component; a downgrade or mixed releases refused
+  if (await alreadyOnTarget(run)) return // every component running the target: no stop, no restart, a no-op run
   await run.step(checkGates) // what only people can fix: unacknowledged gates stop here, nothing changed
   await run.everyHost(ctx.components, (c) => run.onHost(c, stagePackages)) // target and current package on the host
   await run.step(checkConfig) // settings and environment files read; several TCP endpoints refused
