@@ -26,6 +26,7 @@ import { upgradeLiveSite } from './site/index.ts'
 import type { ComponentHandle, LiveContext } from '../src/live/live-context.ts'
 import type { LiveParams } from '../src/live/live-params.ts'
 import { stopOrder } from '../src/live/layout.ts'
+import { checkRollbackReady } from '../src/live/rollback-ready.ts'
 import { findLiveRunToRollBack, liveSystem, type LiveUpgradeRequest } from '../src/live/live-system.ts'
 import {
   alreadyOnTarget,
@@ -68,6 +69,7 @@ async function upgradeLive(run: Run<LiveContext>): Promise<void> {
 async function rollBackLive(run: Run<LiveContext>): Promise<string> {
   const { ctx } = run
   const previous = (c: ComponentHandle) => ctx.journal.run.params.previousVersions[c.name] ?? ''
+  await run.step(checkRollbackReady) // previous packages, the saved settings, the host: before anything stops
   for (const c of stopOrder(ctx.components)) await run.onHost(c, stopComponent)
   await run.step(restoreConfig) // settings file, environments and PSK from the run's backup
   for (const c of ctx.components) {

@@ -2,8 +2,9 @@
  * The live production system's upgrade never makes things worse, on a real live lab host: an
  * upgrade to the release every component already runs changes nothing (exit 0, the same processes,
  * a `no-op` run); one to an older release is refused before anything (exit 2), naming the rollback;
- * a rollback whose previous release's packages are gone refuses before its first stop (exit 5).
+ * a rollback whose previous release's package left the host refuses before its first stop (exit 5).
  */
+import { rmSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { componentPackage } from '../../src/live/layout.ts'
 import { gateIds, LIVE_COMPONENTS, PRODUCT, startLiveLab, type LiveLab } from '../support/live-lab.ts'
@@ -62,5 +63,30 @@ describe('no-op and downgrade', () => {
     expect(pids()).toEqual(before)
     expect(lab.snapshot()).toEqual(files)
     expect(Object.values(lab.versions())).toEqual(['7.0.0', '7.0.0', '7.0.0', '7.0.0'])
+  })
+})
+
+describe('preconditions before the first stop of a rollback', () => {
+  it("a rollback whose previous package left the host's cache refuses (exit 5): nothing stopped, every component on 7.0.0", async () => {
+    const cached = '/var/cache/svcops/packages/svc-ingest_6.0.0_all.deb'
+    expect(lab.read(cached)).toBeDefined()
+    rmSync(lab.file(cached))
+    const before = pids()
+    const files = lab.snapshot()
+
+    const dry = await lab.svcops(['rollback', 'live', '--dry-run'])
+    expect(dry.code).toBe(5)
+    expect(dry.stderr + dry.stdout).toContain('svc-ingest 6.0.0 is not in the package cache')
+
+    const run = await lab.svcops(['rollback', 'live', '--yes'])
+    expect(run.code).toBe(5)
+    expect(run.stderr).toMatch(
+      /Nothing changed: the rollback of run \S+ would not get through — .*svc-ingest 6\.0\.0 is not in the package cache/,
+    )
+    expect(run.stderr).toMatch(/svcops rollback live --env lab --run \S+/)
+    expect(pids()).toEqual(before)
+    expect(lab.snapshot()).toEqual(files)
+    expect(Object.values(lab.versions())).toEqual(['7.0.0', '7.0.0', '7.0.0', '7.0.0'])
+    for (const c of LIVE_COMPONENTS) expect(lab.state(c)).toBe('RUNNING')
   })
 })
