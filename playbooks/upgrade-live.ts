@@ -26,8 +26,10 @@ import { upgradeLiveSite } from './site/index.ts'
 import type { ComponentHandle, LiveContext } from '../src/live/live-context.ts'
 import type { LiveParams } from '../src/live/live-params.ts'
 import { stopOrder } from '../src/live/layout.ts'
+import { checkRollbackReady } from '../src/live/rollback-ready.ts'
 import { findLiveRunToRollBack, liveSystem, type LiveUpgradeRequest } from '../src/live/live-system.ts'
 import {
+  alreadyOnTarget,
   backupFiles,
   checkConfig,
   checkGates,
@@ -48,6 +50,7 @@ async function upgradeLive(run: Run<LiveContext>): Promise<void> {
   const target = ctx.journal.run.targetVersion
   const pending = (c: ComponentHandle) => !run.finished(checkStarted, c.name) // not yet upgraded and checked before an interruption
   await run.step(preflight) // the installed release of every component; a downgrade or mixed releases refused
+  if (await alreadyOnTarget(run)) return // every component running the target: no stop, no restart, a no-op run
   await run.step(checkGates) // what only people can fix: unacknowledged gates stop here, nothing changed
   await run.everyHost(ctx.components, (c) => run.onHost(c, stagePackages)) // target and current package on the host
   await run.step(checkConfig) // settings and environment files read; several TCP endpoints refused
@@ -66,6 +69,7 @@ async function upgradeLive(run: Run<LiveContext>): Promise<void> {
 async function rollBackLive(run: Run<LiveContext>): Promise<string> {
   const { ctx } = run
   const previous = (c: ComponentHandle) => ctx.journal.run.params.previousVersions[c.name] ?? ''
+  await run.step(checkRollbackReady) // previous packages, the saved settings, the host: before anything stops
   for (const c of stopOrder(ctx.components)) await run.onHost(c, stopComponent)
   await run.step(restoreConfig) // settings file, environments and PSK from the run's backup
   for (const c of ctx.components) {

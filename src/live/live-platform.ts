@@ -78,6 +78,15 @@ export interface LivePlatform {
   restoreConfig(backup: Record<string, unknown> | undefined): Promise<StepResult>
   describeConfigRestore(backup: Record<string, unknown> | undefined): string[]
 
+  /**
+   * What a rollback would miss, read before anything stops: the host or the cluster reachable, the
+   * package of each release in `previous` (the components the rollback installs, each with its
+   * release before the run) at hand, the run's copy of what `restoreConfig` puts back (`backup`).
+   * Empty when everything is there. `describeRollbackNeeds` says what is read, for the dry run.
+   */
+  findRollbackMissing(previous: Partial<Record<LiveComponentName, string>>, backup: Record<string, unknown> | undefined): Promise<string[]>
+  describeRollbackNeeds(previous: Partial<Record<LiveComponentName, string>>): string[]
+
   /** Every check of a started component of `version`, waiting up to `waitMs` for it to come up and connect. */
   checkComponent(
     component: LiveComponentName,

@@ -9,7 +9,8 @@
  */
 import { BadInputError, OperationError } from '../core/errors.ts'
 import { compareVersions } from '../releases/versions.ts'
-import { HostFailure } from '../runs/engine.ts'
+import { events } from '../core/events.ts'
+import { HostFailure, type Run } from '../runs/engine.ts'
 import { defineStep, stepName, type StepResult } from '../runs/step.ts'
 import { assertGatesClear, describeGates, evaluateGates } from './gates.ts'
 import { componentPackage } from './layout.ts'
@@ -69,18 +70,34 @@ async function readPreflight(ctx: Ctx): Promise<StepResult> {
       `Finish it: svcops runs list, then svcops resume ID or svcops rollback live --env ${ctx.env.name}`,
     )
   const from = distinct[0] as string
-  if (compareVersions(from, to) === 0)
-    throw new BadInputError(`--to: ${to} is already installed on ${ctx.platform.where}; there is nothing to upgrade.`)
+  // Already on the target: the preflight passes and alreadyOnTarget ends the run as a no-op.
   if (compareVersions(from, to) > 0)
     throw new BadInputError(
-      `--to: ${to} is older than the installed ${from}; expected a newer release (a live upgrade does not go down).`,
-      `To undo an upgrade: svcops rollback live --env ${ctx.env.name}`,
+      `--to: ${to} is older than what ${ctx.platform.where} runs (${from}); an upgrade never goes down, nothing was changed.`,
+      `To go back to ${to}: svcops rollback live --env ${ctx.env.name} (it rolls back the newest live upgrade run; --run ID for another)`,
     )
   // Both packages of every component must exist before anything is staged: the rollback needs the current one.
   for (const c of ctx.components) for (const v of [to, from]) ctx.platform.assertAvailable(c.name, v)
   if (!Object.keys(ctx.journal.run.params.previousVersions).length)
     ctx.journal.updateParams({ previousVersions: Object.fromEntries(Object.entries(versions).map(([c, v]) => [c, v ?? ''])) })
   return { data: { from, versions } }
+}
+
+/**
+ * True when every component already runs the target release (read by the preflight) and is
+ * running: the run changes nothing — no stop, no restart — and ends as `no-op` ("Already on V").
+ * Scheduled upgrades with a fixed release rely on it. A component on V that is stopped is not
+ * "already on V": the run goes on and starts it.
+ */
+export async function alreadyOnTarget(run: Run<Ctx>): Promise<boolean> {
+  const { ctx } = run
+  const record = ctx.journal.run
+  const versions = record.params.previousVersions
+  if (run.resumed || !ctx.components.length || !ctx.components.every((c) => versions[c.name] === record.targetVersion)) return false
+  for (const c of ctx.components) if (!(await ctx.platform.status(c.name)).running) return false
+  events.info(`Already on ${record.targetVersion}: every component on ${ctx.platform.where}; nothing to do, nothing was changed.`)
+  if (!run.planning) ctx.journal.update({ phase: 'no-op', finishedAt: new Date().toISOString() })
+  return true
 }
 
 export const stagePackages = defineStep<Ctx, [C]>({

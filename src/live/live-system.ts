@@ -101,7 +101,10 @@ export function liveSystem(playbook: Playbook<LiveContext, LiveParams>): LiveSys
 export async function findLiveRunToRollBack(env: Environment, runId?: string): Promise<string> {
   describeSystem(liveDescription)
   const id =
-    runId ?? (await listEnvironmentRuns(env)).find((r) => r.environment === env.name && r.system === 'live' && r.kind === 'upgrade')?.id
+    runId ??
+    (await listEnvironmentRuns(env)).find(
+      (r) => r.environment === env.name && r.system === 'live' && r.kind === 'upgrade' && r.phase !== 'no-op',
+    )?.id
   if (id) await copyRunFromEnvironment(env, id)
   if (!id) throw new BadInputError(`There is no live upgrade run of environment '${env.name}' to roll back.`)
   const run = Journal.open(id).run
@@ -111,5 +114,9 @@ export async function findLiveRunToRollBack(env: Environment, runId?: string): P
     )
   if (run.environment !== env.name) throw new BadInputError(`Run ${id} belongs to environment '${run.environment}', not '${env.name}'.`)
   if (run.phase === 'rolled-back') throw new BadInputError(`Run ${id} was already rolled back.`)
+  if (run.phase === 'no-op')
+    throw new BadInputError(
+      `Run ${id} changed nothing (every component was already on ${run.targetVersion}); there is nothing to roll back.`,
+    )
   return id
 }

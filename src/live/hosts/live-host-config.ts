@@ -131,6 +131,25 @@ function backedUp(backup: Record<string, unknown> | undefined): BackedUp[] | und
   return Array.isArray(files) ? (files as BackedUp[]) : undefined
 }
 
+/** What the restore would miss: the run's copy of a backed-up file gone, or changed since the run wrote it. */
+export function findHostBackupMissing(h: HostConfig, backup: Record<string, unknown> | undefined): string[] {
+  const files = backedUp(backup)
+  if (!files) return []
+  const missing: string[] = []
+  for (const f of files.filter((x) => x.existed)) {
+    let text: string
+    try {
+      text = readFileSync(h.scope.journal.file(f.backup ?? ''), 'utf8')
+    } catch {
+      missing.push(`the run's copy of ${f.path} is gone from ${h.scope.journal.dir}`)
+      continue
+    }
+    if (f.sha256 && createHash('sha256').update(text).digest('hex') !== f.sha256)
+      missing.push(`the run's copy of ${f.path} does not match its checksum`)
+  }
+  return missing
+}
+
 /** Puts every backed-up file back (a file that did not exist is removed), each checked against its checksum first. */
 export async function restoreHostConfig(h: HostConfig, backup: Record<string, unknown> | undefined): Promise<StepResult> {
   const files = backedUp(backup)

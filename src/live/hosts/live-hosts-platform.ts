@@ -8,7 +8,8 @@
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { LiveConfig } from '../../config/schema.ts'
-import { BadInputError } from '../../core/errors.ts'
+import { BadInputError, errorMessage } from '../../core/errors.ts'
+import { runCommand } from '../../core/runner.ts'
 import {
   installPackage,
   knownVersionsText,
@@ -43,6 +44,7 @@ import {
   describeHostConfigCheck,
   describeHostConfigRestore,
   describeHostConfigWrite,
+  findHostBackupMissing,
   restoreHostConfig,
   verifyHostConfig,
   writeHostConfig,
@@ -152,6 +154,43 @@ export function openHostsPlatform(scope: LiveScope, host: LiveHost = openLiveHos
     describeConfigWrite: (from, to) => describeHostConfigWrite(config, from, to),
     restoreConfig: (backup) => restoreHostConfig(config, backup),
     describeConfigRestore: (backup) => describeHostConfigRestore(config, backup),
+
+    async findRollbackMissing(previous, backup) {
+      const reached = await runCommand(host.transport, ['true'], { check: false }).catch((error: unknown) => ({
+        code: -1,
+        stderr: errorMessage(error),
+      }))
+      if (reached.code !== 0) return [`${host.name} cannot be reached: ${reached.stderr.trim() || `exit ${reached.code}`}`]
+      const missing: string[] = []
+      for (const [c, v] of Object.entries(previous) as [LiveComponentName, string][]) {
+        let deb: string | undefined
+        try {
+          deb = file(c, v)
+        } catch (error) {
+          missing.push(errorMessage(error).replace(/\.$/, ''))
+          continue
+        }
+        for (const cmd of pkg.readyCommands(host.config, name(c), v, deb)) {
+          const result = await runCommand(host.transport, cmd.argv, { check: false, ...(cmd.env ? { env: cmd.env } : {}) })
+          if (result.code !== 0) missing.push(cmd.missing)
+        }
+      }
+      return [...new Set([...missing, ...findHostBackupMissing(config, backup)])]
+    },
+    describeRollbackNeeds: (previous) => [
+      `${host.name} reachable; the run's copies of the settings and environment files in ${scope.journal.dir}, each matching its checksum`,
+      ...LIVE_COMPONENTS.flatMap((c) => {
+        const v = previous[c]
+        if (!v) return [`the release ${c} ran before the run: not known yet`]
+        let deb: string | undefined
+        try {
+          deb = file(c, v)
+        } catch (error) {
+          return [`${name(c)} ${v}: ${errorMessage(error)}`]
+        }
+        return pkg.readyCommands(host.config, name(c), v, deb).map((cmd) => `${name(c)} ${v}: ${showCommand(cmd)}`)
+      }),
+    ],
 
     checkComponent: (c, version, options) => checkComponent(checks, c, version, options),
     describeCheck: (c, version) => [

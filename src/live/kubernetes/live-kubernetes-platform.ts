@@ -14,9 +14,11 @@
  *   checks             pods, the pod template, the controller through its Service, metrics
  *                      through the pod proxy (live-cluster-config.ts, controller-service.ts)
  */
+import { errorMessage } from '../../core/errors.ts'
 import { describeCall, type PodFacts } from '../../drivers/kubernetes.ts'
 import { pulumiArgv, readStackVersion } from '../../drivers/pulumi.ts'
 import { ERROR_LEVELS, findLogErrors } from '../../drivers/services.ts'
+import { LIVE_COMPONENTS } from '../layout.ts'
 import type { LivePlatform, LiveScope } from '../live-platform.ts'
 import { controllerThroughService, livePods } from './controller-service.ts'
 import {
@@ -117,6 +119,24 @@ export function openKubernetesLivePlatform(scope: LiveScope, cluster: LiveCluste
     describeConfigWrite: (from, to) => Promise.resolve(describeClusterWrite(run, from, to)),
     restoreConfig: (backup) => restoreClusterConfig(run, backup),
     describeConfigRestore: (backup) => describeClusterRestore(run, backup),
+
+    async findRollbackMissing(_previous, backup) {
+      // The API reachable (each Deployment read) and the stack file's values the run kept; the image is the kubelet's to pull.
+      const missing: string[] = []
+      for (const c of LIVE_COMPONENTS) {
+        try {
+          await cluster.kube(c).readDeployment()
+        } catch (error) {
+          missing.push(`the Deployment of ${c} cannot be read: ${errorMessage(error).replace(/\.$/, '')}`)
+        }
+      }
+      if (!backup) missing.push("the run's copy of the stack file's values is not in its journal")
+      return [...new Set(missing)]
+    },
+    describeRollbackNeeds: (previous) => [
+      `the Kubernetes API: every live Deployment readable in ${cluster.namespace} (the kubelet pulls the image of ${Object.values(previous)[0] ?? 'the previous release'})`,
+      "the run's copy of the stack file's values in its journal",
+    ],
 
     checkComponent: (c, version, options) => checkClusterComponent(run, c, version, options.waitMs),
     describeCheck: (c, version) => describeClusterCheck(run, c, version),
