@@ -25,7 +25,6 @@ import {
   serverVersion,
   spawnPgTool,
   type DatabaseTarget,
-  type StreamingTool,
 } from '../drivers/postgres.ts'
 import { signManifest, type SigningKey } from './signing.ts'
 import type { BackupStore } from './store.ts'
@@ -80,23 +79,13 @@ export async function createBackup(options: CreateBackupOptions): Promise<Manife
     // One snapshot for the counts, the fingerprint and pg_dump: the manifest describes the dump exactly.
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
     const snapshot = (await client.query<{ s: string }>('SELECT pg_export_snapshot() AS s')).rows[0]?.s ?? ''
-    // pg_dump starts on that snapshot now and is read once the counts are in: its own start
-    // (connect, catalog, locks: ~0.4 s of a 1 GB backup's 7-10 s) runs while the counts scan.
-    const dump = startDump({ database, pgDumpPath: pgDump.path, level, snapshot })
-    let described: { fingerprint: string; counts: Record<string, number> }
-    try {
-      described = await events.step('record schema fingerprint and row counts', async () => {
-        const lines = await describeSchema(client, schemaOptions)
-        return { fingerprint: createHash('sha256').update(lines.join('\n')).digest('hex'), counts: await rowCounts(client, schemaOptions) }
-      })
-    } catch (error) {
-      await stopDump(dump)
-      throw error
-    }
-    const { fingerprint, counts } = described
+    const { fingerprint, counts } = await events.step('record schema fingerprint and row counts', async () => {
+      const lines = await describeSchema(client, schemaOptions)
+      return { fingerprint: createHash('sha256').update(lines.join('\n')).digest('hex'), counts: await rowCounts(client, schemaOptions) }
+    })
 
     const streamed = await events.step(`stream pg_dump of ${database.name} encrypted to ${store.location}/${files.dump}`, () =>
-      streamDump({ store, file: files.dump, database, dump, recipients: options.recipients }),
+      streamDump({ store, file: files.dump, database, pgDumpPath: pgDump.path, level, snapshot, recipients: options.recipients }),
     )
     await client.query('COMMIT')
 
@@ -136,33 +125,13 @@ export async function createBackup(options: CreateBackupOptions): Promise<Manife
   }
 }
 
-/** pg_dump of `snapshot`, started; nothing reads its output yet (it waits on a full pipe). */
-function startDump(o: { database: DatabaseTarget; pgDumpPath: string; level: number; snapshot: string }): StreamingTool {
-  // svcops' own schema (run lock, run records, journals) is not the service's data: a restore keeps it as it is.
-  const argv = [
-    o.pgDumpPath,
-    '--format=custom',
-    `--compress=${o.level}`,
-    `--snapshot=${o.snapshot}`,
-    `--exclude-schema=${SVCOPS_SCHEMA}`,
-    '--no-password',
-  ]
-  const dump = spawnPgTool(argv, { target: o.database }, { stdin: false, stdout: true })
-  // Its exit is judged where the stream ends (streamDump) or it is stopped (stopDump).
-  dump.exited.catch(() => undefined)
-  return dump
-}
-
-async function stopDump(dump: StreamingTool): Promise<void> {
-  dump.child.kill('SIGTERM')
-  await dump.exited.catch(() => undefined)
-}
-
 interface StreamDumpOptions {
   store: BackupStore
   file: string
   database: DatabaseTarget
-  dump: StreamingTool
+  pgDumpPath: string
+  level: number
+  snapshot: string
   recipients: Recipient[]
 }
 
@@ -176,16 +145,19 @@ interface Streamed {
 
 /** pg_dump -> SHA-256 -> OpenPGP -> SHA-256 -> store; removes the partial file on any failure. */
 async function streamDump(o: StreamDumpOptions): Promise<Streamed> {
-  const { dump } = o
+  // svcops' own schema (run lock, run records, journals) is not the service's data: a restore keeps it as it is.
+  const argv = [
+    o.pgDumpPath,
+    '--format=custom',
+    `--compress=${o.level}`,
+    `--snapshot=${o.snapshot}`,
+    `--exclude-schema=${SVCOPS_SCHEMA}`,
+    '--no-password',
+  ]
+  const writer = await o.store.createWriter(o.file)
+  const dump = spawnPgTool(argv, { target: o.database }, { stdin: false, stdout: true })
   const stdout = dump.child.stdout
-  let writer: Awaited<ReturnType<BackupStore['createWriter']>>
-  try {
-    if (!stdout) throw new OperationError('pg_dump was started without an output stream.')
-    writer = await o.store.createWriter(o.file)
-  } catch (error) {
-    await stopDump(dump)
-    throw error
-  }
+  if (!stdout) throw new OperationError('pg_dump was started without an output stream.')
   const plainTap = new HashingTap()
   const cipherTap = new HashingTap()
   const pieceTap = new PieceHashingTap()
