@@ -194,19 +194,8 @@ export class Journal<P extends RunParams = RunParams> {
     const lines = fresh.toString('utf8').split('\n')
     const tail = lines.pop() ?? '' // after the last newline: empty, or a line still (or forever) torn
     while (lines.length && !lines.at(-1)?.trim()) lines.pop()
-    const out: JournalEntry[] = []
-    for (const [i, line] of lines.entries()) {
-      const entry = parseEntry(line)
-      if (entry) {
-        out.push(entry)
-        continue
-      }
-      // Only the last line can be torn by a kill; everything before it was synced whole.
-      if (i === lines.length - 1 && !tail.trim()) return [...this.read.entries, ...out]
-      throw new BadInputError(
-        `${file}:${this.read.entries.length + i + 1}: is not a journal entry; the journal was changed by something other than svcops.`,
-      )
-    }
+    const { entries: out, torn } = parseLines(lines, file, this.read.entries.length, !tail.trim())
+    if (torn) return [...this.read.entries, ...out]
     const whole = lines.length ? Buffer.byteLength(lines.join('\n')) + 1 : 0 // blank lines at the end stay unread
     this.read = { bytes: this.read.bytes + whole, entries: [...this.read.entries, ...out] }
     const last = tail.trim() ? parseEntry(tail) : undefined
@@ -265,18 +254,26 @@ function parseEntry(line: string): JournalEntry | undefined {
 export function parseJournalLines(text: string, where: string): JournalEntry[] {
   const lines = text.split('\n')
   while (lines.length && !lines.at(-1)?.trim()) lines.pop()
-  const out: JournalEntry[] = []
+  return parseLines(lines, where, 0, true).entries
+}
+
+/**
+ * Journal lines as entries; `before`: entries read before them (for the line numbers in errors).
+ * Only the last line may be torn by a kill (when `lastMayBeTorn`): everything before it was synced
+ * whole, so any other line that is not an entry is refused.
+ */
+function parseLines(lines: string[], where: string, before: number, lastMayBeTorn: boolean): { entries: JournalEntry[]; torn: boolean } {
+  const entries: JournalEntry[] = []
   for (const [i, line] of lines.entries()) {
     const entry = parseEntry(line)
     if (entry) {
-      out.push(entry)
+      entries.push(entry)
       continue
     }
-    // Only the last line can be torn by a kill; everything before it was synced whole.
-    if (i === lines.length - 1) break
-    throw new BadInputError(`${where}:${i + 1}: is not a journal entry; the journal was changed by something other than svcops.`)
+    if (lastMayBeTorn && i === lines.length - 1) return { entries, torn: true }
+    throw new BadInputError(`${where}:${before + i + 1}: is not a journal entry; the journal was changed by something other than svcops.`)
   }
-  return out
+  return { entries, torn: false }
 }
 
 /** Every run in `base`, newest first. Unreadable folders are skipped (they are not runs). */
