@@ -16,7 +16,7 @@
  *   node bench/upgrade/run.ts [--rounds 3] [--fleet 10] [--fleet-rounds 3] [--batch 5] [--scale 10,25,50] [--cpu-prof DIR]
  *
  * `--rounds 0` skips part 1, `--fleet-rounds 0` the side by side. Each fleet round runs both tools
- * 1.4.0 -> 1.5.0 (svcops puts the fleet back on 1.4.0 between runs, unmeasured); the tables give the
+ * 1.4.0 -> 1.5.0 (`svcops rollback recording --to 1.4.0` puts the fleet back between runs, unmeasured); the tables give the
  * median and the range, and the load average before and after each part.
  */
 import { spawnSync } from 'node:child_process'
@@ -160,6 +160,16 @@ async function svcopsUpgrade(
   return { ...r, report: (JSON.parse(r.stdout) as { report: UpgradeReport }).report }
 }
 
+/**
+ * Puts the fleet back on 1.4.0 between measured runs (unmeasured): `svcops rollback recording --to`,
+ * since an upgrade to an older version is refused.
+ */
+async function svcopsReset(lab: UpgradeLab): Promise<void> {
+  const [node = process.execPath, ...cli] = svcopsCommand()
+  const r = await measureCommand([node, ...cli, '--stack-file', lab.envFile, 'rollback', 'recording', '--to', '1.4.0', '--yes', '--json'])
+  if (r.code !== 0) throw new Error(`svcops rollback --to 1.4.0 failed (${r.code}): ${r.stderr.slice(-500)}`)
+}
+
 function healthyWindow(report: UpgradeReport, host: string): number {
   const stop = report.timeline.find((e) => e.step === 'stop' && e.host === host && e.status === 'start')
   const healthy = report.timeline.find((e) => e.step === 'wait-healthy' && e.host === host && e.status === 'ok')
@@ -217,25 +227,25 @@ if (fleetRounds > 0 || scale.length > 0) {
   let afterFleet = ''
   try {
     for (let r = 0; r < fleetRounds; r++) {
-      if (r > 0) await svcopsUpgrade(fleet, '1.4.0', batch)
+      if (r > 0) await svcopsReset(fleet)
       rows.ansible.push(await ansible.run())
       const after = await fleet.versions()
       if (Object.values(after).some((v) => v !== '1.5.0')) throw new Error(`Ansible left versions ${JSON.stringify(after)}`)
-      await svcopsUpgrade(fleet, '1.4.0', batch)
+      await svcopsReset(fleet)
       rows.svcops.push(await svcopsUpgrade(fleet, '1.5.0', batch))
       process.stderr.write(
         `fleet round ${r + 1}/${fleetRounds} (load average ${loadAverage()}): Ansible ${f1(rows.ansible.at(-1)?.wallS ?? NaN)} s, CPU ${f1(rows.ansible.at(-1)?.cpuS ?? NaN)} s; svcops ${f1(rows.svcops.at(-1)?.wallS ?? NaN)} s, CPU ${f1(rows.svcops.at(-1)?.cpuS ?? NaN)} s\n`,
       )
     }
     afterFleet = loadAverage()
-    if (fleetRounds > 0) await svcopsUpgrade(fleet, '1.4.0', batch)
+    if (fleetRounds > 0) await svcopsReset(fleet)
     for (const n of scale) {
       const hosts = ['--hosts', Array.from({ length: n }, (_, i) => `rec-${i + 1}`).join(',')]
       const run = await svcopsUpgrade(fleet, '1.5.0', [...batch, ...hosts], profileFlags(`scale-${n}`))
       scaled.push({ hosts: n, run })
       process.stderr.write(`scale ${n} hosts: ${f1(run.wallS)} s, CPU ${f1(run.cpuS)} s, ${run.rssMb.toFixed(0)} MB\n`)
       // The next size starts from 1.4.0 too; after the last the lab goes.
-      if (n !== scale.at(-1)) await svcopsUpgrade(fleet, '1.4.0', [...batch, ...hosts])
+      if (n !== scale.at(-1)) await svcopsReset(fleet)
     }
   } finally {
     ansible.remove()
