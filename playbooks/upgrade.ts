@@ -156,21 +156,28 @@ export function planRecordingResume(id: string, options: { rollback?: boolean } 
  */
 export async function rollbackRecordingService(
   env: Environment,
-  options: { runId?: string; to?: string; breakLock?: boolean; force?: boolean },
+  options: { runId?: string; to?: string; packageOnly?: boolean; breakLock?: boolean; force?: boolean },
 ): Promise<RunOutcome> {
   const breaking = options.breakLock ? { breakLock: true, force: options.force ?? false } : {}
-  if (options.to) return rollBackToVersion(env, options.to, breaking)
+  if (options.to) return rollBackToVersion(env, options.to, options.packageOnly === true, breaking)
   return resumeRecordingService(await findRunToRollBack(env, options.runId), { rollback: true, ...breaking })
 }
 
 /**
  * `rollback recording --to V`: through this playbook when V runs on today's schema; across a schema
  * change, playbooks/rollback.ts's downgrade restores the newest verified backup taken on V; without
- * one, refused (schemaPathTo names what is missing).
+ * one, refused (schemaPathTo names what is missing). With `packageOnly` the backup is not looked
+ * for: V is installed on today's schema through this playbook, and V's own start refusing a newer
+ * schema fails the canary, which is rolled back.
  */
-async function rollBackToVersion(env: Environment, to: string, breaking: { breakLock?: boolean; force?: boolean }): Promise<RunOutcome> {
+async function rollBackToVersion(
+  env: Environment,
+  to: string,
+  packageOnly: boolean,
+  breaking: { breakLock?: boolean; force?: boolean },
+): Promise<RunOutcome> {
   const request = { env, to, downgrade: true, ...breaking }
-  if (await acrossSchemaChange(env, to)) return startSystemRun(recording, { ...request, procedure: 'downgrade' })
+  if (!packageOnly && (await acrossSchemaChange(env, to))) return startSystemRun(recording, { ...request, procedure: 'downgrade' })
   return startSystemRun(recording, request)
 }
 
@@ -182,10 +189,14 @@ async function acrossSchemaChange(env: Environment, to: string): Promise<boolean
 }
 
 /** `svcops rollback recording --dry-run`: with `--to V`, the procedure the run would follow (the downgrade across a schema change). */
-export async function planRecordingRollback(env: Environment, options: { runId?: string; to?: string }): Promise<RunPlan> {
+export async function planRecordingRollback(
+  env: Environment,
+  options: { runId?: string; to?: string; packageOnly?: boolean },
+): Promise<RunPlan> {
   if (options.to) {
     const request = { env, to: options.to, downgrade: true }
-    if (await acrossSchemaChange(env, options.to)) return planSystemRun(recording, { ...request, procedure: 'downgrade' })
+    if (!options.packageOnly && (await acrossSchemaChange(env, options.to)))
+      return planSystemRun(recording, { ...request, procedure: 'downgrade' })
     return planRecordingService(request)
   }
   return planRecordingResume(await findRunToRollBack(env, options.runId), { rollback: true })

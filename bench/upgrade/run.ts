@@ -170,6 +170,13 @@ async function svcopsReset(lab: UpgradeLab): Promise<void> {
   if (r.code !== 0) throw new Error(`svcops rollback --to 1.4.0 failed (${r.code}): ${r.stderr.slice(-500)}`)
 }
 
+/** A verified backup taken on 1.4.0 (unmeasured), which `rollback recording --to 1.4.0` needs to know 1.4.0's schema. */
+async function svcopsBackupRun(lab: UpgradeLab): Promise<void> {
+  const [node = process.execPath, ...cli] = svcopsCommand()
+  const r = await measureCommand([node, ...cli, '--stack-file', lab.envFile, 'backup', 'run', '--json'])
+  if (r.code !== 0) throw new Error(`svcops backup run failed (${r.code}): ${r.stderr.slice(-500)}`)
+}
+
 function healthyWindow(report: UpgradeReport, host: string): number {
   const stop = report.timeline.find((e) => e.step === 'stop' && e.host === host && e.status === 'start')
   const healthy = report.timeline.find((e) => e.step === 'wait-healthy' && e.host === host && e.status === 'ok')
@@ -226,6 +233,7 @@ if (fleetRounds > 0 || scale.length > 0) {
   const scaled: Array<{ hosts: number; run: Measured }> = []
   let afterFleet = ''
   try {
+    await svcopsBackupRun(fleet)
     for (let r = 0; r < fleetRounds; r++) {
       if (r > 0) await svcopsReset(fleet)
       rows.ansible.push(await ansible.run())

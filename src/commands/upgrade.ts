@@ -28,6 +28,7 @@ interface RollbackFlags {
   run?: string
   to?: string
   dryRun?: boolean
+  packageOnly?: boolean
   yes?: boolean
   breakLock?: boolean
   force?: boolean
@@ -142,6 +143,10 @@ function registerRollbackRecording(rollback: Command): void {
     .description('Roll back the recording service: the last (or given) upgrade run from its journal, or to an explicit version.')
     .option('--run <id>', 'the run to roll back (default: the newest upgrade run of the environment)')
     .option('--to <version>', 'move every host to this version instead, through the upgrade path (backup, verify, auto-rollback)')
+    .option(
+      '--package-only',
+      "with --to: install that version on today's schema without a backup taken on it; its own start refuses a newer schema, and the run is then rolled back",
+    )
     .option('--dry-run', 'print what the rollback would do, per host, with the exact commands; change nothing')
     .option('-y, --yes', 'do not ask for confirmation')
     .option('--break-lock', "take the environment's lock another run holds; refused while that run is unfinished unless --force (logged)")
@@ -154,9 +159,15 @@ function registerRollbackRecording(rollback: Command): void {
 async function rollbackRecording(flags: RollbackFlags, command: Command): Promise<void> {
   if (flags.run && flags.to)
     throw new BadInputError('--run and --to: both given; expected one of them (a run to undo, or a version to go to).')
+  if (flags.packageOnly && !flags.to)
+    throw new BadInputError("--package-only: given without --to; expected --to VERSION (the version to install on today's schema).")
   const env = await environmentOf(command)
   const play = await import('../../playbooks/upgrade.ts')
-  const options = { ...(flags.run ? { runId: flags.run } : {}), ...(flags.to ? { to: flags.to } : {}) }
+  const options = {
+    ...(flags.run ? { runId: flags.run } : {}),
+    ...(flags.to ? { to: flags.to } : {}),
+    ...(flags.packageOnly ? { packageOnly: true } : {}),
+  }
   if (flags.dryRun) {
     const plan = await play.planRecordingRollback(env, options)
     const { renderRunPlan } = await import('../runs/run-actions.ts')

@@ -43,7 +43,7 @@ export async function schemaPathTo(env: Environment, version: string, fingerprin
   if (!newest)
     throw new BadInputError(
       `There is no verified backup taken on ${version}, so svcops cannot tell whether ${version} can run on the schema now (${fingerprint.slice(0, 12)}), nor restore its schema.`,
-      `Restore a backup taken on ${version} by hand (svcops backup list --env ${env.name}), or try the package alone: svcops upgrade recording --env ${env.name} --to ${version} (its start refuses a newer schema, and the run is rolled back).`,
+      `Restore a backup taken on ${version} by hand (svcops backup list --env ${env.name}), or try the package alone: svcops rollback recording --env ${env.name} --to ${version} --package-only (its start refuses a newer schema, and the run is then rolled back).`,
     )
   if (taken.some((b) => b.manifest.fingerprint === fingerprint))
     return { restore: false, reason: `the schema now is the one ${version} ran on (backup ${newest.id})` }

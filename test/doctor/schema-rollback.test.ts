@@ -35,6 +35,12 @@ describe('rollback --to V across a schema change', () => {
     const error = await rollbackRecordingService(lab.env(), { to: '1.5.0' }).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(BadInputError)
     expect((error as Error).message).toMatch(/no verified backup taken on 1\.5\.0/)
+    // The way out it names is a command that goes ahead: the package alone, on today's schema.
+    expect((error as BadInputError).hint).toContain('svcops rollback recording --env lab --to 1.5.0 --package-only')
+    const plan = await planRecordingRollback(lab.env(), { to: '1.5.0', packageOnly: true })
+    const planned = plan.steps.map((p) => p.step)
+    expect(planned).toContain('install')
+    expect(planned).not.toContain('choose-backup')
     expect(listRuns().length).toBe(runs)
     expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
   })
