@@ -10,6 +10,7 @@ import { BadInputError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { environmentOf, globals, printResult } from './context.ts'
 import type { Journal } from '../runs/journal.ts'
+import { registerRunsFollow } from './runs-follow.ts'
 import { useRunSystems } from './run-systems.ts'
 import { METRICS_FILE_HELP, printPlan, progress, showRun } from './run-output.ts'
 
@@ -36,11 +37,12 @@ Examples:
   svcops resume 20261122T031500Z-3fa9c1 --rollback --json
   svcops resume 20261122T031500Z-3fa9c1 --retry          # the seed's "restore backup and retry"`
 
-/** Registers `runs list|show` and `resume`. */
+/** Registers `runs list|show|watch|promote|abort` and `resume`. */
 export function register(program: Command): void {
   const runs = program.command('runs').description('Upgrade and rollback runs recorded in .svcops/runs.')
   registerRunsList(runs)
   registerRunsShow(runs)
+  registerRunsFollow(runs)
   registerResume(program)
 }
 

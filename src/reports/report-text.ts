@@ -8,6 +8,7 @@ import { formatDuration } from '../core/events.ts'
 import { sanitizeDeep, sanitizeLine } from '../core/sanitize.ts'
 import { renderFailureLines } from './failure-summary.ts'
 import type { RunReport } from './report.ts'
+import { isPaused } from '../runs/run-record.ts'
 import { Phase } from '../runs/step.ts'
 import {
   buildTimeline,
@@ -27,11 +28,12 @@ const CHAR_OF_STAGE: Readonly<Record<Stage, string>> = {
   start: 's',
   healthy: 'h',
   verified: 'v',
+  paused: 'p',
   other: '=',
 }
 
 export const TIMELINE_LEGEND =
-  'x stop  i install  s start  h healthy  v verified  = other  CAPITALS rollback  ! failed  | batch start  ┃ window end'
+  'x stop  i install  s start  h healthy  v verified  p paused  = other  CAPITALS rollback  ! failed  | batch start  ┃ window end'
 
 /** The timeline as text: a marker line (batches, window end), then one line per lane. */
 export function renderTimelineText(t: Timeline, columns = 60): string {
@@ -99,7 +101,7 @@ export function renderRunsTable(reports: RunReport[]): string {
       r.run.system,
       r.run.kind,
       r.run.targetVersion || '—',
-      r.run.phase,
+      isPaused(r.run) ? 'paused' : r.run.phase,
       duration !== undefined ? formatDuration(duration) : '—',
       longest ? `${formatDuration(longest.downtimeMs ?? 0)} ${longest.host}` : '—',
     ]
