@@ -12,7 +12,7 @@ import { environmentOf, globals, printResult } from './context.ts'
 import type { Journal } from '../runs/journal.ts'
 import { registerRunsFollow } from './runs-follow.ts'
 import { useRunSystems } from './run-systems.ts'
-import { METRICS_FILE_HELP, printPlan, progress, showRun } from './run-output.ts'
+import { METRICS_FILE_HELP, closingLine, endingWithClosingLine, printPlan, progress, showRun } from './run-output.ts'
 
 interface ResumeFlags {
   rollback?: boolean
@@ -272,8 +272,10 @@ async function retry(id: string, flags: ResumeFlags, command: Command): Promise<
     printResult(
       command,
       { ok: true, runId: outcome.runId, retryOf: id, phase: outcome.phase, report: outcome.report },
-      `Run ${outcome.runId} (retry of ${id}): ${outcome.phase}.`,
+      () => `${closingLine(outcome)} (A retry of run ${id}.)`,
     )
+  } catch (error) {
+    throw endingWithClosingLine(error)
   } finally {
     stop()
   }

@@ -81,7 +81,7 @@ export function renderClosingLine(report: RunReport, reportPath: string): string
   const moved = report.downtime
     .filter((d) => d.endedOn !== undefined && d.endedOn !== before[d.host])
     .map((d) => `${d.host} ${before[d.host] ?? '?'} -> ${d.endedOn ?? '?'}`)
-  const changed = moved.length ? `changed: ${moved.join(', ')}` : `every ${words.target} on its version before the run`
+  const changed = moved.length ? `Changed: ${moved.join(', ')}` : `Every ${words.target} on its version before the run`
   const down = report.downtime.filter((d) => d.downtimeMs !== undefined)
   const total = down.reduce((sum, d) => sum + (d.downtimeMs ?? 0), 0)
   const downtime = down.length

@@ -98,6 +98,12 @@ describe('--pause-after-canary, runs watch, promote and abort', () => {
     const ended = await resumed
     expect(ended.code, ended.stderr).toBe(4)
     expect(ended.stderr).toContain(`Aborted after the canary by `)
+    // Its last line sums it up as a successful run's does: outcome, what changed, downtime, the report.
+    expect(ended.stderr.trim().split('\n').at(-1)).toMatch(
+      new RegExp(
+        `^Run ${id}: Upgrade of lab to 1\\.5\\.0 was aborted after the canary and rolled back \\(database kept\\).* Every host on its version before the run; downtime .* Report: .*${id}/report\\.md$`,
+      ),
+    )
     expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0', 'rec-2': '1.4.0' })
     expect(
       journalOf(id)
