@@ -74,7 +74,7 @@ async function upgrade(run: Run<RecordingContext>): Promise<void> {
   if (tolerated.length) throw toleratedFailures(run, tolerated)
 }
 
-/** Canary, batches, --max-fail and the maintenance window of this run (a resumed run has no window). */
+/** Canary, batches, --max-fail, the maintenance window (a resumed run has none) and the pause after the canary of this run. */
 function rolloutOf(run: Run<RecordingContext>) {
   const record = run.ctx.journal.run.params
   return {
@@ -83,6 +83,7 @@ function rolloutOf(run: Run<RecordingContext>) {
     ...(record.deadline && !run.resumed ? { deadline: Date.parse(record.deadline) } : {}),
     beforeBatch: (batch: RecordingContext['targets']) => run.step(recordContentBeforeStop, batch),
     onTolerated: (failure: HostFailure, h: RecordingContext['targets'][number]) => rollBackOneHost(run, failure, h),
+    ...(record.pauseAfterCanary ? { pauseAfterCanary: true } : {}), // wait for svcops runs promote|abort ID
   }
 }
 

@@ -4,7 +4,7 @@
  * playbooks (playbooks/upgrade-live.ts, playbooks/verify-live.ts) do the work.
  */
 import type { Command } from 'commander'
-import { ExitCode } from '../core/errors.ts'
+import { BadInputError, ExitCode } from '../core/errors.ts'
 import { redact } from '../core/redact.ts'
 import { sanitizeLine } from '../core/sanitize.ts'
 import { confirm, environmentOf, printResult, setResultExitCode } from './context.ts'
@@ -27,6 +27,7 @@ interface UpgradeLiveFlags {
   yes?: boolean
   breakLock?: boolean
   force?: boolean
+  pauseAfterCanary?: boolean
 }
 
 const UPGRADE_LIVE_HELP = `
@@ -104,12 +105,14 @@ function registerUpgradeLive(upgrade: Command, showRun: ShowRun): void {
     )
     .option('--tcp-endpoint <host:port>', 'the one TCP control panel endpoint kept when the pipeline lists several (6.0 takes one)')
     .option('--no-auto-rollback', 'on failure, keep the broken state for inspection instead of rolling back')
+    .option('--pause-after-canary', 'refused: the live production system has no canary (see svcops upgrade recording)')
     .option('--dry-run', 'print every step, every command and every file change as a diff (secrets masked); change nothing')
     .option('-y, --yes', 'do not ask for confirmation (schedulers, scripts)')
     .option('--break-lock', "take the live system's lock another run holds; refused while that run is unfinished unless --force (logged)")
     .option('--force', "with --break-lock: break the lock even though the holder's run did not finish (that run is then left as it is)")
     .addHelpText('after', UPGRADE_LIVE_HELP)
     .action(async (flags: UpgradeLiveFlags, command: Command) => {
+      refuseCanaryPause(flags)
       const env = await environmentOf(command)
       const request = {
         env,
@@ -131,6 +134,15 @@ function registerUpgradeLive(upgrade: Command, showRun: ShowRun): void {
       await confirm(() => prompts.upgradePrompt('the live production system', env.name, 'live', [...LIVE_COMPONENTS], flags.to), flags.yes)
       await showRun(command, () => play.upgradeLiveSystem(request))
     })
+}
+
+/** `--pause-after-canary` belongs to a rollout with a canary; the live system upgrades its components in order instead. */
+function refuseCanaryPause(flags: UpgradeLiveFlags): void {
+  if (flags.pauseAfterCanary)
+    throw new BadInputError(
+      '--pause-after-canary: the live production system has no canary (its components are upgraded one after another, in dependency order, on one host); expected it with svcops upgrade recording only.',
+      'Check the plan first instead: svcops upgrade live --env ENV --to VERSION --dry-run',
+    )
 }
 
 function registerRollbackLive(rollback: Command, showRun: ShowRun): void {

@@ -35,6 +35,7 @@ export async function buildProgram(argv: string[] = []): Promise<Command> {
     .configureHelp({ sortSubcommands: true, showGlobalOptions: true })
     .exitOverride()
   for (const group of groupsFor(argv, valueFlagsOf(program))) (await group.load()).register(program)
+  checkRequiredOptionsLast(program)
   program.addHelpText(
     'after',
     `
@@ -46,6 +47,24 @@ Examples:
   svcops upgrade recording --env prod --to 2.0.0 --dry-run`,
   )
   return program
+}
+
+/**
+ * Required options are checked after unknown ones: commander checks them first, so a typo of a
+ * required option (`--too 2.0.0`) was reported as the option missing rather than as the typo with
+ * its suggestion ("Did you mean --to?"). Each command checks its own just before its action.
+ */
+function checkRequiredOptionsLast(command: Command): void {
+  const required = command.options.filter((o) => o.mandatory)
+  for (const o of required) o.makeOptionMandatory(false)
+  if (required.length)
+    command.hook('preAction', (_program, acting) => {
+      if (acting !== command) return
+      const missing = required.find((o) => command.getOptionValue(o.attributeName()) === undefined)
+      if (missing)
+        command.error(`error: required option '${missing.flags}' not specified`, { code: 'commander.missingMandatoryOptionValue' })
+    })
+  for (const sub of command.commands) checkRequiredOptionsLast(sub)
 }
 
 function jsonRequested(argv: string[]): boolean {

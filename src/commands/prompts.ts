@@ -1,13 +1,14 @@
 /**
  * What a confirmation prompt says before a run changes an environment: the run a rollback undoes
- * and the versions it goes back to, the version an upgrade goes to, the hosts or components, and the downtime to expect — the
- * longest measured in the environment's last finished run of that system, else "unknown".
+ * and the versions it goes back to, the versions an upgrade goes from and to, the hosts or
+ * components, and the downtime to expect — the longest measured in the environment's last finished
+ * run of that system, else "unknown".
  */
 import { formatDuration } from '../core/events.ts'
 import { buildReport } from '../reports/report.ts'
 import { longestDowntime, wordsOf } from '../reports/timeline.ts'
 import { Journal, listRuns } from '../runs/journal.ts'
-import type { RunRecord } from '../runs/run-record.ts'
+import { isFinished, type RunRecord } from '../runs/run-record.ts'
 
 /** The environment's newest run of `system` matching `keep`, newest first as `runs list` shows them. */
 function newestRun(environment: string, system: string, keep: (r: RunRecord) => boolean): RunRecord | undefined {
@@ -23,9 +24,25 @@ export function expectedDowntimeText(environment: string, system: string): strin
   return `expected downtime: about ${formatDuration(longest.downtimeMs)} per ${wordsOf(report).target}, as measured in run ${report.run.id}`
 }
 
-/** The prompt of an upgrade: "Upgrade the live production system of 'lab' (a, b) to 7.0.0; expected downtime: ...?" */
+/**
+ * Where each target is now, as the environment's newest finished run of `system` left it: "rec-1,
+ * rec-2 from 1.5.0 (as run ID left them)"; without such a run, the targets and that their versions are unknown.
+ */
+export function versionsFromText(environment: string, system: string, targets: string[]): string {
+  const names = targets.join(', ') || 'no targets listed'
+  const last = newestRun(environment, system, (r) => r.kind !== 'backup' && r.kind !== 'verify' && isFinished(r))
+  if (!last) return `${names}, from versions no earlier run recorded`
+  const report = buildReport(Journal.open(last.id))
+  const now = (t: string) => report.downtime.find((d) => d.host === t)?.endedOn ?? report.view.previousVersions[t]
+  const byVersion = new Map<string, string[]>()
+  for (const t of targets) byVersion.set(now(t) ?? 'unknown', [...(byVersion.get(now(t) ?? 'unknown') ?? []), t])
+  const groups = [...byVersion].map(([v, ts]) => `${ts.join(', ')} from ${v}`)
+  return `${groups.join('; ') || names} (as run ${last.id} left them)`
+}
+
+/** The prompt of an upgrade: "Upgrade the live production system of 'lab' to 7.0.0: a, b from 6.0.0 (as run ID left them); expected downtime: ...?" */
 export function upgradePrompt(title: string, environment: string, system: string, targets: string[], to: string): string {
-  return `Upgrade ${title} of '${environment}' (${targets.join(', ') || 'no targets listed'}) to ${to}; ${expectedDowntimeText(environment, system)}?`
+  return `Upgrade ${title} of '${environment}' to ${to}: ${versionsFromText(environment, system, targets)}; ${expectedDowntimeText(environment, system)}?`
 }
 
 /** The prompt of a rollback: the run it undoes, its versions back, its targets, the downtime to expect. */

@@ -5,7 +5,7 @@
  * (run-systems.ts).
  */
 import type { Command } from 'commander'
-import { BadInputError } from '../core/errors.ts'
+import { BadInputError, SvcopsError, withHint } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { join } from 'node:path'
 import type { RunReport } from '../reports/report-types.ts'
@@ -57,13 +57,28 @@ export const showRun: ShowRun = async (command, run, human) => {
       { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
       human ? () => human(outcome) : () => closingLine(outcome),
     )
+  } catch (error) {
+    throw endingWithClosingLine(error)
   } finally {
     stop()
   }
 }
 
+/**
+ * A run that ended in an error (failed, rolled back) ends with its closing line too: the error's
+ * hint gets it, after the command to run next, in place of a bare "See the report: ...".
+ */
+export function endingWithClosingLine(error: unknown): unknown {
+  if (!(error instanceof SvcopsError)) return error
+  const { runId, phase, report } = error.facts as { runId?: unknown; phase?: unknown; report?: unknown }
+  if (typeof runId !== 'string' || typeof phase !== 'string' || !report) return error
+  const last = closingLine({ runId, phase, report })
+  const keep = error.hint && !error.hint.startsWith('See the report:') ? `${error.hint}\n` : ''
+  return withHint(error, `${keep}${last}`)
+}
+
 /** The run's last line from its report (downtime, what changed, where the report is), else its id and phase. */
-function closingLine(outcome: ShownRun): string {
+export function closingLine(outcome: ShownRun): string {
   const report = outcome.report as RunReport | undefined
   if (!report?.run || !Array.isArray(report.downtime)) return `Run ${outcome.runId}: ${outcome.phase}.`
   return renderClosingLine(report, join(runsDir(), outcome.runId, 'report.md'))

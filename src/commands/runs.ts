@@ -10,8 +10,9 @@ import { BadInputError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { environmentOf, globals, printResult } from './context.ts'
 import type { Journal } from '../runs/journal.ts'
+import { registerRunsFollow } from './runs-follow.ts'
 import { useRunSystems } from './run-systems.ts'
-import { METRICS_FILE_HELP, printPlan, progress, showRun } from './run-output.ts'
+import { METRICS_FILE_HELP, closingLine, endingWithClosingLine, printPlan, progress, showRun } from './run-output.ts'
 
 interface ResumeFlags {
   rollback?: boolean
@@ -36,11 +37,12 @@ Examples:
   svcops resume 20261122T031500Z-3fa9c1 --rollback --json
   svcops resume 20261122T031500Z-3fa9c1 --retry          # the seed's "restore backup and retry"`
 
-/** Registers `runs list|show` and `resume`. */
+/** Registers `runs list|show|watch|promote|abort` and `resume`. */
 export function register(program: Command): void {
   const runs = program.command('runs').description('Upgrade and rollback runs recorded in .svcops/runs.')
   registerRunsList(runs)
   registerRunsShow(runs)
+  registerRunsFollow(runs)
   registerResume(program)
 }
 
@@ -149,23 +151,45 @@ async function showRunFolder(id: string, flags: { open?: boolean; html?: string;
   const { outcomeSentence } = await import('../reports/timeline.ts')
   const journal = await openShownRun(id, command)
   const report = redactDeep(buildReport(journal))
+  let html: { file: string; opened: boolean } | undefined
   if (flags.html || flags.open) {
     const { writeFileAtomic } = await import('../core/atomic-write.ts')
     const file = flags.html ?? journal.file('report.html')
     writeFileAtomic(file, renderHtml(report))
-    if (flags.open) {
-      const { spawn } = await import('node:child_process')
-      // The desktop's opener; without one (a server), the path is printed to open elsewhere.
-      spawn('xdg-open', [file], { detached: true, stdio: 'ignore' })
-        .on('error', () => events.warn(`No xdg-open here; open ${file} in a browser.`))
-        .unref()
-    }
-    events.info(`Report: ${file}`)
+    html = { file, opened: flags.open ? await openInBrowser(file) : false }
+    if (!globals(command).json) process.stderr.write(`Report: ${file}\n`)
   }
   const columns = Math.max(30, Math.min(100, (process.stdout.columns || 100) - 40))
-  printResult(command, { ok: true, ...report }, () =>
+  printResult(command, { ok: true, ...report, ...(html ? { html } : {}) }, () =>
     flags.markdown ? renderMarkdown(report) : renderRunText(report, outcomeSentence(report), columns),
   )
+}
+
+/**
+ * Opens `file` in the desktop's browser (xdg-open); false, and why on stderr with the path to open
+ * elsewhere, where there is no display (a server over SSH) or no opener.
+ */
+async function openInBrowser(file: string): Promise<boolean> {
+  if (!process.env.DISPLAY && !process.env.WAYLAND_DISPLAY) {
+    process.stderr.write(
+      `--open: no display here (neither DISPLAY nor WAYLAND_DISPLAY is set); open ${file} in a browser on a machine with one.\n`,
+    )
+    return false
+  }
+  const { spawn } = await import('node:child_process')
+  return new Promise((resolve) => {
+    const child = spawn('xdg-open', [file], { detached: true, stdio: 'ignore' })
+    child.once('error', (error) => {
+      process.stderr.write(
+        `--open: xdg-open could not be started (${error.message}; Debian package xdg-utils); open ${file} in a browser.\n`,
+      )
+      resolve(false)
+    })
+    child.once('spawn', () => {
+      child.unref()
+      resolve(true)
+    })
+  })
 }
 
 function registerResume(program: Command): void {
@@ -179,6 +203,8 @@ function registerResume(program: Command): void {
       "after a rolled-back upgrade whose cause was fixed (svcops doctor recording): upgrade again to the same target, reusing the run's verified backup",
     )
     .option('--dry-run', 'print what is left to do (or what the rollback would do), per host, with the exact commands; change nothing')
+    // Scripts pass --yes to every command that changes an environment; resume asks nothing (the run was confirmed when it started).
+    .option('-y, --yes', 'accepted like every command that changes an environment; resume asks no question')
     .addOption(
       new Option(
         '--break-lock',
@@ -246,8 +272,10 @@ async function retry(id: string, flags: ResumeFlags, command: Command): Promise<
     printResult(
       command,
       { ok: true, runId: outcome.runId, retryOf: id, phase: outcome.phase, report: outcome.report },
-      `Run ${outcome.runId} (retry of ${id}): ${outcome.phase}.`,
+      () => `${closingLine(outcome)} (A retry of run ${id}.)`,
     )
+  } catch (error) {
+    throw endingWithClosingLine(error)
   } finally {
     stop()
   }

@@ -22,6 +22,7 @@ interface UpgradeFlags {
   breakLock?: boolean
   force?: boolean
   window?: number
+  pauseAfterCanary?: boolean
 }
 
 interface RollbackFlags {
@@ -50,7 +51,8 @@ Exit codes: 0 upgraded, 1 failed (see the report), 2 bad input, 3 locked by anot
 Examples:
   svcops upgrade recording --env lab --to 2.0.0 --dry-run
   svcops upgrade recording --env prod --to 2.0.0 --batch 5 --max-fail 10% --window 90m --yes --json
-  svcops upgrade recording --env staging --to 2.1.0 --hosts rec-2 --no-auto-rollback`
+  svcops upgrade recording --env staging --to 2.1.0 --hosts rec-2 --no-auto-rollback
+  svcops upgrade recording --env prod --to 2.0.0 --batch 5 --pause-after-canary --yes   # then: svcops runs promote ID`
 
 const ROLLBACK_HELP = `
 Rules (the seed's, made lossless): stop; install the previous version; restore the run's verified
@@ -99,6 +101,10 @@ function registerUpgradeRecording(upgrade: Command): void {
       (v: string) => parseWindow(v),
     )
     .option('--no-auto-rollback', 'on failure, keep the broken state for inspection instead of rolling back')
+    .option(
+      '--pause-after-canary',
+      'once the canary is verified, wait (holding the lock) for svcops runs promote ID (go on) or svcops runs abort ID (roll back)',
+    )
     .option('--dry-run', 'print every step and command per host; change nothing')
     .option('-y, --yes', 'do not ask for confirmation (schedulers, scripts)')
     .option('--break-lock', "take the environment's lock another run holds; refused while that run is unfinished unless --force (logged)")
@@ -123,6 +129,7 @@ async function upgradeRecording(flags: UpgradeFlags, command: Command): Promise<
     autoRollback: flags.autoRollback,
     ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
     ...(flags.window ? { windowMs: flags.window } : {}),
+    ...(flags.pauseAfterCanary ? { pauseAfterCanary: true } : {}),
   }
   const play = await import('../../playbooks/upgrade.ts')
   const { renderRunPlan } = await import('../runs/run-actions.ts')

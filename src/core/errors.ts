@@ -29,7 +29,8 @@ export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode]
 export class SvcopsError extends Error {
   readonly exitCode: ExitCodeValue = ExitCode.failed
   facts: Record<string, unknown> = {}
-  readonly hint?: string
+  /** Set once where the error is made, or at the edge by `withHint` (a run's closing line). */
+  hint?: string
   constructor(message: string, hint?: string, options?: { cause?: unknown }) {
     super(message, options)
     this.hint = hint
@@ -107,6 +108,12 @@ export class MissingBinaryError extends SvcopsError {
 /** Adds machine-readable facts to an error on its way to the edge; returns it for `throw`. */
 export function withFacts<E>(error: E, facts: Record<string, unknown>): E {
   if (error instanceof SvcopsError) error.facts = { ...error.facts, ...facts }
+  return error
+}
+
+/** Gives `error` another hint (the edge knows the run's closing line); other values are returned as they are. */
+export function withHint<E>(error: E, hint: string): E {
+  if (error instanceof SvcopsError) error.hint = hint
   return error
 }
 

@@ -144,7 +144,9 @@ export const diskIo: Cause = {
           's=$(date +%s%N); if dd if=/dev/zero of="$f" bs=4k count=1 oflag=dsync 2>/dev/null; then e=$(date +%s%N); echo "write $(( (e - s) / 1000000 ))"; else echo "write failed"; fi; rm -f "$f"',
         view.path(d.path),
       )
-      const [df = '', write = ''] = r.stdout.trim().split('\n')
+      const [df = '', probe = ''] = r.stdout.trim().split('\n')
+      const writeMs = /^write (\d+)$/.exec(probe)?.[1]
+      const write = writeMs !== undefined ? `a synchronous 4 KiB write took ${writeMs} ms` : 'a synchronous 4 KiB write failed'
       const [fs = '?', sizeKib = '0', , availKib = '0', , mount = '?'] = df.split(/\s+/)
       if (seen.has(`${fs} ${mount}`)) continue
       seen.add(`${fs} ${mount}`)
@@ -158,11 +160,11 @@ export const diskIo: Cause = {
           evidence: [`df ${d.path}: ${df.trim()}`, write],
           remedy: `Free space on the volume mounted at ${mount} (move old recordings to another location) or grow it.`,
         })
-      else if (/^write \d+$/.test(write) && Number(write.slice(6)) > SLOW_WRITE_MS)
+      else if (writeMs !== undefined && Number(writeMs) > SLOW_WRITE_MS)
         findings.push({
           severity: 'warning' as const,
-          summary: `A synchronous 4 KiB write to location "${d.name}" took ${write.slice(6)} ms.`,
-          evidence: [`dd oflag=dsync in ${d.path}: ${write.slice(6)} ms`],
+          summary: `A synchronous 4 KiB write to location "${d.name}" took ${writeMs} ms.`,
+          evidence: [`dd oflag=dsync in ${d.path}: ${writeMs} ms`],
           remedy: `Check the disk behind ${mount} (iostat -x, its health and load).`,
         })
     }

@@ -15,6 +15,19 @@ function parseInteger(value: string): number {
   return /^-?\d+$/.test(value) ? Number(value) : Number.NaN
 }
 
+/**
+ * What to try first in the lab just started, from what it runs: a command that cannot work there
+ * (`auth check` without the manager of a live-only lab) would be a poor first step.
+ */
+function nextCommands(entries: { kind: string; name: string }[]): string[] {
+  const next: string[] = []
+  if (entries.some((e) => e.name === 'manager emulator')) next.push('svcops auth check --env lab')
+  if (entries.some((e) => e.kind === 'lab-host' && /^host rec-\d+$/.test(e.name)))
+    next.push('svcops upgrade recording --env lab --to 2.0.0 --dry-run')
+  if (entries.some((e) => e.kind === 'live-component')) next.push('svcops verify live --env lab', 'svcops plan live --env lab --to 7.0.0')
+  return next
+}
+
 /** Declares `svcops lab up`, `lab status` and `lab down`; the work is imported when one runs. */
 export function register(program: Command): void {
   const lab = program
@@ -106,6 +119,7 @@ Examples:
         try {
           const state = await labUp(upOptions)
           const services = state.entries.filter((e) => e.kind !== 'files')
+          const next = nextCommands(state.entries)
           printResult(
             command,
             {
@@ -113,6 +127,7 @@ Examples:
               envFile: state.envFile,
               managerRevision: options.managerRevision,
               services: services.map(({ name, kind, pid, port, url }) => ({ name, kind, pid, port, url })),
+              next,
             },
             () =>
               [
@@ -121,7 +136,8 @@ Examples:
                   (e) => `  ${e.name.padEnd(20)} ${e.url ?? (e.port ? `127.0.0.1:${e.port}` : '')}${e.pid ? `  (pid ${e.pid})` : ''}`,
                 ),
                 `Environment file: ${state.envFile ?? ''} (use --env lab)`,
-                'Next: svcops auth check --env lab; stop it with: svcops lab down',
+                `Next: ${next.join('   ')}`,
+                'Stop it with: svcops lab down',
               ].join('\n'),
           )
         } finally {
@@ -139,7 +155,9 @@ Examples:
       const { liveComponentDetails } = await import('./live-lab.ts')
       const plain = labStatus()
       const details = await liveComponentDetails(plain.entries)
-      const status = { ...plain, entries: plain.entries.map((e) => ({ ...e, ...details[e.name] })) }
+      const entries = plain.entries.map((e) => ({ ...e, ...details[e.name] }))
+      // ok: the lab is up, complete, and every part it started still runs (what a script waits for).
+      const status = { ok: plain.up && plain.complete && entries.every((e) => e.running), ...plain, entries }
       const live = (e: (typeof status.entries)[number]): string =>
         e.name in details
           ? `  ${details[e.name]?.version ?? 'version unknown'}, ${details[e.name]?.connected ? 'connected' : 'not connected'}`

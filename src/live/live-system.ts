@@ -120,3 +120,24 @@ export async function findLiveRunToRollBack(env: Environment, runId?: string): P
     )
   return id
 }
+
+/**
+ * The release every component of `env`'s live system runs now (what `svcops plan live --env E`
+ * plans from when --from is not given); one sentence when a component is missing or they differ.
+ */
+export async function readInstalledLiveRelease(env: Environment): Promise<string> {
+  assertLiveSystem(env)
+  const ctx = liveContext(env, Journal.inMemory(newLiveCheckRecord(env)))
+  try {
+    const versions: [string, string | undefined][] = []
+    for (const c of ctx.components) versions.push([c.name, await ctx.platform.installedVersion(c.name)])
+    const distinct = [...new Set(versions.map(([, v]) => v))]
+    const only = distinct[0]
+    if (distinct.length === 1 && only) return only
+    throw new BadInputError(
+      `--from: not given, and the live system of '${env.name}' on ${ctx.platform.where} runs no single release (${versions.map(([c, v]) => `${c} ${v ?? 'not installed'}`).join(', ')}); expected --from VERSION.`,
+    )
+  } finally {
+    await ctx.platform.close()
+  }
+}

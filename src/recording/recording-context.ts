@@ -154,17 +154,23 @@ function unfinishedHolder(env: Environment, dead: LockHolder, breakLock: boolean
  */
 export async function findRunToRollBack(env: Environment, runId?: string): Promise<string> {
   describeSystem(recordingDescription)
-  const id =
-    runId ??
-    (await listEnvironmentRuns(env)).find(
-      (r) =>
-        r.environment === env.name && r.kind === 'upgrade' && r.system === 'recording' && r.phase !== 'rolled-back' && changedSomething(r),
-    )?.id
+  const upgrades = runId
+    ? []
+    : (await listEnvironmentRuns(env)).filter(
+        (r) => r.environment === env.name && r.kind === 'upgrade' && r.system === 'recording' && changedSomething(r),
+      )
+  const id = runId ?? upgrades.find((r) => r.phase !== 'rolled-back')?.id
   if (id) await copyRunFromEnvironment(env, id)
   if (!id) {
+    // The newest upgrade was rolled back already (automatically, or on request): say which, not that there is none.
+    const undone = upgrades[0]
     throw new BadInputError(
-      `There is no upgrade run of environment '${env.name}' to roll back.`,
-      `Give a version instead: svcops rollback recording --env ${env.name} --to VERSION`,
+      undone
+        ? `There is no upgrade run of environment '${env.name}' left to roll back: its newest, ${undone.id} (to ${undone.targetVersion}), was already rolled back${undone.rollbackRequested ? ' on request' : ` automatically${undone.cause ? ` after: ${undone.cause.replace(/\.$/, '')}` : ''}`}.`
+        : `There is no upgrade run of environment '${env.name}' to roll back.`,
+      undone
+        ? `See it with: svcops runs show ${undone.id}; to move every host to another version: svcops rollback recording --env ${env.name} --to VERSION`
+        : `Give a version instead: svcops rollback recording --env ${env.name} --to VERSION`,
     )
   }
   const run = Journal.open(id).run

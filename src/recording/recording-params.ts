@@ -22,6 +22,8 @@ export const recordingParamsSchema = z.object({
   fingerprintAfter: z.string().optional(),
   /** `rollback recording --to V`: going down is what was asked (an upgrade to an older version is refused). */
   downgrade: z.boolean().optional(),
+  /** `--pause-after-canary`: after the canary is verified, wait for `svcops runs promote|abort ID`. */
+  pauseAfterCanary: z.boolean().optional(),
   /** Recording ids seen in the content snapshot before anything stopped. */
   snapshotIds: z.array(z.string()).optional(),
 })

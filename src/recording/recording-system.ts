@@ -43,6 +43,8 @@ export interface UpgradeRequest {
   procedure?: 'downgrade'
   /** `rollback recording --to V`: moving to an older version is what was asked. */
   downgrade?: boolean
+  /** `--pause-after-canary`: wait after the verified canary for `svcops runs promote|abort ID`. */
+  pauseAfterCanary?: boolean
 }
 
 /** The recording service as the engine runs it. */
@@ -72,6 +74,7 @@ export function newUpgradeRun(req: UpgradeRequest): NewRun<RecordingParams> {
       ...(req.windowMs ? { deadline: new Date(Date.now() + req.windowMs).toISOString() } : {}),
       ...(req.retryOf ? retriedFacts(req.retryOf) : {}),
       ...(req.downgrade || req.procedure === 'downgrade' ? { downgrade: true } : {}),
+      ...(req.pauseAfterCanary ? { pauseAfterCanary: true } : {}),
     },
   }
 }

@@ -56,7 +56,7 @@ async function decide(ctx: Ctx, dataLoss: boolean): Promise<StepResult> {
     ? `the schema fingerprint changed (${run.fingerprintBefore.slice(0, 12)} -> ${now.slice(0, 12)})`
     : dataLoss
       ? 'recordings of the snapshot are missing (data changed)'
-      : 'the schema did not change: the database is kept'
+      : 'the schema did not change and no recording went missing'
   // A restore changes the database under every host, so all of them stop and start around it.
   const hosts = restore ? ctx.allTargets.map((h) => h.name) : ctx.journal.disruptedHosts(ctx.allTargets.map((h) => h.name))
   return { data: { restore, reason, hosts, fingerprintNow: now } }

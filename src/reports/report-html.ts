@@ -111,7 +111,7 @@ function renderBar(bar: Bar, x: (ms: number) => number, y: number): string {
 
 const CSS = `
 :root { color-scheme: light dark; --fg:#1d2330; --bg:#ffffff; --muted:#667085; --lane:#f3f5f8; --grid:#d0d5dd;
-  --stop:#d92d20; --install:#f79009; --start:#2e90fa; --healthy:#12b76a; --verified:#067647; --other:#98a2b3; --rollback:#7a5af8; --window:#b42318; --failed:#f04438; }
+  --stop:#d92d20; --install:#f79009; --start:#2e90fa; --healthy:#12b76a; --verified:#067647; --paused:#fdb022; --other:#98a2b3; --rollback:#7a5af8; --window:#b42318; --failed:#f04438; }
 @media (prefers-color-scheme: dark) { :root { --fg:#e4e7ec; --bg:#101828; --muted:#98a2b3; --lane:#1d2939; --grid:#344054; --other:#667085; --window:#f97066; } }
 @media print { :root { --fg:#000; --bg:#fff; --lane:#f3f5f8; } body { margin: 0; } }
 body { font: 14px/1.45 system-ui, sans-serif; color: var(--fg); background: var(--bg); margin: 24px auto; max-width: 1040px; padding: 0 16px; }
@@ -122,7 +122,7 @@ svg.timeline { font: 12px system-ui, sans-serif; display: block; margin: 8px 0; 
 svg text { fill: var(--fg); } .axis { fill: var(--muted); } .tick { stroke: var(--grid); stroke-width: 1; }
 .lane-bg { fill: var(--lane); stroke: var(--bg); stroke-width: 2; } .lane-batch { fill: var(--muted); font-size: 11px; }
 .bar { stroke: none; } .stage-stop { fill: var(--stop); } .stage-install { fill: var(--install); } .stage-start { fill: var(--start); }
-.stage-healthy { fill: var(--healthy); } .stage-verified { fill: var(--verified); } .stage-other { fill: var(--other); }
+.stage-healthy { fill: var(--healthy); } .stage-verified { fill: var(--verified); } .stage-paused { fill: var(--paused); } .stage-other { fill: var(--other); }
 .bar.rollback { fill: var(--rollback); opacity: .85; } .bar.rollback.stage-stop { opacity: 1; }
 .status-failed { stroke: var(--window); stroke-width: 2; } .bar.status-failed, .bar.rollback.status-failed { fill: var(--failed); opacity: 1; } .fail-mark { fill: var(--window); font-weight: 700; }
 .batch-marker line { stroke: var(--fg); stroke-dasharray: 4 3; } .batch-marker text { font-weight: 600; }

@@ -8,6 +8,7 @@ import { formatDuration } from '../core/events.ts'
 import { sanitizeDeep, sanitizeLine } from '../core/sanitize.ts'
 import { renderFailureLines } from './failure-summary.ts'
 import type { RunReport } from './report.ts'
+import { isPaused } from '../runs/run-record.ts'
 import { Phase } from '../runs/step.ts'
 import {
   buildTimeline,
@@ -27,11 +28,12 @@ const CHAR_OF_STAGE: Readonly<Record<Stage, string>> = {
   start: 's',
   healthy: 'h',
   verified: 'v',
+  paused: 'p',
   other: '=',
 }
 
 export const TIMELINE_LEGEND =
-  'x stop  i install  s start  h healthy  v verified  = other  CAPITALS rollback  ! failed  | batch start  ┃ window end'
+  'x stop  i install  s start  h healthy  v verified  p paused  = other  CAPITALS rollback  ! failed  | batch start  ┃ window end'
 
 /** The timeline as text: a marker line (batches, window end), then one line per lane. */
 export function renderTimelineText(t: Timeline, columns = 60): string {
@@ -79,7 +81,7 @@ export function renderClosingLine(report: RunReport, reportPath: string): string
   const moved = report.downtime
     .filter((d) => d.endedOn !== undefined && d.endedOn !== before[d.host])
     .map((d) => `${d.host} ${before[d.host] ?? '?'} -> ${d.endedOn ?? '?'}`)
-  const changed = moved.length ? `changed: ${moved.join(', ')}` : `every ${words.target} on its version before the run`
+  const changed = moved.length ? `Changed: ${moved.join(', ')}` : `Every ${words.target} on its version before the run`
   const down = report.downtime.filter((d) => d.downtimeMs !== undefined)
   const total = down.reduce((sum, d) => sum + (d.downtimeMs ?? 0), 0)
   const downtime = down.length
@@ -99,7 +101,7 @@ export function renderRunsTable(reports: RunReport[]): string {
       r.run.system,
       r.run.kind,
       r.run.targetVersion || '—',
-      r.run.phase,
+      isPaused(r.run) ? 'paused' : r.run.phase,
       duration !== undefined ? formatDuration(duration) : '—',
       longest ? `${formatDuration(longest.downtimeMs ?? 0)} ${longest.host}` : '—',
     ]

@@ -14,7 +14,7 @@ import { Phase, type PhasePrefix } from '../runs/step.ts'
 import { PLAIN_WORDS, type SystemWords } from '../runs/system-description.ts'
 
 /** How a bar is coloured: where a step sits between "stopped" and "verified", or the rollback's. */
-export type Stage = 'stop' | 'install' | 'start' | 'healthy' | 'verified' | 'other'
+export type Stage = 'stop' | 'install' | 'start' | 'healthy' | 'verified' | 'paused' | 'other'
 
 /**
  * The stage of each host step, by step id: the one place a step id becomes a colour. Steps not
@@ -32,9 +32,11 @@ export const STAGE_OF_STEP: Readonly<Record<string, Stage>> = {
   // The live system's: its settings written with the install, its check is its verification.
   'write-config': 'install',
   check: 'verified',
+  // The wait after the canary for a person (--pause-after-canary): the run's own lane.
+  pause: 'paused',
 }
 
-export const STAGES: readonly Stage[] = ['stop', 'install', 'start', 'healthy', 'verified', 'other']
+export const STAGES: readonly Stage[] = ['stop', 'install', 'start', 'healthy', 'verified', 'paused', 'other']
 
 export interface Bar {
   /** The step's journal name (`rollback:stop`). */
@@ -191,13 +193,23 @@ export function outcomeSentence(report: RunReport): string {
     ? ` ${failedBatch ? `in ${failedBatch === 'canary' ? 'the canary' : failedBatch} ` : ''}${failedEntry.host ? `on ${failedEntry.host} ` : ''}at ${failedEntry.step}`
     : ''
   const restore = report.outcomeNote ?? ''
+  // A person stopped it at the pause after the canary (svcops runs abort): that is the sentence, not "failed at pause".
+  const aborted = failedEntry !== undefined && STAGE_OF_STEP[splitStepName(failedEntry.step).id] === 'paused'
+  const waiting = run.pausedAt
+    ? `is paused after the canary since ${run.pausedAt.slice(11, 19)} and keeps its lock (go on: svcops runs promote ${run.id}; roll back: svcops runs abort ${run.id})`
+    : undefined
   const how: Record<RunReport['run']['phase'], string> = {
-    running: 'is still running',
+    running: waiting ?? 'is still running',
     'rolling-back': `failed${where} and is rolling back`,
     interrupted: `was interrupted (resume it: svcops resume ${run.id}; roll it back: svcops resume ${run.id} --rollback)`,
     succeeded: 'succeeded',
-    failed: `failed${where}`,
-    'rolled-back': run.kind === 'rollback' || !failedEntry ? `rolled back${restore}` : `failed${where} and was rolled back${restore}`,
+    failed: aborted ? 'was aborted after the canary' : `failed${where}`,
+    'rolled-back':
+      run.kind === 'rollback' || !failedEntry
+        ? `rolled back${restore}`
+        : aborted
+          ? `was aborted after the canary and rolled back${restore}`
+          : `failed${where} and was rolled back${restore}`,
     'rollback-failed': `failed${where}, and its rollback failed too`,
     'no-op': `changed nothing: already on ${run.targetVersion}`,
   }

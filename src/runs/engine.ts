@@ -14,6 +14,8 @@ import { InterruptedError, OperationError, SvcopsError, errorMessage, exitCodeFo
 import { events } from '../core/events.ts'
 import { interruptSignal } from '../core/lifecycle.ts'
 import type { Journal } from './journal.ts'
+import { waitForDecision, PAUSE_STEP } from './run-pause.ts'
+import type { DecisionSource } from './run-decision.ts'
 import { STEP_DEADLINE_MS } from './run-mirror.ts'
 import { allOrFirstFailure, batchFitsWindow, runConcurrently } from './rollout.ts'
 import type { SiteHook } from './site-steps.ts'
@@ -82,6 +84,8 @@ export interface RolloutPolicy<H> {
   beforeBatch?: (batch: H[]) => Promise<unknown>
   /** A failure `--max-fail` tolerates: put that one host back. */
   onTolerated?: (failure: HostFailure, host: H) => Promise<void>
+  /** After the canary, wait for `svcops runs promote ID` (go on) or `svcops runs abort ID` (thrown: rolled back). */
+  pauseAfterCanary?: boolean
 }
 
 /** A run of a playbook in one mode, with its context `C` and journal, in one phase. */
@@ -98,14 +102,21 @@ export class Run<C> {
   /** The site's steps hooked onto this run's steps (playbooks/site/), and those already run. */
   private site: SiteHook<C>[] = []
   private readonly fired = new Map<SiteHook<C>, Promise<unknown>>()
+  /** Where a pause after the canary looks for a person's decision (run-decision.ts). */
+  private readonly decisions: DecisionSource | undefined
 
-  constructor(ctx: C, journal: Journal, options: { mode: Mode; phase?: PhasePrefix; planned?: PlannedStep[]; resumed?: boolean }) {
+  constructor(
+    ctx: C,
+    journal: Journal,
+    options: { mode: Mode; phase?: PhasePrefix; planned?: PlannedStep[]; resumed?: boolean; decisions?: DecisionSource },
+  ) {
     this.ctx = ctx
     this.journal = journal
     this.mode = options.mode
     this.phase = options.phase ?? Phase.run
     this.planned = options.planned ?? []
     this.resumed = options.resumed ?? false
+    this.decisions = options.decisions
   }
 
   /** True in the dry run. */
@@ -115,7 +126,13 @@ export class Run<C> {
 
   /** The same run in another phase (the rollback's steps are journaled as `rollback:<step>`). */
   inPhase(phase: PhasePrefix): Run<C> {
-    return new Run(this.ctx, this.journal, { mode: this.mode, phase, planned: this.planned, resumed: this.resumed })
+    return new Run(this.ctx, this.journal, {
+      mode: this.mode,
+      phase,
+      planned: this.planned,
+      resumed: this.resumed,
+      ...(this.decisions ? { decisions: this.decisions } : {}),
+    })
   }
 
   /** Runs a step of the whole run. */
@@ -270,6 +287,8 @@ export class Run<C> {
     for (const [i, batch] of policy.batches.entries()) {
       const label = i === 0 ? 'canary' : `batch ${i}`
       const names = batch.map((h) => h.name).join(', ')
+      // The canary is verified and more is to come: a person decides first (the wait counts against the window).
+      if (i === 1 && policy.pauseAfterCanary) await this.pauseAfterCanary((policy.batches[0] ?? []).map((h) => h.name).join(', '))
       if (!this.planning && policy.deadline !== undefined && !batchFitsWindow(Date.now(), policy.deadline, longestBatchMs)) {
         const why = longestBatchMs
           ? `would not end before it (a batch has taken ${Math.round(longestBatchMs / 1000)} s)`
@@ -302,6 +321,29 @@ export class Run<C> {
       }
     }
     return failures
+  }
+
+  /**
+   * The canary is verified: the run waits, holding its lock, for a person's decision (run-pause.ts).
+   * Journaled as the `pause` step: its start while it waits, `ok` once promoted (a resume does not
+   * wait again), `failed` when aborted (thrown, so the failure policy rolls back what changed).
+   */
+  private async pauseAfterCanary(canary: string): Promise<void> {
+    const promoted = this.journal.finished(PAUSE_STEP) !== undefined // before an interruption: no second wait
+    if (this.planning) {
+      const id = this.resumed ? this.journal.run.id : 'ID' // a new run's id is given when it starts
+      this.planned.push({
+        step: PAUSE_STEP,
+        title: `pause after the canary (${canary}): wait for a person`,
+        actions: promoted
+          ? ['done before the interruption']
+          : [`go on with: svcops runs promote ${id}`, `or roll back with: svcops runs abort ${id}`],
+      })
+      return
+    }
+    if (promoted) return
+    if (!this.decisions) throw new OperationError('This run cannot pause after its canary: nothing reads a decision for it.')
+    await waitForDecision(this.journal, this.decisions, canary)
   }
 }
 

@@ -5,6 +5,7 @@
  *
  *   svcops.runs         one row per run: its record (jsonb), environment, system, start
  *   svcops.run_journal  one row per journal entry: run id, index, entry (jsonb); written once
+ *   svcops.run_decisions  a person's decision for a run waiting after its canary (run-decision.ts); the first counts
  *
  * Each write is one short session (named `svcops-run-store`): no session stays open on the service
  * database, which a restore refuses to run beside. The rights it needs: CREATE on the database (to
@@ -17,10 +18,11 @@ import { events } from '../core/events.ts'
 import { redactDeep } from '../core/redact.ts'
 import { SVCOPS_SCHEMA, connectDatabase, databaseTarget } from '../drivers/postgres.ts'
 import { parseJournalLines } from './journal.ts'
+import { parseDecision } from './run-decision.ts'
 import { readEnvironmentLock } from './lock.ts'
 import type { LockState } from './run-presence.ts'
 import { parseRunRecord, type RunRecord } from './run-record.ts'
-import type { RunStore, RunWrite, StoredRun } from './run-store.ts'
+import type { Decision, RunStore, RunWrite, StoredRun } from './run-store.ts'
 
 /** The application name of the store's sessions (a restore does not count them as the service's). */
 export const RUN_STORE_APPLICATION = 'svcops-run-store'
@@ -29,6 +31,7 @@ const SCHEMA = [
   `CREATE SCHEMA IF NOT EXISTS ${SVCOPS_SCHEMA}`,
   `CREATE TABLE IF NOT EXISTS ${SVCOPS_SCHEMA}.runs (id text PRIMARY KEY, environment text NOT NULL, system text NOT NULL, started_at timestamptz NOT NULL, record jsonb NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())`,
   `CREATE TABLE IF NOT EXISTS ${SVCOPS_SCHEMA}.run_journal (run_id text NOT NULL, seq integer NOT NULL, entry jsonb NOT NULL, PRIMARY KEY (run_id, seq))`,
+  `CREATE TABLE IF NOT EXISTS ${SVCOPS_SCHEMA}.run_decisions (run_id text PRIMARY KEY, decision jsonb NOT NULL, decided_at timestamptz NOT NULL DEFAULT now())`,
 ]
 
 /** Runs are listed from the newest; older ones stay in the table but a listing reads at most this many. */
@@ -54,9 +57,15 @@ export function postgresRunStore(db: DatabaseConfig, environment: string): RunSt
     }
   }
 
-  async function tablesExist(client: pg.Client): Promise<boolean> {
-    const found = await client.query(`SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = 'runs'`, [SVCOPS_SCHEMA])
+  async function tablesExist(client: pg.Client, table = 'runs'): Promise<boolean> {
+    const found = await client.query(`SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = $2`, [SVCOPS_SCHEMA, table])
     return (found.rowCount ?? 0) > 0
+  }
+
+  async function decisionOf(c: pg.Client, id: string): Promise<Decision | undefined> {
+    const rows = await c.query<{ decision: unknown }>(`SELECT decision FROM ${SVCOPS_SCHEMA}.run_decisions WHERE run_id = $1`, [id])
+    const row = rows.rows[0]
+    return row ? parseDecision(row.decision, `${where}: decision of run ${id}`) : undefined
   }
 
   return {
@@ -112,6 +121,18 @@ export function postgresRunStore(db: DatabaseConfig, environment: string): RunSt
           entries: parseJournalLines(text, `${where}: journal of run ${id}`),
         }
       }, false)
+    },
+    async decide(id, decision) {
+      return session(async (c) => {
+        await c.query(`INSERT INTO ${SVCOPS_SCHEMA}.run_decisions (run_id, decision) VALUES ($1, $2) ON CONFLICT (run_id) DO NOTHING`, [
+          id,
+          JSON.stringify(decision),
+        ])
+        return (await decisionOf(c, id)) ?? decision
+      }, true)
+    },
+    async readDecision(id) {
+      return session(async (c) => ((await tablesExist(c, 'run_decisions')) ? decisionOf(c, id) : undefined), false)
     },
     async lockState(run: RunRecord): Promise<LockState> {
       const lock = await readEnvironmentLock(db, environment)

@@ -25,6 +25,7 @@ import { writeReport } from '../reports/report.ts'
 import type { RunReport } from '../reports/report-types.ts'
 import { HostFailure, Run, ToleratedFailures, type PlannedStep } from './engine.ts'
 import type { Journal } from './journal.ts'
+import { decisionsOf } from './run-decision.ts'
 import { END_DEADLINE_MS, RunMirror } from './run-mirror.ts'
 import type { RunStore } from './run-store.ts'
 import { tellObservers } from './run-events.ts'
@@ -99,7 +100,8 @@ export function resumeRun<C, P extends RunParams>(setup: RunSetup<C, P>, options
   // An interrupted run continues in the phase it stopped in.
   if (journal.run.phase === 'interrupted') journal.update({ phase: phaseToContinue(journal.run) })
   const record = journal.run
-  journal.update({ pid: process.pid, holder: holderName() })
+  // A run killed while it waited after its canary waits again when it gets there (run-pause.ts).
+  journal.update({ pid: process.pid, holder: holderName(), pausedAt: undefined })
   journal.append({
     step: options.rollback ? 'resume-as-rollback' : 'resume',
     status: 'ok',
@@ -185,7 +187,8 @@ async function drive<C, P extends RunParams>(
   await tellObservers({ kind: 'run-started', journal, resumed: options.resumed ?? false, targets })
   let failure: unknown
   try {
-    await body(new Run(opened.ctx, journal, { mode: 'act', resumed: options.resumed ?? false }))
+    const decisions = decisionsOf(journal, setup.store)
+    await body(new Run(opened.ctx, journal, { mode: 'act', resumed: options.resumed ?? false, decisions }))
   } catch (error) {
     failure = error
   }

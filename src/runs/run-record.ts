@@ -56,6 +56,11 @@ export interface RunRecord<P extends RunParams = RunParams> {
   interruptedIn?: 'running' | 'rolling-back'
   /** Which procedure of its kind the run follows, so `resume` continues it with the same one (absent: the kind's own). */
   procedure?: string
+  /**
+   * Since when the run waits after its canary for a person (`--pause-after-canary`): `svcops runs
+   * promote ID` or `svcops runs abort ID` (run-decision.ts). Set only while it waits; the phase stays `running`.
+   */
+  pausedAt?: string
   /** The system's own facts, checked by its schema. */
   params: P
 }
@@ -78,6 +83,7 @@ const CORE_FIELDS = new Set([
   'rollbackRequested',
   'interruptedIn',
   'procedure',
+  'pausedAt',
   'params',
 ])
 
@@ -103,6 +109,7 @@ const runRecordSchema = z.object({
   rollbackRequested: z.boolean().optional(),
   interruptedIn: z.enum(['running', 'rolling-back']).optional(),
   procedure: z.string().optional(),
+  pausedAt: z.string().optional(),
   params: z.record(z.string(), z.unknown()),
 })
 
@@ -117,6 +124,12 @@ export function newRunId(now = new Date()): string {
 /** True when `id` has the shape of a run id. */
 export function isRunId(id: string): boolean {
   return RUN_ID.test(id)
+}
+
+/** Refuses what is not a run id (one sentence naming it): an id becomes a folder's name. */
+export function assertRunId(id: string): void {
+  if (!isRunId(id))
+    throw new BadInputError(`Run id '${id}' is not valid; expected an id like 20261122T031500Z-3fa9c1 (see 'svcops runs list').`)
 }
 
 /** `user@machine` of this process. */
@@ -149,6 +162,11 @@ export function newRunRecord<P extends RunParams>(
 /** True when a run's phase is final (nothing left to resume). */
 export function isFinished(run: Pick<RunRecord, 'phase'>): boolean {
   return run.phase !== 'running' && run.phase !== 'rolling-back' && run.phase !== 'interrupted'
+}
+
+/** True when the run waits after its canary for `svcops runs promote|abort ID`. */
+export function isPaused(run: Pick<RunRecord, 'phase' | 'pausedAt'>): boolean {
+  return run.phase === 'running' && run.pausedAt !== undefined
 }
 
 /** The phase a run continues in: an interrupted run's phase before it stopped, else its own. */

@@ -12,6 +12,14 @@ import type { JournalEntry } from './journal.ts'
 import type { LockState } from './run-presence.ts'
 import type { RunRecord } from './run-record.ts'
 
+/** A person's decision for a run waiting after its canary (run-decision.ts): what, who and when. */
+export interface Decision {
+  decision: 'promote' | 'abort'
+  /** `user@machine` of who decided. */
+  by: string
+  at: string
+}
+
 /** A run as a store keeps it: its record and its journal, oldest entry first. */
 export interface StoredRun {
   record: RunRecord
@@ -39,6 +47,13 @@ export interface RunStore {
   readRun(id: string): Promise<StoredRun | undefined>
   /** Whether the environment's lock has a live holder for `run` (what the store can tell; else `unknown`). */
   lockState(run: RunRecord): Promise<LockState>
+  /**
+   * Keeps a person's decision for run `id`, waiting after its canary (`svcops runs promote|abort`),
+   * where its holder on another machine reads it; the first decision kept counts and is returned.
+   */
+  decide?(id: string, decision: Decision): Promise<Decision>
+  /** The decision kept for run `id`, if any. */
+  readDecision?(id: string): Promise<Decision | undefined>
   /** Closes what the store holds open. */
   close(): Promise<void>
 }

@@ -42,6 +42,8 @@ describe('svcops doctor recording names the cause of each lab fault, and no othe
     expect(d.findings).toEqual([])
     expect(new Set(d.checks.map((c) => c.cause)).size).toBe(13)
     expect(d.checks.filter((c) => c.status !== 'ok')).toEqual([])
+    // Each measure with its unit: "a synchronous 4 KiB write took 3 ms", never a bare "write 3".
+    expect(d.checks.find((c) => c.cause === 'disk-io')?.detail).toMatch(/KiB free of \d+ KiB, a synchronous 4 KiB write took \d+ ms/)
   })
 
   for (const c of cases) {

@@ -82,6 +82,11 @@ describe('svcops lab up --hosts 0 --live 5.2.0 --live-tcp-endpoints 2, then the 
     expect(statSync(host.file(LEGACY_SETTINGS)).mode & 0o777).toBe(0o600)
     for (const c of LIVE_COMPONENTS) expect(statSync(host.file(liveComponentPaths(PRODUCT, c).envFile)).mode & 0o777).toBe(0o600)
     expect(host.readEnv('ingest').SVC_SYSTEM_CONTROLLER_PSK).toBe(psk)
+    // What to try next names only what this lab runs: no manager here, so no auth check.
+    expect((JSON.parse(up.stdout) as { next: string[] }).next).toEqual([
+      'svcops verify live --env lab',
+      'svcops plan live --env lab --to 7.0.0',
+    ])
     const stackFile = readFileSync(join(env.SVCOPS_STACKS_DIR ?? '', 'Pulumi.lab.yaml'), 'utf8')
     const stateFile = readFileSync(join(env.SVCOPS_LAB_DIR ?? '', 'state.json'), 'utf8')
     for (const text of [stackFile, stateFile, up.stdout, up.stderr, processArguments()]) expect(text).not.toContain(psk)
@@ -112,8 +117,15 @@ describe('svcops lab up --hosts 0 --live 5.2.0 --live-tcp-endpoints 2, then the 
     ).entries
     for (const c of LIVE_COMPONENTS)
       expect(entries.find((e) => e.name === `live-1 ${c}`)).toMatchObject({ running: true, version: '5.2.0', connected: true })
+    expect((JSON.parse(status.stdout) as { ok: boolean }).ok).toBe(true)
     const text = await svcops(['lab', 'status'], env)
     expect(text.stdout).toMatch(/running {2}live-1 pipeline {2}127\.0\.0\.1:\d+ {2}5\.2\.0, connected/)
+  })
+
+  it('plan live --env lab --to 7.0.0 plans from the release the lab runs, without --from', async () => {
+    const plan = await svcops(['plan', 'live', '--env', 'lab', '--to', '7.0.0', '--json'], env)
+    expect(plan.code, plan.stderr).toBe(0)
+    expect(JSON.parse(plan.stdout)).toMatchObject({ ok: true, from: '5.2.0', to: '7.0.0', releases: ['6.0.0', '7.0.0'] })
   })
 
   it('the 5.x controller answers under /api/v2 only and lists the connected components', async () => {

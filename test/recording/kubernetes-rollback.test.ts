@@ -99,7 +99,11 @@ describe('the rollback on the Kubernetes platform, on the real lab', () => {
     await lab.create('written after the backup, on 1.5.0')
     journal.append({ step: 'stop', host: 'svc-recording', status: 'ok', disruptive: true })
     const decision = decisionOf(await decideRestore.act(ctx, { dataLoss: false }))
-    expect(decision).toEqual({ restore: false, reason: 'the schema did not change: the database is kept', hosts: ['svc-recording'] })
+    expect(decision).toEqual({
+      restore: false,
+      reason: 'the schema did not change and no recording went missing',
+      hosts: ['svc-recording'],
+    })
   })
 
   it('restores when 2.0.0 migrated the schema, and re-creates every recording written since the backup', async () => {

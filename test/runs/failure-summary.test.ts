@@ -88,7 +88,7 @@ describe('the last line of a run', () => {
     const journal = writeFailedRun()
     const report = buildReport(journal)
     expect(renderClosingLine(report, journal.file('report.md'))).toBe(
-      `Run 20261124T023000Z-a1b2c3: ${outcomeSentence(report)} every host on its version before the run; downtime ${formatDuration(
+      `Run 20261124T023000Z-a1b2c3: ${outcomeSentence(report)} Every host on its version before the run; downtime ${formatDuration(
         report.downtime.reduce((sum, d) => sum + (d.downtimeMs ?? 0), 0),
       )} in all over 5 hosts. Report: ${journal.file('report.md')}`,
     )

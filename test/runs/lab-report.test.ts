@@ -1,7 +1,8 @@
 /**
  * End to end on the lab: a real upgrade of two hosts where the second (batch 1) refuses to start
  * on the new version, rolled back automatically — the run folder holds report.html, and headless
- * Chromium shows both lanes with their batch, the failure and the rollback, and each downtime.
+ * Chromium shows both lanes with their batch, the failure and the rollback, and each downtime; a
+ * rollback asked for after it names the run already rolled back.
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -9,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exitCodeFor } from '../../src/core/errors.ts'
 import { listRuns } from '../../src/runs/journal.ts'
 import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
-import { startUpgradeLab, type UpgradeLab } from '../recording/fixture.ts'
+import { runCli, startUpgradeLab, type UpgradeLab } from '../recording/fixture.ts'
 import { startChromium, type Browser } from './chromium.ts'
 
 let lab: UpgradeLab
@@ -85,4 +86,16 @@ describe('report.html of a lab run', () => {
     // For docs/operations.png: SVCOPS_REPORT_SCREENSHOT=$PWD/docs/operations.png npx vitest run test/runs/lab-report.test.ts
     if (process.env.SVCOPS_REPORT_SCREENSHOT) writeFileSync(process.env.SVCOPS_REPORT_SCREENSHOT, await browser.screenshot(520))
   }, 300_000)
+
+  it('rollback recording after that automatic rollback names the run already rolled back, and why', async () => {
+    const run = listRuns(lab.runsDir)[0]!
+    const again = await runCli(['--env', 'lab', '--stack-file', lab.envFile, 'rollback', 'recording', '--yes'], {
+      SVCOPS_RUNS_DIR: lab.runsDir,
+    })
+    expect(again.code, again.stderr).toBe(2)
+    expect(again.stderr).toContain(
+      `There is no upgrade run of environment 'lab' left to roll back: its newest, ${run.id} (to 2.0.0), was already rolled back automatically after: `,
+    )
+    expect(again.stderr).toContain(`See it with: svcops runs show ${run.id}`)
+  }, 120_000)
 })

@@ -19,7 +19,16 @@ describe('confirmation prompts', () => {
   it('an upgrade names the hosts and versions, and says the downtime is unknown without an earlier run', () => {
     process.env.SVCOPS_RUNS_DIR = mkdtempSync(join(tmpdir(), 'svcops-prompts-'))
     expect(upgradePrompt('the recording service', 'prod', 'recording', ['rec-1', 'rec-2'], '2.0.0')).toBe(
-      "Upgrade the recording service of 'prod' (rec-1, rec-2) to 2.0.0; expected downtime: unknown (no earlier run measured it)?",
+      "Upgrade the recording service of 'prod' to 2.0.0: rec-1, rec-2, from versions no earlier run recorded; expected downtime: unknown (no earlier run measured it)?",
+    )
+  })
+
+  it('an upgrade names the version each host goes from, as the last run left them, and the downtime measured then', () => {
+    const base = mkdtempSync(join(tmpdir(), 'svcops-prompts-'))
+    process.env.SVCOPS_RUNS_DIR = base
+    writeFailedRun({ base }) // rolled back: every host ended on 1.5.0
+    expect(upgradePrompt('the recording service', 'prod', 'recording', ['rec-1', 'rec-2', 'rec-6'], '2.0.1')).toBe(
+      "Upgrade the recording service of 'prod' to 2.0.1: rec-1, rec-2 from 1.5.0; rec-6 from unknown (as run 20261124T023000Z-a1b2c3 left them); expected downtime: about 1 min 48 s per host, as measured in run 20261124T023000Z-a1b2c3?",
     )
   })
 

@@ -20,6 +20,7 @@ export const UNIT_FILES = [
   'test/architecture/layers.test.ts',
   'test/backup/pieces.test.ts',
   'test/cli/cli.test.ts',
+  'test/cli/operator-frictions.test.ts',
   'test/cli/node-version.test.ts',
   'test/cli/playbook-script.test.ts',
   'test/cli/schedule-upgrade.test.ts',

@@ -1,0 +1,98 @@
+/**
+ * `svcops runs promote ID` and `svcops runs abort ID`: a person's decision for a run that waits after
+ * its canary, kept where its holder looks (run-decision.ts): the run's folder when it is on this
+ * machine, and the environment's store — from the run's own stack file, or `--env` for a run
+ * started on another machine. Refused, with nothing kept, for a run that is not waiting.
+ */
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { loadEnvironmentFile } from '../config/load.ts'
+import type { Environment } from '../config/schema.ts'
+import { BadInputError, OperationError, errorMessage } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import { Journal, runsDir } from './journal.ts'
+import { writeLocalDecision, type Decision } from './run-decision.ts'
+import { readEnvironmentRun } from './run-listing.ts'
+import { heldHere, presentRun } from './run-presence.ts'
+import { assertRunId, holderName, isPaused, type RunRecord } from './run-record.ts'
+import { describedSystem } from './system-description.ts'
+
+/** What `decideRun` kept, and what the run will do with it. */
+export interface KeptDecision {
+  decision: Decision
+  /** Where it was kept (the run folder, the environment's store). */
+  kept: string[]
+  /** The run's holder is gone: the decision counts when it is resumed. */
+  holderGone: boolean
+}
+
+/** Keeps `decision` for run `id` (`env`: the environment to reach a run started elsewhere). */
+export async function decideRun(
+  id: string,
+  decision: Decision['decision'],
+  env: Environment | undefined,
+  base = runsDir(),
+): Promise<KeptDecision> {
+  assertRunId(id)
+  const local = existsSync(join(base, id, 'run.json')) ? Journal.open(id, base) : undefined
+  const stored = env && (!local || !heldHere(local.run)) ? await readEnvironmentRun(env, id) : undefined
+  const record = stored?.record ?? local?.run
+  if (!record)
+    throw new BadInputError(
+      `There is no run '${id}' in ${base}${env ? ` nor in environment '${env.name}'` : ''}.`,
+      env ? `List the runs with: svcops runs list --env ${env.name}` : 'A run started on another machine is reached with --env ENV.',
+    )
+  refuseUnlessPaused(record, decision)
+  const ours: Decision = { decision, by: holderName(), at: new Date().toISOString() }
+  const kept: string[] = []
+  let counted: Decision | undefined
+  // The store first: a decision taken on another machine before this one counts here too.
+  const where = env ?? environmentOfRecord(record)
+  const store = where ? describedSystem(record.system)?.runStore?.(where) : undefined
+  if (store?.decide) {
+    try {
+      counted = await store.decide(id, ours)
+      kept.push(store.where)
+    } catch (error) {
+      // The run folder is enough when the holder is this machine; elsewhere the store is the only way.
+      if (!local || !heldHere(record)) throw new OperationError(`The decision could not be kept in ${store.where}: ${errorMessage(error)}`)
+      events.warn(`The decision could not be kept in ${store.where} (${errorMessage(error)}); the run reads it from its folder.`)
+    } finally {
+      await store.close()
+    }
+  }
+  if (local) {
+    counted = writeLocalDecision(local.dir, counted ?? ours)
+    kept.push(local.dir)
+  }
+  if (!counted || !kept.length)
+    throw new BadInputError(
+      `Run ${id} is held on another machine (${record.holder}) and its environment keeps no decisions; expected --env naming an environment whose store holds the run.`,
+    )
+  if (counted.decision !== decision || counted.by !== ours.by || counted.at !== ours.at)
+    throw new BadInputError(`Run ${id} was already ${pastTense(counted)} by ${counted.by} at ${counted.at}; the first decision counts.`)
+  return { decision: counted, kept, holderGone: presentRun(record).phase === 'interrupted' }
+}
+
+function pastTense(d: Decision): string {
+  return d.decision === 'promote' ? 'promoted' : 'aborted'
+}
+
+/** A decision is for a run that waits after its canary; anything else is refused naming its phase. */
+function refuseUnlessPaused(record: RunRecord, decision: Decision['decision']): void {
+  if (isPaused(record)) return
+  throw new BadInputError(
+    `Run ${record.id} is not waiting after its canary (it is ${presentRun(record).phase}); svcops runs ${decision} applies to a run started with --pause-after-canary while it waits.`,
+    `See where it is: svcops runs show ${record.id}`,
+  )
+}
+
+/** The environment the run was started with, when its stack file is here; else undefined (said once). */
+function environmentOfRecord(record: RunRecord): Environment | undefined {
+  try {
+    return loadEnvironmentFile(record.envFile, record.environment)
+  } catch (error) {
+    events.warn(`${errorMessage(error)} The decision is kept in the run folder only.`)
+    return undefined
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * What an operator meets at the terminal before anything runs, and with a run already recorded: a
+ * typo of a required option named as the typo, `--yes` accepted by resume, `plan live` without
+ * `--from` asking for it (or an environment), `--pause-after-canary` refused where there is no
+ * canary, `runs show --open` without a display saying so, and `runs watch` / `runs promote|abort`
+ * on a finished run (the journal of test/runs/failed-run.ts: rolled back after batch 2 failed).
+ */
+import { existsSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { runSvcops } from '../support/cli.ts'
+import { writeFailedRun } from '../runs/failed-run.ts'
+
+const RUN = '20261124T023000Z-a1b2c3'
+
+describe('options an operator mistypes or expects', () => {
+  it('a typo of a required option is named as the typo with its suggestion, not as the option missing', async () => {
+    const typo = await runSvcops(['upgrade', 'recording', '--env', 'nowhere', '--too', '2.0.0'])
+    expect(typo.code).toBe(2)
+    expect(typo.stderr).toContain("error: unknown option '--too'")
+    expect(typo.stderr).toContain('(Did you mean --to?)')
+    expect(typo.stderr).not.toContain('required option')
+    const missing = await runSvcops(['upgrade', 'recording', '--env', 'nowhere'])
+    expect(missing.code).toBe(2)
+    expect(missing.stderr).toContain("error: required option '--to <version>' not specified")
+  })
+
+  it('resume accepts --yes like every command that changes an environment', async () => {
+    const runsDir = mkdtempSync(join(tmpdir(), 'svcops-frictions-'))
+    const resumed = await runSvcops(['resume', '20990101T000000Z-abcdef', '--yes'], { env: { SVCOPS_RUNS_DIR: runsDir } })
+    expect(resumed.code).toBe(2)
+    expect(resumed.stderr).not.toContain('unknown option')
+    expect(resumed.stderr).toContain("There is no run '20990101T000000Z-abcdef'")
+  })
+
+  it('plan live without --from asks for it, or for an environment to read it from', async () => {
+    const plan = await runSvcops(['plan', 'live', '--to', '7.0.0'])
+    expect(plan.code).toBe(2)
+    expect(plan.stderr).toContain(
+      'svcops: --from: missing; expected the version running now (e.g. 3.2.0), or --env ENV to read it from that live system.',
+    )
+  })
+
+  it('upgrade live refuses --pause-after-canary in one sentence: the live system has no canary', async () => {
+    const live = await runSvcops(['upgrade', 'live', '--env', 'nowhere', '--to', '7.0.0', '--pause-after-canary'])
+    expect(live.code).toBe(2)
+    expect(live.stderr).toContain(
+      'svcops: --pause-after-canary: the live production system has no canary (its components are upgraded one after another, in dependency order, on one host); expected it with svcops upgrade recording only.',
+    )
+  })
+})
+
+describe('a recorded run, from the terminal', () => {
+  const base = mkdtempSync(join(tmpdir(), 'svcops-frictions-'))
+  writeFailedRun({ base })
+  const env = { SVCOPS_RUNS_DIR: base, DISPLAY: '', WAYLAND_DISPLAY: '' }
+
+  it('runs show --open without a display writes report.html and says where, and that nothing could open it', async () => {
+    const shown = await runSvcops(['runs', 'show', RUN, '--open'], { env })
+    expect(shown.code, shown.stderr).toBe(0)
+    const file = join(base, RUN, 'report.html')
+    expect(existsSync(file)).toBe(true)
+    expect(shown.stderr).toContain(`Report: ${file}`)
+    expect(shown.stderr).toContain(
+      `--open: no display here (neither DISPLAY nor WAYLAND_DISPLAY is set); open ${file} in a browser on a machine with one.`,
+    )
+    expect(shown.stdout).toMatch(/^Upgrade of prod to 2\.0\.0 failed in batch 2 on rec-5/)
+  })
+
+  it('runs watch of a finished run prints its steps in order, its last line, and exits as it ended (4: rolled back)', async () => {
+    const watched = await runSvcops(['runs', 'watch', RUN], { env })
+    expect(watched.code, watched.stderr).toBe(4)
+    const lines = watched.stdout.trim().split('\n')
+    expect(lines[0]).toBe('02:30:00  … preflight')
+    expect(lines[1]).toBe('02:30:03  ✓ preflight (3.0 s)')
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^02:3\d:\d\d {2}✗ \[rec-5\] start: svc-recording on rec-5 exited: invalid logLevel 'loud'$/),
+    )
+    expect(lines.at(-2)).toMatch(
+      new RegExp(`^Run ${RUN}: Upgrade of prod to 2\\.0\\.0 failed in batch 2 on rec-5 .* Report: ${base}/${RUN}/report\\.md$`),
+    )
+    expect(lines.at(-1)).toBe('(exit 4: the run failed and was rolled back)')
+    const json = await runSvcops(['runs', 'watch', RUN, '--json'], { env })
+    expect(json.code).toBe(4)
+    const objects = json.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+    expect(objects[0]).toMatchObject({ kind: 'step', step: 'preflight', status: 'start' })
+    expect(objects.at(-1)).toMatchObject({ kind: 'end', ok: false, runId: RUN, phase: 'rolled-back', exitCode: 4 })
+  })
+
+  it('runs watch of a run that is not there exits 2 naming it', async () => {
+    const watched = await runSvcops(['runs', 'watch', '20990101T000000Z-abcdef'], { env })
+    expect(watched.code).toBe(2)
+    expect(watched.stderr).toContain("There is no run '20990101T000000Z-abcdef'")
+  })
+
+  it('runs promote and abort refuse a run that is not waiting after its canary, keeping nothing', async () => {
+    for (const decision of ['promote', 'abort']) {
+      const refused = await runSvcops(['runs', decision, RUN], { env })
+      expect(refused.code).toBe(2)
+      expect(refused.stderr).toContain(
+        `svcops: Run ${RUN} is not waiting after its canary (it is rolled-back); svcops runs ${decision} applies to a run started with --pause-after-canary while it waits.`,
+      )
+      expect(existsSync(join(base, RUN, 'decision.json'))).toBe(false)
+    }
+  })
+})
