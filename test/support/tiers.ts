@@ -21,6 +21,7 @@ export const UNIT_FILES = [
   'test/backup/pieces.test.ts',
   'test/cli/cli.test.ts',
   'test/cli/node-version.test.ts',
+  'test/cli/playbook-options.test.ts',
   'test/cli/playbook-script.test.ts',
   'test/cli/schedule-upgrade.test.ts',
   'test/cli/schedule.test.ts',
