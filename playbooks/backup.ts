@@ -5,7 +5,9 @@
  * retention. The newest verified backup is never pruned, so a failed night never leaves the store
  * without one. Journaled like every run (`svcops runs show ID`).
  *
- *   node playbooks/backup.ts --env prod --keep-last 7 --keep-days 30 [--dry-run] [--json]
+ *   npx zx playbooks/backup.ts --env prod --keep-last 7 --keep-days 30 [--dry-run] [--json]
+ *
+ * Run by node or zx, this file is `svcops backup run` (its options: playbooks/lib/backup-commands.ts).
  */
 import type { Environment } from '../src/config/schema.ts'
 import {
@@ -21,7 +23,10 @@ import { recordingDescription } from '../src/recording/recording-system.ts'
 import { Journal } from '../src/runs/journal.ts'
 import { newRunRecord, type RunRecord } from '../src/runs/run-record.ts'
 import { planRun, startRun, type Playbook, type RunOutcome } from '../src/runs/playbook.ts'
-import { runAsCommand, startedAsScript } from '../src/runs/script.ts'
+import { printOn, showEventsOn, type CommandIO } from './lib/command-io.ts'
+import { BACKUP_RUN, type BackupRunFlags } from './lib/backup-commands.ts'
+import { useRunSystems } from './lib/run-systems.ts'
+import { runScript, startedAsScript } from './lib/script.ts'
 
 /** The procedure, top to bottom. */
 async function nightlyBackup(run: Run<BackupRunContext>): Promise<void> {
@@ -84,4 +89,37 @@ export async function planBackupPlaybook(req: BackupRequest): Promise<PlannedSte
   }
 }
 
-if (startedAsScript(import.meta)) await runAsCommand(import.meta, ['backup', 'run'])
+/** `svcops backup run`, and this file run as a script: the dry run's steps, or the run and the backup it verified. */
+export async function backupRunCommand(flags: BackupRunFlags, io: CommandIO): Promise<void> {
+  const env = await io.environment()
+  const request = {
+    env,
+    ...(flags.keepLast === undefined ? {} : { keepLast: flags.keepLast }),
+    ...(flags.keepDays === undefined ? {} : { keepDays: flags.keepDays }),
+  }
+  if (flags.dryRun) {
+    const steps = await planBackupPlaybook(request)
+    printOn(io, { ok: true, dryRun: true, steps }, () =>
+      [
+        `Dry run: the backup playbook of '${env.name}' (nothing will be changed).`,
+        ...steps.flatMap((s) => [`${s.step} — ${s.title}`, ...s.actions.map((a) => `    ${a}`)]),
+      ].join('\n'),
+    )
+    return
+  }
+  await useRunSystems()
+  const stop = showEventsOn(io)
+  try {
+    const outcome = await runBackupPlaybook(request)
+    const backupId = outcome.report.run.params.backupId
+    printOn(
+      io,
+      { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
+      () => `Run ${outcome.runId}: ${outcome.phase}; backup ${typeof backupId === 'string' ? backupId : '?'} verified.`,
+    )
+  } finally {
+    stop()
+  }
+}
+
+if (startedAsScript(import.meta)) await runScript(import.meta, BACKUP_RUN, backupRunCommand)

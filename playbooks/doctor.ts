@@ -8,15 +8,19 @@
  *   recordings inaccessible      storage-paths, storage-location-names, media-api
  *   slow performance             content-info-cache, write-rate-limit, list-query, disk-io
  *
- *   node playbooks/doctor.ts --env lab [--host rec-1] [--json]
+ *   npx zx playbooks/doctor.ts --env lab [--host rec-1] [--json]
  *
  * Read-only. The same causes (src/doctor/causes.ts) run in the upgrade's preflight and on a host
- * that fails during an upgrade, before its rollback.
+ * that fails during an upgrade, before its rollback. Run by node or zx, this file is `svcops doctor
+ * recording` (its options: playbooks/lib/recording-commands.ts).
  */
 import type { Environment } from '../src/config/schema.ts'
-import type { Diagnosis } from '../src/doctor/diagnose.ts'
+import { ExitCode } from '../src/core/errors.ts'
+import { formatDiagnosis, type Diagnosis } from '../src/doctor/diagnose.ts'
 import { onHostsOf } from '../src/doctor/environment.ts'
-import { runAsCommand, startedAsScript } from '../src/runs/script.ts'
+import { printOn, type CommandIO } from './lib/command-io.ts'
+import { DOCTOR_RECORDING, type DoctorRecordingFlags } from './lib/recording-commands.ts'
+import { runScript, startedAsScript } from './lib/script.ts'
 
 /** `svcops doctor recording`: the seed's four problems, in its order, on every host (or `hosts`). */
 export function doctorRecording(env: Environment, hosts?: string[]): Promise<Diagnosis> {
@@ -28,4 +32,12 @@ export function doctorRecording(env: Environment, hosts?: string[]): Promise<Dia
   })
 }
 
-if (startedAsScript(import.meta)) await runAsCommand(import.meta, ['doctor', 'recording'])
+/** `svcops doctor recording`, and this file run as a script: the findings printed; exit 5 when there are any. */
+export async function doctorRecordingCommand(flags: DoctorRecordingFlags, io: CommandIO): Promise<void> {
+  const env = await io.environment()
+  const diagnosis = await doctorRecording(env, flags.host)
+  printOn(io, { ok: diagnosis.findings.length === 0, ...diagnosis }, () => formatDiagnosis(diagnosis))
+  if (diagnosis.findings.length) io.exitWith(ExitCode.findings)
+}
+
+if (startedAsScript(import.meta)) await runScript(import.meta, DOCTOR_RECORDING, doctorRecordingCommand)

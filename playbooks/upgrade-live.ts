@@ -10,22 +10,26 @@
  * Any failure after the first stop puts every component back on its previous package, settings,
  * environment and PSK, each verified (the rollback below).
  *
- *   node playbooks/upgrade-live.ts --env lab --to 7.0.0 [--ack 6.0.0/send-message] [--dry-run]
+ *   npx zx playbooks/upgrade-live.ts --env lab --to 7.0.0 [--ack 6.0.0/send-message] [--dry-run]
  *
  * `--dry-run` runs this same procedure in plan mode: every command, every file change as a diff
- * with secrets masked. Every run is journaled; `svcops resume ID` continues it after a kill.
+ * with secrets masked. Every run is journaled; `svcops resume ID` continues it after a kill. Run by
+ * node or zx, this file is `svcops upgrade live` (its options: playbooks/lib/live-commands.ts).
  */
 import type { Environment } from '../src/config/schema.ts'
+import { BadInputError } from '../src/core/errors.ts'
 import { Journal } from '../src/runs/journal.ts'
 import type { Run } from '../src/runs/engine.ts'
 import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
-import { planSystemContinuation, planSystemRun, resumeSystemRun, startSystemRun } from '../src/runs/run-actions.ts'
+import { planSystemContinuation, planSystemRun, renderRunPlan, resumeSystemRun, startSystemRun } from '../src/runs/run-actions.ts'
 import type { RunPlan } from '../src/runs/run-system.ts'
-import { runAsCommand, startedAsScript } from '../src/runs/script.ts'
+import { confirmChange, printPlanOn, showRunOn, type CommandIO } from './lib/command-io.ts'
+import { UPGRADE_LIVE, type RollbackLiveFlags, type UpgradeLiveFlags } from './lib/live-commands.ts'
+import { runScript, startedAsScript } from './lib/script.ts'
 import { upgradeLiveSite } from './site/index.ts'
 import type { ComponentHandle, LiveContext } from '../src/live/live-context.ts'
 import type { LiveParams } from '../src/live/live-params.ts'
-import { stopOrder } from '../src/live/layout.ts'
+import { LIVE_COMPONENTS, stopOrder } from '../src/live/layout.ts'
 import { checkRollbackReady } from '../src/live/rollback-ready.ts'
 import { findLiveRunToRollBack, liveSystem, type LiveUpgradeRequest } from '../src/live/live-system.ts'
 import {
@@ -143,4 +147,54 @@ export function isLiveRun(id: string): boolean {
   return Journal.open(id).run.system === live.name
 }
 
-if (startedAsScript(import.meta)) await runAsCommand(import.meta, ['upgrade', 'live'])
+/** `svcops upgrade live`, and this file run as a script: the dry run's plan, or the run once confirmed. */
+export async function upgradeLiveCommand(flags: UpgradeLiveFlags, io: CommandIO): Promise<void> {
+  refuseCanaryPause(flags)
+  const env = await io.environment()
+  const request = {
+    env,
+    to: flags.to,
+    acks: flags.ack ?? [],
+    ...(flags.tcpEndpoint ? { tcpEndpoint: flags.tcpEndpoint } : {}),
+    autoRollback: flags.autoRollback,
+    ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
+  }
+  if (flags.dryRun) {
+    const plan = await planLiveUpgrade(request)
+    printPlanOn(io, plan, () => renderRunPlan(live, plan), { spread: true })
+    return
+  }
+  const prompts = await io.prompts()
+  await confirmChange(
+    () => prompts.upgradePrompt('the live production system', env.name, 'live', [...LIVE_COMPONENTS], flags.to),
+    flags.yes,
+  )
+  await showRunOn(io, () => upgradeLiveSystem(request))
+}
+
+/** `--pause-after-canary` belongs to a rollout with a canary; the live system upgrades its components in order instead. */
+function refuseCanaryPause(flags: UpgradeLiveFlags): void {
+  if (flags.pauseAfterCanary)
+    throw new BadInputError(
+      '--pause-after-canary: the live production system has no canary (its components are upgraded one after another, in dependency order, on one host); expected it with svcops upgrade recording only.',
+      'Check the plan first instead: svcops upgrade live --env ENV --to VERSION --dry-run',
+    )
+}
+
+/** `svcops rollback live`: the dry run's plan, or the rollback once confirmed. */
+export async function rollbackLiveCommand(flags: RollbackLiveFlags, io: CommandIO): Promise<void> {
+  const env = await io.environment()
+  const options = flags.run ? { runId: flags.run } : {}
+  if (flags.dryRun) {
+    const plan = await planLiveRollback(env, options)
+    printPlanOn(io, plan, () => renderRunPlan(live, plan), { spread: false })
+    return
+  }
+  const prompts = await io.prompts()
+  await confirmChange(() => prompts.rollbackPrompt('the live production system', env.name, 'live', flags.run), flags.yes)
+  await showRunOn(io, () =>
+    rollbackLiveSystem(env, { ...options, ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}) }),
+  )
+}
+
+if (startedAsScript(import.meta)) await runScript(import.meta, UPGRADE_LIVE, upgradeLiveCommand)

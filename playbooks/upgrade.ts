@@ -5,12 +5,13 @@
  * configuration changes, start the service (migrations run on first start), check status and the
  * last log lines; then the post-upgrade check. The canary goes first, alone, and migrates the
  * shared database; then batches of --batch hosts. Any failure after the first stop is rolled back
- * by playbooks/rollback.ts (unless --no-auto-rollback); before it, nothing has changed.
+ * by playbooks/rollback-procedure.ts (unless --no-auto-rollback); before it, nothing has changed.
  *
- *   node playbooks/upgrade.ts --env lab --to 2.0.0 [--batch 2] [--window 90m] [--dry-run]
+ *   npx zx playbooks/upgrade.ts --env lab --to 2.0.0 [--batch 2] [--window 90m] [--dry-run]
  *
  * `--dry-run` runs this same procedure in plan mode: every step says what it would do and the exact
- * command it would run. Every run is journaled; `svcops resume ID` continues it after a kill.
+ * command it would run. Every run is journaled; `svcops resume ID` continues it after a kill. Run by
+ * node or zx, this file is `svcops upgrade recording` (its options: playbooks/lib/recording-commands.ts).
  */
 import type { Environment } from '../src/config/schema.ts'
 import { diagnoseHost, doctorPreflight } from '../src/doctor/doctor-steps.ts'
@@ -38,11 +39,20 @@ import { databaseTarget, withDatabase } from '../src/drivers/postgres.ts'
 import { ToleratedFailures, type HostFailure, type Run } from '../src/runs/engine.ts'
 import { Journal } from '../src/runs/journal.ts'
 import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
-import { planSystemContinuation, planSystemRun, resumeSystemRun, recordedRun, startSystemRun } from '../src/runs/run-actions.ts'
+import {
+  planSystemContinuation,
+  planSystemRun,
+  renderRunPlan,
+  resumeSystemRun,
+  recordedRun,
+  startSystemRun,
+} from '../src/runs/run-actions.ts'
 import type { RunPlan } from '../src/runs/run-system.ts'
 import { parseMaxFail, planBatches } from '../src/runs/rollout.ts'
-import { runAsCommand, startedAsScript } from '../src/runs/script.ts'
-import { downgradeRecording, rollBackOneHost, rollBackRecording } from './rollback.ts'
+import { confirmChange, printPlanOn, showRunOn, type CommandIO } from './lib/command-io.ts'
+import { UPGRADE_RECORDING, type UpgradeRecordingFlags } from './lib/recording-commands.ts'
+import { runScript, startedAsScript } from './lib/script.ts'
+import { downgradeRecording, rollBackOneHost, rollBackRecording } from './rollback-procedure.ts'
 
 /** The procedure, top to bottom. */
 async function upgrade(run: Run<RecordingContext>): Promise<void> {
@@ -152,7 +162,7 @@ export function planRecordingResume(id: string, options: { rollback?: boolean } 
 
 /**
  * `svcops rollback recording`: rolls back run `runId` (default: the environment's newest upgrade
- * run) with playbooks/rollback.ts, or with `to` moves every host to that version through this
+ * run) with playbooks/rollback-procedure.ts, or with `to` moves every host to that version through this
  * playbook (backup, verification, and its own rollback on failure).
  */
 export async function rollbackRecordingService(
@@ -166,10 +176,10 @@ export async function rollbackRecordingService(
 
 /**
  * `rollback recording --to V`: through this playbook when V runs on today's schema; across a schema
- * change, playbooks/rollback.ts's downgrade restores the newest verified backup taken on V; without
- * one, refused (schemaPathTo names what is missing). With `packageOnly` the backup is not looked
- * for: V is installed on today's schema through this playbook, and V's own start refusing a newer
- * schema fails the canary, which is rolled back.
+ * change, playbooks/rollback-procedure.ts's downgrade restores the newest verified backup taken on
+ * V; without one, refused (schemaPathTo names what is missing). With `packageOnly` the backup is not
+ * looked for: V is installed on today's schema through this playbook, and V's own start refusing a
+ * newer schema fails the canary, which is rolled back.
  */
 async function rollBackToVersion(
   env: Environment,
@@ -208,4 +218,33 @@ export function isRecordingRun(id: string): boolean {
   return Journal.open(id).run.system === recording.name
 }
 
-if (startedAsScript(import.meta)) await runAsCommand(import.meta, ['upgrade', 'recording'])
+/** `svcops upgrade recording`, and this file run as a script: the dry run's plan, or the run once confirmed. */
+export async function upgradeRecordingCommand(flags: UpgradeRecordingFlags, io: CommandIO): Promise<void> {
+  const env = await io.environment()
+  const hosts = flags.hosts
+    ?.split(',')
+    .map((h) => h.trim())
+    .filter(Boolean)
+  const request = {
+    env,
+    to: flags.to,
+    ...(hosts ? { hosts } : {}),
+    batch: flags.batch,
+    maxFail: flags.maxFail,
+    autoRollback: flags.autoRollback,
+    ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
+    ...(flags.window ? { windowMs: flags.window } : {}),
+    ...(flags.pauseAfterCanary ? { pauseAfterCanary: true } : {}),
+  }
+  if (flags.dryRun) {
+    const plan = await planRecordingService(request)
+    printPlanOn(io, plan, () => renderRunPlan(recording, plan), { spread: true })
+    return
+  }
+  const prompts = await io.prompts()
+  const targets = hosts ?? env.recording?.hosts.map((h) => h.name) ?? []
+  await confirmChange(() => prompts.upgradePrompt('the recording service', env.name, 'recording', targets, flags.to), flags.yes)
+  await showRunOn(io, () => upgradeRecordingService(request), flags.metricsFile ? { metricsFile: flags.metricsFile } : {})
+}
+
+if (startedAsScript(import.meta)) await runScript(import.meta, UPGRADE_RECORDING, upgradeRecordingCommand)

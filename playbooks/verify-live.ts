@@ -6,17 +6,23 @@
  * names of its release; and the files: the settings file where the release reads it, the PSK of
  * every component the controller's (never shown), strong enough where the release enforces it.
  *
- *   node playbooks/verify-live.ts --env lab [--json]
+ *   npx zx playbooks/verify-live.ts --env lab [--json]
  *
  * A failed check never stops the others; `ok` says whether all passed (exit 1 naming what fails).
+ * Run by node or zx, this file is `svcops verify live` (its options: playbooks/lib/live-commands.ts).
  */
 import type { Environment } from '../src/config/schema.ts'
+import { ExitCode } from '../src/core/errors.ts'
+import { redact } from '../src/core/redact.ts'
+import { sanitizeLine } from '../src/core/sanitize.ts'
 import { liveContext, type LiveContext } from '../src/live/live-context.ts'
 import type { CheckResult } from '../src/live/live-judge.ts'
 import type { LiveComponentName } from '../src/live/layout.ts'
 import { newLiveCheckRecord } from '../src/live/live-system.ts'
 import { Journal } from '../src/runs/journal.ts'
-import { runAsCommand, startedAsScript } from '../src/runs/script.ts'
+import { printOn, type CommandIO } from './lib/command-io.ts'
+import { VERIFY_LIVE } from './lib/live-commands.ts'
+import { runScript, startedAsScript } from './lib/script.ts'
 
 export interface LiveVerification {
   ok: boolean
@@ -77,4 +83,15 @@ export function failedSummary(v: LiveVerification): string {
   return `The live production system of '${v.environment}' fails ${failed.length} check${failed.length === 1 ? '' : 's'}: ${failed.join('; ')}.`
 }
 
-if (startedAsScript(import.meta)) await runAsCommand(import.meta, ['verify', 'live'])
+/** `svcops verify live`, and this file run as a script: every check printed; exit 1 naming what failed. */
+export async function verifyLiveCommand(_flags: unknown, io: CommandIO): Promise<void> {
+  const env = await io.environment()
+  const result = await verifyLiveSystem(env)
+  printOn(io, result, () => renderLiveVerification(result))
+  if (!result.ok) {
+    process.stderr.write(`svcops: ${sanitizeLine(redact(failedSummary(result)))}\n`)
+    io.exitWith(ExitCode.failed)
+  }
+}
+
+if (startedAsScript(import.meta)) await runScript(import.meta, VERIFY_LIVE, verifyLiveCommand)

@@ -5,18 +5,22 @@
  * logs"), plus the service's status and the database's schema fingerprint for comparison. It only
  * reads, except for the test recording (`--no-test-recording` leaves it out).
  *
- *   node playbooks/verify.ts --env lab [--no-test-recording] [--json]
+ *   npx zx playbooks/verify.ts --env lab [--no-test-recording] [--json]
  *
  * A failed check never stops the others: every host gets every check, and `ok` says whether all passed.
+ * Run by node or zx, this file is `svcops verify recording` (its options: playbooks/lib/recording-commands.ts).
  */
 import type { Environment } from '../src/config/schema.ts'
+import { ExitCode } from '../src/core/errors.ts'
 import { findLogErrors, linesSince } from '../src/drivers/services.ts'
-import { runAsCommand, startedAsScript } from '../src/runs/script.ts'
 import { closeRecordingContext, recordingContext, type RecordingContext } from '../src/recording/recording-context.ts'
 import type { RecordingTarget } from '../src/recording/recording-platform.ts'
 import { verifyHost, type CheckResult, type HostVerification } from '../src/recording/verify-target.ts'
 import { Journal } from '../src/runs/journal.ts'
 import { newVerifyRecord } from '../src/recording/recording-system.ts'
+import { printOn, showProgressOn, type CommandIO } from './lib/command-io.ts'
+import { VERIFY_RECORDING, type VerifyRecordingFlags } from './lib/recording-commands.ts'
+import { runScript, startedAsScript } from './lib/script.ts'
 
 export interface ServiceVerification {
   ok: boolean
@@ -90,4 +94,17 @@ export function renderVerification(v: ServiceVerification): string {
   return lines.join('\n')
 }
 
-if (startedAsScript(import.meta)) await runAsCommand(import.meta, ['verify', 'recording'])
+/** `svcops verify recording`, and this file run as a script: every check printed; exit 1 when one failed. */
+export async function verifyRecordingCommand(flags: VerifyRecordingFlags, io: CommandIO): Promise<void> {
+  const env = await io.environment()
+  const stop = await showProgressOn(io)
+  try {
+    const result = await verifyRecordingService(env, { testRecording: flags.testRecording })
+    printOn(io, result, () => renderVerification(result))
+    if (!result.ok) io.exitWith(ExitCode.failed)
+  } finally {
+    stop()
+  }
+}
+
+if (startedAsScript(import.meta)) await runScript(import.meta, VERIFY_RECORDING, verifyRecordingCommand)

@@ -4,17 +4,16 @@
  * lives in src/backup; this file only declares commands and prints their results.
  */
 import type { Command } from 'commander'
-import { BadInputError, ExitCode } from '../core/errors.ts'
+import { ExitCode } from '../core/errors.ts'
 import { formatBytes } from '../core/units.ts'
 import { confirm, environmentOf, printResult, showProgress } from './context.ts'
 import { exitAfterOutput } from './plan.ts'
-import { useRunSystems } from './run-systems.ts'
+import { ioOf } from './run-output.ts'
+import { declareCommand, nonNegativeNumber } from '../core/option-table.ts'
+import { BACKUP_RUN, type BackupRunFlags } from '../../playbooks/lib/backup-commands.ts'
 
 function parseCount(value: string, flag: string): number {
-  const n = Number(value)
-  if (!/^\d+(\.\d+)?$/.test(value) || !Number.isFinite(n))
-    throw new BadInputError(`${flag}: '${value}' is not valid; expected a number, 0 or more.`)
-  return n
+  return nonNegativeNumber(flag)(value)
 }
 
 /** Registers `backup` and its subcommands. */
@@ -48,58 +47,10 @@ Examples:
 }
 
 function registerBackupRun(backup: Command): void {
-  backup
-    .command('run')
-    .description(
-      'The nightly backup playbook (playbooks/backup.ts): create, verify with a test restore, prune by retention; journaled as a run.',
-    )
-    .option('--keep-last <n>', 'after a verified backup, keep the newest N backups')
-    .option('--keep-days <d>', 'after a verified backup, keep backups younger than D days')
-    .option('--dry-run', 'print every step and what it would do; change nothing')
-    .addHelpText(
-      'after',
-      `
-What a scheduler runs every night (a CronJob, a systemd timer). Each run has an id, a journal and a
-report in .svcops/runs/<id>/ (svcops runs show ID). Pruning never removes the newest verified backup,
-so a failed night never leaves the store without one.
-Exit codes: 0 backed up and verified, 1 failed (the report names the step), 2 bad input.
-
-Examples:
-  svcops backup run --env prod --keep-last 7 --keep-days 30 --json
-  svcops backup run --env prod --keep-last 7 --dry-run`,
-    )
-    .action(async (options: { keepLast?: string; keepDays?: string; dryRun?: boolean }, command: Command) => {
-      const env = await environmentOf(command)
-      const request = {
-        env,
-        ...(options.keepLast === undefined ? {} : { keepLast: parseCount(options.keepLast, '--keep-last') }),
-        ...(options.keepDays === undefined ? {} : { keepDays: parseCount(options.keepDays, '--keep-days') }),
-      }
-      const play = await import('../../playbooks/backup.ts')
-      if (!options.dryRun) await useRunSystems()
-      if (options.dryRun) {
-        const steps = await play.planBackupPlaybook(request)
-        printResult(command, { ok: true, dryRun: true, steps }, () =>
-          [
-            `Dry run: the backup playbook of '${env.name}' (nothing will be changed).`,
-            ...steps.flatMap((s) => [`${s.step} — ${s.title}`, ...s.actions.map((a) => `    ${a}`)]),
-          ].join('\n'),
-        )
-        return
-      }
-      const stop = showProgress(command)
-      try {
-        const outcome = await play.runBackupPlaybook(request)
-        printResult(
-          command,
-          { ok: true, runId: outcome.runId, phase: outcome.phase, report: outcome.report },
-          () =>
-            `Run ${outcome.runId}: ${outcome.phase}; backup ${typeof outcome.report.run.params.backupId === 'string' ? outcome.report.run.params.backupId : '?'} verified.`,
-        )
-      } finally {
-        stop()
-      }
-    })
+  declareCommand(backup, BACKUP_RUN).action(async (flags: BackupRunFlags, command: Command) => {
+    const play = await import('../../playbooks/backup.ts')
+    await play.backupRunCommand(flags, ioOf(command))
+  })
 }
 
 function registerCreate(backup: Command): void {

@@ -4,10 +4,8 @@
  */
 import type { Command } from 'commander'
 import type { Environment } from '../config/schema.ts'
-import { BadInputError } from '../core/errors.ts'
 import { consoleSink, events } from '../core/events.ts'
-import { redact, redactDeep } from '../core/redact.ts'
-import { sanitizeText, stringifyForTerminal } from '../core/sanitize.ts'
+import { confirmChange, writeResult } from '../../playbooks/lib/command-io.ts'
 
 export interface GlobalOptions {
   env?: string
@@ -42,17 +40,11 @@ export function showProgress(command: Command): () => void {
 }
 
 /**
- * Prints the result: JSON on stdout with --json, else the human text. Both redacted, and both safe
- * on a terminal: control characters in the text escaped (`sanitizeText`), and in the JSON the ones
- * JSON.stringify leaves raw written as `\u` escapes (the same value for a parser).
+ * Prints the result: JSON on stdout with --json, else the human text, redacted and safe on a
+ * terminal (playbooks/lib/command-io.ts, `writeResult`: the playbooks run as scripts print the same way).
  */
 export function printResult(command: Command, data: unknown, human: string | (() => string)): void {
-  if (globals(command).json) {
-    process.stdout.write(stringifyForTerminal(redactDeep(data), 2) + '\n')
-  } else {
-    const text = typeof human === 'function' ? human() : human
-    if (text) process.stdout.write(sanitizeText(redact(text.endsWith('\n') ? text : text + '\n')))
-  }
+  writeResult(globals(command).json, data, human)
 }
 
 let resultExitCode: number | undefined
@@ -73,27 +65,11 @@ export function takeResultExitCode(): number | undefined {
 }
 
 /**
- * Asks a person to confirm a change at the terminal (zx's `question`, on stderr: stdout is for
- * results), unless `--yes`. Without a terminal `--yes` is required: a scheduler cannot answer.
- * `what` is the first half of "... and nobody is at a terminal to confirm it".
+ * Asks a person to confirm a change at the terminal, unless `--yes`; without a terminal `--yes` is
+ * required (playbooks/lib/command-io.ts, `confirmChange`, which the playbooks run as scripts use too).
  */
-export async function confirm(
-  prompt: string | (() => string),
-  yes: boolean | undefined,
-  what = 'this command changes the environment',
-): Promise<void> {
-  if (yes) return
-  if (!process.stdin.isTTY) {
-    throw new BadInputError(
-      `--yes: missing; ${what} and nobody is at a terminal to confirm it.`,
-      'Add --yes (schedulers and scripts), or --dry-run to see the plan.',
-    )
-  }
-  const { question } = await import('zx')
-  // A prompt that reads earlier runs (the downtime to expect) is built only when someone is asked.
-  const text = typeof prompt === 'function' ? prompt() : prompt
-  const answer = await question(`${text} [y/N] `, { output: process.stderr })
-  if (!/^y(es)?$/i.test(answer.trim())) throw new BadInputError('Not confirmed; nothing was changed.')
+export function confirm(prompt: string | (() => string), yes: boolean | undefined, what?: string): Promise<void> {
+  return confirmChange(prompt, yes, what)
 }
 
 let invokedArgs: string[] = []

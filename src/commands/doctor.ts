@@ -1,34 +1,18 @@
-/** `svcops doctor recording`: the seed's common upgrade problems, diagnosed by cause on every host. */
+/**
+ * `svcops doctor recording`: the seed's common upgrade problems, diagnosed by cause on every host.
+ * Declared from the playbook's option table (playbooks/lib/recording-commands.ts); it calls the
+ * function playbooks/doctor.ts run as a script calls too.
+ */
 import type { Command } from 'commander'
-import { ExitCode } from '../core/errors.ts'
-import { environmentOf, printResult, setResultExitCode } from './context.ts'
+import { declareCommand } from '../core/option-table.ts'
+import { DOCTOR_RECORDING, type DoctorRecordingFlags } from '../../playbooks/lib/recording-commands.ts'
+import { ioOf } from './run-output.ts'
 
+/** Registers `doctor` and its `recording` subcommand. */
 export function register(program: Command): void {
   const doctor = program.command('doctor').description('Diagnose the common upgrade problems by cause, with evidence and the fix.')
-  doctor
-    .command('recording')
-    .description(
-      "Check every cause of the seed's common upgrade problems on every host, as the service sees it (its config file, its user, its database credentials).",
-    )
-    .option('--host <name...>', 'only these hosts')
-    .addHelpText(
-      'after',
-      `
-Causes (docs/doctor.md): config-syntax, config-options, file-permissions, database-access,
-schema-change-permission, migration-history, storage-paths, storage-location-names, media-api,
-content-info-cache, write-rate-limit, list-query, disk-io. Read-only.
-Exit codes: 0 nothing found, 5 findings that need a person, 2 bad input.
-
-Examples:
-  svcops doctor recording --env prod
-  svcops doctor recording --env prod --host rec-2 --json | jq '.findings[] | .cause'`,
-    )
-    .action(async (options: { host?: string[] }, command: Command) => {
-      const env = await environmentOf(command)
-      const { doctorRecording } = await import('../../playbooks/doctor.ts')
-      const { formatDiagnosis } = await import('../doctor/diagnose.ts')
-      const diagnosis = await doctorRecording(env, options.host)
-      printResult(command, { ok: diagnosis.findings.length === 0, ...diagnosis }, () => formatDiagnosis(diagnosis))
-      if (diagnosis.findings.length) setResultExitCode(ExitCode.findings)
-    })
+  declareCommand(doctor, DOCTOR_RECORDING).action(async (flags: DoctorRecordingFlags, command: Command) => {
+    const play = await import('../../playbooks/doctor.ts')
+    await play.doctorRecordingCommand(flags, ioOf(command))
+  })
 }

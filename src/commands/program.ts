@@ -2,15 +2,15 @@
  * The `svcops` program: parses arguments, runs a command, and turns every error into one sentence,
  * a hint and an exit code (mapped in src/core/errors.ts, nowhere else). src/cli.ts only calls `main`.
  */
-import { Command, CommanderError, Option } from 'commander'
+import { Command, CommanderError } from 'commander'
 import { readFileSync } from 'node:fs'
 import { rememberArgs, takeResultExitCode } from './context.ts'
 import { groupsFor } from './registry.ts'
-import { ExitCode, errorMessage, exitCodeFor, isExpected } from '../core/errors.ts'
+import { ExitCode } from '../core/errors.ts'
 import { runCleanups } from '../core/lifecycle.ts'
-import { redact, redactDeep } from '../core/redact.ts'
-import { sanitizeText, stringifyForTerminal } from '../core/sanitize.ts'
+import { commanderOptionsOf, GLOBAL_OPTIONS } from '../core/option-table.ts'
 import { projectPath } from '../core/paths.ts'
+import { writeFailure } from '../../playbooks/lib/command-io.ts'
 
 const pkg = JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version: string }
 
@@ -26,14 +26,10 @@ export async function buildProgram(argv: string[] = []): Promise<Command> {
       'Deploy, back up, upgrade and roll back the media-production platform.\n\nEnvironments are Pulumi stack files: --env prod reads stacks/Pulumi.prod.yaml.',
     )
     .version(pkg.version, '-V', 'print the svcops version (also: svcops --version)')
-    .addOption(new Option('-e, --env <name>', 'environment (stack) to act on: reads stacks/Pulumi.<name>.yaml').env('SVCOPS_ENV'))
-    // Not --env-file: Node reads that option itself, even after the script's name (Node 24).
-    .option('--stack-file <path>', 'read the environment from this stack file instead of stacks/')
-    .option('--json', 'print one JSON document on stdout (for schedulers and scripts)')
-    .option('-v, --verbose', 'also show every command and HTTP call')
     .showHelpAfterError('(run with --help for usage)')
     .configureHelp({ sortSubcommands: true, showGlobalOptions: true })
     .exitOverride()
+  for (const option of commanderOptionsOf(GLOBAL_OPTIONS)) program.addOption(option)
   for (const group of groupsFor(argv, valueFlagsOf(program))) (await group.load()).register(program)
   checkRequiredOptionsLast(program)
   program.addHelpText(
@@ -88,29 +84,7 @@ export async function main(argv: string[]): Promise<number> {
         ? ExitCode.ok
         : ExitCode.badInput
     }
-    const code = exitCodeFor(error)
-    // An error may quote what was read (an answer, a log line): its control characters are escaped.
-    const message = sanitizeText(redact(errorMessage(error)))
-    const hint = isExpected(error) && error.hint ? sanitizeText(redact(error.hint)) : undefined
-    if (jsonRequested(argv)) {
-      const facts = isExpected(error) ? redactDeep(error.facts) : {}
-      process.stdout.write(
-        stringifyForTerminal(
-          {
-            ok: false,
-            error: { type: error instanceof Error ? error.name : 'Error', message, ...(hint ? { hint } : {}) },
-            exitCode: code,
-            ...facts,
-          },
-          2,
-        ) + '\n',
-      )
-    }
-    process.stderr.write(`svcops: ${message}\n${hint ? `${hint}\n` : ''}`)
-    if (!isExpected(error) && process.env.SVCOPS_DEBUG && error instanceof Error && error.stack) {
-      process.stderr.write(sanitizeText(redact(error.stack)) + '\n')
-    }
-    return code
+    return writeFailure(error, jsonRequested(argv))
   } finally {
     await runCleanups()
   }

@@ -1,27 +1,5 @@
 /**
- * What every command that starts, continues or shows runs does first: it makes the systems'
- * descriptions known to the reports (src/runs/run-system.ts) and registers the observers of runs —
- * the webhooks (src/notify) and the environment's metrics (src/metrics) — with the engine's run
- * events. The edge wires them; the engine never imports them. Loaded on first use, so commands that
- * run nothing start without them.
+ * The wiring of the systems and the observers of runs, shared with the playbooks run as scripts:
+ * it lives with them (playbooks/lib/run-systems.ts) so that both edges wire the same, once.
  */
-let wired = false
-
-/** Wires the systems and the observers of runs (once); `metricsFile`: where `--metrics-file` writes. */
-export async function useRunSystems(options: { metricsFile?: string } = {}): Promise<void> {
-  const [{ describeSystem }, { observeRuns }, { recordingDescription }, { liveDescription }, { notifyOfRun }, metrics] = await Promise.all([
-    import('../runs/system-description.ts'),
-    import('../runs/run-events.ts'),
-    import('../recording/recording-description.ts'),
-    import('../live/live-description.ts'),
-    import('../notify/run-hooks.ts'),
-    import('../metrics/run-metrics.ts'),
-  ])
-  if (options.metricsFile) metrics.setRunOutputOptions({ metricsFile: options.metricsFile })
-  if (wired) return
-  wired = true
-  describeSystem(recordingDescription)
-  describeSystem(liveDescription)
-  observeRuns(notifyOfRun)
-  observeRuns(metrics.publishRunMetrics)
-}
+export { useRunSystems } from '../../playbooks/lib/run-systems.ts'

@@ -22,6 +22,7 @@ export const UNIT_FILES = [
   'test/cli/cli.test.ts',
   'test/cli/operator-frictions.test.ts',
   'test/cli/node-version.test.ts',
+  'test/cli/playbook-options.test.ts',
   'test/cli/playbook-script.test.ts',
   'test/cli/schedule-upgrade.test.ts',
   'test/cli/schedule.test.ts',

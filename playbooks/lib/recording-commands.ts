@@ -1,0 +1,158 @@
+/**
+ * The commands of the recording service's playbooks, declared once: `svcops upgrade|rollback|verify|
+ * doctor recording` build their options and help from these (src/commands/upgrade.ts, doctor.ts),
+ * and so do playbooks/upgrade.ts, rollback.ts, verify.ts and doctor.ts run as scripts
+ * (playbooks/lib/script.ts). Declarations only: the CLI imports this file at start-up.
+ */
+import { wholeNumber, type CommandSpec, type OptionSpec } from '../../src/core/option-table.ts'
+import { parseWindow } from '../../src/runs/rollout.ts'
+import { METRICS_FILE_HELP } from './command-io.ts'
+
+/** `--break-lock` and `--force`, as every run that takes an environment's lock offers them. */
+export function lockOptions(holder: string): OptionSpec[] {
+  return [
+    {
+      flags: '--break-lock',
+      help: `take the ${holder}'s lock another run holds; refused while that run is unfinished unless --force (logged)`,
+    },
+    {
+      flags: '--force',
+      help: "with --break-lock: break the lock even though the holder's run did not finish (that run is then left as it is)",
+    },
+  ]
+}
+
+export interface UpgradeRecordingFlags {
+  to: string
+  hosts?: string
+  batch: number
+  maxFail: string
+  window?: number
+  autoRollback: boolean
+  pauseAfterCanary?: boolean
+  dryRun?: boolean
+  yes?: boolean
+  breakLock?: boolean
+  force?: boolean
+  metricsFile?: string
+}
+
+export const UPGRADE_RECORDING: CommandSpec = {
+  words: ['upgrade', 'recording'],
+  description:
+    'Upgrade the recording service on its hosts: preflight, verified backup, canary, batches, verification; automatic rollback on failure.',
+  options: [
+    { flags: '--to <version>', help: 'version to install, e.g. 2.0.0', required: true },
+    { flags: '--hosts <names>', help: 'only these hosts (comma-separated names from the environment file)' },
+    { flags: '--batch <n>', help: 'hosts upgraded at once after the canary', parse: wholeNumber('--batch'), default: 1 },
+    { flags: '--max-fail <n|p%>', help: 'host failures tolerated after the canary before the rollout stops and rolls back', default: '0' },
+    {
+      flags: '--window <duration>',
+      help: 'maintenance window from the start, e.g. 90m or 1h30m: a batch starts only if, judged by the longest batch so far, it ends inside it; otherwise the run rolls back what it changed',
+      parse: (v: string) => parseWindow(v),
+    },
+    { flags: '--no-auto-rollback', help: 'on failure, keep the broken state for inspection instead of rolling back' },
+    {
+      flags: '--pause-after-canary',
+      help: 'once the canary is verified, wait (holding the lock) for svcops runs promote ID (go on) or svcops runs abort ID (roll back)',
+    },
+    { flags: '--dry-run', help: 'print every step and command per host; change nothing' },
+    { flags: '-y, --yes', help: 'do not ask for confirmation (schedulers, scripts)' },
+    ...lockOptions('environment'),
+    { flags: '--metrics-file <path>', help: METRICS_FILE_HELP },
+  ],
+  after: `
+Steps: preflight (config, lock, manager scopes, database privileges, room for the backup, package
+staged on every host before anything stops, current versions, content snapshot) -> backup +
+verification -> per host: stop, install, review-config, start, wait-healthy, check-logs,
+verify-host -> verify. The canary (marked in the environment file, else the first host) goes
+alone and migrates the shared database; then batches of --batch hosts run concurrently.
+
+Every run has an id and a journal in .svcops/runs/<id>/ with report.html, report.md and
+report.json; svcops:notify in the stack file tells webhooks and publishes metrics (docs/operations.md).
+Exit codes: 0 upgraded, 1 failed (see the report), 2 bad input, 3 locked by another run,
+            4 failed and rolled back (the report says why and what was restored).
+
+Examples:
+  svcops upgrade recording --env lab --to 2.0.0 --dry-run
+  svcops upgrade recording --env prod --to 2.0.0 --batch 5 --max-fail 10% --window 90m --yes --json
+  svcops upgrade recording --env staging --to 2.1.0 --hosts rec-2 --no-auto-rollback
+  svcops upgrade recording --env prod --to 2.0.0 --batch 5 --pause-after-canary --yes   # then: svcops runs promote ID`,
+}
+
+export interface RollbackRecordingFlags {
+  run?: string
+  to?: string
+  packageOnly?: boolean
+  dryRun?: boolean
+  yes?: boolean
+  breakLock?: boolean
+  force?: boolean
+  metricsFile?: string
+}
+
+export const ROLLBACK_RECORDING: CommandSpec = {
+  words: ['rollback', 'recording'],
+  description: 'Roll back the recording service: the last (or given) upgrade run from its journal, or to an explicit version.',
+  options: [
+    { flags: '--run <id>', help: 'the run to roll back (default: the newest upgrade run of the environment)' },
+    { flags: '--to <version>', help: 'move every host to this version instead, through the upgrade path (backup, verify, auto-rollback)' },
+    {
+      flags: '--package-only',
+      help: "with --to: install that version on today's schema without a backup taken on it; its own start refuses a newer schema, and the run is then rolled back",
+    },
+    { flags: '--dry-run', help: 'print what the rollback would do, per host, with the exact commands; change nothing' },
+    { flags: '-y, --yes', help: 'do not ask for confirmation' },
+    ...lockOptions('environment'),
+    { flags: '--metrics-file <path>', help: METRICS_FILE_HELP },
+  ],
+  after: `
+Rules (the seed's, made lossless): stop; install the previous version; restore the run's verified
+backup only if the schema fingerprint changed (or recordings went missing) — after exporting every
+recording written since the backup, re-created after the restore and listed in the report; start;
+verify. Exit 0 when the rollback succeeded, also when a killed one is finished by svcops resume ID;
+with --to, exit 4 means the move to that version failed and was rolled back (the report says why).
+
+Examples:
+  svcops rollback recording --env prod --dry-run
+  svcops rollback recording --env prod
+  svcops rollback recording --env prod --run 20261122T031500Z-3fa9c1 --yes
+  svcops rollback recording --env staging --to 1.5.0`,
+}
+
+export interface VerifyRecordingFlags {
+  testRecording: boolean
+}
+
+export const VERIFY_RECORDING: CommandSpec = {
+  words: ['verify', 'recording'],
+  description:
+    "The seed's post-upgrade check alone, on every host: GET /, GET /api/v1/content?limit=N, POST a test recording, schema fingerprint, status and the last log lines.",
+  options: [{ flags: '--no-test-recording', help: 'do not create the test recording (read-only check)' }],
+  after: `
+Exit 0 when every check passes, 1 otherwise (each failed check is named).
+
+Examples:
+  svcops verify recording --env lab
+  svcops verify recording --env prod --no-test-recording --json`,
+}
+
+export interface DoctorRecordingFlags {
+  host?: string[]
+}
+
+export const DOCTOR_RECORDING: CommandSpec = {
+  words: ['doctor', 'recording'],
+  description:
+    "Check every cause of the seed's common upgrade problems on every host, as the service sees it (its config file, its user, its database credentials).",
+  options: [{ flags: '--host <name...>', help: 'only these hosts' }],
+  after: `
+Causes (docs/doctor.md): config-syntax, config-options, file-permissions, database-access,
+schema-change-permission, migration-history, storage-paths, storage-location-names, media-api,
+content-info-cache, write-rate-limit, list-query, disk-io. Read-only.
+Exit codes: 0 nothing found, 5 findings that need a person, 2 bad input.
+
+Examples:
+  svcops doctor recording --env prod
+  svcops doctor recording --env prod --host rec-2 --json | jq '.findings[] | .cause'`,
+}
