@@ -12,6 +12,7 @@ import type { Environment } from '../config/schema.ts'
 import { databaseTarget, withDatabase } from '../drivers/postgres.ts'
 import { HttpError } from '../core/errors.ts'
 import { rowCounts, schemaFingerprint } from '../drivers/fingerprint.ts'
+import { withLockRowKept } from '../runs/lock.ts'
 import { createVerifiedBackup, findRestoreProblem, restoreVerifiedBackup } from './backup-gate.ts'
 import type { UpgradeDeps } from './deps.ts'
 
@@ -71,7 +72,8 @@ export function openUpgradeDeps(env: Environment): Promise<UpgradeDeps> {
     },
     backup: {
       createVerified: (versions) => createVerifiedBackup(env, versions),
-      restore: (id, expectFingerprint) => restoreVerifiedBackup(env, id, expectFingerprint),
+      // The restore replaces the database that holds the environment lock's row: the row is put back after it.
+      restore: (id, expectFingerprint) => withLockRowKept(rec.database, env.name, () => restoreVerifiedBackup(env, id, expectFingerprint)),
       findRestoreProblem: (id, expectFingerprint) => findRestoreProblem(env, id, expectFingerprint),
       freeBytes() {
         const config = requireSection(env, 'backup')

@@ -9,7 +9,11 @@ import type { ContentApi } from './content-snapshot.ts'
 export interface BackupApi {
   /** Creates an encrypted backup and verifies it with a test restore; resolves with its id only when verified. */
   createVerified(serviceVersions: Record<string, string>): Promise<{ id: string; fingerprint: string }>
-  /** Restores backup `id` into the service database (every service host is stopped by the caller); refuses one whose schema is not `expectFingerprint`. */
+  /**
+   * Restores backup `id` into the service database (every service host is stopped by the caller);
+   * refuses one whose schema is not `expectFingerprint`. The environment lock's row, kept in that
+   * database, is there again after it.
+   */
   restore(id: string, expectFingerprint?: string): Promise<void>
   /** What a restore of backup `id` would miss (manifest, trusted signature, environment, schema, dump), read only; undefined when nothing. */
   findRestoreProblem(id: string, expectFingerprint?: string): Promise<string | undefined>

@@ -2,13 +2,13 @@
  * The steps the seed's rollback adds to the host steps, made lossless: decide whether the database
  * is restored (only if the schema changed, or recordings went missing); before a restore, export
  * every recording written after the backup; restore the run's verified backup; re-create the
- * exported recordings and check they are listed. Each is journaled once, so a rollback that was
- * itself interrupted continues with `svcops resume ID`.
+ * exported recordings and check they are listed. A rollback that was itself interrupted continues
+ * with `svcops resume ID`: the decision and the restore are journaled once, the export is made
+ * again (adding what was written meanwhile), the others are idempotent.
  */
 import { writeFileSync } from 'node:fs'
 import { OperationError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
-import { withLockRowKept } from '../runs/lock.ts'
 import { defineStep, type StepResult } from '../runs/step.ts'
 import { CONTENT_BEFORE_STOP, listFromAny } from './content-steps.ts'
 import type { RecordingContext } from './recording-context.ts'
@@ -84,10 +84,11 @@ export const decideRestore = defineStep<Ctx, [{ dataLoss: boolean }]>({
   },
 })
 
+// Not journaled once: a rollback interrupted after it may be resumed hours later, while hosts that
+// still run take new recordings; the resume exports again, keeping what it exported before.
 export const exportLaterRecordings = defineStep<Ctx>({
   id: 'export',
   title: 'export every recording written after the backup',
-  once: true,
   describe: (ctx) => [
     `list the recordings and keep every one not in the run's snapshot (${ctx.journal.run.params.snapshotIds?.length ?? 'all'} recordings then) in ${ctx.journal.file(EXPORTED)}`,
   ],
@@ -95,7 +96,7 @@ export const exportLaterRecordings = defineStep<Ctx>({
     if (!ctx.journal.run.params.backupId)
       throw new OperationError(`Run ${ctx.journal.run.id} has no verified backup to restore; the database was left as it is.`)
     const now = (await listFromAny(ctx, ctx.allTargets)) ?? []
-    const candidates = [...readRecordings(ctx.journal.file(CONTENT_BEFORE_STOP)), ...now]
+    const candidates = [...readRecordings(ctx.journal.file(EXPORTED)), ...readRecordings(ctx.journal.file(CONTENT_BEFORE_STOP)), ...now]
     const after = recordingsAfter(ctx.journal.run.params.snapshotIds ?? [], candidates)
     writeFileSync(ctx.journal.file(EXPORTED), JSON.stringify(after, null, 2) + '\n', { mode: 0o600 })
     events.info(`Rollback: ${after.length} recording(s) were written after the backup and will be re-created.`)
@@ -123,7 +124,7 @@ export const restoreBackup = defineStep<Ctx>({
     const run = ctx.journal.run.params
     const id = run.backupId
     if (!id) throw new OperationError(`Run ${ctx.journal.run.id} has no verified backup to restore; the database was left as it is.`)
-    await withLockRowKept(ctx.rec.database, ctx.env.name, () => ctx.deps.backup.restore(id, run.fingerprintBefore))
+    await ctx.deps.backup.restore(id, run.fingerprintBefore)
     const now = await ctx.deps.database.fingerprint()
     if (run.fingerprintBefore && now !== run.fingerprintBefore) {
       throw new OperationError(

@@ -10,7 +10,6 @@ import { listBackups, openBackupContext, type BackupEntry } from '../backup/inde
 import type { Environment } from '../config/schema.ts'
 import { BadInputError, OperationError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
-import { withLockRowKept } from '../runs/lock.ts'
 import { defineStep, type StepResult } from '../runs/step.ts'
 import type { RecordingContext } from './recording-context.ts'
 import { listFromAny } from './content-steps.ts'
@@ -104,7 +103,7 @@ export const restoreTargetBackup = defineStep<Ctx, [{ id: string; fingerprint: s
     `restore backup ${backup.id} into ${ctx.rec.database.name} in one transaction; check the fingerprint is ${backup.fingerprint.slice(0, 12)}`,
   ],
   async act(ctx, backup) {
-    await withLockRowKept(ctx.rec.database, ctx.env.name, () => ctx.deps.backup.restore(backup.id, backup.fingerprint))
+    await ctx.deps.backup.restore(backup.id, backup.fingerprint)
     const now = await ctx.deps.database.fingerprint()
     if (now !== backup.fingerprint)
       throw new OperationError(

@@ -70,6 +70,8 @@ export const UNIT_FILES = [
   'test/releases/sdk-scan.test.ts',
   'test/review/config-review-shapes.test.ts',
   'test/review/config-review.test.ts',
+  'test/runs/crash-matrix-live.test.ts',
+  'test/runs/crash-matrix-recording.test.ts',
   'test/runs/hostile-output.test.ts',
   'test/runs/journal-order.test.ts',
   'test/runs/keep-record.test.ts',

@@ -1,0 +1,325 @@
+/**
+ * The live production system in memory, for the crash matrix (test/runs/crash-matrix-live.test.ts):
+ * a `LivePlatform` (src/live/live-platform.ts) over one world of four components and the files
+ * they read, with no process and no host. It records what each call did (`did`), and fails the way
+ * the real parts do where the playbooks rely on it, from the release catalog (src/releases):
+ *
+ *   - a component starts only on the configuration its release reads: the settings file where the
+ *     release looks for it (the former fixed directory before 6.0), the PSK in the settings file
+ *     and in its environment file when the release requires one, strong when it is enforced, the
+ *     pipeline's TCP endpoint under the release's variable; otherwise it exits with an ERROR line;
+ *   - a component is connected only to a running controller of its own release;
+ *   - a package is installed only once staged, and only a release the package directory holds;
+ *   - the run's copy of the files is kept apart from the journal, as the host keeps it in the run
+ *     folder: the PSK never reaches a journal.
+ *
+ * `freeze()` is the kill (test/support/crash-point.ts): from then on every call throws and changes
+ * nothing; `thaw()` lets the next process act.
+ */
+import { randomBytes } from 'node:crypto'
+import { parseEnvironment } from '../../src/config/load.ts'
+import type { Environment, LiveConfig } from '../../src/config/schema.ts'
+import { BadInputError, LockedError, OperationError } from '../../src/core/errors.ts'
+import { LIVE_COMPONENTS, productOf, type LiveComponentName } from '../../src/live/layout.ts'
+import type { LiveContext } from '../../src/live/live-context.ts'
+import type { CheckResult } from '../../src/live/live-judge.ts'
+import type { LiveParams } from '../../src/live/live-params.ts'
+import type { LivePlatform } from '../../src/live/live-platform.ts'
+import {
+  pskEntropyEnforced,
+  pskRequired,
+  pskVariable,
+  settingsFileName,
+  supportsSettingsPathFlag,
+  tcpEndpointSingleValue,
+  tcpEndpointVariable,
+} from '../../src/releases/versions.ts'
+import type { Journal } from '../../src/runs/journal.ts'
+import type { HeldLock, Opened } from '../../src/runs/playbook.ts'
+
+type C = LiveComponentName
+
+const LEGACY_SETTINGS = `/opt/svc/system-controller/etc/${settingsFileName()}`
+const ETC_SETTINGS = `/etc/opt/svc/${settingsFileName()}`
+const envFile = (c: C) => `/etc/default/svc-${c}`
+
+/** Where a controller of `version` reads its settings file. */
+const settingsPath = (version: string) => (supportsSettingsPathFlag(version) ? ETC_SETTINGS : LEGACY_SETTINGS)
+
+/** The files a system of `version` runs with, sharing `psk` (none before the PSK). */
+function configFor(version: string, psk: string | undefined): Record<string, string> {
+  const files: Record<string, string> = { [settingsPath(version)]: JSON.stringify(psk ? { psk } : {}) }
+  for (const c of LIVE_COMPONENTS) {
+    const lines = psk ? [`${pskVariable()}=${psk}`] : []
+    if (c === 'pipeline') lines.push(`${tcpEndpointVariable(version)}=0.0.0.0:7000`)
+    files[envFile(c)] = lines.join('\n')
+  }
+  return files
+}
+
+const variable = (text: string | undefined, name: string) =>
+  (text ?? '')
+    .split('\n')
+    .find((l) => l.startsWith(`${name}=`))
+    ?.slice(name.length + 1)
+
+interface ComponentState {
+  version: string
+  running: boolean
+  staged: Set<string>
+  log: string[]
+}
+
+export interface LiveWorldOptions {
+  version: string
+  /** Releases in the package directory. */
+  releases: string[]
+  /** A component whose start of a release fails (it exits with an ERROR line). */
+  failing?: { component: C; version: string }
+}
+
+/** The live system's world: its components, the files they read, the run's copies of them, its lock. */
+export class LiveWorld {
+  readonly env: Environment
+  readonly live: LiveConfig
+  readonly components = new Map<C, ComponentState>()
+  files: Record<string, string>
+  /** The files before any run: what a rollback puts back byte for byte. */
+  readonly before: Record<string, string>
+  /** The run folder's copies of the files (by run id): kept on the host, never in the journal. */
+  readonly copies = new Map<string, Record<string, string>>()
+  /** The PSKs the world has held: none may reach a journal or a report. */
+  readonly psks: string[] = []
+  envLock: string | undefined
+  readonly did: string[] = []
+  private dead = false
+  private readonly options: LiveWorldOptions
+
+  constructor(options: LiveWorldOptions) {
+    this.options = options
+    this.env = parseEnvironment(
+      {
+        'svcops:live': {
+          version: options.version,
+          host: { name: 'live-1' },
+          controllerUrl: 'http://live-1.invalid:7000',
+          metricsPorts: { 'system-controller': 9101, ingest: 9102, pipeline: 9103, 'control-panel': 9104 },
+          tcpEndpoints: ['0.0.0.0:7000'],
+        },
+      },
+      'matrix',
+      '/nonexistent/Pulumi.matrix.yaml',
+    )
+    this.live = this.env.live as LiveConfig
+    for (const c of LIVE_COMPONENTS) this.components.set(c, { version: options.version, running: true, staged: new Set(), log: [] })
+    this.files = configFor(options.version, pskRequired(options.version) ? this.newPsk() : undefined)
+    this.before = { ...this.files }
+  }
+
+  private newPsk(): string {
+    const psk = randomBytes(30).toString('base64url')
+    this.psks.push(psk)
+    return psk
+  }
+
+  freeze(): void {
+    this.dead = true
+  }
+
+  thaw(): void {
+    this.dead = false
+  }
+
+  private alive(): void {
+    if (this.dead) throw new OperationError('svcops was killed: this call never reached the live host.')
+  }
+
+  private component(c: C): ComponentState {
+    return this.components.get(c) as ComponentState
+  }
+
+  versions(): Record<string, string> {
+    return Object.fromEntries([...this.components.entries()].map(([c, s]) => [c, s.version]))
+  }
+
+  private psk(): string | undefined {
+    const settings = this.files[ETC_SETTINGS] ?? this.files[LEGACY_SETTINGS]
+    return settings ? (JSON.parse(settings) as { psk?: string }).psk : undefined
+  }
+
+  /** Why component `c` of `version` cannot run on the files as they are, or undefined. */
+  misfit(c: C, version: string): string | undefined {
+    if (c === 'system-controller' && this.files[settingsPath(version)] === undefined) return `no settings file at ${settingsPath(version)}`
+    const psk = this.psk()
+    if (pskRequired(version)) {
+      if (!psk) return 'no PSK in the settings file'
+      if (variable(this.files[envFile(c)], pskVariable()) !== psk) return `the PSK of ${envFile(c)} is not the settings file's`
+      if (pskEntropyEnforced(version) && psk.length < 32) return 'the PSK is too weak'
+    }
+    if (c === 'pipeline') {
+      const endpoints = variable(this.files[envFile(c)], tcpEndpointVariable(version))
+      if (!endpoints) return `no ${tcpEndpointVariable(version)}`
+      if (tcpEndpointSingleValue(version) && endpoints.includes(',')) return 'several TCP endpoints'
+    }
+    return undefined
+  }
+
+  /** True when every component runs `version` on files it reads. */
+  whole(version: string): boolean {
+    return LIVE_COMPONENTS.every((c) => {
+      const s = this.component(c)
+      return s.version === version && s.running && !this.misfit(c, version)
+    })
+  }
+
+  takeLock(runId: string, resuming?: string): HeldLock {
+    this.alive()
+    if (this.envLock && this.envLock !== runId && this.envLock !== resuming)
+      throw new LockedError(`The live system is locked by run ${this.envLock}.`)
+    this.envLock = runId
+    return {
+      release: () => {
+        if (!this.dead && this.envLock === runId) this.envLock = undefined
+        return Promise.resolve()
+      },
+      leave: () => Promise.resolve(),
+    }
+  }
+
+  opener(): (journal: Journal<LiveParams>) => Promise<Opened<LiveContext>> {
+    return (journal) => {
+      const ctx: LiveContext = {
+        env: this.env,
+        live: this.live,
+        product: productOf(this.live),
+        journal,
+        platform: this.platform(journal),
+        components: LIVE_COMPONENTS.map((name) => ({ name })),
+      }
+      return Promise.resolve({ ctx, close: () => Promise.resolve() })
+    }
+  }
+
+  private check(c: C, version: string, cursor: number): CheckResult[] {
+    const s = this.component(c)
+    const controller = this.component('system-controller')
+    const errors = s.log.slice(cursor).filter((l) => l.startsWith('ERROR'))
+    return [
+      { check: `${c} installed ${version}`, ok: s.version === version, detail: s.version },
+      { check: `${c} running`, ok: s.running },
+      { check: `${c} logged no error`, ok: errors.length === 0, ...(errors[0] ? { detail: errors[0] } : {}) },
+      { check: `${c} connected on ${version}`, ok: controller.running && controller.version === version && s.running },
+    ]
+  }
+
+  platform(journal: Journal<LiveParams>): LivePlatform {
+    const act = <T>(fn: () => T): Promise<T> => {
+      try {
+        this.alive()
+        return Promise.resolve(fn())
+      } catch (error) {
+        return Promise.reject(error instanceof Error ? error : new Error(String(error)))
+      }
+    }
+    const available = (v: string) => this.options.releases.includes(v)
+    return {
+      hostOf: () => ({ unavailable: 'the in-memory platform has no host with a shell' }),
+      where: 'live-1',
+      connectTimeoutMs: 1,
+      close: () => Promise.resolve(),
+      installedVersion: (c) => act(() => this.component(c).version),
+      assertAvailable(c, v) {
+        if (!available(v)) throw new BadInputError(`live.packageDir: version ${v} of svc-${c} is not there.`)
+      },
+      describePreflight: () => ({ versionCheck: '', more: [] }),
+      checkPreflight: () => act(() => undefined),
+      stage: (c, versions) =>
+        act(() => {
+          for (const v of versions) if (available(v)) this.component(c).staged.add(v)
+          this.did.push(`stage ${c}`)
+          return { changed: versions.map((v) => `staged ${v}`) }
+        }),
+      install: (c, v) =>
+        act(() => {
+          const s = this.component(c)
+          if (s.running) throw new OperationError(`svc-${c} runs; the playbook stops it before an install.`)
+          if (!s.staged.has(v)) throw new OperationError(`svc-${c} ${v} is not in the package cache.`)
+          s.version = v
+          this.did.push(`install ${c} ${v}`)
+        }),
+      stop: (c) =>
+        act(() => {
+          this.component(c).running = false
+          this.did.push(`stop ${c}`)
+        }),
+      start: (c) =>
+        act(() => {
+          const s = this.component(c)
+          const cursor = String(s.log.length)
+          const fault = this.options.failing
+          const why = fault && fault.component === c && fault.version === s.version ? 'its start failed' : this.misfit(c, s.version)
+          s.running = !why
+          s.log.push(why ? `ERROR ${c} ${s.version} exits: ${why}` : `INFO ${c} ${s.version} started`)
+          this.did.push(`start ${c}`)
+          return cursor
+        }),
+      status: (c) => act(() => ({ running: this.component(c).running, status: this.component(c).running ? 'RUNNING' : 'STOPPED' })),
+      errorLines: (c, cursor) =>
+        act(() =>
+          this.component(c)
+            .log.slice(Number(cursor ?? 0))
+            .filter((l) => l.startsWith('ERROR')),
+        ),
+      describe: () => [],
+      checkConfig: () => act(() => ({ data: { files: Object.keys(this.files).length } })),
+      describeConfigCheck: () => [],
+      backupConfig: () =>
+        act(() => {
+          this.copies.set(journal.run.id, { ...this.files })
+          this.did.push('backup')
+          return { changed: [`kept ${Object.keys(this.files).length} files in the run folder`], data: { copyOf: journal.run.id } }
+        }),
+      describeConfigBackup: () => [],
+      writeConfig: (_from, to) =>
+        act(() => {
+          const psk = this.psk() ?? (pskRequired(to) ? this.newPsk() : undefined)
+          this.files = configFor(to, psk)
+          this.did.push('write-config')
+          return { changed: ['wrote the settings file and every environment file'] }
+        }),
+      describeConfigWrite: () => Promise.resolve([]),
+      restoreConfig: (backup) =>
+        act(() => {
+          const copy = this.copies.get(String(backup?.copyOf))
+          if (!copy) throw new OperationError("The run's copies of the files are missing.")
+          this.files = { ...copy }
+          this.did.push('restore-config')
+          return { changed: ['put back every file from the run folder'] }
+        }),
+      describeConfigRestore: () => [],
+      findRollbackMissing: (previous, backup) =>
+        act(() => [
+          ...Object.entries(previous).flatMap(([c, v]) =>
+            this.component(c as C).staged.has(v) || available(v) ? [] : [`svc-${c} ${v} is not at hand`],
+          ),
+          ...(this.copies.has(String(backup?.copyOf)) ? [] : ["the run's copies of the files are missing"]),
+        ]),
+      describeRollbackNeeds: () => [],
+      checkComponent: (c, version, options) => act(() => this.check(c, version, Number(options.cursor ?? 0))),
+      describeCheck: () => [],
+      checkSystem: (version) =>
+        act(() => ({
+          checks: LIVE_COMPONENTS.flatMap((c) => this.check(c, version, 0).filter((r) => !r.check.endsWith('no error'))),
+          data: { versions: this.versions() },
+        })),
+      describeSystemCheck: () => [],
+      verifyConfig: (version) =>
+        act(() => LIVE_COMPONENTS.map((c) => ({ check: `${c} configuration of ${version}`, ok: !this.misfit(c, version) }))),
+      controllerStatus: (version) =>
+        act(() => ({
+          check: `controller on ${version}`,
+          ok: this.component('system-controller').running && this.component('system-controller').version === version,
+        })),
+    }
+  }
+}
