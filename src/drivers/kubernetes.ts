@@ -2,8 +2,10 @@
  * The Kubernetes API as the recording service's playbooks use it, through `@kubernetes/client-node`
  * with the kubeconfig and context Pulumi's provider uses (`kubernetes:kubeconfig`, else KUBECONFIG
  * or ~/.kube/config; `kubernetes:context`): the Deployment (its version, replicas and rollout), its
- * scale (the stop), its pods (status) and their logs (the last lines), the rights of this identity
- * (SelfSubjectAccessReview), and a port-forward to the Service for a run outside the cluster.
+ * pods (status) and their logs (the last lines), the rights of this identity
+ * (SelfSubjectAccessReview), and a port-forward to the Service for a run outside the cluster. It
+ * only reads: what the Pulumi program manages, only the program writes (the stop and the start
+ * are `pulumi up` of the stack's `heldReplicas`, src/recording/kubernetes).
  *
  * Every call is also written as the request it sends (`describe*`), for the dry run and the tests:
  *
@@ -84,9 +86,14 @@ export interface NeededRight {
 export function neededRights(t: ClusterTarget, options: { portForward: boolean; stackMap?: string }): NeededRight[] {
   return [
     { group: 'apps', resource: 'deployments', verb: 'get', name: t.deployment, why: 'read the version and the rollout' },
-    { group: 'apps', resource: 'deployments', verb: 'patch', name: t.deployment, why: '`pulumi up` of the new version' },
+    {
+      group: 'apps',
+      resource: 'deployments',
+      verb: 'patch',
+      name: t.deployment,
+      why: '`pulumi up` of the stop, the new version and the start',
+    },
     { group: 'apps', resource: 'deployments', verb: 'watch', why: "Pulumi's wait for the rollout" },
-    { group: 'apps', resource: 'deployments', subresource: 'scale', verb: 'patch', name: t.deployment, why: 'the stop (replicas 0)' },
     { group: 'apps', resource: 'replicasets', verb: 'list', why: "Pulumi's wait for the rollout" },
     { group: '', resource: 'pods', verb: 'list', why: 'the status of every pod' },
     { group: '', resource: 'persistentvolumeclaims', verb: 'list', why: "Pulumi's wait for the rollout" },
@@ -102,7 +109,7 @@ export function neededRights(t: ClusterTarget, options: { portForward: boolean; 
   ]
 }
 
-/** A right as one phrase: `patch deployments/scale svc-recording`. */
+/** A right as one phrase: `get pods/log`, `patch apps/deployments svc-recording`. */
 export function showRight(r: NeededRight): string {
   return `${r.verb} ${r.group ? `${r.group}/` : ''}${r.resource}${r.subresource ? `/${r.subresource}` : ''}${r.name ? ` ${r.name}` : ''}`
 }
@@ -111,8 +118,6 @@ export function showRight(r: NeededRight): string {
 export const describeCall = {
   version: () => 'GET /version',
   deployment: (t: ClusterTarget) => `GET /apis/apps/v1/namespaces/${t.namespace}/deployments/${t.deployment}`,
-  scale: (t: ClusterTarget, replicas: number) =>
-    `PATCH /apis/apps/v1/namespaces/${t.namespace}/deployments/${t.deployment}/scale {"spec":{"replicas":${replicas}}} (merge patch)`,
   pods: (t: ClusterTarget) => `GET /api/v1/namespaces/${t.namespace}/pods?labelSelector=${podSelector(t)}`,
   log: (t: ClusterTarget, lines: number) =>
     `GET /api/v1/namespaces/${t.namespace}/pods/POD/log?container=${t.container}&tailLines=${lines}&limitBytes=${LOG_LIMIT_BYTES} (every pod)`,
@@ -203,17 +208,6 @@ export class KubernetesDriver {
       this.core.readNamespacedConfigMap({ name, namespace: t.namespace }, options),
     )
     return map.data ?? {}
-  }
-
-  /** Sets the Deployment's replicas through its scale subresource (the stop: 0). */
-  async scale(replicas: number): Promise<void> {
-    const t = this.target
-    await this.call(
-      describeCall.scale(t, replicas),
-      (options) =>
-        this.apps.patchNamespacedDeploymentScale({ name: t.deployment, namespace: t.namespace, body: { spec: { replicas } } }, options),
-      { headers: { 'Content-Type': kubernetesClient().PatchStrategy.MergePatch } },
-    )
   }
 
   /** Every pod of the service (by the program's selector). */
