@@ -1,4 +1,4 @@
-/** `svcops doctor recording`: the seed's common upgrade problems, diagnosed by cause on every host. */
+/** `svcops doctor recording`: the seed's common upgrade problems, diagnosed by cause on every host, or the Deployment's pods. */
 import type { Command } from 'commander'
 import { ExitCode } from '../core/errors.ts'
 import { environmentOf, printResult, setResultExitCode } from './context.ts'
@@ -16,7 +16,9 @@ export function register(program: Command): void {
       `
 Causes (docs/doctor.md): config-syntax, config-options, file-permissions, database-access,
 schema-change-permission, migration-history, storage-paths, storage-location-names, media-api,
-content-info-cache, write-rate-limit, list-query, disk-io. Read-only.
+content-info-cache, write-rate-limit, list-query, disk-io. On Kubernetes (recording.platform
+kubernetes) the Deployment's pods through the API: config-syntax (its Secret), database-access,
+image-pull, crash-loop, oom-killed, pod-logs, schema-change-permission, storage-claim. Read-only.
 Exit codes: 0 nothing found, 5 findings that need a person, 2 bad input.
 
 Examples:

@@ -14,12 +14,15 @@
  */
 import { createRequire } from 'node:module'
 import { createServer, type Server, type Socket } from 'node:net'
-import type { AppsV1Api, ConfigurationOptions, CoreV1Api, KubeConfig, V1Deployment, V1Pod } from '@kubernetes/client-node'
+import type { AppsV1Api, ConfigurationOptions, CoreV1Api, KubeConfig, V1Deployment } from '@kubernetes/client-node'
 import { BadInputError, HttpError, OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { LOG_LIMIT_BYTES } from '../core/http.ts'
 import { checkKubeconfigTrust } from './kubeconfig-trust.ts'
+import { deploymentFacts, podFacts, type ClaimFacts, type DeploymentFacts, type PodFacts } from './kubernetes-facts.ts'
 import { callLimits, type KubernetesPeer } from './kubernetes-limits.ts'
+
+export { deploymentFacts, imageTag, type ClaimFacts, type DeploymentFacts, type PodFacts } from './kubernetes-facts.ts'
 
 /** The recording service's objects, named as the Pulumi program names them (src/infra/recordingService.ts). */
 export interface ClusterTarget {
@@ -46,29 +49,6 @@ export const RECORDING_APP = 'recording-service'
 /** The label selector of the service's pods, as the program's `selectorOf` writes it. */
 export function podSelector(t: ClusterTarget): string {
   return `app.kubernetes.io/name=${t.app ?? RECORDING_APP},app.kubernetes.io/instance=${t.deployment}`
-}
-
-/** What a Deployment says about the rollout. */
-export interface DeploymentFacts {
-  /** The image tag of the service's container (the version the program sets). */
-  version: string | undefined
-  image: string | undefined
-  replicas: number
-  readyReplicas: number
-  updatedReplicas: number
-  generation: number
-  observedGeneration: number
-}
-
-/** One pod: its phase, readiness, restarts and why a container waits (CrashLoopBackOff, ...). */
-export interface PodFacts {
-  name: string
-  phase: string
-  ready: boolean
-  restarts: number
-  version: string | undefined
-  waiting?: string
-  deleting: boolean
 }
 
 /** A right the run needs, as a SelfSubjectAccessReview asks for it. */
@@ -122,6 +102,8 @@ export const describeCall = {
   log: (t: ClusterTarget, lines: number) =>
     `GET /api/v1/namespaces/${t.namespace}/pods/POD/log?container=${t.container}&tailLines=${lines}&limitBytes=${LOG_LIMIT_BYTES} (every pod)`,
   configMap: (t: Pick<ClusterTarget, 'namespace'>, name: string) => `GET /api/v1/namespaces/${t.namespace}/configmaps/${name}`,
+  secret: (t: Pick<ClusterTarget, 'namespace'>, name: string) => `GET /api/v1/namespaces/${t.namespace}/secrets/${name}`,
+  claim: (t: Pick<ClusterTarget, 'namespace'>, name: string) => `GET /api/v1/namespaces/${t.namespace}/persistentvolumeclaims/${name}`,
   podProxy: (t: Pick<ClusterTarget, 'namespace'>, port: number, path: string) =>
     `GET /api/v1/namespaces/${t.namespace}/pods/POD:${port}/proxy${path} (every pod)`,
   access: (r: NeededRight) => `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews (${showRight(r)})`,
@@ -210,6 +192,34 @@ export class KubernetesDriver {
     return map.data ?? {}
   }
 
+  /**
+   * The decoded data of a Secret of the namespace: the doctor reads the credentials the pods read
+   * (the caller registers the secret values before anything shows them).
+   */
+  async readSecretData(name: string): Promise<Record<string, string>> {
+    const t = this.target
+    const secret = await this.call(describeCall.secret(t, name), (options) =>
+      this.core.readNamespacedSecret({ name, namespace: t.namespace }, options),
+    )
+    return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]))
+  }
+
+  /** A PersistentVolumeClaim of the namespace: its phase, the size asked and the size provisioned. */
+  async readClaim(name: string): Promise<ClaimFacts> {
+    const t = this.target
+    const c = await this.call(describeCall.claim(t, name), (options) =>
+      this.core.readNamespacedPersistentVolumeClaim({ name, namespace: t.namespace }, options),
+    )
+    return {
+      name,
+      phase: c.status?.phase ?? 'Unknown',
+      requested: c.spec?.resources?.requests?.storage,
+      capacity: c.status?.capacity?.storage,
+      storageClass: c.spec?.storageClassName,
+      accessModes: c.spec?.accessModes ?? [],
+    }
+  }
+
   /** Every pod of the service (by the program's selector). */
   async listPods(): Promise<PodFacts[]> {
     const t = this.target
@@ -223,14 +233,15 @@ export class KubernetesDriver {
    * The last `lines` lines of the service's container in `pod`: at most LOG_LIMIT_BYTES asked for
    * (`limitBytes`), and the answer capped a little above it whatever the server sends.
    */
-  async podLog(pod: string, lines: number): Promise<string[]> {
+  async podLog(pod: string, lines: number, options: { previous?: boolean } = {}): Promise<string[]> {
     const t = this.target
+    const previous = options.previous ? { previous: true } : {}
     const text = await this.call(
-      describeCall.log(t, lines).replace('POD', pod).replace(' (every pod)', ''),
-      (options) =>
+      `${describeCall.log(t, lines).replace('POD', pod).replace(' (every pod)', '')}${options.previous ? '&previous=true' : ''}`,
+      (how) =>
         this.core.readNamespacedPodLog(
-          { name: pod, namespace: t.namespace, container: t.container, tailLines: lines, limitBytes: LOG_LIMIT_BYTES },
-          options,
+          { name: pod, namespace: t.namespace, container: t.container, tailLines: lines, limitBytes: LOG_LIMIT_BYTES, ...previous },
+          how,
         ),
       { peer: 'kubernetes-log' },
     )
@@ -346,42 +357,6 @@ export class KubernetesDriver {
       )
     }
   }
-}
-
-/** The facts of a Deployment answer (the API reference's `Deployment`). */
-export function deploymentFacts(d: V1Deployment, container: string): DeploymentFacts {
-  const c = d.spec?.template.spec?.containers.find((x) => x.name === container)
-  return {
-    version: c?.image ? imageTag(c.image) : undefined,
-    image: c?.image,
-    replicas: d.spec?.replicas ?? 1,
-    readyReplicas: d.status?.readyReplicas ?? 0,
-    updatedReplicas: d.status?.updatedReplicas ?? 0,
-    generation: d.metadata?.generation ?? 0,
-    observedGeneration: d.status?.observedGeneration ?? 0,
-  }
-}
-
-function podFacts(p: V1Pod, container: string): PodFacts {
-  const status = p.status?.containerStatuses?.find((s) => s.name === container)
-  const image = p.spec?.containers.find((c) => c.name === container)?.image
-  return {
-    name: p.metadata?.name ?? '?',
-    phase: p.status?.phase ?? 'Unknown',
-    ready: status?.ready ?? false,
-    restarts: status?.restartCount ?? 0,
-    version: image ? imageTag(image) : undefined,
-    ...(status?.state?.waiting?.reason ? { waiting: status.state.waiting.reason } : {}),
-    deleting: !!p.metadata?.deletionTimestamp,
-  }
-}
-
-/** The tag of `registry/repo:1.5.0[@sha256:...]`. */
-export function imageTag(image: string): string | undefined {
-  const noDigest = image.split('@')[0] ?? image
-  const slash = noDigest.lastIndexOf('/')
-  const colon = noDigest.lastIndexOf(':')
-  return colon > slash ? noDigest.slice(colon + 1) : undefined
 }
 
 /** True inside a pod (the scheduled job): the Service is reached by its cluster DNS name, without a port-forward. */

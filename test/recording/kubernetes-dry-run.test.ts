@@ -115,10 +115,12 @@ describe('svcops upgrade recording --env prod --to 2.0.0 --dry-run', () => {
     expect(api.requests.length).toBe(before)
   })
 
-  it('is the Kubernetes platform, where the doctor (a host check) refuses in one sentence and names what to run instead', async () => {
+  it('is the Kubernetes platform, where the doctor reads the Deployment through the API: no Secret and no claim here, each found with its fix', async () => {
     const run = await runSvcops(['doctor', 'recording', '--env', 'prod'], { env: { KUBECONFIG: api.kubeconfig } })
-    expect(run.code).toBe(2)
-    expect(run.stderr).toContain("The doctor checks hosts, and environment 'prod' runs the recording service on Kubernetes")
-    expect(run.stderr).toContain('svcops verify recording --env prod')
+    expect(run.code, run.stderr).toBe(5)
+    expect(run.stdout).toContain(
+      'ERROR svc-recording config-syntax: The Secret svc-recording-database the pods read their database connection from cannot be read.',
+    )
+    expect(run.stdout).toContain('ERROR svc-recording storage-claim: The recordings claim svc-recording-recordings cannot be read')
   })
 })

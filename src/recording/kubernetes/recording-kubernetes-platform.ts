@@ -40,8 +40,9 @@ import { openRecordingCluster, type RecordingCluster } from './recording-deploym
 /** Waiting reasons that will not heal by themselves. */
 const STUCK = /CrashLoopBackOff|ImagePullBackOff|ErrImagePull|CreateContainerConfigError|InvalidImageName/
 
-/** The doctor's causes are read on a host (its files, its service's view); a Deployment's pods are judged by check-logs. */
-const NO_HOST = "not on Kubernetes: the causes are host checks; the pods' status and last log lines are read by check-logs"
+/** A run's doctor steps read a host (its files, its service's view); in a run the Deployment's pods are judged by check-logs. */
+const NO_HOST =
+  "not in a run on Kubernetes: the doctor's steps are host checks and check-logs reads the pods; svcops doctor recording reads the pods through the API"
 
 /** The Deployment of the environment as the platform of its recording service. Nothing connects until used. */
 export function openKubernetesPlatform(env: Environment, settings: RecordingSettings): RecordingPlatform & { cluster: RecordingCluster } {
