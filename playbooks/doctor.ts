@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * Playbook: the seed's common upgrade problems (Versioning > Recording service, item 6), checked by
- * cause on every host as the service sees it — its config file, its user, its database credentials:
+ * cause on every host as the service sees it — its config file, its user, its database credentials —
+ * or, on Kubernetes, on the Deployment's pods as the API reports them (src/doctor/cluster-causes.ts):
  *
  *   the service does not start   config-syntax, config-options, file-permissions, database-access
  *   migration fails              schema-change-permission, migration-history
@@ -17,14 +18,14 @@
 import type { Environment } from '../src/config/schema.ts'
 import { ExitCode } from '../src/core/errors.ts'
 import { formatDiagnosis, type Diagnosis } from '../src/doctor/diagnose.ts'
-import { onHostsOf } from '../src/doctor/environment.ts'
+import { onTargetsOf } from '../src/doctor/environment.ts'
 import { printOn, type CommandIO } from './lib/command-io.ts'
 import { DOCTOR_RECORDING, type DoctorRecordingFlags } from './lib/recording-commands.ts'
 import { runScript, startedAsScript } from './lib/script.ts'
 
-/** `svcops doctor recording`: the seed's four problems, in its order, on every host (or `hosts`). */
+/** `svcops doctor recording`: the seed's four problems, in its order, on every host (or `hosts`), or the Deployment. */
 export function doctorRecording(env: Environment, hosts?: string[]): Promise<Diagnosis> {
-  return onHostsOf(env, hosts, async (check) => {
+  return onTargetsOf(env, hosts, async (check) => {
     await check('problem-no-start') // the service does not start: logs, configuration syntax, file permissions, database access
     await check('problem-migration') // migration fails: connectivity, schema-change permission, migration logs
     await check('problem-recordings') // recordings inaccessible: storage paths, permissions, location names, media API

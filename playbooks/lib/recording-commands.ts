@@ -149,7 +149,9 @@ export const DOCTOR_RECORDING: CommandSpec = {
   after: `
 Causes (docs/doctor.md): config-syntax, config-options, file-permissions, database-access,
 schema-change-permission, migration-history, storage-paths, storage-location-names, media-api,
-content-info-cache, write-rate-limit, list-query, disk-io. Read-only.
+content-info-cache, write-rate-limit, list-query, disk-io. On Kubernetes (recording.platform
+kubernetes) the Deployment's pods through the API: config-syntax (its Secret), database-access,
+image-pull, crash-loop, oom-killed, pod-logs, schema-change-permission, storage-claim. Read-only.
 Exit codes: 0 nothing found, 5 findings that need a person, 2 bad input.
 
 Examples:

@@ -1,5 +1,6 @@
 /**
- * `svcops doctor recording`: the seed's common upgrade problems, diagnosed by cause on every host.
+ * `svcops doctor recording`: the seed's common upgrade problems, diagnosed by cause on every host, or
+ * the Deployment's pods on Kubernetes.
  * Declared from the playbook's option table (playbooks/lib/recording-commands.ts); it calls the
  * function playbooks/doctor.ts run as a script calls too.
  */

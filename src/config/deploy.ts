@@ -80,6 +80,12 @@ export const recordingDeploySchema = z.strictObject({
     /** Several replicas share the recordings, so they need ReadWriteMany. */
     accessMode: z.enum(['ReadWriteOnce', 'ReadWriteMany']).default('ReadWriteOnce'),
   }),
+  /**
+   * Set by svcops' recording upgrade while it runs, and removed at its end: the Deployment declares
+   * this many replicas instead of `replicas` (0 while the service is stopped, 1 while the new
+   * version's first pod starts and migrates alone). The program stays the one writer of the replicas.
+   */
+  heldReplicas: z.number().int().min(0).max(1).optional(),
 })
 
 export const systemControllerDeploySchema = z.strictObject({

@@ -7,7 +7,7 @@ import type { RecordingHost } from '../recording/recording-platform.ts'
 import { runConcurrently } from '../runs/rollout.ts'
 import { CAUSES, seedOf } from './causes.ts'
 import { openHostView } from './host-view.ts'
-import type { Cause, Finding } from './doctor-types.ts'
+import type { Cause, CheckOutcome, Finding, ProblemId } from './doctor-types.ts'
 
 /** One cause on one host: what was checked, and what it found or why it was skipped. */
 export interface CheckResult {
@@ -32,25 +32,37 @@ export async function diagnoseHost(
   causes: readonly Cause[] = CAUSES,
 ): Promise<Diagnosis> {
   const view = await openHostView(host, settings)
-  const out: Diagnosis = { findings: [], checks: [] }
   try {
-    for (const cause of causes) {
-      const base = { cause: cause.id, problem: cause.problem, seed: seedOf(cause.problem), check: cause.check, host: host.name }
-      let outcome
-      try {
-        outcome = await cause.run(view)
-      } catch (error) {
-        outcome = { skipped: `the check failed: ${errorMessage(error)}` }
-      }
-      if ('skipped' in outcome) {
-        out.checks.push({ ...base, status: 'skipped', detail: outcome.skipped })
-        continue
-      }
-      out.checks.push({ ...base, status: outcome.findings.length ? 'found' : 'ok', detail: outcome.checked })
-      out.findings.push(...outcome.findings.map((f) => ({ cause: cause.id, host: host.name, ...f })))
-    }
+    return await runCauses(view, host.name, causes)
   } finally {
     await view.close()
+  }
+}
+
+/**
+ * Runs each of `causes` on `view` (a host's, or a Deployment's pods'), named `target` in the
+ * findings: what each found, passed, or why it was skipped (a check that throws is skipped, saying why).
+ */
+export async function runCauses<V>(
+  view: V,
+  target: string,
+  causes: readonly { id: string; problem: ProblemId; check: string; run(view: V): Promise<CheckOutcome> }[],
+): Promise<Diagnosis> {
+  const out: Diagnosis = { findings: [], checks: [] }
+  for (const cause of causes) {
+    const base = { cause: cause.id, problem: cause.problem, seed: seedOf(cause.problem), check: cause.check, host: target }
+    let outcome: CheckOutcome
+    try {
+      outcome = await cause.run(view)
+    } catch (error) {
+      outcome = { skipped: `the check failed: ${errorMessage(error)}` }
+    }
+    if ('skipped' in outcome) {
+      out.checks.push({ ...base, status: 'skipped', detail: outcome.skipped })
+      continue
+    }
+    out.checks.push({ ...base, status: outcome.findings.length ? 'found' : 'ok', detail: outcome.checked })
+    out.findings.push(...outcome.findings.map((f) => ({ cause: cause.id, host: target, ...f })))
   }
   return out
 }

@@ -2,8 +2,10 @@
  * The Kubernetes API as the recording service's playbooks use it, through `@kubernetes/client-node`
  * with the kubeconfig and context Pulumi's provider uses (`kubernetes:kubeconfig`, else KUBECONFIG
  * or ~/.kube/config; `kubernetes:context`): the Deployment (its version, replicas and rollout), its
- * scale (the stop), its pods (status) and their logs (the last lines), the rights of this identity
- * (SelfSubjectAccessReview), and a port-forward to the Service for a run outside the cluster.
+ * pods (status) and their logs (the last lines), the rights of this identity
+ * (SelfSubjectAccessReview), and a port-forward to the Service for a run outside the cluster. It
+ * only reads: what the Pulumi program manages, only the program writes (the stop and the start
+ * are `pulumi up` of the stack's `heldReplicas`, src/recording/kubernetes).
  *
  * Every call is also written as the request it sends (`describe*`), for the dry run and the tests:
  *
@@ -12,12 +14,15 @@
  */
 import { createRequire } from 'node:module'
 import { createServer, type Server, type Socket } from 'node:net'
-import type { AppsV1Api, ConfigurationOptions, CoreV1Api, KubeConfig, V1Deployment, V1Pod } from '@kubernetes/client-node'
+import type { AppsV1Api, ConfigurationOptions, CoreV1Api, KubeConfig, V1Deployment } from '@kubernetes/client-node'
 import { BadInputError, HttpError, OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { LOG_LIMIT_BYTES } from '../core/http.ts'
 import { checkKubeconfigTrust } from './kubeconfig-trust.ts'
+import { deploymentFacts, podFacts, type ClaimFacts, type DeploymentFacts, type PodFacts } from './kubernetes-facts.ts'
 import { callLimits, type KubernetesPeer } from './kubernetes-limits.ts'
+
+export { deploymentFacts, imageTag, type ClaimFacts, type DeploymentFacts, type PodFacts } from './kubernetes-facts.ts'
 
 /** The recording service's objects, named as the Pulumi program names them (src/infra/recordingService.ts). */
 export interface ClusterTarget {
@@ -46,29 +51,6 @@ export function podSelector(t: ClusterTarget): string {
   return `app.kubernetes.io/name=${t.app ?? RECORDING_APP},app.kubernetes.io/instance=${t.deployment}`
 }
 
-/** What a Deployment says about the rollout. */
-export interface DeploymentFacts {
-  /** The image tag of the service's container (the version the program sets). */
-  version: string | undefined
-  image: string | undefined
-  replicas: number
-  readyReplicas: number
-  updatedReplicas: number
-  generation: number
-  observedGeneration: number
-}
-
-/** One pod: its phase, readiness, restarts and why a container waits (CrashLoopBackOff, ...). */
-export interface PodFacts {
-  name: string
-  phase: string
-  ready: boolean
-  restarts: number
-  version: string | undefined
-  waiting?: string
-  deleting: boolean
-}
-
 /** A right the run needs, as a SelfSubjectAccessReview asks for it. */
 export interface NeededRight {
   group: string
@@ -84,9 +66,14 @@ export interface NeededRight {
 export function neededRights(t: ClusterTarget, options: { portForward: boolean; stackMap?: string }): NeededRight[] {
   return [
     { group: 'apps', resource: 'deployments', verb: 'get', name: t.deployment, why: 'read the version and the rollout' },
-    { group: 'apps', resource: 'deployments', verb: 'patch', name: t.deployment, why: '`pulumi up` of the new version' },
+    {
+      group: 'apps',
+      resource: 'deployments',
+      verb: 'patch',
+      name: t.deployment,
+      why: '`pulumi up` of the stop, the new version and the start',
+    },
     { group: 'apps', resource: 'deployments', verb: 'watch', why: "Pulumi's wait for the rollout" },
-    { group: 'apps', resource: 'deployments', subresource: 'scale', verb: 'patch', name: t.deployment, why: 'the stop (replicas 0)' },
     { group: 'apps', resource: 'replicasets', verb: 'list', why: "Pulumi's wait for the rollout" },
     { group: '', resource: 'pods', verb: 'list', why: 'the status of every pod' },
     { group: '', resource: 'persistentvolumeclaims', verb: 'list', why: "Pulumi's wait for the rollout" },
@@ -102,7 +89,7 @@ export function neededRights(t: ClusterTarget, options: { portForward: boolean; 
   ]
 }
 
-/** A right as one phrase: `patch deployments/scale svc-recording`. */
+/** A right as one phrase: `get pods/log`, `patch apps/deployments svc-recording`. */
 export function showRight(r: NeededRight): string {
   return `${r.verb} ${r.group ? `${r.group}/` : ''}${r.resource}${r.subresource ? `/${r.subresource}` : ''}${r.name ? ` ${r.name}` : ''}`
 }
@@ -111,12 +98,12 @@ export function showRight(r: NeededRight): string {
 export const describeCall = {
   version: () => 'GET /version',
   deployment: (t: ClusterTarget) => `GET /apis/apps/v1/namespaces/${t.namespace}/deployments/${t.deployment}`,
-  scale: (t: ClusterTarget, replicas: number) =>
-    `PATCH /apis/apps/v1/namespaces/${t.namespace}/deployments/${t.deployment}/scale {"spec":{"replicas":${replicas}}} (merge patch)`,
   pods: (t: ClusterTarget) => `GET /api/v1/namespaces/${t.namespace}/pods?labelSelector=${podSelector(t)}`,
   log: (t: ClusterTarget, lines: number) =>
     `GET /api/v1/namespaces/${t.namespace}/pods/POD/log?container=${t.container}&tailLines=${lines}&limitBytes=${LOG_LIMIT_BYTES} (every pod)`,
   configMap: (t: Pick<ClusterTarget, 'namespace'>, name: string) => `GET /api/v1/namespaces/${t.namespace}/configmaps/${name}`,
+  secret: (t: Pick<ClusterTarget, 'namespace'>, name: string) => `GET /api/v1/namespaces/${t.namespace}/secrets/${name}`,
+  claim: (t: Pick<ClusterTarget, 'namespace'>, name: string) => `GET /api/v1/namespaces/${t.namespace}/persistentvolumeclaims/${name}`,
   podProxy: (t: Pick<ClusterTarget, 'namespace'>, port: number, path: string) =>
     `GET /api/v1/namespaces/${t.namespace}/pods/POD:${port}/proxy${path} (every pod)`,
   access: (r: NeededRight) => `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews (${showRight(r)})`,
@@ -205,15 +192,32 @@ export class KubernetesDriver {
     return map.data ?? {}
   }
 
-  /** Sets the Deployment's replicas through its scale subresource (the stop: 0). */
-  async scale(replicas: number): Promise<void> {
+  /**
+   * The decoded data of a Secret of the namespace: the doctor reads the credentials the pods read
+   * (the caller registers the secret values before anything shows them).
+   */
+  async readSecretData(name: string): Promise<Record<string, string>> {
     const t = this.target
-    await this.call(
-      describeCall.scale(t, replicas),
-      (options) =>
-        this.apps.patchNamespacedDeploymentScale({ name: t.deployment, namespace: t.namespace, body: { spec: { replicas } } }, options),
-      { headers: { 'Content-Type': kubernetesClient().PatchStrategy.MergePatch } },
+    const secret = await this.call(describeCall.secret(t, name), (options) =>
+      this.core.readNamespacedSecret({ name, namespace: t.namespace }, options),
     )
+    return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]))
+  }
+
+  /** A PersistentVolumeClaim of the namespace: its phase, the size asked and the size provisioned. */
+  async readClaim(name: string): Promise<ClaimFacts> {
+    const t = this.target
+    const c = await this.call(describeCall.claim(t, name), (options) =>
+      this.core.readNamespacedPersistentVolumeClaim({ name, namespace: t.namespace }, options),
+    )
+    return {
+      name,
+      phase: c.status?.phase ?? 'Unknown',
+      requested: c.spec?.resources?.requests?.storage,
+      capacity: c.status?.capacity?.storage,
+      storageClass: c.spec?.storageClassName,
+      accessModes: c.spec?.accessModes ?? [],
+    }
   }
 
   /** Every pod of the service (by the program's selector). */
@@ -229,14 +233,15 @@ export class KubernetesDriver {
    * The last `lines` lines of the service's container in `pod`: at most LOG_LIMIT_BYTES asked for
    * (`limitBytes`), and the answer capped a little above it whatever the server sends.
    */
-  async podLog(pod: string, lines: number): Promise<string[]> {
+  async podLog(pod: string, lines: number, options: { previous?: boolean } = {}): Promise<string[]> {
     const t = this.target
+    const previous = options.previous ? { previous: true } : {}
     const text = await this.call(
-      describeCall.log(t, lines).replace('POD', pod).replace(' (every pod)', ''),
-      (options) =>
+      `${describeCall.log(t, lines).replace('POD', pod).replace(' (every pod)', '')}${options.previous ? '&previous=true' : ''}`,
+      (how) =>
         this.core.readNamespacedPodLog(
-          { name: pod, namespace: t.namespace, container: t.container, tailLines: lines, limitBytes: LOG_LIMIT_BYTES },
-          options,
+          { name: pod, namespace: t.namespace, container: t.container, tailLines: lines, limitBytes: LOG_LIMIT_BYTES, ...previous },
+          how,
         ),
       { peer: 'kubernetes-log' },
     )
@@ -352,42 +357,6 @@ export class KubernetesDriver {
       )
     }
   }
-}
-
-/** The facts of a Deployment answer (the API reference's `Deployment`). */
-export function deploymentFacts(d: V1Deployment, container: string): DeploymentFacts {
-  const c = d.spec?.template.spec?.containers.find((x) => x.name === container)
-  return {
-    version: c?.image ? imageTag(c.image) : undefined,
-    image: c?.image,
-    replicas: d.spec?.replicas ?? 1,
-    readyReplicas: d.status?.readyReplicas ?? 0,
-    updatedReplicas: d.status?.updatedReplicas ?? 0,
-    generation: d.metadata?.generation ?? 0,
-    observedGeneration: d.status?.observedGeneration ?? 0,
-  }
-}
-
-function podFacts(p: V1Pod, container: string): PodFacts {
-  const status = p.status?.containerStatuses?.find((s) => s.name === container)
-  const image = p.spec?.containers.find((c) => c.name === container)?.image
-  return {
-    name: p.metadata?.name ?? '?',
-    phase: p.status?.phase ?? 'Unknown',
-    ready: status?.ready ?? false,
-    restarts: status?.restartCount ?? 0,
-    version: image ? imageTag(image) : undefined,
-    ...(status?.state?.waiting?.reason ? { waiting: status.state.waiting.reason } : {}),
-    deleting: !!p.metadata?.deletionTimestamp,
-  }
-}
-
-/** The tag of `registry/repo:1.5.0[@sha256:...]`. */
-export function imageTag(image: string): string | undefined {
-  const noDigest = image.split('@')[0] ?? image
-  const slash = noDigest.lastIndexOf('/')
-  const colon = noDigest.lastIndexOf(':')
-  return colon > slash ? noDigest.slice(colon + 1) : undefined
 }
 
 /** True inside a pod (the scheduled job): the Service is reached by its cluster DNS name, without a port-forward. */

@@ -31,8 +31,14 @@ export interface PulumiStack {
 /** The config key that holds the recording service's version in this stack. */
 export type VersionKey = 'svcops:deploy.recording.version' | 'svcops:recording.version'
 
-/** Keys svcops sets in a stack file: a version, or the live system's PSK rotation (src/live/kubernetes/live-cluster-handle.ts). */
-export type StackKey = VersionKey | 'svcops:deploy.live.version' | 'svcops:deploy.pskRotation'
+/** The key of the replicas the recording upgrade holds the Deployment at (the stop: 0; the first start: 1). */
+export const HELD_REPLICAS_KEY = 'svcops:deploy.recording.heldReplicas'
+
+/**
+ * Keys svcops sets in a stack file: a version, the live system's PSK rotation
+ * (src/live/kubernetes/live-cluster-handle.ts), or the replicas the recording upgrade holds.
+ */
+export type StackKey = VersionKey | 'svcops:deploy.live.version' | 'svcops:deploy.pskRotation' | typeof HELD_REPLICAS_KEY
 
 /** Variables the CLI needs from svcops' environment: its backend, its secrets provider, the cluster. */
 const PULUMI_ENV = /^(PULUMI_[A-Z_]+|KUBECONFIG|AWS_[A-Z_]+|AZURE_[A-Z_]+|GOOGLE_[A-Z_]+|CLOUDSDK_[A-Z_]+)$/
@@ -52,6 +58,17 @@ export const pulumiArgv = {
     '--',
     key,
     value,
+  ],
+  configRm: (s: PulumiStack, key: StackKey): string[] => [
+    'pulumi',
+    'config',
+    'rm',
+    '--path',
+    '--stack',
+    s.stack,
+    '--non-interactive',
+    '--',
+    key,
   ],
   outputs: (s: PulumiStack): string[] => ['pulumi', 'stack', 'output', '--stack', s.stack, '--json', '--non-interactive'],
   preview: (s: PulumiStack): string[] => ['pulumi', 'preview', '--stack', s.stack, '--json', '--refresh', '--non-interactive'],
@@ -125,6 +142,19 @@ export class PulumiCli {
       throw new OperationError(`After 'pulumi config set', ${this.stack.stackFile} holds ${key} = ${now ?? 'nothing'}, not ${version}.`)
   }
 
+  /**
+   * `pulumi config set --path KEY VALUE` of a number (`--path` stores it as a number), or
+   * `pulumi config rm --path KEY` with `undefined`: the stack file holds it afterwards (checked by reading it).
+   */
+  async setNumber(key: StackKey, value: number | undefined): Promise<void> {
+    await this.run(value === undefined ? pulumiArgv.configRm(this.stack, key) : pulumiArgv.configSet(this.stack, key, String(value)))
+    const now = readStackValue(this.stack.stackFile, key)
+    if (now !== value)
+      throw new OperationError(
+        `After 'pulumi config ${value === undefined ? 'rm' : 'set'}', ${this.stack.stackFile} holds ${key} = ${now === undefined ? 'nothing' : JSON.stringify(now)}, not ${value ?? 'nothing'}.`,
+      )
+  }
+
   /** `pulumi stack output --json`: the outputs of the last update (secret ones stay `[secret]`: no --show-secrets). */
   async outputs(): Promise<Record<string, unknown>> {
     const out = (await this.run(pulumiArgv.outputs(this.stack))).stdout
@@ -187,12 +217,18 @@ export function pulumiStackOf(stackFile: string, stack: string): PulumiStack {
 
 /** The version the stack file holds under `key`, read from the file itself (not from svcops' cache of it). */
 export function readStackVersion(stackFile: string, key: StackKey): string | undefined {
+  const node = readStackValue(stackFile, key)
+  return typeof node === 'string' ? node : undefined
+}
+
+/** The value the stack file holds under `key` (a string, a number, ...), read from the file itself. */
+export function readStackValue(stackFile: string, key: StackKey): unknown {
   const doc = parseYaml(readFileSync(stackFile, 'utf8')) as { config?: Record<string, unknown> } | null
   const config = doc?.config ?? {}
   const [ns, ...path] = key.split('.')
   let node: unknown = config[ns ?? '']
   for (const p of path) node = node && typeof node === 'object' ? (node as Record<string, unknown>)[p] : undefined
-  return typeof node === 'string' ? node : undefined
+  return node
 }
 
 /** Where the version lives: `deploy.recording.version` when the stack sets it, else `recording.version` (the program reads the first, then the second). */
@@ -252,30 +288,29 @@ export function urnParts(urn: string): { type: string; name: string } {
 
 /** What a version change of the recording service may touch in a preview, and where. */
 export interface VersionChange {
-  /** Pulumi names: the Deployment (`<prefix>-recording-deployment`), its scale-up patch, the jobs' stack copy. */
+  /** Pulumi names: the Deployment (`<prefix>-recording-deployment`), the jobs' stack copy. */
   deployment: string
-  scaleUp: string
   stackMap: string
 }
 
 /** Property paths of a version change, per resource. */
-const VERSION_PATHS: Record<'deployment' | 'scaleUp' | 'stackMap', RegExp> = {
+const VERSION_PATHS: Record<'deployment' | 'stackMap', RegExp> = {
   deployment:
     /^(spec\.template\.spec\.containers\[\d+\]\.image|metadata\.labels\["app\.kubernetes\.io\/version"\]|spec\.template\.metadata\.labels\["app\.kubernetes\.io\/version"\])$/,
-  scaleUp: /^metadata\.annotations\["svcops\/scaled-up-after-generation"\]$/,
   stackMap: /^data(\.|\[|$)/,
 }
 
 /**
  * The preview's changes split into what a version change of the recording service does (the
  * targets of `pulumi up`) and everything else, one phrase each (the refusal lists them): an update
- * of the Deployment's image and version labels, of its scale-up patch's generation annotation, of
- * the jobs' stack copy's data; with `afterStop`, the replicas the run's stop set to 0 as well.
+ * of the Deployment's image and version labels, of the jobs' stack copy's data; with
+ * `ownReplicas`, the Deployment's replicas as well: the stack's own `heldReplicas`, which the run
+ * set (or removed) in the stack file.
  */
 export function versionOnlyChanges(
   digest: PreviewDigest,
   names: VersionChange,
-  options: { afterStop?: boolean } = {},
+  options: { ownReplicas?: boolean } = {},
 ): { targets: string[]; other: string[] } {
   const targets: string[] = []
   const other: string[] = []
@@ -285,16 +320,14 @@ export function versionOnlyChanges(
     const role =
       type === 'kubernetes:apps/v1:Deployment' && name === names.deployment
         ? 'deployment'
-        : type === 'kubernetes:apps/v1:DeploymentPatch' && name === names.scaleUp
-          ? 'scaleUp'
-          : type === 'kubernetes:core/v1:ConfigMap' && name === names.stackMap
-            ? 'stackMap'
-            : undefined
+        : type === 'kubernetes:core/v1:ConfigMap' && name === names.stackMap
+          ? 'stackMap'
+          : undefined
     const paths = Object.keys(step.detailedDiff ?? {})
     const shown = `${step.op} ${type} ${name}${paths.length ? ` (${paths.join(', ')})` : step.diffReasons?.length ? ` (${step.diffReasons.join(', ')})` : ''}`
-    // After the run's own stop (scale 0), the refresh finds the Deployment's replicas at 0: Pulumi sets them back.
+    // The replicas the stack file holds the Deployment at are the stack's own change, never another writer's.
     const allowed = (p: string) =>
-      VERSION_PATHS[role ?? 'deployment'].test(p) || (!!options.afterStop && role !== 'stackMap' && p === 'spec.replicas')
+      VERSION_PATHS[role ?? 'deployment'].test(p) || (!!options.ownReplicas && role === 'deployment' && p === 'spec.replicas')
     if (!role || step.op !== 'update' || paths.length === 0 || !paths.every(allowed)) other.push(shown)
     else targets.push(step.urn)
   }

@@ -213,6 +213,7 @@ function wire(s: StackSettings): PlatformOutputs {
       databasePassword: pulumi.secret(s.secrets.databasePassword),
       prefix,
       versionChecked,
+      ...(r.heldReplicas !== undefined ? { heldReplicas: r.heldReplicas } : {}),
     },
     inCluster,
   )

@@ -10,7 +10,7 @@
  * - what Pulumi's wait for a rollout watches (Deployments, ReplicaSets, pods, their claims, events);
  * - what svcops reads besides (pod logs; the live components' metrics through the pod proxy);
  * - the writes the playbooks make (`JOB_WRITES`): `pulumi up --target` of the objects a version
- *   change touches, and the recording service's stop through `deployments/scale`.
+ *   change touches (the recording service's stop and start too: its `heldReplicas` in the stack).
  *
  * No module here imports Pulumi: svcops' preflight uses it without loading the SDK.
  */
@@ -59,15 +59,7 @@ export const JOB_WRITES: Record<JobSystem, WriteRow[]> = {
       resource: 'deployments',
       verb: 'patch',
       target: 'recording',
-      why: '`pulumi up` of the new version (the Deployment and its scale-up patch)',
-    },
-    {
-      group: 'apps',
-      resource: 'deployments',
-      subresource: 'scale',
-      verb: 'patch',
-      target: 'recording',
-      why: 'the stop before the install (replicas 0)',
+      why: '`pulumi up` of the stop, the new version and the start (the Deployment)',
     },
     { group: '', resource: 'configmaps', verb: 'patch', target: 'stackMap', why: "`pulumi up` of the jobs' copy of the stack file" },
   ],

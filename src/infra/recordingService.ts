@@ -5,10 +5,13 @@
  *
  * It follows the seed's upgrade order. Schema changes are not backward-compatible, so old and new
  * pods must never run against one schema: the Deployment uses Recreate (stop every pod, then
- * start). Migrations run on first start, so the Deployment declares one replica: after a version
- * bump, one new pod starts and migrates, and `pulumi up` waits until it is ready; only then does
- * a DeploymentPatch scale it back to the configured replicas. The backup before and the
- * verification after are svcops' upgrade, not this program's.
+ * start). The Deployment is the one writer of its replicas: the configured count, or the stack's
+ * `heldReplicas` while svcops' upgrade holds them (0 while the service is stopped; 1 while the new
+ * version's first pod starts and migrates alone, `pulumi up` waiting until it is ready), each set
+ * with `pulumi config set --path` and applied with `pulumi up --target`. Nothing else (no scale
+ * subresource, no second Pulumi resource) writes `spec.replicas`, so server-side apply never finds
+ * two owners of it. The backup before and the verification after are svcops' upgrade, not this
+ * program's.
  *
  * The recordings' claim is protected (no replacement, no delete by `pulumi destroy`) and retained
  * (if it leaves the program, it stays in the cluster). Resizing it is an update in place.
@@ -35,6 +38,8 @@ export interface RecordingServiceArgs extends WorkloadArgs {
   prefix: string
   /** The version, once checked not to downgrade what runs (downgradeGuard.ts); the Deployment waits for it. */
   versionChecked?: pulumi.Output<string>
+  /** Replicas svcops' upgrade holds the Deployment at instead of `replicas` (`svcops:deploy.recording.heldReplicas`). */
+  heldReplicas?: number
 }
 
 export class RecordingService extends pulumi.ComponentResource {
@@ -78,9 +83,7 @@ export class RecordingService extends pulumi.ComponentResource {
       { parent: this, protect: true, retainOnDelete: true },
     )
 
-    // More than one replica: declare one, so a new version's first start migrates alone.
-    const firstStart = Math.min(args.replicas, 1)
-    const { deployment } = createWorkload(
+    createWorkload(
       name,
       identity,
       args,
@@ -99,31 +102,11 @@ export class RecordingService extends pulumi.ComponentResource {
         volumes: [{ name: 'recordings', persistentVolumeClaim: { claimName: claim.metadata.name } }],
         // Stop, then start: two versions never run against one schema.
         strategy: { type: 'Recreate' },
-        replicas: firstStart,
+        ...(args.heldReplicas !== undefined ? { replicas: args.heldReplicas } : {}),
         ...(args.versionChecked ? { gate: args.versionChecked } : {}),
       },
       this,
     )
-    if (args.replicas > firstStart) {
-      // Applied after the Deployment is ready (one pod migrated), and again after every change of
-      // it: its trigger is the Deployment's generation, which every update of the Deployment bumps
-      // (each update also sets replicas back to one, and this patch takes them up again).
-      new k8s.apps.v1.DeploymentPatch(
-        `${name}-scale-up`,
-        {
-          metadata: {
-            name: deployment.metadata.name,
-            namespace: args.namespace,
-            annotations: {
-              'pulumi.com/patchForce': 'true',
-              'svcops/scaled-up-after-generation': deployment.metadata.generation.apply((g) => String(g ?? 0)),
-            },
-          },
-          spec: { replicas: args.replicas },
-        },
-        { parent: this, dependsOn: [deployment] },
-      )
-    }
     const service = createService(`${name}-service`, { identity, namespace: args.namespace, port: args.port, portName: 'http' }, this)
     // Clients reach the content API from anywhere; the service calls only its database.
     createNetworkPolicy(

@@ -26,7 +26,7 @@ import { ROOT } from '../support/cli.ts'
 import { createPulumiArgvRecorder, type ArgvRecorder } from '../support/pulumi-argv-recorder.ts'
 
 const fixture = (name: string): string => readFileSync(join(import.meta.dirname, 'fixtures', name), 'utf8')
-const NAMES = { deployment: 'svc-recording-deployment', scaleUp: 'svc-recording-scale-up', stackMap: 'svc-svcops-stack' }
+const NAMES = { deployment: 'svc-recording-deployment', stackMap: 'svc-svcops-stack' }
 
 /** A throwaway project: Pulumi.yaml (stackConfigDir: stacks) and the shipped prod stack file. */
 function project(): { dir: string; stackFile: string } {
@@ -54,6 +54,17 @@ describe('pulumi commands', () => {
       '--',
       'svcops:recording.version',
       '2.0.0',
+    ])
+    expect(pulumiArgv.configRm(s, 'svcops:deploy.recording.heldReplicas')).toEqual([
+      'pulumi',
+      'config',
+      'rm',
+      '--path',
+      '--stack',
+      'prod',
+      '--non-interactive',
+      '--',
+      'svcops:deploy.recording.heldReplicas',
     ])
     expect(pulumiArgv.preview(s)).toEqual(['pulumi', 'preview', '--stack', 'prod', '--json', '--refresh', '--non-interactive'])
     expect(pulumiArgv.up(s, ['urn:a', 'urn:b'])).toEqual([
@@ -101,10 +112,10 @@ describe('the stack file Pulumi reads', () => {
 })
 
 describe('the preview rule, on recorded `pulumi preview --json` output', () => {
-  it('takes the Deployment, its scale-up patch and the jobs’ stack copy as the version change, and targets exactly them', () => {
+  it('takes the Deployment and the jobs’ stack copy as the version change, and targets exactly them', () => {
     const r = versionOnlyChanges(parsePreview(fixture('preview-version-only.json')) as PreviewDigest, NAMES)
     expect(r.other).toEqual([])
-    expect(r.targets.map((u) => urnParts(u).name)).toEqual(['svc-recording-deployment', 'svc-recording-scale-up', 'svc-svcops-stack'])
+    expect(r.targets.map((u) => urnParts(u).name)).toEqual(['svc-recording-deployment', 'svc-svcops-stack'])
   })
 
   it('refuses any other change, listing each with what it changes', () => {
@@ -125,7 +136,7 @@ describe('the preview rule, on recorded `pulumi preview --json` output', () => {
     ])
   })
 
-  it('accepts the replicas the run’s own stop set to 0 only after that stop', () => {
+  it('accepts a change of the Deployment’s replicas only as the stack’s own hold (the run’s stop and start), never of another object', () => {
     const digest: PreviewDigest = {
       steps: [
         {
@@ -136,14 +147,25 @@ describe('the preview rule, on recorded `pulumi preview --json` output', () => {
       ],
     }
     expect(versionOnlyChanges(digest, NAMES).other).toHaveLength(1)
-    expect(versionOnlyChanges(digest, NAMES, { afterStop: true }).other).toEqual([])
+    expect(versionOnlyChanges(digest, NAMES, { ownReplicas: true })).toEqual({ targets: [digest.steps[0]?.urn], other: [] })
+    const map: PreviewDigest = {
+      steps: [
+        {
+          op: 'update',
+          urn: 'urn:pulumi:prod::svcops::svcops:infra:ScheduledJobs$kubernetes:core/v1:ConfigMap::svc-svcops-stack',
+          detailedDiff: { 'spec.replicas': { kind: 'update', inputDiff: true } },
+        },
+      ],
+    }
+    expect(versionOnlyChanges(map, NAMES, { ownReplicas: true }).other).toHaveLength(1)
   })
 
   it('names the program’s own resources (the names the rule allows are the ones the Pulumi program registers)', async () => {
     const prod = await buildStack('prod')
     const names = new Set(prod.resources.map((r) => `${r.type} ${r.name}`))
     expect(names).toContain('kubernetes:apps/v1:Deployment svc-recording-deployment')
-    expect(names).toContain('kubernetes:apps/v1:DeploymentPatch svc-recording-scale-up')
+    // One writer of the Deployment's replicas: no patch resource beside it.
+    expect([...names].filter((n) => n.startsWith('kubernetes:apps/v1:DeploymentPatch'))).toEqual([])
     expect(names).toContain('kubernetes:core/v1:ConfigMap svc-svcops-stack')
   })
 })
@@ -215,7 +237,7 @@ describe('the Pulumi CLI, started through an argv recorder', () => {
     const p = project()
     const cli = new PulumiCli(pulumiStackOf(p.stackFile, 'prod'))
     recorder.answer('preview', fixture('preview-version-only.json'))
-    expect((await cli.preview()).steps).toHaveLength(7)
+    expect((await cli.preview()).steps).toHaveLength(6)
     recorder.answer('preview', fixture('preview-mixed-deployment.json'), 255)
     await expect(cli.preview()).rejects.toThrow(
       "'pulumi preview' of stack 'prod' failed (exit 255): svcops:deploy.recording.resources: expected at least memory",

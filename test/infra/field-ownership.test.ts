@@ -4,23 +4,27 @@
  * stand-in, which keeps a manager per field (test/support/kube-fields.ts). What the real provider
  * and API server do with a field two writers set, read from their sources, happens here:
  *
- * - today's recording upgrade on Kubernetes stops the service with a merge patch on
- *   `deployments/scale` (svcops' driver, @kubernetes/client-node), then `pulumi up` applies the
+ * - the earlier recording upgrade on Kubernetes stopped the service with a merge patch on
+ *   `deployments/scale` (as @kubernetes/client-node sends it), then `pulumi up` applied the
  *   Deployment with `replicas`: the provider fails with "Server-Side Apply field conflict detected";
- * - a version change of a stack with more than one recording replica conflicts with the scale-up
- *   DeploymentPatch, which forced `spec.replicas` away from the Deployment's own manager;
+ * - today's upgrade holds the replicas in the stack file (`svcops:deploy.recording.heldReplicas`,
+ *   `pulumi config set --path`) and applies them with `pulumi up --target`: the Deployment's own
+ *   manager is the one writer of `spec.replicas`, from the stop through the one-pod start to the
+ *   configured replicas, and svcops sends no write to the API;
  * - the provider forces only with `pulumi.com/patchForce`, its `enablePatchForce` input, or
  *   PULUMI_K8S_ENABLE_PATCH_FORCE (the program's `false` outranks the variable), and takes fields
  *   over only from `kubectl`, `before-first-apply` and its own client-side-apply managers.
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { request } from 'node:https'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { stringify as toYaml } from 'yaml'
+import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { afterEach, describe, expect, it } from 'vitest'
-import { KubernetesDriver } from '../../src/drivers/kubernetes.ts'
-import { pulumiArgv, pulumiStackOf, PulumiCli } from '../../src/drivers/pulumi.ts'
+import { loadEnvironmentFile } from '../../src/config/load.ts'
+import { HELD_REPLICAS_KEY, pulumiArgv, pulumiStackOf, PulumiCli } from '../../src/drivers/pulumi.ts'
+import { openKubernetesPlatform } from '../../src/recording/kubernetes/recording-kubernetes-platform.ts'
+import { settingsFor } from '../../src/recording/recording-settings.ts'
 import { createPulumiArgvRecorder } from '../support/pulumi-argv-recorder.ts'
 import { startKubeApiStandin, type KubeApiStandin } from '../support/kube-api-standin.ts'
 import { managedFieldsOf } from '../support/kube-store.ts'
@@ -36,6 +40,7 @@ const CREDENTIALS: { config: Record<string, string>; secretKeys: string[] } = {
 // A run starts Node, the SDK and the provider SDKs: tens of seconds each on a busy machine.
 const RUN_TIMEOUT = 900_000
 const DEPLOYMENTS = kindOfResource('apps', 'v1', 'deployments')!
+const DEPLOYMENT_PATH = '/apis/apps/v1/namespaces/svc-prod/deployments/svc-recording'
 
 let api: KubeApiStandin | undefined
 let savedEnv: NodeJS.ProcessEnv | undefined
@@ -75,30 +80,27 @@ function liveDeployment(cluster: KubeApiStandin) {
   return { replicas: d.spec.replicas, image: d.spec.template.spec.containers[0]?.image, managers: managedFieldsOf(d) }
 }
 
+/** The managers that own `spec.replicas` of the recording service's Deployment. */
+function replicasOwners(cluster: KubeApiStandin): string[] {
+  return liveDeployment(cluster)
+    .managers.filter((m) => JSON.stringify(m.fieldsV1).includes('"f:replicas"'))
+    .map((m) => `${m.manager}${m.subresource ? `/${m.subresource}` : ''}`)
+}
+
 describe('pulumi up through the in-test provider', () => {
   it(
-    "fails as today's upgrade would: svcops scales the Deployment to 0 through deployments/scale, then pulumi up applies it with replicas",
+    'fails as the earlier upgrade did: the Deployment scaled to 0 through deployments/scale, then pulumi up applies it with replicas',
     async () => {
       api = await startKubeApiStandin({ namespace: 'svc-prod', preexisting: false }, 'prod-cluster')
       const base = await up(api, '1.5.0')
       expect(base.exitCode, errors(base).join('\n') || base.stderr).toBe(0)
-      // Every object went in by server-side apply, each under its own field manager; the scale-up
-      // patch forced spec.replicas away from the Deployment's manager.
+      // Every object went in by server-side apply, each under its own field manager.
       expect(liveDeployment(api).replicas).toBe(3)
       const owners = liveDeployment(api).managers
       expect(owners.every((m) => /^pulumi-kubernetes-[0-9a-f]{8}$/.test(m.manager) && m.operation === 'Apply')).toBe(true)
-      expect(new Set(owners.map((m) => m.manager)).size).toBe(2)
 
-      // svcops' stop, as src/drivers/kubernetes.ts sends it.
-      const kube = new KubernetesDriver({
-        namespace: 'svc-prod',
-        deployment: 'svc-recording',
-        container: 'recording-service',
-        port: 8080,
-        context: 'prod-cluster',
-        kubeconfig: api.kubeconfig,
-      })
-      await kube.scale(0)
+      // The earlier stop: a merge patch of the scale subresource, as @kubernetes/client-node sends it.
+      expect(await fetchAsAdmin(api, `${DEPLOYMENT_PATH}/scale`, { spec: { replicas: 0 } }, 'kubernetes-client-javascript/1.0.0')).toBe(200)
       expect(liveDeployment(api).managers.find((m) => m.subresource === 'scale')?.manager).toBe('kubernetes-client-javascript')
 
       const upgrade = await up(api, '2.0.0', base)
@@ -117,25 +119,26 @@ describe('pulumi up through the in-test provider', () => {
   )
 
   it(
-    "fails a version change of a stack with several replicas on the scale-up patch's own field, whatever PULUMI_K8S_ENABLE_PATCH_FORCE says",
+    'changes the version of a stack with several replicas without a conflict, whatever PULUMI_K8S_ENABLE_PATCH_FORCE says: the Deployment alone owns spec.replicas',
     async () => {
       api = await startKubeApiStandin({ namespace: 'svc-prod', preexisting: false }, 'prod-cluster')
       const base = await up(api, '1.5.0')
       expect(base.exitCode, errors(base).join('\n')).toBe(0)
-      const patchManager = liveDeployment(api).managers.find((m) => JSON.stringify(m.fieldsV1).includes('f:replicas'))?.manager
-      // The variable would force; the program's provider sets enablePatchForce: false, which outranks it.
+      const [owner] = replicasOwners(api)
+      expect(replicasOwners(api)).toEqual([owner])
+      // The program's provider sets enablePatchForce: false, which outranks the variable: nothing is forced.
       const upgrade = await up(api, '2.0.0', base, { PULUMI_K8S_ENABLE_PATCH_FORCE: 'true' })
-      expect(upgrade.exitCode).toBe(255)
-      expect(errors(upgrade)[0]).toContain(`Apply failed with 1 conflict: conflict with "${patchManager}": .spec.replicas`)
-      expect(liveDeployment(api).image).toBe('registry.example.internal/svc/recording:1.5.0')
+      expect(upgrade.exitCode, errors(upgrade).join('\n')).toBe(0)
+      expect(liveDeployment(api)).toMatchObject({ replicas: 3, image: 'registry.example.internal/svc/recording:2.0.0' })
+      expect(replicasOwners(api)).toEqual([owner])
     },
     RUN_TIMEOUT,
   )
 })
 
-describe('the in-test Pulumi on PATH (the argv recorder with an engine)', () => {
+describe("svcops' recording upgrade on Kubernetes, through the in-test Pulumi on PATH (the argv recorder with an engine)", () => {
   it(
-    "plays svcops' own pulumi up and preview against the stand-in: the preview after a stop through deployments/scale fails with the provider's conflict",
+    'stops, installs and starts through the stack file and pulumi up only: no write of svcops reaches the API, and the Deployment keeps one owner of its replicas',
     async () => {
       api = await startKubeApiStandin({ namespace: 'svc-prod', preexisting: false }, 'prod-cluster')
       // A project folder as an operator has it: Pulumi.yaml and its stack file under stackConfigDir.
@@ -150,40 +153,79 @@ describe('the in-test Pulumi on PATH (the argv recorder with an engine)', () => 
       ;(config['svcops:recording'] as LooseConfig).version = '1.5.0'
       writeFileSync(stackFile, toYaml({ config }))
       const recorder = createPulumiArgvRecorder({ applyConfigSetTo: stackFile, engine: CREDENTIALS })
+      recorder.answer('version', 'v3.150.0\n')
+      recorder.answer('stack', JSON.stringify([{ name: 'prod', current: true, updateInProgress: false }]))
       savedEnv = { ...process.env }
       process.env.PATH = `${recorder.binDir}:${process.env.PATH ?? ''}`
       process.env.KUBECONFIG = api.kubeconfig
       const cli = new PulumiCli(pulumiStackOf(stackFile, 'prod'))
-
       const first = await cli.run(pulumiArgv.up(cli.stack, []), { check: false })
       expect(first.code, first.stdout + first.stderr).toBe(0)
       expect(liveDeployment(api)).toMatchObject({ replicas: 3, image: 'registry.example.internal/svc/recording:1.5.0' })
-      expect((await cli.outputs()) as object).not.toEqual({})
+      const [owner] = replicasOwners(api)
+      const writesBefore = api.requests.length
 
-      await new KubernetesDriver({
-        namespace: 'svc-prod',
-        deployment: 'svc-recording',
-        container: 'recording-service',
-        port: 8080,
-        context: 'prod-cluster',
-        kubeconfig: api.kubeconfig,
-      }).scale(0)
-      await cli.setVersion('svcops:recording.version', '2.0.0')
-      await expect(cli.preview()).rejects.toThrow(
-        /^'pulumi preview' of stack 'prod' failed \(exit 255\): Preview failed: the Kubernetes API server reported that "svc-prod\/svc-recording" failed to fully initialize or become live: Server-Side Apply field conflict detected\..*conflict with "kubernetes-client-javascript" with subresource "scale" using apps\/v1: \.spec\.replicas/s,
+      const env = loadEnvironmentFile(stackFile, 'prod')
+      const platform = openKubernetesPlatform(env, { ...settingsFor(env, env.recording!), healthTimeoutMs: 120_000 })
+      const target = platform.targets[0]!
+      await platform.checkPreflight()
+      await platform.stop(target)
+      expect(liveDeployment(api).replicas).toBe(0)
+      expect(readStack(stackFile).heldReplicas).toBe(0)
+      await platform.install(target, '2.0.0')
+      await platform.reviewConfig(target)
+      const started = await platform.start(target)
+      expect(started.changed?.[0]).toMatch(/: svc-recording on 2\.0\.0, 3 replica\(s\)$/)
+      expect(liveDeployment(api)).toMatchObject({ replicas: 3, image: 'registry.example.internal/svc/recording:2.0.0' })
+      // The stack file is as the operator left it, but for the version: the hold is gone.
+      expect(readStack(stackFile)).not.toHaveProperty('heldReplicas')
+      expect(replicasOwners(api)).toEqual([owner])
+
+      // Every write the run caused is Pulumi's server-side apply; svcops itself only read.
+      const writes = api.requests.slice(writesBefore).filter((r) => r.method !== 'GET' && !r.path.endsWith('/selfsubjectaccessreviews'))
+      expect(writes.length).toBeGreaterThan(0)
+      expect(writes.filter((r) => r.path.startsWith(DEPLOYMENT_PATH)).every((r) => r.contentType === 'application/apply-patch+yaml')).toBe(
+        true,
       )
-      // A preview is a dry run: the stopped service is as it was.
-      expect(liveDeployment(api)).toMatchObject({ replicas: 0, image: 'registry.example.internal/svc/recording:1.5.0' })
-      expect(recorder.calls().map((c) => c.argv.slice(0, 2).join(' '))).toEqual([
-        'up --stack',
-        'stack output',
-        'config set',
-        'preview --stack',
+      expect(writes.filter((r) => r.path.startsWith(DEPLOYMENT_PATH) && r.path !== DEPLOYMENT_PATH)).toEqual([])
+      const pulumiCalls = recorder
+        .calls()
+        .map((c) => c.argv.filter((a) => !a.startsWith('--') && a !== 'prod' && !a.startsWith('urn:')).join(' '))
+      expect(pulumiCalls).toEqual([
+        'up',
+        'version',
+        'stack ls',
+        'preview',
+        `config set ${HELD_REPLICAS_KEY} 0`,
+        'preview',
+        'up',
+        'config set svcops:recording.version 2.0.0',
+        'preview',
+        `config set ${HELD_REPLICAS_KEY} 1`,
+        'preview',
+        'up',
+        `config rm ${HELD_REPLICAS_KEY}`,
+        'preview',
+        'up',
       ])
+      // Each up named its targets: the Deployment (and the jobs' copy of the stack file).
+      const ups = recorder
+        .calls()
+        .filter((c) => c.argv[0] === 'up')
+        .slice(1)
+      expect(ups).toHaveLength(3)
+      for (const u of ups)
+        expect(u.argv.some((a) => /RecordingService\$kubernetes:apps\/v1:Deployment::svc-recording-deployment$/.test(a))).toBe(true)
     },
     RUN_TIMEOUT,
   )
 })
+
+/** The stack file's `svcops:deploy.recording` section. */
+function readStack(file: string): Record<string, unknown> {
+  const doc = parseYaml(readFileSync(file, 'utf8')) as { config: { 'svcops:deploy': { recording: Record<string, unknown> } } }
+  return doc.config['svcops:deploy'].recording
+}
 
 describe("the provider's force and take-over rules, against the stand-in", () => {
   const deployment = (replicas: number, annotations: Record<string, string> = {}) => ({

@@ -8,7 +8,8 @@
  */
 import { request } from 'node:https'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { KubernetesDriver } from '../../src/drivers/kubernetes.ts'
+import { AppsV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
+import { loadKubeConfig } from '../../src/drivers/kubernetes.ts'
 import { startKubeApiStandin, type KubeApiStandin } from '../support/kube-api-standin.ts'
 import type { ManagedFieldsEntry } from '../support/kube-fields.ts'
 import { kindOfResource } from '../support/kube-kinds.ts'
@@ -124,15 +125,12 @@ describe('server-side apply on the stand-in', () => {
   })
 
   it('records the scale of @kubernetes/client-node on the Deployment as kubernetes-client-javascript with subresource scale, taking spec.replicas', async () => {
-    const kube = new KubernetesDriver({
-      namespace: 'svc-prod',
-      deployment: 'svc-recording',
-      container: 'recording-service',
-      port: 8080,
-      context: 'prod-cluster',
-      kubeconfig: api.kubeconfig,
-    })
-    await kube.scale(0)
+    // A merge patch of the scale subresource, as the client library sends it (what svcops' stop once was).
+    const apps = loadKubeConfig({ context: 'prod-cluster', kubeconfig: api.kubeconfig }).makeApiClient(AppsV1Api)
+    await apps.patchNamespacedDeploymentScale(
+      { name: 'svc-recording', namespace: 'svc-prod', body: { spec: { replicas: 0 } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    )
     const scale = managers().find((m) => m.subresource === 'scale')
     expect(scale).toMatchObject({
       manager: 'kubernetes-client-javascript',

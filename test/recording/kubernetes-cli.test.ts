@@ -25,7 +25,9 @@ let backups: string
 beforeAll(async () => {
   lab = await startUpgradeLab({ hosts: 1, version: '1.5.0', recordings: 2 })
   api = await startKubeApiStandin({}, 'lab-cluster')
-  recorder = createPulumiArgvRecorder()
+  stackFile = join(lab.dir, 'project', 'stacks', 'Pulumi.lab.yaml')
+  // `pulumi config set|rm --path` write the stack file as Pulumi does: the stop's hold is read back from it.
+  recorder = createPulumiArgvRecorder({ applyConfigSetTo: stackFile })
   recorder.answer('version', 'v3.150.0\n')
   recorder.answer('stack', JSON.stringify([{ name: 'lab', current: true, updateInProgress: false }]))
   // A project as Pulumi sees it: Pulumi.yaml (stackConfigDir: stacks) and the lab's stack on the kubernetes platform.
@@ -91,12 +93,12 @@ describe('svcops upgrade recording on the Kubernetes platform, at its preflight'
   })
 
   it('refuses when this identity lacks a right the run uses, naming it and what it is for', async () => {
-    api.state.denied = ['patch deployments/scale']
+    api.state.denied = ['patch deployments']
     const before = readFileSync(stackFile, 'utf8')
     const run = await upgrade()
     expect(run.code).toBe(1)
     expect((JSON.parse(run.stdout) as { error: { message: string } }).error.message).toBe(
-      'This identity lacks 1 right(s) in namespace svc-prod the run needs: patch apps/deployments/scale svc-recording (the stop (replicas 0)).',
+      'This identity lacks 1 right(s) in namespace svc-prod the run needs: patch apps/deployments svc-recording (`pulumi up` of the stop, the new version and the start).',
     )
     expectNothingChanged(before)
     api.state.denied = []
@@ -130,8 +132,13 @@ describe('svcops verify recording on the Kubernetes platform', () => {
 describe('a Kubernetes run killed after its stop, continued from its journal', () => {
   it('took the verified backup first; resume plans the rest from the journal, and its rollback the previous version, with the exact pulumi commands', async () => {
     recorder.answer('preview', JSON.stringify({ steps: [], changeSummary: { same: 42 } }))
-    recorder.answer('config', '', 0, 5000) // `pulumi config set` still running when the run is killed
+    recorder.answer('config', '', 0, 5000) // the stop's `pulumi config set` still running when the run is killed
     api.state.pods = [{ name: 'svc-recording-7d4b9c-a1', version: '1.5.0', log: ['INFO listening on :8080'] }]
+    // The pods follow what the stop's pulumi up would do once the stack holds 0 replicas (the recorder applies nothing).
+    const held = () => recorder.calls().some((c) => c.argv.join(' ').endsWith('svcops:deploy.recording.heldReplicas 0'))
+    api.state.beforeAnswer = () => {
+      if (held()) api.state.pods = []
+    }
     const killed = await runSvcopsKilledAt(
       ['upgrade', 'recording', '--stack-file', stackFile, '--env', 'lab', '--to', '2.0.0', '--yes', '--json'],
       'stop@svc-recording',
@@ -140,7 +147,12 @@ describe('a Kubernetes run killed after its stop, continued from its journal', (
     )
     expect(killed.signal).toBe('SIGKILL')
     expect(readdirSync(backups).some((f) => f.endsWith('.manifest.json'))).toBe(true) // the backup came before the stop
-    expect(api.requests.filter((r) => r.method === 'PATCH').map((r) => r.body)).toEqual([{ spec: { replicas: 0 } }])
+    // The stop holds the replicas in the stack file for pulumi up: svcops itself wrote nothing to the API.
+    expect(api.requests.filter((r) => r.method === 'PATCH')).toEqual([])
+    expect(recorder.calls().map((c) => c.argv.slice(0, 2).concat(c.argv.slice(-2)).join(' '))).toContain(
+      'config set svcops:deploy.recording.heldReplicas 0',
+    )
+    delete api.state.beforeAnswer
     const id = readdirSync(lab.runsDir).sort().at(-1) ?? ''
     // The rollback's preconditions ask the platform for its tools: the continuing machine has pulumi too.
     const env = { KUBECONFIG: api.kubeconfig, SVCOPS_RUNS_DIR: lab.runsDir, PATH: `${recorder.binDir}:${process.env.PATH ?? ''}` }

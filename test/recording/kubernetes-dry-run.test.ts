@@ -64,17 +64,30 @@ describe('svcops upgrade recording --env prod --to 2.0.0 --dry-run', () => {
         `no change but the recording service's version: pulumi preview --stack prod --json --refresh --non-interactive${inProject}; refused, listing every other change`,
       ]),
     )
-    expect(actionsOf(plan.steps, 'preflight').join('\n')).toContain('patch apps/deployments/scale svc-recording; ')
+    expect(actionsOf(plan.steps, 'preflight').join('\n')).toContain('patch apps/deployments svc-recording; ')
+    expect(actionsOf(plan.steps, 'preflight').join('\n')).not.toContain('deployments/scale')
+    // The stop is the program's: the stack holds 0 replicas and pulumi up applies them (svcops writes no Deployment).
+    const rule =
+      'only svc-recording-deployment (image, version label, replicas) and svc-svcops-stack (data) may change; anything else fails the step'
+    const up = `pulumi up --stack prod --yes --refresh --non-interactive --skip-preview --target URN --target ...${inProject} with a --target per changed URN`
     expect(actionsOf(plan.steps, 'stop')).toEqual([
-      'PATCH /apis/apps/v1/namespaces/svc-prod/deployments/svc-recording/scale {"spec":{"replicas":0}} (merge patch)',
+      `hold the Deployment at 0 replicas in the stack file: pulumi config set --path --stack prod --non-interactive -- svcops:deploy.recording.heldReplicas 0${inProject}`,
+      `pulumi preview --stack prod --json --refresh --non-interactive${inProject}: ${rule}`,
+      `${up}: the program sets the Deployment's replicas to 0`,
       'GET /api/v1/namespaces/svc-prod/pods?labelSelector=app.kubernetes.io/name=recording-service,app.kubernetes.io/instance=svc-recording until no pod is left, at most 60 s',
     ])
     expect(actionsOf(plan.steps, 'install')).toEqual([
       `set svcops:recording.version to 2.0.0 in the stack file: pulumi config set --path --stack prod --non-interactive -- svcops:recording.version 2.0.0${inProject}`,
     ])
-    expect(actionsOf(plan.steps, 'start').join('\n')).toContain(
-      `pulumi up --stack prod --yes --refresh --non-interactive --skip-preview --target URN --target ...${inProject} with a --target per changed URN`,
-    )
+    expect(actionsOf(plan.steps, 'start')).toEqual([
+      `hold the Deployment at 1 replica: pulumi config set --path --stack prod --non-interactive -- svcops:deploy.recording.heldReplicas 1${inProject}`,
+      `pulumi preview --stack prod --json --refresh --non-interactive${inProject} (same rule), then ${up}: Recreate stops every old pod, one new pod starts and migrates; pulumi up waits until it is ready`,
+      `release the hold: pulumi config rm --path --stack prod --non-interactive -- svcops:deploy.recording.heldReplicas${inProject}`,
+      `pulumi preview --stack prod --json --refresh --non-interactive${inProject} (same rule), then ${up}: the Deployment runs the stack's 3 replica(s)`,
+      'GET /apis/apps/v1/namespaces/svc-prod/deployments/svc-recording',
+    ])
+    // No step of the plan writes a Deployment through the API: every PATCH or PUT is Pulumi's.
+    expect(plan.steps.flatMap((s) => s.actions).filter((a) => /^(PATCH|PUT) .*\/deployments\//.test(a))).toEqual([])
     expect(actionsOf(plan.steps, 'check-logs')).toContain(
       'GET /api/v1/namespaces/svc-prod/pods/POD/log?container=recording-service&tailLines=50&limitBytes=262144 (every pod); fail on a log record whose level is ERROR | FATAL | PANIC | CRITICAL (the level field only)',
     )
@@ -102,10 +115,12 @@ describe('svcops upgrade recording --env prod --to 2.0.0 --dry-run', () => {
     expect(api.requests.length).toBe(before)
   })
 
-  it('is the Kubernetes platform, where the doctor (a host check) refuses in one sentence and names what to run instead', async () => {
+  it('is the Kubernetes platform, where the doctor reads the Deployment through the API: no Secret and no claim here, each found with its fix', async () => {
     const run = await runSvcops(['doctor', 'recording', '--env', 'prod'], { env: { KUBECONFIG: api.kubeconfig } })
-    expect(run.code).toBe(2)
-    expect(run.stderr).toContain("The doctor checks hosts, and environment 'prod' runs the recording service on Kubernetes")
-    expect(run.stderr).toContain('svcops verify recording --env prod')
+    expect(run.code, run.stderr).toBe(5)
+    expect(run.stdout).toContain(
+      'ERROR svc-recording config-syntax: The Secret svc-recording-database the pods read their database connection from cannot be read.',
+    )
+    expect(run.stdout).toContain('ERROR svc-recording storage-claim: The recordings claim svc-recording-recordings cannot be read')
   })
 })

@@ -28,7 +28,8 @@
  *   that the stored object is answered, its `status` made from the summary's pods, and every write
  *   to it moves the summary as a controller and kubelet would (`replicas`, `version` from the
  *   container's image tag, that many ready pods of that version, none at 0). Pods (`list` by label
- *   selector), a pod's `log` (`tailLines`), `proxy` (its `metrics` on `metricsPort`, else the API
+ *   selector, with a container's waiting reason and message, last termination and memory limit), a
+ *   pod's `log` (`tailLines`; `previous=true`: the log before its last restart, a 400 without one), `proxy` (its `metrics` on `metricsPort`, else the API
  *   server's 503) and `portforward` (WebSocket `v4.channel.k8s.io` to `forwardTo`) come from the
  *   summary; so do the recording service's Service and `configMaps` not written through the API.
  *   With `preexisting: false` the namespace starts empty instead (a first `pulumi up`): only what is
@@ -378,7 +379,19 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
           .find((p) => p.name === log[1])
         if (!pod) return send(res, 404, statusOf(404, 'NotFound', `pods "${log[1]}" not found`))
         const tail = Number(url.searchParams.get('tailLines') ?? '0')
-        const lines = pod.log ?? []
+        // `previous`: the container before its last restart, which a pod that never restarted has not.
+        const previous = url.searchParams.get('previous') === 'true'
+        if (previous && !pod.lastState)
+          return send(
+            res,
+            400,
+            statusOf(
+              400,
+              'BadRequest',
+              `previous terminated container "${url.searchParams.get('container') ?? ''}" in pod "${pod.name}" not found`,
+            ),
+          )
+        const lines = (previous ? pod.previousLog : pod.log) ?? []
         return send(res, 200, `${(tail ? lines.slice(-tail) : lines).join('\n')}\n`, 'text/plain')
       }
 

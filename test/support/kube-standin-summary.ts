@@ -15,7 +15,15 @@ export interface StandinPod {
   ready?: boolean
   restarts?: number
   waiting?: string
+  /** The kubelet's message with `waiting` (`state.waiting.message`). */
+  waitingMessage?: string
+  /** How the container's previous run ended (`lastState.terminated`): OOMKilled, Error, ... */
+  lastState?: { reason: string; exitCode: number; finishedAt: string }
+  /** The container's memory limit (`resources.limits.memory` of the pod's spec). */
+  memoryLimit?: string
   log?: string[]
+  /** The log of the container before its last restart (`?previous=true`; needs `lastState`). */
+  previousLog?: string[]
   /** What the pod answers on its metrics port through the pod proxy (Prometheus text); none: the connection is refused. */
   metrics?: string
   /** The port the pod serves `metrics` on (the container's `metrics` port). */
@@ -106,7 +114,15 @@ export function podOf(ns: string, s: StandinDeployment, p: StandinPod) {
       namespace: ns,
       labels: { 'app.kubernetes.io/name': s.app, 'app.kubernetes.io/instance': s.deployment },
     },
-    spec: { containers: [{ name: s.container, image: `${s.image}:${p.version}` }] },
+    spec: {
+      containers: [
+        {
+          name: s.container,
+          image: `${s.image}:${p.version}`,
+          ...(p.memoryLimit ? { resources: { limits: { memory: p.memoryLimit } } } : {}),
+        },
+      ],
+    },
     status: {
       phase: p.phase ?? 'Running',
       conditions: [{ type: 'Ready', status: (p.ready ?? true) ? 'True' : 'False' }],
@@ -117,7 +133,10 @@ export function podOf(ns: string, s: StandinDeployment, p: StandinPod) {
           restartCount: p.restarts ?? 0,
           image: `${s.image}:${p.version}`,
           imageID: '',
-          state: p.waiting ? { waiting: { reason: p.waiting } } : { running: { startedAt: '2026-11-25T02:30:00Z' } },
+          state: p.waiting
+            ? { waiting: { reason: p.waiting, ...(p.waitingMessage ? { message: p.waitingMessage } : {}) } }
+            : { running: { startedAt: '2026-11-25T02:30:00Z' } },
+          ...(p.lastState ? { lastState: { terminated: { ...p.lastState, startedAt: '2026-11-25T02:20:00Z' } } } : {}),
         },
       ],
     },

@@ -6,8 +6,9 @@
  * the CLI seam: to see the exact argv svcops starts, where, and with which variables.
  *
  * One opt-in exception (`applyConfigSetTo`): it then also writes the value of a `config set --path
- * KEY VALUE` into the given stack file, as Pulumi would, so that a test can follow the stack file as
- * the run's record. An answer may be given per two words (`stack-output`) besides per subcommand,
+ * KEY VALUE` into the given stack file, as Pulumi would (with `--path`, `true`/`false` become
+ * booleans and integers numbers: Pulumi's adjustObjectValue), and removes the key of a `config rm
+ * --path KEY`, so that a test can follow the stack file as the run's record. An answer may be given per two words (`stack-output`) besides per subcommand,
  * and for the n-th call of it (`answerNth`: counted from 0; other calls get `answer`'s).
  *
  * With `engine`, it is an in-test Pulumi for `preview`, `up` and `stack output` (the other
@@ -79,7 +80,15 @@ export function createPulumiArgvRecorder(options: { applyConfigSetTo?: string; e
             "  const [key, value] = argv.slice(argv.indexOf('--') + 1)",
             "  const doc = YAML.parseDocument(fs.readFileSync(stackFile, 'utf8'))",
             "  const [ns, ...rest] = key.split('.')",
-            "  doc.setIn(['config', ns, ...rest], value)",
+            "  const typed = value === 'true' ? true : value === 'false' ? false : /^-?(0|[1-9][0-9]*)$/.test(value) ? Number(value) : value",
+            "  doc.setIn(['config', ns, ...rest], typed)",
+            '  fs.writeFileSync(stackFile, doc.toString())',
+            '}',
+            "if (argv[0] === 'config' && argv[1] === 'rm' && argv.includes('--path')) {",
+            "  const [key] = argv.slice(argv.indexOf('--') + 1)",
+            "  const doc = YAML.parseDocument(fs.readFileSync(stackFile, 'utf8'))",
+            "  const [ns, ...rest] = key.split('.')",
+            "  doc.deleteIn(['config', ns, ...rest])",
             '  fs.writeFileSync(stackFile, doc.toString())',
             '}',
           ]

@@ -62,7 +62,7 @@ export function openRecordingCluster(env: Environment): RecordingCluster {
   const inside = insideCluster()
   const cluster: RecordingCluster = {
     target,
-    names: { deployment: `${target.deployment}-deployment`, scaleUp: `${target.deployment}-scale-up`, stackMap: stackMap ?? '' },
+    names: { deployment: `${target.deployment}-deployment`, stackMap: stackMap ?? '' },
     ...(stackMap ? { stackMap } : {}),
     versionKey: versionKeyOf(deploy.recording.version),
     replicas: deploy.recording.replicas,

@@ -3,21 +3,35 @@
  * Deployment of this project's Pulumi program (recording-deployment.ts), and each call of the
  * platform is the seed's step done there:
  *
- *   stop          the Deployment's scale to 0 through the API; wait until no pod is left
+ *   stop          `heldReplicas` 0 in the stack file (`pulumi config set --path`), then `pulumi up
+ *                 --target` of the Deployment; wait until no pod is left
  *   install       the version set in the stack file: `pulumi config set --path KEY VERSION`
  *   review-config `pulumi preview --json`: no change but the version (the refusal lists the rest)
- *   start         `pulumi up --target` of exactly what the preview showed: the Recreate strategy,
- *                 one replica that migrates, then the program's scale-up patch to the configured count
+ *   start         with more than one replica, `heldReplicas` 1 and `pulumi up --target` of exactly
+ *                 what the preview showed (the Recreate strategy: one new pod, which migrates alone);
+ *                 then `heldReplicas` removed (`pulumi config rm --path`) and `pulumi up --target`
+ *                 again: the configured replicas
  *   status, logs  every pod through the API: Running, ready, on the Deployment's version; their last lines
  *   record        the stack file, which must hold the version the Deployment runs
  *
- * The environment's lock in the database is the run's only lock: a Deployment has no lock file.
+ * svcops writes no field of what the program manages: the replicas, like the version, are the
+ * stack file's, applied by `pulumi up` (the Deployment has one writer of `spec.replicas`: its own
+ * Pulumi resource). The environment's lock in the database is the run's only lock: a Deployment
+ * has no lock file.
  */
 import type { Environment } from '../../config/schema.ts'
 import { errorMessage } from '../../core/errors.ts'
 import { checkClusterAccess } from '../../drivers/cluster-access.ts'
 import { describeCall, neededRights, showRight, type PodFacts } from '../../drivers/kubernetes.ts'
-import { pulumiArgv, readStackVersion, refuseForeignChanges, showPulumi, versionOnlyChanges } from '../../drivers/pulumi.ts'
+import {
+  HELD_REPLICAS_KEY,
+  pulumiArgv,
+  readStackValue,
+  readStackVersion,
+  refuseForeignChanges,
+  showPulumi,
+  versionOnlyChanges,
+} from '../../drivers/pulumi.ts'
 import { HostFailure } from '../../runs/engine.ts'
 import type { RecordingSettings } from '../recording-settings.ts'
 import type { RecordingPlatform, RecordingTarget, TargetStatus } from '../recording-platform.ts'
@@ -26,8 +40,9 @@ import { openRecordingCluster, type RecordingCluster } from './recording-deploym
 /** Waiting reasons that will not heal by themselves. */
 const STUCK = /CrashLoopBackOff|ImagePullBackOff|ErrImagePull|CreateContainerConfigError|InvalidImageName/
 
-/** The doctor's causes are read on a host (its files, its service's view); a Deployment's pods are judged by check-logs. */
-const NO_HOST = "not on Kubernetes: the causes are host checks; the pods' status and last log lines are read by check-logs"
+/** A run's doctor steps read a host (its files, its service's view); in a run the Deployment's pods are judged by check-logs. */
+const NO_HOST =
+  "not in a run on Kubernetes: the doctor's steps are host checks and check-logs reads the pods; svcops doctor recording reads the pods through the API"
 
 /** The Deployment of the environment as the platform of its recording service. Nothing connects until used. */
 export function openKubernetesPlatform(env: Environment, settings: RecordingSettings): RecordingPlatform & { cluster: RecordingCluster } {
@@ -50,9 +65,9 @@ export function openKubernetesPlatform(env: Environment, settings: RecordingSett
     }
   }
   const rights = () => neededRights(c.target, { portForward: c.reach === 'port-forward', ...(c.stackMap ? { stackMap: c.stackMap } : {}) })
-  /** `pulumi preview` after the version is set: its changes are the version's, and the stop's replicas. */
-  const versionPreview = async (t: RecordingTarget, step: 'review-config' | 'start'): Promise<string[]> => {
-    const preview = versionOnlyChanges(await c.pulumi().preview(), c.names, { afterStop: true })
+  /** `pulumi preview` after the run set the stack: its changes are the version's, and the replicas the stack holds. */
+  const versionPreview = async (t: RecordingTarget, step: 'stop' | 'review-config' | 'start'): Promise<string[]> => {
+    const preview = versionOnlyChanges(await c.pulumi().preview(), c.names, { ownReplicas: true })
     if (preview.other.length)
       throw new HostFailure(
         t.name,
@@ -60,6 +75,20 @@ export function openKubernetesPlatform(env: Environment, settings: RecordingSett
         `pulumi preview of stack '${env.name}' shows change(s) besides the recording service's version: ${preview.other.join('; ')}.`,
       )
     return preview.targets
+  }
+  /** The stack's `heldReplicas` set to `held` (removed: undefined), then `pulumi up --target` of what the preview shows. */
+  const applyHeld = async (t: RecordingTarget, step: 'stop' | 'start', held: number | undefined): Promise<string[]> => {
+    await c.pulumi().setNumber(HELD_REPLICAS_KEY, held)
+    const targets = await versionPreview(t, step)
+    await c.pulumi().up(targets)
+    return targets
+  }
+  const upArgv = (): string => {
+    try {
+      return showPulumi(c.stack(), pulumiArgv.up(c.stack(), ['URN', '...']))
+    } catch (error) {
+      return `pulumi up --target URN ...   (refused: ${errorMessage(error)})`
+    }
   }
   const livePods = async (): Promise<PodFacts[]> => (await c.kube().listPods()).filter((p) => !p.deleting)
   const podLogs = async (): Promise<string[]> => {
@@ -100,7 +129,9 @@ export function openKubernetesPlatform(env: Environment, settings: RecordingSett
         rights: rights(),
         grant: 'Grant them (docs/deploy.md, RBAC: the scheduled upgrade’s Role lists them) and run again.',
       })
-      const preview = versionOnlyChanges(await cli.preview(), c.names)
+      // A stack a killed run left held (stopped) shows no replicas change; one it holds is still its own.
+      const held = readStackValue(c.stack().stackFile, HELD_REPLICAS_KEY) !== undefined
+      const preview = versionOnlyChanges(await cli.preview(), c.names, { ownReplicas: held })
       refuseForeignChanges(
         env.name,
         preview.other,
@@ -138,7 +169,7 @@ export function openKubernetesPlatform(env: Environment, settings: RecordingSett
     describeStage: () => ['nothing to stage: the kubelet pulls the image when the new pod starts (imagePullPolicy IfNotPresent)'],
     async stop(t) {
       const kube = c.kube()
-      await kube.scale(0)
+      const targets = await applyHeld(t, 'stop', 0)
       const deadline = Date.now() + settings.healthTimeoutMs
       for (;;) {
         const pods = await kube.listPods()
@@ -147,11 +178,11 @@ export function openKubernetesPlatform(env: Environment, settings: RecordingSett
           throw new HostFailure(
             t.name,
             'stop',
-            `${pods.length} pod(s) of ${t.name} are still there after the scale to 0: ${pods.map((p) => p.name).join(', ')}.`,
+            `${pods.length} pod(s) of ${t.name} are still there after pulumi up of ${HELD_REPLICAS_KEY} 0: ${pods.map((p) => p.name).join(', ')}.`,
           )
         await new Promise((r) => setTimeout(r, 1000))
       }
-      return { changed: [`scaled ${t.name} to 0 replicas`] }
+      return { changed: [`pulumi up of ${HELD_REPLICAS_KEY} = 0 (${targets.length} resource(s)): ${t.name} has no pod`] }
     },
     async install(t, version) {
       const file = c.stack().stackFile
@@ -172,11 +203,14 @@ export function openKubernetesPlatform(env: Environment, settings: RecordingSett
     },
     async start(t) {
       const startedAt = new Date().toISOString()
-      const targets = await versionPreview(t, 'start')
       const want = readStackVersion(c.stack().stackFile, c.versionKey)
+      const targets: string[] = []
       try {
-        await c.pulumi().up(targets)
+        // Several replicas: the new version's first pod starts alone (it migrates), and pulumi up waits until it is ready.
+        if (c.replicas > 1) targets.push(...(await applyHeld(t, 'start', 1)))
+        targets.push(...(await applyHeld(t, 'start', undefined)))
       } catch (error) {
+        if (error instanceof HostFailure) throw error
         // The stack file already holds the new version: say where the cluster is, so the report never hides a disagreement.
         const now = await c
           .kube()
@@ -196,10 +230,16 @@ export function openKubernetesPlatform(env: Environment, settings: RecordingSett
           'start',
           `After pulumi up, ${t.name} runs ${d.version ?? 'no known version'}; the stack file holds ${want ?? 'none'}.`,
         )
-      if (d.replicas === 0) throw new HostFailure(t.name, 'start', `After pulumi up, ${t.name} still has 0 replicas.`)
+      if (d.replicas !== c.replicas)
+        throw new HostFailure(
+          t.name,
+          'start',
+          `After pulumi up, ${t.name} has ${d.replicas} replica(s); the stack configures ${c.replicas}.`,
+        )
+      const urns = [...new Set(targets)]
       return {
-        changed: [`pulumi up of ${targets.length} resource(s): ${t.name} on ${d.version}, ${d.replicas} replica(s)`],
-        data: { startedAt, targets },
+        changed: [`pulumi up of ${urns.length} resource(s): ${t.name} on ${d.version}, ${d.replicas} replica(s)`],
+        data: { startedAt, targets: urns },
       }
     },
     async status(): Promise<TargetStatus> {
@@ -214,18 +254,27 @@ export function openKubernetesPlatform(env: Environment, settings: RecordingSett
     logsSinceStart: () => podLogs(),
     recentLogs: () => podLogs(),
     describe(call, t) {
+      const rule = `only ${c.names.deployment} (image, version label, replicas)${c.stackMap ? ` and ${c.stackMap} (data)` : ''} may change; anything else fails the step`
       if (call === 'stop')
-        return [describeCall.scale(c.target, 0), `${describeCall.pods(c.target)} until no pod is left, at most ${seconds} s`]
-      if (call === 'review-config')
         return [
-          `${shown(pulumiArgv.preview(c.stack()))}: only ${c.names.deployment} (image, version label, replicas), ${c.names.scaleUp}` +
-            `${c.stackMap ? ` and ${c.stackMap} (data)` : ''} may change; anything else fails the step`,
+          `hold the Deployment at 0 replicas in the stack file: ${shown(pulumiArgv.configSet(c.stack(), HELD_REPLICAS_KEY, '0'))}`,
+          `${shown(pulumiArgv.preview(c.stack()))}: ${rule}`,
+          `${upArgv()} with a --target per changed URN: the program sets the Deployment's replicas to 0`,
+          `${describeCall.pods(c.target)} until no pod is left, at most ${seconds} s`,
         ]
+      if (call === 'review-config') return [`${shown(pulumiArgv.preview(c.stack()))}: ${rule}`]
       if (call === 'start')
         return [
-          `${shown(pulumiArgv.preview(c.stack()))} again (same rule), then`,
-          `${shown(pulumiArgv.up(c.stack(), ['URN', '...']))} with a --target per changed URN: Recreate stops every old pod, ` +
-            `one new pod starts and migrates, then ${c.names.scaleUp} sets ${c.replicas} replica(s)`,
+          ...(c.replicas > 1
+            ? [
+                `hold the Deployment at 1 replica: ${shown(pulumiArgv.configSet(c.stack(), HELD_REPLICAS_KEY, '1'))}`,
+                `${shown(pulumiArgv.preview(c.stack()))} (same rule), then ${upArgv()} with a --target per changed URN: ` +
+                  'Recreate stops every old pod, one new pod starts and migrates; pulumi up waits until it is ready',
+              ]
+            : []),
+          `release the hold: ${shown(pulumiArgv.configRm(c.stack(), HELD_REPLICAS_KEY))}`,
+          `${shown(pulumiArgv.preview(c.stack()))} (same rule), then ${upArgv()} with a --target per changed URN: ` +
+            `the Deployment runs the stack's ${c.replicas} replica(s)`,
           describeCall.deployment(c.target),
         ]
       if (call === 'wait-healthy')

@@ -285,7 +285,8 @@ export async function runEngine(options: RunOptions): Promise<EngineRun> {
               const applied = await kubeOf(reg.provider, providerInputs).apply(urn, type, inputs, before, options.preview)
               const o = plain(inputs) as Obj
               const m = (o.metadata ?? {}) as Obj
-              id = id || `${textOf(m.namespace)}/${textOf(m.name)}`
+              // pulumi-kubernetes' id: `namespace/name`, or the name of a cluster-scoped object (what a refresh reads back).
+              id = m.namespace ? `${textOf(m.namespace)}/${textOf(m.name)}` : textOf(m.name)
               if (applied.live) {
                 const { metadata, status } = applied.live as Obj & { metadata: Obj }
                 reg.outputs = {
