@@ -67,6 +67,10 @@ export interface PodFacts {
   version: string | undefined
   waiting?: string
   deleting: boolean
+  /** The container's image as its pod spec names it (`repository:tag[@digest]`). */
+  image?: string
+  /** The content the kubelet runs (`containerStatuses[].imageID`): empty until the image was pulled. */
+  imageID?: string
 }
 
 /** A right the run needs, as a SelfSubjectAccessReview asks for it. */
@@ -379,6 +383,8 @@ function podFacts(p: V1Pod, container: string): PodFacts {
     version: image ? imageTag(image) : undefined,
     ...(status?.state?.waiting?.reason ? { waiting: status.state.waiting.reason } : {}),
     deleting: !!p.metadata?.deletionTimestamp,
+    ...(image ? { image } : {}),
+    ...(status?.imageID ? { imageID: status.imageID } : {}),
   }
 }
 

@@ -18,7 +18,7 @@
  *             run is rolled back and must end as the rollback cases do.
  *
  * The boundaries, in the playbook's order (playbooks/upgrade-live.ts): preflight, gates (the
- * check-gates step), stage@<component>, check-config, backup, stop@<component> (control panel
+ * check-gates step), stage@<component>, check-config, backup, rollback-ready, stop@<component> (control panel
  * first), write-config, then per component (controller first) install, start, check, and verify.
  * The bound: a step run once per component (stage, stop, install, start, check) is killed at its
  * first and its last component in that step's order, not at the two between; every distinct step
@@ -48,6 +48,7 @@ export const BOUNDARIES = [
   'stage@control-panel',
   'check-config',
   'backup',
+  'rollback-ready',
   'stop@control-panel',
   'stop@system-controller',
   'write-config',
@@ -63,7 +64,7 @@ export const BOUNDARIES = [
 export type Boundary = (typeof BOUNDARIES)[number]
 
 /**
- * Up to write-config (resume-early.test.ts), nine boundaries on three crossings: the control
+ * Up to write-config (resume-early.test.ts), ten boundaries on three crossings: the control
  * panel's stop with 1.0.0 -> 2.0.0 (the PSK introduced: settings file and every environment
  * written); the controller's stop with 2.0.0 -> 5.2.0 (the /api/v2 prefix and three majors at
  * once); everything before the first stop and write-config with 5.2.0 -> 6.0.0 (settings file
@@ -76,7 +77,16 @@ export const EARLY_CROSSINGS: Crossing[] = [
   {
     from: '5.2.0',
     to: '6.0.0',
-    boundaries: ['preflight', 'gates', 'stage@system-controller', 'stage@control-panel', 'check-config', 'backup', 'write-config'],
+    boundaries: [
+      'preflight',
+      'gates',
+      'stage@system-controller',
+      'stage@control-panel',
+      'check-config',
+      'backup',
+      'rollback-ready',
+      'write-config',
+    ],
     back: true,
   },
 ]

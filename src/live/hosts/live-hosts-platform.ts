@@ -160,7 +160,7 @@ export function openHostsPlatform(scope: LiveScope, host: LiveHost = openLiveHos
         code: -1,
         stderr: errorMessage(error),
       }))
-      if (reached.code !== 0) return [`${host.name} cannot be reached: ${reached.stderr.trim() || `exit ${reached.code}`}`]
+      if (reached.code !== 0) return { missing: [`${host.name} cannot be reached: ${reached.stderr.trim() || `exit ${reached.code}`}`] }
       const missing: string[] = []
       for (const [c, v] of Object.entries(previous) as [LiveComponentName, string][]) {
         let deb: string | undefined
@@ -175,7 +175,7 @@ export function openHostsPlatform(scope: LiveScope, host: LiveHost = openLiveHos
           if (result.code !== 0) missing.push(cmd.missing)
         }
       }
-      return [...new Set([...missing, ...findHostBackupMissing(config, backup)])]
+      return { missing: [...new Set([...missing, ...findHostBackupMissing(config, backup)])] }
     },
     describeRollbackNeeds: (previous) => [
       `${host.name} reachable; the run's copies of the settings and environment files in ${scope.journal.dir}, each matching its checksum`,
