@@ -4,6 +4,7 @@
  * one's release before). Kept apart from the system's run code (live-system.ts), so that showing
  * runs loads none of it.
  */
+import { liveHostRunStore } from './hosts/live-host-run-store.ts'
 import type { SystemDescription, SystemWords } from '../runs/system-description.ts'
 import { liveParamsSchema, type LiveParams } from './live-params.ts'
 
@@ -17,4 +18,6 @@ export const liveDescription: SystemDescription<LiveParams> = {
   params: liveParamsSchema,
   view: (run) => ({ targets: run.params.components, batches: [], previousVersions: run.params.previousVersions, words: liveWords }),
   report: { sections: [] },
+  // On hosts, files beside the run lock on the live host (Kubernetes: none yet; the local folder only).
+  runStore: (env) => (env.live && !env.liveCluster ? liveHostRunStore(env.live) : undefined),
 }

@@ -36,6 +36,7 @@ import { componentLog, componentPackage, LIVE_COMPONENTS, type LiveComponentName
 import type { CheckResult } from '../live-judge.ts'
 import type { LiveLockPlace, LivePlatform, LiveScope } from '../live-platform.ts'
 import type { LiveHost } from './host-files.ts'
+import { LIVE_LOCK_PATH } from './live-host-run-store.ts'
 import { checkComponent, connectionStatus, controllerStatus } from './live-host-checks.ts'
 import {
   backupHostConfig,
@@ -50,8 +51,8 @@ import {
   writeHostConfig,
 } from './live-host-config.ts'
 
-/** The run lock's file on the live host. */
-export const LIVE_LOCK_PATH = '/var/lib/svcops/live-upgrade.lock'
+// The run lock's file on the live host, beside the runs kept there.
+export { LIVE_LOCK_PATH } from './live-host-run-store.ts'
 
 /** The live host of an environment, with a transport (connections are lazy). */
 export function openLiveHost(live: LiveConfig): LiveHost {
