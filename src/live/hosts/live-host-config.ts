@@ -140,16 +140,19 @@ function backedUp(backup: Record<string, unknown> | undefined): BackedUp[] | und
 }
 
 /** What the restore would miss: the run's copy of a backed-up file gone, or changed since the run wrote it. */
-export function findHostBackupMissing(h: HostConfig, backup: Record<string, unknown> | undefined): string[] {
+export async function findHostBackupMissing(h: HostConfig, backup: Record<string, unknown> | undefined): Promise<string[]> {
   const files = backedUp(backup)
   if (!files) return []
+  const { journal } = h.scope
   const missing: string[] = []
   for (const f of files.filter((x) => x.existed)) {
-    let text: string
-    try {
-      text = readFileSync(h.scope.journal.file(f.backup ?? ''), 'utf8')
-    } catch {
-      missing.push(`the run's copy of ${f.path} is gone from ${h.scope.journal.dir}`)
+    const local = journal.file(f.backup ?? '')
+    // A run continued on another machine has no local backup: the host's copy counts, as the restore takes it.
+    const text = existsSync(local)
+      ? readFileSync(local, 'utf8')
+      : await readHostFile(h.host, hostBackupPath(journal.run.id, f.backup ?? ''))
+    if (text === undefined) {
+      missing.push(`the run's copy of ${f.path} is neither in ${journal.dir} nor on ${h.host.name}`)
       continue
     }
     if (f.sha256 && createHash('sha256').update(text).digest('hex') !== f.sha256)

@@ -127,6 +127,12 @@ export function liveHostRunStore(live: LiveConfig): RunStore {
         entries: parseJournalLines(journal, `${where}: journal of run ${id}`),
       }
     },
+    async remove(id) {
+      // A refused run: its record, its journal and the files its backup step copied (they hold the PSK).
+      if (!isRunId(id)) return
+      const paths = [`${dir}/${id}.json`, `${dir}/${id}.journal.jsonl`, `${dir}/${id}.backup`]
+      await onHost((host) => runCommand(host.transport, ['rm', '-rf', '--', ...paths], { display: `rm -rf -- ${dir}/${id}.*` }))
+    },
     async lockState(run: RunRecord): Promise<LockState> {
       // The lock file names its run; whether that run's process on another machine still lives it cannot say.
       const lock = await onHost((host) => readFile(host, hostPath(live.host, LIVE_LOCK_PATH), 4096))

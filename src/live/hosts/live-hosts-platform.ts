@@ -176,7 +176,7 @@ export function openHostsPlatform(scope: LiveScope, host: LiveHost = openLiveHos
           if (result.code !== 0) missing.push(cmd.missing)
         }
       }
-      return { missing: [...new Set([...missing, ...findHostBackupMissing(config, backup)])] }
+      return { missing: [...new Set([...missing, ...(await findHostBackupMissing(config, backup))])] }
     },
     describeRollbackNeeds: (previous) => [
       `${host.name} reachable; the run's copies of the settings and environment files in ${scope.journal.dir}, each matching its checksum`,
