@@ -32,6 +32,7 @@ import type { PlannedStep } from '../../src/runs/engine.ts'
 import { apiPrefix, settingsPathFlag, supportsSettingsPathFlag, tcpEndpointVariable } from '../../src/releases/versions.ts'
 import { ROOT, runSvcops, runSvcopsKilledAt } from '../support/cli.ts'
 import { startKubeApiStandin, type KubeApiStandin, type StandinDeployment } from '../support/kube-api-standin.ts'
+import { kindOfResource } from '../support/kube-kinds.ts'
 import { createPulumiArgvRecorder, type ArgvRecorder } from '../support/pulumi-argv-recorder.ts'
 
 const NS = 'svc-prod'
@@ -609,6 +610,46 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     expect(back.stderr).not.toContain('Not proven runnable')
     expect(api.state.others.every((d) => d.version === '6.2.0')).toBe(true)
   })
+
+  it('keeps its runs in ConfigMaps of the namespace: another machine lists, shows, resumes and rolls them back', async () => {
+    const s = setup('5.2.0')
+    s.recorder.answer('stack-output', JSON.stringify({ psk: { passesEntropyCheck: true } }))
+    s.recorder.answer('preview', preview(COMPONENT_STEPS))
+    const killed = await runSvcopsKilledAt(
+      ['upgrade', 'live', ...s.args, '--to', '6.0.0', '--ack', allGates('5.2.0', '6.0.0'), '--yes'],
+      'write-config',
+      join(s.dir, 'runs'),
+      { env: s.env },
+    )
+    expect(killed.signal).toBe('SIGKILL')
+    const id = readdirSync(join(s.dir, 'runs')).sort().at(-1) ?? ''
+    const configMaps = kindOfResource('', 'v1', 'configmaps')
+    if (!configMaps) throw new Error('the stand-in serves no configmaps')
+    const stored = api.store.get(configMaps, NS, `svcops-run-${id.toLowerCase()}`)
+    expect(JSON.parse(String((stored?.data as Record<string, string> | undefined)?.['run.json']))).toMatchObject({ id, phase: 'running' })
+
+    /** svcops on a machine whose local runs folder is empty (its own), with the same stack file and credentials. */
+    const elsewhere = (args: string[]) =>
+      runSvcops(args, { env: { ...s.env, SVCOPS_RUNS_DIR: mkdtempSync(join(tmpdir(), 'svcops-other-machine-')) } })
+    const listed = await elsewhere(['runs', 'list', ...s.args, '--json'])
+    expect(listed.code, listed.stderr).toBe(0)
+    expect((JSON.parse(listed.stdout) as { runs: { id: string; system: string }[] }).runs.find((r) => r.id === id)).toMatchObject({
+      system: 'live',
+    })
+    const shown = await elsewhere(['runs', 'show', id, ...s.args, '--json'])
+    expect(shown.code, shown.stderr).toBe(0)
+    const resumed = await elsewhere(['resume', id, ...s.args])
+    expect(resumed.code, resumed.stderr).toBe(0)
+    expect(api.state.others.every((d) => d.version === '6.0.0')).toBe(true)
+
+    const back = await elsewhere(['rollback', 'live', ...s.args, '--run', id, '--yes'])
+    expect(back.code, back.stderr).toBe(0)
+    expect(api.state.others.every((d) => d.version === '5.2.0')).toBe(true)
+    const after = await elsewhere(['runs', 'list', ...s.args, '--json'])
+    expect((JSON.parse(after.stdout) as { runs: { id: string; phase: string }[] }).runs.find((r) => r.id === id)?.phase).toBe('rolled-back')
+    expectNoSecret(s, [killed.stdout, killed.stderr, listed.stdout, shown.stdout, resumed.stdout, resumed.stderr, back.stdout, back.stderr])
+    for (const secret of Object.values(OPERATOR_SECRETS)) expect(JSON.stringify(api.store.list(configMaps, NS))).not.toContain(secret)
+  }, 900_000)
 
   it("verify live names a component the controller does not list connected, and a pod serving another release's metric names", async () => {
     const s = setup('6.2.0')
