@@ -30,7 +30,7 @@ import { upgradeLiveSite } from './site/index.ts'
 import type { ComponentHandle, LiveContext } from '../src/live/live-context.ts'
 import type { LiveParams } from '../src/live/live-params.ts'
 import { LIVE_COMPONENTS, stopOrder } from '../src/live/layout.ts'
-import { checkRollbackReady } from '../src/live/rollback-ready.ts'
+import { checkRollbackReady, startOnWhatTheyHave } from '../src/live/rollback-ready.ts'
 import { findLiveRunToRollBack, liveSystem, type LiveUpgradeRequest } from '../src/live/live-system.ts'
 import {
   alreadyOnTarget,
@@ -59,6 +59,7 @@ async function upgradeLive(run: Run<LiveContext>): Promise<void> {
   await run.everyHost(ctx.components, (c) => run.onHost(c, stagePackages)) // target and current package on the host
   await run.step(checkConfig) // settings and environment files read; several TCP endpoints refused
   await run.step(backupFiles) // every file the run may touch, into the run folder (0600)
+  await run.step(checkRollbackReady, 'upgrade') // what a rollback would need: previous packages, the saved settings, the host
   for (const c of stopOrder(ctx.components).filter(pending)) await run.onHost(c, stopComponent) // control panel first, controller last
   await run.step(writeConfig) // PSK, settings file, TCP endpoint: all together, while nothing runs
   for (const c of ctx.components.filter(pending)) {
@@ -71,9 +72,14 @@ async function upgradeLive(run: Run<LiveContext>): Promise<void> {
 
 /** The way back: every component on its previous package, settings, environment and PSK, each verified. */
 async function rollBackLive(run: Run<LiveContext>): Promise<string> {
+  await run.step(checkRollbackReady, 'rollback') // previous packages, the saved settings, the host: before anything stops
+  // Whatever fails after the check (a package gone since) leaves no component stopped that could run.
+  return putBackLive(run).catch((e: unknown) => startOnWhatTheyHave(run, e))
+}
+
+async function putBackLive(run: Run<LiveContext>): Promise<string> {
   const { ctx } = run
   const previous = (c: ComponentHandle) => ctx.journal.run.params.previousVersions[c.name] ?? ''
-  await run.step(checkRollbackReady) // previous packages, the saved settings, the host: before anything stops
   for (const c of stopOrder(ctx.components)) await run.onHost(c, stopComponent)
   await run.step(restoreConfig) // settings file, environments and PSK from the run's backup
   for (const c of ctx.components) {

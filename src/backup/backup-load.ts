@@ -113,7 +113,7 @@ export async function dropStatements(client: Pick<pg.ClientBase, 'query'>, schem
 }
 
 /**
- * Replaces the contents of `target` with the dump, all or nothing: the drop statements and the
+ * Replaces the contents of `target` with the dump (the entries `selection` picks), all or nothing: the drop statements and the
  * dump's SQL run in one transaction of `psql --single-transaction -v ON_ERROR_STOP=1`. psql commits
  * when its input ends, so its input ends only after pg_restore exited 0 and the whole dump went
  * through with the manifest's size and SHA-256; otherwise psql is killed first (no commit) and the
@@ -125,10 +125,15 @@ export async function loadOverDatabase(
   pgRestore: PgTool,
   target: DatabaseTarget,
   drops: string[],
+  selection: string[] = [],
 ): Promise<LoadResult> {
   const psqlPath = requireBinary('psql', 'postgresql-client')
   const tap = new HashingTap()
-  const restore = spawnPgTool([pgRestore.path, '--no-owner', '--no-privileges', '--file=-'], undefined, { stdin: true, stdout: true })
+  // `selection`: `--use-list=FILE` when only part of the archive is restored (restore-list.ts).
+  const restore = spawnPgTool([pgRestore.path, '--no-owner', '--no-privileges', ...selection, '--file=-'], undefined, {
+    stdin: true,
+    stdout: true,
+  })
   const psql = spawnPgTool(
     [psqlPath, '-X', '-q', '-v', 'ON_ERROR_STOP=1', '--single-transaction', '-f', '-'],
     { target },

@@ -20,8 +20,10 @@ import {
   findPgTool,
   majorOf,
   serverVersion,
+  SVCOPS_SCHEMA,
   type DatabaseTarget,
 } from '../drivers/postgres.ts'
+import { listWithoutSvcops } from './restore-list.ts'
 import type { BackupStore } from './store.ts'
 import { readManifest, type BackupTrust } from './verify-backup.ts'
 
@@ -118,11 +120,23 @@ export async function restoreBackup(
     }
     const schemas = manifest.schemas
     const drops = await dropStatements(client, schemas)
-    await events.step(`restore backup ${id} into ${target.name} (one transaction)`, async () => {
-      const dump = await openDecrypted(copy, manifest, options.identity)
-      // psql commits only once the whole dump went through and its SHA-256 is the manifest's.
-      await loadOverDatabase(manifest, dump, pgRestore, target, drops)
-    })
+    // A backup older than the svcops schema's exclusion holds it: never restored, it would rewind the runs.
+    const selection = await events.step(`list what backup ${id} holds, without the ${SVCOPS_SCHEMA} schema`, async () =>
+      listWithoutSvcops(await openDecrypted(copy, manifest, options.identity), pgRestore),
+    )
+    if (selection.left.length)
+      events.info(
+        `Backup ${id} holds the ${SVCOPS_SCHEMA} schema (taken before backups left it out); it is not restored, the runs' state stays as it is.`,
+      )
+    try {
+      await events.step(`restore backup ${id} into ${target.name} (one transaction)`, async () => {
+        const dump = await openDecrypted(copy, manifest, options.identity)
+        // psql commits only once the whole dump went through and its SHA-256 is the manifest's.
+        await loadOverDatabase(manifest, dump, pgRestore, target, drops, selection.argv)
+      })
+    } finally {
+      selection.remove()
+    }
     const config = clientConfig(target)
     const schemaOptions = schemas.length > 0 ? { schemas } : {}
     const counts = await rowCounts(config, schemaOptions)

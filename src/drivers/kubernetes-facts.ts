@@ -32,6 +32,10 @@ export interface PodFacts {
   /** The container's memory limit in the pod's spec. */
   memoryLimit?: string
   deleting: boolean
+  /** The container's image as its pod spec names it (`repository:tag[@digest]`). */
+  image?: string
+  /** The content the kubelet runs (`containerStatuses[].imageID`): empty until the image was pulled. */
+  imageID?: string
 }
 
 /** A PersistentVolumeClaim as the doctor reads it: bound or not, asked and provisioned sizes. */
@@ -84,6 +88,8 @@ export function podFacts(p: V1Pod, container: string): PodFacts {
       : {}),
     ...(memoryLimit ? { memoryLimit } : {}),
     deleting: !!p.metadata?.deletionTimestamp,
+    ...(image ? { image } : {}),
+    ...(status?.imageID ? { imageID: status.imageID } : {}),
   }
 }
 

@@ -119,7 +119,7 @@ let library: typeof import('@kubernetes/client-node') | undefined
  * (seconds to load on a busy machine), and a run on hosts never needs it. Loaded synchronously
  * (`require` of an ES module, Node >= 22.12), so making a driver still refuses a bad kubeconfig at once.
  */
-function kubernetesClient(): typeof import('@kubernetes/client-node') {
+export function kubernetesClient(): typeof import('@kubernetes/client-node') {
   return (library ??= createRequire(import.meta.url)('@kubernetes/client-node') as typeof import('@kubernetes/client-node'))
 }
 

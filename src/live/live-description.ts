@@ -4,6 +4,8 @@
  * one's release before). Kept apart from the system's run code (live-system.ts), so that showing
  * runs loads none of it.
  */
+import { liveHostRunStore } from './hosts/live-host-run-store.ts'
+import { liveClusterRunStore } from './kubernetes/live-cluster-run-store.ts'
 import type { SystemDescription, SystemWords } from '../runs/system-description.ts'
 import { liveParamsSchema, type LiveParams } from './live-params.ts'
 
@@ -17,4 +19,6 @@ export const liveDescription: SystemDescription<LiveParams> = {
   params: liveParamsSchema,
   view: (run) => ({ targets: run.params.components, batches: [], previousVersions: run.params.previousVersions, words: liveWords }),
   report: { sections: [] },
+  // On hosts, files beside the run lock on the live host; on Kubernetes, ConfigMaps in the stack's namespace.
+  runStore: (env) => (env.liveCluster ? liveClusterRunStore(env) : env.live ? liveHostRunStore(env.live) : undefined),
 }

@@ -80,11 +80,16 @@ export interface LivePlatform {
 
   /**
    * What a rollback would miss, read before anything stops: the host or the cluster reachable, the
-   * package of each release in `previous` (the components the rollback installs, each with its
-   * release before the run) at hand, the run's copy of what `restoreConfig` puts back (`backup`).
-   * Empty when everything is there. `describeRollbackNeeds` says what is read, for the dry run.
+   * package (or image) of each release in `previous` (the components the rollback installs, each
+   * with its release before the run) at hand, the run's copy of what `restoreConfig` puts back
+   * (`backup`). `earlier`: the facts an earlier check of the same run journaled. `missing` is empty
+   * when everything is there. `describeRollbackNeeds` says what is read, for the dry run.
    */
-  findRollbackMissing(previous: Partial<Record<LiveComponentName, string>>, backup: Record<string, unknown> | undefined): Promise<string[]>
+  findRollbackMissing(
+    previous: Partial<Record<LiveComponentName, string>>,
+    backup: Record<string, unknown> | undefined,
+    earlier?: Record<string, unknown>,
+  ): Promise<RollbackReading>
   describeRollbackNeeds(previous: Partial<Record<LiveComponentName, string>>): string[]
 
   /** Every check of a started component of `version`, waiting up to `waitMs` for it to come up and connect. */
@@ -101,6 +106,13 @@ export interface LivePlatform {
   verifyConfig(version: string): Promise<CheckResult[]>
   /** The controller on the prefix of `version` (what `svcops verify live` checks when no component is installed). */
   controllerStatus(version: string): Promise<CheckResult>
+}
+
+/** What a platform read of a rollback's needs: what is missing, facts for the journal, what it could not prove (said, not refused). */
+export interface RollbackReading {
+  missing: string[]
+  facts?: Record<string, unknown>
+  unproven?: string[]
 }
 
 /** Where the run lock of a live system is: a file, and the transport that reaches it. */

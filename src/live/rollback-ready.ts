@@ -2,16 +2,19 @@
  * What a rollback of the live production system needs, checked before its first stop: the host or
  * the cluster reachable, each component's previous release at hand (its package in the host's cache
  * or the package directory; on Kubernetes the Deployments readable, the image being the kubelet's to
- * pull), and the run's copy of the settings it restores. A missing part refuses a rollback asked for
- * with nothing changed (exit 5) and the command to run once it is back; the dry run reads the same
- * and fails where the real run would. The recording service's counterpart is
- * src/recording/rollback-preconditions.ts.
+ * pull), and the run's copy of the settings it restores. The upgrade checks the same before its own
+ * first stop, for every component (its automatic rollback would put each back), so a failed upgrade
+ * never meets a rollback that cannot run. A missing part refuses with nothing changed (exit 5) and
+ * the command to run once it is back; the dry run reads the same and fails where the real run would.
+ * The recording service's counterpart is src/recording/rollback-preconditions.ts.
  */
-import { BlockedError, errorMessage } from '../core/errors.ts'
+import { BlockedError, InterruptedError, OperationError, SvcopsError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
+import type { Run } from '../runs/engine.ts'
 import { defineStep, stepName, type StepResult } from '../runs/step.ts'
 import type { LiveComponentName } from './layout.ts'
-import type { LiveContext } from './live-context.ts'
+import type { ComponentHandle, LiveContext } from './live-context.ts'
+import type { RollbackReading } from './live-platform.ts'
 import { backupFiles } from './live-steps.ts'
 
 type Ctx = LiveContext
@@ -22,10 +25,20 @@ function backedUp(ctx: Ctx): Record<string, unknown> | undefined {
 }
 
 /**
- * The components the rollback installs (those not on their release before the run), each with that
- * release; what cannot be read (an unknown release, the host or the API unreachable) as missing.
+ * Who checks: the upgrade before its first stop (for the rollback a failure would start), or the
+ * rollback before its own.
  */
-async function readNeeds(ctx: Ctx): Promise<{ previous: Partial<Record<LiveComponentName, string>>; missing: string[]; reached: boolean }> {
+export type ReadyCheck = 'upgrade' | 'rollback'
+
+/**
+ * The components the rollback installs, each with its release before the run: during the upgrade
+ * every component (each would be on the target when a failure rolls it back), in the rollback those
+ * not on it; what cannot be read (an unknown release, the host or the API unreachable) as missing.
+ */
+async function readNeeds(
+  ctx: Ctx,
+  by: ReadyCheck,
+): Promise<{ previous: Partial<Record<LiveComponentName, string>>; missing: string[]; reached: boolean }> {
   const previous: Partial<Record<LiveComponentName, string>> = {}
   const missing: string[] = []
   for (const c of ctx.components) {
@@ -35,7 +48,8 @@ async function readNeeds(ctx: Ctx): Promise<{ previous: Partial<Record<LiveCompo
       continue
     }
     try {
-      if ((await ctx.platform.installedVersion(c.name)) !== v) previous[c.name] = v
+      // Read even when upgrading: it is what proves the host or the API answers.
+      if ((await ctx.platform.installedVersion(c.name)) !== v || by === 'upgrade') previous[c.name] = v
     } catch (error) {
       return { previous, missing: [`${ctx.platform.where} cannot be reached: ${errorMessage(error).replace(/\.$/, '')}`], reached: false }
     }
@@ -43,38 +57,99 @@ async function readNeeds(ctx: Ctx): Promise<{ previous: Partial<Record<LiveCompo
   return { previous, missing, reached: true }
 }
 
-/** Everything the rollback would miss, for the refusal (empty: it can run). */
-async function findMissing(ctx: Ctx): Promise<string[]> {
-  const needs = await readNeeds(ctx)
-  if (!needs.reached) return needs.missing
-  return [...needs.missing, ...(await ctx.platform.findRollbackMissing(needs.previous, backedUp(ctx)))]
+/** Everything the rollback would miss, for the refusal (`missing` empty: it can run), and what the platform proved. */
+async function findMissing(ctx: Ctx, by: ReadyCheck): Promise<RollbackReading> {
+  const needs = await readNeeds(ctx, by)
+  if (!needs.reached) return { missing: needs.missing }
+  // What the upgrade's own check proved before its first stop (on Kubernetes: the images pods ran then).
+  const earlier = by === 'rollback' ? ctx.journal.finished(stepName(checkRollbackReady))?.data : undefined
+  const read = await ctx.platform.findRollbackMissing(needs.previous, backedUp(ctx), earlier)
+  return { ...read, missing: [...needs.missing, ...read.missing] }
 }
 
-function refusal(ctx: Ctx, missing: string[]): BlockedError {
+function refusal(ctx: Ctx, by: ReadyCheck, missing: string[]): BlockedError {
   const run = ctx.journal.run
+  if (by === 'upgrade')
+    return new BlockedError(
+      `Nothing changed: the upgrade to ${run.targetVersion} was refused before anything stopped, because its rollback would not get through — ${missing.join('; ')}.`,
+      `Bring back what is missing, then run the upgrade again: svcops upgrade live --env ${ctx.env.name} --to ${run.targetVersion}`,
+    )
   return new BlockedError(
     `Nothing changed: the rollback of run ${run.id} would not get through — ${missing.join('; ')}.`,
     `Bring back what is missing, then run: svcops rollback live --env ${ctx.env.name} --run ${run.id}`,
   )
 }
 
-export const checkRollbackReady = defineStep<Ctx>({
+export const checkRollbackReady = defineStep<Ctx, [ReadyCheck]>({
   id: 'rollback-ready',
   title: 'check what the rollback needs before anything stops (previous packages, the saved settings, the host)',
   describe: (ctx) => ctx.platform.describeRollbackNeeds(ctx.journal.run.params.previousVersions),
-  async preview(ctx) {
-    // The dry run of an upgrade has no backup yet: the rollback it plans is checked by the run itself.
-    if (!backedUp(ctx)) return { skipped: 'checked by the rollback once the run has backed up its files' }
-    const missing = await findMissing(ctx)
-    if (missing.length) throw refusal(ctx, missing)
+  async preview(ctx, by) {
+    // The dry run of an upgrade has neither its backup nor its staged packages: the run checks after both.
+    if (!backedUp(ctx)) return { skipped: 'checked by the run once it has staged the packages and backed up its files' }
+    const read = await findMissing(ctx, by)
+    if (read.missing.length) throw refusal(ctx, by, read.missing)
     return { data: { ready: true } }
   },
-  async act(ctx): Promise<StepResult> {
-    // An automatic rollback meets components already stopped: it goes on and says what fails where.
-    if (!ctx.journal.run.rollbackRequested) return { skipped: 'an automatic rollback: the components are already stopped' }
-    const missing = await findMissing(ctx)
+  async act(ctx, by): Promise<StepResult> {
+    // An automatic rollback meets components already stopped (the upgrade checked before stopping them):
+    // it goes on, and what it meets missing leaves each component started on what it has (startOnWhatTheyHave).
+    if (by === 'rollback' && !ctx.journal.run.rollbackRequested)
+      return { skipped: 'an automatic rollback: the components are already stopped' }
+    const read = await findMissing(ctx, by)
+    const { missing } = read
     events.emit({ kind: 'check', check: 'what the rollback needs', ok: missing.length === 0, detail: missing.join('; ') || 'all there' })
-    if (missing.length) throw refusal(ctx, missing)
-    return { data: { ready: true } }
+    if (missing.length) throw refusal(ctx, by, missing)
+    if (read.unproven?.length) events.warn(`Not proven runnable, left to the rollback to find out: ${read.unproven.join('; ')}.`)
+    return { data: { ready: true, ...read.facts } }
   },
 })
+
+export const startAsInstalled = defineStep<Ctx, [ComponentHandle]>({
+  id: 'start-as-installed',
+  title: 'start the component on the release it has (the rollback could not go on)',
+  describe: (ctx, c) => ctx.platform.describe('start', c.name),
+  async act(ctx, c) {
+    await ctx.platform.start(c.name)
+    const status = await ctx.platform.status(c.name)
+    if (!status.running) throw new OperationError(`${c.name} did not start on the release it has: ${status.status}.`)
+    const version = (await ctx.platform.installedVersion(c.name)) ?? 'an unknown release'
+    return { changed: [`started ${c.name} on ${version}`], data: { version } }
+  },
+})
+
+/**
+ * A rollback that cannot go on after its check passed (a package gone between the check and the
+ * install, a host that failed half-way) never leaves a component stopped that could run: each
+ * stopped component is started on the release it has, in dependency order, and the error says which
+ * release each component is on. A signal and the dry run stop as they are.
+ */
+export async function startOnWhatTheyHave(run: Run<Ctx>, failure: unknown): Promise<never> {
+  const { ctx } = run
+  if (run.planning || failure instanceof InterruptedError) throw failure
+  const started: string[] = []
+  for (const c of ctx.components) {
+    const status = await ctx.platform.status(c.name).catch(() => undefined)
+    if (!status || status.running) continue
+    try {
+      await run.onHost(c, startAsInstalled)
+      started.push(c.name)
+    } catch (error) {
+      if (error instanceof InterruptedError) throw error
+      events.warn(`${c.name} could not be started on the release it has: ${errorMessage(error)}`, c.name)
+    }
+  }
+  const on: string[] = []
+  for (const c of ctx.components) {
+    const version = await ctx.platform.installedVersion(c.name).catch(() => undefined)
+    const status = await ctx.platform.status(c.name).catch(() => undefined)
+    on.push(`${c.name} on ${version ?? 'an unknown release'} (${status?.running ? 'running' : 'not running'})`)
+  }
+  const now = `Now: ${on.join(', ')}.`
+  const what = started.length ? ` ${started.join(', ')} started again on the release each has.` : ''
+  events.warn(`The rollback could not go on.${what} ${now}`)
+  throw new OperationError(
+    `${errorMessage(failure).replace(/\.$/, '')}.${what} ${now}`,
+    failure instanceof SvcopsError ? failure.hint : undefined,
+  )
+}

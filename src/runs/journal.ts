@@ -64,6 +64,8 @@ export interface JournalCopy {
   flush(deadlineMs: number): Promise<boolean>
   /** The run's end: a last attempt to make the copy whole. */
   finish(deadlineMs: number): Promise<boolean>
+  /** A run refused before it began: no more writes, and what was written removed, within `deadlineMs`. */
+  discard(deadlineMs: number): Promise<boolean>
 }
 
 /** An open journal: the run record plus its append-only step log. `P`: the system's params of the record. */
@@ -121,6 +123,11 @@ export class Journal<P extends RunParams = RunParams> {
   /** The run's end: a last attempt to make the environment's copy whole, within `deadlineMs`. */
   async finishCopy(deadlineMs: number): Promise<boolean> {
     return this.copy ? this.copy.finish(deadlineMs) : true
+  }
+
+  /** A refused run: the environment's copy removed (within `deadlineMs`); true when it is gone or there is none. */
+  async discardCopy(deadlineMs: number): Promise<boolean> {
+    return this.copy ? this.copy.discard(deadlineMs) : true
   }
 
   /**

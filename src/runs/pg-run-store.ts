@@ -134,6 +134,15 @@ export function postgresRunStore(db: DatabaseConfig, environment: string): RunSt
     async readDecision(id) {
       return session(async (c) => ((await tablesExist(c, 'run_decisions')) ? decisionOf(c, id) : undefined), false)
     },
+    async remove(id) {
+      await session(async (c) => {
+        if (!(await tablesExist(c))) return
+        await c.query('BEGIN')
+        await c.query(`DELETE FROM ${SVCOPS_SCHEMA}.run_journal WHERE run_id = $1`, [id])
+        await c.query(`DELETE FROM ${SVCOPS_SCHEMA}.runs WHERE id = $1`, [id])
+        await c.query('COMMIT')
+      }, false)
+    },
     async lockState(run: RunRecord): Promise<LockState> {
       const lock = await readEnvironmentLock(db, environment)
       return lock?.runId === run.id && lock.alive ? 'held' : 'not-held'

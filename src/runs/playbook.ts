@@ -177,7 +177,7 @@ async function drive<C, P extends RunParams>(
   const opened = await setup.open(journal).catch(async (error: unknown) => {
     await lock.release()
     unregister()
-    if (!options.resumed && isRefusal(error)) discardRun(journal)
+    if (!options.resumed && isRefusal(error)) await discardRun(journal)
     throw error
   })
   // The system the run acts on is known to every report from now on (the metrics read the environment's other runs).
@@ -197,7 +197,7 @@ async function drive<C, P extends RunParams>(
   // A refusal before anything stopped (bad input, an open gate, a lock) is not a run: it leaves no
   // folder for `runs list` to show as failed; its sentence says what to change.
   if (failure !== undefined && !options.resumed && isRefusal(failure) && !journal.disrupted()) {
-    discardRun(journal)
+    await discardRun(journal)
     await lock.release()
     unregister()
     throw failure instanceof Error ? failure : new OperationError(errorMessage(failure))
@@ -265,8 +265,9 @@ function isRefusal(error: unknown): boolean {
   return code === ExitCode.badInput || code === ExitCode.findings || code === ExitCode.locked
 }
 
-/** Removes the folder of a run that was refused before anything stopped. */
-function discardRun(journal: Journal): void {
+/** Removes the folder of a run that was refused before anything stopped, and its record in the environment. */
+async function discardRun(journal: Journal): Promise<void> {
+  await journal.discardCopy(END_DEADLINE_MS)
   rmSync(journal.dir, { recursive: true, force: true })
 }
 

@@ -4,7 +4,7 @@
  * list`, `rollback` without `--run`, retention and `runs watch` all read it — and the way a run kept
  * only in the environment becomes a local folder that `resume` and `rollback --run` continue.
  */
-import { existsSync } from 'node:fs'
+import { existsSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Environment } from '../config/schema.ts'
 import { writeFileAtomic } from '../core/atomic-write.ts'
@@ -38,6 +38,10 @@ export function localRunStore(base = runsDir()): RunStore {
       if (!isRunId(id) || !existsSync(join(base, id, 'run.json'))) return Promise.resolve(undefined)
       const journal = Journal.open(id, base)
       return Promise.resolve({ record: journal.run, entries: journal.entries() })
+    },
+    remove(id) {
+      if (isRunId(id)) rmSync(join(base, id), { recursive: true, force: true })
+      return Promise.resolve()
     },
     lockState: () => Promise.resolve('unknown'),
     close: () => Promise.resolve(),

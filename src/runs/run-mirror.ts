@@ -79,14 +79,37 @@ export class RunMirror {
   }
 
   private wasFailed = false
+  private discarded = false
+
+  /**
+   * A run refused before it began leaves no record in the environment: writes stop, the one under
+   * way ends, then the store forgets the run. False when that did not happen within `deadlineMs`
+   * (said once: the record then stays in the environment as a failed run would).
+   */
+  async discard(deadlineMs: number): Promise<boolean> {
+    this.discarded = true
+    const removed = this.chain.then(() => this.store.remove(this.record.id))
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), deadlineMs)
+      timer.unref()
+    })
+    const done = await Promise.race([removed.then(() => 'done' as const), late]).catch((error: unknown) => {
+      events.warn(`The refused run's record could not be removed from ${this.store.where}: ${errorMessage(error)}.`)
+      return 'failed' as const
+    })
+    clearTimeout(timer)
+    if (done === 'late') events.warn(`The refused run's record is still being removed from ${this.store.where}.`)
+    return done === 'done'
+  }
 
   private kick(retry = false): void {
-    if (this.failed && !retry) return
+    if (this.discarded || (this.failed && !retry)) return
     this.chain = this.chain.then(() => this.drain())
   }
 
   private async drain(): Promise<void> {
-    if (this.failed || (!this.recordDirty && this.written === this.all.length)) return
+    if (this.discarded || this.failed || (!this.recordDirty && this.written === this.all.length)) return
     const from = this.written
     const upTo = this.all.length
     this.recordDirty = false

@@ -45,6 +45,8 @@ export interface RunStore {
   listRecords(environment: string): Promise<RunRecord[]>
   /** One run with its journal, or undefined when this store does not hold it. */
   readRun(id: string): Promise<StoredRun | undefined>
+  /** Forgets run `id` (a refusal that never began is not a run); nothing when the store does not hold it. */
+  remove(id: string): Promise<void>
   /** Whether the environment's lock has a live holder for `run` (what the store can tell; else `unknown`). */
   lockState(run: RunRecord): Promise<LockState>
   /**

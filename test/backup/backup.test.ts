@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
@@ -14,6 +14,9 @@ import {
   type Manifest,
 } from '../../src/backup/index.ts'
 import { local, runCommand } from '../../src/core/runner.ts'
+import { checkedCopy, openDecrypted } from '../../src/backup/decrypt.ts'
+import { listWithoutSvcops } from '../../src/backup/restore-list.ts'
+import { findPgTool } from '../../src/drivers/postgres.ts'
 import { startBackupBed, type BackupBed } from './fixture.ts'
 
 describe('backup create, verify and restore on a real PostgreSQL', () => {
@@ -193,5 +196,49 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
       { later: null, scratch: null },
     ])
     expect(await rowCounts(clientConfig(bed.database))).toEqual(withAudit.rowCounts)
+  })
+
+  it('restores a backup taken before the svcops schema was left out without that schema: the runs state stays as it is', async () => {
+    const asService = `SET ROLE ${pg.escapeIdentifier(bed.database.user)};`
+    await bed.sql(
+      `${asService} CREATE SCHEMA svcops; CREATE TABLE svcops.runs (id text PRIMARY KEY); INSERT INTO svcops.runs VALUES ('before-the-backup')`,
+    )
+    // Such a backup came from the same pg_dump without --exclude-schema=svcops.
+    const pgDump = (await findPgTool('pg_dump')).path
+    const bin = mkdtempSync(join(tmpdir(), 'svcops-older-pg-dump-'))
+    writeFileSync(
+      join(bin, 'pg_dump'),
+      `#!/bin/sh\nfor a; do shift; [ "$a" = --exclude-schema=svcops ] || set -- "$@" "$a"; done\nexec ${pgDump} "$@"\n`,
+      { mode: 0o755 },
+    )
+    const path = process.env.PATH
+    process.env.PATH = `${bin}:${path ?? ''}`
+    let older: Manifest
+    try {
+      older = await createBackup(bed.options({}))
+    } finally {
+      process.env.PATH = path
+    }
+    // It does hold the schema, its table and the table's row.
+    const copy = await checkedCopy(bed.store, older)
+    const contents = await listWithoutSvcops(await openDecrypted(copy, older, bed.identity), await findPgTool('pg_restore')).finally(() =>
+      copy.remove(),
+    )
+    contents.remove()
+    expect(contents.left.map((l) => l.replace(/^\d+; \d+ \d+ /, ''))).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^SCHEMA - svcops /), expect.stringMatching(/^TABLE DATA svcops runs /)]),
+    )
+
+    // Runs went on after the backup; the service's data changed too.
+    await bed.sql(`${asService} INSERT INTO svcops.runs VALUES ('after-the-backup'); DELETE FROM recordings WHERE id % 3 = 0`)
+    const report = await restoreBackup(bed.store, older.id, bed.database, {
+      signers: bed.signers,
+      environment: 'test',
+      identity: bed.identity,
+      confirmed: true,
+      expectFingerprint: older.fingerprint,
+    })
+    expect(report.rowCounts).toEqual(older.rowCounts)
+    expect(await bed.sql('SELECT id FROM svcops.runs ORDER BY id')).toEqual([{ id: 'after-the-backup' }, { id: 'before-the-backup' }])
   })
 })

@@ -10,7 +10,7 @@
  * No cluster, no Pulumi engine, no image is involved: what this proves and cannot is in
  * docs/live.md ("Live on Kubernetes").
  */
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { createServer, type Server } from 'node:http'
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
@@ -32,6 +32,7 @@ import type { PlannedStep } from '../../src/runs/engine.ts'
 import { apiPrefix, settingsPathFlag, supportsSettingsPathFlag, tcpEndpointVariable } from '../../src/releases/versions.ts'
 import { ROOT, runSvcops, runSvcopsKilledAt } from '../support/cli.ts'
 import { startKubeApiStandin, type KubeApiStandin, type StandinDeployment } from '../support/kube-api-standin.ts'
+import { kindOfResource } from '../support/kube-kinds.ts'
 import { createPulumiArgvRecorder, type ArgvRecorder } from '../support/pulumi-argv-recorder.ts'
 
 const NS = 'svc-prod'
@@ -225,6 +226,12 @@ describe('svcops upgrade live --env prod --to 7.0.0 --dry-run (the shipped prod 
     )
     expect(actions('preflight').join('\n')).toContain('get pods/proxy; ')
     expect(actions('verify')[0]).toContain('GET http://127.0.0.1:PORT (port-forward to the Service)/api/v3/status')
+    // What its rollback would need, named before the first change and read by the run once it has backed up.
+    expect(actions('rollback-ready')).toEqual(
+      expect.arrayContaining([
+        `registry.example.internal/svc/ingest:6.2.0: GET /api/v1/namespaces/${NS}/pods?labelSelector=app.kubernetes.io/name=ingest,app.kubernetes.io/instance=svc-ingest; no pod of it in ErrImagePull or ImagePullBackOff, one Running with an imageID (now, or at the upgrade's check)`,
+      ]),
+    )
     // The way back, as the failure policy would take it: the version the Deployments run now.
     expect(actions('rollback:install', 'system-controller')[0]).toContain('-- svcops:deploy.live.version 6.2.0')
     // Plan mode: the API was only read, no pulumi was started, the stack file is as it was.
@@ -542,6 +549,107 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     expect(verify.stdout).toContain('svc_ingest_source_dropped_audio_frames')
     expectNoSecret(s, [run.stdout, run.stderr, verify.stdout, verify.stderr])
   })
+
+  it('an upgrade whose rollback image a pod cannot pull refuses before its first change (exit 5): no config set, no pulumi up', async () => {
+    const s = setup('6.2.0')
+    s.recorder.answer('stack-output', JSON.stringify({ psk: { passesEntropyCheck: true } }))
+    s.recorder.answerNth('preview', 1, preview(COMPONENT_STEPS))
+    // A second ingest pod, on a node that cannot pull the image the rollback would go back to.
+    const ingest = api.state.others.find((d) => d.app === 'ingest')
+    ingest?.pods.push({ name: 'svc-ingest-5f6d7c-x2', version: '6.2.0', phase: 'Pending', ready: false, waiting: 'ImagePullBackOff' })
+    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '7.0.0', '--ack', allGates('6.2.0', '7.0.0'), '--yes'], {
+      env: s.env,
+    })
+    expect(run.code, run.stderr).toBe(5)
+    expect(run.stderr).toContain(
+      'Nothing changed: the upgrade to 7.0.0 was refused before anything stopped, because its rollback would not get through — the image registry.example.internal/svc/ingest:6.2.0 of ingest cannot be pulled: pod svc-ingest-5f6d7c-x2 shows ImagePullBackOff',
+    )
+    expect(run.stderr).toContain('svcops upgrade live --env prod --to 7.0.0')
+    expect(configSets(s)).toEqual([])
+    expect(s.recorder.calls().some((c) => c.argv[0] === 'up')).toBe(false)
+    expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('6.2.0')
+    expect(api.state.others.every((d) => d.version === '6.2.0')).toBe(true)
+    expect(existsSync(join(s.dir, 'runs')) ? readdirSync(join(s.dir, 'runs')).filter((f) => /^\d/.test(f)) : []).toEqual([])
+  })
+
+  it('rollback live goes back to the images the upgrade saw running (their imageID journaled), and refuses one a pod cannot pull', async () => {
+    const s = setup('6.2.0')
+    s.recorder.answer('stack-output', JSON.stringify({ psk: { passesEntropyCheck: true } }))
+    s.recorder.answer('preview', preview(COMPONENT_STEPS))
+    const up = await runSvcops(['upgrade', 'live', ...s.args, '--to', '7.0.0', '--ack', allGates('6.2.0', '7.0.0'), '--yes'], {
+      env: s.env,
+    })
+    expect(up.code, up.stderr).toBe(0)
+    const id = readdirSync(join(s.dir, 'runs')).sort().at(-1) ?? ''
+    const journal = readFileSync(join(s.dir, 'runs', id, 'journal.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { step: string; status: string; data?: { images?: Record<string, { image: string; imageID: string }> } })
+    const proof = journal.find((e) => e.step === 'rollback-ready' && e.status === 'ok')?.data?.images ?? {}
+    expect(Object.keys(proof).sort()).toEqual([...LIVE_COMPONENTS].sort())
+    for (const c of LIVE_COMPONENTS) {
+      expect(proof[c]?.image).toBe(`registry.example.internal/svc/${c}:6.2.0`)
+      expect(proof[c]?.imageID).toMatch(new RegExp(`^registry\\.example\\.internal/svc/${c}@sha256:[0-9a-f]{64}$`))
+    }
+
+    // Every pod now runs 7.0.0; one node tried the old ingest image and cannot pull it.
+    const ingest = api.state.others.find((d) => d.app === 'ingest')
+    ingest?.pods.push({ name: 'svc-ingest-5f6d7c-x3', version: '6.2.0', phase: 'Pending', ready: false, waiting: 'ErrImagePull' })
+    const refused = await runSvcops(['rollback', 'live', ...s.args, '--yes'], { env: s.env })
+    expect(refused.code, refused.stderr).toBe(5)
+    expect(refused.stderr).toContain(
+      'the image registry.example.internal/svc/ingest:6.2.0 of ingest cannot be pulled: pod svc-ingest-5f6d7c-x3 shows ErrImagePull',
+    )
+    expect(refused.stderr).toContain(`svcops rollback live --env prod --run ${id}`)
+    expect(api.state.others.every((d) => d.version === '7.0.0')).toBe(true)
+    expect(configSets(s)).toEqual(['svcops:deploy.live.version 7.0.0'])
+
+    ingest?.pods.pop()
+    const back = await runSvcops(['rollback', 'live', ...s.args, '--yes'], { env: s.env })
+    expect(back.code, back.stderr).toBe(0)
+    expect(back.stderr).not.toContain('Not proven runnable')
+    expect(api.state.others.every((d) => d.version === '6.2.0')).toBe(true)
+  })
+
+  it('keeps its runs in ConfigMaps of the namespace: another machine lists, shows, resumes and rolls them back', async () => {
+    const s = setup('5.2.0')
+    s.recorder.answer('stack-output', JSON.stringify({ psk: { passesEntropyCheck: true } }))
+    s.recorder.answer('preview', preview(COMPONENT_STEPS))
+    const killed = await runSvcopsKilledAt(
+      ['upgrade', 'live', ...s.args, '--to', '6.0.0', '--ack', allGates('5.2.0', '6.0.0'), '--yes'],
+      'write-config',
+      join(s.dir, 'runs'),
+      { env: s.env },
+    )
+    expect(killed.signal).toBe('SIGKILL')
+    const id = readdirSync(join(s.dir, 'runs')).sort().at(-1) ?? ''
+    const configMaps = kindOfResource('', 'v1', 'configmaps')
+    if (!configMaps) throw new Error('the stand-in serves no configmaps')
+    const stored = api.store.get(configMaps, NS, `svcops-run-${id.toLowerCase()}`)
+    expect(JSON.parse(String((stored?.data as Record<string, string> | undefined)?.['run.json']))).toMatchObject({ id, phase: 'running' })
+
+    /** svcops on a machine whose local runs folder is empty (its own), with the same stack file and credentials. */
+    const elsewhere = (args: string[]) =>
+      runSvcops(args, { env: { ...s.env, SVCOPS_RUNS_DIR: mkdtempSync(join(tmpdir(), 'svcops-other-machine-')) } })
+    const listed = await elsewhere(['runs', 'list', ...s.args, '--json'])
+    expect(listed.code, listed.stderr).toBe(0)
+    expect((JSON.parse(listed.stdout) as { runs: { id: string; system: string }[] }).runs.find((r) => r.id === id)).toMatchObject({
+      system: 'live',
+    })
+    const shown = await elsewhere(['runs', 'show', id, ...s.args, '--json'])
+    expect(shown.code, shown.stderr).toBe(0)
+    const resumed = await elsewhere(['resume', id, ...s.args])
+    expect(resumed.code, resumed.stderr).toBe(0)
+    expect(api.state.others.every((d) => d.version === '6.0.0')).toBe(true)
+
+    const back = await elsewhere(['rollback', 'live', ...s.args, '--run', id, '--yes'])
+    expect(back.code, back.stderr).toBe(0)
+    expect(api.state.others.every((d) => d.version === '5.2.0')).toBe(true)
+    const after = await elsewhere(['runs', 'list', ...s.args, '--json'])
+    expect((JSON.parse(after.stdout) as { runs: { id: string; phase: string }[] }).runs.find((r) => r.id === id)?.phase).toBe('rolled-back')
+    expectNoSecret(s, [killed.stdout, killed.stderr, listed.stdout, shown.stdout, resumed.stdout, resumed.stderr, back.stdout, back.stderr])
+    for (const secret of Object.values(OPERATOR_SECRETS)) expect(JSON.stringify(api.store.list(configMaps, NS))).not.toContain(secret)
+  }, 900_000)
 
   it("verify live names a component the controller does not list connected, and a pod serving another release's metric names", async () => {
     const s = setup('6.2.0')

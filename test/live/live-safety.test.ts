@@ -2,11 +2,24 @@
  * The live production system's upgrade never makes things worse, on a real live lab host: an
  * upgrade to the release every component already runs changes nothing (exit 0, the same processes,
  * a `no-op` run); one to an older release is refused before anything (exit 2), naming the rollback;
- * a rollback whose previous release's package left the host refuses before its first stop (exit 5).
+ * a rollback whose previous release's package left the host refuses before its first stop (exit 5);
+ * so does an upgrade whose own rollback would miss a package; and a rollback that meets a package
+ * gone after its check starts every component on the release it has and says which.
+ *
+ * The last two need a hand between two steps of one run: the upgrade runs in this process (the
+ * playbook's entry point, as the CLI calls it) and a sink of its events removes the package when the
+ * engine reports the step before, which it does before it starts the next one.
  */
-import { rmSync } from 'node:fs'
+import { existsSync, rmSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { upgradeLiveSystem } from '../../playbooks/upgrade-live.ts'
+import { useRunSystems } from '../../src/commands/run-systems.ts'
+import { loadEnvironmentFile } from '../../src/config/load.ts'
+import { errorMessage, exitCodeFor, SvcopsError } from '../../src/core/errors.ts'
+import { events } from '../../src/core/events.ts'
+import { LIVE_LOCK_PATH } from '../../src/live/hosts/live-hosts-platform.ts'
 import { componentPackage } from '../../src/live/layout.ts'
+import { listRuns } from '../../src/runs/journal.ts'
 import { gateIds, LIVE_COMPONENTS, PRODUCT, startLiveLab, type LiveLab } from '../support/live-lab.ts'
 
 let lab: LiveLab
@@ -27,6 +40,36 @@ async function newestPhase(): Promise<string | undefined> {
   const list = await lab.svcops(['runs', 'list', '--json'])
   const runs = JSON.parse(list.stdout) as { runs?: { phase: string }[] } | { phase: string }[]
   return (Array.isArray(runs) ? runs : (runs.runs ?? []))[0]?.phase
+}
+
+/** A step event of the engine, as a sink sees it. */
+interface StepSeen {
+  step: string
+  status: string
+  host?: string
+}
+
+/**
+ * `svcops upgrade live --to V --yes` run in this process, `onStep` told of every step event as the
+ * engine emits it (synchronously: the next step starts after it returns). Returns what it threw.
+ */
+async function upgradeHere(to: string, onStep: (e: StepSeen) => void): Promise<unknown> {
+  const runsDir = process.env.SVCOPS_RUNS_DIR
+  process.env.SVCOPS_RUNS_DIR = lab.runsDir
+  await useRunSystems()
+  const stop = events.subscribe((e) => {
+    if (e.kind === 'step') onStep({ step: e.step, status: e.status, ...(e.host ? { host: e.host } : {}) })
+  })
+  try {
+    await upgradeLiveSystem({ env: loadEnvironmentFile(lab.envFile, 'lab'), to, acks: gateIds(lab.live(), '7.0.0', to) })
+    return undefined
+  } catch (error) {
+    return error
+  } finally {
+    stop()
+    if (runsDir === undefined) delete process.env.SVCOPS_RUNS_DIR
+    else process.env.SVCOPS_RUNS_DIR = runsDir
+  }
 }
 
 beforeAll(async () => {
@@ -88,5 +131,61 @@ describe('preconditions before the first stop of a rollback', () => {
     expect(lab.snapshot()).toEqual(files)
     expect(Object.values(lab.versions())).toEqual(['7.0.0', '7.0.0', '7.0.0', '7.0.0'])
     for (const c of LIVE_COMPONENTS) expect(lab.state(c)).toBe('RUNNING')
+  })
+})
+
+describe('preconditions before the first stop of an upgrade', () => {
+  it("an upgrade whose rollback's package left the host's cache after staging refuses before its first stop (exit 5): every component keeps its pid", async () => {
+    const cached = lab.file('/var/cache/svcops/packages/svc-ingest_7.0.0_all.deb')
+    const before = pids()
+    const files = lab.snapshot()
+    const runs = listRuns(lab.runsDir).map((r) => r.id)
+    const seen: string[] = []
+    const error = await upgradeHere('7.0.1', (e) => {
+      seen.push(`${e.step} ${e.status}`)
+      // Staged (the current package copied to the cache) and the files backed up: then it goes.
+      if (e.step === 'backup' && e.status !== 'start') rmSync(cached)
+    })
+    expect(seen).toContain('stage ok')
+    expect(existsSync(cached)).toBe(false)
+    expect(exitCodeFor(error), errorMessage(error)).toBe(5)
+    expect(errorMessage(error)).toMatch(
+      /^Nothing changed: the upgrade to 7\.0\.1 was refused before anything stopped, because its rollback would not get through — .*svc-ingest 7\.0\.0 is not in the package cache/,
+    )
+    expect(error instanceof SvcopsError ? error.hint : '').toBe(
+      'Bring back what is missing, then run the upgrade again: svcops upgrade live --env lab --to 7.0.1',
+    )
+    expect(seen).toContain('rollback-ready failed')
+    expect(seen.filter((s) => s.startsWith('stop '))).toEqual([])
+    expect(pids()).toEqual(before)
+    expect(lab.snapshot()).toEqual(files)
+    expect(Object.values(lab.versions())).toEqual(['7.0.0', '7.0.0', '7.0.0', '7.0.0'])
+    for (const c of LIVE_COMPONENTS) expect(lab.state(c)).toBe('RUNNING')
+    // A refusal is not a run: no folder, and the lock is free for the next one.
+    expect(listRuns(lab.runsDir).map((r) => r.id)).toEqual(runs)
+    expect(lab.read(LIVE_LOCK_PATH)).toBeUndefined()
+  })
+})
+
+describe('a rollback that meets a missing part after its check', () => {
+  it('starts every stopped component on the release it has and says which release each is on', async () => {
+    const cached = lab.file('/var/cache/svcops/packages/svc-ingest_7.0.0_all.deb')
+    // 7.0.1 never connects: the upgrade fails after its first stop and rolls back; once every
+    // component is stopped again (the controller last), the ingest's 7.0.0 package goes.
+    const error = await upgradeHere('7.0.1', (e) => {
+      if (e.step === 'rollback:stop' && e.host === 'system-controller' && e.status !== 'start') rmSync(cached)
+    })
+    const message = errorMessage(error)
+    expect(exitCodeFor(error), message).toBe(1)
+    expect(message).toMatch(/^The rollback of run \S+ failed: /)
+    expect(message).toContain('ingest, pipeline, control-panel started again on the release each has')
+    expect(message).toContain(
+      'Now: system-controller on 7.0.0 (running), ingest on 7.0.1 (running), pipeline on 7.0.0 (running), control-panel on 7.0.0 (running).',
+    )
+    expect(lab.versions()).toEqual({ 'system-controller': '7.0.0', ingest: '7.0.1', pipeline: '7.0.0', 'control-panel': '7.0.0' })
+    for (const c of LIVE_COMPONENTS) expect(lab.state(c)).toBe('RUNNING')
+    const run = listRuns(lab.runsDir)[0]
+    expect(run?.phase).toBe('rollback-failed')
+    expect(lab.read(LIVE_LOCK_PATH)).toBeUndefined()
   })
 })

@@ -3,9 +3,10 @@
  * its record and journal to the svcops schema of the environment's PostgreSQL as it goes, so from a
  * machine with an empty local runs folder (another `SVCOPS_RUNS_DIR`) `runs list`, `runs show` and
  * `rollback recording` work with the stack file alone; the rollback's restore of the service's
- * database keeps that history (backups exclude the svcops schema, a restore leaves it alone).
+ * database keeps that history (backups exclude the svcops schema, a restore leaves it alone). A run
+ * refused before anything stopped leaves nothing there, as it leaves no local folder.
  */
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, expect, it } from 'vitest'
@@ -53,3 +54,23 @@ it('another machine lists, shows and rolls back the runs from the environment al
   const runs = (JSON.parse(after.stdout) as Listed).runs
   expect(runs.find((r) => r.id === id)?.phase).toBe('rolled-back')
 }, 900_000)
+
+it('a run refused before anything stopped leaves no record in the environment, and no local folder', async () => {
+  const listed = async (): Promise<string[]> => {
+    const run = await runSvcops(['--stack-file', lab.envFile, 'runs', 'list', '--json'], {
+      env: { SVCOPS_RUNS_DIR: mkdtempSync(join(tmpdir(), 'svcops-other-machine-')) },
+    })
+    expect(run.code, run.stderr).toBe(0)
+    return (JSON.parse(run.stdout) as Listed).runs.map((r) => r.id)
+  }
+  const before = await listed()
+  const local = readdirSync(lab.runsDir)
+  // Refused by the preflight, inside the run: its record had reached the environment by then.
+  const refused = await runSvcops(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '1.3.0', '--yes'], {
+    env: { SVCOPS_RUNS_DIR: lab.runsDir },
+  })
+  expect(refused.code, refused.stderr).toBe(2)
+  expect(refused.stderr).toContain('--to: 1.3.0 is older than what')
+  expect(await listed()).toEqual(before)
+  expect(readdirSync(lab.runsDir)).toEqual(local)
+}, 300_000)

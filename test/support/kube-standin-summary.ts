@@ -4,6 +4,7 @@
  * pods), rendered into the API's Deployment and Pod shapes, and the stand-in's own certificate.
  */
 import { execFileSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Obj } from './kube-fields.ts'
@@ -105,6 +106,9 @@ export function deploymentOf(ns: string, s: StandinDeployment) {
   }
 }
 
+/** Waiting reasons of a container whose image is not pulled (yet): its status has no imageID. */
+const NOT_PULLED = new Set(['ContainerCreating', 'ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull'])
+
 export function podOf(ns: string, s: StandinDeployment, p: StandinPod) {
   return {
     apiVersion: 'v1',
@@ -132,7 +136,11 @@ export function podOf(ns: string, s: StandinDeployment, p: StandinPod) {
           ready: p.ready ?? true,
           restartCount: p.restarts ?? 0,
           image: `${s.image}:${p.version}`,
-          imageID: '',
+          // The kubelet fills imageID once it pulled the image; a pod still waiting for its pull has none.
+          imageID:
+            p.waiting && NOT_PULLED.has(p.waiting)
+              ? ''
+              : `${s.image}@sha256:${createHash('sha256').update(`${s.image}:${p.version}`).digest('hex')}`,
           state: p.waiting
             ? { waiting: { reason: p.waiting, ...(p.waitingMessage ? { message: p.waitingMessage } : {}) } }
             : { running: { startedAt: '2026-11-25T02:30:00Z' } },

@@ -298,12 +298,14 @@ export class LiveWorld {
         }),
       describeConfigRestore: () => [],
       findRollbackMissing: (previous, backup) =>
-        act(() => [
-          ...Object.entries(previous).flatMap(([c, v]) =>
-            this.component(c as C).staged.has(v) || available(v) ? [] : [`svc-${c} ${v} is not at hand`],
-          ),
-          ...(this.copies.has(String(backup?.copyOf)) ? [] : ["the run's copies of the files are missing"]),
-        ]),
+        act(() => ({
+          missing: [
+            ...Object.entries(previous).flatMap(([c, v]) =>
+              this.component(c as C).staged.has(v) || available(v) ? [] : [`svc-${c} ${v} is not at hand`],
+            ),
+            ...(this.copies.has(String(backup?.copyOf)) ? [] : ["the run's copies of the files are missing"]),
+          ],
+        })),
       describeRollbackNeeds: () => [],
       checkComponent: (c, version, options) => act(() => this.check(c, version, Number(options.cursor ?? 0))),
       describeCheck: () => [],

@@ -5,7 +5,7 @@
  * folder is 0600 with its SHA-256 in the journal (never its content, which holds the PSK).
  */
 import { createHash } from 'node:crypto'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { OperationError } from '../../core/errors.ts'
 import { redact } from '../../core/redact.ts'
 import { hostPath } from '../../drivers/transports.ts'
@@ -16,6 +16,7 @@ import { componentEnvFile, controllerSettingsDirs, LIVE_COMPONENTS, settingsCand
 import type { CheckResult } from '../live-judge.ts'
 import type { LiveScope } from '../live-platform.ts'
 import { NEW_PSK_PLACEHOLDER, planConfig, readConfigState, type ConfigPlan } from './config-change.ts'
+import { LIVE_RUNS_PATH } from './live-host-run-store.ts'
 import { envValue, fileDiff, readHostFile, removeHostFile, writeHostFile, type LiveHost } from './host-files.ts'
 
 /** The live host's configuration for one run. */
@@ -62,6 +63,11 @@ export function describeHostConfigCheck(h: HostConfig): string[] {
   ]
 }
 
+/** The host's copy of a run's backed-up file, beside the run's record (live-host-run-store.ts). */
+function hostBackupPath(runId: string, name: string): string {
+  return `${LIVE_RUNS_PATH}/${runId}.${name.replace(/^backup\//, 'backup/')}`
+}
+
 /** Copies every file the run may touch into the run folder (0600); the journal records path, existence and checksum. */
 export async function backupHostConfig(h: HostConfig): Promise<StepResult> {
   const { journal } = h.scope
@@ -75,6 +81,8 @@ export async function backupHostConfig(h: HostConfig): Promise<StepResult> {
     }
     const name = backupName(path)
     writeFileSync(journal.file(name), text, { mode: 0o600 })
+    // A copy on the host beside the run's record (0600): a rollback from another machine puts it back.
+    await writeHostFile(h.host, hostBackupPath(journal.run.id, name), text)
     files.push({ path, existed: true, backup: name, sha256: createHash('sha256').update(text).digest('hex') })
   }
   const kept = files.filter((f) => f.existed)
@@ -132,16 +140,19 @@ function backedUp(backup: Record<string, unknown> | undefined): BackedUp[] | und
 }
 
 /** What the restore would miss: the run's copy of a backed-up file gone, or changed since the run wrote it. */
-export function findHostBackupMissing(h: HostConfig, backup: Record<string, unknown> | undefined): string[] {
+export async function findHostBackupMissing(h: HostConfig, backup: Record<string, unknown> | undefined): Promise<string[]> {
   const files = backedUp(backup)
   if (!files) return []
+  const { journal } = h.scope
   const missing: string[] = []
   for (const f of files.filter((x) => x.existed)) {
-    let text: string
-    try {
-      text = readFileSync(h.scope.journal.file(f.backup ?? ''), 'utf8')
-    } catch {
-      missing.push(`the run's copy of ${f.path} is gone from ${h.scope.journal.dir}`)
+    const local = journal.file(f.backup ?? '')
+    // A run continued on another machine has no local backup: the host's copy counts, as the restore takes it.
+    const text = existsSync(local)
+      ? readFileSync(local, 'utf8')
+      : await readHostFile(h.host, hostBackupPath(journal.run.id, f.backup ?? ''))
+    if (text === undefined) {
+      missing.push(`the run's copy of ${f.path} is neither in ${journal.dir} nor on ${h.host.name}`)
       continue
     }
     if (f.sha256 && createHash('sha256').update(text).digest('hex') !== f.sha256)
@@ -165,7 +176,12 @@ export async function restoreHostConfig(h: HostConfig, backup: Record<string, un
       }
       continue
     }
-    const text = readFileSync(journal.file(f.backup ?? ''), 'utf8')
+    const local = journal.file(f.backup ?? '')
+    // A run continued on another machine has no local backup: the host's copy counts, checked the same.
+    const text = existsSync(local)
+      ? readFileSync(local, 'utf8')
+      : await readHostFile(h.host, hostBackupPath(journal.run.id, f.backup ?? ''))
+    if (text === undefined) throw new OperationError(`The backup of ${f.path} is neither in ${journal.dir} nor on ${h.host.name}.`)
     if (f.sha256 && createHash('sha256').update(text).digest('hex') !== f.sha256)
       throw new OperationError(
         `The backup of ${f.path} in ${journal.dir} does not match its checksum; it was changed after the run wrote it.`,

@@ -36,6 +36,7 @@ import { componentLog, componentPackage, LIVE_COMPONENTS, type LiveComponentName
 import type { CheckResult } from '../live-judge.ts'
 import type { LiveLockPlace, LivePlatform, LiveScope } from '../live-platform.ts'
 import type { LiveHost } from './host-files.ts'
+import { LIVE_LOCK_PATH } from './live-host-run-store.ts'
 import { checkComponent, connectionStatus, controllerStatus } from './live-host-checks.ts'
 import {
   backupHostConfig,
@@ -50,8 +51,8 @@ import {
   writeHostConfig,
 } from './live-host-config.ts'
 
-/** The run lock's file on the live host. */
-export const LIVE_LOCK_PATH = '/var/lib/svcops/live-upgrade.lock'
+// The run lock's file on the live host, beside the runs kept there.
+export { LIVE_LOCK_PATH } from './live-host-run-store.ts'
 
 /** The live host of an environment, with a transport (connections are lazy). */
 export function openLiveHost(live: LiveConfig): LiveHost {
@@ -160,7 +161,7 @@ export function openHostsPlatform(scope: LiveScope, host: LiveHost = openLiveHos
         code: -1,
         stderr: errorMessage(error),
       }))
-      if (reached.code !== 0) return [`${host.name} cannot be reached: ${reached.stderr.trim() || `exit ${reached.code}`}`]
+      if (reached.code !== 0) return { missing: [`${host.name} cannot be reached: ${reached.stderr.trim() || `exit ${reached.code}`}`] }
       const missing: string[] = []
       for (const [c, v] of Object.entries(previous) as [LiveComponentName, string][]) {
         let deb: string | undefined
@@ -175,7 +176,7 @@ export function openHostsPlatform(scope: LiveScope, host: LiveHost = openLiveHos
           if (result.code !== 0) missing.push(cmd.missing)
         }
       }
-      return [...new Set([...missing, ...findHostBackupMissing(config, backup)])]
+      return { missing: [...new Set([...missing, ...(await findHostBackupMissing(config, backup))])] }
     },
     describeRollbackNeeds: (previous) => [
       `${host.name} reachable; the run's copies of the settings and environment files in ${scope.journal.dir}, each matching its checksum`,

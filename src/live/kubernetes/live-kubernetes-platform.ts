@@ -18,7 +18,7 @@ import { errorMessage } from '../../core/errors.ts'
 import { describeCall, type PodFacts } from '../../drivers/kubernetes.ts'
 import { pulumiArgv, readStackVersion } from '../../drivers/pulumi.ts'
 import { ERROR_LEVELS, findLogErrors } from '../../drivers/services.ts'
-import { LIVE_COMPONENTS } from '../layout.ts'
+import { LIVE_COMPONENTS, type LiveComponentName } from '../layout.ts'
 import type { LivePlatform, LiveScope } from '../live-platform.ts'
 import { controllerThroughService, livePods } from './controller-service.ts'
 import {
@@ -39,6 +39,20 @@ import {
 import { apiPrefix } from '../../releases/versions.ts'
 import { LIVE_VERSION_KEY, shownPulumi, type LiveCluster } from './live-cluster-handle.ts'
 import { describeLiveClusterPreflight, liveClusterPreflight, previewLiveChange } from './live-preview.ts'
+import { readPreviousImages, stackImageOf, type ImageProof } from './previous-image.ts'
+
+/** The images an earlier check of the run proved runnable, from its journaled facts (anything else ignored). */
+function earlierProofs(earlier: Record<string, unknown> | undefined): Partial<Record<LiveComponentName, ImageProof>> {
+  const images = earlier?.images
+  if (!images || typeof images !== 'object') return {}
+  const out: Partial<Record<LiveComponentName, ImageProof>> = {}
+  for (const c of LIVE_COMPONENTS) {
+    const p = (images as Record<string, unknown>)[c] as Partial<ImageProof> | undefined
+    if (typeof p?.image === 'string' && typeof p.imageID === 'string' && typeof p.pod === 'string')
+      out[c] = { image: p.image, imageID: p.imageID, pod: p.pod }
+  }
+  return out
+}
 
 /** Log lines that count as errors (the product writes ERROR; FATAL for a crash). */
 const ERROR_PATTERNS = ERROR_LEVELS
@@ -120,8 +134,8 @@ export function openKubernetesLivePlatform(scope: LiveScope, cluster: LiveCluste
     restoreConfig: (backup) => restoreClusterConfig(run, backup),
     describeConfigRestore: (backup) => describeClusterRestore(run, backup),
 
-    async findRollbackMissing(_previous, backup) {
-      // The API reachable (each Deployment read) and the stack file's values the run kept; the image is the kubelet's to pull.
+    async findRollbackMissing(previous, backup, earlier) {
+      // The API reachable (each Deployment read), the stack file's values the run kept, and the image of each release gone back to.
       const missing: string[] = []
       for (const c of LIVE_COMPONENTS) {
         try {
@@ -131,11 +145,17 @@ export function openKubernetesLivePlatform(scope: LiveScope, cluster: LiveCluste
         }
       }
       if (!backup) missing.push("the run's copy of the stack file's values is not in its journal")
-      return [...new Set(missing)]
+      if (missing.length) return { missing: [...new Set(missing)] }
+      const images = await readPreviousImages(cluster, scope.env, previous, earlierProofs(earlier))
+      return { missing: images.missing, facts: { images: images.proven }, unproven: images.unproven }
     },
     describeRollbackNeeds: (previous) => [
-      `the Kubernetes API: every live Deployment readable in ${cluster.namespace} (the kubelet pulls the image of ${Object.values(previous)[0] ?? 'the previous release'})`,
+      `the Kubernetes API: every live Deployment readable in ${cluster.namespace}`,
       "the run's copy of the stack file's values in its journal",
+      ...(Object.entries(previous) as [LiveComponentName, string][]).map(
+        ([c, v]) =>
+          `${stackImageOf(scope.env, c, v) ?? `${c} ${v}`}: ${describeCall.pods(cluster.targets[c])}; no pod of it in ErrImagePull or ImagePullBackOff, one Running with an imageID (now, or at the upgrade's check)`,
+      ),
     ],
 
     checkComponent: (c, version, options) => checkClusterComponent(run, c, version, options.waitMs),
