@@ -8,7 +8,7 @@ import { ExitCode } from '../core/errors.ts'
 import { redact } from '../core/redact.ts'
 import { sanitizeLine } from '../core/sanitize.ts'
 import { confirm, environmentOf, printResult, setResultExitCode } from './context.ts'
-import { printPlan, type ShowRun } from './run-output.ts'
+import { printPlan, toInt, type ShowRun } from './run-output.ts'
 
 const collect = (value: string, previous: string[] = []): string[] => [
   ...previous,
@@ -22,6 +22,8 @@ interface UpgradeLiveFlags {
   to: string
   ack?: string[]
   tcpEndpoint?: string
+  batch?: number
+  maxFail?: string
   autoRollback: boolean
   dryRun?: boolean
   yes?: boolean
@@ -44,7 +46,9 @@ Procedure (playbooks/upgrade-live.ts; docs/live.md has a runbook per major):
                  (6.0), in the settings file and every environment together; the settings file moved to
                  /etc/opt/<product_dir> before a 6.x controller starts; SVC_TCP_ENDPOINTS -> SVC_TCP_ENDPOINT
   per component  install, start, check (running, no ERROR lines, connected, the controller on the new
-                 prefix, the renamed metrics): controller, ingest, pipeline, control panel
+                 prefix, the renamed metrics): controller, ingest, pipeline, control panel; across hosts
+                 (svcops:live.hosts) each type's instances as a canary, then batches of --batch,
+                 within --max-fail (a tolerated instance is stopped, the run ends failed, exit 1)
   verify         the controller lists every component connected on the target
 On failure after the first stop: every component back on its previous package, settings,
 environment and PSK, each checked. The PSK never appears in output, journal or report.
@@ -103,6 +107,12 @@ function registerUpgradeLive(upgrade: Command, showRun: ShowRun): void {
       collect,
     )
     .option('--tcp-endpoint <host:port>', 'the one TCP control panel endpoint kept when the pipeline lists several (6.0 takes one)')
+    .option('--batch <n>', "instances of a type upgraded at once after that type's canary (across hosts)", toInt('--batch'), 1)
+    .option(
+      '--max-fail <n|p%>',
+      'failed ingest, pipeline and control panel instances tolerated (stopped) before the run rolls every host back',
+      '0',
+    )
     .option('--no-auto-rollback', 'on failure, keep the broken state for inspection instead of rolling back')
     .option('--dry-run', 'print every step, every command and every file change as a diff (secrets masked); change nothing')
     .option('-y, --yes', 'do not ask for confirmation (schedulers, scripts)')
@@ -116,6 +126,8 @@ function registerUpgradeLive(upgrade: Command, showRun: ShowRun): void {
         to: flags.to,
         acks: flags.ack ?? [],
         ...(flags.tcpEndpoint ? { tcpEndpoint: flags.tcpEndpoint } : {}),
+        batch: flags.batch ?? 1,
+        maxFail: flags.maxFail ?? '0',
         autoRollback: flags.autoRollback,
         ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
       }
@@ -127,8 +139,8 @@ function registerUpgradeLive(upgrade: Command, showRun: ShowRun): void {
         return
       }
       const prompts = await import('./prompts.ts')
-      const { LIVE_COMPONENTS } = await import('../live/layout.ts')
-      await confirm(() => prompts.upgradePrompt('the live production system', env.name, 'live', [...LIVE_COMPONENTS], flags.to), flags.yes)
+      const { liveUnitNames } = await import('../live/live-platforms.ts')
+      await confirm(() => prompts.upgradePrompt('the live production system', env.name, 'live', liveUnitNames(env), flags.to), flags.yes)
       await showRun(command, () => play.upgradeLiveSystem(request))
     })
 }

@@ -10,7 +10,6 @@
 import { BlockedError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { defineStep, stepName, type StepResult } from '../runs/step.ts'
-import type { LiveComponentName } from './layout.ts'
 import type { LiveContext } from './live-context.ts'
 import { backupFiles } from './live-steps.ts'
 
@@ -22,20 +21,20 @@ function backedUp(ctx: Ctx): Record<string, unknown> | undefined {
 }
 
 /**
- * The components the rollback installs (those not on their release before the run), each with that
+ * The units the rollback installs (those not on their release before the run), each with that
  * release; what cannot be read (an unknown release, the host or the API unreachable) as missing.
  */
-async function readNeeds(ctx: Ctx): Promise<{ previous: Partial<Record<LiveComponentName, string>>; missing: string[]; reached: boolean }> {
-  const previous: Partial<Record<LiveComponentName, string>> = {}
+async function readNeeds(ctx: Ctx): Promise<{ previous: Record<string, string>; missing: string[]; reached: boolean }> {
+  const previous: Record<string, string> = {}
   const missing: string[] = []
-  for (const c of ctx.components) {
-    const v = ctx.journal.run.params.previousVersions[c.name]
+  for (const u of ctx.units) {
+    const v = ctx.journal.run.params.previousVersions[u.name]
     if (!v) {
-      missing.push(`the release ${c.name} ran before run ${ctx.journal.run.id} is not known`)
+      missing.push(`the release ${u.name} ran before run ${ctx.journal.run.id} is not known`)
       continue
     }
     try {
-      if ((await ctx.platform.installedVersion(c.name)) !== v) previous[c.name] = v
+      if ((await ctx.platform.installedVersion(u)) !== v) previous[u.name] = v
     } catch (error) {
       return { previous, missing: [`${ctx.platform.where} cannot be reached: ${errorMessage(error).replace(/\.$/, '')}`], reached: false }
     }

@@ -89,10 +89,10 @@ describe('svcops lab up --hosts 0 --live 5.2.0 --live-tcp-endpoints 2, then the 
 
   it('reaches live-1 over the loopback sshd (pinned host key), where dpkg lists the four packages of 5.2.0', async () => {
     const t = transportFor({
-      name: host.live.host.name,
+      name: host.live.host?.name ?? '',
       url: 'http://127.0.0.1:1',
       root: host.root,
-      ssh: host.live.host.ssh,
+      ssh: host.live.host?.ssh,
       canary: false,
     })
     try {
