@@ -1,16 +1,18 @@
 #!/usr/bin/env node
 /**
  * Playbook: upgrade the live production system across majors (seed, Versioning > "Live production
- * system: changes per major release"). Before anything changes: the installed release, the
- * packages staged, the blocking gates (what only people can fix: checked by svcops or
- * acknowledged with --ack), the files read and a backup of each. Then every component stops, svcops
- * writes what the target needs (a PSK in the settings file and every environment together, the
- * settings file where the target reads it, one TCP endpoint), and each component is installed,
- * started and checked in dependency order: the controller, ingest, the pipeline, the control panel.
- * Any failure after the first stop puts every component back on its previous package, settings,
- * environment and PSK, each verified (the rollback below).
+ * system: changes per major release"), on one host or across several. Before anything changes: the
+ * installed release, the packages staged, the blocking gates (what only people can fix: checked by
+ * svcops or acknowledged with --ack), the files read and a backup of each. Then every instance
+ * stops, svcops writes what the target needs (a PSK in the settings file and every environment
+ * together, the settings file where the target reads it, one TCP endpoint), and each component is
+ * installed, started and checked in dependency order: the controller, ingest, the pipeline, the
+ * control panel — a type with several instances (on several hosts) as a canary, then batches of
+ * --batch, within --max-fail. Any other failure after the first stop puts every instance on every
+ * host back on its previous package, settings, environment and PSK, each verified (the rollback
+ * below).
  *
- *   npx zx playbooks/upgrade-live.ts --env lab --to 7.0.0 [--ack 6.0.0/send-message] [--dry-run]
+ *   npx zx playbooks/upgrade-live.ts --env lab --to 7.0.0 [--ack 6.0.0/send-message] [--batch 2] [--max-fail 1] [--dry-run]
  *
  * `--dry-run` runs this same procedure in plan mode: every command, every file change as a diff
  * with secrets masked. Every run is journaled; `svcops resume ID` continues it after a kill. Run by
@@ -19,7 +21,8 @@
 import type { Environment } from '../src/config/schema.ts'
 import { BadInputError } from '../src/core/errors.ts'
 import { Journal } from '../src/runs/journal.ts'
-import type { Run } from '../src/runs/engine.ts'
+import { ToleratedFailures, type HostFailure, type Run } from '../src/runs/engine.ts'
+import { parseMaxFail, planBatches } from '../src/runs/rollout.ts'
 import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
 import { planSystemContinuation, planSystemRun, renderRunPlan, resumeSystemRun, startSystemRun } from '../src/runs/run-actions.ts'
 import type { RunPlan } from '../src/runs/run-system.ts'
@@ -29,7 +32,9 @@ import { runScript, startedAsScript } from './lib/script.ts'
 import { upgradeLiveSite } from './site/index.ts'
 import type { ComponentHandle, LiveContext } from '../src/live/live-context.ts'
 import type { LiveParams } from '../src/live/live-params.ts'
-import { LIVE_COMPONENTS, stopOrder } from '../src/live/layout.ts'
+import { stopOrder } from '../src/live/layout.ts'
+import { unitsByType } from '../src/live/live-placement.ts'
+import { liveUnitNames } from '../src/live/live-platforms.ts'
 import { checkRollbackReady, startOnWhatTheyHave } from '../src/live/rollback-ready.ts'
 import { findLiveRunToRollBack, liveSystem, type LiveUpgradeRequest } from '../src/live/live-system.ts'
 import {
@@ -52,25 +57,76 @@ import {
 async function upgradeLive(run: Run<LiveContext>): Promise<void> {
   const { ctx } = run
   const target = ctx.journal.run.targetVersion
-  const pending = (c: ComponentHandle) => !run.finished(checkStarted, c.name) // not yet upgraded and checked before an interruption
-  await run.step(preflight) // the installed release of every component; a downgrade or mixed releases refused
-  if (await alreadyOnTarget(run)) return // every component running the target: no stop, no restart, a no-op run
+  const pending = (u: ComponentHandle) => !run.finished(checkStarted, u.name) // not yet upgraded and checked before an interruption
+  await run.step(preflight) // the installed release of every instance; a downgrade or mixed releases refused
+  if (await alreadyOnTarget(run)) return // every instance running the target: no stop, no restart, a no-op run
   await run.step(checkGates) // what only people can fix: unacknowledged gates stop here, nothing changed
-  await run.everyHost(ctx.components, (c) => run.onHost(c, stagePackages)) // target and current package on the host
-  await run.step(checkConfig) // settings and environment files read; several TCP endpoints refused
+  await run.everyHost(ctx.units, (u) => run.onHost(u, stagePackages)) // target and current package on every host
+  await run.step(checkConfig) // settings and environment files read on every host; several TCP endpoints refused
   await run.step(backupFiles) // every file the run may touch, into the run folder (0600)
-  await run.step(checkRollbackReady, 'upgrade') // what a rollback would need: previous packages, the saved settings, the host
-  for (const c of stopOrder(ctx.components).filter(pending)) await run.onHost(c, stopComponent) // control panel first, controller last
-  await run.step(writeConfig) // PSK, settings file, TCP endpoint: all together, while nothing runs
-  for (const c of ctx.components.filter(pending)) {
-    await run.onHost(c, installComponent, target) // controller, ingest, pipeline, control panel
-    await run.onHost(c, startComponent)
-    await run.onHost(c, checkStarted, target) // running, no error lines, connected, the new prefix, the renamed metrics
+  await run.step(checkRollbackReady, 'upgrade') // what a rollback would need: previous packages, the saved settings, every host
+  for (const u of stopOrder(ctx.units).filter(pending)) await run.onHost(u, stopComponent) // control panels first, controller last
+  await run.step(writeConfig) // PSK, settings file, TCP endpoint: all together on every host, while nothing runs
+  const tolerated: HostFailure[] = []
+  for (const instances of unitsByType(ctx.units)) {
+    // the controller alone, then the ingest, pipeline and control panel instances: a canary, then batches of --batch
+    const upgradeOne = async (u: ComponentHandle) => {
+      if (!pending(u)) return // upgraded and checked before an interruption
+      await run.onHost(u, installComponent, target)
+      await run.onHost(u, startComponent)
+      await run.onHost(u, checkStarted, target) // running, no error lines, connected, the new prefix, the renamed metrics
+    }
+    tolerated.push(...(await rollOut(run, instances, tolerated.length, upgradeOne)))
   }
-  await run.step(verifySystem, target) // the controller lists every component connected on the target
+  await run.step(
+    verifySystem,
+    target,
+    tolerated.map((f) => f.host),
+  ) // the controller lists every instance connected on the target
+  if (tolerated.length) throw toleratedFailures(run, tolerated)
 }
 
-/** The way back: every component on its previous package, settings, environment and PSK, each verified. */
+/**
+ * One instance of a type is upgraded alone; several in the engine's rollout: a canary, then batches
+ * of --batch at once, the failures of all types together within --max-fail (a tolerated instance is
+ * stopped: it cannot go back alone to a release the controller no longer speaks). Returns those.
+ */
+async function rollOut(
+  run: Run<LiveContext>,
+  instances: ComponentHandle[],
+  failedBefore: number,
+  upgradeOne: (u: ComponentHandle) => Promise<void>,
+): Promise<HostFailure[]> {
+  const [only] = instances
+  if (only && instances.length === 1) {
+    await upgradeOne(only)
+    return []
+  }
+  const params = run.ctx.journal.run.params
+  const connecting = run.ctx.units.filter((u) => u.component !== 'system-controller').length
+  return run.rollout(
+    {
+      batches: planBatches(instances, params.batchSize),
+      maxFail: parseMaxFail(params.maxFail, connecting) - failedBefore,
+      onTolerated: async (_failure, u) => {
+        await run.onHost(u, stopComponent)
+      },
+    },
+    upgradeOne,
+  )
+}
+
+function toleratedFailures(run: Run<LiveContext>, failures: HostFailure[]): ToleratedFailures {
+  const record = run.ctx.journal.run
+  const total = run.ctx.units.length
+  return new ToleratedFailures(
+    `Upgraded ${total - failures.length} of ${total} instances to ${record.targetVersion}; ${failures.map((f) => f.host).join(', ')} failed ` +
+      `and stopped (within --max-fail ${record.params.maxFail}): ${failures[0]?.message ?? ''}`,
+    `See the report: ${run.journal.file('report.md')}; roll every host back with: svcops rollback live --env ${record.environment} --run ${record.id}`,
+  )
+}
+
+/** The way back on every host: every instance on its previous package, settings, environment and PSK, each verified. */
 async function rollBackLive(run: Run<LiveContext>): Promise<string> {
   await run.step(checkRollbackReady, 'rollback') // previous packages, the saved settings, the host: before anything stops
   // Whatever fails after the check (a package gone since) leaves no component stopped that could run.
@@ -79,17 +135,19 @@ async function rollBackLive(run: Run<LiveContext>): Promise<string> {
 
 async function putBackLive(run: Run<LiveContext>): Promise<string> {
   const { ctx } = run
-  const previous = (c: ComponentHandle) => ctx.journal.run.params.previousVersions[c.name] ?? ''
-  for (const c of stopOrder(ctx.components)) await run.onHost(c, stopComponent)
-  await run.step(restoreConfig) // settings file, environments and PSK from the run's backup
-  for (const c of ctx.components) {
-    await run.onHost(c, installComponent, previous(c))
-    await run.onHost(c, startComponent)
-    await run.onHost(c, checkStarted, previous(c))
-  }
-  const first = ctx.components[0]
+  const previous = (u: ComponentHandle) => ctx.journal.run.params.previousVersions[u.name] ?? ''
+  for (const u of stopOrder(ctx.units)) await run.onHost(u, stopComponent)
+  await run.step(restoreConfig) // settings file, environments and PSK from the run's backup, on every host
+  for (const instances of unitsByType(ctx.units))
+    // the controller first, then each type's instances at once
+    await run.everyHost(instances, async (u) => {
+      await run.onHost(u, installComponent, previous(u))
+      await run.onHost(u, startComponent)
+      await run.onHost(u, checkStarted, previous(u))
+    })
+  const first = ctx.units[0]
   const version = first ? previous(first) : ''
-  await run.step(verifySystem, version)
+  await run.step(verifySystem, version, [])
   return `rolled back to ${version}; settings, environments and PSK restored from the run's backup`
 }
 
@@ -162,6 +220,8 @@ export async function upgradeLiveCommand(flags: UpgradeLiveFlags, io: CommandIO)
     to: flags.to,
     acks: flags.ack ?? [],
     ...(flags.tcpEndpoint ? { tcpEndpoint: flags.tcpEndpoint } : {}),
+    batch: flags.batch ?? 1,
+    maxFail: flags.maxFail ?? '0',
     autoRollback: flags.autoRollback,
     ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
   }
@@ -171,18 +231,15 @@ export async function upgradeLiveCommand(flags: UpgradeLiveFlags, io: CommandIO)
     return
   }
   const prompts = await io.prompts()
-  await confirmChange(
-    () => prompts.upgradePrompt('the live production system', env.name, 'live', [...LIVE_COMPONENTS], flags.to),
-    flags.yes,
-  )
+  await confirmChange(() => prompts.upgradePrompt('the live production system', env.name, 'live', liveUnitNames(env), flags.to), flags.yes)
   await showRunOn(io, () => upgradeLiveSystem(request))
 }
 
-/** `--pause-after-canary` belongs to a rollout with a canary; the live system upgrades its components in order instead. */
+/** `--pause-after-canary` belongs to the recording service's rollout; the live system's types go one after another, without a wait between them. */
 function refuseCanaryPause(flags: UpgradeLiveFlags): void {
   if (flags.pauseAfterCanary)
     throw new BadInputError(
-      '--pause-after-canary: the live production system has no canary (its components are upgraded one after another, in dependency order, on one host); expected it with svcops upgrade recording only.',
+      '--pause-after-canary: not offered for the live production system (its component types are upgraded one after another in dependency order, each type across hosts with a canary of its own, and nothing may wait half-way with the controller already on the target); expected it with svcops upgrade recording only.',
       'Check the plan first instead: svcops upgrade live --env ENV --to VERSION --dry-run',
     )
 }

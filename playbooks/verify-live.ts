@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * Playbook: the checks of a live upgrade, without changing anything, on every component of the
- * live production system: installed release, running, no error lines in its recent log, connected
+ * live production system (every instance on every host): installed release, running, no error lines in its recent log, connected
  * to the system controller, the controller answering on the prefix of its release, the metric
  * names of its release; and the files: the settings file where the release reads it, the PSK of
  * every component the controller's (never shown), strong enough where the release enforces it.
@@ -17,7 +17,7 @@ import { redact } from '../src/core/redact.ts'
 import { sanitizeLine } from '../src/core/sanitize.ts'
 import { liveContext, type LiveContext } from '../src/live/live-context.ts'
 import type { CheckResult } from '../src/live/live-judge.ts'
-import type { LiveComponentName } from '../src/live/layout.ts'
+import type { LiveUnit } from '../src/live/live-placement.ts'
 import { newLiveCheckRecord } from '../src/live/live-system.ts'
 import { Journal } from '../src/runs/journal.ts'
 import { printOn, type CommandIO } from './lib/command-io.ts'
@@ -28,19 +28,21 @@ export interface LiveVerification {
   ok: boolean
   environment: string
   version?: string
-  components: Array<{ component: LiveComponentName; version?: string; ok: boolean; checks: CheckResult[] }>
+  /** Per unit: `component` is its name (`ingest` on one host, `live-2/ingest` across hosts). */
+  components: Array<{ component: string; version?: string; ok: boolean; checks: CheckResult[] }>
   files: CheckResult[]
 }
 
 /** How long `svcops verify live` waits for a component to answer as running and connected. */
 const VERIFY_WAIT_MS = 2000
 
-/** The checks of one component, in the order of the upgrade's. */
-async function verifyComponent(ctx: LiveContext, component: LiveComponentName): Promise<LiveVerification['components'][number]> {
-  const version = await ctx.platform.installedVersion(component) // the installed release
+/** The checks of one instance, in the order of the upgrade's. */
+async function verifyComponent(ctx: LiveContext, unit: LiveUnit): Promise<LiveVerification['components'][number]> {
+  const component = unit.name
+  const version = await ctx.platform.installedVersion(unit) // the installed release
   if (!version) return { component, ok: false, checks: [{ check: 'installed', ok: false, detail: 'not installed' }] }
   // running, no errors, connected, prefix, metrics (on Kubernetes also the pod template, through the API and the Service)
-  const checks = await ctx.platform.checkComponent(component, version, { waitMs: VERIFY_WAIT_MS })
+  const checks = await ctx.platform.checkComponent(unit, version, { waitMs: VERIFY_WAIT_MS })
   return { component, version, ok: checks.every((c) => c.ok), checks }
 }
 
@@ -49,7 +51,7 @@ export async function verifyLiveSystem(env: Environment): Promise<LiveVerificati
   const ctx = liveContext(env, Journal.inMemory(newLiveCheckRecord(env)))
   try {
     const components: LiveVerification['components'] = []
-    for (const c of ctx.components) components.push(await verifyComponent(ctx, c.name))
+    for (const u of ctx.units) components.push(await verifyComponent(ctx, u))
     const version = components[0]?.version
     // The files of that release: settings where it reads them, one PSK everywhere, strong where enforced (on Kubernetes the stack file's record).
     const files = version ? await ctx.platform.verifyConfig(version) : [await ctx.platform.controllerStatus(ctx.live.version)]

@@ -4,13 +4,15 @@
  * playbooks/upgrade-live.ts and verify-live.ts run as scripts (playbooks/lib/script.ts).
  * Declarations only: the CLI imports this file at start-up.
  */
-import { collectList, type CommandSpec } from '../../src/core/option-table.ts'
+import { collectList, wholeNumber, type CommandSpec } from '../../src/core/option-table.ts'
 import { lockOptions } from './recording-commands.ts'
 
 export interface UpgradeLiveFlags {
   to: string
   ack?: string[]
   tcpEndpoint?: string
+  batch?: number
+  maxFail?: string
   autoRollback: boolean
   pauseAfterCanary?: boolean
   dryRun?: boolean
@@ -34,8 +36,19 @@ export const UPGRADE_LIVE: CommandSpec = {
       flags: '--tcp-endpoint <host:port>',
       help: 'the one TCP control panel endpoint kept when the pipeline lists several (6.0 takes one)',
     },
+    {
+      flags: '--batch <n>',
+      help: "instances of a type upgraded at once after that type's canary (across hosts)",
+      parse: wholeNumber('--batch'),
+      default: 1,
+    },
+    {
+      flags: '--max-fail <n|p%>',
+      help: 'failed ingest, pipeline and control panel instances tolerated (stopped) before the run rolls every host back',
+      default: '0',
+    },
     { flags: '--no-auto-rollback', help: 'on failure, keep the broken state for inspection instead of rolling back' },
-    { flags: '--pause-after-canary', help: 'refused: the live production system has no canary (see svcops upgrade recording)' },
+    { flags: '--pause-after-canary', help: 'refused: the live production system does not wait half-way (see svcops upgrade recording)' },
     { flags: '--dry-run', help: 'print every step, every command and every file change as a diff (secrets masked); change nothing' },
     { flags: '-y, --yes', help: 'do not ask for confirmation (schedulers, scripts)' },
     ...lockOptions('live system'),
@@ -55,7 +68,9 @@ Procedure (playbooks/upgrade-live.ts; docs/live.md has a runbook per major):
                  (6.0), in the settings file and every environment together; the settings file moved to
                  /etc/opt/<product_dir> before a 6.x controller starts; SVC_TCP_ENDPOINTS -> SVC_TCP_ENDPOINT
   per component  install, start, check (running, no ERROR lines, connected, the controller on the new
-                 prefix, the renamed metrics): controller, ingest, pipeline, control panel
+                 prefix, the renamed metrics): controller, ingest, pipeline, control panel; across hosts
+                 (svcops:live.hosts) each type's instances as a canary, then batches of --batch,
+                 within --max-fail (a tolerated instance is stopped, the run ends failed, exit 1)
   verify         the controller lists every component connected on the target
 On failure after the first stop: every component back on its previous package, settings,
 environment and PSK, each checked. The PSK never appears in output, journal or report.

@@ -179,48 +179,121 @@ export const liveHostSchema = z.strictObject({
   root: z.string().min(1).optional(),
 })
 
+/** The live components, in dependency order (the catalog's LIVE_COMPONENTS, named here for the schema). */
+const LIVE_TYPES = ['system-controller', 'ingest', 'pipeline', 'control-panel'] as const
+
 /**
- * `svcops:live`: the live production system on a host (written by `svcops lab up --live V`; read by
- * the live playbook). Never holds the PSK: that is in the settings file and the components'
- * environment files on the host.
+ * A host of `live.hosts`: how it is reached, and the components it runs, each with the port of its
+ * `/metrics` and `/health`. A host runs at most one instance of a type (a package is installed
+ * once per host); a type's count is the number of hosts that run it.
  */
-export const liveHostsSchema = z.strictObject({
-  /** Release installed on the host. */
-  version: semver,
-  /** Product prefix of package, program, variable and metric names (`svc`). */
-  prefix: z
-    .string()
-    .regex(/^[a-z][a-z0-9]*$/, 'expected lower-case letters and digits, like svc')
-    .default('svc'),
-  /** Product folder under /opt, /etc/opt, /var/opt and /var/log (`svc`). */
-  productDir: z
-    .string()
-    .regex(/^[a-z0-9][a-z0-9._-]*$/, 'expected a folder name like svc')
-    .default('svc'),
-  packageDriver: z.enum(['dpkg', 'apt']).default('apt'),
-  serviceDriver: z.enum(['systemd', 'supervisor']).default('systemd'),
-  /** Directory holding the components' .deb files (`<prefix>-<component>_<version>_all.deb`), for the dpkg driver. */
-  packageDir: z.string().min(1).optional(),
-  host: liveHostSchema,
-  /** Base URL of the system controller's REST API (without the API prefix). */
-  controllerUrl: url,
-  /** Port of each component's `/metrics` and `/health` on the host's loopback. */
-  metricsPorts: z.strictObject({ 'system-controller': port, ingest: port, pipeline: port, 'control-panel': port }),
-  /** The pipeline's TCP control panel endpoints (`host:port`) as configured now. */
-  tcpEndpoints: z.array(z.string().regex(/^[^\s,]+:\d{1,5}$/, 'expected host:port')).default([]),
-  /** Where the system controller's settings file is now, when not where svcops looks (docs/live.md); read by the live playbook. */
-  settingsFile: z.string().startsWith('/', 'expected an absolute path').optional(),
-  /** The settings file's former fixed application directory before 6.0 (default /opt/<productDir>/system-controller/etc). */
-  legacySettingsDir: z.string().startsWith('/', 'expected an absolute path').optional(),
-  /** How long a started component may take to connect to the controller during an upgrade (default 30 s). */
-  connectTimeoutSeconds: z.number().int().min(1).max(3600).optional(),
-  /** C++ SDK source directories checked by `svcops scan sdk` before an upgrade (a blocking gate). */
-  sdkSourceDirs: z.array(z.string().min(1)).default([]),
-  /** Files of saved controller calls checked by `svcops migrate requests`. */
-  savedRequests: z.array(z.string().min(1)).default([]),
-  /** Dashboards and rules checked by `svcops migrate metrics`. */
-  metricFiles: z.array(z.string().min(1)).default([]),
+export const livePlacedHostSchema = liveHostSchema.extend({
+  components: z.strictObject({
+    'system-controller': port.optional(),
+    ingest: port.optional(),
+    pipeline: port.optional(),
+    'control-panel': port.optional(),
+  }),
+  /** Where its components' `/metrics` answer (default: its SSH host, else the controller URL's host). */
+  address: z.string().min(1).optional(),
 })
+
+/**
+ * `svcops:live`: the live production system on hosts (written by `svcops lab up --live V`; read by
+ * the live playbook). Never holds the PSK: that is in the settings file and the components'
+ * environment files on the hosts. One host (`host` with `metricsPorts`), or several (`hosts`, the
+ * system controller on one of them, ingest, pipeline and control panel instances on any).
+ */
+export const liveHostsSchema = z
+  .strictObject({
+    /** Release installed on the hosts. */
+    version: semver,
+    /** Product prefix of package, program, variable and metric names (`svc`). */
+    prefix: z
+      .string()
+      .regex(/^[a-z][a-z0-9]*$/, 'expected lower-case letters and digits, like svc')
+      .default('svc'),
+    /** Product folder under /opt, /etc/opt, /var/opt and /var/log (`svc`). */
+    productDir: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9._-]*$/, 'expected a folder name like svc')
+      .default('svc'),
+    packageDriver: z.enum(['dpkg', 'apt']).default('apt'),
+    serviceDriver: z.enum(['systemd', 'supervisor']).default('systemd'),
+    /** Directory holding the components' .deb files (`<prefix>-<component>_<version>_all.deb`), for the dpkg driver. */
+    packageDir: z.string().min(1).optional(),
+    /** The one host of every component (with `metricsPorts`); or `hosts`. */
+    host: liveHostSchema.optional(),
+    /** The hosts of the components, each with the components it runs (instead of `host`). */
+    hosts: z.array(livePlacedHostSchema).min(1, 'expected at least one host').optional(),
+    /** Base URL of the system controller's REST API (without the API prefix). */
+    controllerUrl: url,
+    /** Port of each component's `/metrics` and `/health` on the host's loopback (with `host`). */
+    metricsPorts: z.strictObject({ 'system-controller': port, ingest: port, pipeline: port, 'control-panel': port }).optional(),
+    /** The pipeline's TCP control panel endpoints (`host:port`) as configured now. */
+    tcpEndpoints: z.array(z.string().regex(/^[^\s,]+:\d{1,5}$/, 'expected host:port')).default([]),
+    /** Where the system controller's settings file is now, when not where svcops looks (docs/live.md); read by the live playbook. */
+    settingsFile: z.string().startsWith('/', 'expected an absolute path').optional(),
+    /** The settings file's former fixed application directory before 6.0 (default /opt/<productDir>/system-controller/etc). */
+    legacySettingsDir: z.string().startsWith('/', 'expected an absolute path').optional(),
+    /** How long a started component may take to connect to the controller during an upgrade (default 30 s). */
+    connectTimeoutSeconds: z.number().int().min(1).max(3600).optional(),
+    /** C++ SDK source directories checked by `svcops scan sdk` before an upgrade (a blocking gate). */
+    sdkSourceDirs: z.array(z.string().min(1)).default([]),
+    /** Files of saved controller calls checked by `svcops migrate requests`. */
+    savedRequests: z.array(z.string().min(1)).default([]),
+    /** Dashboards and rules checked by `svcops migrate metrics`. */
+    metricFiles: z.array(z.string().min(1)).default([]),
+  })
+  .superRefine((live, ctx) => {
+    for (const rule of LIVE_PLACEMENT_RULES) for (const issue of rule(live)) ctx.addIssue({ code: 'custom', ...issue })
+  })
+
+interface PlacementInput {
+  host?: unknown
+  hosts?: Array<{ name: string; components: Partial<Record<(typeof LIVE_TYPES)[number], number>> }> | undefined
+  metricsPorts?: unknown
+}
+type PlacementIssue = { path: (string | number)[]; message: string }
+
+/** `host` (with `metricsPorts`) or `hosts`, never both, never neither. */
+function oneFormOfHosts(live: PlacementInput): PlacementIssue[] {
+  if (live.host !== undefined && live.hosts !== undefined)
+    return [{ path: ['hosts'], message: 'expected either live.host (one host) or live.hosts (several), not both' }]
+  if (live.host === undefined && live.hosts === undefined)
+    return [{ path: ['host'], message: 'expected live.host (one host) or live.hosts (the hosts and the components each runs)' }]
+  if (live.host !== undefined && live.metricsPorts === undefined)
+    return [{ path: ['metricsPorts'], message: 'expected the port of each component with live.host' }]
+  if (live.hosts !== undefined && live.metricsPorts !== undefined)
+    return [{ path: ['metricsPorts'], message: "expected the ports in each host's components with live.hosts" }]
+  return []
+}
+
+/** Every host named once and running something; the system controller on exactly one; every other type on at least one. */
+function everyTypePlaced(live: PlacementInput): PlacementIssue[] {
+  const hosts = live.hosts ?? []
+  if (!hosts.length) return []
+  const issues: PlacementIssue[] = []
+  const seen = new Set<string>()
+  for (const [i, h] of hosts.entries()) {
+    if (seen.has(h.name)) issues.push({ path: ['hosts', i, 'name'], message: `expected each host once; '${h.name}' is given twice` })
+    seen.add(h.name)
+    if (!LIVE_TYPES.some((t) => h.components[t] !== undefined))
+      issues.push({ path: ['hosts', i, 'components'], message: `expected at least one of ${LIVE_TYPES.join(', ')}` })
+  }
+  const controllers = hosts.filter((h) => h.components['system-controller'] !== undefined).map((h) => h.name)
+  if (controllers.length !== 1)
+    issues.push({
+      path: ['hosts'],
+      message: `expected the system-controller on exactly one host; it is on ${controllers.length ? controllers.join(', ') : 'none'}`,
+    })
+  for (const t of LIVE_TYPES.slice(1))
+    if (!hosts.some((h) => h.components[t] !== undefined))
+      issues.push({ path: ['hosts'], message: `expected ${t} on at least one host; no host runs it` })
+  return issues
+}
+
+const LIVE_PLACEMENT_RULES = [oneFormOfHosts, everyTypePlaced]
 
 /** `svcops:notify`: who is told about runs, and where their metrics go (docs/operations.md). */
 export const notifySchema = z.strictObject({
@@ -278,3 +351,4 @@ export type BackupConfig = z.infer<typeof backupSchema>
 export type NotifyConfig = z.infer<typeof notifySchema>
 export type LiveConfig = z.infer<typeof liveHostsSchema>
 export type LiveHostConfig = z.infer<typeof liveHostSchema>
+export type LivePlacedHostConfig = z.infer<typeof livePlacedHostSchema>

@@ -67,6 +67,11 @@ Examples:
     )
     .option('--live-weak-psk', 'give the live system a low-entropy PSK (a 6.x controller refuses to start with it)')
     .option(
+      '--live-hosts <n>',
+      'spread the live system over hosts live-1..live-N (svcops:live.hosts): the system controller on live-1, an ingest, a pipeline and a control panel on each other host',
+      parseInteger,
+    )
+    .option(
       '--live-tcp-endpoints <n>',
       'TCP control panel endpoints the pipeline is configured with (default 1; more than 1 only before 6.0)',
       parseInteger,
@@ -83,6 +88,7 @@ Examples:
   svcops lab up --hosts 10 --version 1.5.0 --recordings 50
   svcops lab up --manager-revision 1.4.1
   svcops lab up --hosts 0 --live 5.2.0 --live-tcp-endpoints 2   # the live system only (see docs/lab.md)
+  svcops lab up --hosts 0 --live 5.2.0 --live-hosts 3           # the live system on three hosts
   svcops lab up --dry-run --json`,
     )
     .action(
@@ -96,6 +102,7 @@ Examples:
           live?: string
           liveWeakPsk?: boolean
           liveTcpEndpoints?: number
+          liveHosts?: number
           dryRun?: boolean
         },
         command: Command,
@@ -109,6 +116,7 @@ Examples:
           ...(options.live !== undefined ? { live: options.live } : {}),
           ...(options.liveWeakPsk ? { liveWeakPsk: true } : {}),
           ...(options.liveTcpEndpoints !== undefined ? { liveTcpEndpoints: options.liveTcpEndpoints } : {}),
+          ...(options.liveHosts !== undefined ? { liveHosts: options.liveHosts } : {}),
         }
         if (options.dryRun) {
           const steps = labUpPlan(upOptions)

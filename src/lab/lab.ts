@@ -33,6 +33,7 @@ import {
   type LabHostsOptions,
 } from './hosts-lab.ts'
 import { checkLabLiveOptions, labLivePlan, liveCheckers, liveSection, liveStoppers, startLabLive, type LabLiveOptions } from './live-lab.ts'
+import { liveHostsSection, startLabLiveHosts } from './live-hosts-lab.ts'
 import {
   labPaths,
   readLabState,
@@ -162,7 +163,11 @@ export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
     const preparing =
       hostOptions.hosts > 0 ? lab.step('prepare the recording hosts', () => prepareLabRecording(lab, hostOptions)) : undefined
     // The live host needs nothing else of the lab: it comes up meanwhile too.
-    const living = liveOptions ? lab.step('start the live host', () => startLabLive(lab, liveOptions)) : undefined
+    const living = liveOptions
+      ? liveOptions.liveHosts > 0
+        ? lab.step('start the live hosts', () => startLabLiveHosts(lab, liveOptions))
+        : lab.step('start the live host', () => startLabLive(lab, liveOptions))
+      : undefined
     // Observed here so that a failure before it is awaited is not an unhandled rejection; stopAll waits for it.
     preparing?.catch(() => undefined)
     living?.catch(() => undefined)
@@ -195,7 +200,7 @@ export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
         environment: 'lab',
         ...(manager ? { manager: managerSection(manager) } : {}),
         ...(recording ? { recording: recordingSection(recording) } : {}),
-        ...(live ? { live: liveSection(live) } : {}),
+        ...(live ? { live: 'hosts' in live ? liveHostsSection(live) : liveSection(live) } : {}),
         ...(backup ? { backup } : {}),
       }),
     )

@@ -46,10 +46,17 @@ export interface LabLiveOptions {
   liveWeakPsk?: boolean
   /** Number of TCP control panel endpoints the pipeline is configured with (default 1). */
   liveTcpEndpoints?: number
+  /**
+   * Live hosts `live-1`..`live-N` (`svcops:live.hosts`): the system controller on live-1, an ingest,
+   * a pipeline and a control panel on each of the others (all four on live-1 when N is 1). Without
+   * it, the one host `live-1` of `svcops:live.host` (0 once checked).
+   */
+  liveHosts?: number
 }
 
 export const LIVE_HOST_NAME = 'live-1'
 export const MAX_LIVE_TCP_ENDPOINTS = 8
+export const MAX_LIVE_HOSTS = 8
 const PRODUCT: LiveProduct = DEFAULT_LIVE_PRODUCT
 
 /** The live options checked (one sentence per refusal, before anything starts); undefined without --live. */
@@ -58,6 +65,7 @@ export function checkLabLiveOptions(options: LabLiveOptions): Required<LabLiveOp
     for (const [flag, given] of [
       ['--live-weak-psk', options.liveWeakPsk],
       ['--live-tcp-endpoints', options.liveTcpEndpoints],
+      ['--live-hosts', options.liveHosts],
     ] as const)
       if (given !== undefined && given !== false) throw new BadInputError(`${flag} needs --live V: it configures the live lab host.`)
     return undefined
@@ -78,7 +86,24 @@ export function checkLabLiveOptions(options: LabLiveOptions): Required<LabLiveOp
     )
   if (options.liveWeakPsk && !pskRequired(version))
     throw new BadInputError(`--live-weak-psk is not allowed with --live ${version}: that release has no pre-shared key.`)
-  return { live: version, liveWeakPsk: options.liveWeakPsk ?? false, liveTcpEndpoints: endpoints }
+  const hosts = options.liveHosts ?? 0
+  if (options.liveHosts !== undefined && (!Number.isInteger(hosts) || hosts < 1 || hosts > MAX_LIVE_HOSTS))
+    throw new BadInputError(
+      `--live-hosts: ${String(options.liveHosts)} is not allowed; expected an integer from 1 to ${MAX_LIVE_HOSTS} (live hosts live-1 to live-N).`,
+    )
+  return { live: version, liveWeakPsk: options.liveWeakPsk ?? false, liveTcpEndpoints: endpoints, liveHosts: hosts }
+}
+
+/** The components each of `n` live hosts runs: the controller alone on live-1, the others on live-2.. (all four on live-1 when n is 1). */
+export function spreadComponents(n: number): LiveComponent[][] {
+  if (n <= 1) return [[...LIVE_COMPONENTS]]
+  return Array.from({ length: n }, (_, i) => (i === 0 ? ['system-controller'] : LIVE_COMPONENTS.filter((c) => c !== 'system-controller')))
+}
+
+function spreadWords(n: number): string {
+  return n <= 1
+    ? 'the four components on live-1'
+    : `the system controller on live-1, an ingest, a pipeline and a control panel on each of live-2 to live-${n}`
 }
 
 /** Steps of the live part, for `lab up --dry-run`. */
@@ -86,6 +111,14 @@ export function labLivePlan(options: LabLiveOptions): string[] {
   const o = checkLabLiveOptions(options)
   if (!o) return []
   const psk = !pskRequired(o.live) ? 'no PSK (before 2.0)' : o.liveWeakPsk ? 'a low-entropy PSK' : 'a generated PSK (256 bits)'
+  if (o.liveHosts > 0)
+    return [
+      `build the live component packages (${LIVE_COMPONENTS.map((c) => livePackageName(PRODUCT.prefix, c)).join(', ')}; releases ${LIVE_LAB_RELEASES.map((r) => r.version).join(', ')}) unless cached`,
+      `start sshd on a free loopback port for the live hosts`,
+      `create hosts live-1 to live-${o.liveHosts}: sandboxes with their own dpkg database and supervisord; ${spreadWords(o.liveHosts)}, ${o.live}`,
+      `write the settings file ${liveSettingsFile(o.live, PRODUCT)} on live-1 (${psk}, 0600) and each instance's environment file (0600, the one PSK) with ${o.liveTcpEndpoints} TCP endpoint${o.liveTcpEndpoints === 1 ? '' : 's'} per pipeline`,
+      `start supervisord on every live host (live-1 first) and wait for the components`,
+    ]
   return [
     `build the live component packages (${LIVE_COMPONENTS.map((c) => livePackageName(PRODUCT.prefix, c)).join(', ')}; releases ${LIVE_LAB_RELEASES.map((r) => r.version).join(', ')}) unless cached`,
     `start sshd on a free loopback port for the live host`,
@@ -128,7 +161,7 @@ export function writeLiveHostFile(host: LabHostInfo, path: string, text: string,
 }
 
 /** A PSK that `svcops psk check` refuses (a dictionary word and a short key), random enough to be told apart. */
-function weakPsk(): string {
+export function weakPsk(): string {
   return `studio-password-${randomInt(1000, 10000)}`
 }
 
@@ -248,10 +281,15 @@ export async function startLabLive(lab: LabSteps, options: Required<LabLiveOptio
   return { version, host, sshd, packageDir, controllerUrl, metricsPorts: ports.metricsPorts, tcpEndpoints: ports.tcpEndpoints }
 }
 
-/** Installs the four components of `version` on a host with dpkg, as the host's user (one dpkg run). */
-export async function installLiveRelease(host: LabHostInfo, packageDir: string, version: string): Promise<void> {
+/** Installs the components (default: the four) of `version` on a host with dpkg, as the host's user (one dpkg run). */
+export async function installLiveRelease(
+  host: LabHostInfo,
+  packageDir: string,
+  version: string,
+  components: readonly LiveComponent[] = LIVE_COMPONENTS,
+): Promise<void> {
   const owner = lookupUser(host.user)
-  const cached = LIVE_COMPONENTS.map((c) => {
+  const cached = components.map((c) => {
     const file = join(labHostPaths(host.root).packageCache, livePackageFile(PRODUCT.prefix, c, version))
     copyFileSync(join(packageDir, livePackageFile(PRODUCT.prefix, c, version)), file)
     if (process.getuid?.() === 0 && owner) chownSync(file, owner.uid, owner.gid)

@@ -1,7 +1,7 @@
 /**
  * What every step of the live playbooks shares: the environment's live section, the platform the
- * system runs on (how components are installed, started, configured and checked), the components
- * in dependency order, and the journal. The run lock of a live environment is a file (on its host;
+ * system runs on (how components are installed, started, configured and checked), the units (each
+ * component's instances on their hosts) in dependency order, and the journal. The run lock of a live environment is a file (on its host;
  * on Kubernetes where svcops runs): one run per live system; a run that died holding it is named,
  * with the commands that finish it.
  */
@@ -11,15 +11,14 @@ import { Journal } from '../runs/journal.ts'
 import { isFinished, type RunRecord } from '../runs/run-record.ts'
 import { acquireHostLock, releaseHostLock } from '../runs/lock.ts'
 import type { HeldLock, Opened } from '../runs/playbook.ts'
-import { LIVE_COMPONENTS, productOf, type LiveComponentName, type LiveProduct } from './layout.ts'
+import { productOf, type LiveProduct } from './layout.ts'
+import type { LiveUnit } from './live-placement.ts'
 import type { LiveParams } from './live-params.ts'
 import type { LivePlatform } from './live-platform.ts'
 import { liveLockPlace, openLivePlatform } from './live-platforms.ts'
 
-/** A component taking part in a run (the engine's "host" of a per-component step). */
-export interface ComponentHandle {
-  name: LiveComponentName
-}
+/** An instance of a component taking part in a run (the engine's "host" of a per-unit step). */
+export type ComponentHandle = LiveUnit
 
 /** Everything a step of the live playbooks needs. */
 export interface LiveContext {
@@ -29,14 +28,14 @@ export interface LiveContext {
   journal: Journal<LiveParams>
   /** The platform the system runs on (its host, Kubernetes): every step reaches the components through it. */
   platform: LivePlatform
-  /** The components in dependency order: the controller first. */
-  components: ComponentHandle[]
+  /** The run's units in dependency order: the controller first, then each type's instances on their hosts. */
+  units: ComponentHandle[]
 }
 
 /** Builds the context of run `journal`; `ctx.platform.close()` releases what it opened. */
 export function liveContext(env: Environment, journal: Journal<LiveParams>): LiveContext {
   const { live, platform } = openLivePlatform(env, journal)
-  return { env, live, product: productOf(live), journal, platform, components: LIVE_COMPONENTS.map((name) => ({ name })) }
+  return { env, live, product: productOf(live), journal, platform, units: platform.units }
 }
 
 /**

@@ -33,8 +33,11 @@ export function judgeControllerStatus(check: string, version: string, r: Answer)
   return { check, ok: true, detail: `${version}, status ok` }
 }
 
-/** The controller's `GET <prefix>/components` judged: `component` listed, connected, at `version`. */
-export function judgeConnection(component: LiveComponentName, version: string, r: Answer): CheckResult {
+/**
+ * The controller's `GET <prefix>/components` judged: `component` (a component's name, or an
+ * instance's across hosts: `live-2/ingest`) listed, connected, at `version`.
+ */
+export function judgeConnection(component: string, version: string, r: Answer): CheckResult {
   const check = 'connected to the system controller'
   if ('error' in r) return { check, ok: false, detail: r.error }
   if (r.status !== 200 || !Array.isArray(r.body))

@@ -1,7 +1,8 @@
 /**
- * The live system's facts of a run (`RunRecord.params`): its components in dependency order, the
- * release each ran before (what the rollback returns to), the gates acknowledged with `--ack`, and
- * the one TCP endpoint kept (`--tcp-endpoint`). Checked by this schema whenever a run is continued;
+ * The live system's facts of a run (`RunRecord.params`): its units in dependency order (each
+ * component's instances on their hosts), the release each ran before (what the rollback returns
+ * to), the gates acknowledged with `--ack`, the one TCP endpoint kept (`--tcp-endpoint`), and the
+ * rollout of each type's instances (`--batch`, `--max-fail`). Checked by this schema whenever a run is continued;
  * a record of the layout before the core kept the components as `hosts`, read here as components.
  */
 import { z } from 'zod'
@@ -13,6 +14,10 @@ const paramsSchema = z.object({
   acks: z.array(z.string()).default([]),
   /** The one TCP endpoint kept when the pipeline lists several (`--tcp-endpoint`). */
   tcpEndpoint: z.string().optional(),
+  /** Instances of a type upgraded at once after its canary (`--batch`); a type with one instance has no canary. */
+  batchSize: z.number().int().min(1).default(1),
+  /** Failed instances the rollouts tolerate together (`--max-fail N|P%` of the connecting instances). */
+  maxFail: z.string().default('0'),
 })
 
 export type LiveParams = z.infer<typeof paramsSchema>

@@ -16,7 +16,8 @@ import type { Transport } from '../core/runner.ts'
 import type { Journal } from '../runs/journal.ts'
 import type { LiveParams } from './live-params.ts'
 import type { StepResult } from '../runs/step.ts'
-import type { LiveComponentName, LiveProduct } from './layout.ts'
+import type { LiveProduct } from './layout.ts'
+import type { LiveUnit } from './live-placement.ts'
 import type { CheckResult } from './live-judge.ts'
 
 /** What a platform is opened for: the run's environment, the live section it reads, and the run's journal. */
@@ -33,37 +34,40 @@ export type LiveCall = 'stage' | 'install' | 'stop' | 'start' | 'status'
 /** What the playbook asks of a platform. */
 export interface LivePlatform {
   /**
-   * The host the system runs on, for a site's own commands (playbooks/site/): its name, sandbox
-   * root and transport; a platform without such a host (Kubernetes) says why.
+   * The host the system runs on (across hosts, the system controller's), for a site's own commands
+   * (playbooks/site/): its name, sandbox root and transport; a platform without such a host
+   * (Kubernetes) says why.
    */
   hostOf(): LiveHost | { unavailable: string }
-  /** Where the system runs, for sentences: the live host's name, or the namespace. */
+  /** Where the system runs, for sentences: the live host's name (the hosts' names), or the namespace. */
   readonly where: string
+  /** What a run stops, installs, starts and checks, in dependency order: each component's instances on their hosts, or its Deployment. */
+  readonly units: LiveUnit[]
   /** How long a started component may take to come up and connect. */
   readonly connectTimeoutMs: number
   /** Closes what the platform opened (the host's connection, a port-forward). */
   close(): Promise<void>
 
   /** The installed version, or undefined when the component is not installed. */
-  installedVersion(component: LiveComponentName): Promise<string | undefined>
+  installedVersion(unit: LiveUnit): Promise<string | undefined>
   /** Refuses (bad input, naming what is missing) a version whose package cannot be found where the platform takes it from. */
-  assertAvailable(component: LiveComponentName, version: string): void
+  assertAvailable(unit: LiveUnit, version: string): void
   /** The platform's own checks before anything changes (CLI, API, rights), for the dry run; and what the preflight adds to its version check. */
   describePreflight(to: string): { versionCheck: string; more: string[] }
   /** Runs them, knowing the release installed now; what they found, for the journal (undefined: nothing to check). */
   checkPreflight(installed: string | undefined): Promise<Record<string, unknown> | undefined>
   /** Makes `versions` available without installing them (nothing stops for a download). */
-  stage(component: LiveComponentName, versions: string[]): Promise<StepResult>
+  stage(unit: LiveUnit, versions: string[]): Promise<StepResult>
   /** Installs exactly `version` (up or down). */
-  install(component: LiveComponentName, version: string): Promise<void>
-  stop(component: LiveComponentName): Promise<void>
+  install(unit: LiveUnit, version: string): Promise<void>
+  stop(unit: LiveUnit): Promise<void>
   /** Starts the component; returns a position in its log (lines after it are this start's). */
-  start(component: LiveComponentName): Promise<string | undefined>
-  status(component: LiveComponentName): Promise<{ running: boolean; status: string }>
+  start(unit: LiveUnit): Promise<string | undefined>
+  status(unit: LiveUnit): Promise<{ running: boolean; status: string }>
   /** Error lines the component logged since `cursor` (its last lines when unknown). */
-  errorLines(component: LiveComponentName, cursor: string | undefined): Promise<string[]>
+  errorLines(unit: LiveUnit, cursor: string | undefined): Promise<string[]>
   /** The exact commands of each call, for the dry run. */
-  describe(call: LiveCall, component: LiveComponentName, version?: string): string[]
+  describe(call: LiveCall, unit: LiveUnit, version?: string): string[]
 
   /** The configuration the run reads before anything changes: refuses what svcops cannot change for people. */
   checkConfig(from: string, to: string): Promise<StepResult>
@@ -80,27 +84,23 @@ export interface LivePlatform {
 
   /**
    * What a rollback would miss, read before anything stops: the host or the cluster reachable, the
-   * package (or image) of each release in `previous` (the components the rollback installs, each
-   * with its release before the run) at hand, the run's copy of what `restoreConfig` puts back
+   * package (or image) of each release in `previous` (the units the rollback installs, by name,
+   * each with its release before the run) at hand, the run's copy of what `restoreConfig` puts back
    * (`backup`). `earlier`: the facts an earlier check of the same run journaled. `missing` is empty
    * when everything is there. `describeRollbackNeeds` says what is read, for the dry run.
    */
   findRollbackMissing(
-    previous: Partial<Record<LiveComponentName, string>>,
+    previous: Record<string, string>,
     backup: Record<string, unknown> | undefined,
     earlier?: Record<string, unknown>,
   ): Promise<RollbackReading>
-  describeRollbackNeeds(previous: Partial<Record<LiveComponentName, string>>): string[]
+  describeRollbackNeeds(previous: Record<string, string>): string[]
 
   /** Every check of a started component of `version`, waiting up to `waitMs` for it to come up and connect. */
-  checkComponent(
-    component: LiveComponentName,
-    version: string,
-    options: { cursor?: string | undefined; waitMs: number },
-  ): Promise<CheckResult[]>
-  describeCheck(component: LiveComponentName, version: string): string[]
-  /** The whole system on `version`: the controller lists every component connected; every component on it. */
-  checkSystem(version: string): Promise<{ checks: CheckResult[]; data: Record<string, unknown> }>
+  checkComponent(unit: LiveUnit, version: string, options: { cursor?: string | undefined; waitMs: number }): Promise<CheckResult[]>
+  describeCheck(unit: LiveUnit, version: string): string[]
+  /** The whole system on `version`: the controller lists every unit connected; every unit on it (but `leftOut`: units a rollout tolerated failing, by name). */
+  checkSystem(version: string, leftOut?: string[]): Promise<{ checks: CheckResult[]; data: Record<string, unknown> }>
   describeSystemCheck(version: string): string[]
   /** The configuration of `version` as it should be (settings where read, one strong PSK), for `svcops verify live`. */
   verifyConfig(version: string): Promise<CheckResult[]>

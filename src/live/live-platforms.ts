@@ -10,7 +10,8 @@ import type { LiveParams } from './live-params.ts'
 import { hostLockPlace, openHostsPlatform } from './hosts/live-hosts-platform.ts'
 import { clusterLiveConfig, clusterLock, openLiveCluster } from './kubernetes/live-cluster-handle.ts'
 import { openKubernetesLivePlatform } from './kubernetes/live-kubernetes-platform.ts'
-import { productOf } from './layout.ts'
+import { LIVE_COMPONENTS, productOf } from './layout.ts'
+import { liveUnits } from './live-placement.ts'
 import type { LiveLockPlace, LivePlatform, LiveScope } from './live-platform.ts'
 
 interface PlatformEntry {
@@ -62,4 +63,10 @@ export function liveLockPlace(env: Environment): LiveLockPlace {
 /** Refuses an environment without a live system (bad input naming `svcops:live`). */
 export function assertLiveSystem(env: Environment): void {
   if (!env.liveCluster) requireSection(env, 'live')
+}
+
+/** The names of the units a run of the environment's live system acts on, in dependency order (before any platform is opened). */
+export function liveUnitNames(env: Environment): string[] {
+  if (env.liveCluster) return [...LIVE_COMPONENTS]
+  return liveUnits(requireSection(env, 'live')).map((u) => u.name)
 }

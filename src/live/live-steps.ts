@@ -28,8 +28,13 @@ export function fromVersion(ctx: Ctx): string {
 
 async function installedVersions(ctx: Ctx): Promise<Record<string, string | undefined>> {
   const out: Record<string, string | undefined> = {}
-  for (const c of ctx.components) out[c.name] = await ctx.platform.installedVersion(c.name)
+  for (const u of ctx.units) out[u.name] = await ctx.platform.installedVersion(u)
   return out
+}
+
+/** A unit in a sentence: its package, and its host when the system is spread over several (`svc-ingest on live-2`). */
+export function unitWords(ctx: Ctx, u: C): string {
+  return `${componentPackage(ctx.product, u.component)}${u.name === u.component ? '' : ` on ${u.host}`}`
 }
 
 export const preflight = defineStep<Ctx>({
@@ -39,7 +44,7 @@ export const preflight = defineStep<Ctx>({
   describe: (ctx) => {
     const platform = ctx.platform.describePreflight(ctx.journal.run.targetVersion)
     return [
-      `read the installed version of ${ctx.components.map((c) => componentPackage(ctx.product, c.name)).join(', ')} on ${ctx.platform.where}`,
+      `read the installed version of ${[...new Set(ctx.units.map((u) => componentPackage(ctx.product, u.component)))].join(', ')} on ${ctx.platform.where}`,
       `check that ${ctx.journal.run.targetVersion} is newer than all of them${platform.versionCheck}`,
       ...platform.more,
     ]
@@ -56,10 +61,10 @@ export const preflight = defineStep<Ctx>({
 async function readPreflight(ctx: Ctx): Promise<StepResult> {
   const to = ctx.journal.run.targetVersion
   const versions = await installedVersions(ctx)
-  const missing = Object.entries(versions).filter(([, v]) => !v)
+  const missing = ctx.units.filter((u) => !versions[u.name])
   if (missing.length)
     throw new OperationError(
-      `${missing.map(([c]) => componentPackage(ctx.product, c as C['name'])).join(', ')} not installed on ${ctx.platform.where}.`,
+      `${missing.map((u) => componentPackage(ctx.product, u.component) + (u.name === u.component ? '' : ` (${u.host})`)).join(', ')} not installed on ${ctx.platform.where}.`,
     )
   const distinct = [...new Set(Object.values(versions))]
   if (distinct.length > 1)
@@ -77,7 +82,7 @@ async function readPreflight(ctx: Ctx): Promise<StepResult> {
       `To go back to ${to}: svcops rollback live --env ${ctx.env.name} (it rolls back the newest live upgrade run; --run ID for another)`,
     )
   // Both packages of every component must exist before anything is staged: the rollback needs the current one.
-  for (const c of ctx.components) for (const v of [to, from]) ctx.platform.assertAvailable(c.name, v)
+  for (const u of ctx.units) for (const v of [to, from]) ctx.platform.assertAvailable(u, v)
   if (!Object.keys(ctx.journal.run.params.previousVersions).length)
     ctx.journal.updateParams({ previousVersions: Object.fromEntries(Object.entries(versions).map(([c, v]) => [c, v ?? ''])) })
   return { data: { from, versions } }
@@ -93,8 +98,8 @@ export async function alreadyOnTarget(run: Run<Ctx>): Promise<boolean> {
   const { ctx } = run
   const record = ctx.journal.run
   const versions = record.params.previousVersions
-  if (run.resumed || !ctx.components.length || !ctx.components.every((c) => versions[c.name] === record.targetVersion)) return false
-  for (const c of ctx.components) if (!(await ctx.platform.status(c.name)).running) return false
+  if (run.resumed || !ctx.units.length || !ctx.units.every((u) => versions[u.name] === record.targetVersion)) return false
+  for (const u of ctx.units) if (!(await ctx.platform.status(u)).running) return false
   events.info(`Already on ${record.targetVersion}: every component on ${ctx.platform.where}; nothing to do, nothing was changed.`)
   if (!run.planning) ctx.journal.update({ phase: 'no-op', finishedAt: new Date().toISOString() })
   return true
@@ -105,11 +110,11 @@ export const stagePackages = defineStep<Ctx, [C]>({
   title: 'make the target and the current package available on the host (nothing stops for a download)',
   describe: (ctx, c) => [
     ...new Set([
-      ...ctx.platform.describe('stage', c.name, ctx.journal.run.targetVersion),
-      ...(fromVersion(ctx) ? ctx.platform.describe('stage', c.name, fromVersion(ctx)) : []),
+      ...ctx.platform.describe('stage', c, ctx.journal.run.targetVersion),
+      ...(fromVersion(ctx) ? ctx.platform.describe('stage', c, fromVersion(ctx)) : []),
     ]),
   ],
-  act: (ctx, c) => ctx.platform.stage(c.name, [ctx.journal.run.targetVersion, fromVersion(ctx)]),
+  act: (ctx, c) => ctx.platform.stage(c, [ctx.journal.run.targetVersion, fromVersion(ctx)]),
 })
 
 export const checkGates = defineStep<Ctx>({
@@ -157,10 +162,10 @@ export const stopComponent = defineStep<Ctx, [C]>({
   id: 'stop',
   title: 'stop the component',
   disruptive: true,
-  describe: (ctx, c) => ctx.platform.describe('stop', c.name),
+  describe: (ctx, c) => ctx.platform.describe('stop', c),
   async act(ctx, c) {
-    await ctx.platform.stop(c.name)
-    return { changed: [`stopped ${componentPackage(ctx.product, c.name)}`] }
+    await ctx.platform.stop(c)
+    return { changed: [`stopped ${unitWords(ctx, c)}`] }
   },
 })
 
@@ -175,28 +180,29 @@ export const installComponent = defineStep<Ctx, [C, string]>({
   id: 'install',
   title: 'install the component’s package of the release',
   async describe(ctx, c, version) {
-    const current = await ctx.platform.installedVersion(c.name)
-    return [`install ${version} over ${current ?? 'nothing'}: ${ctx.platform.describe('install', c.name, version).join(' && ')}`]
+    const current = await ctx.platform.installedVersion(c)
+    return [`install ${version} over ${current ?? 'nothing'}: ${ctx.platform.describe('install', c, version).join(' && ')}`]
   },
   async act(ctx, c, version) {
-    const current = await ctx.platform.installedVersion(c.name)
-    const pkg = componentPackage(ctx.product, c.name)
-    if (current === version) return { skipped: `${pkg} ${version} is already installed` }
-    await ctx.platform.install(c.name, version)
-    const now = await ctx.platform.installedVersion(c.name)
+    const current = await ctx.platform.installedVersion(c)
+    const pkg = componentPackage(ctx.product, c.component)
+    const at = c.name === c.component ? '' : ` on ${c.host}`
+    if (current === version) return { skipped: `${pkg} ${version} is already installed${at}` }
+    await ctx.platform.install(c, version)
+    const now = await ctx.platform.installedVersion(c)
     if (now !== version)
-      throw new HostFailure(c.name, 'install', `After installing ${pkg} ${version}, the installed version is ${now ?? 'none'}.`)
-    return { changed: [`installed ${pkg} ${version} over ${current ?? 'nothing'}`], data: { from: current ?? null, to: version } }
+      throw new HostFailure(c.name, 'install', `After installing ${pkg} ${version}${at}, the installed version is ${now ?? 'none'}.`)
+    return { changed: [`installed ${pkg} ${version} over ${current ?? 'nothing'}${at}`], data: { from: current ?? null, to: version } }
   },
 })
 
 export const startComponent = defineStep<Ctx, [C]>({
   id: 'start',
   title: 'start the component',
-  describe: (ctx, c) => ctx.platform.describe('start', c.name),
+  describe: (ctx, c) => ctx.platform.describe('start', c),
   async act(ctx, c) {
-    const cursor = await ctx.platform.start(c.name)
-    return { changed: [`started ${componentPackage(ctx.product, c.name)}`], data: { ...(cursor ? { logCursor: cursor } : {}) } }
+    const cursor = await ctx.platform.start(c)
+    return { changed: [`started ${unitWords(ctx, c)}`], data: { ...(cursor ? { logCursor: cursor } : {}) } }
   },
 })
 
@@ -204,13 +210,17 @@ export const checkStarted = defineStep<Ctx, [C, string]>({
   id: 'check',
   title: 'check: running, no error lines, connected to the controller, the controller on the release’s prefix, the release’s metrics',
   report: 'verified',
-  describe: (ctx, c, version) => ctx.platform.describeCheck(c.name, version),
+  describe: (ctx, c, version) => ctx.platform.describeCheck(c, version),
   async act(ctx, c, version) {
     const started = ctx.journal.finished(stepName(startComponent, phaseOf(ctx)), c.name)
     const cursor = typeof started?.data?.logCursor === 'string' ? started.data.logCursor : undefined
-    const results = await ctx.platform.checkComponent(c.name, version, { cursor, waitMs: ctx.platform.connectTimeoutMs })
+    const results = await ctx.platform.checkComponent(c, version, { cursor, waitMs: ctx.platform.connectTimeoutMs })
     if (results.some((r) => !r.ok))
-      throw new HostFailure(c.name, 'check', `${c.name} ${version} on ${ctx.platform.where}: ${failedChecks(results)}.`)
+      throw new HostFailure(
+        c.name,
+        'check',
+        `${c.component} ${version} on ${c.name === c.component ? ctx.platform.where : c.host}: ${failedChecks(results)}.`,
+      )
     return { data: { checks: results } }
   },
 })
@@ -220,12 +230,15 @@ function phaseOf(ctx: Ctx): '' | 'rollback:' {
   return ctx.journal.run.phase === 'rolling-back' ? 'rollback:' : ''
 }
 
-export const verifySystem = defineStep<Ctx, [string]>({
+export const verifySystem = defineStep<Ctx, [string, string[]]>({
   id: 'verify',
   title: 'the whole system: the controller on the release’s prefix lists every component connected at the release',
-  describe: (ctx, version) => ctx.platform.describeSystemCheck(version),
-  async act(ctx, version) {
-    const { checks, data } = await ctx.platform.checkSystem(version)
+  describe: (ctx, version, leftOut) => [
+    ...ctx.platform.describeSystemCheck(version),
+    ...(leftOut.length ? [`except ${leftOut.join(', ')}: failed within --max-fail and stopped`] : []),
+  ],
+  async act(ctx, version, leftOut) {
+    const { checks, data } = await ctx.platform.checkSystem(version, leftOut)
     if (checks.some((r) => !r.ok)) throw new OperationError(`The live system is not whole on ${version}: ${failedChecks(checks)}.`)
     return { data: { ...data, checks } }
   },

@@ -19,7 +19,8 @@ import { LIVE_COMPONENTS } from './layout.ts'
 import { liveContext, lockLiveEnvironment, openLiveRun, type LiveContext } from './live-context.ts'
 import { liveDescription } from './live-description.ts'
 import type { LiveParams } from './live-params.ts'
-import { assertLiveSystem } from './live-platforms.ts'
+import { assertLiveSystem, liveUnitNames } from './live-platforms.ts'
+import { parseMaxFail, planBatches } from '../runs/rollout.ts'
 
 export interface LiveUpgradeRequest {
   env: Environment
@@ -28,6 +29,10 @@ export interface LiveUpgradeRequest {
   acks?: string[]
   /** The one endpoint kept when the pipeline lists several (`--tcp-endpoint`). */
   tcpEndpoint?: string
+  /** Instances of a type upgraded at once after its canary (`--batch`, default 1). */
+  batch?: number
+  /** Failed instances tolerated (`--max-fail N|P%`, default 0). */
+  maxFail?: string
   autoRollback?: boolean
   breakLock?: boolean
 }
@@ -46,7 +51,13 @@ export function newLiveCheckRecord(env: Environment): RunRecord<LiveParams> {
     system: 'live',
     environment: env.name,
     envFile: env.file,
-    params: { components: [...LIVE_COMPONENTS], previousVersions: {}, acks: [] },
+    params: {
+      components: env.liveCluster || env.live ? liveUnitNames(env) : [...LIVE_COMPONENTS],
+      previousVersions: {},
+      acks: [],
+      batchSize: 1,
+      maxFail: '0',
+    },
   })
 }
 
@@ -60,15 +71,25 @@ export function liveSystem(playbook: Playbook<LiveContext, LiveParams>): LiveSys
       assertAckIds(req.acks ?? [])
       if (req.tcpEndpoint !== undefined && !ENDPOINT.test(req.tcpEndpoint))
         throw new BadInputError(`--tcp-endpoint: '${req.tcpEndpoint}' is not an endpoint; expected host:port like 127.0.0.1:7101.`)
+      const units = liveUnitNames(req.env)
+      const batch = req.batch ?? 1
+      planBatches(
+        units.map((name) => ({ name })),
+        batch,
+      ) // refuses a --batch that is not a whole number of at least 1
+      const maxFail = req.maxFail ?? '0'
+      parseMaxFail(maxFail, units.length)
       return {
         kind: 'upgrade',
         targetVersion: req.to,
         autoRollback: req.autoRollback ?? true,
         params: {
-          components: [...LIVE_COMPONENTS],
+          components: units,
           previousVersions: {},
           acks: [...new Set(req.acks ?? [])],
           ...(req.tcpEndpoint ? { tcpEndpoint: req.tcpEndpoint } : {}),
+          batchSize: batch,
+          maxFail,
         },
       }
     },
@@ -89,12 +110,29 @@ export function liveSystem(playbook: Playbook<LiveContext, LiveParams>): LiveSys
     plan: {
       title: (plan) =>
         `Dry run: upgrade of the live production system of '${plan.environment}' to ${plan.target} (nothing will be changed).`,
-      facts: () => ({}),
-      lines: () => [],
+      facts: (run) => {
+        const rollout = rolloutOf(run.params)
+        return rollout.length ? { rollout } : {}
+      },
+      lines: (plan) =>
+        ((plan.rollout as ReturnType<typeof rolloutOf> | undefined) ?? []).map(
+          (r) =>
+            `Rollout of ${r.component}: ${r.batches.map((b, i) => `${i === 0 ? 'canary' : `batch ${i}`} [${b.join(', ')}]`).join(' -> ')}`,
+        ),
       continuation: () => ({ what: 'live upgrade', unfinished: 'it did not finish', more: [] }),
       nothingToUndo: 'no component was stopped by this run',
     },
   }
+}
+
+/** The rollout of each type with several instances (across hosts): its canary and batches of `batchSize`, by unit name. */
+function rolloutOf(params: LiveParams): Array<{ component: string; batches: string[][] }> {
+  const types = [...new Set(params.components.map((u) => u.split('/')[1] ?? u))]
+  return types.flatMap((component) => {
+    const instances = params.components.filter((u) => (u.split('/')[1] ?? u) === component).map((name) => ({ name }))
+    if (instances.length < 2) return []
+    return [{ component, batches: planBatches(instances, params.batchSize).map((b) => b.map((u) => u.name)) }]
+  })
 }
 
 /** The run `svcops rollback live` acts on: `runId`, or the environment's newest live upgrade run not yet rolled back. */
@@ -130,7 +168,7 @@ export async function readInstalledLiveRelease(env: Environment): Promise<string
   const ctx = liveContext(env, Journal.inMemory(newLiveCheckRecord(env)))
   try {
     const versions: [string, string | undefined][] = []
-    for (const c of ctx.components) versions.push([c.name, await ctx.platform.installedVersion(c.name)])
+    for (const u of ctx.units) versions.push([u.name, await ctx.platform.installedVersion(u)])
     const distinct = [...new Set(versions.map(([, v]) => v))]
     const only = distinct[0]
     if (distinct.length === 1 && only) return only

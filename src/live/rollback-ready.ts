@@ -12,7 +12,6 @@ import { BlockedError, InterruptedError, OperationError, SvcopsError, errorMessa
 import { events } from '../core/events.ts'
 import type { Run } from '../runs/engine.ts'
 import { defineStep, stepName, type StepResult } from '../runs/step.ts'
-import type { LiveComponentName } from './layout.ts'
 import type { ComponentHandle, LiveContext } from './live-context.ts'
 import type { RollbackReading } from './live-platform.ts'
 import { backupFiles } from './live-steps.ts'
@@ -31,25 +30,22 @@ function backedUp(ctx: Ctx): Record<string, unknown> | undefined {
 export type ReadyCheck = 'upgrade' | 'rollback'
 
 /**
- * The components the rollback installs, each with its release before the run: during the upgrade
- * every component (each would be on the target when a failure rolls it back), in the rollback those
- * not on it; what cannot be read (an unknown release, the host or the API unreachable) as missing.
+ * The units the rollback installs, each with its release before the run: during the upgrade every
+ * unit (each would be on the target when a failure rolls it back), in the rollback those not on it;
+ * what cannot be read (an unknown release, the host or the API unreachable) as missing.
  */
-async function readNeeds(
-  ctx: Ctx,
-  by: ReadyCheck,
-): Promise<{ previous: Partial<Record<LiveComponentName, string>>; missing: string[]; reached: boolean }> {
-  const previous: Partial<Record<LiveComponentName, string>> = {}
+async function readNeeds(ctx: Ctx, by: ReadyCheck): Promise<{ previous: Record<string, string>; missing: string[]; reached: boolean }> {
+  const previous: Record<string, string> = {}
   const missing: string[] = []
-  for (const c of ctx.components) {
-    const v = ctx.journal.run.params.previousVersions[c.name]
+  for (const u of ctx.units) {
+    const v = ctx.journal.run.params.previousVersions[u.name]
     if (!v) {
-      missing.push(`the release ${c.name} ran before run ${ctx.journal.run.id} is not known`)
+      missing.push(`the release ${u.name} ran before run ${ctx.journal.run.id} is not known`)
       continue
     }
     try {
       // Read even when upgrading: it is what proves the host or the API answers.
-      if ((await ctx.platform.installedVersion(c.name)) !== v || by === 'upgrade') previous[c.name] = v
+      if ((await ctx.platform.installedVersion(u)) !== v || by === 'upgrade') previous[u.name] = v
     } catch (error) {
       return { previous, missing: [`${ctx.platform.where} cannot be reached: ${errorMessage(error).replace(/\.$/, '')}`], reached: false }
     }
@@ -108,42 +104,42 @@ export const checkRollbackReady = defineStep<Ctx, [ReadyCheck]>({
 export const startAsInstalled = defineStep<Ctx, [ComponentHandle]>({
   id: 'start-as-installed',
   title: 'start the component on the release it has (the rollback could not go on)',
-  describe: (ctx, c) => ctx.platform.describe('start', c.name),
-  async act(ctx, c) {
-    await ctx.platform.start(c.name)
-    const status = await ctx.platform.status(c.name)
-    if (!status.running) throw new OperationError(`${c.name} did not start on the release it has: ${status.status}.`)
-    const version = (await ctx.platform.installedVersion(c.name)) ?? 'an unknown release'
-    return { changed: [`started ${c.name} on ${version}`], data: { version } }
+  describe: (ctx, u) => ctx.platform.describe('start', u),
+  async act(ctx, u) {
+    await ctx.platform.start(u)
+    const status = await ctx.platform.status(u)
+    if (!status.running) throw new OperationError(`${u.name} did not start on the release it has: ${status.status}.`)
+    const version = (await ctx.platform.installedVersion(u)) ?? 'an unknown release'
+    return { changed: [`started ${u.name} on ${version}`], data: { version } }
   },
 })
 
 /**
  * A rollback that cannot go on after its check passed (a package gone between the check and the
- * install, a host that failed half-way) never leaves a component stopped that could run: each
- * stopped component is started on the release it has, in dependency order, and the error says which
- * release each component is on. A signal and the dry run stop as they are.
+ * install, a host that failed half-way) never leaves a unit stopped that could run: each stopped
+ * unit is started on the release it has, in dependency order, and the error says which release each
+ * unit is on. A signal and the dry run stop as they are.
  */
 export async function startOnWhatTheyHave(run: Run<Ctx>, failure: unknown): Promise<never> {
   const { ctx } = run
   if (run.planning || failure instanceof InterruptedError) throw failure
   const started: string[] = []
-  for (const c of ctx.components) {
-    const status = await ctx.platform.status(c.name).catch(() => undefined)
+  for (const u of ctx.units) {
+    const status = await ctx.platform.status(u).catch(() => undefined)
     if (!status || status.running) continue
     try {
-      await run.onHost(c, startAsInstalled)
-      started.push(c.name)
+      await run.onHost(u, startAsInstalled)
+      started.push(u.name)
     } catch (error) {
       if (error instanceof InterruptedError) throw error
-      events.warn(`${c.name} could not be started on the release it has: ${errorMessage(error)}`, c.name)
+      events.warn(`${u.name} could not be started on the release it has: ${errorMessage(error)}`, u.name)
     }
   }
   const on: string[] = []
-  for (const c of ctx.components) {
-    const version = await ctx.platform.installedVersion(c.name).catch(() => undefined)
-    const status = await ctx.platform.status(c.name).catch(() => undefined)
-    on.push(`${c.name} on ${version ?? 'an unknown release'} (${status?.running ? 'running' : 'not running'})`)
+  for (const u of ctx.units) {
+    const version = await ctx.platform.installedVersion(u).catch(() => undefined)
+    const status = await ctx.platform.status(u).catch(() => undefined)
+    on.push(`${u.name} on ${version ?? 'an unknown release'} (${status?.running ? 'running' : 'not running'})`)
   }
   const now = `Now: ${on.join(', ')}.`
   const what = started.length ? ` ${started.join(', ')} started again on the release each has.` : ''

@@ -1,8 +1,8 @@
 /**
  * What an operator meets at the terminal before anything runs, and with a run already recorded: a
  * typo of a required option named as the typo, `--yes` accepted by resume, `plan live` without
- * `--from` asking for it (or an environment), `--pause-after-canary` refused where there is no
- * canary, `runs show --open` without a display saying so, and `runs watch` / `runs promote|abort`
+ * `--from` asking for it (or an environment), `--pause-after-canary` refused for the live
+ * system, `runs show --open` without a display saying so, and `runs watch` / `runs promote|abort`
  * on a finished run (the journal of test/runs/failed-run.ts: rolled back after batch 2 failed).
  */
 import { existsSync, mkdtempSync } from 'node:fs'
@@ -42,11 +42,11 @@ describe('options an operator mistypes or expects', () => {
     )
   })
 
-  it('upgrade live refuses --pause-after-canary in one sentence: the live system has no canary', async () => {
+  it('upgrade live refuses --pause-after-canary in one sentence: the live system does not wait half-way', async () => {
     const live = await runSvcops(['upgrade', 'live', '--env', 'nowhere', '--to', '7.0.0', '--pause-after-canary'])
     expect(live.code).toBe(2)
     expect(live.stderr).toContain(
-      'svcops: --pause-after-canary: the live production system has no canary (its components are upgraded one after another, in dependency order, on one host); expected it with svcops upgrade recording only.',
+      'svcops: --pause-after-canary: not offered for the live production system (its component types are upgraded one after another in dependency order, each type across hosts with a canary of its own, and nothing may wait half-way with the controller already on the target); expected it with svcops upgrade recording only.',
     )
   })
 })

@@ -6,6 +6,7 @@ import { loadEnvironment, loadEnvironmentFile } from '../../src/config/load.ts'
 import { readSecret } from '../../src/config/secrets.ts'
 import { BadInputError } from '../../src/core/errors.ts'
 import { redact } from '../../src/core/redact.ts'
+import { liveUnits, placedHosts } from '../../src/live/live-placement.ts'
 
 const valid = {
   'svcops:manager': { url: 'https://manager.test', email: 'ops@example.test', password: { env: 'SVCOPS_TEST_PASSWORD' } },
@@ -174,6 +175,108 @@ describe('environment loader', () => {
   it('names a missing environment and how to get one', () => {
     expect(() => loadEnvironment({ env: 'nope' })).toThrow(/Pulumi\.nope\.yaml' does not exist/)
     expect(() => loadEnvironment({ env: 'Bad Name' })).toThrow(/--env: 'Bad Name' is not an environment name/)
+  })
+})
+
+describe('svcops:live across hosts (live.hosts)', () => {
+  const spread = {
+    version: '5.2.0',
+    controllerUrl: 'http://10.0.0.1:8080',
+    hosts: [
+      { name: 'live-1', ssh: { host: '10.0.0.1', user: 'ops' }, components: { 'system-controller': 9100 } },
+      { name: 'gpu-1', ssh: { host: '10.0.0.2', user: 'ops' }, components: { ingest: 9101, pipeline: 9102 } },
+      { name: 'gpu-2', ssh: { host: '10.0.0.3', user: 'ops' }, components: { ingest: 9101, pipeline: 9102, 'control-panel': 9103 } },
+    ],
+  }
+  const withLive = (live: Record<string, unknown>) => ({ 'svcops:live': live })
+  const hosts = spread.hosts
+
+  it('places the controller on one host and each other type on several, the units in dependency order', () => {
+    const live = loadEnvironmentFile(stackFile(withLive(spread))).live
+    if (!live) throw new Error('no live section')
+    expect(liveUnits(live).map((u) => u.name)).toEqual([
+      'live-1/system-controller',
+      'gpu-1/ingest',
+      'gpu-2/ingest',
+      'gpu-1/pipeline',
+      'gpu-2/pipeline',
+      'gpu-2/control-panel',
+    ])
+    expect(placedHosts(live).map((h) => h.address)).toEqual(['10.0.0.1', '10.0.0.2', '10.0.0.3'])
+  })
+
+  it('keeps live.host as the one-host form, its units named as the components', () => {
+    const one = {
+      version: '5.2.0',
+      controllerUrl: 'http://127.0.0.1:8080',
+      host: { name: 'live-1' },
+      metricsPorts: { 'system-controller': 9100, ingest: 9101, pipeline: 9102, 'control-panel': 9103 },
+    }
+    const live = loadEnvironmentFile(stackFile(withLive(one))).live
+    if (!live) throw new Error('no live section')
+    expect(liveUnits(live).map((u) => `${u.name}@${u.host}`)).toEqual([
+      'system-controller@live-1',
+      'ingest@live-1',
+      'pipeline@live-1',
+      'control-panel@live-1',
+    ])
+  })
+
+  const invalid: Array<[string, Record<string, unknown>, RegExp]> = [
+    [
+      'the controller on two hosts',
+      { ...spread, hosts: [...hosts, { name: 'live-2', components: { 'system-controller': 9100 } }] },
+      /live\.hosts: .* is not valid; expected the system-controller on exactly one host; it is on live-1, live-2\./,
+    ],
+    [
+      'no host running the controller',
+      { ...spread, hosts: hosts.slice(1) },
+      /live\.hosts: .* is not valid; expected the system-controller on exactly one host; it is on none\./,
+    ],
+    [
+      'no control panel anywhere',
+      { ...spread, hosts: [hosts[0], hosts[1]] },
+      /live\.hosts: .* is not valid; expected control-panel on at least one host; no host runs it\./,
+    ],
+    [
+      'a host named twice',
+      { ...spread, hosts: [...hosts, { ...hosts[2], name: 'gpu-1' }] },
+      /live\.hosts\[3\]\.name: "gpu-1" is not valid; expected each host once; 'gpu-1' is given twice\./,
+    ],
+    [
+      'a host that runs nothing',
+      { ...spread, hosts: [...hosts, { name: 'idle', components: {} }] },
+      /live\.hosts\[3\]\.components: \{\} is not valid; expected at least one of system-controller, ingest, pipeline, control-panel\./,
+    ],
+    [
+      'an unknown component',
+      { ...spread, hosts: [...hosts, { name: 'mix', components: { mixer: 9200 } }] },
+      /live\.hosts\[3\]\.components: unknown field mixer\./,
+    ],
+    [
+      'a metrics port out of range',
+      { ...spread, hosts: [hosts[0], { ...hosts[1], components: { ingest: 70000 } }, hosts[2]] },
+      /live\.hosts\[1\]\.components\.ingest: 70000 is not valid/,
+    ],
+    [
+      'both live.host and live.hosts',
+      { ...spread, host: { name: 'live-1' } },
+      /live\.hosts: .* is not valid; expected either live\.host \(one host\) or live\.hosts \(several\), not both\./,
+    ],
+    [
+      'neither live.host nor live.hosts',
+      { version: '5.2.0', controllerUrl: 'http://127.0.0.1:8080' },
+      /live\.host: missing is not valid; expected live\.host \(one host\) or live\.hosts/,
+    ],
+    [
+      'live.host without its ports',
+      { version: '5.2.0', controllerUrl: 'http://127.0.0.1:8080', host: { name: 'live-1' } },
+      /live\.metricsPorts: missing is not valid; expected the port of each component with live\.host\./,
+    ],
+  ]
+  it.each(invalid)('refuses %s, naming the field', (_what, live, message) => {
+    expect(() => loadEnvironmentFile(stackFile(withLive(live)))).toThrow(BadInputError)
+    expect(() => loadEnvironmentFile(stackFile(withLive(live)))).toThrow(message)
   })
 })
 

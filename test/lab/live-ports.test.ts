@@ -67,7 +67,7 @@ it('names in its state file and environment file the ports its components answer
   for (const [i, component] of LIVE_COMPONENTS.entries()) {
     const port = entries[i]?.port ?? 0
     expect(entries[i]?.running).toBe(true)
-    expect(port).toBe(live.metricsPorts[component])
+    expect(port).toBe(live.metricsPorts?.[component])
     expect(taken).not.toContain(port)
     expect(await readComponentHealth(port)).toMatchObject({ component, version: '5.2.0' })
   }

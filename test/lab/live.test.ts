@@ -94,10 +94,10 @@ describe('svcops lab up --hosts 0 --live 5.2.0 --live-tcp-endpoints 2, then the 
 
   it('reaches live-1 over the loopback sshd (pinned host key), where dpkg lists the four packages of 5.2.0', async () => {
     const t = transportFor({
-      name: host.live.host.name,
+      name: host.live.host?.name ?? '',
       url: 'http://127.0.0.1:1',
       root: host.root,
-      ssh: host.live.host.ssh,
+      ssh: host.live.host?.ssh,
       canary: false,
     })
     try {
@@ -335,6 +335,11 @@ describe('svcops lab up --hosts 0 --live 6.0.0 --live-weak-psk', () => {
     [['--live', '5.2.0', '--live-tcp-endpoints', '-1'], /^--live-tcp-endpoints: -1 is not allowed; expected an integer from 0 to 8\.$/],
     [['--live', '1.0.0', '--live-weak-psk'], /^--live-weak-psk is not allowed with --live 1\.0\.0: that release has no pre-shared key\.$/],
     [['--live-weak-psk'], /^--live-weak-psk needs --live V: it configures the live lab host\.$/],
+    [
+      ['--live', '5.2.0', '--live-hosts', '9'],
+      /^--live-hosts: 9 is not allowed; expected an integer from 1 to 8 \(live hosts live-1 to live-N\)\.$/,
+    ],
+    [['--live-hosts', '3'], /^--live-hosts needs --live V: it configures the live lab host\.$/],
   ])('refuses lab up %j before anything starts (one sentence, exit 2)', async (args, message) => {
     const other = liveLabEnv(base, `c-${args.join('')}`)
     const result = await svcops(['lab', 'up', '--hosts', '0', ...args], other)

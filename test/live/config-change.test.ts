@@ -11,6 +11,7 @@ import { liveHostsSchema } from '../../src/config/schema.ts'
 import { LocalTransport } from '../../src/core/runner.ts'
 import { planConfig, readConfigState, type ConfigState } from '../../src/live/hosts/config-change.ts'
 import { fileDiff, type LiveHost } from '../../src/live/hosts/host-files.ts'
+import { liveUnits } from '../../src/live/live-placement.ts'
 
 const live = liveHostsSchema.parse({
   version: '5.2.0',
@@ -32,10 +33,20 @@ function state(fields: { psk?: string; settingsPath?: string; where?: string; tc
     searched: [where],
     settingsPath: fields.settingsPath,
     envs: {
-      'system-controller': { path: '/etc/default/svc-system-controller', text: fields.controllerArgs ?? 'SVC_METRICS_PORT=9100\n' },
-      ingest: { path: '/etc/default/svc-ingest', text: env() },
-      pipeline: { path: '/etc/default/svc-pipeline', text: env(fields.tcp ? `SVC_TCP_ENDPOINTS=${fields.tcp}\n` : '') },
-      'control-panel': { path: '/etc/default/svc-control-panel', text: env() },
+      'system-controller': {
+        component: 'system-controller',
+        host: 'live-1',
+        path: '/etc/default/svc-system-controller',
+        text: fields.controllerArgs ?? 'SVC_METRICS_PORT=9100\n',
+      },
+      ingest: { component: 'ingest', host: 'live-1', path: '/etc/default/svc-ingest', text: env() },
+      pipeline: {
+        component: 'pipeline',
+        host: 'live-1',
+        path: '/etc/default/svc-pipeline',
+        text: env(fields.tcp ? `SVC_TCP_ENDPOINTS=${fields.tcp}\n` : ''),
+      },
+      'control-panel': { component: 'control-panel', host: 'live-1', path: '/etc/default/svc-control-panel', text: env() },
     },
   }
 }
@@ -116,6 +127,69 @@ describe('the configuration svcops writes itself', () => {
   })
 })
 
+describe('the configuration across hosts (live.hosts)', () => {
+  const spread = liveHostsSchema.parse({
+    version: '5.2.0',
+    controllerUrl: 'http://10.0.0.1:8080',
+    hosts: [
+      { name: 'live-1', components: { 'system-controller': 9100 } },
+      { name: 'gpu-1', components: { ingest: 9101, pipeline: 9102 } },
+      { name: 'gpu-2', components: { ingest: 9101, pipeline: 9102, 'control-panel': 9103 } },
+    ],
+  })
+  const env = (psk: string, extra = ''): string =>
+    `SVC_SYSTEM_CONTROLLER_URL=http://10.0.0.1:8080\nSVC_SYSTEM_CONTROLLER_PSK=${psk}\n${extra}`
+  const spreadState = (psk: string): ConfigState => ({
+    settings: { path: LEGACY, text: `${JSON.stringify({ psk, listen: { port: 8080 } })}\n` },
+    searched: [LEGACY],
+    settingsPath: undefined,
+    envs: Object.fromEntries(
+      liveUnits(spread).map((u) => [
+        u.name,
+        {
+          component: u.component,
+          host: u.host,
+          path: `/etc/default/svc-${u.component}`,
+          text:
+            u.component === 'system-controller'
+              ? 'SVC_METRICS_PORT=9100\n'
+              : env(psk, u.component === 'pipeline' ? `SVC_TCP_ENDPOINTS=${u.host}:7101\n` : ''),
+        },
+      ]),
+    ),
+  })
+
+  it('5.x -> 6.0: one new PSK in the settings file on the controller’s host and in every instance’s environment on its own host', () => {
+    const plan = planConfig(spread, spreadState(WEAK), '5.2.0', '6.0.0', { newPsk })
+    expect(plan.changes.map((c) => `${c.after === undefined ? 'remove' : 'write'} ${c.host}:${c.path}`)).toEqual([
+      'write live-1:/etc/opt/svc/svc_sc_settings.json',
+      'write gpu-1:/etc/default/svc-ingest',
+      'write gpu-2:/etc/default/svc-ingest',
+      'write gpu-1:/etc/default/svc-pipeline',
+      'write gpu-2:/etc/default/svc-pipeline',
+      'write gpu-2:/etc/default/svc-control-panel',
+      `remove live-1:${LEGACY}`,
+    ])
+    for (const c of plan.changes.filter((x) => x.after !== undefined)) expect(c.after).toContain('GENERATED')
+    const pipelines = plan.changes.filter((c) => c.path.endsWith('svc-pipeline'))
+    expect(pipelines.map((c) => c.after?.match(/SVC_TCP_ENDPOINT=.*/)?.[0])).toEqual([
+      'SVC_TCP_ENDPOINT=gpu-1:7101',
+      'SVC_TCP_ENDPOINT=gpu-2:7101',
+    ])
+  })
+
+  it('aligns the one instance whose PSK differs, on its host only', () => {
+    const state = spreadState(STRONG)
+    const stale = state.envs['gpu-2/ingest']
+    if (!stale) throw new Error('no gpu-2/ingest')
+    stale.text = env('an-older-key-of-this-studio')
+    const plan = planConfig(spread, state, '5.2.0', '5.2.0', { newPsk })
+    expect(plan.newPsk).toBeUndefined()
+    expect(plan.changes.map((c) => `${c.host}:${c.path}`)).toEqual(['gpu-2:/etc/default/svc-ingest'])
+    expect(plan.changes[0]?.after).toContain(STRONG)
+  })
+})
+
 describe('the files as svcops reads them on a lab host (a sandbox root R, read through a local transport)', () => {
   function labHost(files: (root: string) => Record<string, string>): LiveHost {
     const root = mkdtempSync(join(tmpdir(), 'svcops-config-state-'))
@@ -136,7 +210,12 @@ describe('the files as svcops reads them on a lab host (a sandbox root R, read t
       '/etc/default/svc-system-controller': `SVC_SC_ARGS=--settings-path ${dirIn(root)}\n`,
     }))
     try {
-      const state = await readConfigState(live, host, '6.0.0', '6.0.0')
+      const state = await readConfigState(
+        live,
+        { controller: host, units: liveUnits(live).map((unit) => ({ unit, host })) },
+        '6.0.0',
+        '6.0.0',
+      )
       expect(state.settingsPath).toBe('/srv/studio')
       expect(state.settings?.path).toBe('/srv/studio/svc_sc_settings.json')
       const plan = planConfig(live, state, '6.0.0', '7.0.0', { newPsk })

@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { writeLiveHostFile } from '../../src/lab/live-lab.ts'
 import { assessPsk } from '../../src/releases/pre-shared-key.ts'
-import { gateIds, LIVE_COMPONENTS, startLiveLab, waitUntil, type LiveLab } from '../support/live-lab.ts'
+import { gateIds, LIVE_COMPONENTS, oneLiveHost, startLiveLab, waitUntil, type LiveLab } from '../support/live-lab.ts'
 
 const LEGACY = '/opt/svc/system-controller/etc/svc_sc_settings.json'
 const ETC = '/etc/opt/svc/svc_sc_settings.json'
@@ -150,7 +150,8 @@ describe('upgrade live from 5.2.0 with a weak PSK and two TCP endpoints', () => 
   it('6.x: a --settings-path already under the host root is where svcops reads the settings file, not under the root twice', async () => {
     // An operator of a lab host gives the controller the directory as the lab's host sees it: under R.
     const dir = lab.file('/srv/studio')
-    const host = { name: lab.live().host.name, root: lab.live().host.root ?? '', user: lab.live().host.ssh?.user ?? '' }
+    const one = oneLiveHost(lab.live())
+    const host = { name: one.name, root: one.root ?? '', user: one.ssh?.user ?? '' }
     writeLiveHostFile(host, '/srv/studio/svc_sc_settings.json', lab.read(ETC) ?? '', 0o600)
     rmSync(lab.file(ETC))
     lab.setEnv('system-controller', `${lab.env('system-controller')}SVC_SC_ARGS=--settings-path ${dir}\n`)

@@ -101,6 +101,8 @@ describe('run records of the earlier layout', () => {
       previousVersions: Object.fromEntries(components.map((c) => [c, '5.2.0'])),
       acks: ['6.0.0/send-message'],
       tcpEndpoint: '10.0.0.1:7101',
+      batchSize: 1,
+      maxFail: '0',
     })
   })
 

@@ -126,7 +126,7 @@ export async function startLiveLab(options: { version: string; weakPsk?: boolean
   const outputs: string[] = []
   const seen = new Set<string>()
   const live = (): LiveConfig => requireSection(loadEnvironmentFile(envFile, 'lab'), 'live')
-  const root = live().host.root ?? ''
+  const root = oneLiveHost(live()).root ?? ''
   const file = (path: string): string => join(root, path)
   const read = (path: string): string | undefined => (existsSync(file(path)) ? readFileSync(file(path), 'utf8') : undefined)
   const product = productOf(live())
@@ -238,6 +238,12 @@ export async function startLiveLab(options: { version: string; weakPsk?: boolean
   return lab
 }
 
+/** The one host of a live section of the one-host form (`live.host`, what `lab up --live V` writes). */
+export function oneLiveHost(live: LiveConfig): NonNullable<LiveConfig['host']> {
+  if (!live.host) throw new Error('The live section has no live.host: it spreads the system over live.hosts.')
+  return live.host
+}
+
 /** Polls `check` until it is true (a component coming up or going down takes a moment). */
 export async function waitUntil(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
   await waitFor(what, check, timeoutMs)
@@ -271,12 +277,12 @@ export class LiveHost {
   readonly user: string
   constructor(live: LiveConfig) {
     this.live = live
-    this.root = live.host.root ?? ''
-    this.user = live.host.ssh?.user ?? 'svcops-lab'
+    this.root = oneLiveHost(live).root ?? ''
+    this.user = oneLiveHost(live).ssh?.user ?? 'svcops-lab'
   }
 
   private get info(): { name: string; root: string; user: string } {
-    return { name: this.live.host.name, root: this.root, user: this.user }
+    return { name: oneLiveHost(this.live).name, root: this.root, user: this.user }
   }
 
   file(path: string): string {
@@ -285,7 +291,7 @@ export class LiveHost {
 
   /** supervisorctl on the host's own supervisord, as the host's user. */
   async supervisorctl(args: string[]): Promise<string> {
-    const t = transportFor({ name: this.live.host.name, url: 'http://127.0.0.1:1', root: this.root, canary: false })
+    const t = transportFor({ name: oneLiveHost(this.live).name, url: 'http://127.0.0.1:1', root: this.root, canary: false })
     try {
       const r = await runCommand(t, supervisorctlArgv({ root: this.root }, args), { check: false })
       return r.stdout + r.stderr
@@ -297,12 +303,12 @@ export class LiveHost {
   /** The supervisor state of a component (RUNNING, EXITED, FATAL, STARTING, STOPPED...). */
   async state(component: LiveComponent): Promise<string> {
     // supervisord's XML-RPC through curl, as the service driver asks it: a poll without a Python start each time.
-    const t = transportFor({ name: this.live.host.name, url: 'http://127.0.0.1:1', root: this.root, canary: false })
+    const t = transportFor({ name: oneLiveHost(this.live).name, url: 'http://127.0.0.1:1', root: this.root, canary: false })
     try {
       const { status } = await readServiceStatus(
         supervisorDriver,
         t,
-        { name: this.live.host.name, root: this.root },
+        { name: oneLiveHost(this.live).name, root: this.root },
         livePackageName(PRODUCT.prefix, component),
       )
       return status.split(' ')[0] ?? status
@@ -317,7 +323,7 @@ export class LiveHost {
    * the tests read the state afterwards.
    */
   async rpc(method: string, params: Array<string | boolean>): Promise<void> {
-    const t = transportFor({ name: this.live.host.name, url: 'http://127.0.0.1:1', root: this.root, canary: false })
+    const t = transportFor({ name: oneLiveHost(this.live).name, url: 'http://127.0.0.1:1', root: this.root, canary: false })
     try {
       const argv = ['curl', '--silent', '--max-time', '60', '--unix-socket', supervisorSocketPath({ root: this.root })]
       await runCommand(t, [...argv, '--header', 'Content-Type: text/xml', '--data-binary', '@-', 'http://localhost/RPC2'], {
@@ -388,13 +394,13 @@ export class LiveHost {
   }
 
   async metrics(component: LiveComponent): Promise<string> {
-    const r = await fetch(`http://127.0.0.1:${this.live.metricsPorts[component]}/metrics`, { signal: AbortSignal.timeout(2000) })
+    const r = await fetch(`http://127.0.0.1:${this.live.metricsPorts?.[component]}/metrics`, { signal: AbortSignal.timeout(2000) })
     return r.text()
   }
 
   async health(component: LiveComponent): Promise<{ version: string; connected: boolean } | undefined> {
     try {
-      const r = await fetch(`http://127.0.0.1:${this.live.metricsPorts[component]}/health`, { signal: AbortSignal.timeout(1000) })
+      const r = await fetch(`http://127.0.0.1:${this.live.metricsPorts?.[component]}/health`, { signal: AbortSignal.timeout(1000) })
       return (await r.json()) as { version: string; connected: boolean }
     } catch {
       return undefined

@@ -16,6 +16,7 @@
  * `freeze()` is the kill (test/support/crash-point.ts): from then on every call throws and changes
  * nothing; `thaw()` lets the next process act.
  */
+import type { LiveUnit } from '../../src/live/live-placement.ts'
 import { randomBytes } from 'node:crypto'
 import { parseEnvironment } from '../../src/config/load.ts'
 import type { Environment, LiveConfig } from '../../src/config/schema.ts'
@@ -186,6 +187,9 @@ export class LiveWorld {
     }
   }
 
+  /** The one-host form's units: each component named by itself, on live-1. */
+  readonly units: LiveUnit[] = LIVE_COMPONENTS.map((c) => ({ name: c, component: c, host: 'live-1' }))
+
   opener(): (journal: Journal<LiveParams>) => Promise<Opened<LiveContext>> {
     return (journal) => {
       const ctx: LiveContext = {
@@ -194,7 +198,7 @@ export class LiveWorld {
         product: productOf(this.live),
         journal,
         platform: this.platform(journal),
-        components: LIVE_COMPONENTS.map((name) => ({ name })),
+        units: this.units,
       }
       return Promise.resolve({ ctx, close: () => Promise.resolve() })
     }
@@ -227,19 +231,20 @@ export class LiveWorld {
       where: 'live-1',
       connectTimeoutMs: 1,
       close: () => Promise.resolve(),
-      installedVersion: (c) => act(() => this.component(c).version),
-      assertAvailable(c, v) {
-        if (!available(v)) throw new BadInputError(`live.packageDir: version ${v} of svc-${c} is not there.`)
+      units: this.units,
+      installedVersion: (u) => act(() => this.component(u.component).version),
+      assertAvailable(u, v) {
+        if (!available(v)) throw new BadInputError(`live.packageDir: version ${v} of svc-${u.component} is not there.`)
       },
       describePreflight: () => ({ versionCheck: '', more: [] }),
       checkPreflight: () => act(() => undefined),
-      stage: (c, versions) =>
+      stage: (u, versions) =>
         act(() => {
-          for (const v of versions) if (available(v)) this.component(c).staged.add(v)
-          this.did.push(`stage ${c}`)
+          for (const v of versions) if (available(v)) this.component(u.component).staged.add(v)
+          this.did.push(`stage ${u.component}`)
           return { changed: versions.map((v) => `staged ${v}`) }
         }),
-      install: (c, v) =>
+      install: ({ component: c }, v) =>
         act(() => {
           const s = this.component(c)
           if (s.running) throw new OperationError(`svc-${c} runs; the playbook stops it before an install.`)
@@ -247,12 +252,12 @@ export class LiveWorld {
           s.version = v
           this.did.push(`install ${c} ${v}`)
         }),
-      stop: (c) =>
+      stop: ({ component: c }) =>
         act(() => {
           this.component(c).running = false
           this.did.push(`stop ${c}`)
         }),
-      start: (c) =>
+      start: ({ component: c }) =>
         act(() => {
           const s = this.component(c)
           const cursor = String(s.log.length)
@@ -263,8 +268,9 @@ export class LiveWorld {
           this.did.push(`start ${c}`)
           return cursor
         }),
-      status: (c) => act(() => ({ running: this.component(c).running, status: this.component(c).running ? 'RUNNING' : 'STOPPED' })),
-      errorLines: (c, cursor) =>
+      status: ({ component: c }) =>
+        act(() => ({ running: this.component(c).running, status: this.component(c).running ? 'RUNNING' : 'STOPPED' })),
+      errorLines: ({ component: c }, cursor) =>
         act(() =>
           this.component(c)
             .log.slice(Number(cursor ?? 0))
@@ -307,7 +313,7 @@ export class LiveWorld {
           ],
         })),
       describeRollbackNeeds: () => [],
-      checkComponent: (c, version, options) => act(() => this.check(c, version, Number(options.cursor ?? 0))),
+      checkComponent: ({ component: c }, version, options) => act(() => this.check(c, version, Number(options.cursor ?? 0))),
       describeCheck: () => [],
       checkSystem: (version) =>
         act(() => ({

@@ -16,7 +16,7 @@ import {
   tcpEndpointSingleValue,
   tcpEndpointVariable,
 } from '../../releases/versions.ts'
-import { controllerUrlVariable, pskHeader } from './paths.ts'
+import { controllerUrlVariable, instanceNameVariable, pskHeader } from './paths.ts'
 import { CONNECTION_TIMEOUT_MS } from './controller.ts'
 import { exitOnSignals, listen, serveStatus, type ComponentContext } from './runtime.ts'
 
@@ -83,6 +83,8 @@ export async function runMember(ctx: ComponentContext): Promise<void> {
   if (fault === 'never-connects') return
 
   const endpoint = `${url ?? ''}${apiPrefix(version)}/connections`
+  // Instances of one type on several hosts are told apart by the name they connect as.
+  const name = ctx.env[instanceNameVariable(product.prefix)] || component
   const headers: Record<string, string> = { 'content-type': 'application/json', ...(psk ? { [pskHeader(product.prefix)]: psk } : {}) }
   let problem = ''
   const connect = async (): Promise<void> => {
@@ -91,7 +93,7 @@ export async function runMember(ctx: ComponentContext): Promise<void> {
       const response = await fetch(endpoint, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ name: component, version }),
+        body: JSON.stringify({ name, version }),
         redirect: 'error',
         signal: AbortSignal.timeout(2000),
       })

@@ -100,6 +100,14 @@ export function controllerUrlVariable(prefix: string): string {
   return `${prefix.toUpperCase()}_SYSTEM_CONTROLLER_URL`
 }
 
+/**
+ * The lab's variable with the name an instance connects to the controller as, when the system is
+ * spread over several hosts (`live-2/ingest`); without it, the component's own name.
+ */
+export function instanceNameVariable(prefix: string): string {
+  return `${prefix.toUpperCase()}_INSTANCE_NAME`
+}
+
 /** The lab's variable with the port of a component's `/metrics` and `/health`. */
 export function metricsPortVariable(prefix: string): string {
   return `${prefix.toUpperCase()}_METRICS_PORT`

@@ -30,15 +30,24 @@ import {
   controllerArgsVariable,
   controllerSettingsDirs,
   etcSettingsDir,
-  LIVE_COMPONENTS,
   productOf,
   settingsFileIn,
   settingsPathArgument,
   type LiveComponentName,
 } from '../layout.ts'
 import { changesWithEffect } from '../../releases/live.ts'
+import type { LiveUnit } from '../live-placement.ts'
 
-/** The live system's files as they are on the host. */
+/** A unit's environment file as it is on its host. */
+export interface UnitEnv {
+  component: LiveComponentName
+  /** The name of the host it is on. */
+  host: string
+  path: string
+  text: string | undefined
+}
+
+/** The live system's files as they are on its hosts. */
 export interface ConfigState {
   /** The settings file the controller reads now (or a run before this one moved it to). */
   settings: { path: string; text: string } | undefined
@@ -46,11 +55,20 @@ export interface ConfigState {
   searched: string[]
   /** The `--settings-path` directory in the controller's arguments, if any. */
   settingsPath: string | undefined
-  envs: Record<LiveComponentName, { path: string; text: string | undefined }>
+  /** The environment file of every unit, by the unit's name (`ingest` on one host, `live-2/ingest` across hosts). */
+  envs: Record<string, UnitEnv>
 }
 
-/** One file's change: its text before and after (undefined: absent), and why, in words without secrets. */
+/** Where the files are: the system controller's host (the settings file) and each unit's host (its environment file). */
+export interface ConfigHosts {
+  controller: LiveHost
+  units: Array<{ unit: LiveUnit; host: LiveHost }>
+}
+
+/** One file's change on a host: its text before and after (undefined: absent), and why, in words without secrets. */
 export interface FileChange {
+  /** The name of the host the file is on. */
+  host: string
   path: string
   before: string | undefined
   after: string | undefined
@@ -66,8 +84,6 @@ export interface ConfigPlan {
   /** Set when the TCP endpoint variable is renamed. */
   tcp?: { from: string; to: string; endpoint: string }
 }
-
-const CONNECTING: readonly LiveComponentName[] = LIVE_COMPONENTS.filter((c) => c !== 'system-controller')
 
 function parseSettings(text: string, path: string): Record<string, unknown> {
   let json: unknown
@@ -85,23 +101,26 @@ function parseSettings(text: string, path: string): Record<string, unknown> {
 }
 
 /**
- * Reads the settings file and every component's environment file. The settings file is looked for
- * where the installed release reads it, then where `to` reads it (a run killed after moving it).
- * Every PSK read is registered for redaction before anything could print it.
+ * Reads the settings file (on the controller's host) and every unit's environment file (on its
+ * host). The settings file is looked for where the installed release reads it, then where `to`
+ * reads it (a run killed after moving it). Every PSK read is registered for redaction before
+ * anything could print it.
  */
-export async function readConfigState(live: LiveConfig, host: LiveHost, from: string, to: string): Promise<ConfigState> {
+export async function readConfigState(live: LiveConfig, hosts: ConfigHosts, from: string, to: string): Promise<ConfigState> {
   const product = productOf(live)
   const psk = pskVariable(live.prefix)
-  const envs = {} as ConfigState['envs']
-  for (const c of LIVE_COMPONENTS) {
-    const path = componentEnvFile(product, c)
-    const text = await readHostFile(host, path)
+  const host = hosts.controller
+  const envs: ConfigState['envs'] = {}
+  for (const { unit, host: on } of hosts.units) {
+    const path = componentEnvFile(product, unit.component)
+    const text = await readHostFile(on, path)
     registerEnvSecrets(text, (k) => k === psk)
-    envs[c] = { path, text }
+    envs[unit.name] = { component: unit.component, host: unit.host, path, text }
   }
   // The controller's own argument: on a lab host it may already lie under the root, which hostPath
   // adds again when the file is read; the host's name of it is what every path here is.
-  const argument = settingsPathArgument(envValue(envs['system-controller'].text, controllerArgsVariable(product)))
+  const controllerEnv = Object.values(envs).find((e) => e.component === 'system-controller')
+  const argument = settingsPathArgument(envValue(controllerEnv?.text, controllerArgsVariable(product)))
   const settingsPath = argument === undefined ? undefined : pathOnHost(host.config, argument)
   const searched = [
     ...new Set([
@@ -139,15 +158,17 @@ export function planConfig(
   const product = productOf(live)
   const plan: ConfigPlan = { changes: [] }
   const file = settingsFileName(live.prefix)
-  const envAfter = Object.fromEntries(LIVE_COMPONENTS.map((c) => [c, state.envs[c].text ?? ''])) as Record<LiveComponentName, string>
-  const envWhy = Object.fromEntries(LIVE_COMPONENTS.map((c) => [c, [] as string[]])) as Record<LiveComponentName, string[]>
+  const units = Object.keys(state.envs)
+  const envAfter = Object.fromEntries(units.map((u) => [u, state.envs[u]?.text ?? ''])) as Record<string, string>
+  const envWhy = Object.fromEntries(units.map((u) => [u, [] as string[]])) as Record<string, string[]>
 
-  // The TCP control panel variable of the rendering engine.
+  // The TCP control panel variable of every rendering engine.
   const oldVar = tcpEndpointVariable(from, live.prefix)
   const newVar = tcpEndpointVariable(to, live.prefix)
-  const pipelineEnv = state.envs.pipeline
-  const oldValue = envValue(pipelineEnv.text, oldVar)
-  if (oldVar !== newVar && oldValue !== undefined) {
+  for (const unit of units.filter((u) => state.envs[u]?.component === 'pipeline')) {
+    const pipelineEnv = state.envs[unit] as UnitEnv
+    const oldValue = envValue(pipelineEnv.text, oldVar)
+    if (oldVar === newVar || oldValue === undefined) continue
     const endpoints = listEndpoints(oldValue)
     const rule = changesWithEffect('env-rename').find((c) => c.effect.from.endsWith('_TCP_ENDPOINTS'))?.release ?? to
     let endpoint = endpoints.join(',')
@@ -163,13 +184,14 @@ export function planConfig(
         )
       endpoint = options.tcpEndpoint
     }
-    envAfter.pipeline = setEnvValue(removeEnvKey(envAfter.pipeline, oldVar), newVar, endpoint)
-    envWhy.pipeline.push(`${oldVar} renamed ${newVar} (${endpoint})`)
+    envAfter[unit] = setEnvValue(removeEnvKey(envAfter[unit] ?? '', oldVar), newVar, endpoint)
+    envWhy[unit]?.push(`${oldVar} renamed ${newVar} (${endpoint})`)
     plan.tcp = { from: oldVar, to: newVar, endpoint }
   }
 
-  // The settings file: its PSK, and where the target reads it.
+  // The settings file (on the controller's host): its PSK, and where the target reads it.
   const settings = state.settings
+  const on = Object.values(state.envs).find((e) => e.component === 'system-controller')?.host ?? ''
   if (!settings) {
     if (pskRequired(to))
       throw new OperationError(
@@ -194,12 +216,13 @@ export function planConfig(
         why.push(`new PSK: ${plan.newPsk}`)
       }
       const variable = pskVariable(live.prefix)
-      for (const c of LIVE_COMPONENTS) {
+      for (const u of units) {
         // The controller reads its key from the settings file; its environment is aligned only if it sets one.
-        if (!CONNECTING.includes(c) && envValue(envAfter[c], variable) === undefined) continue
-        if (psk !== undefined && envValue(envAfter[c], variable) !== psk) {
-          envAfter[c] = setEnvValue(envAfter[c], variable, psk)
-          envWhy[c].push(`${variable} set to the controller's PSK`)
+        const text = envAfter[u] ?? ''
+        if (state.envs[u]?.component === 'system-controller' && envValue(text, variable) === undefined) continue
+        if (psk !== undefined && envValue(text, variable) !== psk) {
+          envAfter[u] = setEnvValue(text, variable, psk)
+          envWhy[u]?.push(`${variable} set to the controller's PSK`)
         }
       }
     }
@@ -208,16 +231,16 @@ export function planConfig(
     if (target !== settings.path) {
       plan.moved = { from: settings.path, to: target }
       why.push(`moved from ${dirOf(settings.path)}: ${to} reads it only from ${readBy.join(', ')}`)
-      plan.changes.push({ path: target, before: undefined, after: text, why })
-      plan.changes.push({ path: settings.path, before: settings.text, after: undefined, why: [`moved to ${target}`] })
+      plan.changes.push({ host: on, path: target, before: undefined, after: text, why })
+      plan.changes.push({ host: on, path: settings.path, before: settings.text, after: undefined, why: [`moved to ${target}`] })
     } else if (text !== settings.text) {
-      plan.changes.push({ path: settings.path, before: settings.text, after: text, why })
+      plan.changes.push({ host: on, path: settings.path, before: settings.text, after: text, why })
     }
   }
 
-  for (const c of LIVE_COMPONENTS) {
-    const before = state.envs[c].text
-    if (envAfter[c] !== (before ?? '')) plan.changes.push({ path: state.envs[c].path, before, after: envAfter[c], why: envWhy[c] })
+  for (const [u, env] of Object.entries(state.envs)) {
+    const after = envAfter[u] ?? ''
+    if (after !== (env.text ?? '')) plan.changes.push({ host: env.host, path: env.path, before: env.text, after, why: envWhy[u] ?? [] })
   }
   // Written in this order: the settings file where it goes, the environments, then the old settings file removed.
   plan.changes.sort((a, b) => Number(a.after === undefined) - Number(b.after === undefined))

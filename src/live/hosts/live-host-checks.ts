@@ -8,17 +8,20 @@ import { sendRequest } from '../../core/http.ts'
 import { errorMessage } from '../../core/errors.ts'
 import { apiPrefix, connectedMetricName } from '../../releases/versions.ts'
 import type { LiveConfig } from '../../config/schema.ts'
-import type { LiveComponentName, LiveProduct } from '../layout.ts'
+import type { LiveProduct } from '../layout.ts'
+import type { LiveUnit } from '../live-placement.ts'
 import type { LivePlatform } from '../live-platform.ts'
 import { judgeConnection, judgeControllerStatus, judgeMetrics, type Answer, type CheckResult } from '../live-judge.ts'
 
 export type { CheckResult } from '../live-judge.ts'
 
-/** What the checks on a host read: the live section (the controller's URL, the metrics ports), the product, the service manager. */
+/** What the checks on a host read: the live section (the controller's URL), each unit's `/metrics`, the product, the service manager. */
 export interface HostChecks {
   live: LiveConfig
   product: LiveProduct
   platform: Pick<LivePlatform, 'status' | 'errorLines'>
+  /** The URL of a unit's `/metrics` (its host's address and its port). */
+  metricsUrl: (unit: LiveUnit) => string
 }
 
 /** States a supervisor or systemd reports for a program that will not come up by itself. */
@@ -39,17 +42,15 @@ export async function controllerStatus(ctx: HostChecks, version: string): Promis
   return judgeControllerStatus(`the system controller answers on ${apiPrefix(version)}`, version, await getJson(url))
 }
 
-/** Whether the controller lists `component` connected at `version`. */
-export async function connectionStatus(ctx: HostChecks, component: LiveComponentName, version: string): Promise<CheckResult> {
+/** Whether the controller lists the unit (by its name) connected at `version`. */
+export async function connectionStatus(ctx: HostChecks, unit: LiveUnit, version: string): Promise<CheckResult> {
   const url = `${ctx.live.controllerUrl.replace(/\/+$/, '')}${apiPrefix(version)}/components`
-  return judgeConnection(component, version, await getJson(url))
+  return judgeConnection(unit.name, version, await getJson(url))
 }
 
-/** The metric names the component of `version` must expose, and its connection metric. */
-export async function metricsStatus(ctx: HostChecks, component: LiveComponentName, version: string): Promise<CheckResult> {
-  const base = new URL(ctx.live.controllerUrl)
-  const url = `${base.protocol}//${base.hostname}:${ctx.live.metricsPorts[component]}/metrics`
-  return judgeMetrics(ctx.product, component, version, await getJson(url))
+/** The metric names the unit's component of `version` must expose, and its connection metric. */
+export async function metricsStatus(ctx: HostChecks, unit: LiveUnit, version: string): Promise<CheckResult> {
+  return judgeMetrics(ctx.product, unit.component, version, await getJson(ctx.metricsUrl(unit)))
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
@@ -62,11 +63,10 @@ const CHECK_POLL_MS = 250
  * connected: what tells the process just started from the one before it, which the controller may
  * still list as connected for a moment after a restart (its connection timeout).
  */
-async function reportsItselfUp(ctx: HostChecks, component: LiveComponentName): Promise<boolean> {
-  const base = new URL(ctx.live.controllerUrl)
-  const r = await getJson(`${base.protocol}//${base.hostname}:${ctx.live.metricsPorts[component]}/metrics`)
+async function reportsItselfUp(ctx: HostChecks, unit: LiveUnit): Promise<boolean> {
+  const r = await getJson(ctx.metricsUrl(unit))
   if ('error' in r || r.status !== 200) return false
-  if (component === 'system-controller') return true
+  if (unit.component === 'system-controller') return true
   const text = typeof r.body === 'string' ? r.body : ''
   return text.split('\n').some((l) => l.trim() === `${connectedMetricName(ctx.product.prefix)} 1`)
 }
@@ -78,27 +78,28 @@ async function reportsItselfUp(ctx: HostChecks, component: LiveComponentName): P
  */
 export async function checkComponent(
   ctx: HostChecks,
-  component: LiveComponentName,
+  unit: LiveUnit,
   version: string,
   options: { cursor?: string | undefined; waitMs: number },
 ): Promise<CheckResult[]> {
   const deadline = Date.now() + options.waitMs
-  let status = await ctx.platform.status(component)
+  const controller = unit.component === 'system-controller'
+  let status = await ctx.platform.status(unit)
   let link: CheckResult
   for (;;) {
-    link = component === 'system-controller' ? await controllerStatus(ctx, version) : await connectionStatus(ctx, component, version)
-    const up = status.running && link.ok && (await reportsItselfUp(ctx, component))
+    link = controller ? await controllerStatus(ctx, version) : await connectionStatus(ctx, unit, version)
+    const up = status.running && link.ok && (await reportsItselfUp(ctx, unit))
     if (up || Date.now() >= deadline || (!status.running && GAVE_UP.test(status.status))) break
     await sleep(CHECK_POLL_MS)
-    status = await ctx.platform.status(component)
+    status = await ctx.platform.status(unit)
   }
-  const errors = await ctx.platform.errorLines(component, options.cursor)
+  const errors = await ctx.platform.errorLines(unit, options.cursor)
   const results: CheckResult[] = [
     { check: 'running', ok: status.running, detail: status.status },
     { check: 'no error lines since its start', ok: errors.length === 0, ...(errors.length ? { detail: errors.at(-1) } : {}) },
     link,
   ]
-  if (component !== 'system-controller') results.push(await controllerStatus(ctx, version))
-  results.push(await metricsStatus(ctx, component, version))
+  if (!controller) results.push(await controllerStatus(ctx, version))
+  results.push(await metricsStatus(ctx, unit, version))
   return results
 }

@@ -1,6 +1,7 @@
 /**
- * The live system's configuration on its host: the settings file and the components' environment
- * files, read, kept, written and put back through the host's transport. The change itself is the
+ * The live system's configuration on its hosts: the settings file (on the system controller's
+ * host) and every instance's environment file (on its host), read, kept, written and put back
+ * through each host's transport. The change itself is the
  * pure plan of config-change.ts (the same for the dry run and the run); every file kept in the run
  * folder is 0600 with its SHA-256 in the journal (never its content, which holds the PSK).
  */
@@ -12,40 +13,67 @@ import { hostPath } from '../../drivers/transports.ts'
 import { assessPsk, generatePsk } from '../../releases/pre-shared-key.ts'
 import { pskEntropyEnforced, pskRequired, pskVariable } from '../../releases/versions.ts'
 import type { StepResult } from '../../runs/step.ts'
-import { componentEnvFile, controllerSettingsDirs, LIVE_COMPONENTS, settingsCandidates } from '../layout.ts'
+import { componentEnvFile, controllerSettingsDirs, settingsCandidates } from '../layout.ts'
 import type { CheckResult } from '../live-judge.ts'
+import { isSpread } from '../live-placement.ts'
 import type { LiveScope } from '../live-platform.ts'
-import { NEW_PSK_PLACEHOLDER, planConfig, readConfigState, type ConfigPlan } from './config-change.ts'
+import { NEW_PSK_PLACEHOLDER, planConfig, readConfigState, type ConfigHosts, type ConfigPlan } from './config-change.ts'
 import { LIVE_RUNS_PATH } from './live-host-run-store.ts'
 import { envValue, fileDiff, readHostFile, removeHostFile, writeHostFile, type LiveHost } from './host-files.ts'
 
-/** The live host's configuration for one run. */
+/** The live system's configuration on its hosts for one run. */
 export interface HostConfig {
   scope: LiveScope
-  host: LiveHost
+  /** The controller's host (the settings file) and each unit's (its environment file). */
+  hosts: ConfigHosts
 }
 
 /** Backed-up files as the journal records them (never their content). */
 interface BackedUp {
+  /** The host the file is on (absent: the controller's host, as records of one host were written). */
+  host?: string
   path: string
   existed: boolean
   backup?: string
   sha256?: string
 }
 
-function backupName(path: string): string {
-  return `backup/${path.replace(/^\/+/, '').replaceAll('/', '__')}`
+/** The run folder's name of a host's file: by host too when the system is spread over several. */
+function backupName(h: HostConfig, host: LiveHost, path: string): string {
+  const flat = path.replace(/^\/+/, '').replaceAll('/', '__')
+  return isSpread(h.scope.live) ? `backup/${host.name}__${flat}` : `backup/${flat}`
 }
 
-/** Every file a run may touch: the settings file wherever a release reads it, and each component's environment. */
-function touchedPaths(h: HostConfig): string[] {
-  return [...settingsCandidates(h.scope.live), ...LIVE_COMPONENTS.map((c) => componentEnvFile(h.scope.product, c))]
+/** A file on a host. */
+interface HostFile {
+  host: LiveHost
+  path: string
+}
+
+/** The host named `name` (the controller's when none is named: records of one host). */
+function hostNamed(h: HostConfig, name: string | undefined): LiveHost {
+  if (name === undefined || name === h.hosts.controller.name) return h.hosts.controller
+  const found = h.hosts.units.find((u) => u.host.name === name)?.host
+  if (!found) throw new OperationError(`The host ${name} the run recorded is not in svcops:live.hosts any more.`)
+  return found
+}
+
+/** The file as people find it: the host's path, with the host's name when the system is spread over several. */
+function shownFile(h: HostConfig, host: LiveHost, path: string): string {
+  return `${isSpread(h.scope.live) ? `${host.name}:` : ''}${hostPath(host.config, path)}`
+}
+
+/** Every file a run may touch: the settings file wherever a release reads it (on the controller's host), and each unit's environment (on its host). */
+function touchedPaths(h: HostConfig): HostFile[] {
+  const settings = settingsCandidates(h.scope.live).map((path) => ({ host: h.hosts.controller, path }))
+  const envs = h.hosts.units.map(({ unit, host }) => ({ host, path: componentEnvFile(h.scope.product, unit.component) }))
+  return [...settings, ...envs]
 }
 
 /** The configuration change of this run, computed from the host's files (with a placeholder PSK in the dry run). */
 async function configPlan(h: HostConfig, from: string, to: string, newPsk: () => string): Promise<ConfigPlan> {
   const { live, journal } = h.scope
-  const state = await readConfigState(live, h.host, from, to)
+  const state = await readConfigState(live, h.hosts, from, to)
   return planConfig(live, state, from, to, { newPsk, tcpEndpoint: journal.run.params.tcpEndpoint })
 }
 
@@ -57,8 +85,11 @@ export async function checkHostConfig(h: HostConfig, from: string, to: string): 
 
 /** What the check of the files reads and refuses, for the dry run. */
 export function describeHostConfigCheck(h: HostConfig): string[] {
+  const envs = h.hosts.units.map(({ unit, host }) => shownFile(h, host, componentEnvFile(h.scope.product, unit.component)))
   return [
-    `read ${settingsCandidates(h.scope.live).join(', ')} and ${LIVE_COMPONENTS.map((c) => componentEnvFile(h.scope.product, c)).join(', ')}`,
+    `read ${settingsCandidates(h.scope.live)
+      .map((p) => shownFile(h, h.hosts.controller, p))
+      .join(', ')} and ${envs.join(', ')}`,
     'refuse several TCP endpoints where the target takes one, and a missing settings file where the target needs a PSK',
   ]
 }
@@ -73,27 +104,29 @@ export async function backupHostConfig(h: HostConfig): Promise<StepResult> {
   const { journal } = h.scope
   mkdirSync(journal.file('backup'), { recursive: true, mode: 0o700 })
   const files: BackedUp[] = []
-  for (const path of touchedPaths(h)) {
-    const text = await readHostFile(h.host, path)
+  const spread = isSpread(h.scope.live)
+  for (const { host, path } of touchedPaths(h)) {
+    const on = spread ? { host: host.name } : {}
+    const text = await readHostFile(host, path)
     if (text === undefined) {
-      files.push({ path, existed: false })
+      files.push({ ...on, path, existed: false })
       continue
     }
-    const name = backupName(path)
+    const name = backupName(h, host, path)
     writeFileSync(journal.file(name), text, { mode: 0o600 })
-    // A copy on the host beside the run's record (0600): a rollback from another machine puts it back.
-    await writeHostFile(h.host, hostBackupPath(journal.run.id, name), text)
-    files.push({ path, existed: true, backup: name, sha256: createHash('sha256').update(text).digest('hex') })
+    // A copy on the controller's host beside the run's record (0600): a rollback from another machine puts it back.
+    await writeHostFile(h.hosts.controller, hostBackupPath(journal.run.id, name), text)
+    files.push({ ...on, path, existed: true, backup: name, sha256: createHash('sha256').update(text).digest('hex') })
   }
   const kept = files.filter((f) => f.existed)
-  return { changed: kept.map((f) => `backed up ${f.path}`), data: { files } }
+  return { changed: kept.map((f) => `backed up ${f.host ? `${f.host}:` : ''}${f.path}`), data: { files } }
 }
 
 /** Which files the backup copies where, for the dry run. */
 export function describeHostConfigBackup(h: HostConfig): string[] {
   return [
     `copy ${touchedPaths(h)
-      .map((p) => hostPath(h.host.config, p))
+      .map((f) => shownFile(h, f.host, f.path))
       .join(', ')} (those that exist) to ${h.scope.journal.file('backup')}/ with mode 0600`,
   ]
 }
@@ -101,24 +134,28 @@ export function describeHostConfigBackup(h: HostConfig): string[] {
 /** The file changes as diffs, secrets masked. */
 function showChanges(h: HostConfig, plan: ConfigPlan): string[] {
   if (!plan.changes.length) return ['nothing to change: the files already suit the target']
-  const on = (path: string) => hostPath(h.host.config, path)
-  return plan.changes.flatMap((ch) => [
-    `${ch.after === undefined ? 'remove' : 'write'} ${on(ch.path)}${ch.after === undefined ? '' : ' (0600)'}${ch.why.length ? `: ${ch.why.join('; ')}` : ''}`,
-    ...fileDiff(on(ch.path), ch.before, ch.after, redact).map((l) => `    ${l}`),
-  ])
+  return plan.changes.flatMap((ch) => {
+    const file = shownFile(h, hostNamed(h, ch.host), ch.path)
+    return [
+      `${ch.after === undefined ? 'remove' : 'write'} ${file}${ch.after === undefined ? '' : ' (0600)'}${ch.why.length ? `: ${ch.why.join('; ')}` : ''}`,
+      ...fileDiff(file, ch.before, ch.after, redact).map((l) => `    ${l}`),
+    ]
+  })
 }
 
 /** Writes the plan: the settings file where the target reads it first, then the environments, then the old settings file removed. */
 export async function writeHostConfig(h: HostConfig, from: string, to: string): Promise<StepResult> {
   const plan = await configPlan(h, from, to, () => generatePsk())
   for (const ch of plan.changes) {
-    if (ch.after === undefined) await removeHostFile(h.host, ch.path)
-    else await writeHostFile(h.host, ch.path, ch.after)
+    if (ch.after === undefined) await removeHostFile(hostNamed(h, ch.host), ch.path)
+    else await writeHostFile(hostNamed(h, ch.host), ch.path, ch.after)
   }
   if (!plan.changes.length) return { skipped: 'the files already suit the target' }
+  const spread = isSpread(h.scope.live)
   return {
     changed: plan.changes.map(
-      (ch) => `${ch.after === undefined ? 'removed' : 'wrote'} ${ch.path}${ch.why.length ? `: ${ch.why.join('; ')}` : ''}`,
+      (ch) =>
+        `${ch.after === undefined ? 'removed' : 'wrote'} ${spread ? `${ch.host}:` : ''}${ch.path}${ch.why.length ? `: ${ch.why.join('; ')}` : ''}`,
     ),
     data: {
       ...(plan.newPsk ? { newPsk: plan.newPsk } : {}),
@@ -150,9 +187,9 @@ export async function findHostBackupMissing(h: HostConfig, backup: Record<string
     // A run continued on another machine has no local backup: the host's copy counts, as the restore takes it.
     const text = existsSync(local)
       ? readFileSync(local, 'utf8')
-      : await readHostFile(h.host, hostBackupPath(journal.run.id, f.backup ?? ''))
+      : await readHostFile(h.hosts.controller, hostBackupPath(journal.run.id, f.backup ?? ''))
     if (text === undefined) {
-      missing.push(`the run's copy of ${f.path} is neither in ${journal.dir} nor on ${h.host.name}`)
+      missing.push(`the run's copy of ${f.path} is neither in ${journal.dir} nor on ${h.hosts.controller.name}`)
       continue
     }
     if (f.sha256 && createHash('sha256').update(text).digest('hex') !== f.sha256)
@@ -168,11 +205,13 @@ export async function restoreHostConfig(h: HostConfig, backup: Record<string, un
   const { journal } = h.scope
   const changed: string[] = []
   for (const f of files) {
-    const now = await readHostFile(h.host, f.path)
+    const host = hostNamed(h, f.host)
+    const shown = `${f.host ? `${f.host}:` : ''}${f.path}`
+    const now = await readHostFile(host, f.path)
     if (!f.existed) {
       if (now !== undefined) {
-        await removeHostFile(h.host, f.path)
-        changed.push(`removed ${f.path}`)
+        await removeHostFile(host, f.path)
+        changed.push(`removed ${shown}`)
       }
       continue
     }
@@ -180,15 +219,16 @@ export async function restoreHostConfig(h: HostConfig, backup: Record<string, un
     // A run continued on another machine has no local backup: the host's copy counts, checked the same.
     const text = existsSync(local)
       ? readFileSync(local, 'utf8')
-      : await readHostFile(h.host, hostBackupPath(journal.run.id, f.backup ?? ''))
-    if (text === undefined) throw new OperationError(`The backup of ${f.path} is neither in ${journal.dir} nor on ${h.host.name}.`)
+      : await readHostFile(h.hosts.controller, hostBackupPath(journal.run.id, f.backup ?? ''))
+    if (text === undefined)
+      throw new OperationError(`The backup of ${f.path} is neither in ${journal.dir} nor on ${h.hosts.controller.name}.`)
     if (f.sha256 && createHash('sha256').update(text).digest('hex') !== f.sha256)
       throw new OperationError(
         `The backup of ${f.path} in ${journal.dir} does not match its checksum; it was changed after the run wrote it.`,
       )
     if (now !== text) {
-      await writeHostFile(h.host, f.path, text)
-      changed.push(`restored ${f.path}`)
+      await writeHostFile(host, f.path, text)
+      changed.push(`restored ${shown}`)
     }
   }
   return changed.length ? { changed } : { skipped: 'every file is as before the run' }
@@ -198,17 +238,18 @@ export async function restoreHostConfig(h: HostConfig, backup: Record<string, un
 export function describeHostConfigRestore(h: HostConfig, backup: Record<string, unknown> | undefined): string[] {
   const files = backedUp(backup)
   if (!files) return ['the run backed up nothing: no file was changed']
-  return files.map((f) =>
-    f.existed
-      ? `restore ${hostPath(h.host.config, f.path)} from ${h.scope.journal.file(f.backup ?? '')} (0600)`
-      : `remove ${hostPath(h.host.config, f.path)} if present (it did not exist before the run)`,
-  )
+  return files.map((f) => {
+    const file = shownFile(h, hostNamed(h, f.host), f.path)
+    return f.existed
+      ? `restore ${file} from ${h.scope.journal.file(f.backup ?? '')} (0600)`
+      : `remove ${file} if present (it did not exist before the run)`
+  })
 }
 
 /** The files of release `version`: settings where it reads them, one PSK everywhere, strong where enforced. */
 export async function verifyHostConfig(h: HostConfig, version: string): Promise<CheckResult[]> {
   const { live } = h.scope
-  const state = await readConfigState(live, h.host, version, version)
+  const state = await readConfigState(live, h.hosts, version, version)
   const dirs = controllerSettingsDirs(live, version, state.settingsPath)
   const where = state.settings?.path
   const checks: CheckResult[] = [
@@ -221,7 +262,9 @@ export async function verifyHostConfig(h: HostConfig, version: string): Promise<
   if (!pskRequired(version) || !state.settings) return checks
   const psk = (JSON.parse(state.settings.text) as { psk?: unknown }).psk
   const variable = pskVariable(live.prefix)
-  const differing = LIVE_COMPONENTS.filter((c) => c !== 'system-controller' && envValue(state.envs[c].text, variable) !== psk)
+  const differing = Object.entries(state.envs)
+    .filter(([, e]) => e.component !== 'system-controller' && envValue(e.text, variable) !== psk)
+    .map(([unit]) => unit)
   checks.push({
     check: `every component's ${variable} is the controller's PSK`,
     ok: typeof psk === 'string' && differing.length === 0,

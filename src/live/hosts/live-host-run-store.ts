@@ -11,6 +11,7 @@
  * never sees half a file and a retried write changes nothing more. The rights it needs: the SSH
  * user may create /var/lib/svcops/runs and write in it (docs/live.md).
  */
+import { controllerHost } from '../live-placement.ts'
 import type { LiveConfig } from '../../config/schema.ts'
 import { errorMessage, OperationError } from '../../core/errors.ts'
 import { events } from '../../core/events.ts'
@@ -51,7 +52,9 @@ const READ_FILE = '[ -f "$1" ] && [ ! -L "$1" ] || exit 3\nhead -c "$2" -- "$1"'
 
 /** The run store of the live system on the host of `live`. */
 export function liveHostRunStore(live: LiveConfig): RunStore {
-  const where = `${LIVE_RUNS_PATH} on the live host ${live.host.name}`
+  // Across hosts, the system controller's host: the run lock is there too.
+  const home = controllerHost(live).config
+  const where = `${LIVE_RUNS_PATH} on the live host ${home.name}`
 
   /**
    * One short connection per operation, closed after it (as the recording service's store does with
@@ -60,9 +63,9 @@ export function liveHostRunStore(live: LiveConfig): RunStore {
    */
   async function onHost<T>(fn: (host: LiveHost) => Promise<T>): Promise<T> {
     const host: LiveHost = {
-      name: live.host.name,
-      config: live.host,
-      transport: transportFor({ url: live.controllerUrl, canary: false, ...live.host }),
+      name: home.name,
+      config: home,
+      transport: transportFor({ url: live.controllerUrl, canary: false, ...home }),
     }
     try {
       return await fn(host)
@@ -72,7 +75,7 @@ export function liveHostRunStore(live: LiveConfig): RunStore {
     }
   }
 
-  const dir = hostPath(live.host, LIVE_RUNS_PATH)
+  const dir = hostPath(home, LIVE_RUNS_PATH)
 
   async function readFile(host: LiveHost, path: string, limit: number): Promise<string | undefined> {
     const result = await runCommand(host.transport, ['sh', '-c', READ_FILE, 'sh', path, String(limit + 1)], { check: false })
@@ -135,7 +138,7 @@ export function liveHostRunStore(live: LiveConfig): RunStore {
     },
     async lockState(run: RunRecord): Promise<LockState> {
       // The lock file names its run; whether that run's process on another machine still lives it cannot say.
-      const lock = await onHost((host) => readFile(host, hostPath(live.host, LIVE_LOCK_PATH), 4096))
+      const lock = await onHost((host) => readFile(host, hostPath(home, LIVE_LOCK_PATH), 4096))
       return lock?.split(' ')[0]?.trim() === run.id ? 'unknown' : 'not-held'
     },
     close: () => Promise.resolve(),

@@ -1,13 +1,14 @@
 /**
- * The live production system on its host (`svcops:live` with a host): the components' packages
- * through the package driver (dpkg, apt, dnf) and their services through the service driver
- * (systemd, supervisor) of src/drivers, on the host's transport; the settings and environment files
- * through it too (live-host-config.ts); the checks over HTTP (live-host-checks.ts). The run lock is
- * a file on the host: one run per live system, wherever svcops runs.
+ * The live production system on its hosts (`svcops:live` with a host, or hosts): the components'
+ * packages through the package driver (dpkg, apt, dnf) and their services through the service
+ * driver (systemd, supervisor) of src/drivers, each on its host's transport; the settings and
+ * environment files through them too (live-host-config.ts); the checks over HTTP
+ * (live-host-checks.ts). The run lock is a file on the system controller's host: one run per live
+ * system, wherever svcops runs.
  */
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import type { LiveConfig } from '../../config/schema.ts'
+import type { LiveConfig, LiveHostConfig } from '../../config/schema.ts'
 import { BadInputError, errorMessage } from '../../core/errors.ts'
 import { runCommand } from '../../core/runner.ts'
 import {
@@ -32,7 +33,8 @@ import {
 } from '../../drivers/services.ts'
 import { hostPath, transportFor } from '../../drivers/transports.ts'
 import { apiPrefix } from '../../releases/versions.ts'
-import { componentLog, componentPackage, LIVE_COMPONENTS, type LiveComponentName } from '../layout.ts'
+import { componentLog, componentPackage } from '../layout.ts'
+import { controllerHost, liveUnits, placedHosts, type LiveUnit } from '../live-placement.ts'
 import type { CheckResult } from '../live-judge.ts'
 import type { LiveLockPlace, LivePlatform, LiveScope } from '../live-platform.ts'
 import type { LiveHost } from './host-files.ts'
@@ -51,18 +53,23 @@ import {
   writeHostConfig,
 } from './live-host-config.ts'
 
-// The run lock's file on the live host, beside the runs kept there.
+// The run lock's file on the live host (the system controller's, across hosts), beside the runs kept there.
 export { LIVE_LOCK_PATH } from './live-host-run-store.ts'
 
-/** The live host of an environment, with a transport (connections are lazy). */
-export function openLiveHost(live: LiveConfig): LiveHost {
-  const config = { url: live.controllerUrl, canary: false, ...live.host }
-  return { name: live.host.name, config: live.host, transport: transportFor(config) }
+/** A host of the live system with a transport (connections are lazy). */
+function openHost(live: LiveConfig, config: LiveHostConfig): LiveHost {
+  return { name: config.name, config, transport: transportFor({ url: live.controllerUrl, canary: false, ...config }) }
 }
 
-/** The run lock of a live system on hosts: a file on its host. */
+/** The live host of an environment (the system controller's, across hosts), with a transport (connections are lazy). */
+export function openLiveHost(live: LiveConfig): LiveHost {
+  return openHost(live, controllerHost(live).config)
+}
+
+/** The run lock of a live system on hosts: a file on the system controller's host. */
 export function hostLockPlace(live: LiveConfig): LiveLockPlace {
-  return { transport: openLiveHost(live).transport, path: hostPath(live.host, LIVE_LOCK_PATH) }
+  const host = openLiveHost(live)
+  return { transport: host.transport, path: hostPath(host.config, LIVE_LOCK_PATH) }
 }
 
 /** Records of a component's log that count as errors: judged by their level field only (drivers/services.ts). */
@@ -98,53 +105,73 @@ export function linesSinceStart(lines: string[], status: string, now = Date.now(
   })
 }
 
-/** The platform of a live system on its host: its packages, its services, its files. Nothing connects until used. */
-export function openHostsPlatform(scope: LiveScope, host: LiveHost = openLiveHost(scope.live)): LivePlatform {
+/**
+ * The platform of a live system on its hosts: each unit's package and service on its host, the
+ * files of every host, the checks over HTTP. Nothing connects until used.
+ */
+export function openHostsPlatform(scope: LiveScope): LivePlatform {
   const { live, product } = scope
   const pkg: PackageDriver = packageDriver(live.packageDriver)
   const svc: ServiceDriver = serviceDriver(live.serviceDriver)
-  const name = (c: LiveComponentName): string => componentPackage(product, c)
-  const file = (c: LiveComponentName, v: string): string | undefined => (pkg.name === 'dpkg' ? liveDebFile(live, name(c), v) : undefined)
-  const config = { scope, host }
-  const controller = live.controllerUrl.replace(/\/+$/, '')
+  const placed = placedHosts(live)
+  const hosts = new Map(placed.map((p) => [p.config.name, openHost(live, p.config)]))
+  const controller = hosts.get(controllerHost(live).config.name) as LiveHost
+  const units = liveUnits(live)
+  const on = (u: LiveUnit): LiveHost => hosts.get(u.host) ?? controller
+  const name = (u: LiveUnit): string => componentPackage(product, u.component)
+  const file = (u: LiveUnit, v: string): string | undefined => (pkg.name === 'dpkg' ? liveDebFile(live, name(u), v) : undefined)
+  const config = { scope, hosts: { controller, units: units.map((unit) => ({ unit, host: on(unit) })) } }
+  const base = new URL(live.controllerUrl)
+  const metricsUrl = (u: LiveUnit): string => {
+    const p = placed.find((h) => h.config.name === u.host)
+    return `${base.protocol}//${p?.address ?? base.hostname}:${p?.ports[u.component] ?? 0}/metrics`
+  }
+  const byName = (unitName: string): LiveUnit | undefined => units.find((u) => u.name === unitName)
+  const where = placed.length === 1 ? controller.name : placed.map((p) => p.config.name).join(', ')
   const platform: LivePlatform = {
-    where: host.name,
+    where,
+    units,
     connectTimeoutMs: (live.connectTimeoutSeconds ?? 30) * 1000,
-    close: () => host.transport.close(),
-    hostOf: () => host,
-    installedVersion: (c) => readInstalledVersion(pkg, host.transport, host.config, name(c)),
-    assertAvailable(c, v) {
-      file(c, v)
+    async close() {
+      for (const h of hosts.values()) await h.transport.close()
+    },
+    hostOf: () => controller,
+    installedVersion: (u) => readInstalledVersion(pkg, on(u).transport, on(u).config, name(u)),
+    assertAvailable(u, v) {
+      file(u, v)
     },
     describePreflight: () => ({ versionCheck: ' and that their package files exist', more: [] }),
     checkPreflight: () => Promise.resolve(undefined),
-    async stage(c, versions) {
+    async stage(u, versions) {
       const changed: string[] = []
-      for (const v of versions) changed.push(...(await stagePackage(pkg, host.transport, host.config, name(c), v, file(c, v))))
+      for (const v of versions) changed.push(...(await stagePackage(pkg, on(u).transport, on(u).config, name(u), v, file(u, v))))
       return changed.length ? { changed } : { skipped: 'both packages already staged' }
     },
-    install: (c, v) => installPackage(pkg, host.transport, host.config, name(c), v, file(c, v)),
-    stop: (c) => stopService(svc, host.transport, host.config, name(c)),
-    async start(c) {
-      const cursor = await readLogCursor(svc, host.transport, host.config, name(c), componentLog(product, c))
+    install: (u, v) => installPackage(pkg, on(u).transport, on(u).config, name(u), v, file(u, v)),
+    stop: (u) => stopService(svc, on(u).transport, on(u).config, name(u)),
+    async start(u) {
+      const cursor = await readLogCursor(svc, on(u).transport, on(u).config, name(u), componentLog(product, u.component))
       // A component that exits at once is judged by the check (status, log), which says why.
-      await startService(svc, host.transport, host.config, name(c))
+      await startService(svc, on(u).transport, on(u).config, name(u))
       return cursor
     },
-    status: (c) => readServiceStatus(svc, host.transport, host.config, name(c)),
-    async errorLines(c, cursor) {
-      const lines = await readServiceLogs(svc, host.transport, host.config, name(c), 200, componentLog(product, c), cursor)
+    status: (u) => readServiceStatus(svc, on(u).transport, on(u).config, name(u)),
+    async errorLines(u, cursor) {
+      const h = on(u)
+      const lines = await readServiceLogs(svc, h.transport, h.config, name(u), 200, componentLog(product, u.component), cursor)
       if (cursor) return findLogErrors(lines, ERROR_PATTERNS)
       // Without a position taken before the start, the lines since the running process started.
-      const status = await readServiceStatus(svc, host.transport, host.config, name(c))
+      const status = await readServiceStatus(svc, h.transport, h.config, name(u))
       return findLogErrors(linesSinceStart(lines, status.status), ERROR_PATTERNS)
     },
-    describe(call, c, v) {
-      if (call === 'stage') return pkg.stageCommands(host.config, name(c), v ?? '', v ? file(c, v) : undefined).map(showCommand)
-      if (call === 'install') return pkg.installCommands(host.config, name(c), v ?? '', v ? file(c, v) : undefined).map(showCommand)
-      if (call === 'stop') return [showCommand(svc.stopCommand(host.config, name(c)))]
-      if (call === 'start') return [showCommand(svc.startCommand(host.config, name(c)))]
-      return [showCommand(svc.statusCommand(host.config, name(c)))]
+    describe(call, u, v) {
+      const c = on(u).config
+      const shown = (argv: string): string => (placed.length > 1 ? `on ${u.host}: ${argv}` : argv)
+      if (call === 'stage') return pkg.stageCommands(c, name(u), v ?? '', v ? file(u, v) : undefined).map((x) => shown(showCommand(x)))
+      if (call === 'install') return pkg.installCommands(c, name(u), v ?? '', v ? file(u, v) : undefined).map((x) => shown(showCommand(x)))
+      if (call === 'stop') return [shown(showCommand(svc.stopCommand(c, name(u))))]
+      if (call === 'start') return [shown(showCommand(svc.startCommand(c, name(u))))]
+      return [shown(showCommand(svc.statusCommand(c, name(u))))]
     },
 
     checkConfig: (from, to) => checkHostConfig(config, from, to),
@@ -157,64 +184,77 @@ export function openHostsPlatform(scope: LiveScope, host: LiveHost = openLiveHos
     describeConfigRestore: (backup) => describeHostConfigRestore(config, backup),
 
     async findRollbackMissing(previous, backup) {
-      const reached = await runCommand(host.transport, ['true'], { check: false }).catch((error: unknown) => ({
-        code: -1,
-        stderr: errorMessage(error),
-      }))
-      if (reached.code !== 0) return { missing: [`${host.name} cannot be reached: ${reached.stderr.trim() || `exit ${reached.code}`}`] }
+      // Every host the rollback acts on: the controller's (the settings file) and each unit's.
+      const acting = [...new Set([controller, ...Object.keys(previous).flatMap((n) => (byName(n) ? [on(byName(n) as LiveUnit)] : []))])]
       const missing: string[] = []
-      for (const [c, v] of Object.entries(previous) as [LiveComponentName, string][]) {
+      for (const h of acting) {
+        const reached = await runCommand(h.transport, ['true'], { check: false }).catch((error: unknown) => ({
+          code: -1,
+          stderr: errorMessage(error),
+        }))
+        if (reached.code !== 0) missing.push(`${h.name} cannot be reached: ${reached.stderr.trim() || `exit ${reached.code}`}`)
+      }
+      if (missing.length) return { missing }
+      for (const [n, v] of Object.entries(previous)) {
+        const u = byName(n)
+        if (!u) {
+          missing.push(`${n} is not in svcops:live any more`)
+          continue
+        }
         let deb: string | undefined
         try {
-          deb = file(c, v)
+          deb = file(u, v)
         } catch (error) {
           missing.push(errorMessage(error).replace(/\.$/, ''))
           continue
         }
-        for (const cmd of pkg.readyCommands(host.config, name(c), v, deb)) {
-          const result = await runCommand(host.transport, cmd.argv, { check: false, ...(cmd.env ? { env: cmd.env } : {}) })
-          if (result.code !== 0) missing.push(cmd.missing)
+        for (const cmd of pkg.readyCommands(on(u).config, name(u), v, deb)) {
+          const result = await runCommand(on(u).transport, cmd.argv, { check: false, ...(cmd.env ? { env: cmd.env } : {}) })
+          if (result.code !== 0) missing.push(placed.length > 1 ? `on ${u.host}: ${cmd.missing}` : cmd.missing)
         }
       }
       return { missing: [...new Set([...missing, ...(await findHostBackupMissing(config, backup))])] }
     },
     describeRollbackNeeds: (previous) => [
-      `${host.name} reachable; the run's copies of the settings and environment files in ${scope.journal.dir}, each matching its checksum`,
-      ...LIVE_COMPONENTS.flatMap((c) => {
-        const v = previous[c]
-        if (!v) return [`the release ${c} ran before the run: not known yet`]
+      `${where} reachable; the run's copies of the settings and environment files in ${scope.journal.dir}, each matching its checksum`,
+      ...units.flatMap((u) => {
+        const v = previous[u.name]
+        if (!v) return [`the release ${u.name} ran before the run: not known yet`]
         let deb: string | undefined
         try {
-          deb = file(c, v)
+          deb = file(u, v)
         } catch (error) {
-          return [`${name(c)} ${v}: ${errorMessage(error)}`]
+          return [`${name(u)} ${v}: ${errorMessage(error)}`]
         }
-        return pkg.readyCommands(host.config, name(c), v, deb).map((cmd) => `${name(c)} ${v}: ${showCommand(cmd)}`)
+        return pkg
+          .readyCommands(on(u).config, name(u), v, deb)
+          .map((cmd) => `${placed.length > 1 ? `${u.host}: ` : ''}${name(u)} ${v}: ${showCommand(cmd)}`)
       }),
     ],
 
-    checkComponent: (c, version, options) => checkComponent(checks, c, version, options),
-    describeCheck: (c, version) => [
-      ...platform.describe('status', c),
-      `wait up to ${Math.round(platform.connectTimeoutMs / 1000)} s until it runs and ${c === 'system-controller' ? 'answers on the prefix of ' + version : 'the controller lists it connected as ' + version}`,
-      `read its log since the start for ERROR lines; GET /metrics on port ${live.metricsPorts[c]} for the metric names of ${version}`,
+    checkComponent: (u, version, options) => checkComponent(checks, u, version, options),
+    describeCheck: (u, version) => [
+      ...platform.describe('status', u),
+      `wait up to ${Math.round(platform.connectTimeoutMs / 1000)} s until it runs and ${u.component === 'system-controller' ? 'answers on the prefix of ' + version : 'the controller lists it connected as ' + version}`,
+      `read its log since the start for ERROR lines; GET ${metricsUrl(u)} for the metric names of ${version}`,
     ],
-    async checkSystem(version) {
+    async checkSystem(version, leftOut = []) {
+      const counted = units.filter((u) => !leftOut.includes(u.name))
       const results: CheckResult[] = [await controllerStatus(checks, version)]
-      for (const c of LIVE_COMPONENTS.filter((x) => x !== 'system-controller')) results.push(await connectionStatus(checks, c, version))
+      for (const u of counted.filter((x) => x.component !== 'system-controller')) results.push(await connectionStatus(checks, u, version))
       const versions: Record<string, string | undefined> = {}
-      for (const c of LIVE_COMPONENTS) versions[c] = await platform.installedVersion(c)
+      for (const u of counted) versions[u.name] = await platform.installedVersion(u)
       const wrong = Object.entries(versions).filter(([, v]) => v !== version)
       if (wrong.length)
         results.push({ check: `every component on ${version}`, ok: false, detail: wrong.map(([c, v]) => `${c} ${String(v)}`).join(', ') })
       return { checks: results, data: { versions } }
     },
     describeSystemCheck: (version) => [
-      `GET ${controller}${apiPrefix(version)}/status and ${apiPrefix(version)}/components; the installed version of every component`,
+      `GET ${live.controllerUrl.replace(/\/+$/, '')}${apiPrefix(version)}/status and ${apiPrefix(version)}/components; the installed version of every component${placed.length > 1 ? ' on every host' : ''}`,
     ],
     verifyConfig: (version) => verifyHostConfig(config, version),
     controllerStatus: (version) => controllerStatus(checks, version),
   }
-  const checks = { live, product, platform }
+  const checks = { live, product, platform, metricsUrl }
   return platform
 }

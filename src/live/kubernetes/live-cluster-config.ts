@@ -33,6 +33,7 @@ import type { StepResult } from '../../runs/step.ts'
 import { etcSettingsDir, LIVE_COMPONENTS, type LiveComponentName } from '../layout.ts'
 import type { CheckResult } from '../live-judge.ts'
 import type { LivePlatform, LiveScope } from '../live-platform.ts'
+import type { LiveUnit } from '../live-placement.ts'
 import { connectionThroughService, controllerThroughService as serviceCheck, metricsThroughProxy } from './controller-service.ts'
 import { LIVE_VERSION_KEY, PSK_ROTATION_KEY, shownPulumi, type LiveCluster } from './live-cluster-handle.ts'
 
@@ -237,6 +238,11 @@ function controllerThroughService(ctx: Ctx, version: string): Promise<CheckResul
   return serviceCheck(ctx.cluster, version)
 }
 
+/** The unit of a component on Kubernetes: its Deployment. */
+function deploymentUnit(ctx: Ctx, c: LiveComponentName): LiveUnit {
+  return { name: c, component: c, host: ctx.cluster.namespace }
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 const STUCK = /CrashLoopBackOff|ImagePullBackOff|ErrImagePull|CreateContainerConfigError|InvalidImageName/
 
@@ -246,7 +252,7 @@ export function describeClusterCheck(ctx: Ctx, c: LiveComponentName, version: st
   const service = `GET ${ctx.cluster.reach === 'port-forward' ? 'http://127.0.0.1:PORT (port-forward to the Service)' : ctx.cluster.controllerUrl.replace(/\/+$/, '')}${prefix}`
   const m = ctx.cluster.metrics
   return [
-    ...ctx.platform.describe('status', c),
+    ...ctx.platform.describe('status', deploymentUnit(ctx, c)),
     `wait up to ${Math.round(ctx.platform.connectTimeoutMs / 1000)} s until its pods run on ${version} and ${c === 'system-controller' ? `${service}/status answers ${version}` : `${service}/components lists it connected as ${version}`}`,
     `the pod template as ${version} needs it (from the Deployment above)`,
     ...(c === 'system-controller'
@@ -271,16 +277,16 @@ export async function checkClusterComponent(ctx: Ctx, c: LiveComponentName, vers
   const deadline = Date.now() + waitMs
   const link = (): Promise<CheckResult> =>
     c === 'system-controller' ? controllerThroughService(ctx, version) : connectionThroughService(ctx.cluster, c, version)
-  let status = await ctx.platform.status(c)
-  let installed = await ctx.platform.installedVersion(c)
+  let status = await ctx.platform.status(deploymentUnit(ctx, c))
+  let installed = await ctx.platform.installedVersion(deploymentUnit(ctx, c))
   let linked = await link()
   while (!(status.running && installed === version && linked.ok) && Date.now() < deadline && !STUCK.test(status.status)) {
     await sleep(1000)
-    status = await ctx.platform.status(c)
-    installed = await ctx.platform.installedVersion(c)
+    status = await ctx.platform.status(deploymentUnit(ctx, c))
+    installed = await ctx.platform.installedVersion(deploymentUnit(ctx, c))
     linked = await link()
   }
-  const errors = await ctx.platform.errorLines(c, undefined)
+  const errors = await ctx.platform.errorLines(deploymentUnit(ctx, c), undefined)
   return [
     { check: `Deployment on ${version}`, ok: installed === version, detail: installed ?? 'no version' },
     { check: 'pods running and ready', ok: status.running, detail: status.status },
@@ -298,7 +304,7 @@ export async function verifyClusterSystem(ctx: Ctx, version: string): Promise<Ch
   for (const c of LIVE_COMPONENTS.filter((x) => x !== 'system-controller'))
     results.push(await connectionThroughService(ctx.cluster, c, version))
   const versions: Record<string, string | undefined> = {}
-  for (const c of LIVE_COMPONENTS) versions[c] = await ctx.platform.installedVersion(c)
+  for (const c of LIVE_COMPONENTS) versions[c] = await ctx.platform.installedVersion(deploymentUnit(ctx, c))
   const wrong = Object.entries(versions).filter(([, v]) => v !== version)
   results.push({
     check: `every component on ${version}`,

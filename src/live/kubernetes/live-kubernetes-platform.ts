@@ -68,10 +68,12 @@ export function openKubernetesLivePlatform(scope: LiveScope, cluster: LiveCluste
   const rotated = () => scope.journal.entries().some((e) => e.status === 'ok' && !!e.data?.pskRotation)
   const platform: LivePlatform = {
     where: cluster.namespace,
+    // One unit per Deployment: its replicas are the pods `pulumi up` rolls, not svcops.
+    units: LIVE_COMPONENTS.map((c) => ({ name: c, component: c, host: cluster.namespace })),
     connectTimeoutMs: (scope.live.connectTimeoutSeconds ?? 300) * 1000,
     close: () => cluster.close(),
     hostOf: () => ({ unavailable: 'the live system runs on Kubernetes, where it has no host to run a command on' }),
-    async installedVersion(c) {
+    async installedVersion({ component: c }) {
       return (await cluster.kube(c).readDeployment()).version
     },
     // The image is the registry's business: the kubelet pulls it, and a missing tag shows as ImagePullBackOff in the check.
@@ -85,7 +87,7 @@ export function openKubernetesLivePlatform(scope: LiveScope, cluster: LiveCluste
     },
     stop: () => Promise.resolve(),
     start: () => Promise.resolve(undefined),
-    async status(c) {
+    async status({ component: c }) {
       const d = await cluster.kube(c).readDeployment()
       const pods = await livePods(cluster, c)
       const running = pods.length > 0 && pods.every((p) => p.phase === 'Running' && p.ready && p.version === d.version)
@@ -94,13 +96,13 @@ export function openKubernetesLivePlatform(scope: LiveScope, cluster: LiveCluste
         status: `${d.readyReplicas}/${d.replicas} ready on ${d.version ?? '?'}${pods.length ? `: ${pods.map(showPod).join(', ')}` : ': no pod'}`,
       }
     },
-    async errorLines(c) {
+    async errorLines({ component: c }) {
       const errors: string[] = []
       for (const p of await livePods(cluster, c))
         errors.push(...findLogErrors(await cluster.kube(c).podLog(p.name, cluster.logLines), ERROR_PATTERNS).map((l) => `${p.name}: ${l}`))
       return errors
     },
-    describe(call, c, version) {
+    describe(call, { component: c }, version) {
       const t = cluster.targets[c]
       if (call === 'stage') return [nothing]
       if (call === 'stop')
@@ -158,8 +160,8 @@ export function openKubernetesLivePlatform(scope: LiveScope, cluster: LiveCluste
       ),
     ],
 
-    checkComponent: (c, version, options) => checkClusterComponent(run, c, version, options.waitMs),
-    describeCheck: (c, version) => describeClusterCheck(run, c, version),
+    checkComponent: (u, version, options) => checkClusterComponent(run, u.component, version, options.waitMs),
+    describeCheck: (u, version) => describeClusterCheck(run, u.component, version),
     checkSystem: async (version) => ({ checks: await verifyClusterSystem(run, version), data: {} }),
     describeSystemCheck: (version) => [
       `GET ${cluster.reach === 'port-forward' ? 'http://127.0.0.1:PORT (port-forward to the Service)' : scope.live.controllerUrl.replace(/\/+$/, '')}${apiPrefix(version)}/status; the version of every Deployment; the stack file's version agrees`,
