@@ -239,6 +239,7 @@ async function resume(id: string, flags: ResumeFlags, command: Command): Promise
     await showRun(command, () => live.resumeLiveSystem(id, options))
     return
   }
+  await refuseBackupRun(id)
   const play = await import('../../playbooks/upgrade.ts')
   if (flags.retry && !flags.dryRun) return retry(id, flags, command)
   if (flags.dryRun) {
@@ -247,6 +248,20 @@ async function resume(id: string, flags: ResumeFlags, command: Command): Promise
     return
   }
   await showRun(command, () => play.resumeRecordingService(id, options))
+}
+
+/**
+ * A backup run is not continued: the upgrade playbook would take it for an upgrade, and a new backup
+ * is what an interrupted one is for (the store lists only complete backups: the manifest is last).
+ */
+async function refuseBackupRun(id: string): Promise<void> {
+  const { Journal } = await import('../runs/journal.ts')
+  const run = Journal.open(id).run
+  if (run.kind === 'backup')
+    throw new BadInputError(
+      `run ${id}: a backup run (${run.phase}); expected an upgrade or rollback run, since a backup is not resumed but taken again.`,
+      `Take a new one: svcops backup run --env ${run.environment}`,
+    )
 }
 
 /**

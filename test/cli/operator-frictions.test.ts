@@ -11,6 +11,10 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { runSvcops } from '../support/cli.ts'
 import { writeFailedRun } from '../runs/failed-run.ts'
+import { emptyRecordingParams } from '../../src/recording/recording-params.ts'
+import { recordingDescription } from '../../src/recording/recording-description.ts'
+import { Journal } from '../../src/runs/journal.ts'
+import { newRunRecord } from '../../src/runs/run-record.ts'
 
 const RUN = '20261124T023000Z-a1b2c3'
 
@@ -106,5 +110,25 @@ describe('a recorded run, from the terminal', () => {
       )
       expect(existsSync(join(base, RUN, 'decision.json'))).toBe(false)
     }
+  })
+})
+
+describe('an interrupted backup run', () => {
+  it('is not resumed (the upgrade playbook would take it for an upgrade): one sentence, exit 2, and the command that takes a new one', async () => {
+    const base = mkdtempSync(join(tmpdir(), 'svcops-backup-run-'))
+    const record = newRunRecord({
+      kind: 'backup',
+      system: recordingDescription.name,
+      environment: 'lab',
+      envFile: '/nowhere/Pulumi.lab.yaml',
+      params: emptyRecordingParams(),
+    })
+    Journal.create({ ...record, phase: 'interrupted' }, base)
+    const resumed = await runSvcops(['resume', record.id, '--yes'], { env: { SVCOPS_RUNS_DIR: base } })
+    expect(resumed.code, resumed.stderr).toBe(2)
+    expect(resumed.stderr).toContain(
+      `svcops: run ${record.id}: a backup run (interrupted); expected an upgrade or rollback run, since a backup is not resumed but taken again.\nTake a new one: svcops backup run --env lab`,
+    )
+    expect(Journal.open(record.id, base).run.phase).toBe('interrupted')
   })
 })
