@@ -7,17 +7,14 @@
  *
  * Cheap to import (the CLI loads it at start-up): the heavier parts are imported where used.
  */
-import { join } from 'node:path'
 import type { Environment } from '../../src/config/schema.ts'
-import { BadInputError, SvcopsError, errorMessage, exitCodeFor, isExpected, withHint } from '../../src/core/errors.ts'
+import { BadInputError, errorMessage, exitCodeFor, isExpected } from '../../src/core/errors.ts'
 import { consoleSink, events } from '../../src/core/events.ts'
 import { redact, redactDeep } from '../../src/core/redact.ts'
 import { sanitizeText, stringifyForTerminal } from '../../src/core/sanitize.ts'
-import type { RunReport } from '../../src/reports/report-types.ts'
-import { renderClosingLine } from '../../src/reports/report-text.ts'
 import type { PlanBlocker } from '../../src/runs/engine.ts'
 import type { RunPlan } from '../../src/runs/run-system.ts'
-import { runsDir } from '../../src/runs/journal.ts'
+import type { ShownRun } from './closing-line.ts'
 
 export const METRICS_FILE_HELP =
   "also write the environment's run metrics (Prometheus text) to this file, e.g. /var/lib/node_exporter/textfile/svcops.prom"
@@ -110,12 +107,7 @@ export async function showProgressOn(io: CommandIO): Promise<() => void> {
   return events.subscribe(progressSink(process.stderr, { verbose: verbose ?? false }))
 }
 
-/** A run as a command starts it: its id, how it ended, its report. */
-export interface ShownRun {
-  runId: string
-  phase: string
-  report: unknown
-}
+export type { ShownRun } from './closing-line.ts'
 
 /** Runs a playbook run (the systems and observers wired, `--metrics-file` honoured) with progress on stderr, and prints how it ended. */
 export async function showRunOn(
@@ -125,6 +117,7 @@ export async function showRunOn(
 ): Promise<void> {
   const { useRunSystems } = await import('./run-systems.ts')
   await useRunSystems(options.metricsFile ? { metricsFile: options.metricsFile } : {})
+  const { closingLine, endingWithClosingLine } = await import('./closing-line.ts')
   const stop = await showProgressOn(io)
   try {
     const outcome = await run()
@@ -135,26 +128,6 @@ export async function showRunOn(
   } finally {
     stop()
   }
-}
-
-/**
- * A run that ended in an error (failed, rolled back) ends with its closing line too: the error's
- * hint gets it, after the command to run next, in place of a bare "See the report: ...".
- */
-export function endingWithClosingLine(error: unknown): unknown {
-  if (!(error instanceof SvcopsError)) return error
-  const { runId, phase, report } = error.facts as { runId?: unknown; phase?: unknown; report?: unknown }
-  if (typeof runId !== 'string' || typeof phase !== 'string' || !report) return error
-  const last = closingLine({ runId, phase, report })
-  const keep = error.hint && !error.hint.startsWith('See the report:') ? `${error.hint}\n` : ''
-  return withHint(error, `${keep}${last}`)
-}
-
-/** The run's last line from its report (downtime, what changed, where the report is), else its id and phase. */
-export function closingLine(outcome: ShownRun): string {
-  const report = outcome.report as RunReport | undefined
-  if (!report?.run || !Array.isArray(report.downtime)) return `Run ${outcome.runId}: ${outcome.phase}.`
-  return renderClosingLine(report, join(runsDir(), outcome.runId, 'report.md'))
 }
 
 /**

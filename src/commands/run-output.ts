@@ -10,7 +10,7 @@ import type { RunPlan } from '../runs/run-system.ts'
 import { printPlanOn, showProgressOn, showRunOn, goAheadOf, type CommandIO, type ShownRun } from '../../playbooks/lib/command-io.ts'
 import { environmentOf, globals, rememberedArgs, setResultExitCode } from './context.ts'
 
-export { METRICS_FILE_HELP, closingLine, endingWithClosingLine, type ShownRun } from '../../playbooks/lib/command-io.ts'
+export { METRICS_FILE_HELP, type ShownRun } from '../../playbooks/lib/command-io.ts'
 
 /** How a run is shown: progress on stderr, its outcome (and report with --json) on stdout. */
 export type ShowRun = (command: Command, run: () => Promise<ShownRun>, human?: (outcome: ShownRun) => string) => Promise<void>

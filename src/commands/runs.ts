@@ -12,7 +12,8 @@ import { environmentOf, globals, printResult } from './context.ts'
 import type { Journal } from '../runs/journal.ts'
 import { registerRunsFollow } from './runs-follow.ts'
 import { useRunSystems } from './run-systems.ts'
-import { METRICS_FILE_HELP, closingLine, endingWithClosingLine, printPlan, progress, showRun } from './run-output.ts'
+import { closingLine, endingWithClosingLine } from '../../playbooks/lib/closing-line.ts'
+import { METRICS_FILE_HELP, printPlan, progress, showRun } from './run-output.ts'
 
 interface ResumeFlags {
   rollback?: boolean
