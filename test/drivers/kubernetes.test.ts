@@ -83,6 +83,9 @@ describe('the Kubernetes driver, against a stand-in of the API server', () => {
       version: '1.5.0',
       waiting: 'CrashLoopBackOff',
       deleting: false,
+      // The image its spec names, and the content the kubelet pulled (a crash loop has pulled it).
+      image: 'registry.example.internal/svc/recording:1.5.0',
+      imageID: expect.stringMatching(/^registry\.example\.internal\/svc\/recording@sha256:[0-9a-f]{64}$/) as string,
     })
     expect(await kube.podLog('svc-recording-7d4b9c-b2', 2)).toEqual(['b', 'FATAL c'])
     expect(api.requests.at(-1)).toMatchObject({
