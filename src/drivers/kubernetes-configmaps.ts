@@ -12,9 +12,9 @@
  * The rights: get, list, create, patch and delete configmaps in the namespace (docs/live.md).
  */
 import type { CoreV1Api, KubeConfig } from '@kubernetes/client-node'
-import { HttpError, OperationError, errorMessage } from '../core/errors.ts'
-import { kubernetesClient, loadKubeConfig, type ClusterTarget } from './kubernetes.ts'
-import { callLimits } from './kubernetes-limits.ts'
+import { errorMessage } from '../core/errors.ts'
+import { callKubernetes, kubernetesClient, loadKubeConfig, type ClusterTarget } from './kubernetes.ts'
+import type { callLimits } from './kubernetes-limits.ts'
 
 type Where = Pick<ClusterTarget, 'namespace' | 'context' | 'kubeconfig' | 'timeoutMs'>
 
@@ -104,22 +104,9 @@ export class ConfigMapClient {
   }
 
   /** One call with the driver's deadline and body cap; its failure names the request and the server, never a token. */
-  private async call<T>(request: string, fn: (options: ReturnType<typeof callLimits>['options']) => Promise<T>, headers = {}): Promise<T> {
+  private call<T>(request: string, fn: (options: ReturnType<typeof callLimits>['options']) => Promise<T>, headers = {}): Promise<T> {
     const server = this.kc.getCurrentCluster()?.server ?? 'the cluster'
-    const what = `${request.replace(/ \(.*$/, '')} at ${server}`
-    const limited = callLimits('kubernetes-api', what, this.where.timeoutMs, headers, kubernetesClient().Observable)
-    try {
-      return await fn(limited.options)
-    } catch (caught) {
-      const error = limited.translate(caught)
-      if (error instanceof HttpError) throw new OperationError(`The Kubernetes API: ${error.message.replace(/\.$/, '')}.`)
-      const code = (error as { code?: number }).code
-      throw new OperationError(
-        typeof code === 'number'
-          ? `The Kubernetes API at ${server} answered ${request} with HTTP ${code}.`
-          : `The Kubernetes API at ${server} could not be reached for ${request}: ${errorMessage(error).replace(/\.$/, '')}.`,
-        code === 403 ? 'Grant the rights listed in docs/live.md (the run store) to this identity.' : undefined,
-      )
-    }
+    const what = request.replace(/ \(.*$/, '')
+    return callKubernetes({ request, what, server, timeoutMs: this.where.timeoutMs, rights: 'docs/live.md (the run store)', headers }, fn)
   }
 }

@@ -336,26 +336,62 @@ export class KubernetesDriver {
    * plain API call): its failure names the request and the server, never a token; a deadline or a
    * cap passed names it.
    */
-  private async call<T>(
+  private call<T>(
     request: string,
     fn: (options: ConfigurationOptions) => Promise<T>,
     how: { peer?: KubernetesPeer; headers?: Record<string, string> } = {},
   ): Promise<T> {
-    const what = `${request.replace(/ \{.*$/, '')} at ${this.server()}`
-    const limited = callLimits(how.peer ?? 'kubernetes-api', what, this.target.timeoutMs, how.headers ?? {}, kubernetesClient().Observable)
-    try {
-      return await fn(limited.options)
-    } catch (caught) {
-      const error = limited.translate(caught)
-      if (error instanceof HttpError) throw new OperationError(`The Kubernetes API: ${error.message.replace(/\.$/, '')}.`)
-      const code = (error as { code?: number }).code
-      throw new OperationError(
-        typeof code === 'number'
-          ? `The Kubernetes API at ${this.server()} answered ${request} with HTTP ${code}.`
-          : `The Kubernetes API at ${this.server()} could not be reached for ${request}: ${errorMessage(error).replace(/\.$/, '')}.`,
-        code === 403 ? 'Grant the rights listed in docs/deploy.md (RBAC) to this identity.' : undefined,
-      )
-    }
+    return callKubernetes(
+      {
+        request,
+        what: request.replace(/ \{.*$/, ''),
+        server: this.server(),
+        timeoutMs: this.target.timeoutMs,
+        rights: 'docs/deploy.md (RBAC)',
+        ...how,
+      },
+      fn,
+    )
+  }
+}
+
+/**
+ * One call of the Kubernetes API with its deadline and body cap (kubernetes-limits.ts, from `peer`,
+ * by default a plain API call); its failure names the request (`what` in a deadline's or a cap's
+ * sentence) and the server, never a token, and a 403 the document listing the rights.
+ */
+export async function callKubernetes<T>(
+  call: {
+    request: string
+    what: string
+    server: string
+    timeoutMs: number | undefined
+    rights: string
+    peer?: KubernetesPeer
+    headers?: Record<string, string>
+  },
+  fn: (options: ConfigurationOptions) => Promise<T>,
+): Promise<T> {
+  const { request, server } = call
+  const limited = callLimits(
+    call.peer ?? 'kubernetes-api',
+    `${call.what} at ${server}`,
+    call.timeoutMs,
+    call.headers ?? {},
+    kubernetesClient().Observable,
+  )
+  try {
+    return await fn(limited.options)
+  } catch (caught) {
+    const error = limited.translate(caught)
+    if (error instanceof HttpError) throw new OperationError(`The Kubernetes API: ${error.message.replace(/\.$/, '')}.`)
+    const code = (error as { code?: number }).code
+    throw new OperationError(
+      typeof code === 'number'
+        ? `The Kubernetes API at ${server} answered ${request} with HTTP ${code}.`
+        : `The Kubernetes API at ${server} could not be reached for ${request}: ${errorMessage(error).replace(/\.$/, '')}.`,
+      code === 403 ? `Grant the rights listed in ${call.rights} to this identity.` : undefined,
+    )
   }
 }
 
