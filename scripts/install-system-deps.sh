@@ -15,6 +15,7 @@ declare -A needs=(
   [sshd]=openssh-server
   [ssh-keygen]=openssh-client
   [gpg]=gnupg
+  [zstd]=zstd
   [dpkg-deb]=dpkg
   [supervisord]=supervisor
   [ps]=procps

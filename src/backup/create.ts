@@ -5,8 +5,9 @@
  * manifest describes exactly the rows in the file. The manifest is written last, only after
  * pg_dump exited 0 and the file was synced: a backup without a manifest does not exist.
  */
-import { Readable } from 'node:stream'
+import { pipeline as pipelineTo, Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
+import { constants as zlib, createZstdCompress } from 'node:zlib'
 import type { ReadableStream as NodeWebStream } from 'node:stream/web'
 import * as openpgp from 'openpgp'
 import { CommandError, OperationError } from '../core/errors.ts'
@@ -30,8 +31,17 @@ import { signManifest, type SigningKey } from './signing.ts'
 import type { BackupStore } from './store.ts'
 import { HashingTap, PIECE_BYTES, PieceHashingTap, toWebStream } from './streams.ts'
 
-/** pg_dump's zlib level: 1 is about twice as fast as the default 6 for a few percent more bytes. */
+/**
+ * zstd's level (`backup.compression`, 1-9; 0 leaves the archive uncompressed). Level 1 compresses
+ * the custom-format archive about four times as fast as pg_dump's own zlib at level 1, into fewer
+ * bytes than `pg_dump -Fc | gpg` (docs/benchmarks.md).
+ */
 export const DEFAULT_COMPRESSION_LEVEL = 1
+
+/** How a backup at `level` is compressed (0: nothing compresses; pg_dump-zlib at level 0 says so, as before). */
+export function compressionFor(level: number): Manifest['compression'] {
+  return level === 0 ? { method: 'pg_dump-zlib', level: 0 } : { method: 'zstd', level }
+}
 
 export interface CreateBackupOptions {
   store: BackupStore
@@ -41,7 +51,7 @@ export interface CreateBackupOptions {
   signer: SigningKey
   /** Environment name; the first part of the backup id. */
   environment: string
-  /** pg_dump --compress level 0-9 (default 1). */
+  /** zstd level 1-9, or 0 for an uncompressed archive (default 1). */
   compressionLevel?: number
   /** Schemas covered by fingerprint and row counts (default: every non-system schema). */
   schemas?: string[]
@@ -56,7 +66,7 @@ export function planBackup(options: Omit<CreateBackupOptions, 'store' | 'signer'
   return [
     `check that pg_dump is installed and not older than the server at ${d.host}:${d.port}`,
     `open a read-only snapshot of ${d.name} and record its schema fingerprint and row counts`,
-    `stream pg_dump --format=custom --compress=${options.compressionLevel ?? DEFAULT_COMPRESSION_LEVEL} of that snapshot through OpenPGP encryption to ${options.recipients.map((r) => r.fingerprint).join(', ')}`,
+    `stream pg_dump --format=custom --compress=0 of that snapshot${describeCompression(compressionFor(options.compressionLevel ?? DEFAULT_COMPRESSION_LEVEL))} through OpenPGP encryption to ${options.recipients.map((r) => r.fingerprint).join(', ')}`,
     `write the encrypted dump to ${options.storeLocation} (0600), computing its SHA-256 on the way, and sync it`,
     `sign the manifest (it holds the dump's SHA-256) and write the signature, then the manifest last`,
   ]
@@ -65,7 +75,7 @@ export function planBackup(options: Omit<CreateBackupOptions, 'store' | 'signer'
 /** Creates an encrypted, checksummed backup of `database` in `store` and returns its manifest. */
 export async function createBackup(options: CreateBackupOptions): Promise<Manifest> {
   const { store, database } = options
-  const level = options.compressionLevel ?? DEFAULT_COMPRESSION_LEVEL
+  const compression = compressionFor(options.compressionLevel ?? DEFAULT_COMPRESSION_LEVEL)
   const schemaOptions = options.schemas ? { schemas: options.schemas } : {}
   const pgDump = await findPgTool('pg_dump')
   const client = await connectDatabase(database)
@@ -85,7 +95,7 @@ export async function createBackup(options: CreateBackupOptions): Promise<Manife
     })
 
     const streamed = await events.step(`stream pg_dump of ${database.name} encrypted to ${store.location}/${files.dump}`, () =>
-      streamDump({ store, file: files.dump, database, pgDumpPath: pgDump.path, level, snapshot, recipients: options.recipients }),
+      streamDump({ store, file: files.dump, database, pgDumpPath: pgDump.path, compression, snapshot, recipients: options.recipients }),
     )
     await client.query('COMMIT')
 
@@ -103,7 +113,7 @@ export async function createBackup(options: CreateBackupOptions): Promise<Manife
       schemas: options.schemas ?? [],
       fingerprint,
       rowCounts: counts,
-      compression: { method: 'pg_dump-zlib', level },
+      compression,
       encryption: { standard: 'OpenPGP', recipients: options.recipients.map((r) => ({ fingerprint: r.fingerprint, userIds: r.userIds })) },
       sizes: { dump: streamed.dumpBytes, encrypted: streamed.encryptedBytes },
       checksums: {
@@ -130,7 +140,7 @@ interface StreamDumpOptions {
   file: string
   database: DatabaseTarget
   pgDumpPath: string
-  level: number
+  compression: Manifest['compression']
   snapshot: string
   recipients: Recipient[]
 }
@@ -143,13 +153,22 @@ interface Streamed {
   encryptedPieces: string[]
 }
 
-/** pg_dump -> SHA-256 -> OpenPGP -> SHA-256 -> store; removes the partial file on any failure. */
+/** `, compressed by zstd at level N` for the plan; nothing when the archive is not compressed. */
+function describeCompression(c: Manifest['compression']): string {
+  return c.method === 'zstd' ? `, compressed by zstd at level ${c.level},` : ''
+}
+
+/**
+ * pg_dump -> SHA-256 (of the archive) -> zstd -> OpenPGP -> SHA-256 -> store; removes the partial
+ * file on any failure. pg_dump compresses nothing: its zlib is single-threaded and was most of a
+ * backup's time, while zstd runs on libuv's thread pool beside the encryption.
+ */
 async function streamDump(o: StreamDumpOptions): Promise<Streamed> {
   // svcops' own schema (run lock, run records, journals) is not the service's data: a restore keeps it as it is.
   const argv = [
     o.pgDumpPath,
     '--format=custom',
-    `--compress=${o.level}`,
+    '--compress=0',
     `--snapshot=${o.snapshot}`,
     `--exclude-schema=${SVCOPS_SCHEMA}`,
     '--no-password',
@@ -163,7 +182,8 @@ async function streamDump(o: StreamDumpOptions): Promise<Streamed> {
   const pieceTap = new PieceHashingTap()
   try {
     const plain = stdout.pipe(plainTap)
-    const message = await openpgp.createMessage({ binary: toWebStream(plain), format: 'binary' })
+    const packed = o.compression.method === 'zstd' ? zstdCompressed(plain, o.compression.level) : plain
+    const message = await openpgp.createMessage({ binary: toWebStream(packed), format: 'binary' })
     // The declared return type depends on which ReadableStream the input was; it is a web stream of bytes.
     const encrypted: unknown = await openpgp.encrypt({
       message,
@@ -196,6 +216,11 @@ async function streamDump(o: StreamDumpOptions): Promise<Streamed> {
     encryptedSha256: cipherTap.digest(),
     encryptedPieces: pieceTap.pieces,
   }
+}
+
+/** `input` compressed as one zstd stream; an error or early end on either side ends both. */
+function zstdCompressed(input: Readable, level: number): Readable {
+  return pipelineTo(input, createZstdCompress({ params: { [zlib.ZSTD_c_compressionLevel]: level } }), () => undefined)
 }
 
 /** Disk full and friends become one sentence naming the store; other errors pass through. */

@@ -16,8 +16,9 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createHash, type Hash } from 'node:crypto'
-import { Readable, Transform, Writable } from 'node:stream'
+import { pipeline as pipelineTo, Readable, Transform, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
+import { createZstdDecompress } from 'node:zlib'
 import * as openpgp from 'openpgp'
 import { BadInputError, OperationError } from '../core/errors.ts'
 import { GNUPG22_CONFIG, keyIdsOf } from './keys.ts'
@@ -280,7 +281,7 @@ async function readStoredMessage(
 }
 
 /**
- * The decrypted dump as a Node stream, from one read of the source: the private key is checked
+ * The decrypted dump as a Node stream (the pg_dump archive: a zstd backup is decompressed), from one read of the source: the private key is checked
  * against the recipients first (the `key` check). Errors while streaming (a piece that differs, a
  * failed integrity check, a truncated file) surface as stream errors; `decryptFailure` names them.
  */
@@ -307,7 +308,10 @@ export async function openDecrypted(source: CheckedSource, manifest: Manifest, i
       `Backup ${manifest.id} could not be decrypted with the key ${identity.getFingerprint().toUpperCase()}: ${(error as Error).message}.`,
     )
   }
-  return Readable.fromWeb(data)
+  const plain = Readable.fromWeb(data)
+  if (manifest.compression.method !== 'zstd') return plain
+  // One stream for the reader: a decompression error ends it, and a reader that stops early (pg_restore --list) ends the decryption too.
+  return pipelineTo(plain, createZstdDecompress(), () => undefined)
 }
 
 /** Wraps an error raised while the decrypted stream flowed as a failed `decrypt` check. */

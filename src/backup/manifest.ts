@@ -29,8 +29,16 @@ export const manifestSchema = z.object({
   schemas: z.array(z.string()),
   fingerprint: sha256,
   rowCounts: z.record(z.string(), z.number().int().min(0)),
-  /** pg_dump custom format, compressed by pg_dump with zlib at this level (0 = none). */
-  compression: z.object({ method: z.literal('pg_dump-zlib'), level: z.number().int().min(0).max(9) }),
+  /**
+   * How the pg_dump custom-format archive was compressed: `zstd` — pg_dump wrote it uncompressed and
+   * the whole archive is one zstd stream inside the OpenPGP message (`gpg --decrypt | zstd -d |
+   * pg_restore`); `pg_dump-zlib` — pg_dump's own zlib at this level, 0 for none (`gpg --decrypt |
+   * pg_restore`; every backup made before zstd).
+   */
+  compression: z.discriminatedUnion('method', [
+    z.object({ method: z.literal('zstd'), level: z.number().int().min(1).max(19) }),
+    z.object({ method: z.literal('pg_dump-zlib'), level: z.number().int().min(0).max(9) }),
+  ]),
   encryption: z.object({
     standard: z.literal('OpenPGP'),
     recipients: z.array(z.object({ fingerprint: z.string(), userIds: z.array(z.string()) })).min(1),

@@ -1,6 +1,6 @@
 /**
  * `svcops backup create|list|verify|restore|prune|keygen`: encrypted, verified backups of the
- * recording service database that plain `gpg --decrypt | pg_restore` can restore too. The work
+ * recording service database that plain `gpg --decrypt | zstd -d | pg_restore` can restore too. The work
  * lives in src/backup; this file only declares commands and prints their results.
  */
 import type { Command } from 'commander'
@@ -28,7 +28,7 @@ Backups are pg_dump custom-format archives encrypted to the public keys in backu
 JSON manifest beside each one records checksums, row counts and the schema fingerprint, and is
 signed (<id>.manifest.json.sig) by backup.signingKey. Verify and restore accept only backups signed
 by one of backup.signers (gpg --verify checks the same signature). Any holder
-of a recipient's private key can restore one by hand: gpg --decrypt FILE | pg_restore -d DB.
+of a recipient's private key can restore one by hand: gpg --decrypt FILE | zstd -d | pg_restore -d DB.
 
 Examples:
   svcops backup keygen --out-dir ./keys --name "svcops backups prod"

@@ -75,7 +75,8 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
     expect(scratch).toEqual([])
   })
 
-  it('is restorable without svcops: gpg --decrypt | pg_restore gives the same rows', async () => {
+  it('is restorable without svcops: gpg --decrypt | zstd -d | pg_restore gives the same rows', async () => {
+    expect(manifest.compression).toEqual({ method: 'zstd', level: 1 })
     const gnupgHome = mkdtempSync(join(tmpdir(), 'svcops-gnupg-'))
     const byHand = `${bed.database.name}_by_hand`
     await bed.cluster.query(`CREATE DATABASE ${byHand} OWNER ${bed.database.user}`)
@@ -99,7 +100,7 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
           `cd '${bed.store.location}'`,
           `gpg --batch --verify ${manifest.id}.manifest.json.sig ${manifest.id}.manifest.json`,
           `sed -n 's/.*"encryptedSha256": "\\([0-9a-f]*\\)".*/\\1  ${manifest.file}/p' ${manifest.id}.manifest.json | sha256sum -c`,
-          `gpg --batch --decrypt ${manifest.file} | pg_restore --no-owner --exit-on-error -d ${byHand}`,
+          `gpg --batch --decrypt ${manifest.file} | zstd -d | pg_restore --no-owner --exit-on-error -d ${byHand}`,
         ].join('\n'),
       ],
       { env, check: false },
@@ -115,6 +116,21 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
     const config = clientConfig(bed.database, byHand)
     expect(await rowCounts(config)).toEqual(manifest.rowCounts)
     expect(await schemaFingerprint(config)).toBe(manifest.fingerprint)
+  })
+
+  it('reads an archive zstd did not compress (backup.compression 0, and the pg_dump-zlib backups made before zstd) without decompressing it', async () => {
+    const plain = await createBackup(bed.options({ compressionLevel: 0 }))
+    expect(plain.compression).toEqual({ method: 'pg_dump-zlib', level: 0 })
+    // Uncompressed, the archive is much larger than the zstd one of the same rows.
+    expect(plain.sizes.encrypted).toBeGreaterThan(manifest.sizes.encrypted * 2)
+    const report = await verifyBackup(bed.store, plain.id, {
+      signers: bed.signers,
+      environment: 'test',
+      identity: bed.identity,
+      restoreTest: { server: bed.database },
+    })
+    expect(report.checks.filter((c) => !c.ok)).toEqual([])
+    expect(report.ok).toBe(true)
   })
 
   it('changes the fingerprint with a migration and restores the backed-up schema and rows over it', async () => {
