@@ -81,17 +81,23 @@ function messageOf(
   }
 }
 
-/** The webhooks' observer of runs: a message when a run starts and when it ends. */
+/** The webhooks' observer of runs: a message when a run starts, and when it ends or is refused. */
 export async function notifyOfRun(event: RunEvent): Promise<void> {
   const { journal } = event
   const config = notifyConfigOf(journal.run)
   const hooks = webhooksOf(config)
   if (!hooks.length) return
   const { run } = journal
+  const what = `${run.kind}${run.targetVersion ? ` to ${run.targetVersion}` : ''} of ${run.environment}`
   if (event.kind === 'run-started') {
-    const what = `${run.kind}${run.targetVersion ? ` to ${run.targetVersion}` : ''} of ${run.environment}`
     const summary = `${event.resumed ? 'Resumed' : 'Started'} ${what} on ${event.targets.length} host(s) by ${run.holder}.`
     await notifyWebhooks(hooks, messageOf(journal, 'start', summary, config))
+    return
+  }
+  if (event.kind === 'run-refused') {
+    const message = messageOf(journal, 'failure', `Refused ${what} before anything changed: ${event.cause}`, config)
+    // A refused run keeps no folder: there is no report to link.
+    await notifyWebhooks(hooks, { ...message, phase: 'refused', report: 'none (the run was refused before it began)' })
     return
   }
   const ended = EVENT_OF_PHASE[run.phase]

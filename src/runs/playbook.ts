@@ -197,6 +197,8 @@ async function drive<C, P extends RunParams>(
   // A refusal before anything stopped (bad input, an open gate, a lock) is not a run: it leaves no
   // folder for `runs list` to show as failed; its sentence says what to change.
   if (failure !== undefined && !options.resumed && isRefusal(failure) && !journal.disrupted()) {
+    // Whoever heard "started" hears how it ended; the run itself is forgotten.
+    await tellObservers({ kind: 'run-refused', journal, cause: errorMessage(failure) })
     await discardRun(journal)
     await lock.release()
     unregister()

@@ -1,6 +1,6 @@
 /**
  * What a run tells whoever listens: that it started (or was resumed), and that it ended with its
- * report written. The engine emits these and waits for every observer; the observers — webhooks
+ * report written — or was refused before anything changed, and leaves no run behind. The engine emits these and waits for every observer; the observers — webhooks
  * (src/notify), the environment's metrics (src/metrics) — are registered at the edge (the CLI), as
  * a controller watches events rather than being called by what it watches. An observer's failure
  * is a warning: it never fails the run.
@@ -19,6 +19,8 @@ export type RunEvent =
       targets: string[]
     }
   | { kind: 'run-ended'; journal: Journal; report: RunReport }
+  /** Refused after it was told started (a check before anything changed): the run is then forgotten. */
+  | { kind: 'run-refused'; journal: Journal; cause: string }
 
 export type RunObserver = (event: RunEvent) => Promise<void> | void
 

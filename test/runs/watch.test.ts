@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { stringify as toYaml } from 'yaml'
-import { RolledBackError } from '../../src/core/errors.ts'
+import { BlockedError, RolledBackError } from '../../src/core/errors.ts'
 import { collect } from '../../src/core/events.ts'
 import { clearSecretsForTests } from '../../src/core/redact.ts'
 import { publishRunMetrics } from '../../src/metrics/run-metrics.ts'
@@ -189,6 +189,50 @@ describe('notifications and metrics of a run', () => {
     for (const file of ['report.html', 'report.md', 'report.json', 'journal.jsonl', 'run.json'])
       expect(readFileSync(journal.file(file), 'utf8')).not.toContain(TOKEN)
     expect(JSON.stringify(log.events)).not.toContain(TOKEN)
+  })
+
+  it('tells a webhook that heard "started" of a run refused before anything changed, and keeps no run', async () => {
+    process.env.SVCOPS_TEST_HOOK_URL = `${receiverUrl}/refused/${TOKEN}`
+    const envFile = join(dir, 'Pulumi.refused.yaml')
+    writeFileSync(envFile, toYaml({ config: { 'svcops:notify': { webhooks: [{ url: { env: 'SVCOPS_TEST_HOOK_URL' } }] } } }))
+    const refusing: Playbook<object> = {
+      ...failing,
+      // A check before the first stop finds what a person must fix (exit 5): nothing changed.
+      procedure: () => Promise.reject(new BlockedError('The previous release 1.5.0 cannot be installed again: its package is gone.')),
+    }
+    const record: RunRecord = {
+      id: newRunId(),
+      kind: 'upgrade',
+      system: 'recording',
+      environment: 'refused',
+      envFile,
+      targetVersion: '2.0.0',
+      params: { previousVersions: { 'rec-1': '1.5.0' }, hosts: ['rec-1'], batchSize: 1, maxFail: '0' },
+      autoRollback: true,
+      phase: 'running',
+      startedAt: new Date().toISOString(),
+      holder: 'svcops@cron',
+      pid: process.pid,
+    }
+    const journal = Journal.create(record, runsDir)
+    const error = await startRun({
+      playbook: refusing,
+      journal,
+      lock: { release: () => Promise.resolve() },
+      open: () => Promise.resolve({ ctx: {}, close: () => Promise.resolve() }),
+      system: recordingDescription,
+    }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(BlockedError)
+    const bodies = received.filter((r) => r.path.startsWith('/refused/')).map((r) => JSON.parse(r.body) as Record<string, unknown>)
+    expect(bodies.map((b) => [b.event, b.phase])).toEqual([
+      ['start', 'running'],
+      ['failure', 'refused'],
+    ])
+    expect(bodies[1]?.summary).toBe(
+      'Refused upgrade to 2.0.0 of refused before anything changed: The previous release 1.5.0 cannot be installed again: its package is gone.',
+    )
+    expect(bodies[1]?.report).toBe('none (the run was refused before it began)')
+    expect(existsSync(journal.dir)).toBe(false)
   })
 
   it('writes metrics promtool accepts, with the last backup and restore test; the Pushgateway serves them', async () => {
