@@ -15,6 +15,7 @@
  *                      through the pod proxy (live-cluster-config.ts, controller-service.ts)
  */
 import { errorMessage } from '../../core/errors.ts'
+import { proofOf, type ImageProof } from '../../drivers/image-proof.ts'
 import { describeCall, type PodFacts } from '../../drivers/kubernetes.ts'
 import { pulumiArgv, readStackVersion } from '../../drivers/pulumi.ts'
 import { ERROR_LEVELS, findLogErrors } from '../../drivers/services.ts'
@@ -39,7 +40,7 @@ import {
 import { apiPrefix } from '../../releases/versions.ts'
 import { LIVE_VERSION_KEY, shownPulumi, type LiveCluster } from './live-cluster-handle.ts'
 import { describeLiveClusterPreflight, liveClusterPreflight, previewLiveChange } from './live-preview.ts'
-import { readPreviousImages, stackImageOf, type ImageProof } from './previous-image.ts'
+import { readPreviousImages, stackImageOf } from './previous-image.ts'
 
 /** The images an earlier check of the run proved runnable, from its journaled facts (anything else ignored). */
 function earlierProofs(earlier: Record<string, unknown> | undefined): Partial<Record<LiveComponentName, ImageProof>> {
@@ -47,9 +48,8 @@ function earlierProofs(earlier: Record<string, unknown> | undefined): Partial<Re
   if (!images || typeof images !== 'object') return {}
   const out: Partial<Record<LiveComponentName, ImageProof>> = {}
   for (const c of LIVE_COMPONENTS) {
-    const p = (images as Record<string, unknown>)[c] as Partial<ImageProof> | undefined
-    if (typeof p?.image === 'string' && typeof p.imageID === 'string' && typeof p.pod === 'string')
-      out[c] = { image: p.image, imageID: p.imageID, pod: p.pod }
+    const p = proofOf((images as Record<string, unknown>)[c])
+    if (p) out[c] = p
   }
   return out
 }
