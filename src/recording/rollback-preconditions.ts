@@ -33,7 +33,7 @@ interface RollbackReading {
   unproven: string[]
 }
 
-/** What the upgrade's own check proved on each target before its first stop (its journaled `proven`). */
+/** What the upgrade's own check proved on each target before its first stop (its journaled `proven`; {} before it ran). */
 function earlierProofs(ctx: Ctx): Record<string, unknown> {
   const proven = ctx.journal.finished(stepName(checkRollbackReady))?.data?.proven
   return proven && typeof proven === 'object' ? (proven as Record<string, unknown>) : {}
@@ -49,7 +49,9 @@ async function findMissing(ctx: Ctx, needs: RollbackNeeds): Promise<RollbackRead
       if (problem) read.missing.push(`the run's backup cannot be restored: ${problem}`)
     }
   }
-  const earlier = needs.by === 'rollback' ? earlierProofs(ctx) : {}
+  // What the run's first check proved: the rollback's, and a resumed upgrade's (its pods may be stopped by now).
+  const earlier = earlierProofs(ctx)
+  const before = beforeFirstStop(ctx, needs)
   for (const h of needs.hosts) {
     const previous = run.params.previousVersions[h.name]
     if (!previous) {
@@ -66,15 +68,20 @@ async function findMissing(ctx: Ctx, needs: RollbackNeeds): Promise<RollbackRead
     if (target.proven) read.proven[h.name] = target.proven
     // Before the upgrade's first stop the target runs `previous`: what its own pods cannot prove is refused.
     // A rollback goes on without proof (its start waits for the pods and stops on a failed pull).
-    for (const u of target.unproven ?? []) (needs.by === 'upgrade' ? read.missing : read.unproven).push(`${h.name}: ${u}`)
+    for (const u of target.unproven ?? []) (before ? read.missing : read.unproven).push(`${h.name}: ${u}`)
   }
   return read
+}
+
+/** The upgrade's check before anything stopped (not a resumed upgrade that already stopped a target). */
+function beforeFirstStop(ctx: Ctx, needs: RollbackNeeds): boolean {
+  return needs.by === 'upgrade' && !ctx.journal.disrupted()
 }
 
 function refusal(ctx: Ctx, needs: RollbackNeeds, missing: string[]): BlockedError {
   const run = ctx.journal.run
   const env = ctx.env.name
-  if (needs.by === 'upgrade')
+  if (beforeFirstStop(ctx, needs))
     return new BlockedError(
       `Nothing changed: the ${run.params.downgrade ? 'move' : 'upgrade'} to ${run.targetVersion} was refused before anything stopped, because its rollback would not get through — ${missing.join('; ')}.`,
       `Bring back what is missing, then run it again: svcops ${run.params.downgrade ? 'rollback' : 'upgrade'} recording --env ${env} --to ${run.targetVersion}`,
