@@ -78,6 +78,11 @@ export function openKubernetesLivePlatform(scope: LiveScope, cluster: LiveCluste
     },
     // The image is the registry's business: the kubelet pulls it, and a missing tag shows as ImagePullBackOff in the check.
     assertAvailable: () => undefined,
+    // Nothing is written where the system runs before the first change: no package is staged, the stack file's values go to the journal.
+    readRoom: () => Promise.resolve([]),
+    describeRoom: () => [
+      "nothing: no package is staged (the kubelet pulls the images) and the stack file's values are kept in the run's journal",
+    ],
     stage: () => Promise.resolve({ skipped: 'nothing to stage: the kubelet pulls the image when the new pod starts' }),
     async install(_c, version) {
       const file = cluster.stack().stackFile
