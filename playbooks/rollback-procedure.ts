@@ -39,7 +39,9 @@ export async function rollBackRecording(run: Run<RecordingContext>, options: { d
   const previous = (h: RecordingTarget) => ctx.journal.run.params.previousVersions[h.name]
   const decision = decisionOf(await run.step(decideRestore, options)) // restore only if the schema changed
   const hosts = hostsOf(ctx, decision)
-  await run.step(checkRollbackReady, { restore: decision.restore, hosts }).catch((e: unknown) => startOnWhatTheyHave(run, e)) // backup, packages, hosts, rights: before anything stops
+  await run
+    .step(checkRollbackReady, { by: 'rollback', restore: decision.restore, hosts })
+    .catch((e: unknown) => startOnWhatTheyHave(run, e)) // backup, packages, hosts, rights: before anything stops
   if (decision.restore) await run.step(exportLaterRecordings) // recordings written after the backup
   await run.everyHost(hosts, (h) => run.onHost(h, stopService)) // 1. stop the service
   await run.everyHost(hosts, (h) => run.onHost(h, installPackage, previous(h))) // 2. downgrade the package

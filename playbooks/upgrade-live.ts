@@ -2,8 +2,9 @@
 /**
  * Playbook: upgrade the live production system across majors (seed, Versioning > "Live production
  * system: changes per major release"), on one host or across several. Before anything changes: the
- * installed release, the packages staged, the blocking gates (what only people can fix: checked by
- * svcops or acknowledged with --ack), the files read and a backup of each. Then every instance
+ * installed release and the room on each host for what the run writes there, the packages staged,
+ * the blocking gates (what only people can fix: checked by svcops or acknowledged with --ack), the
+ * files read and a backup of each. Then every instance
  * stops, svcops writes what the target needs (a PSK in the settings file and every environment
  * together, the settings file where the target reads it, one TCP endpoint), and each component is
  * installed, started and checked in dependency order: the controller, ingest, the pipeline, the
@@ -58,7 +59,7 @@ async function upgradeLive(run: Run<LiveContext>): Promise<void> {
   const { ctx } = run
   const target = ctx.journal.run.targetVersion
   const pending = (u: ComponentHandle) => !run.finished(checkStarted, u.name) // not yet upgraded and checked before an interruption
-  await run.step(preflight) // the installed release of every instance; a downgrade or mixed releases refused
+  await run.step(preflight) // the installed release of every instance; a downgrade, mixed releases or too little room for the staging refused
   if (await alreadyOnTarget(run)) return // every instance running the target: no stop, no restart, a no-op run
   await run.step(checkGates) // what only people can fix: unacknowledged gates stop here, nothing changed
   await run.everyHost(ctx.units, (u) => run.onHost(u, stagePackages)) // target and current package on every host

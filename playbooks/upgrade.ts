@@ -64,7 +64,7 @@ async function upgrade(run: Run<RecordingContext>): Promise<void> {
   await run.everyHost(ctx.targets, (h) => run.onHost(h, stagePackages)) // target and previous package on every host
   await run.step(snapshotContent) // every recording and the row counts, to prove nothing is lost
   await run.step(backupAndVerify) // back up the database before upgrading; nothing stops before it
-  await run.step(checkRollbackReady, { restore: true, hosts: ctx.targets }) // what a rollback would need: the backup, previous packages, hosts, rights
+  await run.step(checkRollbackReady, { by: 'upgrade', restore: true, hosts: ctx.targets }) // what a rollback would need: the backup, previous packages or image, hosts, rights
   const tolerated = await run.rollout(rolloutOf(run), async (h) => {
     if (run.finished(verifyHost, h.name)) return // upgraded and verified before an interruption
     try {

@@ -6,7 +6,7 @@
  * from the host's repositories. Commands are argv arrays built here, so tests pin them exactly.
  */
 import { createHash } from 'node:crypto'
-import { createReadStream, existsSync, readdirSync } from 'node:fs'
+import { createReadStream, existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { RecordingHostConfig } from '../config/schema.ts'
 import { BadInputError, OperationError } from '../core/errors.ts'
@@ -148,6 +148,17 @@ function mayWrite(host: Host, dir: string): (PlannedCommand & { missing: string 
 
 function cachedPath(host: Host, file: string): string {
   return join(hostPath(host, PACKAGE_CACHE), file.split('/').pop() ?? file)
+}
+
+/**
+ * The bytes staging the local package `file` still writes to the host's package cache: its size,
+ * or 0 when the cache holds a file of that name and size (staging compares checksums and copies
+ * again over it, which needs no more room). Only the dpkg driver stages files known here.
+ */
+export async function stagingBytes(transport: Transport, host: Host, file: string): Promise<number> {
+  const size = statSync(file).size
+  const there = await runCommand(transport, ['stat', '-c', '%s', '--', cachedPath(host, file)], { check: false })
+  return there.code === 0 && Number(there.stdout.trim()) === size ? 0 : size
 }
 
 /** The version installed on the host, or undefined when the package is not installed. */

@@ -56,6 +56,15 @@ export interface LivePlatform {
   describePreflight(to: string): { versionCheck: string; more: string[] }
   /** Runs them, knowing the release installed now; what they found, for the journal (undefined: nothing to check). */
   checkPreflight(installed: string | undefined): Promise<Record<string, unknown> | undefined>
+  /**
+   * Each filesystem the upgrade writes to before its first stop, read now: on each host, the package
+   * cache that receives the packages of `versions` it stages and the folder that receives the copies
+   * of the settings and environment files; what it would write there and what is free ([]: nothing
+   * is written where the system runs, as on Kubernetes). Judged by live-room.ts.
+   */
+  readRoom(versions: string[]): Promise<RoomReading[]>
+  /** What `readRoom` reads, for the dry run. */
+  describeRoom(): string[]
   /** Makes `versions` available without installing them (nothing stops for a download). */
   stage(unit: LiveUnit, versions: string[]): Promise<StepResult>
   /** Installs exactly `version` (up or down). */
@@ -113,6 +122,21 @@ export interface RollbackReading {
   missing: string[]
   facts?: Record<string, unknown>
   unproven?: string[]
+}
+
+/** A filesystem of a host the upgrade writes to before its first stop: what it writes there, and what is free. */
+export interface RoomReading {
+  host: string
+  /** The folders written to on that filesystem, as paths on the host. */
+  paths: string[]
+  /** The filesystem's mount point, as `df -P` names it. */
+  mount: string
+  /** The bytes the run writes there, without the margin. */
+  needed: number
+  /** The bytes free for the user svcops acts as (`df -Pk`'s Available). */
+  free: number
+  /** What is written there, for sentences ("the staged packages"). */
+  what: string[]
 }
 
 /** Where the run lock of a live system is: a file, and the transport that reaches it. */

@@ -16,6 +16,8 @@ import { assertGatesClear, describeGates, evaluateGates } from './gates.ts'
 import { componentPackage } from './layout.ts'
 import type { ComponentHandle, LiveContext } from './live-context.ts'
 import { failedChecks } from './live-judge.ts'
+import type { RoomReading } from './live-platform.ts'
+import { checkRoom } from './live-room.ts'
 
 type Ctx = LiveContext
 type C = ComponentHandle
@@ -39,7 +41,7 @@ export function unitWords(ctx: Ctx, u: C): string {
 
 export const preflight = defineStep<Ctx>({
   id: 'preflight',
-  title: 'read the installed release of every component; refuse mixed releases and downgrades',
+  title: 'read the installed release of every component; refuse mixed releases, downgrades and too little room for the staging',
   once: true,
   describe: (ctx) => {
     const platform = ctx.platform.describePreflight(ctx.journal.run.targetVersion)
@@ -47,16 +49,30 @@ export const preflight = defineStep<Ctx>({
       `read the installed version of ${[...new Set(ctx.units.map((u) => componentPackage(ctx.product, u.component)))].join(', ')} on ${ctx.platform.where}`,
       `check that ${ctx.journal.run.targetVersion} is newer than all of them${platform.versionCheck}`,
       ...platform.more,
+      ...ctx.platform.describeRoom().map((d) => `room before anything is staged (what is written there plus 20%): ${d}`),
     ]
   },
-  preview: (ctx) => readPreflight(ctx),
+  // The dry run reads the room too: it fails where the run would.
+  async preview(ctx) {
+    const result = await readPreflight(ctx)
+    const room = await roomFor(ctx, result)
+    return room ? { data: { ...result.data, room } } : result
+  },
   async act(ctx) {
     const result = await readPreflight(ctx)
     // The platform's own checks (on Kubernetes: the CLI, the stack, the API, the rights, a preview without anybody else's change).
     const platform = await ctx.platform.checkPreflight(fromVersion(ctx))
-    return platform ? { data: { ...result.data, ...platform } } : result
+    const room = await roomFor(ctx, result)
+    return { data: { ...result.data, ...platform, ...(room ? { room } : {}) } }
   },
 })
+
+/** The room for what the run writes before its first stop (live-room.ts); none read when already on the target (a no-op writes nothing). */
+async function roomFor(ctx: Ctx, preflight: StepResult): Promise<RoomReading[] | undefined> {
+  const from = typeof preflight.data?.from === 'string' ? preflight.data.from : ''
+  const to = ctx.journal.run.targetVersion
+  return from && from !== to ? checkRoom(ctx, from, to) : undefined
+}
 
 async function readPreflight(ctx: Ctx): Promise<StepResult> {
   const to = ctx.journal.run.targetVersion

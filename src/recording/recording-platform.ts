@@ -52,6 +52,17 @@ export interface VersionRecord {
   version: string | null
 }
 
+/**
+ * What running a version on a target needs, as read now: each missing part one sentence (refused);
+ * what was proven, for the journal (a later check of the run reads it back as `earlier`); and what
+ * could not be proven either way, in sentences.
+ */
+export interface TargetReadiness {
+  missing: string[]
+  proven?: Record<string, unknown>
+  unproven?: string[]
+}
+
 /** What the dry run shows of a call. */
 export type DescribedCall = 'stop' | 'start' | 'review-config' | 'wait-healthy' | 'check-logs'
 
@@ -92,10 +103,11 @@ export interface RecordingPlatform {
 
   /**
    * What running `version` on the target needs, read without changing anything: the target
-   * reachable, the rights to act on it, the package (hosts) or image (Kubernetes) at hand. Each
-   * missing part is one sentence; [] when it is all there (a rollback's precondition).
+   * reachable, the rights to act on it, the package (hosts) or image (Kubernetes) at hand; `earlier`
+   * is what an earlier check of the run proved on the target (its `proven`). `missing` is empty when
+   * it is all there (a rollback's precondition).
    */
-  findMissing(target: RecordingTarget, version: string): Promise<string[]>
+  findMissing(target: RecordingTarget, version: string, earlier?: Record<string, unknown>): Promise<TargetReadiness>
   /** How `findMissing` reads, for the dry run. */
   describeFindMissing(target: RecordingTarget, version: string): string[]
   /** Makes `versions` available on the target without installing them (nothing stops for a download). */

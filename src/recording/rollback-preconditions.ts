@@ -2,60 +2,100 @@
  * What a rollback needs, checked before anything stops: when a restore may be needed, the run's
  * backup present, signed by a trusted signer, made for this environment and of the schema the run
  * recorded; on every host the rollback moves, the host reachable, the rights to act on it and its
- * previous version's package (hosts) or the cluster (Kubernetes). A missing part refuses the
- * rollback with nothing changed (exit 5); the upgrade checks the same before its first stop, so a
- * failed upgrade never meets a rollback that cannot run. The dry run reads the same and fails where
- * the real run would (Ansible's `--check`).
+ * previous version's package (hosts), or the cluster, the stack, the rights and the previous image
+ * proven pulled by a pod (Kubernetes). A missing part refuses the rollback with nothing changed
+ * (exit 5); the upgrade checks the same before its first stop, so a failed upgrade never meets a
+ * rollback that cannot run. The dry run reads the same and fails where the real run would (Ansible's
+ * `--check`).
  */
 import { BlockedError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import type { Run } from '../runs/engine.ts'
-import { defineStep, type StepResult } from '../runs/step.ts'
+import { defineStep, stepName, type StepResult } from '../runs/step.ts'
 import type { RecordingContext } from './recording-context.ts'
 import type { RecordingTarget } from './recording-platform.ts'
 import { waitHealthy } from './target-steps.ts'
 
 type Ctx = RecordingContext
 
-/** What the check covers: whether a restore may be needed, and the hosts that would move. */
+/** What the check covers: who checks, whether a restore may be needed, and the hosts that would move. */
 export interface RollbackNeeds {
+  /** The upgrade before its first stop (for the rollback a failure would start), or the rollback before its own. */
+  by: 'upgrade' | 'rollback'
   restore: boolean
   hosts: RecordingTarget[]
 }
 
-async function findMissing(ctx: Ctx, needs: RollbackNeeds): Promise<string[]> {
+/** What the check read: the missing parts, what each target proved (journaled), and what nothing proved. */
+interface RollbackReading {
+  missing: string[]
+  proven: Record<string, Record<string, unknown>>
+  unproven: string[]
+}
+
+/** What the upgrade's own check proved on each target before its first stop (its journaled `proven`; {} before it ran). */
+function earlierProofs(ctx: Ctx): Record<string, unknown> {
+  const proven = ctx.journal.finished(stepName(checkRollbackReady))?.data?.proven
+  return proven && typeof proven === 'object' ? (proven as Record<string, unknown>) : {}
+}
+
+async function findMissing(ctx: Ctx, needs: RollbackNeeds): Promise<RollbackReading> {
   const run = ctx.journal.run
-  const missing: string[] = []
+  const read: RollbackReading = { missing: [], proven: {}, unproven: [] }
   if (needs.restore) {
-    if (!run.params.backupId) missing.push(`run ${run.id} has no verified backup to restore`)
+    if (!run.params.backupId) read.missing.push(`run ${run.id} has no verified backup to restore`)
     else {
       const problem = await ctx.deps.backup.findRestoreProblem(run.params.backupId, run.params.fingerprintBefore)
-      if (problem) missing.push(`the run's backup cannot be restored: ${problem}`)
+      if (problem) read.missing.push(`the run's backup cannot be restored: ${problem}`)
     }
   }
+  // What the run's first check proved: the rollback's, and a resumed upgrade's (its pods may be stopped by now).
+  const earlier = earlierProofs(ctx)
+  const before = beforeFirstStop(ctx, needs)
   for (const h of needs.hosts) {
     const previous = run.params.previousVersions[h.name]
     if (!previous) {
-      missing.push(`the version ${h.name} ran before run ${run.id} is not known`)
+      read.missing.push(`the version ${h.name} ran before run ${run.id} is not known`)
       continue
     }
-    missing.push(...(await ctx.platform.findMissing(h, previous)).map((m) => `${h.name}: ${m}`))
+    const was = earlier[h.name]
+    const target = await ctx.platform.findMissing(
+      h,
+      previous,
+      was && typeof was === 'object' ? (was as Record<string, unknown>) : undefined,
+    )
+    read.missing.push(...target.missing.map((m) => `${h.name}: ${m}`))
+    if (target.proven) read.proven[h.name] = target.proven
+    // Before the upgrade's first stop the target runs `previous`: what its own pods cannot prove is refused.
+    // A rollback goes on without proof (its start waits for the pods and stops on a failed pull).
+    for (const u of target.unproven ?? []) (before ? read.missing : read.unproven).push(`${h.name}: ${u}`)
   }
-  return missing
+  return read
 }
 
-function refusal(ctx: Ctx, missing: string[]): BlockedError {
+/** The upgrade's check before anything stopped (not a resumed upgrade that already stopped a target). */
+function beforeFirstStop(ctx: Ctx, needs: RollbackNeeds): boolean {
+  return needs.by === 'upgrade' && !ctx.journal.disrupted()
+}
+
+function refusal(ctx: Ctx, needs: RollbackNeeds, missing: string[]): BlockedError {
   const run = ctx.journal.run
+  const env = ctx.env.name
+  if (beforeFirstStop(ctx, needs))
+    return new BlockedError(
+      `Nothing changed: the ${run.params.downgrade ? 'move' : 'upgrade'} to ${run.targetVersion} was refused before anything stopped, because its rollback would not get through — ${missing.join('; ')}.`,
+      `Bring back what is missing, then run it again: svcops ${run.params.downgrade ? 'rollback' : 'upgrade'} recording --env ${env} --to ${run.targetVersion}`,
+    )
   return new BlockedError(
     `Nothing changed: the rollback of run ${run.id} would not get through — ${missing.join('; ')}.`,
-    `Bring back what is missing, then run: svcops rollback recording --env ${ctx.env.name} --run ${run.id}` +
-      ` (or move every host to a version you have: svcops upgrade recording --env ${ctx.env.name} --to VERSION)`,
+    `Bring back what is missing, then run: svcops rollback recording --env ${env} --run ${run.id}` +
+      ` (or move every host to a version you have: svcops upgrade recording --env ${env} --to VERSION)`,
   )
 }
 
 export const checkRollbackReady = defineStep<Ctx, [RollbackNeeds]>({
   id: 'rollback-ready',
-  title: 'check what the rollback needs before anything stops (backup, packages, hosts, rights)',
+  title: 'check what the rollback needs before anything stops (backup, packages or images, hosts, rights)',
   describe: (ctx, needs) => {
     const run = ctx.journal.run.params
     return [
@@ -73,15 +113,16 @@ export const checkRollbackReady = defineStep<Ctx, [RollbackNeeds]>({
   async preview(ctx, needs) {
     // The dry run of an upgrade has neither its backup nor its staged packages yet: the real run checks them after both.
     if (!ctx.journal.run.params.backupId) return { skipped: 'checked by the run once its backup is taken and the packages are staged' }
-    const missing = await findMissing(ctx, needs)
-    if (missing.length) throw refusal(ctx, missing)
+    const read = await findMissing(ctx, needs)
+    if (read.missing.length) throw refusal(ctx, needs, read.missing)
     return { data: { ready: true } }
   },
   async act(ctx, needs): Promise<StepResult> {
-    const missing = await findMissing(ctx, needs)
+    const { missing, proven, unproven } = await findMissing(ctx, needs)
     events.emit({ kind: 'check', check: 'what the rollback needs', ok: missing.length === 0, detail: missing.join('; ') || 'all there' })
-    if (missing.length) throw refusal(ctx, missing)
-    return { data: { ready: true, hosts: needs.hosts.map((h) => h.name), restore: needs.restore } }
+    if (missing.length) throw refusal(ctx, needs, missing)
+    if (unproven.length) events.warn(`Not proven runnable, left to the rollback to find out: ${unproven.join('; ')}.`)
+    return { data: { ready: true, hosts: needs.hosts.map((h) => h.name), restore: needs.restore, proven } }
   },
 })
 

@@ -2,6 +2,8 @@
  * The live production system's upgrade never makes things worse, on a real live lab host: an
  * upgrade to the release every component already runs changes nothing (exit 0, the same processes,
  * a `no-op` run); one to an older release is refused before anything (exit 2), naming the rollback;
+ * one whose packages would not fit on the host's filesystem is refused in its preflight, before
+ * anything is staged (exit 5), and a run with room shows the room it read as a check row;
  * a rollback whose previous release's package left the host refuses before its first stop (exit 5);
  * so does an upgrade whose own rollback would miss a package; and a rollback that meets a package
  * gone after its check starts every component on the release it has and says which.
@@ -10,7 +12,9 @@
  * playbook's entry point, as the CLI calls it) and a sink of its events removes the package when the
  * engine reports the step before, which it does before it starts the next one.
  */
-import { existsSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, rmSync, statfsSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { upgradeLiveSystem } from '../../playbooks/upgrade-live.ts'
 import { useRunSystems } from '../../src/commands/run-systems.ts'
@@ -20,9 +24,12 @@ import { events } from '../../src/core/events.ts'
 import { LIVE_LOCK_PATH } from '../../src/live/hosts/live-hosts-platform.ts'
 import { componentPackage } from '../../src/live/layout.ts'
 import { listRuns } from '../../src/runs/journal.ts'
-import { gateIds, LIVE_COMPONENTS, PRODUCT, startLiveLab, type LiveLab } from '../support/live-lab.ts'
+import type { CliRun } from '../support/cli.ts'
+import { gateIds, LIVE_COMPONENTS, oneLiveHost, PRODUCT, startLiveLab, type LiveLab } from '../support/live-lab.ts'
 
 let lab: LiveLab
+/** The upgrade 6.0.0 -> 7.0.0 every test starts from, as the CLI printed it. */
+let firstUpgrade: CliRun
 
 /** The `--ack` of every gate between two releases (none for a patch release). */
 function acks(from: string, to: string): string[] {
@@ -76,6 +83,7 @@ beforeAll(async () => {
   lab = await startLiveLab({ version: '6.0.0' })
   const run = await lab.svcops(['upgrade', 'live', '--to', '7.0.0', '--yes', ...acks('6.0.0', '7.0.0')])
   expect(run.code, run.stderr).toBe(0)
+  firstUpgrade = run
   expect(Object.values(lab.versions())).toEqual(['7.0.0', '7.0.0', '7.0.0', '7.0.0'])
 }, 240_000)
 
@@ -106,6 +114,78 @@ describe('no-op and downgrade', () => {
     expect(pids()).toEqual(before)
     expect(lab.snapshot()).toEqual(files)
     expect(Object.values(lab.versions())).toEqual(['7.0.0', '7.0.0', '7.0.0', '7.0.0'])
+  })
+})
+
+/** `s` as a regular expression matching it literally. */
+function literally(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}
+
+describe('room on the host before anything is staged', () => {
+  it("the upgrade's preflight shows the room on the live host: the folders' filesystem, the bytes free and needed", () => {
+    const host = oneLiveHost(lab.live())
+    const root = host.root ?? ''
+    const row = firstUpgrade.stderr.split('\n').find((l) => l.startsWith(`[${host.name}] ok   room for `))
+    expect(row, firstUpgrade.stderr).toMatch(
+      new RegExp(
+        `^\\[${host.name}\\] ok   room for the staged packages and the copies of the settings and environment files: ` +
+          `the filesystem \\S+ of ${literally(root)}/var/cache/svcops/packages and ${literally(root)}/var/lib/svcops/runs on ${host.name}: ` +
+          `\\d+ bytes \\([^)]+\\) free; the staged packages and the copies of the settings and environment files need [1-9]\\d* bytes \\([^)]+\\), plus 20%$`,
+      ),
+    )
+  })
+
+  it('an upgrade whose packages would not fit on the host refuses in its preflight (exit 5), naming the host, the folders, the bytes needed and free: nothing staged, every pid kept', async () => {
+    const live = lab.live()
+    const host = oneLiveHost(live)
+    const root = host.root ?? ''
+    const packages = live.packageDir ?? ''
+    // The package directory the product takes, with a 7.0.1 ingest package larger than the host's
+    // filesystem has free (a sparse file: it takes no room itself); the others as they are.
+    const larger = mkdtempSync(join(tmpdir(), 'svcops-room-packages-'))
+    const ingest = `${componentPackage(PRODUCT, 'ingest')}_7.0.1_`
+    for (const f of readdirSync(packages)) if (!f.startsWith(ingest)) symlinkSync(join(packages, f), join(larger, f))
+    const fs = statfsSync(root)
+    const big = join(larger, `${ingest}all.deb`)
+    writeFileSync(big, '')
+    truncateSync(big, fs.bavail * fs.bsize + 2 ** 30)
+    const cache = lab.file('/var/cache/svcops/packages')
+    const cached = readdirSync(cache)
+    const before = pids()
+    const files = lab.snapshot()
+    const runs = listRuns(lab.runsDir).map((r) => r.id)
+    lab.setLive({ packageDir: larger })
+    try {
+      const dry = await lab.svcops(['upgrade', 'live', '--to', '7.0.1', '--dry-run'])
+      expect(dry.code, dry.stderr).toBe(5)
+      expect(dry.stdout + dry.stderr).toContain('was refused before anything was staged')
+
+      const run = await lab.svcops(['upgrade', 'live', '--to', '7.0.1', '--yes'])
+      expect(run.code, run.stderr).toBe(5)
+      const refused = new RegExp(
+        'Nothing changed: the upgrade to 7\\.0\\.1 was refused before anything was staged, because the filesystem \\S+ of ' +
+          `${literally(root)}/var/cache/svcops/packages and ${literally(root)}/var/lib/svcops/runs on ${host.name} has (\\d+) bytes \\([^)]+\\) free, ` +
+          'and the staged packages and the copies of the settings and environment files need (\\d+) bytes \\([^)]+\\), (\\d+) bytes \\([^)]+\\) with the 20% margin\\.',
+      ).exec(run.stderr)
+      expect(refused, run.stderr).not.toBeNull()
+      const [free, needed, wanted] = (refused ?? []).slice(1).map(Number)
+      expect(needed).toBeGreaterThan(fs.bavail * fs.bsize) // the ingest package alone is larger than what was free
+      expect(wanted).toBe(Math.ceil((needed ?? 0) * 1.2))
+      expect(wanted).toBeGreaterThanOrEqual(free ?? 0)
+      expect(run.stderr).toContain(`[${host.name}] FAIL room for the staged packages`)
+      expect(run.stderr).toContain('svcops upgrade live --env lab --to 7.0.1')
+      // Nothing changed: nothing staged, every component on 7.0.0 with its process, the files as they were, no run.
+      expect(readdirSync(cache)).toEqual(cached)
+      expect(pids()).toEqual(before)
+      expect(lab.snapshot()).toEqual(files)
+      expect(Object.values(lab.versions())).toEqual(['7.0.0', '7.0.0', '7.0.0', '7.0.0'])
+      expect(listRuns(lab.runsDir).map((r) => r.id)).toEqual(runs)
+      expect(lab.read(LIVE_LOCK_PATH)).toBeUndefined()
+    } finally {
+      lab.setLive({ packageDir: packages })
+      rmSync(larger, { recursive: true, force: true })
+    }
   })
 })
 

@@ -2,7 +2,8 @@
  * The CLI on the Kubernetes platform, as a scheduler or a person runs it (a child process), on the
  * real lab's PostgreSQL, manager and recording service: `svcops upgrade recording` stops at its
  * preflight, in one sentence, with nothing changed, when the preview shows somebody else's change or
- * the identity lacks a right; `svcops verify recording` checks the service through a port-forward
+ * the identity lacks a right, and before its first stop (exit 5) when a pod cannot pull the image its
+ * rollback goes back to; `svcops verify recording` checks the service through a port-forward
  * the client library makes, to the lab's service standing behind the pod's port. The
  * API server is an in-test STAND-IN (test/support/kube-api-standin.ts) and `pulumi` on PATH an ARGV
  * RECORDER that prints recorded documents (test/support/pulumi-argv-recorder.ts).
@@ -129,6 +130,42 @@ describe('svcops verify recording on the Kubernetes platform', () => {
   })
 })
 
+describe('svcops upgrade recording on the Kubernetes platform, before its first stop: the image a rollback goes back to', () => {
+  it('refuses (exit 5) when a pod of the running version cannot pull its image: no pulumi up, no config set, no run left', async () => {
+    recorder.answer('preview', JSON.stringify({ steps: [], changeSummary: { same: 42 } }))
+    // One pod runs 1.5.0 (pulled); another, on a node that cannot pull 1.5.0, waits: the rollback may land there.
+    api.state.pods = [
+      { name: 'svc-recording-7d4b9c-a1', version: '1.5.0', log: ['INFO listening on :8080'] },
+      { name: 'svc-recording-7d4b9c-c3', version: '1.5.0', phase: 'Pending', ready: false, waiting: 'ImagePullBackOff' },
+    ]
+    const stackBefore = readFileSync(stackFile, 'utf8')
+    const runs = () => (existsSync(lab.runsDir) ? readdirSync(lab.runsDir) : [])
+    const runsBefore = runs()
+    const callsBefore = recorder.calls().length
+    const requestsBefore = api.requests.length
+    const run = await upgrade()
+    expect(run.code, run.stderr).toBe(5)
+    const error = (JSON.parse(run.stdout) as { error: { message: string; hint: string } }).error
+    expect(error.message).toBe(
+      'Nothing changed: the upgrade to 2.0.0 was refused before anything stopped, because its rollback would not get through — ' +
+        'svc-recording: the image registry.example.internal/svc/recording:1.5.0 cannot be pulled: pod svc-recording-7d4b9c-c3 shows ImagePullBackOff.',
+    )
+    expect(error.hint).toContain('svcops upgrade recording --env lab --to 2.0.0')
+    const calls = recorder
+      .calls()
+      .slice(callsBefore)
+      .map((c) => c.argv[0])
+    expect(calls).toContain('preview')
+    expect(calls).not.toContain('up')
+    expect(calls).not.toContain('config')
+    const writes = api.requests.slice(requestsBefore).filter((r) => r.method !== 'GET' && !r.path.endsWith('/selfsubjectaccessreviews'))
+    expect(writes).toEqual([])
+    expect(readFileSync(stackFile, 'utf8')).toBe(stackBefore)
+    expect(api.state.pods.map((p) => p.version)).toEqual(['1.5.0', '1.5.0'])
+    expect(runs()).toEqual(runsBefore) // a refusal before the first stop is not a run
+  })
+})
+
 describe('a Kubernetes run killed after its stop, continued from its journal', () => {
   it('took the verified backup first; resume plans the rest from the journal, and its rollback the previous version, with the exact pulumi commands', async () => {
     recorder.answer('preview', JSON.stringify({ steps: [], changeSummary: { same: 42 } }))
@@ -154,6 +191,17 @@ describe('a Kubernetes run killed after its stop, continued from its journal', (
     )
     delete api.state.beforeAnswer
     const id = readdirSync(lab.runsDir).sort().at(-1) ?? ''
+    // Before its stop the upgrade proved the image its rollback goes back to: a pod ran it, pulled (its imageID).
+    const ready = readFileSync(join(lab.runsDir, id, 'journal.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { step: string; status: string; data?: { proven?: Record<string, { image?: unknown }> } })
+      .find((e) => e.step === 'rollback-ready' && e.status === 'ok')
+    expect(ready?.data?.proven?.['svc-recording']?.image).toEqual({
+      image: 'registry.example.internal/svc/recording:1.5.0',
+      imageID: expect.stringMatching(/^registry\.example\.internal\/svc\/recording@sha256:[0-9a-f]{64}$/) as string,
+      pod: 'svc-recording-7d4b9c-a1',
+    })
     // The rollback's preconditions ask the platform for its tools: the continuing machine has pulumi too.
     const env = { KUBECONFIG: api.kubeconfig, SVCOPS_RUNS_DIR: lab.runsDir, PATH: `${recorder.binDir}:${process.env.PATH ?? ''}` }
     const project = join(lab.dir, 'project')
@@ -172,5 +220,14 @@ describe('a Kubernetes run killed after its stop, continued from its journal', (
     expect(rollback.find((s) => s.step === 'rollback:install')?.actions).toEqual([
       `set svcops:recording.version to 1.5.0 in the stack file: pulumi config set --path --stack lab --non-interactive -- svcops:recording.version 1.5.0   (in ${project})`,
     ])
+    // No pod runs now (held at 0): the upgrade's proof stands, unless a node is seen failing to pull that image.
+    api.state.pods = [{ name: 'svc-recording-7d4b9c-d4', version: '1.5.0', phase: 'Pending', ready: false, waiting: 'ErrImagePull' }]
+    const refused = await runSvcops(['resume', id, '--rollback', '--dry-run', '--json'], { env })
+    expect(refused.code, refused.stderr).toBe(5)
+    expect(refused.stdout + refused.stderr).toContain(
+      `Nothing changed: the rollback of run ${id} would not get through — ` +
+        'svc-recording: the image registry.example.internal/svc/recording:1.5.0 cannot be pulled: pod svc-recording-7d4b9c-d4 shows ErrImagePull.',
+    )
+    api.state.pods = []
   })
 })

@@ -238,6 +238,9 @@ export class LiveWorld {
       },
       describePreflight: () => ({ versionCheck: '', more: [] }),
       checkPreflight: () => act(() => undefined),
+      // The in-memory host has room for everything: nothing it stages takes space on a filesystem.
+      readRoom: () => act(() => []),
+      describeRoom: () => [],
       stage: (u, versions) =>
         act(() => {
           for (const v of versions) if (available(v)) this.component(u.component).staged.add(v)

@@ -261,7 +261,9 @@ export class RecordingWorld {
       versionRecord: () => undefined,
       describeVersionRecord: () => [],
       findMissing: (t, version) =>
-        act(() => (this.host(t.name).staged.has(version) || this.options.releases.includes(version) ? [] : [`${version} is not at hand`])),
+        act(() => ({
+          missing: this.host(t.name).staged.has(version) || this.options.releases.includes(version) ? [] : [`${version} is not at hand`],
+        })),
       describeFindMissing: () => [],
       stage: (t, versions) =>
         act(() => {

@@ -53,6 +53,7 @@ export const UNIT_FILES = [
   'test/lab/demo-session.test.ts',
   'test/lab/live-helpers.test.ts',
   'test/live/config-change.test.ts',
+  'test/live/live-room.test.ts',
   'test/manager/client.test.ts',
   'test/manager/credentialed-http.test.ts',
   'test/manager/emulator.test.ts',

@@ -122,6 +122,16 @@ export async function backupHostConfig(h: HostConfig): Promise<StepResult> {
   return { changed: kept.map((f) => `backed up ${f.host ? `${f.host}:` : ''}${f.path}`), data: { files } }
 }
 
+/** The bytes the backup step copies to the controller's host (`hostBackupPath`, under LIVE_RUNS_PATH): the files that exist. */
+export async function readBackupBytes(h: HostConfig): Promise<number> {
+  let bytes = 0
+  for (const { host, path } of touchedPaths(h)) {
+    const text = await readHostFile(host, path)
+    if (text !== undefined) bytes += Buffer.byteLength(text)
+  }
+  return bytes
+}
+
 /** Which files the backup copies where, for the dry run. */
 export function describeHostConfigBackup(h: HostConfig): string[] {
   return [

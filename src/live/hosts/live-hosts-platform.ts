@@ -14,10 +14,12 @@ import { runCommand } from '../../core/runner.ts'
 import {
   installPackage,
   knownVersionsText,
+  PACKAGE_CACHE,
   packageDriver,
   readInstalledVersion,
   showCommand,
   stagePackage,
+  stagingBytes,
   type PackageDriver,
 } from '../../drivers/packages.ts'
 import {
@@ -38,7 +40,8 @@ import { controllerHost, liveUnits, placedHosts, type LiveUnit } from '../live-p
 import type { CheckResult } from '../live-judge.ts'
 import type { LiveLockPlace, LivePlatform, LiveScope } from '../live-platform.ts'
 import type { LiveHost } from './host-files.ts'
-import { LIVE_LOCK_PATH } from './live-host-run-store.ts'
+import { LIVE_LOCK_PATH, LIVE_RUNS_PATH } from './live-host-run-store.ts'
+import { describeDf, readRoom, type RoomNeed } from './host-room.ts'
 import { checkComponent, connectionStatus, controllerStatus } from './live-host-checks.ts'
 import {
   backupHostConfig,
@@ -48,6 +51,7 @@ import {
   describeHostConfigRestore,
   describeHostConfigWrite,
   findHostBackupMissing,
+  readBackupBytes,
   restoreHostConfig,
   verifyHostConfig,
   writeHostConfig,
@@ -142,6 +146,34 @@ export function openHostsPlatform(scope: LiveScope): LivePlatform {
     },
     describePreflight: () => ({ versionCheck: ' and that their package files exist', more: [] }),
     checkPreflight: () => Promise.resolve(undefined),
+    async readRoom(versions) {
+      const needs: RoomNeed[] = []
+      // Only the dpkg driver copies files whose size is known beforehand; apt and dnf download from the host's repositories.
+      if (pkg.name === 'dpkg')
+        for (const u of units)
+          for (const v of new Set(versions.filter(Boolean)))
+            needs.push({
+              host: on(u),
+              path: PACKAGE_CACHE,
+              bytes: await stagingBytes(on(u).transport, on(u).config, file(u, v) ?? ''),
+              what: 'the staged packages',
+            })
+      needs.push({
+        host: controller,
+        path: LIVE_RUNS_PATH,
+        bytes: await readBackupBytes(config),
+        what: 'the copies of the settings and environment files',
+      })
+      return readRoom(needs)
+    },
+    describeRoom: () => [
+      ...[...new Set(units.map(on))].map((h) =>
+        pkg.name === 'dpkg'
+          ? `${describeDf(h, PACKAGE_CACHE)}: room for the packages of the target and the installed release of its components not in the cache yet (stat -c %s)`
+          : `${h.name}: ${pkg.name} downloads from the host's repositories; the size of a download is not known before it`,
+      ),
+      `${describeDf(controller, LIVE_RUNS_PATH)}: room for the copies of the settings and environment files`,
+    ],
     async stage(u, versions) {
       const changed: string[] = []
       for (const v of versions) changed.push(...(await stagePackage(pkg, on(u).transport, on(u).config, name(u), v, file(u, v))))

@@ -15,6 +15,7 @@
  *                      through the pod proxy (live-cluster-config.ts, controller-service.ts)
  */
 import { errorMessage } from '../../core/errors.ts'
+import { proofOf, type ImageProof } from '../../drivers/image-proof.ts'
 import { describeCall, type PodFacts } from '../../drivers/kubernetes.ts'
 import { pulumiArgv, readStackVersion } from '../../drivers/pulumi.ts'
 import { ERROR_LEVELS, findLogErrors } from '../../drivers/services.ts'
@@ -39,7 +40,7 @@ import {
 import { apiPrefix } from '../../releases/versions.ts'
 import { LIVE_VERSION_KEY, shownPulumi, type LiveCluster } from './live-cluster-handle.ts'
 import { describeLiveClusterPreflight, liveClusterPreflight, previewLiveChange } from './live-preview.ts'
-import { readPreviousImages, stackImageOf, type ImageProof } from './previous-image.ts'
+import { readPreviousImages, stackImageOf } from './previous-image.ts'
 
 /** The images an earlier check of the run proved runnable, from its journaled facts (anything else ignored). */
 function earlierProofs(earlier: Record<string, unknown> | undefined): Partial<Record<LiveComponentName, ImageProof>> {
@@ -47,9 +48,8 @@ function earlierProofs(earlier: Record<string, unknown> | undefined): Partial<Re
   if (!images || typeof images !== 'object') return {}
   const out: Partial<Record<LiveComponentName, ImageProof>> = {}
   for (const c of LIVE_COMPONENTS) {
-    const p = (images as Record<string, unknown>)[c] as Partial<ImageProof> | undefined
-    if (typeof p?.image === 'string' && typeof p.imageID === 'string' && typeof p.pod === 'string')
-      out[c] = { image: p.image, imageID: p.imageID, pod: p.pod }
+    const p = proofOf((images as Record<string, unknown>)[c])
+    if (p) out[c] = p
   }
   return out
 }
@@ -78,6 +78,11 @@ export function openKubernetesLivePlatform(scope: LiveScope, cluster: LiveCluste
     },
     // The image is the registry's business: the kubelet pulls it, and a missing tag shows as ImagePullBackOff in the check.
     assertAvailable: () => undefined,
+    // Nothing is written where the system runs before the first change: no package is staged, the stack file's values go to the journal.
+    readRoom: () => Promise.resolve([]),
+    describeRoom: () => [
+      "nothing: no package is staged (the kubelet pulls the images) and the stack file's values are kept in the run's journal",
+    ],
     stage: () => Promise.resolve({ skipped: 'nothing to stage: the kubelet pulls the image when the new pod starts' }),
     async install(_c, version) {
       const file = cluster.stack().stackFile

@@ -15,23 +15,15 @@
  * What it cannot prove: that the registry still holds the tag now (nothing pulls it until the
  * rollback does), that every node can pull it, or that the tag still names the content seen (unless
  * the stack pins a digest). Without proof and without a refusal, the check says so and goes on.
+ * The judgement of the pods is src/drivers/image-proof.ts, which the recording service's check shares.
  */
 import type { Environment } from '../../config/schema.ts'
 import { errorMessage } from '../../core/errors.ts'
+import { judgeImage, type ImageProof } from '../../drivers/image-proof.ts'
 import type { PodFacts } from '../../drivers/kubernetes.ts'
 import type { LiveComponentName } from '../layout.ts'
 import type { LiveCluster } from './live-cluster-handle.ts'
 import { livePods } from './controller-service.ts'
-
-/** A pull the kubelet gave up on: the image cannot run on that node now. */
-const PULL_FAILURES = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull'])
-
-/** A pod seen running an image: its reference and the content the kubelet runs. */
-export interface ImageProof {
-  image: string
-  imageID: string
-  pod: string
-}
 
 /** What the image check found: refusals, images proven runnable (journaled), and images it could not prove. */
 export interface ImageReading {
@@ -51,20 +43,6 @@ const DEPLOY_KEYS: Record<LiveComponentName, 'systemController' | 'ingest' | 'pi
 export function stackImageOf(env: Environment, c: LiveComponentName, version: string): string | undefined {
   const repository = env.deploy?.live[DEPLOY_KEYS[c]].image
   return repository ? `${repository}:${version}` : undefined
-}
-
-/** True when `image` (`repo:tag[@digest]`) is `reference` (`repo:tag`). */
-function isImage(image: string | undefined, reference: string): boolean {
-  return !!image && (image === reference || image.startsWith(`${reference}@`))
-}
-
-/** The proof of `reference` among `pods`, or the pull failure one shows. */
-function judgePods(pods: PodFacts[], reference: string): { proof?: ImageProof; failure?: string } {
-  const of = pods.filter((p) => isImage(p.image, reference))
-  const failed = of.find((p) => p.waiting && PULL_FAILURES.has(p.waiting))
-  if (failed) return { failure: `pod ${failed.name} shows ${failed.waiting ?? ''}` }
-  const ran = of.find((p) => p.phase === 'Running' && p.imageID)
-  return ran ? { proof: { image: ran.image ?? reference, imageID: ran.imageID ?? '', pod: ran.name } } : {}
 }
 
 /**
@@ -94,14 +72,11 @@ export async function readPreviousImages(
       continue
     }
     // The Deployment on V from another repository: the rollback's `pulumi up` would ask for an image nobody ran.
-    if (running && running.split('@')[0]?.endsWith(`:${v}`) && !isImage(running, reference)) {
-      reading.missing.push(`the Deployment of ${c} runs ${running}, not the stack file's ${reference}`)
-      continue
-    }
-    const seen = judgePods(pods, reference)
-    if (seen.failure) reading.missing.push(`the image ${reference} of ${c} cannot be pulled: ${seen.failure}`)
-    else if (seen.proof) reading.proven[c] = seen.proof
-    else if (earlier[c] && isImage(earlier[c].image, reference)) reading.proven[c] = earlier[c]
+    const found = judgeImage(reference, v, running, pods, earlier[c])
+    if (found.verdict === 'other-repository')
+      reading.missing.push(`the Deployment of ${c} runs ${found.running}, not the stack file's ${reference}`)
+    else if (found.verdict === 'cannot-pull') reading.missing.push(`the image ${reference} of ${c} cannot be pulled: ${found.why}`)
+    else if (found.verdict === 'proven') reading.proven[c] = found.proof
     else reading.unproven.push(`${reference} (${c}): no pod was seen running it during this run`)
   }
   return reading

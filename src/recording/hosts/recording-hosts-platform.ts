@@ -94,19 +94,19 @@ export function openHostsPlatform(env: Environment, rec: RecordingConfig, settin
         code: -1,
         stderr: errorMessage(error),
       }))
-      if (reached.code !== 0) return [`${h.name} cannot be reached: ${reached.stderr.trim() || `exit ${reached.code}`}`]
+      if (reached.code !== 0) return { missing: [`${h.name} cannot be reached: ${reached.stderr.trim() || `exit ${reached.code}`}`] }
       let file: string | undefined
       try {
         file = packageFile(version)
       } catch (error) {
-        return [errorMessage(error).replace(/\.$/, '')]
+        return { missing: [errorMessage(error).replace(/\.$/, '')] }
       }
       const missing: string[] = []
       for (const cmd of pkg.readyCommands(h.config, settings.package, version, file)) {
         const result = await runCommand(h.transport, cmd.argv, { check: false, ...(cmd.env ? { env: cmd.env } : {}) })
         if (result.code !== 0) missing.push(cmd.missing)
       }
-      return missing
+      return { missing }
     },
     describeFindMissing: (t, version) => {
       const h = hostOf(t)

@@ -13,6 +13,10 @@
  *                 again: the configured replicas
  *   status, logs  every pod through the API: Running, ready, on the Deployment's version; their last lines
  *   record        the stack file, which must hold the version the Deployment runs
+ *   rollback-ready the cluster, the stack free, every right; the image a rollback asks for
+ *                 (`deploy.recording.image`:previous version) proven pulled by a pod with an
+ *                 `imageID`, now or at the upgrade's check (src/drivers/image-proof.ts, as the live
+ *                 system's check); a pod of it in ImagePullBackOff refuses
  *
  * svcops writes no field of what the program manages: the replicas, like the version, are the
  * stack file's, applied by `pulumi up` (the Deployment has one writer of `spec.replicas`: its own
@@ -22,6 +26,7 @@
 import type { Environment } from '../../config/schema.ts'
 import { errorMessage } from '../../core/errors.ts'
 import { checkClusterAccess } from '../../drivers/cluster-access.ts'
+import { judgeImage, proofOf } from '../../drivers/image-proof.ts'
 import { describeCall, neededRights, showRight, type PodFacts } from '../../drivers/kubernetes.ts'
 import {
   HELD_REPLICAS_KEY,
@@ -34,7 +39,7 @@ import {
 } from '../../drivers/pulumi.ts'
 import { HostFailure } from '../../runs/engine.ts'
 import type { RecordingSettings } from '../recording-settings.ts'
-import type { RecordingPlatform, RecordingTarget, TargetStatus } from '../recording-platform.ts'
+import type { RecordingPlatform, RecordingTarget, TargetReadiness, TargetStatus } from '../recording-platform.ts'
 import { openRecordingCluster, type RecordingCluster } from './recording-deployment.ts'
 
 /** Waiting reasons that will not heal by themselves. */
@@ -91,6 +96,35 @@ export function openKubernetesPlatform(env: Environment, settings: RecordingSett
     }
   }
   const livePods = async (): Promise<PodFacts[]> => (await c.kube().listPods()).filter((p) => !p.deleting)
+  /** The image the stack file names at `version`: what the rollback's `pulumi up` asks for. */
+  const imageOf = (version: string): string => `${env.deploy?.recording.image ?? '(svcops:deploy.recording.image)'}:${version}`
+  /**
+   * Whether the image of `version` is proven pulled (src/drivers/image-proof.ts): a pod running it
+   * with an imageID now, or at the upgrade's check (`earlier`, as journaled); refused when a pod of it
+   * cannot pull it, or when the Deployment runs that version from another repository.
+   */
+  const readRollbackImage = async (version: string, earlier: Record<string, unknown> | undefined): Promise<TargetReadiness> => {
+    const reference = imageOf(version)
+    let running: string | undefined
+    let pods: PodFacts[]
+    try {
+      running = (await c.kube().readDeployment()).image
+      pods = await livePods()
+    } catch (error) {
+      return { missing: [`the Deployment ${c.target.deployment} cannot be read: ${errorMessage(error).replace(/\.$/, '')}`] }
+    }
+    const found = judgeImage(reference, version, running, pods, proofOf(earlier?.image))
+    if (found.verdict === 'proven') return { missing: [], proven: { image: found.proof } }
+    if (found.verdict === 'cannot-pull') return { missing: [`the image ${reference} cannot be pulled: ${found.why}`] }
+    if (found.verdict === 'other-repository')
+      return { missing: [`the Deployment ${c.target.deployment} runs ${found.running}, not the stack file's ${reference}`] }
+    return {
+      missing: [],
+      unproven: [
+        `no pod of the Deployment ${c.target.deployment} was seen running ${reference} with a pulled image (an imageID) during this run`,
+      ],
+    }
+  }
   const podLogs = async (): Promise<string[]> => {
     const lines: string[] = []
     for (const p of await livePods()) lines.push(...(await c.kube().podLog(p.name, settings.logLines)).map((l) => `${p.name}: ${l}`))
@@ -140,17 +174,18 @@ export function openKubernetesPlatform(env: Environment, settings: RecordingSett
       )
       return { pulumiVersion, kubernetes }
     },
-    async findMissing() {
-      // The cluster reachable, the stack free, every right the run uses: the image is the kubelet's to pull.
+    async findMissing(_t, version, earlier) {
+      // The cluster reachable, the stack free, every right the run uses; then the image the rollback's `pulumi up` asks for.
       try {
         await checkClusterAccess(c.pulumi(), c.kube(), { stack: env.name, rights: rights(), grant: 'Grant them (docs/deploy.md).' })
-        return []
       } catch (error) {
-        return [errorMessage(error).replace(/\.$/, '')]
+        return { missing: [errorMessage(error).replace(/\.$/, '')] }
       }
+      return readRollbackImage(version, earlier)
     },
-    describeFindMissing: () => [
+    describeFindMissing: (_t, version) => [
       `the Kubernetes API with context ${c.target.context ?? '(the kubeconfig’s current one)'}, the stack '${env.name}' free and this identity's rights: ${rights().map(showRight).join('; ')}`,
+      `${imageOf(version)}: ${describeCall.deployment(c.target)}; ${describeCall.pods(c.target)}; no pod of it in ErrImagePull or ImagePullBackOff, one Running with an imageID (now, or at the upgrade's check)`,
     ],
     describeVersionRead: () => [],
     async versions() {
