@@ -10,6 +10,7 @@
 import { BlockedError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import type { Run } from '../runs/engine.ts'
+import { runConcurrently } from '../runs/rollout.ts'
 import { defineStep, type StepResult } from '../runs/step.ts'
 import type { RecordingContext } from './recording-context.ts'
 import type { RecordingTarget } from './recording-platform.ts'
@@ -23,23 +24,31 @@ export interface RollbackNeeds {
   hosts: RecordingTarget[]
 }
 
+/**
+ * Hosts checked at once. Each host is a few round trips (reach it, its package, its rights); one
+ * after the other, a 50-host upgrade waited ~5 s here before its first stop.
+ */
+const HOSTS_AT_ONCE = 10
+
 async function findMissing(ctx: Ctx, needs: RollbackNeeds): Promise<string[]> {
   const run = ctx.journal.run
-  const missing: string[] = []
-  if (needs.restore) {
-    if (!run.params.backupId) missing.push(`run ${run.id} has no verified backup to restore`)
-    else {
-      const problem = await ctx.deps.backup.findRestoreProblem(run.params.backupId, run.params.fingerprintBefore)
-      if (problem) missing.push(`the run's backup cannot be restored: ${problem}`)
-    }
+  const backup = async (): Promise<string[]> => {
+    if (!needs.restore) return []
+    if (!run.params.backupId) return [`run ${run.id} has no verified backup to restore`]
+    const problem = await ctx.deps.backup.findRestoreProblem(run.params.backupId, run.params.fingerprintBefore)
+    return problem ? [`the run's backup cannot be restored: ${problem}`] : []
   }
-  for (const h of needs.hosts) {
+  const onHost = async (h: RecordingTarget): Promise<string[]> => {
     const previous = run.params.previousVersions[h.name]
-    if (!previous) {
-      missing.push(`the version ${h.name} ran before run ${run.id} is not known`)
-      continue
-    }
-    missing.push(...(await ctx.platform.findMissing(h, previous)).map((m) => `${h.name}: ${m}`))
+    if (!previous) return [`the version ${h.name} ran before run ${run.id} is not known`]
+    return (await ctx.platform.findMissing(h, previous)).map((m) => `${h.name}: ${m}`)
+  }
+  // The backup and the hosts at once; what is missing is said in the same order as one after the other.
+  const [fromBackup, fromHosts] = await Promise.all([backup(), runConcurrently(needs.hosts, HOSTS_AT_ONCE, onHost)])
+  const missing = [...fromBackup]
+  for (const result of fromHosts) {
+    if (result.status === 'rejected') throw result.reason
+    missing.push(...result.value)
   }
   return missing
 }
