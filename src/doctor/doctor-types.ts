@@ -63,6 +63,12 @@ export interface HostView {
   path(path: string): string
   /** Runs a shell snippet on the host as the service's user; never throws on a non-zero exit. */
   sh(script: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>
+  /**
+   * Runs `script` once per argument list, all in one command on the host (one round trip): each
+   * run's exit code (null when it did not finish) and output, as `sh` gives them; never throws on a
+   * non-zero exit.
+   */
+  shEach(script: string, runs: string[][]): Promise<{ code: number | null; stdout: string }[]>
   /** A connection with the service's own credentials, or why there is none (memoised). */
   database(): Promise<{ client: pg.Client } | { error: string; cause: 'no-config' | 'no-password' | 'connect' }>
 }

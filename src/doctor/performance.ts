@@ -138,13 +138,14 @@ export const diskIo: Cause = {
     const findings = []
     const seen = new Set<string>()
     const checked: string[] = []
-    for (const d of locationDirs(view)) {
-      const r = await view.sh(
-        'd="$1"; [ -d "$d" ] || d="$(dirname "$d")"; df -Pk "$d" | tail -n 1; f="$d/.svcops-doctor-$$"; ' +
-          's=$(date +%s%N); if dd if=/dev/zero of="$f" bs=4k count=1 oflag=dsync 2>/dev/null; then e=$(date +%s%N); echo "write $(( (e - s) / 1000000 ))"; else echo "write failed"; fi; rm -f "$f"',
-        view.path(d.path),
-      )
-      const [df = '', probe = ''] = r.stdout.trim().split('\n')
+    const dirs = locationDirs(view)
+    const probes = await view.shEach(
+      'd="$1"; [ -d "$d" ] || d="$(dirname "$d")"; df -Pk "$d" | tail -n 1; f="$d/.svcops-doctor-$$"; ' +
+        's=$(date +%s%N); if dd if=/dev/zero of="$f" bs=4k count=1 oflag=dsync 2>/dev/null; then e=$(date +%s%N); echo "write $(( (e - s) / 1000000 ))"; else echo "write failed"; fi; rm -f "$f"',
+      dirs.map((d) => [view.path(d.path)]),
+    )
+    for (const [i, d] of dirs.entries()) {
+      const [df = '', probe = ''] = (probes[i]?.stdout ?? '').trim().split('\n')
       const writeMs = /^write (\d+)$/.exec(probe)?.[1]
       const write = writeMs !== undefined ? `a synchronous 4 KiB write took ${writeMs} ms` : 'a synchronous 4 KiB write failed'
       const [fs = '?', sizeKib = '0', , availKib = '0', , mount = '?'] = df.split(/\s+/)

@@ -103,13 +103,12 @@ export const filePermissions: Cause = {
     if (passwordFile) files.push({ path: passwordFile, need: 'r', what: 'database password file' })
     files.push({ path: dirname(view.logPath), need: 'w', what: 'log directory' })
     const findings = []
-    for (const f of files) {
-      const r = await view.sh(
-        'if [ ! -e "$1" ]; then echo missing; elif [ "$2" = r ] && [ ! -r "$1" ]; then echo unreadable; elif [ "$2" = w ] && [ ! -w "$1" ]; then echo unwritable; else echo ok; fi; ls -ld -- "$1" 2>/dev/null',
-        view.path(f.path),
-        f.need,
-      )
-      const [state, listing] = r.stdout.split('\n')
+    const states = await view.shEach(
+      'if [ ! -e "$1" ]; then echo missing; elif [ "$2" = r ] && [ ! -r "$1" ]; then echo unreadable; elif [ "$2" = w ] && [ ! -w "$1" ]; then echo unwritable; else echo ok; fi; ls -ld -- "$1" 2>/dev/null',
+      files.map((f) => [view.path(f.path), f.need]),
+    )
+    for (const [i, f] of files.entries()) {
+      const [state, listing] = (states[i]?.stdout ?? '').split('\n')
       if (state === 'ok') continue
       findings.push({
         severity: 'error' as const,

@@ -71,8 +71,8 @@ export const checkStatusAndLogs = defineStep<Ctx, [T]>({
   title: 'check status and the last log lines',
   describe: (ctx, t) => ctx.platform.describe('check-logs', t),
   async act(ctx, t) {
-    const status = await ctx.platform.status(t)
-    const lines = await ctx.platform.logsSinceStart(t)
+    // Two independent reads, at once: each is a round trip to the host (or the API) on the batch's path.
+    const [status, lines] = await Promise.all([ctx.platform.status(t), ctx.platform.logsSinceStart(t)])
     const record = ctx.platform.versionRecord()
     const running = record ? (await ctx.platform.versions())[t.name] : undefined
     return { data: judgeStarted(judged(ctx, t), { status, lines, errorPatterns: ctx.settings.errorPatterns, record, running }) }

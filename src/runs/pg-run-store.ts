@@ -7,13 +7,17 @@
  *   svcops.run_journal  one row per journal entry: run id, index, entry (jsonb); written once
  *   svcops.run_decisions  a person's decision for a run waiting after its canary (run-decision.ts); the first counts
  *
- * Each write is one short session (named `svcops-run-store`): no session stays open on the service
- * database, which a restore refuses to run beside. The rights it needs: CREATE on the database (to
- * create the schema) or a pre-created `svcops` schema the role may create tables in (docs/deploy.md).
+ * A run's writes share one session (opened at the first write, opened again after a failure, ended
+ * by `close()` at the run's end): the engine waits for the copy at every step boundary, and a new
+ * session per write (a backend fork and an authentication) was most of that wait. Reads, decisions
+ * and removals are one short session each. Every session is named `svcops-run-store`, which a
+ * restore does not count as the service's (src/backup/restore.ts): it holds no lock between writes.
+ * The rights it needs: CREATE on the database (to create the schema) or a pre-created `svcops`
+ * schema the role may create tables in (docs/deploy.md).
  */
 import type pg from 'pg'
 import type { DatabaseConfig } from '../config/schema.ts'
-import { errorMessage } from '../core/errors.ts'
+import { OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { redactDeep } from '../core/redact.ts'
 import { SVCOPS_SCHEMA, connectDatabase, databaseTarget } from '../drivers/postgres.ts'
@@ -42,7 +46,8 @@ export function postgresRunStore(db: DatabaseConfig, environment: string): RunSt
   const where = `the ${SVCOPS_SCHEMA} schema of ${db.name} at ${db.host}:${db.port}`
   let ready = false
 
-  async function session<T>(fn: (client: pg.Client) => Promise<T>, create: boolean): Promise<T> {
+  /** Opens a session named as the store's, with the schema created once per process when `create`. */
+  async function open(create: boolean): Promise<pg.Client> {
     const client = await connectDatabase(databaseTarget(db))
     try {
       await client.query(`SET application_name = '${RUN_STORE_APPLICATION}'`)
@@ -50,10 +55,92 @@ export function postgresRunStore(db: DatabaseConfig, environment: string): RunSt
         for (const statement of SCHEMA) await client.query(statement)
         ready = true
       }
+      return client
+    } catch (error) {
+      await client.end().catch(() => undefined)
+      throw error
+    }
+  }
+
+  async function session<T>(fn: (client: pg.Client) => Promise<T>, create: boolean): Promise<T> {
+    const client = await open(create)
+    try {
       return await fn(client)
     } finally {
       // A session that fails to close has nothing left to lose: its work is committed or rolled back.
       await client.end().catch(() => undefined)
+    }
+  }
+
+  // The run's writing session, and the writes queued on it (one at a time: a write that fails replaces the session under it).
+  let writer: pg.Client | undefined
+  let writes: Promise<unknown> = Promise.resolve()
+  let closed = false
+
+  /** The writing session, opened when there is none; `fresh` says whether it was just opened. */
+  async function writingSession(): Promise<{ client: pg.Client; fresh: boolean }> {
+    if (writer) return { client: writer, fresh: false }
+    if (closed) throw new OperationError(`The run's store in ${where} is closed; nothing more is written to it.`)
+    const client = await open(true)
+    if (closed) {
+      // Closed while this session was opening: the run has ended, the write is not made.
+      await client.end().catch(() => undefined)
+      throw new OperationError(`The run's store in ${where} is closed; nothing more is written to it.`)
+    }
+    // An idle session the server or the network ends emits 'error' (unhandled, it would end the
+    // process): it is dropped, and the next write opens another.
+    client.on('error', () => {
+      if (writer === client) writer = undefined
+    })
+    writer = client
+    return { client, fresh: true }
+  }
+
+  function dropWriter(client: pg.Client): void {
+    if (writer === client) writer = undefined
+    // A statement under way fails with it (and is not committed); the write is retried whole.
+    void client.end().catch(() => undefined)
+  }
+
+  /** The record and the new entries in one statement (atomic by itself): one round trip per write. */
+  async function writeOn(c: pg.Client, { record, from, all }: RunWrite): Promise<void> {
+    await c.query(
+      `WITH run AS (
+         INSERT INTO ${SVCOPS_SCHEMA}.runs (id, environment, system, started_at, record, updated_at) VALUES ($1, $2, $3, $4, $5, now())
+         ON CONFLICT (id) DO UPDATE SET record = $5, updated_at = now()
+       )
+       INSERT INTO ${SVCOPS_SCHEMA}.run_journal (run_id, seq, entry)
+       SELECT $1, $6::integer + n - 1, e FROM unnest($7::jsonb[]) WITH ORDINALITY AS t(e, n)
+       ON CONFLICT (run_id, seq) DO NOTHING`,
+      [
+        record.id,
+        record.environment,
+        record.system,
+        record.startedAt,
+        JSON.stringify(redactDeep(record)),
+        from,
+        all.slice(from).map((e) => JSON.stringify(redactDeep(e))),
+      ],
+    )
+  }
+
+  /** One write on the writing session; a session kept from before that fails (ended meanwhile) is replaced once. */
+  async function writeHeld(change: RunWrite): Promise<void> {
+    const first = await writingSession()
+    try {
+      await writeOn(first.client, change)
+      return
+    } catch (error) {
+      dropWriter(first.client)
+      if (first.fresh) throw error
+    }
+    // A write is idempotent (an upsert, and entries by index): written again whole on a new session.
+    const second = await writingSession()
+    try {
+      await writeOn(second.client, change)
+    } catch (error) {
+      dropWriter(second.client)
+      throw error
     }
   }
 
@@ -70,24 +157,10 @@ export function postgresRunStore(db: DatabaseConfig, environment: string): RunSt
 
   return {
     where,
-    async write({ record, from, all }: RunWrite) {
-      await session(async (c) => {
-        await c.query('BEGIN')
-        await c.query(
-          `INSERT INTO ${SVCOPS_SCHEMA}.runs (id, environment, system, started_at, record, updated_at) VALUES ($1, $2, $3, $4, $5, now())
-           ON CONFLICT (id) DO UPDATE SET record = $5, updated_at = now()`,
-          [record.id, record.environment, record.system, record.startedAt, JSON.stringify(redactDeep(record))],
-        )
-        const fresh = all.slice(from)
-        if (fresh.length > 0)
-          await c.query(
-            `INSERT INTO ${SVCOPS_SCHEMA}.run_journal (run_id, seq, entry)
-             SELECT $1, $2::integer + n - 1, e FROM unnest($3::jsonb[]) WITH ORDINALITY AS t(e, n)
-             ON CONFLICT (run_id, seq) DO NOTHING`,
-            [record.id, from, fresh.map((e) => JSON.stringify(redactDeep(e)))],
-          )
-        await c.query('COMMIT')
-      }, true)
+    async write(change: RunWrite) {
+      const done = writes.then(() => writeHeld(change))
+      writes = done.catch(() => undefined)
+      await done
     },
     async listRecords(env) {
       return session(async (c) => {
@@ -148,7 +221,12 @@ export function postgresRunStore(db: DatabaseConfig, environment: string): RunSt
       return lock?.runId === run.id && lock.alive ? 'held' : 'not-held'
     },
     async close() {
-      // Every session is closed after its write.
+      // Not waiting for a write under way (an unreachable store may never answer): ending the session
+      // cuts it (pg destroys the socket), and the local journal has everything.
+      closed = true
+      const client = writer
+      writer = undefined
+      await client?.end().catch(() => undefined)
     },
   }
 }

@@ -158,11 +158,25 @@ export async function planRun<C, P extends RunParams>(
   return run.planned
 }
 
+/** Runs `driveRun`, then closes the environment's store, which keeps its session open for the run's writes. */
+async function drive<C, P extends RunParams>(
+  setup: RunSetup<C, P>,
+  body: (run: Run<C>) => Promise<void>,
+  options: { resumed?: boolean } = {},
+): Promise<RunOutcome> {
+  try {
+    return await driveRun(setup, body, options)
+  } finally {
+    // After the last write (or its deadline): an open session would keep the CLI from exiting.
+    await setup.store?.close()
+  }
+}
+
 /**
  * Opens the playbook's context, runs `body`, and always writes the report and releases the lock;
  * the run's observers (webhooks, metrics) hear of its start, and of its end once the report is written.
  */
-async function drive<C, P extends RunParams>(
+async function driveRun<C, P extends RunParams>(
   setup: RunSetup<C, P>,
   body: (run: Run<C>) => Promise<void>,
   options: { resumed?: boolean } = {},

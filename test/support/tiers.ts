@@ -38,6 +38,7 @@ export const UNIT_FILES = [
   'test/core/runner.test.ts',
   'test/core/sanitize.test.ts',
   'test/core/shell.test.ts',
+  'test/doctor/host-view.test.ts',
   'test/drivers/kubeconfig-trust.test.ts',
   'test/drivers/kubernetes-limits.test.ts',
   'test/drivers/kubernetes-tls.test.ts',
