@@ -81,7 +81,7 @@ describe('an interrupted upgrade', () => {
       'install@rec-1',
       lab.runsDir,
     )
-    expect(killed.signal).toBe('SIGKILL')
+    expect(killed.signal, `${killed.stdout}\n${killed.stderr}`).toBe('SIGKILL')
     const id = listRuns(lab.runsDir)[0]?.id as string
     expect(Journal.open(id, lab.runsDir).run.phase).toBe('running')
     const listed = await cli(['runs', 'list', '--json'])
