@@ -118,6 +118,24 @@ const failing: Playbook<object> = {
   },
 }
 
+/** A recording upgrade 1.5.0 -> 2.0.0 of rec-1 in `environment`, started by a scheduler. */
+function upgradeRecord(environment: string, envFile: string): RunRecord {
+  return {
+    id: newRunId(),
+    kind: 'upgrade',
+    system: 'recording',
+    environment,
+    envFile,
+    targetVersion: '2.0.0',
+    params: { previousVersions: { 'rec-1': '1.5.0' }, hosts: ['rec-1'], batchSize: 1, maxFail: '0' },
+    autoRollback: true,
+    phase: 'running',
+    startedAt: new Date().toISOString(),
+    holder: 'svcops@cron',
+    pid: process.pid,
+  }
+}
+
 describe('notifications and metrics of a run', () => {
   const dir = mkdtempSync(join(tmpdir(), 'svcops-watch-'))
   const runsDir = join(dir, 'runs')
@@ -137,20 +155,7 @@ describe('notifications and metrics of a run', () => {
       metrics: { textfileDir, pushgateway: gatewayUrl },
     }
     writeFileSync(envFile, toYaml({ config: { 'svcops:notify': notify } }))
-    const record: RunRecord = {
-      id: newRunId(),
-      kind: 'upgrade',
-      system: 'recording',
-      environment: 'prod',
-      envFile,
-      targetVersion: '2.0.0',
-      params: { previousVersions: { 'rec-1': '1.5.0' }, hosts: ['rec-1'], batchSize: 1, maxFail: '0' },
-      autoRollback: true,
-      phase: 'running',
-      startedAt: new Date().toISOString(),
-      holder: 'svcops@cron',
-      pid: process.pid,
-    }
+    const record = upgradeRecord('prod', envFile)
     const journal = Journal.create(record, runsDir)
     const log = collect()
     const error = await startRun({
@@ -200,20 +205,7 @@ describe('notifications and metrics of a run', () => {
       // A check before the first stop finds what a person must fix (exit 5): nothing changed.
       procedure: () => Promise.reject(new BlockedError('The previous release 1.5.0 cannot be installed again: its package is gone.')),
     }
-    const record: RunRecord = {
-      id: newRunId(),
-      kind: 'upgrade',
-      system: 'recording',
-      environment: 'refused',
-      envFile,
-      targetVersion: '2.0.0',
-      params: { previousVersions: { 'rec-1': '1.5.0' }, hosts: ['rec-1'], batchSize: 1, maxFail: '0' },
-      autoRollback: true,
-      phase: 'running',
-      startedAt: new Date().toISOString(),
-      holder: 'svcops@cron',
-      pid: process.pid,
-    }
+    const record = upgradeRecord('refused', envFile)
     const journal = Journal.create(record, runsDir)
     const error = await startRun({
       playbook: refusing,
