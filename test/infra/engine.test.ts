@@ -312,6 +312,24 @@ describe('two runs of prod: what pulumi up replaces', () => {
   )
 
   it(
+    'refuses, in its preview, a recording release older than the one running, unless svcops:allowDowngrade is set',
+    async () => {
+      const base = run('prod', 'update')
+      const older = await upAfter('prod', base, (c) => ((c['svcops:recording'] as { version: string }).version = '1.4.0'))
+      expect(older.exitCode).not.toBe(0)
+      const said = errors(older).join('\n')
+      expect(said).toContain('recording service 1.4.0 is older than 1.5.0, which runs in ')
+      expect(said).toContain('svcops rollback recording --env prod')
+      const allowed = await upAfter('prod', base, (c) => {
+        ;(c['svcops:recording'] as { version: string }).version = '1.4.0'
+        c['svcops:allowDowngrade'] = true
+      })
+      expect(allowed.exitCode, allowed.stderr).toBe(0)
+    },
+    RUN_TIMEOUT,
+  )
+
+  it(
     'changes the controller settings and the manager config in place, restarting only their readers',
     async () => {
       const base = run('prod', 'update')
