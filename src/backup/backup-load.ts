@@ -28,7 +28,14 @@ function failed(tool: string, exit: Exit, database: string): CommandError {
   return new CommandError(`${tool} into ${database} ${how}: ${lastLine(exit.stderr) || 'no message'}.`, exit.code, exit.stderr)
 }
 
-/** Waits for the data pipeline and the tools; a tool's own error explains more than a broken pipe. */
+/** The errors a pipeline into a tool meets when the tool stopped reading: the tool's exit says why. */
+const TOOL_SIDE = new Set(['EPIPE', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_PREMATURE_CLOSE'])
+
+/**
+ * Waits for the data pipeline and the tools. A tool's own error explains more than a broken pipe;
+ * a read that failed (a piece that differs, decryption, decompression) explains more than the
+ * tool's complaint about its input being cut short.
+ */
 async function settle(
   manifest: Manifest,
   flow: Promise<void>,
@@ -36,6 +43,11 @@ async function settle(
   database: string,
 ): Promise<void> {
   const [flowResult, ...exits] = await Promise.allSettled([flow, ...tools.map((t) => t.exited)])
+  if (flowResult?.status === 'rejected') {
+    const reason: unknown = flowResult.reason
+    const toolSide = reason instanceof CommandError || TOOL_SIDE.has((reason as NodeJS.ErrnoException).code ?? '')
+    if (!toolSide) throw decryptFailure(manifest, reason)
+  }
   for (const [i, result] of exits.entries()) {
     const tool = tools[i]
     if (!tool) continue

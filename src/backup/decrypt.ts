@@ -16,15 +16,15 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createHash, type Hash } from 'node:crypto'
-import { pipeline as pipelineTo, Readable, Transform, Writable } from 'node:stream'
+import { Readable, Transform, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { createZstdDecompress } from 'node:zlib'
 import * as openpgp from 'openpgp'
 import { BadInputError, OperationError } from '../core/errors.ts'
 import { GNUPG22_CONFIG, keyIdsOf } from './keys.ts'
 import type { Manifest } from './manifest.ts'
 import type { BackupStore } from './store.ts'
 import { HashingTap, toWebStream } from './streams.ts'
+import { zstdDecompressed } from './zstd-frames.ts'
 
 /** A check that failed, named for the report ("checksum", "decrypt", ...). */
 export class CheckFailedError extends OperationError {
@@ -311,7 +311,7 @@ export async function openDecrypted(source: CheckedSource, manifest: Manifest, i
   const plain = Readable.fromWeb(data)
   if (manifest.compression.method !== 'zstd') return plain
   // One stream for the reader: a decompression error ends it, and a reader that stops early (pg_restore --list) ends the decryption too.
-  return pipelineTo(plain, createZstdDecompress(), () => undefined)
+  return zstdDecompressed(plain)
 }
 
 /** Wraps an error raised while the decrypted stream flowed as a failed `decrypt` check. */

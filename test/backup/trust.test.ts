@@ -3,7 +3,7 @@
  * Each case plants what an attacker with write access to the store would, and expects a refusal
  * that names the file, with nothing read outside the store and nothing loaded into a database.
  */
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
@@ -23,6 +23,7 @@ import {
 } from '../../src/backup/index.ts'
 import { assertToolPatched, type PgTool } from '../../src/drivers/postgres.ts'
 import { signManifest } from '../../src/backup/signing.ts'
+import { PIECE_BYTES } from '../../src/backup/streams.ts'
 import { collect } from '../../src/core/events.ts'
 import { stringify } from 'yaml'
 import { loadEnvironmentFile } from '../../src/config/load.ts'
@@ -99,6 +100,45 @@ describe('a backup store that others can write to', () => {
     const warnings = log.events.flatMap((e) => (e.kind === 'warn' ? [e.message] : []))
     expect(warnings.some((w) => w.includes("is not this backup's dump"))).toBe(true)
     expect(warnings.some((w) => w.includes('is not the backup asked for'))).toBe(true)
+  })
+
+  it('names a dump cut short inside its zstd frame as the cause of a failed test restore, not pg_restore', async () => {
+    // A signer gone rogue, or a writer that died: a genuine encryption of a zstd stream that stops mid-frame.
+    const other = await createBackup(bed.options())
+    const stored = readFileSync(join(bed.store.location, other.file))
+    const decrypted = await openpgp.decrypt({
+      message: await openpgp.readMessage({ binaryMessage: stored }),
+      decryptionKeys: bed.identity,
+      format: 'binary',
+    })
+    const data = decrypted.data as Uint8Array
+    const cut = data.subarray(0, data.length - 40)
+    const encrypted = Buffer.from(
+      (await openpgp.encrypt({
+        message: await openpgp.createMessage({ binary: cut }),
+        encryptionKeys: bed.recipients.map((r) => r.key),
+        format: 'binary',
+        config: { preferredCompressionAlgorithm: openpgp.enums.compression.uncompressed },
+      })) as Uint8Array,
+    )
+    writeFileSync(join(bed.store.location, other.file), encrypted)
+    const sha256 = createHash('sha256').update(encrypted).digest('hex')
+    await plant(other.id, {
+      ...other,
+      sizes: { ...other.sizes, encrypted: encrypted.length },
+      checksums: { ...other.checksums, encryptedSha256: sha256, encryptedPieces: { size: PIECE_BYTES, sha256: [sha256] } },
+    })
+    const report = await verifyBackup(bed.store, other.id, {
+      signers: bed.signers,
+      environment: 'test',
+      identity: bed.identity,
+      restoreTest: { server: bed.database },
+      record: false,
+    })
+    expect(report.failedCheck, JSON.stringify(report.checks)).toBe('decrypt')
+    expect(report.checks.at(-1)?.detail).toBe(
+      `Decrypting backup ${other.id} failed: the zstd stream ends in the middle of a frame (truncated).`,
+    )
   })
 
   it('never builds a store path from a name with a directory part', async () => {

@@ -25,6 +25,7 @@
 export const UNIT_FILES = [
   'test/architecture/layers.test.ts',
   'test/backup/pieces.test.ts',
+  'test/backup/zstd-frames.test.ts',
   'test/cli/cli.test.ts',
   'test/cli/operator-frictions.test.ts',
   'test/cli/node-version.test.ts',
