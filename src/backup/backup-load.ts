@@ -6,7 +6,7 @@
  *    ends up exactly as in the backup (also tables a later migration added) — or, on any error,
  *    exactly as before. Nothing is lost half-way.
  */
-import { Readable } from 'node:stream'
+import { Readable, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import pg from 'pg'
 import { CommandError } from '../core/errors.ts'
@@ -57,6 +57,49 @@ async function settle(
   if (flowResult?.status === 'rejected') throw decryptFailure(manifest, flowResult.reason)
 }
 
+/**
+ * The standard input of a tool that reads the dump, outliving the tool's reading: pg_restore exits
+ * once it has the archive's last entry, which can be before the last bytes of the stream reach it.
+ * The rest of the dump is still read (its SHA-256 and size are the manifest's check) and the tool's
+ * exit decides: 0 lets the flow finish; any other exit stops it as a closed pipe would, and the
+ * tool's own error is the one reported.
+ */
+function toolInput(stdin: Writable, exited: Promise<Exit>): Writable {
+  let open = true
+  const shut = (): void => {
+    open = false
+  }
+  stdin.on('close', shut)
+  stdin.on('error', shut) // EPIPE once the tool is gone: its exit says whether that is a failure
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      if (!open || stdin.write(chunk)) return callback()
+      const go = (): void => {
+        stdin.off('drain', go)
+        stdin.off('close', go)
+        callback()
+      }
+      stdin.on('drain', go)
+      stdin.on('close', go)
+    },
+    final(callback) {
+      if (open) stdin.end()
+      callback()
+    },
+    destroy(error, callback) {
+      if (error) stdin.destroy() // the tool sees its input cut short and fails; never on success, which would drop what is buffered
+      callback(error)
+    },
+  })
+  exited.then(
+    (exit) => {
+      if (exit.code !== 0) sink.destroy(Object.assign(new Error('the tool stopped reading its input'), { code: 'EPIPE' }))
+    },
+    () => undefined,
+  )
+  return sink
+}
+
 /** Restores the decrypted dump into an empty database (`pg_restore -d`, owners and grants left out). */
 export async function loadIntoEmptyDatabase(
   manifest: Manifest,
@@ -73,7 +116,7 @@ export async function loadIntoEmptyDatabase(
   )
   const stdin = tool.child.stdin
   if (!stdin) throw new CommandError('pg_restore was started without an input stream.', null, '')
-  const flow = pipeline(dump, tap, stdin)
+  const flow = pipeline(dump, tap, toolInput(stdin, tool.exited))
   await settle(manifest, flow, [{ name: 'pg_restore', exited: tool.exited }], database)
   return { dumpBytes: tap.bytes, dumpSha256: tap.digest() }
 }
@@ -158,7 +201,7 @@ export async function loadOverDatabase(
   const psqlIn = psql.child.stdin
   if (!restoreIn || !restoreOut || !psqlIn) throw new CommandError('pg_restore or psql was started without its streams.', null, '')
   const preamble = Buffer.from(drops.join('\n') + '\n')
-  const dumpFlow = pipeline(dump, tap, restoreIn)
+  const dumpFlow = pipeline(dump, tap, toolInput(restoreIn, restore.exited))
   let result: LoadResult | undefined
   let refusal: unknown
   async function* sql(): AsyncGenerator<Buffer> {

@@ -11,7 +11,7 @@
  * included), so each write to the decompressor holds bytes of one frame only. A stream that ends
  * inside a frame is refused, which Node's decompressor does not always do.
  */
-import { pipeline, Transform, type Readable } from 'node:stream'
+import { PassThrough, Transform, type Readable } from 'node:stream'
 import { createZstdDecompress } from 'node:zlib'
 
 const ZSTD_MAGIC = 0xfd2fb528
@@ -138,7 +138,45 @@ export class FrameAligner extends Transform {
   }
 }
 
-/** `input` decompressed as a zstd stream of any number of frames; an error or early end on either side ends both. */
+/**
+ * `input` decompressed as a zstd stream of any number of frames. A reader that stops early stops
+ * the input too. When decompression fails, the input is first read to its end: a failure there
+ * (OpenPGP's integrity check at the end of the message, a piece that differs) is the cause of the
+ * garbage, and the stream fails with it; otherwise with the decompression's error.
+ */
 export function zstdDecompressed(input: Readable): Readable {
-  return pipeline(input, new FrameAligner(), createZstdDecompress(), () => undefined)
+  const aligner = new FrameAligner()
+  const zstd = createZstdDecompress()
+  const output = new PassThrough()
+  let failed = false
+  const stopDecompressing = (): void => {
+    input.unpipe(aligner)
+    aligner.destroy()
+    zstd.destroy()
+  }
+  const decompressionFailed = (error: Error): void => {
+    if (failed) return
+    failed = true
+    stopDecompressing()
+    if (input.errored) return void output.destroy(input.errored)
+    if (input.readableEnded) return void output.destroy(error)
+    input.once('end', () => output.destroy(error))
+    input.resume()
+  }
+  aligner.on('error', decompressionFailed)
+  zstd.on('error', decompressionFailed)
+  input.on('error', (error) => {
+    failed = true
+    stopDecompressing()
+    output.destroy(error)
+  })
+  // Kept for whoever reads later (a pipeline reports a stream's stored error), never thrown as unhandled.
+  output.on('error', () => undefined)
+  output.on('close', () => {
+    if (output.readableEnded) return
+    stopDecompressing()
+    input.destroy()
+  })
+  input.pipe(aligner).pipe(zstd).pipe(output)
+  return output
 }

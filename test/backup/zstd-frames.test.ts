@@ -93,4 +93,35 @@ describe('zstd decompression of a backup', () => {
     )
     await expect(decompressLate(Buffer.alloc(0), [])).rejects.toThrow(/holds no frame/)
   })
+
+  it('names the failure of its input (an integrity check at the end) over the garbage that came before it', async () => {
+    const garbage = Buffer.concat([zstdCompressSync(dumpLike(5000, random(7))).subarray(0, 40), Buffer.from('not a frame at all')])
+    async function* tampered(): AsyncGenerator<Buffer> {
+      yield garbage
+      await sleep(5)
+      yield randomBytes(1000)
+      throw new Error('Modification detected.')
+    }
+    await expect(buffer(zstdDecompressed(Readable.from(tampered())))).rejects.toThrow('Modification detected.')
+    // Without a failure upstream, the decompression's own error.
+    await expect(buffer(zstdDecompressed(Readable.from([garbage, randomBytes(1000)])))).rejects.toThrow(/zstd|frame|block/i)
+  })
+
+  it('stops reading its input when its reader stops early (pg_restore --list)', async () => {
+    const data = zstdCompressSync(randomBytes(4 << 20))
+    let read = 0
+    async function* chunks(): AsyncGenerator<Buffer> {
+      for (let at = 0; at < data.length; at += 16_384) {
+        read = at
+        yield data.subarray(at, at + 16_384)
+        await sleep(1)
+      }
+    }
+    const input = Readable.from(chunks())
+    const out = zstdDecompressed(input)
+    for await (const _chunk of out) break
+    await sleep(20)
+    expect(input.destroyed).toBe(true)
+    expect(read).toBeLessThan(data.length / 2)
+  })
 })
