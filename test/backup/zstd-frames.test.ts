@@ -12,18 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { constants, createZstdCompress, zstdCompressSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { zstdDecompressed } from '../../src/backup/zstd-frames.ts'
-
-/** A small deterministic generator (mulberry32): a failure is reproducible from its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { random } from '../support/random.ts'
 
 /** Compressible data with some noise, as a pg_dump archive is. */
 function dumpLike(bytes: number, next: () => number): Buffer {

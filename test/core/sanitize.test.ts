@@ -13,18 +13,7 @@ import {
   sanitizeText,
   stringifyForTerminal,
 } from '../../src/core/sanitize.ts'
-
-/** A small deterministic generator (mulberry32): failures are reproducible from the seed in the test name. */
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { random } from '../support/random.ts'
 
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => String.fromCodePoint(from + i))
 const PRINTABLE = [...range(0x20, 0x7e).filter((c) => c !== '\\'), 'é', 'ß', 'ž', 'Ω', 'ж', 'ש', 'ع', '中', '文', '𝄞', '😀', '🎬', '̀', '✓']

@@ -19,18 +19,7 @@ import { emptyRecordingParams } from '../../src/recording/recording-params.ts'
 import { writeReport } from '../../src/reports/report.ts'
 import { reviewConfig, shownString, withoutCredentials } from '../../src/recording/hosts/config-review.ts'
 import { runSvcops } from '../support/cli.ts'
-
-/** A small deterministic generator (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { random } from '../support/random.ts'
 
 const LETTERS = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'
 const DIGITS = '0123456789'
