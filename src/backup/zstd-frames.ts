@@ -48,12 +48,7 @@ export class FrameAligner extends Transform {
           const take = Math.min(s.left, chunk.length - at)
           s.left -= take
           at += take
-          if (s.left === 0) {
-            if (s.at === 'skip') ({ start } = this.endFrame(chunk, start, at))
-            else if (!s.last) this.state = { at: 'block-header' }
-            else if (this.checksum) this.state = { at: 'checksum' }
-            else ({ start } = this.endFrame(chunk, start, at))
-          }
+          if (s.left === 0) start = s.at === 'skip' ? this.endFrame(chunk, start, at) : this.blockDone(s.last, chunk, start, at)
           continue
         }
         const need = this.headerLength()
@@ -81,14 +76,12 @@ export class FrameAligner extends Transform {
           const body = type === 1 ? 1 : size
           const last = (value & 1) === 1
           if (body > 0) this.state = { at: 'body', left: body, last }
-          else if (!last) this.state = { at: 'block-header' }
-          else if (this.checksum) this.state = { at: 'checksum' }
-          else ({ start } = this.endFrame(chunk, start, at))
-        } else if (s.at === 'checksum') ({ start } = this.endFrame(chunk, start, at))
+          else start = this.blockDone(last, chunk, start, at)
+        } else if (s.at === 'checksum') start = this.endFrame(chunk, start, at)
         else if (s.at === 'skippable-size') {
           const size = header.readUInt32LE(0)
           if (size > 0) this.state = { at: 'skip', left: size }
-          else ({ start } = this.endFrame(chunk, start, at))
+          else start = this.endFrame(chunk, start, at)
         }
       }
       if (at > start) this.push(chunk.subarray(start, at))
@@ -106,15 +99,23 @@ export class FrameAligner extends Transform {
     else callback()
   }
 
-  /** Pushes the frame that ends at `at` on its own; the next push starts there. */
-  private endFrame(chunk: Buffer, start: number, at: number): { start: number } {
+  /** After a block: the next block, the frame's checksum, or the frame's end. Returns where the next push starts. */
+  private blockDone(last: boolean, chunk: Buffer, start: number, at: number): number {
+    if (!last) this.state = { at: 'block-header' }
+    else if (this.checksum) this.state = { at: 'checksum' }
+    else return this.endFrame(chunk, start, at)
+    return start
+  }
+
+  /** Pushes the frame that ends at `at` on its own; returns `at`, where the next push starts. */
+  private endFrame(chunk: Buffer, start: number, at: number): number {
     if (at > start) this.push(chunk.subarray(start, at))
     this.frames++
     this.state = { at: 'magic' }
-    return { start: at }
+    return at
   }
 
-  /** Bytes of the header being read: a frame header's length follows from its first byte. */
+  /** Bytes of the header being read (never called in a body): a frame header's length follows from its first byte. */
   private headerLength(): number {
     switch (this.state.at) {
       case 'magic':
