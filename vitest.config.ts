@@ -14,13 +14,18 @@ export default defineConfig({
     globalSetup: ['test/support/tmpdir.ts'],
     // Suites start real PostgreSQL clusters, sshd and supervisors; two cores are the budget.
     pool: 'forks',
-    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    poolOptions: { forks: { maxForks: 2, minForks: 1 }, threads: { maxThreads: 2, minThreads: 1, isolate: false } },
     // End-to-end tests start real services; a machine busy with other work makes them slower, never wrong.
     testTimeout: 180_000,
     hookTimeout: 240_000,
     teardownTimeout: 60_000,
     projects: [
-      { extends: true, test: { name: 'unit', include: UNIT_FILES } },
+      // The unit tier's files share their worker and its loaded modules (no isolation: loading the
+      // modules again for each file was a quarter of the tier's time); a file that changes
+      // process-wide state (environment variables, the systems made known, run observers) puts it
+      // back when it ends. Its workers are threads: whether a pool recycles its workers between files
+      // is the pool's setting (poolOptions below), and the forks stay isolated for e2e.
+      { extends: true, test: { name: 'unit', include: UNIT_FILES, pool: 'threads', isolate: false } },
       {
         extends: true,
         test: {

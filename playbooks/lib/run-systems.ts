@@ -7,9 +7,21 @@
  */
 let wired = false
 
-/** Wires the systems and the observers of runs (once); `metricsFile`: where `--metrics-file` writes. */
-export async function useRunSystems(options: { metricsFile?: string } = {}): Promise<void> {
-  const [{ describeSystem }, { observeRuns }, { recordingDescription }, { liveDescription }, { notifyOfRun }, metrics] = await Promise.all([
+/**
+ * Wires the systems and the observers of runs (once); `metricsFile`: where `--metrics-file` writes.
+ * Returns the function that unwires what this call wired (nothing when the process was wired
+ * before): a command exits instead, but a test file in a worker other files share must not leave
+ * its observers to hear their runs.
+ */
+export async function useRunSystems(options: { metricsFile?: string } = {}): Promise<() => void> {
+  const [
+    { describeSystem, describedSystems, restoreDescribedSystems },
+    { observeRuns },
+    { recordingDescription },
+    { liveDescription },
+    { notifyOfRun },
+    metrics,
+  ] = await Promise.all([
     import('../../src/runs/system-description.ts'),
     import('../../src/runs/run-events.ts'),
     import('../../src/recording/recording-description.ts'),
@@ -18,10 +30,15 @@ export async function useRunSystems(options: { metricsFile?: string } = {}): Pro
     import('../../src/metrics/run-metrics.ts'),
   ])
   if (options.metricsFile) metrics.setRunOutputOptions({ metricsFile: options.metricsFile })
-  if (wired) return
+  if (wired) return () => undefined
   wired = true
+  const before = describedSystems()
   describeSystem(recordingDescription)
   describeSystem(liveDescription)
-  observeRuns(notifyOfRun)
-  observeRuns(metrics.publishRunMetrics)
+  const unobserve = [observeRuns(notifyOfRun), observeRuns(metrics.publishRunMetrics)]
+  return () => {
+    for (const stop of unobserve) stop()
+    restoreDescribedSystems(before)
+    wired = false
+  }
 }

@@ -67,6 +67,16 @@ export function describedSystems(): SystemDescription[] {
   return [...described.values()]
 }
 
+/**
+ * Makes exactly `descriptions` known again, as `describedSystems()` returned them: what a caller
+ * that made systems known in a process others go on using (a test file in a shared worker) does to
+ * leave it as it found it.
+ */
+export function restoreDescribedSystems(descriptions: SystemDescription[]): void {
+  described.clear()
+  for (const d of descriptions) described.set(d.name, d)
+}
+
 /** The description of system `name`, if it was made known. */
 export function describedSystem(name: string): SystemDescription | undefined {
   return described.get(name)

@@ -283,8 +283,12 @@ describe('svcops:live across hosts (live.hosts)', () => {
 describe('secret references', () => {
   it('reads a secret from an environment variable and registers it for redaction', () => {
     process.env.SVCOPS_TEST_SECRET = 'env-secret-value-42'
-    expect(readSecret({ env: 'SVCOPS_TEST_SECRET' }, 'manager.password')).toBe('env-secret-value-42')
-    expect(redact('the value env-secret-value-42 leaked')).toBe('the value [REDACTED] leaked')
+    try {
+      expect(readSecret({ env: 'SVCOPS_TEST_SECRET' }, 'manager.password')).toBe('env-secret-value-42')
+      expect(redact('the value env-secret-value-42 leaked')).toBe('the value [REDACTED] leaked')
+    } finally {
+      delete process.env.SVCOPS_TEST_SECRET
+    }
   })
 
   it('names an unset variable', () => {

@@ -7,11 +7,17 @@
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { $ as zxDefault } from 'zx'
 
-// Read from the environment before svcops loads, as a password given to the CLI is.
+// Read from the environment before svcops loads, as a password given to the CLI is; gone again after
+// this file, whose worker goes on to other files (their CLI children inherit its environment).
+const passwordBefore = process.env.SVCOPS_MANAGER_PASSWORD
 process.env.SVCOPS_MANAGER_PASSWORD = 'shell-test-password-H8x2'
+afterAll(() => {
+  if (passwordBefore === undefined) delete process.env.SVCOPS_MANAGER_PASSWORD
+  else process.env.SVCOPS_MANAGER_PASSWORD = passwordBefore
+})
 const { $ } = await import('../../src/core/shell.ts')
 
 /** A HOME whose ~/.bashrc leaves a mark when bash sources it. */

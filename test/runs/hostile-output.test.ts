@@ -119,6 +119,14 @@ afterAll(async () => {
   await new Promise((resolve) => receiver?.close(resolve))
 })
 
+// The wiring and the variables stay with this file: the worker goes on to other files' runs.
+let unwire: () => void = () => undefined
+afterAll(() => {
+  unwire()
+  delete process.env.SVCOPS_TEST_HOSTILE_JSON
+  delete process.env.SVCOPS_TEST_HOSTILE_SLACK
+})
+
 describe('text read from outside reaches no output raw', () => {
   const dir = mkdtempSync(join(tmpdir(), 'svcops-hostile-'))
   const runsDir = join(dir, 'runs')
@@ -137,7 +145,7 @@ describe('text read from outside reaches no output raw', () => {
     }
     writeFileSync(envFile, toYaml({ config: { 'svcops:notify': notify } }))
     // The observers (webhooks, metrics) and the recording service's report sections, as the CLI wires them.
-    await useRunSystems()
+    unwire = await useRunSystems()
     const record: RunRecord = {
       id: newRunId(),
       kind: 'upgrade',

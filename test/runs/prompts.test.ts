@@ -8,6 +8,10 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { rollbackPrompt, upgradePrompt } from '../../src/commands/prompts.ts'
 import { writeFailedRun } from './failed-run.ts'
+import { restoreDescribedSystemsAfterFile } from '../support/described-systems.ts'
+
+// writeFailedRun makes the recording service known to reports, as the CLI does.
+restoreDescribedSystemsAfterFile()
 
 const saved = process.env.SVCOPS_RUNS_DIR
 afterEach(() => {
