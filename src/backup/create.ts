@@ -220,7 +220,7 @@ async function streamDump(o: StreamDumpOptions): Promise<Streamed> {
 }
 
 /** The size of the chunks pg_dump's output is joined into before it is hashed and compressed. */
-const JOINED_BYTES = 256 << 10
+const JOINED_BYTES = 1 << 20
 
 /** `input` compressed as one zstd stream; an error or early end on either side ends both. */
 function zstdCompressed(input: Readable, level: number): Readable {
