@@ -29,9 +29,10 @@ export function toWebStream(readable: Readable): ReadableStream<Uint8Array> {
 
 /**
  * Joins the small chunks a pipe delivers into chunks of at least `size` bytes (the last may be
- * shorter). pg_dump writes its archive a few kilobytes at a time, so its stdout arrives in some
- * 60 000 chunks per 700 MB; every later stage (a hash update, a zstd call on the thread pool, an
- * encryption step) costs a fixed amount per chunk, which fewer, larger chunks save.
+ * shorter). A pipe is read at most 64 KiB at a time, and 4 KiB at a time when the writer writes that
+ * little (pg_dump without `stdbuf`); every later stage (a hash update, a zstd call on the thread
+ * pool, an encryption step) costs a fixed amount per chunk, which fewer, larger chunks save: a
+ * backup's create took about a fifth less time with 1 MiB chunks (docs/benchmarks.md).
  */
 export class ChunkJoiner extends Transform {
   private readonly size: number
