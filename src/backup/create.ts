@@ -174,7 +174,7 @@ async function streamDump(o: StreamDumpOptions): Promise<Streamed> {
     '--no-password',
   ]
   const writer = await o.store.createWriter(o.file)
-  const dump = spawnPgTool(argv, { target: o.database }, { stdin: false, stdout: true })
+  const dump = spawnPgTool(argv, { target: o.database }, { stdin: false, stdout: true, wideOutput: true })
   const stdout = dump.child.stdout
   if (!stdout) throw new OperationError('pg_dump was started without an output stream.')
   const plainTap = new HashingTap()

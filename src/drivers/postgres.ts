@@ -199,15 +199,16 @@ export function hasPgTool(name: PgTool['name']): boolean {
   return findBinary(name) !== undefined
 }
 
-/** The stdio buffer of a tool whose output svcops reads: pg_dump's archive, pg_restore's SQL. */
+/** The stdio buffer of pg_dump writing a backup's archive. */
 const OUTPUT_BUFFER = '1M'
 
 /**
- * `argv` run under coreutils' `stdbuf -o1M`, when the machine has it. The PostgreSQL tools write
- * their output through stdio, which buffers a pipe in 4 KiB writes (the pipe's block size): about
- * 180 000 writes for a 700 MB archive, each a wakeup and a read in svcops, which cost a backup a
- * third of its time (docs/benchmarks.md). `stdbuf` sets the buffer before the tool starts and
- * changes nothing else; where it is missing, the tool runs as it is.
+ * `argv` run under coreutils' `stdbuf -o1M`, when the machine has it (`wideOutput`: pg_dump of a
+ * backup). The PostgreSQL tools write their output through stdio, which buffers a pipe in 4 KiB
+ * writes (the pipe's block size): about 180 000 writes for a 700 MB archive, each a wakeup and a read
+ * in svcops. `stdbuf` sets the buffer before the tool starts and changes nothing else; where it is
+ * missing, the tool runs as it is. Not for pg_restore's SQL into psql: a restore measured slower
+ * with it (docs/benchmarks.md).
  */
 function withWideOutputBuffer(argv: string[]): string[] {
   const stdbuf = findBinary('stdbuf')
@@ -230,10 +231,10 @@ export interface StreamingTool {
 export function spawnPgTool(
   argv: string[],
   connection: LibpqConnection | undefined,
-  stdio: { stdin: boolean; stdout: boolean },
+  stdio: { stdin: boolean; stdout: boolean; wideOutput?: boolean },
 ): StreamingTool {
   if (!argv[0]) throw new BadInputError('spawnPgTool needs a command.')
-  const command = stdio.stdout ? withWideOutputBuffer(argv) : argv
+  const command = stdio.wideOutput ? withWideOutputBuffer(argv) : argv
   const [file, ...args] = command as [string, ...string[]]
   const started = Date.now()
   const passfile = connection ? writePassfile(connection.target) : undefined

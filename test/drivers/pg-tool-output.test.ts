@@ -1,6 +1,5 @@
 /**
- * The PostgreSQL tools whose output svcops reads (pg_dump's archive, pg_restore's SQL) run under
- * coreutils' `stdbuf -o1M` where the machine has it: stdio would write a pipe in 4 KiB pieces,
+ * pg_dump writing a backup's archive runs under coreutils' `stdbuf -o1M` where the machine has it: stdio would write a pipe in 4 KiB pieces,
  * 180 000 writes for a 700 MB archive (docs/benchmarks.md). The wrapper must change nothing a
  * caller sees: the output, the exit code and the message of a failing tool are the tool's own.
  */
@@ -15,11 +14,11 @@ import { spawnPgTool } from '../../src/drivers/postgres.ts'
 
 const pgRestore = requireBinary('pg_restore', 'postgresql-client')
 
-/** Runs `argv` as spawnPgTool does for a tool whose output is read; its stdout, exit and logged command. */
+/** Runs `argv` as backup create runs pg_dump; its stdout, exit and logged command. */
 async function run(argv: string[]): Promise<{ stdout: string; code: number | null; stderr: string; command: string }> {
   const log = collect()
   try {
-    const tool = spawnPgTool(argv, undefined, { stdin: false, stdout: true })
+    const tool = spawnPgTool(argv, undefined, { stdin: false, stdout: true, wideOutput: true })
     const [stdout, exit] = await Promise.all([buffer(tool.child.stdout!), tool.exited])
     const event = log.events.find((e) => e.kind === 'command')
     return { stdout: stdout.toString(), code: exit.code, stderr: exit.stderr, command: event && 'command' in event ? event.command : '' }
@@ -28,7 +27,7 @@ async function run(argv: string[]): Promise<{ stdout: string; code: number | nul
   }
 }
 
-describe('a PostgreSQL tool whose output svcops reads', () => {
+describe('a PostgreSQL tool whose output svcops reads in wide writes', () => {
   const path = process.env.PATH
   afterEach(() => {
     process.env.PATH = path
