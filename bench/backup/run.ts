@@ -15,7 +15,10 @@
  * the cost of a change measured side by side, so that load on the machine falls on both alike.
  *
  *   node bench/backup/generate.ts --gb 1 --out /tmp/svcops-bench-1g.json   # once, ~1 min (4 GB: ~5 min)
- *   node bench/backup/run.ts --info /tmp/svcops-bench-1g.json[,/tmp/svcops-bench-4g.json] [--vs /tmp/svcops-before --rounds 3]
+ * With `--runs N` the four rows are measured N times in turn on each database and each cell is the
+ * median (the peak RSS the largest): one run of a 10-second command moves by a second with the machine.
+ *
+ *   node bench/backup/run.ts --info /tmp/svcops-bench-1g.json[,/tmp/svcops-bench-4g.json] [--runs 3] [--vs /tmp/svcops-before --rounds 3]
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -36,6 +39,7 @@ const { values } = parseArgs({
     keep: { type: 'boolean', default: false },
     vs: { type: 'string' },
     rounds: { type: 'string', default: '3' },
+    runs: { type: 'string', default: '1' },
   },
 })
 
@@ -59,6 +63,11 @@ function readInfo(file: string): DatabaseInfo {
   }
 }
 
+const runs = Number(values.runs)
+if (!Number.isInteger(runs) || runs < 1) {
+  process.stderr.write(`--runs: '${values.runs}' is not a whole number of rounds; expected 1 or more.\n`)
+  process.exit(2)
+}
 const infos = values.info.split(',').map((file) => ({ file, info: readInfo(file.trim()) }))
 const root = resolve(new URL('../..', import.meta.url).pathname)
 const work = mkdtempSync(join(tmpdir(), 'svcops-bench-backup-'))
@@ -119,35 +128,55 @@ async function benchDatabase(info: DatabaseInfo, dir: string): Promise<string[]>
   await client.end()
   const envFile = writeStackFile(info, dir)
   const before = loadAverage()
-  const floor = await measure('`pg_dump -Fc -Z0 > /dev/null`', 'pg_dump -Fc -Z0 > /dev/null', info)
-  const gpgOut = join(dir, 'usual.pgp')
-  const usual = await measure(
-    '`pg_dump -Fc \\| gpg --encrypt -r KEY`',
-    `pg_dump -Fc | gpg --batch --trust-model always --encrypt -r ${key.fingerprint} > ${gpgOut}`,
-    info,
-  )
-  usual.outBytes = statSync(gpgOut).size
-  rmSync(gpgOut)
-  const create = await measure('`svcops backup create`', `bin/svcops --stack-file ${envFile} --json backup create`, info)
-  const manifest = (JSON.parse(create.stdout) as { backup: { id: string; sizes: { encrypted: number } } }).backup
-  create.outBytes = manifest.sizes.encrypted
-  const verify = await measure(
-    '`svcops backup verify --restore-test`',
-    `bin/svcops --stack-file ${envFile} --json backup verify ${manifest.id} --restore-test`,
-    info,
-  )
-  const rows: Row[] = [floor, usual, create, verify]
+  // Each round measures the four rows in turn, so that load on the machine falls on all of them alike.
+  const rounds: Row[][] = []
+  for (let round = 0; round < runs; round++) {
+    const floor = await measure('`pg_dump -Fc -Z0 > /dev/null`', 'pg_dump -Fc -Z0 > /dev/null', info)
+    const gpgOut = join(dir, 'usual.pgp')
+    const usual = await measure(
+      '`pg_dump -Fc \\| gpg --encrypt -r KEY`',
+      `pg_dump -Fc | gpg --batch --trust-model always --encrypt -r ${key.fingerprint} > ${gpgOut}`,
+      info,
+    )
+    usual.outBytes = statSync(gpgOut).size
+    rmSync(gpgOut)
+    const create = await measure('`svcops backup create`', `bin/svcops --stack-file ${envFile} --json backup create`, info)
+    const manifest = (JSON.parse(create.stdout) as { backup: { id: string; sizes: { encrypted: number } } }).backup
+    create.outBytes = manifest.sizes.encrypted
+    const verify = await measure(
+      '`svcops backup verify --restore-test`',
+      `bin/svcops --stack-file ${envFile} --json backup verify ${manifest.id} --restore-test`,
+      info,
+    )
+    rounds.push([floor, usual, create, verify])
+  }
+  // A row of medians (wall time and CPU; the largest peak RSS), the wall time of every run kept for the table.
+  const rows: (Row & { walls: number[] })[] = [0, 1, 2, 3].map((i) => {
+    const runsOfRow = rounds.map((r) => r[i] as Row)
+    const first = runsOfRow[0] as Row
+    return {
+      ...first,
+      wallS: median(runsOfRow.map((r) => r.wallS)),
+      cpuS: median(runsOfRow.map((r) => r.cpuS)),
+      rssMb: Math.max(...runsOfRow.map((r) => r.rssMb)),
+      walls: runsOfRow.map((r) => r.wallS),
+    }
+  })
+  const [, usual, create, verify] = rows as unknown as [Row, Row, Row, Row]
   const throughput = usual.wallS / create.wallS
   const size = (create.outBytes ?? NaN) / (usual.outBytes ?? NaN)
   const pgDumpVersion = /\d+\.\d+/.exec((await runCommand(local, ['pg_dump', '--version'])).stdout)?.[0] ?? ''
   return [
-    `Database: ${mb(dbBytes)} MB (pg_database_size), PostgreSQL and pg_dump ${pgDumpVersion}, ${(await runCommand(local, ['nproc'])).stdout.trim()} cores; load average ${before} before, ${loadAverage()} after.`,
+    `Database: ${mb(dbBytes)} MB (pg_database_size), PostgreSQL and pg_dump ${pgDumpVersion}, ${(await runCommand(local, ['nproc'])).stdout.trim()} cores; load average ${before} before, ${loadAverage()} after.` +
+      (runs > 1
+        ? ` ${runs} rounds of the four rows in turn; each cell the median (wall time: every run in brackets), peak RSS the largest.`
+        : ''),
     '',
     '| row | wall time (s) | MB/s of database | output (MB) | peak RSS (MB) | client CPU (s) |',
     '|---|---:|---:|---:|---:|---:|',
     ...rows.map(
       (r) =>
-        `| ${r.name} | ${r.wallS.toFixed(1)} | ${(dbBytes / 1024 ** 2 / r.wallS).toFixed(1)} | ${r.outBytes !== undefined ? mb(r.outBytes) : '–'} | ${r.rssMb.toFixed(0)} | ${r.cpuS.toFixed(1)} |`,
+        `| ${r.name} | ${r.wallS.toFixed(1)}${runs > 1 ? ` (${r.walls.map((w) => w.toFixed(1)).join(' / ')})` : ''} | ${(dbBytes / 1024 ** 2 / r.wallS).toFixed(1)} | ${r.outBytes !== undefined ? mb(r.outBytes) : '–'} | ${r.rssMb.toFixed(0)} | ${r.cpuS.toFixed(1)} |`,
     ),
     '',
     `svcops backup create vs the usual pipeline: ${throughput.toFixed(2)}x the throughput (target >= 2), ${size.toFixed(3)}x the size (target <= 1.1); ` +

@@ -29,7 +29,7 @@ import {
 } from '../drivers/postgres.ts'
 import { signManifest, type SigningKey } from './signing.ts'
 import type { BackupStore } from './store.ts'
-import { HashingTap, PIECE_BYTES, PieceHashingTap, toWebStream } from './streams.ts'
+import { ChunkJoiner, HashingTap, PIECE_BYTES, PieceHashingTap, toWebStream } from './streams.ts'
 
 /**
  * zstd's level (`backup.compression`, 1-9; 0 leaves the archive uncompressed). Level 1 compresses
@@ -174,14 +174,15 @@ async function streamDump(o: StreamDumpOptions): Promise<Streamed> {
     '--no-password',
   ]
   const writer = await o.store.createWriter(o.file)
-  const dump = spawnPgTool(argv, { target: o.database }, { stdin: false, stdout: true })
+  const dump = spawnPgTool(argv, { target: o.database }, { stdin: false, stdout: true, wideOutput: true })
   const stdout = dump.child.stdout
   if (!stdout) throw new OperationError('pg_dump was started without an output stream.')
   const plainTap = new HashingTap()
   const cipherTap = new HashingTap()
   const pieceTap = new PieceHashingTap()
   try {
-    const plain = stdout.pipe(plainTap)
+    // One pipeline, so that a consumer that stops (a full store) stops the reads of pg_dump's output too.
+    const plain = pipelineTo(stdout, new ChunkJoiner(JOINED_BYTES), plainTap, () => undefined)
     const packed = o.compression.method === 'zstd' ? zstdCompressed(plain, o.compression.level) : plain
     const message = await openpgp.createMessage({ binary: toWebStream(packed), format: 'binary' })
     // The declared return type depends on which ReadableStream the input was; it is a web stream of bytes.
@@ -217,6 +218,9 @@ async function streamDump(o: StreamDumpOptions): Promise<Streamed> {
     encryptedPieces: pieceTap.pieces,
   }
 }
+
+/** The size of the chunks pg_dump's output is joined into before it is hashed and compressed. */
+const JOINED_BYTES = 1 << 20
 
 /** `input` compressed as one zstd stream; an error or early end on either side ends both. */
 function zstdCompressed(input: Readable, level: number): Readable {

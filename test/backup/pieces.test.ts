@@ -8,7 +8,7 @@ import { Readable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
 import { PieceChecker } from '../../src/backup/decrypt.ts'
 import type { Manifest } from '../../src/backup/manifest.ts'
-import { PIECE_BYTES, PieceHashingTap } from '../../src/backup/streams.ts'
+import { ChunkJoiner, PIECE_BYTES, PieceHashingTap } from '../../src/backup/streams.ts'
 
 const SIZE = 16
 
@@ -95,5 +95,24 @@ describe('PieceChecker', () => {
     for await (const _ of Readable.from(unevenly(data.subarray(0, 5000)).concat([data.subarray(5000)])).pipe(tap));
     expect(tap.pieces).toEqual(piecesOf(data, PIECE_BYTES))
     expect(tap.pieces).toHaveLength(3)
+  })
+})
+
+describe('ChunkJoiner', () => {
+  it('joins the small chunks of a pipe into chunks of at least the size asked, every byte in order', async () => {
+    /** The chunks as the joiner pushed them ('data' events; a read() would join them again). */
+    const pushed = async (chunks: Buffer[]): Promise<Buffer[]> => {
+      const out: Buffer[] = []
+      const joiner = Readable.from(chunks).pipe(new ChunkJoiner(1024))
+      joiner.on('data', (chunk: Buffer) => out.push(chunk))
+      await new Promise((resolve) => joiner.on('end', resolve))
+      return out
+    }
+    const data = randomBytes(10_000)
+    const joined = await pushed(unevenly(data))
+    expect(Buffer.concat(joined).equals(data)).toBe(true)
+    expect(joined.slice(0, -1).every((chunk) => chunk.length >= 1024)).toBe(true)
+    expect(joined.length).toBeGreaterThan(5)
+    expect(await pushed([])).toEqual([])
   })
 })

@@ -44,6 +44,7 @@ export const UNIT_FILES = [
   'test/drivers/kubernetes-limits.test.ts',
   'test/drivers/kubernetes-tls.test.ts',
   'test/drivers/kubernetes.test.ts',
+  'test/drivers/pg-tool-output.test.ts',
   'test/drivers/pulumi.test.ts',
   'test/infra/config.test.ts',
   'test/infra/containerfile.test.ts',
