@@ -226,7 +226,8 @@ export interface StreamingTool {
  * connected to `connection` (none: a tool that reaches no server, `pg_restore --file=-`). Its
  * password is in a 0600 password file (PGPASSFILE) that exists only while the tool runs: removed
  * when it exits, when it cannot start, and on SIGINT/SIGTERM. Emits the same `command` event as the
- * runner when it exits.
+ * runner when it exits, naming the command as it ran. `wideOutput`: its stdout in 1 MiB writes
+ * (`withWideOutputBuffer`).
  */
 export function spawnPgTool(
   argv: string[],
