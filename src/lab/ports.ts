@@ -1,18 +1,37 @@
-/** Free loopback ports for the lab's servers. */
+/**
+ * Free loopback ports for the lab's servers, below the kernel's ephemeral range.
+ *
+ * Outgoing connections take their local port from the ephemeral range (`ip_local_port_range`,
+ * 32768-60999 by default). A lab server is given its port once and binds it again at each restart
+ * (a component stopped and started by an upgrade or a rollback): a port in that range can be taken
+ * in between by any connection on the machine (a test suite's HTTP clients, psql, ssh), and the
+ * restart fails with EADDRINUSE. Ports below the range are taken only by servers, which a probe sees.
+ */
+import { randomInt } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 
-/** Asks the kernel for a free port on 127.0.0.1. Races are possible; starters retry on EADDRINUSE. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.unref()
-    server.on('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      const port = typeof address === 'object' && address ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
+/** The lowest port handed out: above the well-known and registered ports services commonly use. */
+const LOWEST_PORT = 20_000
+/** Ports this process handed out: never twice, so that two servers picked at once do not share one. */
+const handedOut = new Set<number>()
+
+/**
+ * A port on 127.0.0.1 that nothing listens on, below the ephemeral range (picked at random and
+ * probed). Races with another process are still possible; starters retry on EADDRINUSE. Where the
+ * range leaves too little room below it, the kernel picks.
+ */
+export async function freePort(): Promise<number> {
+  const ceiling = ephemeralRangeStart()
+  if (ceiling - LOWEST_PORT >= 1000) {
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const port = randomInt(LOWEST_PORT, ceiling)
+      if (handedOut.has(port) || !(await canListen(port))) continue
+      handedOut.add(port)
+      return port
+    }
+  }
+  return kernelPort()
 }
 
 /**
@@ -24,4 +43,38 @@ export async function freePortNotIn(given: ReadonlySet<number>): Promise<number>
     const port = await freePort()
     if (!given.has(port)) return port
   }
+}
+
+/** The first port of the kernel's ephemeral range; Linux's default when it cannot be read. */
+export function ephemeralRangeStart(): number {
+  try {
+    const start = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0])
+    return Number.isInteger(start) && start > 0 ? start : 32768
+  } catch {
+    return 32768
+  }
+}
+
+/** True when a server can listen on 127.0.0.1:`port` now. */
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer()
+    server.unref()
+    server.once('error', () => resolve(false))
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)))
+  })
+}
+
+/** A port the kernel picks (from the ephemeral range). */
+function kernelPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.unref()
+    server.on('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      const port = typeof address === 'object' && address ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })
 }

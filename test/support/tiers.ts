@@ -55,6 +55,7 @@ export const UNIT_FILES = [
   'test/lab/deb-cache.test.ts',
   'test/lab/demo-session.test.ts',
   'test/lab/live-helpers.test.ts',
+  'test/lab/ports.test.ts',
   'test/live/config-change.test.ts',
   'test/live/live-room.test.ts',
   'test/manager/client.test.ts',
