@@ -26,12 +26,14 @@ export async function freePort(): Promise<number> {
   if (ceiling - LOWEST_PORT >= 1000) {
     for (let attempt = 0; attempt < 100; attempt++) {
       const port = randomInt(LOWEST_PORT, ceiling)
-      if (handedOut.has(port) || !(await canListen(port))) continue
+      if (handedOut.has(port) || (await probe(port)) === undefined) continue
       handedOut.add(port)
       return port
     }
   }
-  return kernelPort()
+  const port = await probe(0)
+  if (port === undefined) throw new Error('No free port on 127.0.0.1: the kernel could not give one.')
+  return port
 }
 
 /**
@@ -55,26 +57,16 @@ export function ephemeralRangeStart(): number {
   }
 }
 
-/** True when a server can listen on 127.0.0.1:`port` now. */
-function canListen(port: number): Promise<boolean> {
+/** Listens on 127.0.0.1:`port` (0: a port the kernel picks, from the ephemeral range) and closes; the port, or undefined when it is taken. */
+function probe(port: number): Promise<number | undefined> {
   return new Promise((resolve) => {
     const server = createServer()
     server.unref()
-    server.once('error', () => resolve(false))
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)))
-  })
-}
-
-/** A port the kernel picks (from the ephemeral range). */
-function kernelPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.unref()
-    server.on('error', reject)
-    server.listen(0, '127.0.0.1', () => {
+    server.once('error', () => resolve(undefined))
+    server.listen(port, '127.0.0.1', () => {
       const address = server.address()
-      const port = typeof address === 'object' && address ? address.port : 0
-      server.close(() => resolve(port))
+      const bound = typeof address === 'object' && address ? address.port : undefined
+      server.close(() => resolve(bound))
     })
   })
 }
