@@ -112,9 +112,10 @@ export class RunMirror {
     if (this.discarded || this.failed || (!this.recordDirty && this.written === this.all.length)) return
     const from = this.written
     const upTo = this.all.length
+    const recordChanged = this.recordDirty
     this.recordDirty = false
     try {
-      await this.store.write({ record: this.record, from, all: this.all.slice(0, upTo) })
+      await this.store.write({ record: this.record, from, all: this.all.slice(0, upTo), recordChanged })
       this.written = upTo
     } catch (error) {
       this.recordDirty = true

@@ -33,6 +33,11 @@ export interface RunWrite {
   from: number
   /** Every entry so far (a store that rewrites a whole object needs them all; others take `all.slice(from)`). */
   all: JournalEntry[]
+  /**
+   * False when the record is as the last write left it (only entries were added): a store that
+   * keeps the record apart may leave it alone. Absent: it may have changed.
+   */
+  recordChanged?: boolean
 }
 
 /** A place runs are kept. */

@@ -57,21 +57,37 @@ export function liveHostRunStore(live: LiveConfig): RunStore {
   const where = `${LIVE_RUNS_PATH} on the live host ${home.name}`
 
   /**
-   * One short connection per operation, closed after it (as the recording service's store does with
-   * its sessions): a connection left open would keep the process alive after the run. Opening
-   * connects to nothing, so that listing runs loads none of the platform's drivers either.
+   * One connection for the store's operations while it is open, closed by `close()` (the run's end):
+   * a run writes its record and journal at every step boundary, and a new SSH connection for each
+   * write cost a handshake every time. After `close()` each operation has a short connection of its
+   * own, closed after it; the kept one is closed once the operation under way on it ends, so a late
+   * write still finishes. Opening connects to nothing, so that listing runs loads none of the
+   * platform's drivers either.
    */
+  const openHome = (): LiveHost => ({
+    name: home.name,
+    config: home,
+    transport: transportFor({ url: live.controllerUrl, canary: false, ...home }),
+  })
+  let kept: LiveHost | undefined
+  let closing = false
+  let inFlight = 0
+  const letGo = async (host: LiveHost): Promise<void> => {
+    // A connection that fails to close has nothing left to lose: its command has ended.
+    await host.transport.close().catch(() => undefined)
+  }
   async function onHost<T>(fn: (host: LiveHost) => Promise<T>): Promise<T> {
-    const host: LiveHost = {
-      name: home.name,
-      config: home,
-      transport: transportFor({ url: live.controllerUrl, canary: false, ...home }),
-    }
+    const host = closing ? openHome() : (kept ??= openHome())
+    const shared = host === kept
+    if (shared) inFlight++
     try {
       return await fn(host)
     } finally {
-      // A connection that fails to close has nothing left to lose: its command has ended.
-      await host.transport.close().catch(() => undefined)
+      if (!shared) await letGo(host)
+      else if (--inFlight === 0 && closing) {
+        kept = undefined
+        await letGo(host)
+      }
     }
   }
 
@@ -88,12 +104,14 @@ export function liveHostRunStore(live: LiveConfig): RunStore {
 
   return {
     where,
-    async write({ record, all }: RunWrite) {
+    async write({ record, all, recordChanged }: RunWrite) {
       // The journal first: a record read back never names more than its journal holds.
       const journal = all.map((e) => JSON.stringify(redactDeep(e)) + '\n').join('')
       await onHost(async (host) => {
         await writeHostFile(host, `${LIVE_RUNS_PATH}/${record.id}.journal.jsonl`, journal)
-        await writeHostFile(host, `${LIVE_RUNS_PATH}/${record.id}.json`, JSON.stringify(redactDeep(record)) + '\n')
+        // Most step boundaries only add entries: the record file, unchanged, is not written again.
+        if (recordChanged !== false)
+          await writeHostFile(host, `${LIVE_RUNS_PATH}/${record.id}.json`, JSON.stringify(redactDeep(record)) + '\n')
       })
     },
     async listRecords(environment) {
@@ -141,6 +159,13 @@ export function liveHostRunStore(live: LiveConfig): RunStore {
       const lock = await onHost((host) => readFile(host, hostPath(home, LIVE_LOCK_PATH), 4096))
       return lock?.split(' ')[0]?.trim() === run.id ? 'unknown' : 'not-held'
     },
-    close: () => Promise.resolve(),
+    async close() {
+      closing = true
+      if (kept && inFlight === 0) {
+        const host = kept
+        kept = undefined
+        await letGo(host)
+      }
+    },
   }
 }
