@@ -6,9 +6,10 @@
  * rollback killed once the files were put back (mid-restore). The CLI dies by SIGKILL right after
  * its journal records the boundary (`SVCOPS_CRASH_AFTER`, test/support/cli.ts); each run must end
  * with every component on the expected release, `verify live` exit 0, no lock, the files byte for
- * byte as before after a rollback, and no PSK printed. Every other boundary of the upgrade and its
- * rollback is killed at the engine, on the live system in memory (test/runs/crash-matrix-live.test.ts;
- * docs/testing.md). test/live/resume-rollback.test.ts kills a rollback mid-way, on 5.2.0 -> 7.0.0.
+ * byte as before after a rollback, and no PSK printed. On the same lab, a rollback asked for after
+ * 5.2.0 -> 7.0.0 is killed half-way (the controller and the ingest back on 5.2.0, the others not) and
+ * finished by `svcops resume ID`. Every other boundary of the upgrade and its rollback is killed at
+ * the engine, on the live system in memory (test/runs/crash-matrix-live.test.ts; docs/testing.md).
  */
 import { describe, expect, it } from 'vitest'
 import { LIVE_LOCK_PATH } from '../../src/live/hosts/live-hosts-platform.ts'
@@ -62,7 +63,28 @@ describe('kill -9 of a live upgrade 5.2.0 -> 6.0.0', () => {
     await expectWhole('5.2.0')
     expect(lab().snapshot()).toEqual(before)
   })
+})
 
+describe('kill -9 of a rollback of 5.2.0 -> 7.0.0', () => {
+  it('a rollback killed after the ingest is back on 5.2.0 is finished by svcops resume ID', async () => {
+    const before = lab().snapshot()
+    const up = await lab().svcops(['upgrade', 'live', '--to', '7.0.0', '--yes', '--ack', gateIds(lab().live(), '5.2.0', '7.0.0').join(',')])
+    expect(up.code, up.stderr).toBe(0)
+    const id = listRuns(lab().runsDir)[0]?.id ?? ''
+    const killed = await lab().svcopsKilledInRun(['rollback', 'live', '--yes', '--run', id], id, 'rollback:install@ingest')
+    expect(killed.signal).toBe('SIGKILL')
+    expect(phaseOf(id)).toBe('rolling-back')
+    const resumed = await lab().svcops(['resume', id])
+    expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0)
+    // A rollback asked for is no failed upgrade: exit 0, not 4, whichever process finished it.
+    expect(resumed.stderr).toContain('rolled back to 5.2.0')
+    expect(phaseOf(id)).toBe('rolled-back')
+    expect(lab().snapshot()).toEqual(before)
+    await expectWhole('5.2.0')
+  })
+})
+
+describe('every run of this file', () => {
   it('shows no PSK in any output, journal or report', () => {
     expect(lab().psks().length).toBeGreaterThan(0)
     for (const text of lab().everythingPrinted()) for (const psk of lab().psks()) expect(text.includes(psk)).toBe(false)
