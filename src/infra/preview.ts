@@ -6,16 +6,16 @@
  * renders the same objects and a changed `keepers` gives a new value, as the real provider does.
  */
 import { createHmac } from 'node:crypto'
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as pulumi from '@pulumi/pulumi'
 import * as runtimeState from '@pulumi/pulumi/runtime/state.js'
-import { parse as parseYaml } from 'yaml'
 import { SECURE_KEYS } from '../config/deploy.ts'
 import { BadInputError } from '../core/errors.ts'
 import { assessPsk } from '../releases/pre-shared-key.ts'
 import { registerSecret } from '../core/redact.ts'
+import { readStackConfig } from './stackConfig.ts'
 
 /** How Pulumi marks a secret value on the wire (what newResource receives). */
 const SECRET_SIG_KEY = '4dabf18193072939515e22adb298388d'
@@ -150,26 +150,6 @@ function standIn(salt: string, label: string): string {
     const candidate = derive(salt, `stand-in|${label}|${i}`, 32).toString('base64url')
     if (assessPsk(candidate).ok) return candidate
   }
-}
-
-/** The `config:` map of a stack file as Pulumi hands it to a program, plus the secure keys in it. */
-export function readStackConfig(stackFile: string): { config: Record<string, string>; secure: string[] } {
-  let doc: unknown
-  try {
-    doc = parseYaml(readFileSync(stackFile, 'utf8'))
-  } catch (error) {
-    throw new BadInputError(`${stackFile}: cannot be read as YAML: ${(error as Error).message.split('\n')[0]}`)
-  }
-  const map = (doc as { config?: unknown } | null)?.config
-  if (!map || typeof map !== 'object')
-    throw new BadInputError(`${stackFile}: config: missing; expected a Pulumi stack file with a 'config:' map.`)
-  const config: Record<string, string> = {}
-  const secure: string[] = []
-  for (const [key, value] of Object.entries(map as Record<string, unknown>)) {
-    if (value && typeof value === 'object' && 'secure' in value) secure.push(key)
-    else config[key] = typeof value === 'string' ? value : JSON.stringify(value)
-  }
-  return { config, secure }
 }
 
 /**
