@@ -290,11 +290,15 @@ describe('two runs of prod: what pulumi up replaces', () => {
     )
   }
 
+  /** prod's update after a PSK rotation: one run, which the cases below only read. */
+  let rotation: Promise<EngineRun> | undefined
+  const rotatedProd = () => (rotation ??= upAfter('prod', run('prod', 'update'), (c) => (deployOf(c).pskRotation = '2027-01-01')))
+
   it(
     'rotates the PSK in place: the Secret is updated, the controller and the media components restart, nothing else',
     async () => {
       const base = run('prod', 'update')
-      const rotated = await upAfter('prod', base, (c) => (deployOf(c).pskRotation = '2027-01-01'))
+      const rotated = await rotatedProd()
       expect(rotated.exitCode, rotated.stderr).toBe(0)
       expect(gaps(base, rotated)).toEqual([])
       expect(changed(planChanges(base, rotated))).toEqual({
@@ -370,8 +374,7 @@ describe('two runs of prod: what pulumi up replaces', () => {
     'finds the gap it guards against: with the provider defaults the PSK Secret would be deleted before it is re-created',
     async () => {
       const base = run('prod', 'update')
-      const rotated = await upAfter('prod', base, (c) => (deployOf(c).pskRotation = '2027-02-01'))
-      const defaults = structuredClone(rotated)
+      const defaults = structuredClone(await rotatedProd())
       for (const reg of defaults.registrations.filter((x) => x.type === 'pulumi:providers:kubernetes'))
         reg.inputs = { ...reg.inputs, enableSecretMutable: 'false', enableConfigMapMutable: 'false' }
       expect(gaps(base, defaults).map((c) => c.object)).toEqual(
