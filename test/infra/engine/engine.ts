@@ -3,10 +3,7 @@
  * service (the SDK's own service definitions from `@pulumi/pulumi/proto`), and the program started
  * the way the nodejs language host starts it: `node <nodeargs> <@pulumi/pulumi/cmd/run> --monitor
  * ... --engine ... --project ... --stack ... --pwd ... [--dry-run] --parallel ... <main>`, with the
- * stack's configuration in PULUMI_CONFIG and its secret keys in PULUMI_CONFIG_SECRET_KEYS. Two
- * settings of Node change only how fast the program runs, not what it does: the compile cache
- * (NODE_COMPILE_CACHE, bin/svcops' folder; NODE_DISABLE_COMPILE_CACHE=1 in the test's environment
- * turns it off) and a larger young generation (NODE_OPTIONS).
+ * stack's configuration in PULUMI_CONFIG and its secret keys in PULUMI_CONFIG_SECRET_KEYS.
  *
  * What it records is what the engine would act on: every registration with its options (parent,
  * dependencies, provider, protect, retainOnDelete, deleteBeforeReplace, replaceOnChanges,
@@ -44,8 +41,6 @@ import { plain, type Value } from './wire.ts'
 
 export const ROOT = resolve(import.meta.dirname, '../../..')
 export const STACK_DIR = join(ROOT, 'stacks')
-/** Node's compile cache of the program's runs: bin/svcops' own folder. */
-const COMPILE_CACHE = join(ROOT, 'node_modules/.cache/svcops')
 
 // The SDK's own gRPC runtime and message classes, resolved from where @pulumi/pulumi resolves them.
 const sdkRequire = createRequire(join(ROOT, 'node_modules/@pulumi/pulumi/package.json'))
@@ -428,14 +423,6 @@ export async function runEngine(options: RunOptions): Promise<EngineRun> {
       PULUMI_CONFIG: JSON.stringify(config),
       PULUMI_CONFIG_SECRET_KEYS: JSON.stringify(options.secretKeys ?? []),
       PULUMI_NODEJS_TYPESCRIPT: String(project.typescript),
-      // Node's compile cache (bin/svcops' own, checked against each file's content): the program's
-      // modules are otherwise stripped and compiled again by every run.
-      ...(process.env.NODE_DISABLE_COMPILE_CACHE
-        ? { NODE_DISABLE_COMPILE_CACHE: process.env.NODE_DISABLE_COMPILE_CACHE }
-        : { NODE_COMPILE_CACHE: COMPILE_CACHE }),
-      // A young generation of 64 MB: a run allocates fast while it registers the resources, and
-      // V8's default one spent a fifth of the run collecting (4.6 s of CPU a run instead of 5.1 s).
-      NODE_OPTIONS: '--max-semi-space-size=64',
       ...(options.env ?? {}),
     }
     const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
