@@ -32,8 +32,9 @@ export default defineConfig({
           name: 'e2e',
           include: ['test/**/*.test.ts'],
           exclude: [...configDefaults.exclude, ...UNIT_FILES, ...APART_FILES],
-          // One PostgreSQL cluster for the run; files take databases copied from its template.
-          globalSetup: ['test/support/shared-postgres.ts'],
+          // One PostgreSQL cluster for the run; files take databases copied from its template. The
+          // recording labs are shared per worker and reset between files; the pool's teardown brings them down.
+          globalSetup: ['test/support/shared-postgres.ts', 'test/support/lab-pool.ts'],
         },
       },
     ],

@@ -42,7 +42,9 @@ export interface LabHostsOptions {
 export const DEFAULT_LAB_HOSTS = 3
 export const DEFAULT_LAB_RECORDINGS = 6
 export const MAX_LAB_HOSTS = 50
-const PRODUCT: PackageOptions = { prefix: 'svc', dir: 'svc' }
+/** The recording service's package as the lab builds it (package svc-recording, files under /etc/opt/svc, ...). */
+export const LAB_RECORDING_PRODUCT: PackageOptions = { prefix: 'svc', dir: 'svc' }
+const PRODUCT = LAB_RECORDING_PRODUCT
 const DATABASE = { name: 'recordings', user: 'recording' }
 
 /** The options with defaults applied; bad values are refused before anything starts. */
@@ -241,7 +243,7 @@ export async function startLabRecording(
 }
 
 /** Creates `count` recordings through the recording client, spread over the hosts, as the lab operator. */
-export async function createLabRecordings(manager: LabManager, hosts: LabRecordingHost[], count: number): Promise<number> {
+export async function createLabRecordings(manager: LabManager, hosts: Pick<LabRecordingHost, 'url'>[], count: number): Promise<number> {
   const operator = manager.users.operator
   const auth = new ManagerClient({
     url: manager.url,

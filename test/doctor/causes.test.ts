@@ -12,7 +12,7 @@ import { runCli, startUpgradeLab, type UpgradeLab } from '../recording/fixture.t
 let lab: UpgradeLab
 const target = () => ({
   env: lab.env(),
-  superuserPassword: readFileSync(join(lab.dir, 'lab', 'secrets', 'postgres-password'), 'utf8').trim(),
+  superuserPassword: readFileSync(join(lab.labDir, 'secrets', 'postgres-password'), 'utf8').trim(),
 })
 
 beforeAll(async () => {

@@ -112,7 +112,7 @@ describe('rollback --to V across a schema change', () => {
   }, 300_000)
 
   it('resume --retry after the cause of a failed migration was fixed: same backup, same target, upgraded', async () => {
-    const target = { env: lab.env(), superuserPassword: readFileSync(join(lab.dir, 'lab', 'secrets', 'postgres-password'), 'utf8').trim() }
+    const target = { env: lab.env(), superuserPassword: readFileSync(join(lab.labDir, 'secrets', 'postgres-password'), 'utf8').trim() }
     // The cause appears after the preflight passed (someone changes the tables' owner during the window).
     const killed = await runSvcopsKilledAt(
       ['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '2.0.0', '--yes'],

@@ -1,30 +1,32 @@
 /**
- * One lab per test file for the upgrade tests: `labUp` (real PostgreSQL, manager emulator, sshd,
- * sandboxed hosts with dpkg and supervisord, recordings created through the API), plus a backup
- * key pair and store, written into an environment file of its own. Helpers read what a user would
+ * The lab of an upgrade test file: the worker's pooled lab reset for the file (test/recording/lab-pool.ts:
+ * real PostgreSQL, manager emulator, sshd, sandboxed hosts with dpkg and supervisord, recordings
+ * created through the API), or a lab of the file's own under another config; plus a backup key pair
+ * and store, a runs folder and an environment file of the file's own. Helpers read what a user would
  * check: installed versions, service health, and every recording through the API.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import pg from 'pg'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { managerClientFor } from '../../src/clients/manager-client.ts'
 import { RecordingClient } from '../../src/clients/recording-client.ts'
 import { loadEnvironmentFile } from '../../src/config/load.ts'
 import type { Environment } from '../../src/config/schema.ts'
-import { labDown, labUp } from '../../src/lab/lab.ts'
 import { generateBackupKey } from '../../src/backup/keys.ts'
 import { connectDatabase, databaseTarget } from '../../src/drivers/postgres.ts'
 import { schemaFingerprint } from '../../src/drivers/fingerprint.ts'
 import { transportFor } from '../../src/drivers/transports.ts'
-import { acquireEnvironmentLock } from '../../src/runs/lock.ts'
 import { packageDriver, readInstalledVersion } from '../../src/drivers/packages.ts'
 import type { Recording } from '../../src/recording/content-snapshot.ts'
 import { runSvcops, type CliRun } from '../support/cli.ts'
+import { takeRecordingLab, type HeldLab } from './lab-pool.ts'
 
 export interface UpgradeLab {
+  /** The file's own directory: keys, backups, runs, stacks (the environment file). */
   dir: string
+  /** The lab's directory (secrets/, logs/, state.json): pooled labs keep it between files. */
+  labDir: string
   envFile: string
   runsDir: string
   env(): Environment
@@ -35,27 +37,43 @@ export interface UpgradeLab {
   fingerprint(): Promise<string>
   /** Edits the environment's recording section (e.g. health timeout) for the next runs. */
   setRecording(fields: Record<string, unknown>): void
+  /** The file is done: the lab goes back to the worker's pool (or down, when it is the file's own). */
   stop(): Promise<void>
+  /** The file broke the lab beyond a reset (stopped PostgreSQL, removed a host): down, so the next file gets a fresh one. */
+  discard(): Promise<void>
 }
 
-/** Starts a lab with `hosts` hosts on `version` and `recordings` recordings. */
+/** A lab with `hosts` hosts on `version` and `recordings` recordings: the worker's, reset, or a new one. */
 export async function startUpgradeLab(options: { hosts: number; version: string; recordings: number }): Promise<UpgradeLab> {
   const dir = mkdtempSync(join(tmpdir(), 'svcops-upgrade-'))
-  const labDir = join(dir, 'lab')
+  // One package cache for every lab of this test run (TMPDIR is the run's own), built once, as the live labs do.
+  process.env.SVCOPS_LAB_PACKAGES_DIR ??= join(tmpdir(), 'svcops-test-lab-packages')
+  const held = await takeRecordingLab(options, dir)
+  try {
+    return await prepareFileLab(dir, held)
+  } catch (error) {
+    await held.release()
+    rmSync(dir, { recursive: true, force: true })
+    throw error
+  }
+}
+
+/** The file's own part of its lab: backup keys and store, environment file, runs folder, and the helpers. */
+async function prepareFileLab(dir: string, held: HeldLab): Promise<UpgradeLab> {
   const stacksDir = join(dir, 'stacks')
-  await labUp({ dir: labDir, stacksDir, hosts: options.hosts, version: options.version, recordings: options.recordings })
   const key = await generateBackupKey({ name: 'svcops upgrade test' })
   const keyDir = join(dir, 'keys')
   mkdirSync(keyDir, { mode: 0o700 })
   writeFileSync(join(keyDir, 'backup.pub.asc'), key.publicKey)
   writeFileSync(join(keyDir, 'backup.key.asc'), key.privateKey, { mode: 0o600 })
-  const doc = parseYaml(readFileSync(join(stacksDir, 'Pulumi.lab.yaml'), 'utf8')) as { config: Record<string, unknown> }
+  const doc = parseYaml(readFileSync(join(held.stacksDir, 'Pulumi.lab.yaml'), 'utf8')) as { config: Record<string, unknown> }
   doc.config['svcops:backup'] = {
     store: { path: join(dir, 'backups') },
     recipients: [join(keyDir, 'backup.pub.asc')],
     identity: { file: join(keyDir, 'backup.key.asc') },
   }
   doc.config['svcops:recording'] = { ...(doc.config['svcops:recording'] as object), healthTimeoutSeconds: 10 }
+  mkdirSync(stacksDir, { recursive: true })
   const envFile = join(stacksDir, 'Pulumi.upgrade.yaml')
   writeFileSync(envFile, toYaml(doc))
   const runsDir = join(dir, 'runs')
@@ -67,15 +85,17 @@ export async function startUpgradeLab(options: { hosts: number; version: string;
     if (!host) throw new Error(`no host ${i}`)
     return new RecordingClient({ url: host.url, auth: manager })
   }
-  await tuneLabDatabase(labDir, env())
-  // The first lock creates svcops' own table (part of the schema fingerprint from then on); take it once so tests compare like with like.
-  const lock = await acquireEnvironmentLock(env().recording!.database, {
-    environment: 'lab',
-    holder: { runId: '19700101T000000Z-000000', holder: 'fixture', pid: process.pid, since: new Date().toISOString() },
-  })
-  await lock.release()
+  const leave = async (done: () => Promise<void>): Promise<void> => {
+    await manager.logout().catch(() => undefined)
+    try {
+      await done()
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
   return {
     dir,
+    labDir: held.labDir,
     envFile,
     runsDir,
     env,
@@ -108,31 +128,8 @@ export async function startUpgradeLab(options: { hosts: number; version: string;
       d.config['svcops:recording'] = { ...(d.config['svcops:recording'] as object), ...fields }
       writeFileSync(envFile, toYaml(d))
     },
-    async stop() {
-      await manager.logout().catch(() => undefined)
-      await labDown({ dir: labDir, stacksDir })
-      rmSync(dir, { recursive: true, force: true })
-    },
-  }
-}
-
-/**
- * Test speed and the full backup check: fsync off (reloadable), and CREATEDB for the service role so
- * that the backup's test restore into a scratch database runs (without it svcops falls back to a
- * decrypt-only verification).
- */
-async function tuneLabDatabase(labDir: string, env: Environment): Promise<void> {
-  const db = env.recording!.database
-  const password = readFileSync(join(labDir, 'secrets', 'postgres-password'), 'utf8').trim()
-  const client = new pg.Client({ host: db.host, port: db.port, user: 'postgres', password, database: 'postgres' })
-  await client.connect()
-  try {
-    await client.query('ALTER SYSTEM SET fsync = off')
-    await client.query('ALTER SYSTEM SET synchronous_commit = off')
-    await client.query('SELECT pg_reload_conf()')
-    await client.query(`ALTER ROLE ${pg.escapeIdentifier(db.user)} CREATEDB`)
-  } finally {
-    await client.end()
+    stop: () => leave(() => held.release()),
+    discard: () => leave(() => held.discard()),
   }
 }
 
