@@ -21,7 +21,6 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import pg from 'pg'
-import { inject } from 'vitest'
 import { loadEnvironmentFile } from '../../src/config/load.ts'
 import type { Environment } from '../../src/config/schema.ts'
 import { isAlive } from '../../src/core/process.ts'
@@ -65,7 +64,7 @@ interface SlotState {
  * when there is no pool (another config, SVCOPS_TEST_LAB_POOL=off) or the slot is held already.
  */
 export async function takeRecordingLab(shape: LabShape, ownDir: string): Promise<HeldLab> {
-  const slot = poolSlot(shape)
+  const slot = await poolSlot(shape)
   if (!slot || !claimSlot(slot)) return bringOwnLabUp(shape, ownDir)
   const { dir, stacksDir } = slotLabPaths(slot)
   const discard = async (): Promise<void> => {
@@ -112,12 +111,31 @@ export async function takeRecordingLab(shape: LabShape, ownDir: string): Promise
   }
 }
 
-/** The slot of this worker and shape, or undefined when labs are not pooled in this run. */
-function poolSlot(shape: LabShape): string | undefined {
-  const pool = inject('labPool') as string | undefined
+/**
+ * The slot of this worker and shape, or undefined when labs are not pooled in this run. Outside a
+ * vitest worker (bench/upgrade starts its labs with this fixture) there is no pool, and vitest's
+ * `inject` cannot even be loaded there: it is imported only inside a worker.
+ */
+async function poolSlot(shape: LabShape): Promise<string | undefined> {
   const worker = process.env.VITEST_POOL_ID
-  if (!pool || !worker || process.env.SVCOPS_TEST_LAB_POOL === 'off') return undefined
+  if (!worker || process.env.SVCOPS_TEST_LAB_POOL === 'off') return undefined
+  const pool = await providedLabPool()
+  if (!pool) return undefined
   return join(pool, `worker-${worker}-hosts-${shape.hosts}`)
+}
+
+/**
+ * The pool's directory as the e2e tier's global setup provides it; undefined under another config,
+ * or in a process a test started (it inherits VITEST_POOL_ID), where vitest refuses to load.
+ */
+async function providedLabPool(): Promise<string | undefined> {
+  try {
+    const { inject } = await import('vitest')
+    return inject('labPool')
+  } catch (error) {
+    if (error instanceof Error && error.message.includes('Vitest failed to access its internal state')) return undefined
+    throw error
+  }
 }
 
 const slotStateFile = (slot: string): string => join(slot, 'pool.json')
