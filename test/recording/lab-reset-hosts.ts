@@ -13,6 +13,7 @@ import { transportFor } from '../../src/drivers/transports.ts'
 import { installHost, startHost } from '../../src/lab/hosts-fleet.ts'
 import { LAB_RECORDING_PRODUCT, labPackagesDir } from '../../src/lab/hosts-lab.ts'
 import { stopLabHost, supervisordPid } from '../../src/lab/hosts.ts'
+import { waitForHealth } from '../../src/lab/lab-processes.ts'
 import { labPaths } from '../../src/lab/lab.ts'
 import { buildRecordingPackages, recordingPackagePaths } from '../../src/lab/recording/index.ts'
 import { lookupUser } from '../../src/lab/sshd.ts'
@@ -65,21 +66,9 @@ export async function startAgain(facts: LabFacts, host: LabFacts['hosts'][number
   } finally {
     await t.close()
   }
-  return answers(host.url)
-}
-
-/** True once `url` answers GET / with success, within 30 s. */
-async function answers(url: string): Promise<boolean> {
-  const deadline = Date.now() + 30_000
-  while (Date.now() < deadline) {
-    try {
-      if ((await fetch(`${url}/`, { signal: AbortSignal.timeout(2000) })).ok) return true
-    } catch {
-      // Not listening yet.
-    }
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  return false
+  // As lab up waits for a host: GET / answers success, while the host's supervisord lives.
+  const supervisord = supervisordPid({ root: host.root })
+  return supervisord !== undefined && waitForHealth(`${host.url}/`, supervisord, 30_000)
 }
 
 /** A host installed afresh with `version`: its tree removed, the release installed and configured as `lab up` does, on its port. */
