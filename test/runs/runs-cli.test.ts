@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { runSvcops } from '../support/cli.ts'
+import { runSvcops, runSvcopsInProcess } from '../support/cli.ts'
 import { writeFailedRun } from './failed-run.ts'
 import { restoreDescribedSystemsAfterFile } from '../support/described-systems.ts'
 
@@ -25,14 +25,17 @@ describe('svcops runs', () => {
     const [head, row] = all.stdout.trim().split('\n')
     expect(head).toMatch(/^ID\s+ENV\s+SYSTEM\s+KIND\s+TARGET\s+OUTCOME\s+DURATION\s+LONGEST DOWNTIME$/)
     expect(row).toMatch(/^20261124T023000Z-a1b2c3\s+prod\s+recording\s+upgrade\s+2\.0\.0\s+rolled-back\s+2 min 17 s\s+1 min 48 s rec-1$/)
-    expect((await runSvcops(['runs', 'list', '--system', 'live'], { env })).stdout.trim()).toBe('No runs yet.')
-    expect((await runSvcops(['runs', 'list', '--system', 'recording'], { env })).stdout).toContain('20261124T023000Z-a1b2c3')
+    // The filters read the same folder, in this process: the table above and the refusal below are the real CLI's.
+    expect((await runSvcopsInProcess(['runs', 'list', '--system', 'live'], { env })).stdout.trim()).toBe('No runs yet.')
+    expect((await runSvcopsInProcess(['runs', 'list', '--system', 'recording'], { env })).stdout).toContain('20261124T023000Z-a1b2c3')
     const refused = await runSvcops(['runs', 'list', '--system', 'kube'], { env })
     expect(refused.code).toBe(2)
     expect(refused.stderr).toContain('recording, live')
-    expect((await runSvcops(['runs', 'list', '--env', 'staging'], { env })).stdout.trim()).toBe('No runs yet.')
-    expect((await runSvcops(['runs', 'list', '--kind', 'backup'], { env })).stdout.trim()).toBe('No runs yet.')
-    const json = JSON.parse((await runSvcops(['runs', 'list', '--env', 'prod', '--kind', 'upgrade', '--json'], { env })).stdout) as {
+    expect((await runSvcopsInProcess(['runs', 'list', '--env', 'staging'], { env })).stdout.trim()).toBe('No runs yet.')
+    expect((await runSvcopsInProcess(['runs', 'list', '--kind', 'backup'], { env })).stdout.trim()).toBe('No runs yet.')
+    const json = JSON.parse(
+      (await runSvcopsInProcess(['runs', 'list', '--env', 'prod', '--kind', 'upgrade', '--json'], { env })).stdout,
+    ) as {
       runs: Array<{ id: string; durationMs: number; longestDowntime: { host: string } }>
     }
     expect(json.runs.map((r) => [r.id, r.durationMs, r.longestDowntime.host])).toEqual([['20261124T023000Z-a1b2c3', 137_000, 'rec-1']])

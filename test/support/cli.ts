@@ -1,4 +1,7 @@
-/** Runs `svcops` as a subprocess, the way users and schedulers do, and collects what it printed. */
+/**
+ * Runs `svcops` as a subprocess, the way users and schedulers do, and collects what it printed; or,
+ * where a case reads only the answer and not the process boundary, runs its entry in this process.
+ */
 import { spawn } from 'node:child_process'
 import { readdir, readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
@@ -44,6 +47,58 @@ export function runSvcops(args: string[], options: CliOptions = {}): Promise<Cli
     child.stdin.end(options.input ?? '')
     if (child.pid !== undefined) options.onSpawn?.(child.pid)
   })
+}
+
+/**
+ * Runs `svcops ...args` in this process (`main` of src/commands/program.ts) and resolves with its exit
+ * code and what it wrote to stdout and stderr, as `runSvcops` does: for cases that read the answer
+ * only. A spawn costs 0.3-1 s of CPU to start Node and load the modules; here the worker has them
+ * loaded. What it cannot do, and `runSvcops` must: another working directory (`cwd`; a worker thread
+ * cannot change it), input on stdin, a signal, the Node that runs it, argv as the process sees it.
+ * `env` is set for the call and put back after it, as are the run observers and systems a command
+ * wires (`useRunSystems`: a process exits instead, a worker runs the next file).
+ */
+export async function runSvcopsInProcess(args: string[], options: Pick<CliOptions, 'env'> = {}): Promise<CliRun> {
+  const [{ main }, { useRunSystems }] = await Promise.all([
+    import('../../src/commands/program.ts'),
+    import('../../src/commands/run-systems.ts'),
+  ])
+  const saved = Object.entries(options.env ?? {}).map(([name, value]) => {
+    const before = process.env[name]
+    process.env[name] = value
+    return [name, before] as const
+  })
+  const unwire = await useRunSystems()
+  let stdout = ''
+  let stderr = ''
+  // Patched on the streams themselves (not with vitest's spies: this module is loaded outside vitest
+  // too), and put back as they were: an own property of the stream, or none (the prototype's).
+  const streams = [process.stdout, process.stderr]
+  const before = streams.map((stream) => Object.getOwnPropertyDescriptor(stream, 'write'))
+  const capture =
+    (keep: (text: string) => void) =>
+    (chunk: string | Uint8Array, encoding?: unknown, done?: unknown): boolean => {
+      keep(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'))
+      const callback = typeof encoding === 'function' ? encoding : done
+      if (typeof callback === 'function') queueMicrotask(() => (callback as () => void)())
+      return true
+    }
+  process.stdout.write = capture((text) => (stdout += text))
+  process.stderr.write = capture((text) => (stderr += text))
+  try {
+    const code = await main(args)
+    return { code, signal: null, stdout, stderr }
+  } finally {
+    streams.forEach((stream, i) => {
+      const own = before[i]
+      if (own) Object.defineProperty(stream, 'write', own)
+      else Reflect.deleteProperty(stream, 'write')
+    })
+    unwire()
+    for (const [name, before] of saved)
+      if (before === undefined) delete process.env[name]
+      else process.env[name] = before
+  }
 }
 
 /**
