@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import { describe, expect, it } from 'vitest'
-import { runSvcops } from '../support/cli.ts'
+import { runSvcops, runSvcopsInProcess } from '../support/cli.ts'
 import { SECRET_MARKER } from '../../src/infra/preview.ts'
 import { validateObject } from '../../src/infra/validate.ts'
 import { buildStack, dataOf, deployOf, objectNamed, pskOf, stackConfig, writeStack, type LooseConfig } from './helpers.ts'
@@ -16,6 +16,15 @@ const cwd = new URL('../..', import.meta.url).pathname
 
 function svcops(args: string[]) {
   return runSvcops(args, { cwd, env: { SVCOPS_STACKS_DIR: join(cwd, 'stacks') } })
+}
+
+/**
+ * The same command in this process, for the cases that read only its answer (the exit code, the
+ * report, the files): the first case and --help are the real CLI's; a spawn costs the whole
+ * program's modules again (about 1.5 s of CPU before it renders).
+ */
+function svcopsInProcess(args: string[]) {
+  return runSvcopsInProcess(args, { env: { SVCOPS_STACKS_DIR: join(cwd, 'stacks') } })
 }
 
 // Each test starts the CLI, which runs the whole program: minutes on a busy shared machine.
@@ -66,7 +75,7 @@ describe('svcops render', { timeout: 240_000 }, () => {
     deployOf(config).live.version = '5.x'
     const file = writeStack('dev', config)
     const out = join(mkdtempSync(join(tmpdir(), 'svcops-render-')), 'out')
-    const { code, stderr } = await svcops(['render', '--stack', 'dev', '--stack-file', file, '--out', out])
+    const { code, stderr } = await svcopsInProcess(['render', '--stack', 'dev', '--stack-file', file, '--out', out])
     expect(code).toBe(2)
     expect(stderr).toMatch(/deploy\.live\.version: "5\.x" is not valid; expected a release number/)
     expect(existsSync(out)).toBe(false)
@@ -75,7 +84,17 @@ describe('svcops render', { timeout: 240_000 }, () => {
   it('writes nothing with --dry-run, but still validates and lists the files; a --secret PSK gets a listed stand-in', async () => {
     const file = writeStack('prod', { ...stackConfig('prod'), 'svcops:psk': { secure: 'v1:c3RhbmQtaW4tY2lwaGVydGV4dA==' } })
     const out = join(mkdtempSync(join(tmpdir(), 'svcops-render-')), 'out')
-    const { code, stdout, stderr } = await svcops(['render', '--stack', 'prod', '--stack-file', file, '--out', out, '--dry-run', '--json'])
+    const { code, stdout, stderr } = await svcopsInProcess([
+      'render',
+      '--stack',
+      'prod',
+      '--stack-file',
+      file,
+      '--out',
+      out,
+      '--dry-run',
+      '--json',
+    ])
     expect(code, stderr).toBe(0)
     const report = JSON.parse(stdout) as { dryRun: boolean; standIns: string[]; files: { kind: string }[] }
     expect(report.dryRun).toBe(true)
