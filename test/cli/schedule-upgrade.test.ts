@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { stringify as toYaml } from 'yaml'
 import { svcopsCommand } from '../../src/core/paths.ts'
-import { runSvcops } from '../support/cli.ts'
+import { runSvcops, runSvcopsInProcess } from '../support/cli.ts'
 
 /** `systemd-analyze verify`: exit 0 and not one message about the files. */
 function verifyUnits(files: string[]): void {
@@ -42,8 +42,16 @@ beforeAll(() => {
   )
 })
 
-const schedule = (...args: string[]): ReturnType<typeof runSvcops> =>
-  runSvcops(['--stack-file', stackFile, 'schedule', 'upgrade', ...args], { env: { SVCOPS_WEEKLY_DB_PASSWORD: 'never-in-a-unit' } })
+const scheduleArgs = (args: string[]): string[] => ['--stack-file', stackFile, 'schedule', 'upgrade', ...args]
+const scheduleEnv = { SVCOPS_WEEKLY_DB_PASSWORD: 'never-in-a-unit' }
+/** The real CLI in a child process: its exit code, stdout and stderr as a user or scheduler sees them. */
+const schedule = (...args: string[]): ReturnType<typeof runSvcops> => runSvcops(scheduleArgs(args), { env: scheduleEnv })
+/**
+ * The same command in this process, for cases that read only its answer and the files it wrote (a
+ * spawn costs about 0.4 s of CPU to start): the dry run and the first refusal keep a real process.
+ */
+const scheduleInProcess = (...args: string[]): ReturnType<typeof runSvcopsInProcess> =>
+  runSvcopsInProcess(scheduleArgs(args), { env: scheduleEnv })
 
 describe('svcops schedule upgrade', () => {
   it('shows the units of a recording upgrade in its window with --dry-run, verified by systemd, and writes nothing', async () => {
@@ -77,7 +85,18 @@ describe('svcops schedule upgrade', () => {
 
   it('writes the units, which systemd-analyze verify loads, with no secret in them', async () => {
     const units = join(dir, 'units')
-    const run = await schedule('--system', 'recording', '--to', '2.0.0', '--at', 'Sun 02:30', '--unit-dir', units, '--user', 'root')
+    const run = await scheduleInProcess(
+      '--system',
+      'recording',
+      '--to',
+      '2.0.0',
+      '--at',
+      'Sun 02:30',
+      '--unit-dir',
+      units,
+      '--user',
+      'root',
+    )
     expect(run.code, run.stderr).toBe(0)
     const service = join(units, 'svcops-upgrade-recording-weekly.service')
     const timer = join(units, 'svcops-upgrade-recording-weekly.timer')
@@ -103,12 +122,12 @@ describe('svcops schedule upgrade', () => {
       [['--system', 'recording', '--to', '2.0.0', '--at', 'someday'], "--at: 'someday' is not valid"],
       [['--system', 'recording', '--to', '2.0.0', '--at', 'daily', '--user', 'a b'], "--user: 'a b' is not valid"],
     ]
-    for (const [args, message] of cases) {
-      const run = await schedule(...args, '--unit-dir', units)
+    for (const [i, [args, message]] of cases.entries()) {
+      const run = await (i === 0 ? schedule : scheduleInProcess)(...args, '--unit-dir', units)
       expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(2)
       expect(run.stderr).toContain(message)
     }
-    const wrong = await schedule('--system', 'database', '--to', '2.0.0', '--at', 'daily', '--unit-dir', units)
+    const wrong = await scheduleInProcess('--system', 'database', '--to', '2.0.0', '--at', 'daily', '--unit-dir', units)
     expect(wrong.code).not.toBe(0)
     expect(wrong.stderr).toContain("'database'")
     expect(existsSync(units)).toBe(false)

@@ -14,7 +14,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { stringify as toYaml } from 'yaml'
 import { svcopsCommand } from '../../src/core/paths.ts'
 import { unitItem, unitNode, unitWord } from '../../src/schedule/systemd-timer.ts'
-import { ROOT, runSvcops } from '../support/cli.ts'
+import { ROOT, runSvcops, runSvcopsInProcess } from '../support/cli.ts'
 
 /**
  * `systemd-analyze verify` of unit files: exit 0 and not one message about them (it exits 0 on
@@ -66,8 +66,17 @@ beforeAll(() => {
   writeStack(stackFile, join(dir, 'store'))
 })
 
-const schedule = (...args: string[]): ReturnType<typeof runSvcops> =>
-  runSvcops(['--stack-file', stackFile, 'schedule', 'backup', ...args], { env: { SVCOPS_NIGHTLY_DB_PASSWORD: 'never-in-a-unit' } })
+const scheduleArgs = (args: string[]): string[] => ['--stack-file', stackFile, 'schedule', 'backup', ...args]
+const scheduleEnv = { SVCOPS_NIGHTLY_DB_PASSWORD: 'never-in-a-unit' }
+/** The real CLI in a child process: its exit code, stdout and stderr as a user or scheduler sees them. */
+const schedule = (...args: string[]): ReturnType<typeof runSvcops> => runSvcops(scheduleArgs(args), { env: scheduleEnv })
+/**
+ * The same command in this process, for cases that read only its answer and the files it wrote: a
+ * spawn costs about 0.4 s of CPU to start; each behaviour the user sees at the process (exit 0 with
+ * the units on stdout, exit 2 with the sentence on stderr, the working directory) keeps a real one.
+ */
+const scheduleInProcess = (...args: string[]): ReturnType<typeof runSvcopsInProcess> =>
+  runSvcopsInProcess(scheduleArgs(args), { env: scheduleEnv })
 
 describe('svcops schedule backup', () => {
   it('shows both units with --dry-run, the calendar as systemd normalizes it, and writes nothing', async () => {
@@ -95,7 +104,7 @@ describe('svcops schedule backup', () => {
 
   it('writes units that systemd-analyze verify loads, confined to the run folders and the store, with no secret in them', async () => {
     const units = join(dir, 'units')
-    const run = await schedule('--at', 'daily', '--unit-dir', units, '--user', 'root')
+    const run = await scheduleInProcess('--at', 'daily', '--unit-dir', units, '--user', 'root')
     expect(run.code, run.stderr).toBe(0)
     expect(run.stdout).toMatch(/Enable it with: systemctl daemon-reload && systemctl enable --now svcops-backup-nightly\.timer/)
     const service = join(units, 'svcops-backup-nightly.service')
@@ -109,30 +118,30 @@ describe('svcops schedule backup', () => {
     expect(statSync(service).mode & 0o777).toBe(0o644)
     expect(text + readFileSync(timer, 'utf8')).not.toContain('never-in-a-unit')
     // Again with the same answer: nothing to change.
-    const again = await schedule('--at', 'daily', '--unit-dir', units, '--user', 'root')
+    const again = await scheduleInProcess('--at', 'daily', '--unit-dir', units, '--user', 'root')
     expect(again.stdout).toContain(`unchanged ${service}`)
   })
 
   it('refuses to overwrite a unit somebody edited, unless --replace', async () => {
     const units = join(dir, 'edited')
-    expect((await schedule('--at', 'daily', '--unit-dir', units)).code).toBe(0)
+    expect((await scheduleInProcess('--at', 'daily', '--unit-dir', units)).code).toBe(0)
     const timer = join(units, 'svcops-backup-nightly.timer')
     writeFileSync(timer, readFileSync(timer, 'utf8').replace('Persistent=true', 'Persistent=false'))
     const refused = await schedule('--at', 'weekly', '--unit-dir', units)
     expect(refused.code).toBe(2)
     expect(refused.stderr).toContain(`${timer} exists with other content; expected --replace to overwrite it`)
     expect(readFileSync(timer, 'utf8')).toContain('Persistent=false')
-    expect((await schedule('--at', 'weekly', '--unit-dir', units, '--replace')).code).toBe(0)
+    expect((await scheduleInProcess('--at', 'weekly', '--unit-dir', units, '--replace')).code).toBe(0)
     expect(readFileSync(timer, 'utf8')).toContain('OnCalendar=Mon *-*-* 00:00:00\n')
     verifyUnits([join(units, 'svcops-backup-nightly.service'), timer])
   })
 
   it('refuses a calendar systemd cannot parse and a bad --keep-last, in one sentence each, writing nothing', async () => {
     const units = join(dir, 'bad')
-    const calendar = await schedule('--at', 'every night', '--unit-dir', units)
+    const calendar = await scheduleInProcess('--at', 'every night', '--unit-dir', units)
     expect(calendar.code).toBe(2)
     expect(calendar.stderr).toMatch(/--at: 'every night' is not valid \(.*\); expected a systemd calendar expression like/)
-    const keep = await schedule('--at', 'daily', '--keep-last', 'seven', '--unit-dir', units)
+    const keep = await scheduleInProcess('--at', 'daily', '--keep-last', 'seven', '--unit-dir', units)
     expect(keep.code).toBe(2)
     expect(keep.stderr).toContain("--keep-last: 'seven' is not valid; expected a whole number.")
     expect(existsSync(units)).toBe(false)
@@ -159,14 +168,14 @@ describe('svcops schedule backup with values svcops does not control', () => {
     const evil = join(dir, 'x\nExecStartPre=/bin/touch /tmp/svcops-pwned\n')
     const inPath = join(evil, 'Pulumi.nightly.yaml')
     writeStack(inPath, join(dir, 'store'))
-    const byPath = await runSvcops(['--stack-file', inPath, 'schedule', 'backup', '--at', 'daily', '--unit-dir', units])
+    const byPath = await runSvcopsInProcess(['--stack-file', inPath, 'schedule', 'backup', '--at', 'daily', '--unit-dir', units])
     expect(byPath.code).toBe(2)
     expect(byPath.stderr).toMatch(
       /^svcops: the stack file path: '.*x\\nExecStartPre=\/bin\/touch \/tmp\/svcops-pwned\\n\/Pulumi\.nightly\.yaml' holds a control character .*; expected one line of printable text\.\n$/,
     )
     const inStore = join(dir, 'store-value', 'Pulumi.nightly.yaml')
     writeStack(inStore, '/srv/backups\nExecStartPre=/bin/touch /tmp/svcops-pwned')
-    const byStore = await runSvcops(['--stack-file', inStore, 'schedule', 'backup', '--at', 'daily', '--unit-dir', units])
+    const byStore = await runSvcopsInProcess(['--stack-file', inStore, 'schedule', 'backup', '--at', 'daily', '--unit-dir', units])
     expect(byStore.code).toBe(2)
     expect(byStore.stderr).toContain(
       `svcops: ${inStore}: backup.store.path: '/srv/backups\\nExecStartPre=/bin/touch /tmp/svcops-pwned' holds a control character`,
@@ -185,7 +194,7 @@ describe('svcops schedule backup with values svcops does not control', () => {
     writeStack(file, store)
     const runs = join(odd, 'runs $y')
     const units = join(dir, 'odd-units')
-    const run = await runSvcops(['--stack-file', file, 'schedule', 'backup', '--at', 'daily', '--unit-dir', units], {
+    const run = await runSvcopsInProcess(['--stack-file', file, 'schedule', 'backup', '--at', 'daily', '--unit-dir', units], {
       env: { SVCOPS_RUNS_DIR: runs },
     })
     expect(run.code, run.stderr).toBe(0)
