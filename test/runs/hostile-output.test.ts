@@ -23,7 +23,7 @@ import { newRunId, type RunRecord } from '../../src/runs/run-record.ts'
 import { startRun, type Playbook } from '../../src/runs/playbook.ts'
 import { progressSink } from '../../src/reports/progress.ts'
 import { defineStep } from '../../src/runs/step.ts'
-import { runSvcops } from '../support/cli.ts'
+import { runSvcops, runSvcopsInProcess } from '../support/cli.ts'
 
 const PROMTOOL = '/usr/bin/promtool'
 
@@ -208,8 +208,9 @@ describe('text read from outside reaches no output raw', () => {
 
   it('svcops runs show: the timeline, --markdown and --json', async () => {
     const env = { SVCOPS_RUNS_DIR: runsDir, SVCOPS_ENV: '' }
+    // The timeline from a real process (what reaches a terminal); --markdown and --json from the same command in this process.
     for (const args of [[], ['--markdown'], ['--json']]) {
-      const shown = await runSvcops(['runs', 'show', journal.run.id, ...args], { env })
+      const shown = await (args.length ? runSvcopsInProcess : runSvcops)(['runs', 'show', journal.run.id, ...args], { env })
       expect(shown.code, shown.stderr).toBe(0)
       expectNoRawControl(shown.stdout, `runs show ${args.join(' ')}`)
       expectNoRawControl(shown.stderr, `runs show ${args.join(' ')} (stderr)`)
