@@ -49,6 +49,9 @@ export function runSvcops(args: string[], options: CliOptions = {}): Promise<Cli
   })
 }
 
+/** The end of the last in-process run asked for: the next one starts after it. */
+let inProcessQueue: Promise<void> = Promise.resolve()
+
 /**
  * Runs `svcops ...args` in this process (`main` of src/commands/program.ts) and resolves with its exit
  * code and what it wrote to stdout and stderr, as `runSvcops` does: for cases that read the answer
@@ -56,9 +59,19 @@ export function runSvcops(args: string[], options: CliOptions = {}): Promise<Cli
  * loaded. What it cannot do, and `runSvcops` must: another working directory (`cwd`; a worker thread
  * cannot change it), input on stdin, a signal, the Node that runs it, argv as the process sees it.
  * `env` is set for the call and put back after it, as are the run observers and systems a command
- * wires (`useRunSystems`: a process exits instead, a worker runs the next file).
+ * wires (`useRunSystems`: a process exits instead, a worker runs the next file). Calls run one at a
+ * time (concurrent tests queue here): the streams and variables they set are the process's.
  */
-export async function runSvcopsInProcess(args: string[], options: Pick<CliOptions, 'env'> = {}): Promise<CliRun> {
+export function runSvcopsInProcess(args: string[], options: Pick<CliOptions, 'env'> = {}): Promise<CliRun> {
+  const turn = inProcessQueue.then(() => runInProcessNow(args, options))
+  inProcessQueue = turn.then(
+    () => undefined,
+    () => undefined,
+  )
+  return turn
+}
+
+async function runInProcessNow(args: string[], options: Pick<CliOptions, 'env'>): Promise<CliRun> {
   const [{ main }, { useRunSystems }] = await Promise.all([
     import('../../src/commands/program.ts'),
     import('../../src/commands/run-systems.ts'),
