@@ -1,15 +1,20 @@
-/** The release commands run as a user runs them: `node bin/svcops ...`, exit codes and --json. */
+/**
+ * The release commands run as a user runs them: `node bin/svcops ...`, exit codes and --json. Each
+ * exit code (0, 1, 2, 5) and stdin are read from a real process; the other answers from the same
+ * command in the test's worker (runSvcopsInProcess), which has the release modules loaded.
+ */
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { runSvcops, type CliRun } from '../support/cli.ts'
+import { runSvcops, runSvcopsInProcess, type CliRun } from '../support/cli.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'svcops-releases-cli-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 type Run = CliRun
 const svcops = runSvcops
+const inProcess = runSvcopsInProcess
 
 const json = (run: Run): Record<string, unknown> => JSON.parse(run.stdout) as Record<string, unknown>
 
@@ -28,7 +33,7 @@ describe('release commands end to end', () => {
   it.concurrent('takes the product prefix and folder from the environment file', async () => {
     const stack = join(dir, 'Pulumi.acme.yaml')
     writeFileSync(stack, 'config:\n  svcops:product:\n    prefix: acme\n    dir: acme-live\n')
-    const run = await svcops(['plan', 'live', '--stack-file', stack, '--from', '5.0.0', '--to', '6.0.0'])
+    const run = await inProcess(['plan', 'live', '--stack-file', stack, '--from', '5.0.0', '--to', '6.0.0'])
     expect(run.code).toBe(0)
     expect(run.stdout).toContain('`ACME_TCP_ENDPOINTS` is renamed `ACME_TCP_ENDPOINT`')
     expect(run.stdout).toContain('`/etc/opt/acme-live`')
@@ -42,8 +47,8 @@ describe('release commands end to end', () => {
     writeFileSync(join(src, 'engine.cpp'), '// mPTS\nauto t = frame.mPTS;\n')
     const [found, clean, bad] = await Promise.all([
       svcops(['scan', 'sdk', src, '--from', '1.0.0', '--to', '2.0.0']),
-      svcops(['scan', 'sdk', src, '--from', '2.0.0', '--to', '7.0.0', '--json']),
-      svcops(['scan', 'sdk', src, '--from', 'x', '--to', '2.0.0']),
+      inProcess(['scan', 'sdk', src, '--from', '2.0.0', '--to', '7.0.0', '--json']),
+      inProcess(['scan', 'sdk', src, '--from', 'x', '--to', '2.0.0']),
     ])
     expect(found.code).toBe(1)
     expect(found.stdout).toContain('engine.cpp:2:16: 2.0.0 mPTS -> mCaptureTimestamp or mRenderingTimestamp (2.0.0/mpts)')
@@ -71,11 +76,11 @@ describe('release commands end to end', () => {
     const rules = join(dir, 'rules.yaml')
     const text = 'groups:\n  - name: q\n    rules:\n      - alert: Q\n        expr: svc_pipeline_queueing_video_frames > 5 # deep queue\n'
     writeFileSync(rules, text)
-    const diff = await svcops(['migrate', 'metrics', '--from', '3.0.0', '--to', '4.0.0', rules])
+    const diff = await inProcess(['migrate', 'metrics', '--from', '3.0.0', '--to', '4.0.0', rules])
     expect(diff.code).toBe(0)
     expect(diff.stdout).toContain('+        expr: svc_pipeline_video_frames_in_queue > 5 # deep queue')
     expect(readFileSync(rules, 'utf8')).toBe(text)
-    const write = await svcops(['migrate', 'metrics', '--from', '3.0.0', '--to', '4.0.0', rules, '--write', '--json'])
+    const write = await inProcess(['migrate', 'metrics', '--from', '3.0.0', '--to', '4.0.0', rules, '--write', '--json'])
     expect(write.code).toBe(0)
     expect(json(write)).toMatchObject({ ok: true, written: true })
     expect(readFileSync(rules, 'utf8')).toBe(text.replace('queueing_video_frames', 'video_frames_in_queue'))
@@ -86,7 +91,7 @@ describe('release commands end to end', () => {
     const psk = 'Zq8vN3xR7kT2mW9pL4sH6jB1fD5gC0yXa7Qe'
     const text = `SVC_TCP_ENDPOINTS=a:7000,b:7001\nSVC_SYSTEM_CONTROLLER_PSK=${psk}\n`
     writeFileSync(env, text)
-    const run = await svcops(['migrate', 'env', '--from', '5.0.0', '--to', '6.0.0', env, '--write', '--json'])
+    const run = await inProcess(['migrate', 'env', '--from', '5.0.0', '--to', '6.0.0', env, '--write', '--json'])
     expect(run.code).toBe(5)
     expect(json(run)).toMatchObject({ ok: false, written: false })
     expect(run.stdout).toContain('lists 2 endpoints (a:7000, b:7001)')
@@ -105,8 +110,8 @@ describe('release commands end to end', () => {
     const [good, weak, fromEnv, again] = await Promise.all([
       svcops(['psk', 'check', '--json'], { input: `${key}\n` }),
       svcops(['psk', 'check'], { input: 'password-password-password\n' }),
-      svcops(['psk', 'check', '--env-var', 'TEST_PSK', '--json'], { env: { TEST_PSK: key } }),
-      svcops(['psk', 'generate', '--out', file]),
+      inProcess(['psk', 'check', '--env-var', 'TEST_PSK', '--json'], { env: { TEST_PSK: key } }),
+      inProcess(['psk', 'generate', '--out', file]),
     ])
     expect(good.code).toBe(0)
     expect(json(good)).toMatchObject({ ok: true, threshold: 128 })
