@@ -79,8 +79,8 @@ export async function runKilledAt(
   ) => JournalEntry
   let count = 0
   let frozen: { dir: string; copy: string } | undefined
-  // Replaced on the prototype by hand, not with vitest's spy: a spy records every call's arguments
-  // and result, and a matrix appends tens of thousands of lines (a second of CPU per matrix file).
+  // Replaced on the prototype by hand, not with vitest's spy, which records every call's arguments
+  // and result: a matrix appends tens of thousands of lines and reads none of those records.
   Journal.prototype.append = function (this: Journal, entry) {
     // What the unwinding writes after the kill is dropped when the folder is put back.
     const full = append.call(this, entry)
