@@ -7,7 +7,7 @@
  * (k8s.io/apimachinery managedfields/internal/conflict.go, apiserver responsewriters/errors.go).
  */
 import { request } from 'node:https'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { AppsV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
 import { loadKubeConfig } from '../../src/drivers/kubernetes.ts'
 import { startKubeApiStandin, type KubeApiStandin } from '../support/kube-api-standin.ts'
@@ -75,7 +75,35 @@ const deploymentOf = (replicas: number, version: string): Obj => ({
 const managers = (): ManagedFieldsEntry[] =>
   managedFieldsOf(api.store.get(kindOfResource('apps', 'v1', 'deployments')!, 'svc-prod', 'svc-recording'))
 
+/** The Deployment made by one applier, `replicas` shared with a second one that sent an equal value. */
+async function givenShared(): Promise<void> {
+  expect((await apply('pulumi-kubernetes-1a2b3c4d', deploymentOf(1, '1.5.0'))).code).toBe(200)
+  const shared = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'svc-recording' }, spec: { replicas: 1 } }
+  expect((await apply('someone-else', shared)).code).toBe(200)
+}
+
+/** `givenShared`, then a third applier that took `replicas` over with force. */
+async function givenForced(): Promise<void> {
+  await givenShared()
+  expect((await apply('pulumi-kubernetes-9f8e7d6c', deploymentOf(3, '1.5.0'), '&force=true')).code).toBe(200)
+}
+
+/** `givenForced`, then the scale subresource patched by @kubernetes/client-node. */
+async function givenScaled(): Promise<void> {
+  await givenForced()
+  const apps = loadKubeConfig({ context: 'prod-cluster', kubeconfig: api.kubeconfig }).makeApiClient(AppsV1Api)
+  await apps.patchNamespacedDeploymentScale(
+    { name: 'svc-recording', namespace: 'svc-prod', body: { spec: { replicas: 0 } } },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  )
+}
+
 describe('server-side apply on the stand-in', () => {
+  // Each case starts from no Deployment and makes the history it needs (the given* functions above).
+  beforeEach(() => {
+    api.store.remove(kindOfResource('apps', 'v1', 'deployments')!, 'svc-prod', 'svc-recording')
+  })
+
   it('creates the object, the applier owning every field it sent; an equal value from another applier is shared, not a conflict', async () => {
     const created = await apply('pulumi-kubernetes-1a2b3c4d', deploymentOf(1, '1.5.0'))
     expect(created.code).toBe(200)
@@ -93,6 +121,7 @@ describe('server-side apply on the stand-in', () => {
   })
 
   it("answers a changed field another manager owns with the API's 409 Conflict, naming the manager and the field; force takes it over", async () => {
+    await givenShared()
     const refused = await apply('pulumi-kubernetes-9f8e7d6c', deploymentOf(3, '1.5.0'))
     expect(refused.code).toBe(409)
     expect(refused.body).toEqual({
@@ -125,6 +154,7 @@ describe('server-side apply on the stand-in', () => {
   })
 
   it('records the scale of @kubernetes/client-node on the Deployment as kubernetes-client-javascript with subresource scale, taking spec.replicas', async () => {
+    await givenForced()
     // A merge patch of the scale subresource, as the client library sends it (what svcops' stop once was).
     const apps = loadKubeConfig({ context: 'prod-cluster', kubeconfig: api.kubeconfig }).makeApiClient(AppsV1Api)
     await apps.patchNamespacedDeploymentScale(
@@ -148,7 +178,9 @@ describe('server-side apply on the stand-in', () => {
   })
 
   it('replaces the managed fields as a JSON patch gives them (how pulumi-kubernetes takes over kubectl)', async () => {
+    await givenScaled()
     const entries = managers().filter((m) => m.manager !== 'kubernetes-client-javascript')
+    expect(entries.length).toBeLessThan(managers().length)
     const patched = await call(
       api.token,
       'PATCH',

@@ -4,7 +4,7 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { ManagerClient, managerClientFor } from '../../src/clients/manager-client.ts'
 import { parseEnvironment } from '../../src/config/load.ts'
 import { BadInputError, HttpError } from '../../src/core/errors.ts'
@@ -58,6 +58,10 @@ describe('credentialed HTTP', () => {
   })
   afterAll(async () => {
     for (const s of [second, redirecting, huge]) await new Promise((resolve) => s?.server.close(resolve))
+  })
+  // Each case counts the requests it caused itself, whatever ran before it.
+  beforeEach(() => {
+    for (const s of [second, redirecting, huge]) s.seen.length = 0
   })
 
   it('a manager answering 307 gets one login attempt and the second origin receives nothing', async () => {
