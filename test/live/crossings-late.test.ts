@@ -156,8 +156,13 @@ describe('upgrade live from 5.2.0 with a weak PSK and two TCP endpoints', () => 
     rmSync(lab.file(ETC))
     lab.setEnv('system-controller', `${lab.env('system-controller')}SVC_SC_ARGS=--settings-path ${dir}\n`)
     lab.supervisorctl(['restart', 'svc-system-controller'])
-    await waitUntil('the controller to run on the moved settings', () => lab.state('system-controller') === 'RUNNING')
-    expect(lab.log('system-controller').join('\n')).toContain(`(settings /srv/studio/svc_sc_settings.json)`)
+    // RUNNING comes as the process starts; the line that names the settings once it has read them and listens.
+    const moved = `(settings /srv/studio/svc_sc_settings.json)`
+    await waitUntil(
+      'the controller to run on the moved settings',
+      () => lab.state('system-controller') === 'RUNNING' && lab.log('system-controller').join('\n').includes(moved),
+    )
+    expect(lab.log('system-controller').join('\n')).toContain(moved)
     await waitUntil('every component to connect again', async () => {
       const { body } = await lab.controller('/api/v2/components')
       return Array.isArray(body) && body.length === CONNECTING.length && body.every((c: { connected?: boolean }) => c.connected)

@@ -4,12 +4,13 @@
  * of which fails — the rollout stops and, because the canary migrated the shared database, every
  * host is rolled back and the database restored, with nothing lost.
  */
-import { readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { spawn } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exitCodeFor, LockedError } from '../../src/core/errors.ts'
 import { Journal, listRuns } from '../../src/runs/journal.ts'
+import { writeLocalDecision } from '../../src/runs/run-decision.ts'
 import { Phase, stepName } from '../../src/runs/step.ts'
 import { stopService } from '../../src/recording/target-steps.ts'
 import { restoreBackup } from '../../src/recording/rollback-steps.ts'
@@ -17,6 +18,22 @@ import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
 import { startUpgradeLab, type UpgradeLab } from './fixture.ts'
 
 let lab: UpgradeLab
+
+/** Waits until a run not in `known` is paused after its canary; its id. Fails at once if `upgrade` ends first. */
+async function pausedRun(known: string[], upgrade: Promise<unknown>): Promise<string> {
+  let ended = false
+  void upgrade.then(() => (ended = true))
+  for (let i = 0; i < 1200 && !ended; i++) {
+    for (const id of readdirSync(lab.runsDir).filter((d) => !known.includes(d))) {
+      const file = join(lab.runsDir, id, 'run.json')
+      if (!existsSync(file)) continue
+      const record = JSON.parse(readFileSync(file, 'utf8')) as { pausedAt?: string; phase: string }
+      if (record.pausedAt && record.phase === 'running') return id
+    }
+    await new Promise((r) => setTimeout(r, 250))
+  }
+  throw new Error(`no run paused after its canary: ${ended ? String(await upgrade) : 'still running after 300 s'}`)
+}
 
 beforeAll(async () => {
   lab = await startUpgradeLab({ hosts: 3, version: '1.5.0', recordings: 6 })
@@ -84,24 +101,30 @@ describe('fleet upgrade', () => {
   it('--window: a batch that would end after the maintenance window does not start, and the canary is rolled back with the database', async () => {
     const before = await lab.listAll()
     const fingerprint = await lab.fingerprint()
-    // The window counts from the request: the preflight, the backup with its test restore and the
-    // rollback's preconditions come first (about 10-15 s here, less on a fast machine). The canary
-    // (6 s to listen, then verified) starts inside a 25 s window; one of the two batches after it
-    // (each taking as long as the canary) would end after the window, and that one is not started.
-    // Which one depends on how fast this machine is; that the refused one never starts does not.
-    const error = await upgradeRecordingService({ env: lab.env(), to: '2.1.0+slowstart', batch: 1, windowMs: 25_000 }).catch(
-      (e: unknown) => e,
-    )
+    // The window counts from the request. The canary (2.1.0+slowstart: 6 s before it listens, then
+    // verified) is held once verified (--pause-after-canary: the wait counts against the window) and
+    // promoted with 4 s of the window left. Batch 1 would take as long as the canary, so it does not
+    // start, however fast the preflight, the backup and the canary were on this machine.
+    const known = existsSync(lab.runsDir) ? readdirSync(lab.runsDir) : []
+    const upgrade = upgradeRecordingService({
+      env: lab.env(),
+      to: '2.1.0+slowstart',
+      batch: 1,
+      windowMs: 40_000,
+      pauseAfterCanary: true,
+    }).catch((e: unknown) => e)
+    const id = await pausedRun(known, upgrade)
+    const deadline = Date.parse(String(Journal.open(id).run.params.deadline))
+    expect(deadline - Date.now(), 'the canary was verified with more than 5 s of the window left').toBeGreaterThan(5_000)
+    await new Promise((r) => setTimeout(r, deadline - 4_000 - Date.now()))
+    writeLocalDecision(join(lab.runsDir, id), { decision: 'promote', by: 'the fleet test', at: new Date().toISOString() })
+    const error = await upgrade
     expect(exitCodeFor(error), String(error)).toBe(4)
     const message = (error as Error).message
-    const refused =
-      /The maintenance window ends at \S+; batch (1|2) \((rec-2|rec-3)\) would not end before it \(a batch has taken \d+ s\)/.exec(message)
-    expect(refused, message).not.toBeNull()
-    const refusedHost = refused?.[2] ?? ''
-    expect(refusedHost).toBe(refused?.[1] === '1' ? 'rec-2' : 'rec-3')
-    const run = Journal.open(listRuns(lab.runsDir)[0]?.id ?? '')
-    expect(run.run.params.deadline).toBeDefined()
-    expect(run.entries().some((e) => e.step === stepName(stopService) && e.host === refusedHost)).toBe(false)
+    expect(message).toMatch(/The maintenance window ends at \S+; batch 1 \(rec-2\) would not end before it \(a batch has taken \d+ s\)/)
+    const run = Journal.open(id)
+    expect(run.entries().some((e) => e.step === stepName(stopService) && e.host === 'rec-2')).toBe(false)
+    expect(run.entries().some((e) => e.step === stepName(stopService) && e.host === 'rec-3')).toBe(false)
     expect(run.entries().some((e) => e.step === stepName(restoreBackup, Phase.rollback) && e.status === 'ok')).toBe(true)
     expect(await lab.versions()).toEqual({ 'rec-1': '1.5.0', 'rec-2': '1.5.0', 'rec-3': '1.5.0' })
     expect(await lab.healthy()).toEqual([true, true, true])
