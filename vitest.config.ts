@@ -1,3 +1,5 @@
+import module from 'node:module'
+import { fileURLToPath } from 'node:url'
 import { configDefaults, defineConfig } from 'vitest/config'
 import { APART_FILES, UNIT_FILES } from './test/support/tiers.ts'
 
@@ -5,6 +7,14 @@ import { APART_FILES, UNIT_FILES } from './test/support/tiers.ts'
 // both; `npm run test:unit` and `npm run test:e2e` one each. Which file is which: test/support/tiers.ts.
 // The quick start on a clean clone (vitest.quickstart.config.ts) and the real-cluster suite
 // (vitest.cluster.config.ts) have configs of their own.
+// Node's compile cache for every Node process of the run: the workers, the svcops CLI, the Pulumi
+// program the in-test engine starts, the lab's emulators (each reads NODE_COMPILE_CACHE as it
+// starts). Its folder is bin/svcops' own, or where the machine keeps it across clean clones (CI,
+// .ci/run): each module is compiled once instead of in every process that loads it. The cache is
+// checked against each file's content; NODE_DISABLE_COMPILE_CACHE=1 turns it off.
+process.env.NODE_COMPILE_CACHE ||= fileURLToPath(new URL('./node_modules/.cache/svcops', import.meta.url))
+module.enableCompileCache?.(process.env.NODE_COMPILE_CACHE)
+
 export default defineConfig({
   // vitest orders files by its results cache (failed first, then longest first), kept under the
   // cache directory; CI (.ci/run) keeps it outside the clone with SVCOPS_TEST_CACHE_DIR, so a clean

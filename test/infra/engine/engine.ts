@@ -424,10 +424,11 @@ export async function runEngine(options: RunOptions): Promise<EngineRun> {
       PULUMI_CONFIG: JSON.stringify(config),
       PULUMI_CONFIG_SECRET_KEYS: JSON.stringify(options.secretKeys ?? []),
       PULUMI_NODEJS_TYPESCRIPT: String(project.typescript),
-      // Node's compile cache, bin/svcops' own: the program loads the SDK and the provider SDKs again
-      // for every run, and each load compiles them anew without it. The Pulumi CLI hands the program the
-      // environment it runs in, so a machine that sets NODE_COMPILE_CACHE gets the same.
-      NODE_COMPILE_CACHE: COMPILE_CACHE,
+      // Node's compile cache (the run's, vitest.config.ts, or bin/svcops' own): the program loads the
+      // SDK and the provider SDKs again for every run, and each load compiles them anew without it.
+      // The Pulumi CLI hands the program the environment it runs in, so a machine that sets
+      // NODE_COMPILE_CACHE gets the same.
+      NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE || COMPILE_CACHE,
       ...(options.env ?? {}),
     }
     const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
