@@ -24,8 +24,8 @@ export default defineConfig({
     globalSetup: ['test/support/tmpdir.ts'],
     // Suites start real PostgreSQL clusters, sshd and supervisors on two cores. The e2e tier runs
     // three files at a time: its files wait on real services (a start, a health check, a connection)
-    // for about a tenth of their time, which a third file fills (measured: the e2e tier alone 545 s
-    // with two, 478 s with three, the CPU busy 70 % and 89 % of the run; docs/testing.md).
+    // for part of their time, which a third file fills (measured: the e2e tier alone 545 s with two,
+    // 478 s with three, the CPU busy 70 % and 89 % of the run; docs/testing.md).
     pool: 'forks',
     poolOptions: { forks: { maxForks: 3, minForks: 1 }, threads: { maxThreads: 2, minThreads: 1, isolate: false } },
     // End-to-end tests start real services; a machine busy with other work makes them slower, never wrong.
