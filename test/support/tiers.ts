@@ -56,6 +56,7 @@ export const UNIT_FILES = [
   'test/lab/demo-session.test.ts',
   'test/lab/live-helpers.test.ts',
   'test/lab/ports.test.ts',
+  'test/lab/stale-runs.test.ts',
   'test/live/config-change.test.ts',
   'test/live/live-room.test.ts',
   'test/manager/client.test.ts',
