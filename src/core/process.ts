@@ -49,7 +49,8 @@ export function descendantsOf(pid: number): number[] {
   return out
 }
 
-function procEntries(): number[] {
+/** Pids of every process of this machine (none without /proc). */
+export function procEntries(): number[] {
   try {
     return readdirSync('/proc')
       .filter((n) => /^\d+$/.test(n))

@@ -3,7 +3,7 @@
  * run stops them (test/support/stale-runs.ts, called by the global setup test/support/tmpdir.ts):
  * every process whose arguments name the dir of a run whose vitest process is gone, one that
  * ignores SIGTERM too, and the dir with them. A run that lives, or a dir that names no owner yet
- * (a run that has just made it), is left alone.
+ * (a run that has just made it, or is writing its owner), is left alone.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -21,11 +21,12 @@ afterAll(() => {
   rmSync(parent, { recursive: true, force: true })
 })
 
-/** A run dir under `parent`; `owner`: this process, a process that has exited, or none. */
-function runDir(name: string, owner: 'alive' | 'dead' | 'none'): string {
+/** A run dir under `parent`; `owner`: this process, a process that has exited, none, or an empty file (one being claimed). */
+function runDir(name: string, owner: 'alive' | 'dead' | 'none' | 'empty'): string {
   const dir = join(parent, name)
   mkdirSync(dir)
   if (owner === 'alive') claimRunDir(dir)
+  if (owner === 'empty') writeFileSync(join(dir, 'owner'), '')
   if (owner === 'dead') {
     const gone = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' })
     writeFileSync(join(dir, 'owner'), `${gone.stdout} 1\n`)
@@ -47,13 +48,15 @@ describe('a test run that died before its teardowns', () => {
     const dead = runDir('svt-dead', 'dead')
     const alive = runDir('svt-alive', 'alive')
     const fresh = runDir('svt-fresh', 'none')
+    const claiming = runDir('svt-claiming', 'empty')
     const other = join(parent, 'not-a-run')
     mkdirSync(other)
-    const [server, stubborn, kept, unclaimed, unrelated] = [
+    const [server, stubborn, kept, unclaimed, midClaim, unrelated] = [
       await holding(dead),
       await holding(dead, true),
       await holding(alive),
       await holding(fresh),
+      await holding(claiming),
       await holding(other),
     ]
 
@@ -62,8 +65,8 @@ describe('a test run that died before its teardowns', () => {
     expect(isAlive(server)).toBe(false)
     expect(isAlive(stubborn)).toBe(false)
     expect(existsSync(dead)).toBe(false)
-    for (const pid of [kept, unclaimed, unrelated]) expect(isAlive(pid)).toBe(true)
-    for (const dir of [alive, fresh, other]) expect(existsSync(dir)).toBe(true)
+    for (const pid of [kept, unclaimed, midClaim, unrelated]) expect(isAlive(pid)).toBe(true)
+    for (const dir of [alive, fresh, claiming, other]) expect(existsSync(dir)).toBe(true)
     expect(await sweepDeadRuns(parent, 500)).toEqual([])
   })
 })

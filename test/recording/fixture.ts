@@ -5,7 +5,7 @@
  * and store, a runs folder and an environment file of the file's own. Helpers read what a user would
  * check: installed versions, service health, and every recording through the API.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
@@ -136,4 +136,24 @@ async function prepareFileLab(dir: string, held: HeldLab): Promise<UpgradeLab> {
 /** Runs the CLI in a child process (as a scheduler would) and returns its exit code and output. */
 export function runCli(args: string[], extraEnv: Record<string, string> = {}): Promise<CliRun> {
   return runSvcops(args, { env: extraEnv, cwd: process.cwd() })
+}
+
+/**
+ * Waits until a run in `runsDir` that is not in `known` has a record saying it is paused after its
+ * canary (`--pause-after-canary`); its id. `upgrade`, the run's own promise when it runs in this
+ * process: the wait fails at once, with what it ended with, if the run ends without pausing.
+ */
+export async function waitForPausedRun(runsDir: string, known: string[], upgrade?: Promise<unknown>): Promise<string> {
+  let ended = false
+  void upgrade?.then(() => (ended = true))
+  for (let i = 0; i < 1200 && !ended; i++) {
+    for (const id of (existsSync(runsDir) ? readdirSync(runsDir) : []).filter((d) => !known.includes(d))) {
+      const file = join(runsDir, id, 'run.json')
+      if (!existsSync(file)) continue
+      const record = JSON.parse(readFileSync(file, 'utf8')) as { pausedAt?: string; phase: string }
+      if (record.pausedAt && record.phase === 'running') return id
+    }
+    await new Promise((r) => setTimeout(r, 250))
+  }
+  throw new Error(`no run paused after its canary: ${ended ? String(await upgrade) : 'none within 300 s'}`)
 }

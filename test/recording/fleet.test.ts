@@ -15,25 +15,9 @@ import { Phase, stepName } from '../../src/runs/step.ts'
 import { stopService } from '../../src/recording/target-steps.ts'
 import { restoreBackup } from '../../src/recording/rollback-steps.ts'
 import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
-import { startUpgradeLab, type UpgradeLab } from './fixture.ts'
+import { startUpgradeLab, waitForPausedRun, type UpgradeLab } from './fixture.ts'
 
 let lab: UpgradeLab
-
-/** Waits until a run not in `known` is paused after its canary; its id. Fails at once if `upgrade` ends first. */
-async function pausedRun(known: string[], upgrade: Promise<unknown>): Promise<string> {
-  let ended = false
-  void upgrade.then(() => (ended = true))
-  for (let i = 0; i < 1200 && !ended; i++) {
-    for (const id of readdirSync(lab.runsDir).filter((d) => !known.includes(d))) {
-      const file = join(lab.runsDir, id, 'run.json')
-      if (!existsSync(file)) continue
-      const record = JSON.parse(readFileSync(file, 'utf8')) as { pausedAt?: string; phase: string }
-      if (record.pausedAt && record.phase === 'running') return id
-    }
-    await new Promise((r) => setTimeout(r, 250))
-  }
-  throw new Error(`no run paused after its canary: ${ended ? String(await upgrade) : 'still running after 300 s'}`)
-}
 
 beforeAll(async () => {
   lab = await startUpgradeLab({ hosts: 3, version: '1.5.0', recordings: 6 })
@@ -113,7 +97,7 @@ describe('fleet upgrade', () => {
       windowMs: 40_000,
       pauseAfterCanary: true,
     }).catch((e: unknown) => e)
-    const id = await pausedRun(known, upgrade)
+    const id = await waitForPausedRun(lab.runsDir, known, upgrade)
     const deadline = Date.parse(String(Journal.open(id).run.params.deadline))
     expect(deadline - Date.now(), 'the canary was verified with more than 5 s of the window left').toBeGreaterThan(5_000)
     await new Promise((r) => setTimeout(r, deadline - 4_000 - Date.now()))

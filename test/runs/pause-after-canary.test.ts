@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSvcops, type CliRun } from '../support/cli.ts'
-import { startUpgradeLab, type UpgradeLab } from '../recording/fixture.ts'
+import { startUpgradeLab, waitForPausedRun, type UpgradeLab } from '../recording/fixture.ts'
 
 let lab: UpgradeLab
 /** A second machine's runs folder: it reads runs from the environment's store only. */
@@ -47,20 +47,6 @@ const cli = (args: string[], options: { runsDir?: string; onSpawn?: (pid: number
 /** The runs in this machine's runs folder (none before the first run creates it). */
 const runIds = (): string[] => (existsSync(lab.runsDir) ? readdirSync(lab.runsDir) : [])
 
-/** Waits until a run not in `known` has a record saying it is paused after its canary; its id. */
-async function pausedRun(known: string[]): Promise<string> {
-  for (let i = 0; i < 1200; i++) {
-    for (const id of runIds().filter((d) => !known.includes(d))) {
-      const file = join(lab.runsDir, id, 'run.json')
-      if (!existsSync(file)) continue
-      const record = JSON.parse(readFileSync(file, 'utf8')) as { pausedAt?: string; phase: string }
-      if (record.pausedAt && record.phase === 'running') return id
-    }
-    await new Promise((r) => setTimeout(r, 250))
-  }
-  throw new Error('no run paused after its canary within 300 s')
-}
-
 const journalOf = (id: string) =>
   readFileSync(join(lab.runsDir, id, 'journal.jsonl'), 'utf8')
     .trim()
@@ -78,7 +64,7 @@ describe('--pause-after-canary, runs watch, promote and abort', () => {
     const started = cli(['upgrade', 'recording', '--to', '1.5.0', '--pause-after-canary', '--yes'], {
       onSpawn: (p) => (pid = p),
     })
-    const id = await pausedRun([])
+    const id = await waitForPausedRun(lab.runsDir, [])
     process.kill(pid, 'SIGKILL')
     await started
     const shown = await cli(['runs', 'list', '--json'])
@@ -126,7 +112,7 @@ describe('--pause-after-canary, runs watch, promote and abort', () => {
   it('waits after the canary, shows it paused, and goes on when promoted; runs watch follows it to its last line', async () => {
     const known = runIds()
     const upgrade = cli(['upgrade', 'recording', '--to', '1.5.0', '--batch', '1', '--pause-after-canary', '--yes'])
-    const id = await pausedRun(known)
+    const id = await waitForPausedRun(lab.runsDir, known)
     const watch = cli(['runs', 'watch', id])
 
     // The canary is upgraded and verified; the other host waits on 1.4.0.

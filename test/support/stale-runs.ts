@@ -8,41 +8,41 @@
  * owner is gone, then removes that dir. A dir without an owner is left alone: it may be a run that
  * has just made it.
  */
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { processStartTicks, terminatePids } from '../../src/core/process.ts'
+import { writeFileAtomic } from '../../src/core/atomic-write.ts'
+import { procEntries, processStartTicks, terminatePids } from '../../src/core/process.ts'
 
 /** The prefix of a run's temp dir (test/support/tmpdir.ts). */
 export const RUN_DIR_PREFIX = 'svt-'
 const OWNER = 'owner'
 
-/** Records this process as the owner of run dir `dir`. */
+/** Records this process as the owner of run dir `dir` (whole or not at all: another run may be reading it). */
 export function claimRunDir(dir: string): void {
-  writeFileSync(join(dir, OWNER), `${process.pid} ${processStartTicks(process.pid) ?? ''}\n`)
+  writeFileAtomic(join(dir, OWNER), `${process.pid} ${processStartTicks(process.pid) ?? ''}\n`, { mode: 0o644 })
 }
 
-/** Whether the process that made `dir` is gone (false when the dir names none). */
+/** Whether the process that made `dir` is gone (false when the dir names none it can read). */
 function ownerGone(dir: string): boolean {
   const file = join(dir, OWNER)
   if (!existsSync(file)) return false
   const [pid = '', started = ''] = readFileSync(file, 'utf8').trim().split(' ')
+  if (!/^\d+$/.test(pid) || !/^\d+$/.test(started)) return false
   return processStartTicks(Number(pid)) !== started
 }
 
 /** Pids of the processes whose arguments name a path under `dir`. */
 function pidsNaming(dir: string): number[] {
   const needle = `${dir}/`
-  return readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name) && Number(name) !== process.pid)
-    .filter((name) => {
-      try {
-        return readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ').includes(needle)
-      } catch {
-        // Gone while the table was read.
-        return false
-      }
-    })
-    .map(Number)
+  return procEntries().filter((pid) => {
+    if (pid === process.pid) return false
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').includes(needle)
+    } catch {
+      // Gone while the table was read.
+      return false
+    }
+  })
 }
 
 /**
