@@ -41,7 +41,6 @@ import { plain, type Value } from './wire.ts'
 
 export const ROOT = resolve(import.meta.dirname, '../../..')
 export const STACK_DIR = join(ROOT, 'stacks')
-const COMPILE_CACHE = join(ROOT, 'node_modules/.cache/svcops')
 
 // The SDK's own gRPC runtime and message classes, resolved from where @pulumi/pulumi resolves them.
 const sdkRequire = createRequire(join(ROOT, 'node_modules/@pulumi/pulumi/package.json'))
@@ -424,11 +423,10 @@ export async function runEngine(options: RunOptions): Promise<EngineRun> {
       PULUMI_CONFIG: JSON.stringify(config),
       PULUMI_CONFIG_SECRET_KEYS: JSON.stringify(options.secretKeys ?? []),
       PULUMI_NODEJS_TYPESCRIPT: String(project.typescript),
-      // Node's compile cache (the run's, vitest.config.ts, or bin/svcops' own): the program loads the
-      // SDK and the provider SDKs again for every run, and each load compiles them anew without it.
-      // The Pulumi CLI hands the program the environment it runs in, so a machine that sets
-      // NODE_COMPILE_CACHE gets the same.
-      NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE || COMPILE_CACHE,
+      // Node's compile cache, the run's (vitest.config.ts): the program loads the SDK and the provider
+      // SDKs again for every run, and each load compiles them anew without it. The Pulumi CLI hands
+      // the program the environment it runs in, so a machine that sets NODE_COMPILE_CACHE gets the same.
+      ...(process.env.NODE_COMPILE_CACHE ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE } : {}),
       ...(options.env ?? {}),
     }
     const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
