@@ -40,7 +40,7 @@ import {
   type LiveComponentName,
 } from '../../src/live/layout.ts'
 import { runSvcops, runSvcopsKilledAt, runSvcopsKilledInRun, sampleProcessArguments, type CliRun } from './cli.ts'
-import { supervisorctlArgv } from './supervisorctl.ts'
+import { processInfo, supervisorctlArgv } from './supervisorctl.ts'
 
 export { LIVE_COMPONENTS, type LiveComponentName }
 
@@ -59,7 +59,10 @@ export interface LiveLab {
   env(component: LiveComponentName): string
   setEnv(component: LiveComponentName, text: string): void
   versions(): Record<LiveComponentName, string | undefined>
+  /** The component's supervisor state (RUNNING, EXITED, FATAL, BACKOFF, STOPPED...), '?' when supervisord does not say. */
   state(component: LiveComponentName): string
+  /** The component's pid, 0 when it does not run. */
+  pid(component: LiveComponentName): number
   supervisorctl(args: string[]): string
   log(component: LiveComponentName): string[]
   controller(path: string): Promise<{ status: number; body: unknown }>
@@ -184,7 +187,8 @@ export async function startLiveLab(options: { version: string; weakPsk?: boolean
       }
       return out
     },
-    state: (c) => /\s([A-Z]+)\s/.exec(supervisorctl(['status', componentPackage(product, c)]))?.[1] ?? '?',
+    state: (c) => processInfo({ root }, componentPackage(product, c)).state,
+    pid: (c) => processInfo({ root }, componentPackage(product, c)).pid,
     supervisorctl,
     log: (c) => (read(componentLog(product, c)) ?? '').split('\n').filter(Boolean),
     async controller(path) {
