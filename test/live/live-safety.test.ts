@@ -46,7 +46,10 @@ function acks(from: string, to: string): string[] {
 /** Each component's process id, as supervisord reports it (every one running: a pid, not 0). */
 function pids(): number[] {
   const now = LIVE_COMPONENTS.map((c) => lab.pid(c))
-  expect(now.every((pid) => pid > 0), `pids ${now.join(' ')}`).toBe(true)
+  expect(
+    now.every((pid) => pid > 0),
+    `pids ${now.join(' ')}`,
+  ).toBe(true)
   return now
 }
 

@@ -33,7 +33,18 @@ export function processInfo(host: Pick<RecordingHostConfig, 'root'>, program: st
   try {
     xml = execFileSync(
       'curl',
-      ['--silent', '--max-time', '10', '--unix-socket', socket, '--header', 'Content-Type: text/xml', '--data-binary', '@-', 'http://localhost/RPC2'],
+      [
+        '--silent',
+        '--max-time',
+        '10',
+        '--unix-socket',
+        socket,
+        '--header',
+        'Content-Type: text/xml',
+        '--data-binary',
+        '@-',
+        'http://localhost/RPC2',
+      ],
       { encoding: 'utf8', input: encodeCall('supervisor.getProcessInfo', [program]) },
     )
   } catch {
