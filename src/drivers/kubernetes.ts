@@ -142,7 +142,36 @@ export function loadKubeConfig(t: Pick<ClusterTarget, 'context' | 'kubeconfig'>)
     kc.setCurrentContext(t.context)
   }
   checkKubeconfigTrust(kc, t) // insecure-skip-tls-verify only with the stack's opt-in (kubeconfig-trust.ts)
+  reuseConnections(kc)
   return kc
+}
+
+type Dispatcher = NonNullable<ReturnType<Parameters<KubeConfig['applySecurityAuthentication']>[0]['getDispatcher']>>
+
+/**
+ * One connection pool per kubeconfig identity, as kubectl keeps one per run: the client makes a new
+ * undici Agent for every call (`applySecurityAuthentication`), so every call opened its own TCP and
+ * TLS connection to the API server (a handshake each, ~10 ms of CPU on both sides, and a round trip
+ * or two more). The first Agent made for the context's cluster and user serves the calls after it,
+ * on kept-alive connections; the Agents the client makes afterwards are dropped unused (an Agent
+ * connects on its first request only). A user whose credentials a plugin supplies (`exec`,
+ * `auth-provider`) may get a new client certificate during a run: its calls keep the client's own
+ * Agent each, as before. Headers (the bearer token) are still set per call by the client.
+ */
+function reuseConnections(kc: KubeConfig): void {
+  const apply = kc.applySecurityAuthentication.bind(kc)
+  const pools = new Map<string, Dispatcher>()
+  kc.applySecurityAuthentication = async (context) => {
+    await apply(context)
+    const made = context.getDispatcher()
+    const cluster = kc.getCurrentCluster()
+    const user = kc.getCurrentUser()
+    if (!made || !cluster || (user && (user.exec || user.authProvider))) return
+    const key = JSON.stringify([cluster.name, cluster.server, user?.name ?? ''])
+    const pool = pools.get(key)
+    if (pool) context.setDispatcher(pool)
+    else pools.set(key, made)
+  }
 }
 
 /** The Kubernetes API of one stack's recording service. */

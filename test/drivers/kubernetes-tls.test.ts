@@ -20,6 +20,8 @@ import { KubernetesDriver } from '../../src/drivers/kubernetes.ts'
 const dir = mkdtempSync(join(tmpdir(), 'svcops-kube-tls-'))
 const authorizations: string[] = []
 const tunnels: string[] = []
+/** TLS connections the API server accepted (a handshake each). */
+let handshakes = 0
 let api: Server
 let proxy: Server
 
@@ -89,6 +91,7 @@ beforeAll(async () => {
     res.setHeader('content-type', 'application/json')
     res.end(JSON.stringify({ major: '1', minor: '31', gitVersion: 'v1.31.2' }))
   })
+  api.on('secureConnection', () => handshakes++)
   apiPort = await listen(api)
   // An HTTP proxy as corporate networks run one: CONNECT host:port, then bytes both ways.
   proxy = createHttpServer()
@@ -119,6 +122,16 @@ describe('the Kubernetes driver over TLS', () => {
     const kube = new KubernetesDriver({ ...target, kubeconfig: kubeconfig(apiPort, { ca: true }) })
     expect(await kube.serverVersion()).toBe('v1.31.2')
     expect(authorizations.at(-1)).toBe('Bearer tls-test-token')
+  })
+
+  it('makes its calls on kept-alive TLS connections, not a handshake each, and still sends the token with every call', async () => {
+    const kube = new KubernetesDriver({ ...target, kubeconfig: kubeconfig(apiPort, { ca: true }) })
+    const [before, sent] = [handshakes, authorizations.length]
+    for (let i = 0; i < 10; i++) expect(await kube.serverVersion()).toBe('v1.31.2')
+    // One connection, or two: undici's pool opens a second when a call comes while the first
+    // connection is still finishing the answer before it; each is reused afterwards.
+    expect(handshakes - before).toBeLessThanOrEqual(2)
+    expect(authorizations.slice(sent)).toEqual(Array(10).fill('Bearer tls-test-token'))
   })
 
   it('refuses an API server whose certificate no CA of the kubeconfig signed, before sending the token', async () => {
