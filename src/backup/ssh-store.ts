@@ -28,6 +28,8 @@ interface SftpLike {
 const PARTIAL = '.partial'
 // SFTP status code for "no such file".
 const NO_SUCH_FILE = 2
+/** How long `close` waits for the streams still closing their files before it ends the session. */
+const STREAMS_CLOSE_MS = 5_000
 
 function callback<T>(fn: (cb: (error: (Error & { code?: number }) | undefined, value: T) => void) => void): Promise<T> {
   return new Promise((resolve, reject) => fn((error, value) => (error ? reject(error) : resolve(value))))
@@ -37,6 +39,8 @@ function callback<T>(fn: (cb: (error: (Error & { code?: number }) | undefined, v
 export class SshStore implements BackupStore {
   readonly location: string
   private sftpSession: Promise<SftpLike> | undefined
+  /** The streams opened on the session that have not closed yet (a file handle's close may be in flight). */
+  private readonly streams = new Set<Readable | Writable>()
 
   private readonly transport: SshTransport
   private readonly dir: string
@@ -54,6 +58,13 @@ export class SshStore implements BackupStore {
   private sftp(): Promise<SftpLike> {
     this.sftpSession ??= this.transport.connect().then(async (ssh) => (await ssh.requestSFTP()) as unknown as SftpLike)
     return this.sftpSession
+  }
+
+  /** Keeps `stream` in `streams` until it closes. */
+  private tracked<T extends Readable | Writable>(stream: T): T {
+    this.streams.add(stream)
+    stream.once('close', () => this.streams.delete(stream))
+    return stream
   }
 
   private async ensure(): Promise<void> {
@@ -99,7 +110,7 @@ export class SshStore implements BackupStore {
   }
 
   async openRead(name: string): Promise<Readable> {
-    return (await this.sftp()).createReadStream(this.path(name), { highWaterMark: 1 << 20 })
+    return this.tracked((await this.sftp()).createReadStream(this.path(name), { highWaterMark: 1 << 20 }))
   }
 
   async createWriter(name: string): Promise<StoreWriter> {
@@ -107,7 +118,7 @@ export class SshStore implements BackupStore {
     // Random and created exclusively ('wx': SSH_FXF_CREAT|SSH_FXF_EXCL): no link planted ahead is followed.
     const partial = this.path(partialNameOf(name))
     await this.ensure()
-    const stream = (await this.sftp()).createWriteStream(partial, { flags: 'wx', mode: 0o600 })
+    const stream = this.tracked((await this.sftp()).createWriteStream(partial, { flags: 'wx', mode: 0o600 }))
     const closed = new Promise<void>((resolve) => stream.once('close', () => resolve()))
     return {
       stream,
@@ -146,9 +157,29 @@ export class SshStore implements BackupStore {
     }
   }
 
+  /**
+   * Ends the SFTP session and the connection. A stream its reader dropped early (destroyed) still
+   * has its file handle's close request in flight: ending the session under it fails that request,
+   * and the stream reports the failure ("No response from server") as an error its reader no longer
+   * listens for, an uncaught exception that would end the process. So the session ends once every
+   * stream closed, or after STREAMS_CLOSE_MS; a stream still open then is past its reader, and its
+   * error is dropped.
+   */
   async close(): Promise<void> {
     const session = this.sftpSession
     this.sftpSession = undefined
+    const open = [...this.streams]
+    if (open.length > 0) {
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([
+        Promise.all(
+          open.map((stream) => new Promise<void>((resolve) => (stream.closed ? resolve() : stream.once('close', () => resolve())))),
+        ),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, STREAMS_CLOSE_MS))),
+      ])
+      clearTimeout(timer)
+      for (const stream of this.streams) stream.on('error', () => undefined)
+    }
     if (session) (await session.catch(() => undefined))?.end()
     await this.transport.close()
   }
