@@ -61,12 +61,24 @@ export function procEntries(): number[] {
   }
 }
 
-/** Sends SIGTERM to the given pids, waits up to `graceMs`, then SIGKILLs what is left. */
+/** How long a SIGKILLed process may take to be gone (the kernel ends it when next scheduled; a busy machine delays that). */
+const KILLED_GONE_MS = 2000
+
+/**
+ * Sends SIGTERM to the given pids, waits up to `graceMs`, then SIGKILLs what is left and waits
+ * (KILLED_GONE_MS at most) until it is gone: a caller removes the processes' files next.
+ */
 export async function terminatePids(pids: number[], graceMs = 3000): Promise<void> {
   for (const pid of pids) signal(pid, 'SIGTERM')
-  const deadline = Date.now() + graceMs
+  await waitGone(pids, graceMs)
+  const left = pids.filter(isAlive)
+  for (const pid of left) signal(pid, 'SIGKILL')
+  await waitGone(left, KILLED_GONE_MS)
+}
+
+async function waitGone(pids: number[], ms: number): Promise<void> {
+  const deadline = Date.now() + ms
   while (pids.some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25))
-  for (const pid of pids.filter(isAlive)) signal(pid, 'SIGKILL')
 }
 
 function signal(pid: number, sig: NodeJS.Signals): void {
