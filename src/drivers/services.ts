@@ -58,7 +58,7 @@ export const systemdDriver: ServiceDriver = {
 }
 
 /** `curl` posting one XML-RPC call (on stdin) to supervisord's socket. */
-function supervisorCall(host: Host, method: string, params: RpcParam[], mutates: boolean): PlannedCommand {
+export function supervisorCall(host: Host, method: string, params: RpcParam[], mutates: boolean): PlannedCommand {
   return {
     argv: [
       'curl',

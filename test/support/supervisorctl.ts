@@ -8,7 +8,8 @@
 import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import type { RecordingHostConfig } from '../../src/config/schema.ts'
-import { encodeCall, parseAnswer } from '../../src/drivers/supervisor-rpc.ts'
+import { supervisorCall } from '../../src/drivers/services.ts'
+import { parseAnswer } from '../../src/drivers/supervisor-rpc.ts'
 import { supervisorSocketPath } from '../../src/drivers/transports.ts'
 
 /** The supervisorctl command line for a host (the sandbox's own supervisord on a lab host). */
@@ -28,29 +29,16 @@ export interface ProcessInfo {
  * not answer, reads as state '?' and pid 0, as a failed supervisorctl's empty output did.
  */
 export function processInfo(host: Pick<RecordingHostConfig, 'root'>, program: string): ProcessInfo {
-  const socket = supervisorSocketPath(host)
+  // The service driver's own call (src/drivers/services.ts), run here and now.
+  const call = supervisorCall({ name: 'lab host', root: host.root }, 'supervisor.getProcessInfo', [program], false)
+  const [curl = 'curl', ...args] = call.argv
   let xml: string
   try {
-    xml = execFileSync(
-      'curl',
-      [
-        '--silent',
-        '--max-time',
-        '10',
-        '--unix-socket',
-        socket,
-        '--header',
-        'Content-Type: text/xml',
-        '--data-binary',
-        '@-',
-        'http://localhost/RPC2',
-      ],
-      { encoding: 'utf8', input: encodeCall('supervisor.getProcessInfo', [program]) },
-    )
+    xml = execFileSync(curl, args, { encoding: 'utf8', input: call.input?.data, stdio: ['pipe', 'pipe', 'ignore'] })
   } catch {
     return { state: '?', pid: 0 }
   }
-  const answer = parseAnswer(xml, socket)
+  const answer = parseAnswer(xml, supervisorSocketPath(host))
   if (answer.fault || typeof answer.value !== 'object') return { state: '?', pid: 0 }
   return { state: String(answer.value.statename ?? '?'), pid: Number(answer.value.pid ?? 0) }
 }
