@@ -214,7 +214,7 @@ export async function startLiveLab(options: { version: string; weakPsk?: boolean
         outputs.push(run.stdout, run.stderr)
         return run
       } finally {
-        await sampler.stop()
+        sampler.stop()
         collect()
       }
     },
