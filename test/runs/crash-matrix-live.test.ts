@@ -29,6 +29,8 @@ import type { LiveComponentName } from '../../src/live/layout.ts'
 interface LiveScenario extends Scenario {
   /** A component whose start of a release fails (it exits with an ERROR line). */
   failing?: { component: LiveComponentName; version: string }
+  /** The instances spread over three hosts, as `lab up --live-hosts 3` places them. */
+  hosts?: 3
 }
 
 const SCENARIOS: LiveScenario[] = [
@@ -36,6 +38,12 @@ const SCENARIOS: LiveScenario[] = [
   { what: 'upgrade 1.0.0 -> 2.0.0 (the PSK introduced)', from: '1.0.0', to: '2.0.0' },
   { what: 'upgrade 2.0.0 -> 5.2.0 (three majors at once)', from: '2.0.0', to: '5.2.0' },
   { what: 'upgrade 6.0.0 -> 7.0.0', from: '6.0.0', to: '7.0.0' },
+  {
+    what: 'upgrade 6.0.0 -> 7.0.0 across three hosts (the controller on live-1, each other type on live-2 and live-3)',
+    from: '6.0.0',
+    to: '7.0.0',
+    hosts: 3,
+  },
   {
     what: 'automatic rollback: the pipeline fails on 6.0.0 after the files were written',
     from: '5.2.0',
@@ -57,7 +65,13 @@ function filesOf(dir: string): string[] {
 
 await describeCrashMatrix<LiveScenario, LiveWorld, undefined>(
   {
-    world: (s) => new LiveWorld({ version: s.from, releases: [s.from, s.to], ...(s.failing ? { failing: s.failing } : {}) }),
+    world: (s) =>
+      new LiveWorld({
+        version: s.from,
+        releases: [s.from, s.to],
+        ...(s.failing ? { failing: s.failing } : {}),
+        ...(s.hosts ? { hosts: s.hosts } : {}),
+      }),
     start(world, s) {
       const acks = gateItems(s.from, s.to, world.live).map((g) => g.id)
       const record = newSystemRecord(live, { env: world.env, to: s.to, acks })
@@ -81,7 +95,7 @@ await describeCrashMatrix<LiveScenario, LiveWorld, undefined>(
     },
     afterKill: () => Promise.resolve(undefined),
     expectEnd(world, s, version, _after, id) {
-      expect(world.versions()).toEqual({ 'system-controller': version, ingest: version, pipeline: version, 'control-panel': version })
+      expect(world.versions()).toEqual(world.allOn(version))
       expect(world.whole(version)).toBe(true)
       if (version === s.from) expect(world.files).toEqual(world.before)
       expect(world.envLock).toBeUndefined()

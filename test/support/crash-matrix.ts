@@ -10,6 +10,10 @@
  *                or `failed` when the kill came before anything stopped (nothing to undo);
  *   chained      one run killed at the first boundary, its resume killed at the next boundary it
  *                passes, and so on; the last resume must end as the uninterrupted run.
+ *   resumed, then rolled back
+ *                of a run that succeeds: resumed to its end, then `svcops rollback --run ID` must
+ *                end on the release before the run, `rolled-back` (the run's copies and previous
+ *                releases found though two processes made them).
  *
  * A scenario with `rollBackAfter` is an upgrade that succeeded and is then rolled back on request:
  * its boundaries are those of that rollback. One whose run fails by itself (a fault of its world)
@@ -123,6 +127,19 @@ export async function describeCrashMatrix<S extends Scenario, W extends { freeze
       expect(phaseOf(id)).toBe(phase)
       system.expectEnd(world, s, phase === 'succeeded' ? s.to : s.from, after, id)
     })
+
+    if (phase === 'succeeded' && !s.rollBackAfter)
+      it.each(boundaries.map(boundaryName))(
+        'killed after %s, resumed, then rolled back on request: ends on the release before the run',
+        async (name) => {
+          const { world, id, after } = await killedAt(s, at(name))
+          await system.resume(world, id, false)
+          expect(phaseOf(id)).toBe('succeeded')
+          await system.resume(world, id, true)
+          expect(phaseOf(id)).toBe('rolled-back')
+          system.expectEnd(world, s, s.from, after, id)
+        },
+      )
 
     it.each(boundaries.map(boundaryName))('killed after %s, then rolled back: ends on the release before the run', async (name) => {
       const { world, id, after } = await killedAt(s, at(name))
