@@ -8,12 +8,14 @@
  *   - the dry run upgrades the controller alone and each type's instances as a canary, then a batch;
  *   - 5.2.0 -> 6.0.0 replaces the weak PSK with one new PSK in the settings file on live-1 and in
  *     every instance's environment on live-2 and live-3;
- *   - killed at a boundary on the second host (live-2), the run is rolled back on every host with
- *     every file as it was, or resumed to the end and then rolled back;
  *   - an upgrade into the fault release 7.0.1 (its instances never connect) fails on the ingest
  *     canary, installs nothing on the other ingest, and rolls every host back (exit 4);
  *   - with --max-fail 1, a control panel on live-3 whose port another process took is stopped, the
  *     others upgraded, the run failed naming it (exit 1); `rollback live --run ID` puts every host back.
+ *
+ * A run killed at each step boundary across the three hosts, then resumed, rolled back, or resumed
+ * and rolled back, is the crash matrix's (test/runs/crash-matrix-live.test.ts, "across three
+ * hosts"); the real SIGKILLs of a live run are test/live/resume-sigkill.test.ts's.
  */
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
@@ -31,7 +33,7 @@ import { envValue } from '../../src/live/hosts/host-files.ts'
 import { componentEnvFile, componentPackage, productOf, settingsCandidates } from '../../src/live/layout.ts'
 import { liveUnits, placedHosts } from '../../src/live/live-placement.ts'
 import { listRuns } from '../../src/runs/journal.ts'
-import { runSvcops, runSvcopsKilledAt, type CliRun } from '../support/cli.ts'
+import { runSvcops, type CliRun } from '../support/cli.ts'
 import { gateIds } from '../support/live-lab.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'svcops-live-hosts-'))
@@ -94,17 +96,6 @@ async function svcops(args: string[]): Promise<CliRun> {
   outputs.push(run.stdout, run.stderr)
   snapshot()
   return run
-}
-
-async function killedUpgrade(from: string, to: string, boundary: string): Promise<string> {
-  snapshot()
-  const args = ['--stack-file', envFile, 'upgrade', 'live', '--to', to, '--yes', '--ack', gateIds(live(), from, to).join(',')]
-  const killed = await runSvcopsKilledAt(args, boundary, runsDir)
-  outputs.push(killed.stdout, killed.stderr)
-  expect(killed.signal, `${killed.stdout}\n${killed.stderr}`).toBe('SIGKILL')
-  const run = listRuns(runsDir)[0]
-  expect(run?.phase).toBe('running')
-  return run?.id ?? ''
 }
 
 async function expectWhole(version: string): Promise<void> {
@@ -222,36 +213,6 @@ describe('the live system across three hosts', () => {
       for (const u of liveUnits(live()).filter((x) => x.component !== 'system-controller'))
         expect(envValue(read(u.host, componentEnvFile(product, u.component)), PSK_VARIABLE), u.name).toBe(psk)
       await expectWhole('6.0.0')
-    },
-    RUN_TIMEOUT_MS,
-  )
-
-  it(
-    'killed after install@live-2/pipeline, svcops rollback live puts every host back with every file as it was',
-    async () => {
-      const before = snapshot()
-      await killedUpgrade('6.0.0', '7.0.0', 'install@live-2/pipeline')
-      const rolled = await svcops(['rollback', 'live', '--yes'])
-      expect(rolled.code, rolled.stdout + rolled.stderr).toBe(0)
-      await expectWhole('6.0.0')
-      expect(snapshot()).toEqual(before)
-    },
-    RUN_TIMEOUT_MS,
-  )
-
-  it(
-    'killed after check@live-2/ingest, svcops resume ID finishes on every host; rollback --run ID of it goes back with the old files',
-    async () => {
-      const before = snapshot()
-      const id = await killedUpgrade('6.0.0', '7.0.0', 'check@live-2/ingest')
-      const resumed = await svcops(['resume', id])
-      expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0)
-      expect(listRuns(runsDir).find((r) => r.id === id)?.phase).toBe('succeeded')
-      await expectWhole('7.0.0')
-      const rolled = await svcops(['rollback', 'live', '--yes', '--run', id])
-      expect(rolled.code, rolled.stdout + rolled.stderr).toBe(0)
-      await expectWhole('6.0.0')
-      expect(snapshot()).toEqual(before)
     },
     RUN_TIMEOUT_MS,
   )
