@@ -23,17 +23,18 @@ export function slotLabPaths(slot: string): { dir: string; stacksDir: string } {
   return { dir: join(slot, 'lab'), stacksDir: join(slot, 'stacks') }
 }
 
-/** Brings down every lab of the pool; a lab that fails to stop is named, the others still go. */
+/**
+ * Brings down every lab of the pool, all at once (each lab's processes are its own; one after the
+ * other they held the run's end for seconds while the cores were idle); a lab that fails to stop is
+ * named, the others still go.
+ */
 export async function bringPoolDown(pool: string): Promise<void> {
   if (!existsSync(pool)) return
-  const failures: string[] = []
-  for (const name of readdirSync(pool)) {
-    try {
-      await labDown(slotLabPaths(join(pool, name)))
-    } catch (error) {
-      failures.push(`${name}: ${error instanceof Error ? error.message : String(error)}`)
-    }
-  }
+  const names = readdirSync(pool)
+  const results = await Promise.allSettled(names.map((name) => labDown(slotLabPaths(join(pool, name)))))
+  const failures = results.flatMap((r, i) =>
+    r.status === 'rejected' ? [`${names[i]}: ${r.reason instanceof Error ? r.reason.message : String(r.reason)}`] : [],
+  )
   if (failures.length > 0) throw new Error(`The pooled labs did not all stop: ${failures.join('; ')}`)
 }
 
