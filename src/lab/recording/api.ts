@@ -6,7 +6,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify } from 'jose'
 import type pg from 'pg'
-import { z } from 'zod'
+import * as z from 'zod/mini'
+import { useEnglishMessages } from './zod-messages.ts'
 import type { RecordingServiceConfig } from './config.ts'
 import type { RecordingRelease } from './releases.ts'
 import { StorageError, type RecordingStorage } from './storage.ts'
@@ -17,11 +18,13 @@ export const MAX_LIST_LIMIT = 10_000
 /** Items listed when `limit` is absent. */
 export const DEFAULT_LIST_LIMIT = 100
 
+useEnglishMessages()
+
 const createRequest = z.strictObject({
-  channelName: z.string().min(1),
-  title: z.string().min(1),
-  startTime: z.number().int().min(0),
-  stopTime: z.number().int().min(0),
+  channelName: z.string().check(z.minLength(1)),
+  title: z.string().check(z.minLength(1)),
+  startTime: z.number().check(z.int(), z.gte(0)),
+  stopTime: z.number().check(z.int(), z.gte(0)),
 })
 
 export interface ApiContext {

@@ -5,57 +5,65 @@
  * release does not know are logged and ignored, so a rollback over a newer file still starts.
  */
 import { isAbsolute, join, resolve } from 'node:path'
-import { z } from 'zod'
+import * as z from 'zod/mini'
 import { RECORDING_RELEASES, type RecordingRelease } from './releases.ts'
 import { describeJsonSyntaxError } from '../../core/json-syntax.ts'
+import { useEnglishMessages } from './zod-messages.ts'
 
-const port = z.number().int().min(1).max(65535)
+// zod's tree-shakable form: every host start parses the bundled service, and zod's full API was
+// three quarters of its bytes (docs/testing.md). The messages are zod's own English ones.
+useEnglishMessages()
+
+const port = z.number().check(z.int(), z.gte(1), z.lte(65535))
+const text = () => z.string().check(z.minLength(1))
+const count = (min: number) => z.number().check(z.int(), z.gte(min))
+const httpUrl = () => z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
 
 const configSchema = z.object({
-  listen: z.object({ host: z.string().min(1).default('127.0.0.1'), port: port.default(8090) }).prefault({}),
+  listen: z.prefault(z.object({ host: z._default(text(), '127.0.0.1'), port: z._default(port, 8090) }), {}),
   database: z.object({
-    host: z.string().min(1),
-    port: port.default(5432),
-    name: z.string().min(1),
-    user: z.string().min(1),
-    password: z.string().optional(),
+    host: text(),
+    port: z._default(port, 5432),
+    name: text(),
+    user: text(),
+    password: z.optional(z.string()),
     /** File holding the password (read under --root), preferred over `password`. */
-    passwordFile: z.string().min(1).optional(),
+    passwordFile: z.optional(text()),
   }),
   auth: z.object({
-    jwksUrl: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }),
-    issuer: z.string().min(1),
-    readScope: z.string().min(1).default('urn:svc:recorder:content:read'),
-    writeScope: z.string().min(1).default('urn:svc:recorder:content:write'),
+    jwksUrl: httpUrl(),
+    issuer: text(),
+    readScope: z._default(text(), 'urn:svc:recorder:content:read'),
+    writeScope: z._default(text(), 'urn:svc:recorder:content:write'),
     /** The `aud` a token must carry; by default `urn:<app>:<module>` of readScope (urn:svc:recorder). */
-    audience: z.string().min(1).optional(),
+    audience: z.optional(text()),
   }),
   storage: z.object({
-    path: z.string().min(1),
+    path: text(),
     locations: z
       .array(
         z.object({
-          name: z.string().regex(/^[A-Za-z0-9._-]+$/, 'expected a name of letters, digits, ".", "_" or "-"'),
-          path: z.string().min(1),
+          name: z.string().check(z.regex(/^[A-Za-z0-9._-]+$/, 'expected a name of letters, digits, ".", "_" or "-"')),
+          path: text(),
         }),
       )
-      .min(1, 'expected at least one storage location'),
+      .check(z.minLength(1, 'expected at least one storage location')),
     /** Location new recordings go to; the first one when absent. */
-    defaultLocation: z.string().min(1).optional(),
+    defaultLocation: z.optional(text()),
   }),
   mediaApi: z.object({
-    baseUrl: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }),
-    timeoutMs: z.number().int().min(1).default(5000),
+    baseUrl: httpUrl(),
+    timeoutMs: z._default(count(1), 5000),
   }),
-  contentInfoCacheSize: z.number().int().min(0).default(1000),
+  contentInfoCacheSize: z._default(count(0), 1000),
   /** POST requests per second; 0 disables the limit. */
-  writeRateLimit: z.number().min(0).default(0),
+  writeRateLimit: z._default(z.number().check(z.gte(0)), 0),
 })
 
 /** Options only some releases know, keyed by the option name in RecordingRelease.configOptionsAdded. */
 const addedOptions = {
-  contentInfoCacheTtlSeconds: z.number().int().min(0).default(300),
-  logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  contentInfoCacheTtlSeconds: z._default(count(0), 300),
+  logLevel: z._default(z.enum(['debug', 'info', 'warn', 'error']), 'info'),
 } as const
 
 export type RecordingServiceConfig = z.infer<typeof configSchema> & {
@@ -99,7 +107,7 @@ export function parseServiceConfig(text: string, file: string, release: Recordin
     throw new ConfigFileError(`configuration file ${file} must hold a JSON object`)
   const known = knownKeys(release)
   const unknownKeys = Object.keys(raw).filter((key) => !known.includes(key))
-  const schema = configSchema.extend(Object.fromEntries(optionsUpTo(release).map((key) => [key, addedOptions[key]])))
+  const schema = z.extend(configSchema, Object.fromEntries(optionsUpTo(release).map((key) => [key, addedOptions[key]])))
   const result = schema.safeParse(raw)
   if (!result.success) {
     const issue = result.error.issues[0]
