@@ -26,7 +26,7 @@ export default defineConfig({
     // five files at a time: its files wait on real services (a start, a health check, a connection,
     // a disk sync) for part of their time, which the other files fill (measured, both tiers: 440 s
     // with three, 409 s with four, 380 s with five, 376 s with six; the CPU idle 96, 46, 28 and 29 s
-    // of the run and its total the same; docs/testing.md).
+    // of the run, its total 750 to 791 s each time; docs/testing.md).
     pool: 'forks',
     poolOptions: { forks: { maxForks: 5, minForks: 1 }, threads: { maxThreads: 2, minThreads: 1, isolate: false } },
     // End-to-end tests start real services; a machine busy with other work makes them slower, never wrong.
