@@ -45,6 +45,14 @@ const SCENARIOS: LiveScenario[] = [
     hosts: 3,
   },
   {
+    what: 'automatic rollback across three hosts: the ingest fails on 7.0.0 at its canary (live-2)',
+    from: '6.0.0',
+    to: '7.0.0',
+    fails: true,
+    failing: { component: 'ingest', version: '7.0.0' },
+    hosts: 3,
+  },
+  {
     what: 'automatic rollback: the pipeline fails on 6.0.0 after the files were written',
     from: '5.2.0',
     to: '6.0.0',
