@@ -154,9 +154,10 @@ type Dispatcher = NonNullable<ReturnType<Parameters<KubeConfig['applySecurityAut
  * TLS connection to the API server (a handshake each: CPU on both sides and a round trip or two
  * more; test/live/kubernetes took 52 s of CPU with it, 40 s without). The first Agent made for the
  * context's cluster and user serves the calls after it, on kept-alive connections; the Agents the
- * client makes afterwards are dropped unused (an Agent connects on its first request only). A user whose credentials a plugin supplies (`exec`,
- * `auth-provider`) may get a new client certificate during a run: its calls keep the client's own
- * Agent each, as before. Headers (the bearer token) are still set per call by the client.
+ * client makes afterwards are dropped unused (an Agent connects on its first request only). A user
+ * whose credentials a plugin supplies (`exec`, `auth-provider`) may get a new client certificate
+ * during a run: its calls keep the client's own Agent each, as before. Headers (the bearer token)
+ * are still set per call by the client.
  */
 function reuseConnections(kc: KubeConfig): void {
   const apply = kc.applySecurityAuthentication.bind(kc)
