@@ -16,7 +16,7 @@
  * layer first, so no secret reaches a terminal or a CI log through zx.
  */
 import { spawn, type SpawnOptions } from 'node:child_process'
-import { $ as zx, log as zxLog, type LogEntry, type Options } from 'zx'
+import { $ as zx, log as zxLog, type LogEntry, type Options } from 'zx/core'
 import { redact } from './redact.ts'
 import { childEnvironment } from './runner.ts'
 

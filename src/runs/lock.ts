@@ -8,7 +8,7 @@
  * (which refuses while other sessions use it) can run under the lock. The host lock is a file on
  * the host written with noclobber.
  */
-import pg from 'pg'
+import type pg from 'pg'
 import type { DatabaseConfig } from '../config/schema.ts'
 import { connectDatabase, databaseTarget } from '../drivers/postgres.ts'
 import { LockedError, OperationError, withFacts } from '../core/errors.ts'
