@@ -8,7 +8,9 @@
  * in-test STAND-IN answering `GET <prefix>/status` for the version its Deployment runs. A recorded
  * `pulumi up` moves the stand-in's Deployments to the stack file's version, as the program would.
  * No cluster, no Pulumi engine, no image is involved: what this proves and cannot is in
- * docs/live.md ("Live on Kubernetes").
+ * docs/live.md ("Live on Kubernetes"). svcops runs in the test's process (`runSvcopsInProcess`: each
+ * start of the CLI here loaded @kubernetes/client-node again, ~0.5 s of CPU) for the cases that read
+ * its answer; the killed runs, and the resume of the first, start it as a process of its own.
  */
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
@@ -30,7 +32,7 @@ import { parseEnvironment } from '../../src/config/load.ts'
 import type { LiveConfig } from '../../src/config/schema.ts'
 import type { PlannedStep } from '../../src/runs/engine.ts'
 import { apiPrefix, settingsPathFlag, supportsSettingsPathFlag, tcpEndpointVariable } from '../../src/releases/versions.ts'
-import { ROOT, runSvcops, runSvcopsKilledAt } from '../support/cli.ts'
+import { ROOT, runSvcops, runSvcopsInProcess, runSvcopsKilledAt } from '../support/cli.ts'
 import { startKubeApiStandin, type KubeApiStandin, type StandinDeployment } from '../support/kube-api-standin.ts'
 import { kindOfResource } from '../support/kube-kinds.ts'
 import { createPulumiArgvRecorder, type ArgvRecorder } from '../support/pulumi-argv-recorder.ts'
@@ -168,7 +170,7 @@ describe('svcops upgrade live --env prod --to 7.0.0 --dry-run (the shipped prod 
   it('plans the Kubernetes steps with the exact pulumi commands and API calls, and changes nothing', async () => {
     const stackBefore = readFileSync(join(ROOT, 'stacks/Pulumi.prod.yaml'), 'utf8')
     // Every gate acknowledged: an open one ends the dry run with exit 5, as the run would.
-    const run = await runSvcops(
+    const run = await runSvcopsInProcess(
       ['upgrade', 'live', '--env', 'prod', '--to', '7.0.0', '--ack', allGates('6.2.0', '7.0.0'), '--dry-run', '--json'],
       {
         env: {
@@ -369,7 +371,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
       ]),
     )
     const before = readFileSync(s.stackFile, 'utf8')
-    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '7.0.0', '--ack', allGates('6.2.0', '7.0.0'), '--yes'], {
+    const run = await runSvcopsInProcess(['upgrade', 'live', ...s.args, '--to', '7.0.0', '--ack', allGates('6.2.0', '7.0.0'), '--yes'], {
       env: s.env,
     })
     expect(run.code).toBe(1)
@@ -385,7 +387,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
   it('refuses two tcpEndpoints when crossing 6.0, naming them, before anything changes', async () => {
     const s = setup('5.2.0', { tcpEndpoints: ['0.0.0.0:7000', '0.0.0.0:7001'] })
     const before = readFileSync(s.stackFile, 'utf8')
-    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '6.0.0', '--ack', allGates('5.2.0', '6.0.0'), '--yes'], {
+    const run = await runSvcopsInProcess(['upgrade', 'live', ...s.args, '--to', '6.0.0', '--ack', allGates('5.2.0', '6.0.0'), '--yes'], {
       env: s.env,
     })
     expect(run.code).toBe(2)
@@ -399,9 +401,12 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
   it('1.x -> 2.0: sets the version and a new pskRotation in the stack file, then pulumi up of the live components only', async () => {
     const s = setup('1.0.0')
     s.recorder.answerNth('preview', 1, preview([...COMPONENT_STEPS, ...PSK_STEPS, STACK_COPY]))
-    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '2.0.0', '--ack', allGates('1.0.0', '2.0.0'), '--yes', '--json'], {
-      env: s.env,
-    })
+    const run = await runSvcopsInProcess(
+      ['upgrade', 'live', ...s.args, '--to', '2.0.0', '--ack', allGates('1.0.0', '2.0.0'), '--yes', '--json'],
+      {
+        env: s.env,
+      },
+    )
     expect(run.code, run.stderr).toBe(0)
     const rotation = readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')
     expect(rotation).toMatch(/^svcops-\d{8}T\d{6}Z-[0-9a-f]+$/)
@@ -431,9 +436,12 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     )
     s.recorder.answerNth('preview', 1, preview([...COMPONENT_STEPS, ...PSK_STEPS]))
     s.recorder.answerNth('preview', 2, preview([...COMPONENT_STEPS, ...PSK_STEPS]))
-    const up = await runSvcops(['upgrade', 'live', ...s.args, '--to', '6.0.0', '--ack', allGates('5.2.0', '6.0.0'), '--yes', '--json'], {
-      env: s.env,
-    })
+    const up = await runSvcopsInProcess(
+      ['upgrade', 'live', ...s.args, '--to', '6.0.0', '--ack', allGates('5.2.0', '6.0.0'), '--yes', '--json'],
+      {
+        env: s.env,
+      },
+    )
     expect(up.code, up.stderr).toBe(0)
     expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('6.0.0')
     const rotated = readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')
@@ -449,7 +457,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
 
     // The rollback's dry run: the exact commands that put the pskRotation and the version back; nothing done.
     const callsBefore = s.recorder.calls().length
-    const plan = await runSvcops(['rollback', 'live', ...s.args, '--dry-run', '--json'], { env: s.env })
+    const plan = await runSvcopsInProcess(['rollback', 'live', ...s.args, '--dry-run', '--json'], { env: s.env })
     expect(plan.code, plan.stderr).toBe(0)
     const planned = (JSON.parse(plan.stdout) as { plan: { steps: PlannedStep[] } }).plan.steps
     expect(planned.filter((p) => p.step === 'rollback:restore-config').flatMap((p) => p.actions)[0]).toContain(
@@ -461,7 +469,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     expect(s.recorder.calls().length).toBe(callsBefore)
     expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('6.0.0')
 
-    const back = await runSvcops(['rollback', 'live', ...s.args, '--yes', '--json'], { env: s.env })
+    const back = await runSvcopsInProcess(['rollback', 'live', ...s.args, '--yes', '--json'], { env: s.env })
     expect(back.code, back.stderr).toBe(0)
     expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('5.2.0')
     expect(readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')).toBe(original)
@@ -475,7 +483,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     ])
     expectNoSecret(s, [up.stdout, up.stderr, back.stdout, back.stderr])
 
-    const verify = await runSvcops(['verify', 'live', ...s.args, '--json'], { env: s.env })
+    const verify = await runSvcopsInProcess(['verify', 'live', ...s.args, '--json'], { env: s.env })
     expect(verify.code, verify.stdout + verify.stderr).toBe(0)
     expect(verify.stdout).toContain("the stack file's svcops:deploy.live.version agrees with the cluster")
   })
@@ -511,15 +519,18 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
       JSON.stringify({ psk: { secretName: 'svc-psk', secretKey: 'psk', rotation: 'x', passesEntropyCheck: true } }),
     )
     s.recorder.answerNth('preview', 1, preview(COMPONENT_STEPS))
-    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '7.0.0', '--ack', allGates('6.2.0', '7.0.0'), '--yes', '--json'], {
-      env: s.env,
-    })
+    const run = await runSvcopsInProcess(
+      ['upgrade', 'live', ...s.args, '--to', '7.0.0', '--ack', allGates('6.2.0', '7.0.0'), '--yes', '--json'],
+      {
+        env: s.env,
+      },
+    )
     expect(run.code, run.stderr).toBe(0)
     expect(readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')).toBe('2026-09-01')
     expect(configSets(s)).toEqual(['svcops:deploy.live.version 7.0.0'])
     // Somebody moves the cluster behind the stack file's back: verify names both.
     api.state.others = LIVE_COMPONENTS.map((c) => liveDeployment(c, '6.2.0'))
-    const verify = await runSvcops(['verify', 'live', ...s.args], { env: s.env })
+    const verify = await runSvcopsInProcess(['verify', 'live', ...s.args], { env: s.env })
     expect(verify.code).toBe(1)
     expect(verify.stdout).toContain('the stack file holds 7.0.0, the cluster runs 6.2.0')
   })
@@ -528,7 +539,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     const s = setup('6.2.0')
     s.recorder.answer('stack-output', JSON.stringify({ psk: { passesEntropyCheck: true } }))
     s.recorder.answer('preview', preview(COMPONENT_STEPS))
-    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '7.0.1', '--ack', allGates('6.2.0', '7.0.1'), '--yes'], {
+    const run = await runSvcopsInProcess(['upgrade', 'live', ...s.args, '--to', '7.0.1', '--ack', allGates('6.2.0', '7.0.1'), '--yes'], {
       env: s.env,
     })
     expect(run.code, run.stderr).toBe(4)
@@ -544,7 +555,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
       expect(api.requests.map((r) => `${r.method} ${decodeURIComponent(r.path)}`)).toContain(
         `GET /api/v1/namespaces/${NS}/pods/svc-${c}-5f6d7c-x1:${METRICS_PORT}/proxy/metrics`,
       )
-    const verify = await runSvcops(['verify', 'live', ...s.args, '--json'], { env: s.env })
+    const verify = await runSvcopsInProcess(['verify', 'live', ...s.args, '--json'], { env: s.env })
     expect(verify.code, verify.stdout + verify.stderr).toBe(0)
     expect(verify.stdout).toContain('svc_ingest_source_dropped_audio_frames')
     expectNoSecret(s, [run.stdout, run.stderr, verify.stdout, verify.stderr])
@@ -557,7 +568,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     // A second ingest pod, on a node that cannot pull the image the rollback would go back to.
     const ingest = api.state.others.find((d) => d.app === 'ingest')
     ingest?.pods.push({ name: 'svc-ingest-5f6d7c-x2', version: '6.2.0', phase: 'Pending', ready: false, waiting: 'ImagePullBackOff' })
-    const run = await runSvcops(['upgrade', 'live', ...s.args, '--to', '7.0.0', '--ack', allGates('6.2.0', '7.0.0'), '--yes'], {
+    const run = await runSvcopsInProcess(['upgrade', 'live', ...s.args, '--to', '7.0.0', '--ack', allGates('6.2.0', '7.0.0'), '--yes'], {
       env: s.env,
     })
     expect(run.code, run.stderr).toBe(5)
@@ -576,7 +587,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     const s = setup('6.2.0')
     s.recorder.answer('stack-output', JSON.stringify({ psk: { passesEntropyCheck: true } }))
     s.recorder.answer('preview', preview(COMPONENT_STEPS))
-    const up = await runSvcops(['upgrade', 'live', ...s.args, '--to', '7.0.0', '--ack', allGates('6.2.0', '7.0.0'), '--yes'], {
+    const up = await runSvcopsInProcess(['upgrade', 'live', ...s.args, '--to', '7.0.0', '--ack', allGates('6.2.0', '7.0.0'), '--yes'], {
       env: s.env,
     })
     expect(up.code, up.stderr).toBe(0)
@@ -595,7 +606,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     // Every pod now runs 7.0.0; one node tried the old ingest image and cannot pull it.
     const ingest = api.state.others.find((d) => d.app === 'ingest')
     ingest?.pods.push({ name: 'svc-ingest-5f6d7c-x3', version: '6.2.0', phase: 'Pending', ready: false, waiting: 'ErrImagePull' })
-    const refused = await runSvcops(['rollback', 'live', ...s.args, '--yes'], { env: s.env })
+    const refused = await runSvcopsInProcess(['rollback', 'live', ...s.args, '--yes'], { env: s.env })
     expect(refused.code, refused.stderr).toBe(5)
     expect(refused.stderr).toContain(
       'the image registry.example.internal/svc/ingest:6.2.0 of ingest cannot be pulled: pod svc-ingest-5f6d7c-x3 shows ErrImagePull',
@@ -605,7 +616,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     expect(configSets(s)).toEqual(['svcops:deploy.live.version 7.0.0'])
 
     ingest?.pods.pop()
-    const back = await runSvcops(['rollback', 'live', ...s.args, '--yes'], { env: s.env })
+    const back = await runSvcopsInProcess(['rollback', 'live', ...s.args, '--yes'], { env: s.env })
     expect(back.code, back.stderr).toBe(0)
     expect(back.stderr).not.toContain('Not proven runnable')
     expect(api.state.others.every((d) => d.version === '6.2.0')).toBe(true)
@@ -630,7 +641,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
 
     /** svcops on a machine whose local runs folder is empty (its own), with the same stack file and credentials. */
     const elsewhere = (args: string[]) =>
-      runSvcops(args, { env: { ...s.env, SVCOPS_RUNS_DIR: mkdtempSync(join(tmpdir(), 'svcops-other-machine-')) } })
+      runSvcopsInProcess(args, { env: { ...s.env, SVCOPS_RUNS_DIR: mkdtempSync(join(tmpdir(), 'svcops-other-machine-')) } })
     const listed = await elsewhere(['runs', 'list', ...s.args, '--json'])
     expect(listed.code, listed.stderr).toBe(0)
     expect((JSON.parse(listed.stdout) as { runs: { id: string; system: string }[] }).runs.find((r) => r.id === id)).toMatchObject({
@@ -658,7 +669,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     const pipeline = api.state.others.find((d) => d.app === 'pipeline')
     const pod = pipeline?.pods[0]
     if (pod) pod.metrics = podMetrics('pipeline', '3.0.0')
-    const verify = await runSvcops(['verify', 'live', ...s.args, '--json'], { env: s.env })
+    const verify = await runSvcopsInProcess(['verify', 'live', ...s.args, '--json'], { env: s.env })
     expect(verify.code).toBe(1)
     const checks = (JSON.parse(verify.stdout) as { components: Array<{ component: string; checks: CheckResult[] }> }).components
     const failed = (c: string) => checks.find((x) => x.component === c)?.checks.filter((r) => !r.ok)
@@ -676,7 +687,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     // A pod whose metrics port answers nothing: the API server's 503, named.
     if (pod) delete pod.metrics
     neverConnecting.clear()
-    const again = await runSvcops(['verify', 'live', ...s.args, '--json'], { env: s.env })
+    const again = await runSvcopsInProcess(['verify', 'live', ...s.args, '--json'], { env: s.env })
     expect(again.code).toBe(1)
     expect(again.stdout).toContain(
       `svc-pipeline-5f6d7c-x1: The Kubernetes API at ${api.url} answered GET /api/v1/namespaces/${NS}/pods/svc-pipeline-5f6d7c-x1:${METRICS_PORT}/proxy/metrics with HTTP 503.`,
