@@ -1,5 +1,7 @@
 /**
- * The CLI on the Kubernetes platform, as a scheduler or a person runs it (a child process), on the
+ * The CLI on the Kubernetes platform, as a scheduler or a person runs it (a child process: the verify
+ * and the killed run; the refusals and the dry runs, which read only its answer, run it in the test's
+ * process, `runSvcopsInProcess`, where it does not load @kubernetes/client-node again), on the
  * real lab's PostgreSQL, manager and recording service: `svcops upgrade recording` stops at its
  * preflight, in one sentence, with nothing changed, when the preview shows somebody else's change or
  * the identity lacks a right, and before its first stop (exit 5) when a pod cannot pull the image its
@@ -12,7 +14,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFi
 import { join } from 'node:path'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ROOT, runSvcops, runSvcopsKilledAt } from '../support/cli.ts'
+import { ROOT, runSvcops, runSvcopsInProcess, runSvcopsKilledAt } from '../support/cli.ts'
 import { startKubeApiStandin, type KubeApiStandin } from '../support/kube-api-standin.ts'
 import { createPulumiArgvRecorder, type ArgvRecorder } from '../support/pulumi-argv-recorder.ts'
 import { startUpgradeLab, type UpgradeLab } from './fixture.ts'
@@ -53,7 +55,7 @@ afterAll(async () => {
 })
 
 function upgrade() {
-  return runSvcops(['upgrade', 'recording', '--stack-file', stackFile, '--env', 'lab', '--to', '2.0.0', '--yes', '--json'], {
+  return runSvcopsInProcess(['upgrade', 'recording', '--stack-file', stackFile, '--env', 'lab', '--to', '2.0.0', '--yes', '--json'], {
     env: { KUBECONFIG: api.kubeconfig, PATH: `${recorder.binDir}:${process.env.PATH ?? ''}`, SVCOPS_RUNS_DIR: lab.runsDir },
   })
 }
@@ -205,7 +207,7 @@ describe('a Kubernetes run killed after its stop, continued from its journal', (
     // The rollback's preconditions ask the platform for its tools: the continuing machine has pulumi too.
     const env = { KUBECONFIG: api.kubeconfig, SVCOPS_RUNS_DIR: lab.runsDir, PATH: `${recorder.binDir}:${process.env.PATH ?? ''}` }
     const project = join(lab.dir, 'project')
-    const resume = await runSvcops(['resume', id, '--dry-run', '--json'], { env })
+    const resume = await runSvcopsInProcess(['resume', id, '--dry-run', '--json'], { env })
     expect(resume.code, resume.stderr).toBe(0)
     const steps = (JSON.parse(resume.stdout) as { plan: { steps: Array<{ step: string; actions: string[] }> } }).plan.steps
     expect(steps.map((s) => s.step)).toEqual(
@@ -214,7 +216,7 @@ describe('a Kubernetes run killed after its stop, continued from its journal', (
     expect(steps.find((s) => s.step === 'install')?.actions).toEqual([
       `set svcops:recording.version to 2.0.0 in the stack file: pulumi config set --path --stack lab --non-interactive -- svcops:recording.version 2.0.0   (in ${project})`,
     ])
-    const back = await runSvcops(['resume', id, '--rollback', '--dry-run', '--json'], { env })
+    const back = await runSvcopsInProcess(['resume', id, '--rollback', '--dry-run', '--json'], { env })
     expect(back.code, back.stderr).toBe(0)
     const rollback = (JSON.parse(back.stdout) as { plan: { steps: Array<{ step: string; actions: string[] }> } }).plan.steps
     expect(rollback.find((s) => s.step === 'rollback:install')?.actions).toEqual([
@@ -222,7 +224,7 @@ describe('a Kubernetes run killed after its stop, continued from its journal', (
     ])
     // No pod runs now (held at 0): the upgrade's proof stands, unless a node is seen failing to pull that image.
     api.state.pods = [{ name: 'svc-recording-7d4b9c-d4', version: '1.5.0', phase: 'Pending', ready: false, waiting: 'ErrImagePull' }]
-    const refused = await runSvcops(['resume', id, '--rollback', '--dry-run', '--json'], { env })
+    const refused = await runSvcopsInProcess(['resume', id, '--rollback', '--dry-run', '--json'], { env })
     expect(refused.code, refused.stderr).toBe(5)
     expect(refused.stdout + refused.stderr).toContain(
       `Nothing changed: the rollback of run ${id} would not get through — ` +
