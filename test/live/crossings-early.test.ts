@@ -18,7 +18,7 @@ const CONNECTING = ['ingest', 'pipeline', 'control-panel'] as const
 let lab: LiveLab
 
 beforeAll(async () => {
-  lab = await startLiveLab({ version: '1.0.0' })
+  lab = await startLiveLab({ version: '1.0.0', cli: 'in-process' })
 }, 240_000)
 
 afterAll(async () => {

@@ -23,7 +23,7 @@ let endpoints: string[] = []
 let weak = ''
 
 beforeAll(async () => {
-  lab = await startLiveLab({ version: '5.2.0', weakPsk: true, tcpEndpoints: 2 })
+  lab = await startLiveLab({ version: '5.2.0', weakPsk: true, tcpEndpoints: 2, cli: 'in-process' })
   endpoints = (/^SVC_TCP_ENDPOINTS=(.*)$/m.exec(lab.env('pipeline'))?.[1] ?? '').split(',')
   weak = lab.settings()?.json.psk ?? ''
 }, 240_000)

@@ -91,7 +91,7 @@ async function upgradeHere(to: string, onStep: (e: StepSeen) => void): Promise<u
 }
 
 beforeAll(async () => {
-  lab = await startLiveLab({ version: '6.0.0' })
+  lab = await startLiveLab({ version: '6.0.0', cli: 'in-process' })
 }, 240_000)
 
 let upgraded: Promise<void> | undefined

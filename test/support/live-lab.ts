@@ -39,7 +39,7 @@ import {
   settingsCandidates,
   type LiveComponentName,
 } from '../../src/live/layout.ts'
-import { runSvcops, runSvcopsKilledAt, runSvcopsKilledInRun, sampleProcessArguments, type CliRun } from './cli.ts'
+import { runSvcops, runSvcopsInProcess, runSvcopsKilledAt, runSvcopsKilledInRun, sampleProcessArguments, type CliRun } from './cli.ts'
 import { processInfo, supervisorctlArgv } from './supervisorctl.ts'
 
 export { LIVE_COMPONENTS, type LiveComponentName }
@@ -68,7 +68,10 @@ export interface LiveLab {
   controller(path: string): Promise<{ status: number; body: unknown }>
   /** Edits the stack file's live section (gate inputs, timeouts) for the next runs. */
   setLive(fields: Record<string, unknown>): void
-  /** `svcops --stack-file <lab> ...args`; its output is kept for the secrets check. */
+  /**
+   * `svcops --stack-file <lab> ...args`; its output is kept for the secrets check. A child process,
+   * or a run in the test's process with the lab's `cli: 'in-process'` (`runSvcopsInProcess`).
+   */
   svcops(args: string[]): Promise<CliRun>
   svcopsKilledAt(args: string[], boundary: string): Promise<CliRun>
   /** `svcops ...args` continuing run `id` (a rollback, a resume), killed once its journal shows `boundary` (`step@component`) finished by this command (`runSvcopsKilledInRun`). */
@@ -109,7 +112,17 @@ export function useLiveLab(options: Parameters<typeof startLiveLab>[0]): () => L
 }
 
 /** Starts a lab with the live system on `version`. */
-export async function startLiveLab(options: { version: string; weakPsk?: boolean; tcpEndpoints?: number }): Promise<LiveLab> {
+export async function startLiveLab(options: {
+  version: string
+  weakPsk?: boolean
+  tcpEndpoints?: number
+  /**
+   * How `svcops` runs: a child process (the default), or in the test's process, for a file whose
+   * cases read only its answer, exit code and the files it leaves (a start of the CLI is ~0.3 s of
+   * CPU to load its modules). The killed runs are child processes either way.
+   */
+  cli?: 'process' | 'in-process'
+}): Promise<LiveLab> {
   const dir = mkdtempSync(join(tmpdir(), 'svcops-live-'))
   const labDir = join(dir, 'lab')
   const stacksDir = join(dir, 'stacks')
@@ -210,7 +223,9 @@ export async function startLiveLab(options: { version: string; weakPsk?: boolean
       // What every process on the machine was started with, sampled while svcops runs: no PSK in any argv.
       const sampler = sampleProcessArguments(100, (args) => outputs.push(args))
       try {
-        const run = await runSvcops(['--stack-file', envFile, ...args], { env: { SVCOPS_RUNS_DIR: runsDir } })
+        const run = await (options.cli === 'in-process' ? runSvcopsInProcess : runSvcops)(['--stack-file', envFile, ...args], {
+          env: { SVCOPS_RUNS_DIR: runsDir },
+        })
         outputs.push(run.stdout, run.stderr)
         return run
       } finally {
