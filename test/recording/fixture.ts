@@ -19,7 +19,7 @@ import { schemaFingerprint } from '../../src/drivers/fingerprint.ts'
 import { transportFor } from '../../src/drivers/transports.ts'
 import { packageDriver, readInstalledVersion } from '../../src/drivers/packages.ts'
 import type { Recording } from '../../src/recording/content-snapshot.ts'
-import { runSvcops, type CliRun } from '../support/cli.ts'
+import { runSvcops, runSvcopsInProcess, type CliRun } from '../support/cli.ts'
 import { takeRecordingLab, type HeldLab } from './lab-pool.ts'
 
 export interface UpgradeLab {
@@ -136,6 +136,14 @@ async function prepareFileLab(dir: string, held: HeldLab): Promise<UpgradeLab> {
 /** Runs the CLI in a child process (as a scheduler would) and returns its exit code and output. */
 export function runCli(args: string[], extraEnv: Record<string, string> = {}): Promise<CliRun> {
   return runSvcops(args, { env: extraEnv, cwd: process.cwd() })
+}
+
+/**
+ * `runCli` in the test's process (`runSvcopsInProcess`), for the cases that read only the answer, exit
+ * code and what the run left: a start of the CLI is ~0.3-0.5 s of CPU loading its modules again.
+ */
+export function runCliInProcess(args: string[], extraEnv: Record<string, string> = {}): Promise<CliRun> {
+  return runSvcopsInProcess(args, { env: extraEnv })
 }
 
 /**

@@ -10,7 +10,7 @@ import { runCommand } from '../../src/core/runner.ts'
 import { transportFor } from '../../src/drivers/transports.ts'
 import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
 import { supervisorctlArgv } from '../support/supervisorctl.ts'
-import { runCli, startUpgradeLab, type UpgradeLab } from './fixture.ts'
+import { runCliInProcess, startUpgradeLab, type UpgradeLab } from './fixture.ts'
 
 let lab: UpgradeLab
 let backupId: string
@@ -45,12 +45,12 @@ describe('no-op and downgrade', () => {
   it('upgrade --to 2.0.0 again changes nothing: exit 0, "already on 2.0.0", the same pids, a no-op run', async () => {
     const before = await servicePids()
     const backups = readdirSync(join(lab.dir, 'backups')).length
-    const out = await runCli(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '2.0.0', '--yes'])
+    const out = await runCliInProcess(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '2.0.0', '--yes'])
     expect(out.code).toBe(0)
     expect(out.stdout + out.stderr).toContain('Already on 2.0.0')
     expect(await servicePids()).toEqual(before)
     expect(readdirSync(join(lab.dir, 'backups')).length).toBe(backups)
-    const list = await runCli(['runs', 'list', '--json'], { SVCOPS_RUNS_DIR: lab.runsDir })
+    const list = await runCliInProcess(['runs', 'list', '--json'], { SVCOPS_RUNS_DIR: lab.runsDir })
     const runs = JSON.parse(list.stdout) as { runs?: { phase: string }[] } | { phase: string }[]
     const rows = Array.isArray(runs) ? runs : (runs.runs ?? [])
     expect(rows[0]?.phase).toBe('no-op')
@@ -58,7 +58,7 @@ describe('no-op and downgrade', () => {
 
   it('upgrade --to an older version refuses before anything (exit 2), naming the rollback', async () => {
     const before = await servicePids()
-    const out = await runCli(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '1.4.0', '--yes'])
+    const out = await runCliInProcess(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '1.4.0', '--yes'])
     expect(out.code).toBe(2)
     expect(out.stderr).toContain('svcops rollback recording --env lab --to 1.4.0')
     expect(await servicePids()).toEqual(before)
@@ -68,15 +68,15 @@ describe('no-op and downgrade', () => {
 
 describe('retention that cannot break a rollback', () => {
   it('backup prune --keep-last 1 keeps the backup the upgrade run can roll back to; deleting it needs --force', async () => {
-    const made = await runCli(['--stack-file', lab.envFile, 'backup', 'create', '--json'])
+    const made = await runCliInProcess(['--stack-file', lab.envFile, 'backup', 'create', '--json'])
     expect(made.code).toBe(0)
-    const list = await runCli(['--stack-file', lab.envFile, 'backup', 'list'])
+    const list = await runCliInProcess(['--stack-file', lab.envFile, 'backup', 'list'])
     expect(list.stdout).toMatch(new RegExp(`${backupId}.*held by run \\S+`))
-    const prune = await runCli(['--stack-file', lab.envFile, 'backup', 'prune', '--keep-last', '1'])
+    const prune = await runCliInProcess(['--stack-file', lab.envFile, 'backup', 'prune', '--keep-last', '1'])
     expect(prune.code).toBe(0)
     expect(prune.stdout).toMatch(new RegExp(`keep\\s+${backupId}\\s+\\(.*held by run`))
     expect(readdirSync(join(lab.dir, 'backups')).some((f) => f.startsWith(`${backupId}.manifest.json`))).toBe(true)
-    const refused = await runCli(['--stack-file', lab.envFile, 'backup', 'delete', backupId])
+    const refused = await runCliInProcess(['--stack-file', lab.envFile, 'backup', 'delete', backupId])
     expect(refused.code).toBe(2)
     expect(refused.stderr).toContain(`is held by run`)
     expect(readdirSync(join(lab.dir, 'backups')).some((f) => f.startsWith(`${backupId}.manifest.json`))).toBe(true)
@@ -90,11 +90,11 @@ describe('preconditions before the first stop', () => {
     const store = join(lab.dir, 'backups')
     for (const f of readdirSync(store)) if (f.startsWith(backupId)) rmSync(join(store, f))
 
-    const dry = await runCli(['--stack-file', lab.envFile, 'rollback', 'recording', '--dry-run'])
+    const dry = await runCliInProcess(['--stack-file', lab.envFile, 'rollback', 'recording', '--dry-run'])
     expect(dry.code).toBe(5)
     expect(dry.stderr + dry.stdout).toContain(`There is no backup ${backupId}`)
 
-    const out = await runCli(['--stack-file', lab.envFile, 'rollback', 'recording', '--yes'])
+    const out = await runCliInProcess(['--stack-file', lab.envFile, 'rollback', 'recording', '--yes'])
     expect(out.code).toBe(5)
     expect(out.stderr).toMatch(/Nothing changed/)
     expect(out.stderr).toContain(`There is no backup ${backupId}`)
@@ -118,9 +118,9 @@ describe("log checks judge the service, not its users' data", () => {
       startTime: 1_700_000_000,
       stopTime: 1_700_000_600,
     })
-    const verify = await runCli(['--stack-file', lab.envFile, 'verify', 'recording', '--no-test-recording'])
+    const verify = await runCliInProcess(['--stack-file', lab.envFile, 'verify', 'recording', '--no-test-recording'])
     expect(verify.code).toBe(0)
-    const out = await runCli(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '2.1.0', '--yes'])
+    const out = await runCliInProcess(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '2.1.0', '--yes'])
     expect(out.code).toBe(0)
     expect(await lab.versions()).toEqual({ 'rec-1': '2.1.0', 'rec-2': '2.1.0' })
   }, 600_000)

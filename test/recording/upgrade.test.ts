@@ -15,7 +15,7 @@ import { Journal } from '../../src/runs/journal.ts'
 import { Phase, stepName } from '../../src/runs/step.ts'
 import { restoreBackup } from '../../src/recording/rollback-steps.ts'
 import { rollbackRecordingService, upgradeRecordingService } from '../../playbooks/upgrade.ts'
-import { runCli, startUpgradeLab, type UpgradeLab } from './fixture.ts'
+import { runCliInProcess, startUpgradeLab, type UpgradeLab } from './fixture.ts'
 
 let lab: UpgradeLab
 
@@ -48,7 +48,17 @@ describe('upgrade of one host', () => {
       fingerprint: await lab.fingerprint(),
       dpkg: readFileSync(join(root, 'var/lib/dpkg/status'), 'utf8'),
     }
-    const out = await runCli(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '2.0.0', '--window', '1h30m', '--dry-run'])
+    const out = await runCliInProcess([
+      '--stack-file',
+      lab.envFile,
+      'upgrade',
+      'recording',
+      '--to',
+      '2.0.0',
+      '--window',
+      '1h30m',
+      '--dry-run',
+    ])
     expect(out.code).toBe(0)
     expect(out.stdout).toContain('Window: 1h30m from the start: a batch starts only if')
     // Every step of the playbook, in order, with the exact command it would run.
@@ -129,7 +139,7 @@ describe('upgrade of one host', () => {
     const late = [await lab.create('after the backup 1'), await lab.create('after the backup 2')]
     // The on-call engineer looks first: the dry run says the database will be restored, and changes nothing.
     const fingerprintNow = await lab.fingerprint()
-    const dry = await runCli(['--stack-file', lab.envFile, 'rollback', 'recording', '--run', outcome.runId, '--dry-run'], {
+    const dry = await runCliInProcess(['--stack-file', lab.envFile, 'rollback', 'recording', '--run', outcome.runId, '--dry-run'], {
       SVCOPS_RUNS_DIR: lab.runsDir,
     })
     expect(dry.code, dry.stderr).toBe(0)
@@ -139,7 +149,7 @@ describe('upgrade of one host', () => {
     expect(await lab.versions()).toEqual({ 'rec-1': '2.0.0' })
     expect(await lab.fingerprint()).toBe(fingerprintNow)
     expect(Journal.open(outcome.runId).run.phase).toBe('succeeded')
-    const finished = await runCli(['resume', outcome.runId, '--dry-run'], { SVCOPS_RUNS_DIR: lab.runsDir })
+    const finished = await runCliInProcess(['resume', outcome.runId, '--dry-run'], { SVCOPS_RUNS_DIR: lab.runsDir })
     expect(finished.code).toBe(2)
     expect(finished.stderr).toContain(`Run ${outcome.runId} is finished (succeeded); there is nothing to resume.`)
     const back = await rollbackRecordingService(lab.env(), { runId: outcome.runId })
@@ -154,7 +164,7 @@ describe('upgrade of one host', () => {
   })
 
   it('verify recording checks every host; runs list and runs show give the journal to people and machines', async () => {
-    const verified = await runCli(['--stack-file', lab.envFile, '--json', 'verify', 'recording'])
+    const verified = await runCliInProcess(['--stack-file', lab.envFile, '--json', 'verify', 'recording'])
     expect(verified.code).toBe(0)
     const v = JSON.parse(verified.stdout) as { ok: boolean; hosts: Array<{ checks: Array<{ check: string; ok: boolean }> }> }
     expect(v.ok).toBe(true)
@@ -167,20 +177,20 @@ describe('upgrade of one host', () => {
     const transport = transportFor(host)
     try {
       await runCommand(transport, supervisorctlArgv(host, ['stop', 'svc-recording']))
-      const failed = await runCli(['--stack-file', lab.envFile, 'verify', 'recording', '--no-test-recording'])
+      const failed = await runCliInProcess(['--stack-file', lab.envFile, 'verify', 'recording', '--no-test-recording'])
       expect(failed.code).toBe(1)
       expect(failed.stdout).toMatch(/FAIL.*GET \/ \(health\)|GET \/ \(health\).*FAIL/i)
     } finally {
       await runCommand(transport, supervisorctlArgv(host, ['start', 'svc-recording']))
       await transport.close()
     }
-    const list = await runCli(['runs', 'list'], { SVCOPS_RUNS_DIR: lab.runsDir })
+    const list = await runCliInProcess(['runs', 'list'], { SVCOPS_RUNS_DIR: lab.runsDir })
     // A table: header first, newest run first.
     const rows = list.stdout.trim().split('\n')
     expect(rows[0]).toMatch(/^ID\s+ENV\s+SYSTEM\s+KIND\s+TARGET\s+OUTCOME/)
     expect(list.stdout).toMatch(/\slab\s+recording\s+upgrade\s+2\.0\.0\s+rolled-back\s/)
     const id = /^(\S+)/.exec(rows[1] ?? '')?.[1] ?? ''
-    const shown = await runCli(['--json', 'runs', 'show', id], { SVCOPS_RUNS_DIR: lab.runsDir })
+    const shown = await runCliInProcess(['--json', 'runs', 'show', id], { SVCOPS_RUNS_DIR: lab.runsDir })
     expect((JSON.parse(shown.stdout) as { run: { id: string } }).run.id).toBe(id)
   })
 
@@ -210,7 +220,7 @@ describe('upgrade of one host', () => {
     expect(exitCodeFor(error)).toBe(2)
     expect((error as Error).message).toMatch(/--to: 'latest' is not a version/)
     // The dry run checks it too: a plan for a version that cannot exist is bad input, not a plan.
-    const dry = await runCli(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', 'latest', '--dry-run'])
+    const dry = await runCliInProcess(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', 'latest', '--dry-run'])
     expect(dry.code).toBe(2)
     expect(dry.stderr).toContain("--to: 'latest' is not a version")
   })
