@@ -33,7 +33,7 @@ import { envValue } from '../../src/live/hosts/host-files.ts'
 import { componentEnvFile, componentPackage, productOf, settingsCandidates } from '../../src/live/layout.ts'
 import { liveUnits, placedHosts } from '../../src/live/live-placement.ts'
 import { listRuns } from '../../src/runs/journal.ts'
-import { runSvcops, type CliRun } from '../support/cli.ts'
+import { runSvcopsInProcess, type CliRun } from '../support/cli.ts'
 import { gateIds } from '../support/live-lab.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'svcops-live-hosts-'))
@@ -92,7 +92,7 @@ function allOn(version: string): Record<string, string> {
 
 async function svcops(args: string[]): Promise<CliRun> {
   snapshot()
-  const run = await runSvcops(['--stack-file', envFile, ...args], { env: { SVCOPS_RUNS_DIR: runsDir } })
+  const run = await runSvcopsInProcess(['--stack-file', envFile, ...args], { env: { SVCOPS_RUNS_DIR: runsDir } })
   outputs.push(run.stdout, run.stderr)
   snapshot()
   return run

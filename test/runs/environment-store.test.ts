@@ -10,7 +10,7 @@ import { mkdtempSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { runSvcops } from '../support/cli.ts'
+import { runSvcopsInProcess } from '../support/cli.ts'
 import { startUpgradeLab, type UpgradeLab } from '../recording/fixture.ts'
 
 let lab: UpgradeLab
@@ -28,27 +28,27 @@ interface Listed {
 }
 
 it('another machine lists, shows and rolls back the runs from the environment alone', async () => {
-  const upgraded = await runSvcops(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '1.5.0', '--yes', '--json'], {
+  const upgraded = await runSvcopsInProcess(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '1.5.0', '--yes', '--json'], {
     env: { SVCOPS_RUNS_DIR: lab.runsDir },
   })
   expect(upgraded.code, upgraded.stderr).toBe(0)
   const id = (JSON.parse(upgraded.stdout) as { runId: string }).runId
 
   const elsewhere = { env: { SVCOPS_RUNS_DIR: mkdtempSync(join(tmpdir(), 'svcops-other-machine-')) } }
-  const listed = await runSvcops(['--stack-file', lab.envFile, 'runs', 'list', '--json'], elsewhere)
+  const listed = await runSvcopsInProcess(['--stack-file', lab.envFile, 'runs', 'list', '--json'], elsewhere)
   expect(listed.code, listed.stderr).toBe(0)
   expect((JSON.parse(listed.stdout) as Listed).runs.find((r) => r.id === id)).toMatchObject({ phase: 'succeeded', kind: 'upgrade' })
-  const shown = await runSvcops(['--stack-file', lab.envFile, 'runs', 'show', id, '--json'], elsewhere)
+  const shown = await runSvcopsInProcess(['--stack-file', lab.envFile, 'runs', 'show', id, '--json'], elsewhere)
   expect(shown.code, shown.stderr).toBe(0)
   expect((JSON.parse(shown.stdout) as { timeline: unknown[] }).timeline.length).toBeGreaterThan(5)
 
-  const rolledBack = await runSvcops(['--stack-file', lab.envFile, 'rollback', 'recording', '--yes'], elsewhere)
+  const rolledBack = await runSvcopsInProcess(['--stack-file', lab.envFile, 'rollback', 'recording', '--yes'], elsewhere)
   expect(rolledBack.code, `${rolledBack.stdout}\n${rolledBack.stderr}`).toBe(0)
   expect((await lab.versions())['rec-1']).toBe('1.4.0')
   expect(await lab.healthy()).toEqual([true])
 
   // The history survived the rollback (and its restore, when one ran): both runs, as they ended.
-  const after = await runSvcops(['--stack-file', lab.envFile, 'runs', 'list', '--json'], {
+  const after = await runSvcopsInProcess(['--stack-file', lab.envFile, 'runs', 'list', '--json'], {
     env: { SVCOPS_RUNS_DIR: mkdtempSync(join(tmpdir(), 'svcops-third-')) },
   })
   const runs = (JSON.parse(after.stdout) as Listed).runs
@@ -57,7 +57,7 @@ it('another machine lists, shows and rolls back the runs from the environment al
 
 it('a run refused before anything stopped leaves no record in the environment, and no local folder', async () => {
   const listed = async (): Promise<string[]> => {
-    const run = await runSvcops(['--stack-file', lab.envFile, 'runs', 'list', '--json'], {
+    const run = await runSvcopsInProcess(['--stack-file', lab.envFile, 'runs', 'list', '--json'], {
       env: { SVCOPS_RUNS_DIR: mkdtempSync(join(tmpdir(), 'svcops-other-machine-')) },
     })
     expect(run.code, run.stderr).toBe(0)
@@ -66,7 +66,7 @@ it('a run refused before anything stopped leaves no record in the environment, a
   const before = await listed()
   const local = readdirSync(lab.runsDir)
   // Refused by the preflight, inside the run: its record had reached the environment by then.
-  const refused = await runSvcops(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '1.3.0', '--yes'], {
+  const refused = await runSvcopsInProcess(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '1.3.0', '--yes'], {
     env: { SVCOPS_RUNS_DIR: lab.runsDir },
   })
   expect(refused.code, refused.stderr).toBe(2)
