@@ -59,8 +59,9 @@ let inProcessQueue: Promise<void> = Promise.resolve()
  * loaded. What it cannot do, and `runSvcops` must: another working directory (`cwd`; a worker thread
  * cannot change it), input on stdin, a signal, the Node that runs it, argv as the process sees it.
  * `env` is set for the call and put back after it, as are the run observers and systems a command
- * wires (`useRunSystems`: a process exits instead, a worker runs the next file). Calls run one at a
- * time (concurrent tests queue here): the streams and variables they set are the process's.
+ * wires (`useRunSystems`: a process exits instead, a worker runs the next file), and fetch's pool of
+ * connections (each call has its own, closed after it). Calls run one at a time (concurrent tests
+ * queue here): the streams and variables they set are the process's.
  */
 export function runSvcopsInProcess(args: string[], options: Pick<CliOptions, 'env'> = {}): Promise<CliRun> {
   const turn = inProcessQueue.then(() => runInProcessNow(args, options))
@@ -82,6 +83,13 @@ async function runInProcessNow(args: string[], options: Pick<CliOptions, 'env'>)
     return [name, before] as const
   })
   const unwire = await useRunSystems()
+  // The run's HTTP connections are its own, and closed when it ends, as a process's are when it
+  // exits: fetch's keep-alive pool is the process's (undici's global dispatcher), and a connection a
+  // run left to a service the test then restarts would fail the next run's or the test's request.
+  const { Agent, getGlobalDispatcher, setGlobalDispatcher } = await import('undici')
+  const dispatcherBefore = getGlobalDispatcher()
+  const dispatcher = new Agent()
+  setGlobalDispatcher(dispatcher)
   let stdout = ''
   let stderr = ''
   // Patched on the streams themselves (not with vitest's spies: this module is loaded outside vitest
@@ -108,6 +116,8 @@ async function runInProcessNow(args: string[], options: Pick<CliOptions, 'env'>)
       else Reflect.deleteProperty(stream, 'write')
     })
     unwire()
+    setGlobalDispatcher(dispatcherBefore)
+    await dispatcher.destroy()
     for (const [name, before] of saved)
       if (before === undefined) delete process.env[name]
       else process.env[name] = before
