@@ -22,6 +22,8 @@ export default defineConfig({
   cacheDir: process.env.SVCOPS_TEST_CACHE_DIR || undefined,
   test: {
     globalSetup: ['test/support/tmpdir.ts'],
+    // The Pulumi SDK's own stack captures, formatted as Node formats them (not source-mapped frame by frame).
+    setupFiles: ['test/support/sdk-stack-captures.ts'],
     // Suites start real PostgreSQL clusters, sshd and supervisors on two cores. The e2e tier runs
     // five files at a time: its files wait on real services (a start, a health check, a connection,
     // a disk sync) for part of their time, which the other files fill (measured, both tiers: 440 s
