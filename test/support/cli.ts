@@ -117,10 +117,10 @@ async function runInProcessNow(args: string[], options: Pick<CliOptions, 'env'>)
     })
     unwire()
     setGlobalDispatcher(dispatcherBefore)
-    await dispatcher.destroy()
     for (const [name, before] of saved)
       if (before === undefined) delete process.env[name]
       else process.env[name] = before
+    await dispatcher.destroy()
   }
 }
 
