@@ -57,12 +57,17 @@ const SHAPES: [RegExp, string][] = [
   [/-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----/g, REDACTED],
 ]
 
+// What every shape above contains (case aside): a text without any of these holds no shape. One
+// test of this is a third of the cost of the three replaces that find nothing, and nearly every
+// text redacted (each string of every event, journal entry and report) holds no shape.
+const SHAPE_MARKS = /bearer|eyJ|-----BEGIN/i
+
 /** Replaces every registered secret and every secret-shaped string in `text`. */
 export function redact(text: string): string {
   let out = text
   const re = compiled()
   if (re) out = out.replace(re, REDACTED)
-  for (const [shape, replacement] of SHAPES) out = out.replace(shape, replacement)
+  if (SHAPE_MARKS.test(out)) for (const [shape, replacement] of SHAPES) out = out.replace(shape, replacement)
   return out
 }
 

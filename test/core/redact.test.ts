@@ -22,6 +22,12 @@ describe('redaction', () => {
     expect(redact(`token ${jwt} end`)).toBe(`token ${REDACTED} end`)
     const key = '-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----'
     expect(redact(`key:\n${key}\n`)).toBe(`key:\n${REDACTED}\n`)
+    // The scheme in any case, as HTTP reads it; each shape alone in a text, after a registered secret.
+    expect(redact('authorization: bearer tok.en-1/2+3=')).toBe(`authorization: bearer ${REDACTED}`)
+    expect(redact('AUTHORIZATION: BEARER tok.en-1/2+3=')).toBe(`AUTHORIZATION: BEARER ${REDACTED}`)
+    registerSecret('registered-before-the-shapes')
+    expect(redact(`registered-before-the-shapes ${jwt}`)).toBe(`${REDACTED} ${REDACTED}`)
+    expect(redact(`registered-before-the-shapes ${key}`)).toBe(`${REDACTED} ${REDACTED}`)
   })
 
   it('redacts secret-named fields in objects even when their values were never registered', () => {
