@@ -10,7 +10,7 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runSvcops, type CliRun } from '../support/cli.ts'
+import { runSvcops, runSvcopsInProcess, type CliRun } from '../support/cli.ts'
 import { startUpgradeLab, waitForPausedRun, type UpgradeLab } from '../recording/fixture.ts'
 
 let lab: UpgradeLab
@@ -44,6 +44,14 @@ const cli = (args: string[], options: { runsDir?: string; onSpawn?: (pid: number
     },
   })
 
+/**
+ * A command that ends by itself while the test waits for it, read in this worker
+ * (`runSvcopsInProcess`): what another svcops does meanwhile is a process of its own (`cli`), the
+ * runs that wait, are killed or are followed.
+ */
+const cliHere = (args: string[], options: { runsDir?: string } = {}): Promise<CliRun> =>
+  runSvcopsInProcess(['--stack-file', lab.envFile, ...args], { env: { SVCOPS_RUNS_DIR: options.runsDir ?? lab.runsDir } })
+
 /** The runs in this machine's runs folder (none before the first run creates it). */
 const runIds = (): string[] => (existsSync(lab.runsDir) ? readdirSync(lab.runsDir) : [])
 
@@ -56,7 +64,7 @@ const journalOf = (id: string) =>
 describe('--pause-after-canary, runs watch, promote and abort', () => {
   it('killed while it waits, it is interrupted; resumed, it waits again; aborted from another machine, it rolls back (exit 4)', async () => {
     // The dry run shows the wait where the real run would wait.
-    const dry = await cli(['upgrade', 'recording', '--to', '1.5.0', '--pause-after-canary', '--dry-run'])
+    const dry = await cliHere(['upgrade', 'recording', '--to', '1.5.0', '--pause-after-canary', '--dry-run'])
     expect(dry.code, dry.stderr).toBe(0)
     expect(dry.stdout).toContain('pause — pause after the canary (rec-1): wait for a person\n    go on with: svcops runs promote ID')
     expect(dry.stdout.indexOf('pause — ')).toBeLessThan(dry.stdout.indexOf('[rec-2] batch 1: stop'))
@@ -67,7 +75,7 @@ describe('--pause-after-canary, runs watch, promote and abort', () => {
     const id = await waitForPausedRun(lab.runsDir, [])
     process.kill(pid, 'SIGKILL')
     await started
-    const shown = await cli(['runs', 'list', '--json'])
+    const shown = await cliHere(['runs', 'list', '--json'])
     expect((JSON.parse(shown.stdout) as { runs: { id: string; phase: string }[] }).runs.find((r) => r.id === id)?.phase).toBe('interrupted')
 
     const resumed = cli(['resume', id])
@@ -77,7 +85,7 @@ describe('--pause-after-canary, runs watch, promote and abort', () => {
       return r.pausedAt !== undefined && r.pid !== pid
     })
     const watch = cli(['runs', 'watch', id, '--json'], { runsDir: elsewhere })
-    const aborted = await cli(['runs', 'abort', id], { runsDir: elsewhere })
+    const aborted = await cliHere(['runs', 'abort', id], { runsDir: elsewhere })
     expect(aborted.code, aborted.stderr).toBe(0)
     expect(aborted.stdout).toMatch(/aborted; it rolls back what it changed \(kept in the svcops schema of /)
 
@@ -117,17 +125,17 @@ describe('--pause-after-canary, runs watch, promote and abort', () => {
 
     // The canary is upgraded and verified; the other host waits on 1.4.0.
     expect(await lab.versions()).toEqual({ 'rec-1': '1.5.0', 'rec-2': '1.4.0' })
-    const shown = await cli(['runs', 'show', id])
+    const shown = await cliHere(['runs', 'show', id])
     expect(shown.stdout).toContain(
       `is paused after the canary since ${(JSON.parse(readFileSync(join(lab.runsDir, id, 'run.json'), 'utf8')) as { pausedAt: string }).pausedAt.slice(11, 19)} and keeps its lock (go on: svcops runs promote ${id}; roll back: svcops runs abort ${id})`,
     )
-    const listed = await cli(['runs', 'list'])
+    const listed = await cliHere(['runs', 'list'])
     expect(listed.stdout).toMatch(new RegExp(`${id} +lab +recording +upgrade +1\\.5\\.0 +paused`))
     // Another upgrade cannot start: the paused run keeps the environment's lock.
-    const second = await cli(['upgrade', 'recording', '--to', '1.5.0', '--yes'])
+    const second = await cliHere(['upgrade', 'recording', '--to', '1.5.0', '--yes'])
     expect(second.code, second.stderr).toBe(3)
 
-    const promoted = await cli(['runs', 'promote', id])
+    const promoted = await cliHere(['runs', 'promote', id])
     expect(promoted.code, promoted.stderr).toBe(0)
     expect(promoted.stdout).toMatch(
       new RegExp(`^Run ${id} promoted; it goes on after its canary \\(kept in .*\\)\\. Follow it: svcops runs watch ${id}`),
@@ -162,7 +170,7 @@ describe('--pause-after-canary, runs watch, promote and abort', () => {
     // The report draws the wait, and nothing can decide a run that is not waiting.
     const html = readFileSync(join(lab.runsDir, id, 'report.html'), 'utf8')
     expect(html).toMatch(/<rect class="bar stage-paused status-ok" data-step="pause"/)
-    const late = await cli(['runs', 'abort', id])
+    const late = await cliHere(['runs', 'abort', id])
     expect(late.code).toBe(2)
     expect(late.stderr).toContain(`Run ${id} is not waiting after its canary (it is succeeded)`)
   }, 600_000)
