@@ -10,13 +10,13 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { LIVE_RUNS_PATH } from '../../src/live/hosts/live-host-run-store.ts'
 import { listRuns } from '../../src/runs/journal.ts'
-import { runSvcops } from '../support/cli.ts'
+import { runSvcopsInProcess } from '../support/cli.ts'
 import { gateIds, startLiveLab, type LiveLab } from '../support/live-lab.ts'
 
 let lab: LiveLab
 
 beforeAll(async () => {
-  lab = await startLiveLab({ version: '5.2.0' })
+  lab = await startLiveLab({ version: '5.2.0', cli: 'in-process' })
 }, 240_000)
 
 afterAll(async () => {
@@ -29,7 +29,7 @@ interface Listed {
 
 /** `svcops --stack-file <lab> ...args` from a machine whose local runs folder is `runsDir`. */
 function elsewhere(args: string[], runsDir: string) {
-  return runSvcops(['--stack-file', lab.envFile, ...args], { env: { SVCOPS_RUNS_DIR: runsDir } })
+  return runSvcopsInProcess(['--stack-file', lab.envFile, ...args], { env: { SVCOPS_RUNS_DIR: runsDir } })
 }
 
 it('another machine lists, shows and rolls back the live runs from the live host alone', async () => {

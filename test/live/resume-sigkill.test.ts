@@ -16,7 +16,8 @@ import { LIVE_LOCK_PATH } from '../../src/live/hosts/live-hosts-platform.ts'
 import { listRuns } from '../../src/runs/journal.ts'
 import { gateIds, useLiveLab } from '../support/live-lab.ts'
 
-const lab = useLiveLab({ version: '5.2.0' })
+// The runs that follow a kill are processes, as an operator starts them; the others read in the worker.
+const lab = useLiveLab({ version: '5.2.0', cli: 'in-process' })
 const phaseOf = (id: string) => listRuns(lab().runsDir).find((r) => r.id === id)?.phase
 
 async function killedUpgrade(boundary: string): Promise<string> {
@@ -41,7 +42,7 @@ describe('kill -9 of a live upgrade 5.2.0 -> 6.0.0', () => {
   it('killed after the first stop: svcops rollback live ends on 5.2.0 with the old files', async () => {
     const before = lab().snapshot()
     await killedUpgrade('stop@control-panel')
-    const rolled = await lab().svcops(['rollback', 'live', '--yes'])
+    const rolled = await lab().svcopsProcess(['rollback', 'live', '--yes'])
     expect(rolled.code, rolled.stdout + rolled.stderr).toBe(0)
     await expectWhole('5.2.0')
     expect(lab().snapshot()).toEqual(before)
@@ -50,14 +51,14 @@ describe('kill -9 of a live upgrade 5.2.0 -> 6.0.0', () => {
   it('killed after write-config: svcops resume ID ends on 6.0.0; its rollback killed after the files were put back ends on 5.2.0', async () => {
     const before = lab().snapshot()
     const id = await killedUpgrade('write-config')
-    const resumed = await lab().svcops(['resume', id])
+    const resumed = await lab().svcopsProcess(['resume', id])
     expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0)
     expect(phaseOf(id)).toBe('succeeded')
     await expectWhole('6.0.0')
     const killed = await lab().svcopsKilledInRun(['rollback', 'live', '--yes', '--run', id], id, 'rollback:restore-config')
     expect(killed.signal, killed.stdout + killed.stderr).toBe('SIGKILL')
     expect(phaseOf(id)).toBe('rolling-back')
-    const finished = await lab().svcops(['resume', id])
+    const finished = await lab().svcopsProcess(['resume', id])
     expect(finished.code, finished.stdout + finished.stderr).toBe(0)
     expect(phaseOf(id)).toBe('rolled-back')
     await expectWhole('5.2.0')
@@ -74,7 +75,7 @@ describe('kill -9 of a rollback of 5.2.0 -> 7.0.0', () => {
     const killed = await lab().svcopsKilledInRun(['rollback', 'live', '--yes', '--run', id], id, 'rollback:install@ingest')
     expect(killed.signal).toBe('SIGKILL')
     expect(phaseOf(id)).toBe('rolling-back')
-    const resumed = await lab().svcops(['resume', id])
+    const resumed = await lab().svcopsProcess(['resume', id])
     expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0)
     // A rollback asked for is no failed upgrade: exit 0, not 4, whichever process finished it.
     expect(resumed.stderr).toContain('rolled back to 5.2.0')

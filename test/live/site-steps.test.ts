@@ -18,7 +18,8 @@ const notices = join(mkdtempSync(join(tmpdir(), 'svcops-site-')), 'notices.log')
 
 beforeAll(async () => {
   process.env.SVCOPS_SITE_NOTICE_FILE = notices // the CLI children inherit it
-  lab = await startLiveLab({ version: '5.2.0' })
+  // The resume that follows the kill is a process, as an operator starts it; the others read in the worker.
+  lab = await startLiveLab({ version: '5.2.0', cli: 'in-process' })
 }, 240_000)
 
 afterAll(async () => {
@@ -76,7 +77,7 @@ describe('site steps on the live upgrade', () => {
     expect(killed.signal).toBe('SIGKILL')
     const id = listRuns(lab.runsDir)[0]?.id ?? ''
     expect(existsSync(lab.file(DRAIN_MARK))).toBe(true) // drained, nothing stopped yet
-    const resumed = await lab.svcops(['resume', id])
+    const resumed = await lab.svcopsProcess(['resume', id])
     expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0)
     const steps = journalOf(id)
     expect(steps.filter((s) => s === 'site-drain-ingest start')).toHaveLength(1)

@@ -73,6 +73,8 @@ export interface LiveLab {
    * or a run in the test's process with the lab's `cli: 'in-process'` (`runSvcopsInProcess`).
    */
   svcops(args: string[]): Promise<CliRun>
+  /** `svcops` as a child process whatever the lab's `cli`: the run that follows a kill, as an operator starts it. */
+  svcopsProcess(args: string[]): Promise<CliRun>
   svcopsKilledAt(args: string[], boundary: string): Promise<CliRun>
   /** `svcops ...args` continuing run `id` (a rollback, a resume), killed once its journal shows `boundary` (`step@component`) finished by this command (`runSvcopsKilledInRun`). */
   svcopsKilledInRun(args: string[], id: string, boundary: string): Promise<CliRun>
@@ -166,6 +168,22 @@ export async function startLiveLab(options: {
       return String((error as { stdout?: string }).stdout ?? '')
     }
   }
+  /** `svcops --stack-file <lab> ...args` as a child process or in this process; its output kept for the secrets check. */
+  const svcops = async (args: string[], how: 'process' | 'in-process'): Promise<CliRun> => {
+    collect()
+    // What every process on the machine was started with, sampled while svcops runs: no PSK in any argv.
+    const sampler = sampleProcessArguments(100, (args) => outputs.push(args))
+    try {
+      const run = await (how === 'in-process' ? runSvcopsInProcess : runSvcops)(['--stack-file', envFile, ...args], {
+        env: { SVCOPS_RUNS_DIR: runsDir },
+      })
+      outputs.push(run.stdout, run.stderr)
+      return run
+    } finally {
+      sampler.stop()
+      collect()
+    }
+  }
   collect()
   const lab: LiveLab = {
     envFile,
@@ -218,21 +236,8 @@ export async function startLiveLab(options: {
       doc.config['svcops:live'] = { ...(doc.config['svcops:live'] as object), ...fields }
       writeFileSync(envFile, toYaml(doc))
     },
-    async svcops(args) {
-      collect()
-      // What every process on the machine was started with, sampled while svcops runs: no PSK in any argv.
-      const sampler = sampleProcessArguments(100, (args) => outputs.push(args))
-      try {
-        const run = await (options.cli === 'in-process' ? runSvcopsInProcess : runSvcops)(['--stack-file', envFile, ...args], {
-          env: { SVCOPS_RUNS_DIR: runsDir },
-        })
-        outputs.push(run.stdout, run.stderr)
-        return run
-      } finally {
-        sampler.stop()
-        collect()
-      }
-    },
+    svcops: (args) => svcops(args, options.cli ?? 'process'),
+    svcopsProcess: (args) => svcops(args, 'process'),
     async svcopsKilledAt(args, boundary) {
       collect()
       const run = await runSvcopsKilledAt(['--stack-file', envFile, ...args], boundary, runsDir)
