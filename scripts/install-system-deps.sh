@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages svcops' lab and tests run on: a real PostgreSQL, OpenSSH server,
 # GnuPG, dpkg and a real service supervisor; headless Chromium (the HTML report's tests) and
-# Prometheus' promtool and Pushgateway (the metrics' tests). Called by the npm `pre*` hooks, so
+# Prometheus' promtool and Pushgateway (the metrics' tests); a C++ compiler for ssh2's native crypto
+# binding (scripts/ssh2-binding.js, run at the end). Called by the npm `pre*` hooks, so
 # `npm install && npm test` and `npm install && npm run demo` work on a fresh Debian or Ubuntu machine.
 # Idempotent: when every binary is present it does nothing. As non-root, or off Debian, it stops
 # and prints the exact command to run.
@@ -26,6 +27,10 @@ declare -A needs=(
   [promtool]=prometheus
   [prometheus-pushgateway]=prometheus-pushgateway
   [systemd-analyze]=systemd
+  # ssh2's native crypto binding, built by scripts/ssh2-binding.js (below and at npm install).
+  [c++]=g++
+  [make]=make
+  [python3]=python3
 )
 extra="${SVCOPS_EXTRA_PACKAGES:-}"
 
@@ -43,7 +48,12 @@ for p in $extra; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 
+# ssh2's native crypto binding for the Node in node_modules: `npm install` builds it when a compiler
+# is there; on a new machine the compiler comes with the packages above. Quick when it is built.
+native() { node "$(dirname "$0")/ssh2-binding.js"; }
+
 if [ ${#missing[@]} -eq 0 ]; then
+  native
   exit 0
 fi
 # unique, sorted
@@ -68,3 +78,4 @@ fi
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends ${missing[*]} >/dev/null
 echo "svcops: system packages installed." >&2
+native

@@ -146,6 +146,29 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     }
   })
 
+  it("encrypts with ssh2's native crypto binding, which npm install builds for the Node svcops runs on", async () => {
+    // Without it, ssh2 makes a cipher object per packet through Node's crypto API: about half as
+    // much CPU again per command (bench/ssh/binding.ts). scripts/ssh2-binding.js builds it.
+    const fresh = new SshTransport({
+      host: sshd.host,
+      port: sshd.port,
+      user: sshd.user,
+      keyFile: sshd.privateKeyPath,
+      hostKey: sshd.hostKey,
+    })
+    try {
+      await runCommand(fresh, ['true'])
+      const ssh = await fresh.connect()
+      const protocol = (ssh.connection as unknown as { _protocol: { _cipher: object; _decipher: object } })._protocol
+      expect(
+        [protocol._cipher.constructor.name, protocol._decipher.constructor.name],
+        "ssh2's native binding is not built: run `npm run system-deps` (g++, make, python3, then scripts/ssh2-binding.js)",
+      ).toEqual(['AESGCMCipherBinding', 'AESGCMDecipherBinding'])
+    } finally {
+      await fresh.close()
+    }
+  })
+
   it('accepts 20 connections at once', async () => {
     const many = Array.from(
       { length: 20 },
