@@ -7,6 +7,7 @@
  * that exists only while the tool runs — checked with real psql against a real server.
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { createServer, connect, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -88,23 +89,51 @@ describe('the database password reaches the PostgreSQL tools through a password 
     rmSync(dirname(runFolder), { recursive: true, force: true })
   })
 
-  /** psql waiting on stdin (so its environment and file can be read), then given `sql` and closed. */
+  /**
+   * psql, held before the server answers (so that its environment and file can be read, also when
+   * its login then fails and it exits at once), then given `sql` and closed. It connects through a
+   * pass-through on loopback that forwards to the server only once both were read.
+   */
   async function psqlWith(sql: string, connection: { target: DatabaseTarget }) {
-    const tool = spawnPgTool([psql, '-X', '-At', '-v', 'ON_ERROR_STOP=1', '-f', '-'], connection, { stdin: true, stdout: true })
-    const pid = tool.child.pid as number
-    const environ = readFileSync(`/proc/${pid}/environ`, 'utf8')
-    const passfile = environOf(pid).PGPASSFILE as string
-    const file = {
-      path: passfile,
-      mode: statSync(passfile).mode & 0o777,
-      dirMode: statSync(dirname(passfile)).mode & 0o777,
-      text: readFileSync(passfile, 'utf8'),
+    let release = (): void => undefined
+    const released = new Promise<void>((resolve) => (release = resolve))
+    const held = createServer((client) => {
+      client.pause()
+      void released.then(() => {
+        const server = connect(cluster.port, cluster.info.host)
+        client.pipe(server).pipe(client)
+        client.resume()
+        const end = (): void => {
+          client.destroy()
+          server.destroy()
+        }
+        client.on('error', end).on('close', end)
+        server.on('error', end).on('close', end)
+      })
+    })
+    await new Promise<void>((resolve) => held.listen(0, '127.0.0.1', resolve))
+    try {
+      const target = { ...connection.target, host: '127.0.0.1', port: (held.address() as AddressInfo).port }
+      const tool = spawnPgTool([psql, '-X', '-At', '-v', 'ON_ERROR_STOP=1', '-f', '-'], { target }, { stdin: true, stdout: true })
+      const pid = tool.child.pid as number
+      const environ = readFileSync(`/proc/${pid}/environ`, 'utf8')
+      const passfile = environOf(pid).PGPASSFILE as string
+      const file = {
+        path: passfile,
+        mode: statSync(passfile).mode & 0o777,
+        dirMode: statSync(dirname(passfile)).mode & 0o777,
+        text: readFileSync(passfile, 'utf8'),
+      }
+      release()
+      let out = ''
+      tool.child.stdout?.on('data', (d: Buffer) => (out += d.toString()))
+      tool.child.stdin?.end(sql)
+      const exit = await tool.exited
+      return { environ, file, exit, out }
+    } finally {
+      release()
+      await new Promise<void>((resolve) => held.close(() => resolve()))
     }
-    let out = ''
-    tool.child.stdout?.on('data', (d: Buffer) => (out += d.toString()))
-    tool.child.stdin?.end(sql)
-    const exit = await tool.exited
-    return { environ, file, exit, out }
   }
 
   it('psql logs in with it, sees no password in its environment, and the file is gone when it exits', async () => {
