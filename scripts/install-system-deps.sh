@@ -28,7 +28,7 @@ declare -A needs=(
   [prometheus-pushgateway]=prometheus-pushgateway
   [systemd-analyze]=systemd
   # ssh2's native crypto binding, built by scripts/ssh2-binding.js (below and at npm install).
-  [c++]=g++
+  [g++]=g++
   [make]=make
   [python3]=python3
 )

@@ -39,7 +39,7 @@ if (!existsSync(join(nodeDir, 'include', 'node', 'node.h'))) {
   say(`ssh2's native crypto binding is not built: no Node headers in ${nodeDir}; SSH works without it, with more CPU.`)
   process.exit(0)
 }
-const missing = ['c++', 'make', 'python3'].filter((program) => !onPath(program))
+const missing = ['g++', 'make', 'python3'].filter((program) => !onPath(program))
 if (missing.length > 0) {
   say(
     `ssh2's native crypto binding is not built: ${missing.join(', ')} not installed (sudo apt-get install -y g++ make python3); SSH works without it, with more CPU.`,
