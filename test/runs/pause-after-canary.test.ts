@@ -35,13 +35,17 @@ afterAll(async () => {
 /** Every svcops this file started: a failed case leaves none waiting when the file ends. */
 const started: number[] = []
 
-const cli = (args: string[], options: { runsDir?: string; onSpawn?: (pid: number) => void } = {}): Promise<CliRun> =>
+const cli = (
+  args: string[],
+  options: { runsDir?: string; onSpawn?: (pid: number) => void; onStdout?: (stdout: string) => void } = {},
+): Promise<CliRun> =>
   runSvcops(['--stack-file', lab.envFile, ...args], {
     env: { SVCOPS_RUNS_DIR: options.runsDir ?? lab.runsDir },
     onSpawn: (pid) => {
       started.push(pid)
       options.onSpawn?.(pid)
     },
+    ...(options.onStdout ? { onStdout: options.onStdout } : {}),
   })
 
 /**
@@ -121,7 +125,8 @@ describe('--pause-after-canary, runs watch, promote and abort', () => {
     const known = runIds()
     const upgrade = cli(['upgrade', 'recording', '--to', '1.5.0', '--batch', '1', '--pause-after-canary', '--yes'])
     const id = await waitForPausedRun(lab.runsDir, known)
-    const watch = cli(['runs', 'watch', id])
+    let watching = ''
+    const watch = cli(['runs', 'watch', id], { onStdout: (text) => (watching = text) })
 
     // The canary is upgraded and verified; the other host waits on 1.4.0.
     expect(await lab.versions()).toEqual({ 'rec-1': '1.5.0', 'rec-2': '1.4.0' })
@@ -135,6 +140,8 @@ describe('--pause-after-canary, runs watch, promote and abort', () => {
     const second = await cliHere(['upgrade', 'recording', '--to', '1.5.0', '--yes'])
     expect(second.code, second.stderr).toBe(3)
 
+    // The person watching sees the wait before deciding (runs watch reads the run twice a second).
+    await waitFor(() => watching.includes('Paused after the canary since'))
     const promoted = await cliHere(['runs', 'promote', id])
     expect(promoted.code, promoted.stderr).toBe(0)
     expect(promoted.stdout).toMatch(

@@ -24,6 +24,8 @@ export interface CliOptions {
   cwd?: string
   /** Called with the child's pid right after it started (to signal it, or find its children). */
   onSpawn?: (pid: number) => void
+  /** Called with its stdout so far, each time more comes (to wait for a line of a command that goes on). */
+  onStdout?: (stdout: string) => void
 }
 
 /** Runs `svcops ...args` and resolves with its exit code, signal and output once it exited. */
@@ -37,7 +39,10 @@ export function runSvcops(args: string[], options: CliOptions = {}): Promise<Cli
     })
     let stdout = ''
     let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString()
+      options.onStdout?.(stdout)
+    })
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
     child.on('error', reject)
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }))
