@@ -1,7 +1,7 @@
 import { chmodSync, chownSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freePort } from '../../src/lab/ports.ts'
 import type { PostgresCluster } from '../../src/lab/lab-postgres.ts'
 import {
   createServiceDatabase,
@@ -159,18 +159,27 @@ describe.concurrent('recording service start-up', () => {
   })
 
   it('answers 503 and logs an error when the signing keys of the manager cannot be fetched', async () => {
-    const closed = `http://127.0.0.1:${await freePort()}`
-    const host = await startRecordingHost({
-      version: '1.5.0',
-      pg,
-      database: await createServiceDatabase(pg),
-      issuer: { url: issuer.url, jwksUrl: `${closed}/.well-known/jwks.json` },
-    })
-    const response = await fetch(`${host.url}/api/v1/content?limit=1`, { headers: { authorization: `Bearer ${token}` } })
-    expect(response.status).toBe(503)
-    expect(await response.json()).toEqual({ error: 'the signing keys of the manager cannot be fetched' })
-    expect(host.log()).toMatch(new RegExp(` ERROR cannot fetch the signing keys from ${closed}/\\.well-known/jwks\\.json: `))
-    await host.cleanup()
+    // A port held by this test that hangs up on every connection. A free port handed out and left
+    // unbound can be taken meanwhile by another file's service: a clean-clone run got 401 here, as
+    // when a manager emulator of another lab answers with signing keys of its own.
+    const hangsUp = createServer((socket) => socket.destroy())
+    await new Promise<void>((resolve) => hangsUp.listen(0, '127.0.0.1', resolve))
+    const closed = `http://127.0.0.1:${(hangsUp.address() as AddressInfo).port}`
+    try {
+      const host = await startRecordingHost({
+        version: '1.5.0',
+        pg,
+        database: await createServiceDatabase(pg),
+        issuer: { url: issuer.url, jwksUrl: `${closed}/.well-known/jwks.json` },
+      })
+      const response = await fetch(`${host.url}/api/v1/content?limit=1`, { headers: { authorization: `Bearer ${token}` } })
+      expect(response.status).toBe(503)
+      expect(await response.json()).toEqual({ error: 'the signing keys of the manager cannot be fetched' })
+      expect(host.log()).toMatch(new RegExp(` ERROR cannot fetch the signing keys from ${closed}/\\.well-known/jwks\\.json: `))
+      await host.cleanup()
+    } finally {
+      await new Promise<void>((resolve) => hangsUp.close(() => resolve()))
+    }
   })
 
   it('reports recordings inaccessible when the storage path is wrong', async () => {
