@@ -23,6 +23,8 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
   let overSsh: Transport
   let locally: Transport
   let deb: string
+  /** The lab's sshd as an SSH target of the transport. */
+  const sshTarget = () => ({ host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath, hostKey: sshd.hostKey })
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'svcops-ssh-test-'))
@@ -32,7 +34,7 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     const base: RecordingHostConfig = { name: 'rec-1', url: 'http://127.0.0.1:1', root: host.root, canary: false }
     overSsh = transportFor({
       ...base,
-      ssh: { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath, hostKey: sshd.hostKey },
+      ssh: sshTarget(),
     })
     locally = transportFor(base)
   })
@@ -128,13 +130,7 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     // With Nagle's algorithm on, each small command waits ~45 ms for a round trip instead of a few
     // (bench/ssh/run.ts measures both). What is checked here is the socket option itself.
     const setNoDelay = vi.spyOn(Socket.prototype, 'setNoDelay')
-    const fresh = new SshTransport({
-      host: sshd.host,
-      port: sshd.port,
-      user: sshd.user,
-      keyFile: sshd.privateKeyPath,
-      hostKey: sshd.hostKey,
-    })
+    const fresh = new SshTransport(sshTarget())
     try {
       for (let i = 0; i < 3; i++) await runCommand(fresh, ['true'])
       const toSshd = setNoDelay.mock.contexts.filter((socket) => (socket as Socket).remotePort === sshd.port)
@@ -149,13 +145,7 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
   it("encrypts with ssh2's native crypto binding, which npm install builds for the Node svcops runs on", async () => {
     // Without it, ssh2 makes a cipher object per packet through Node's crypto API: about half as
     // much CPU again per command (bench/ssh/binding.ts). scripts/ssh2-binding.js builds it.
-    const fresh = new SshTransport({
-      host: sshd.host,
-      port: sshd.port,
-      user: sshd.user,
-      keyFile: sshd.privateKeyPath,
-      hostKey: sshd.hostKey,
-    })
+    const fresh = new SshTransport(sshTarget())
     try {
       await runCommand(fresh, ['true'])
       const ssh = await fresh.connect()
@@ -170,14 +160,7 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
   })
 
   it('accepts 20 connections at once', async () => {
-    const many = Array.from(
-      { length: 20 },
-      (_, i) =>
-        new SshTransport(
-          { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath, hostKey: sshd.hostKey },
-          { name: `c${i}`, connectAttempts: 1 },
-        ),
-    )
+    const many = Array.from({ length: 20 }, (_, i) => new SshTransport(sshTarget(), { name: `c${i}`, connectAttempts: 1 }))
     try {
       const results = await Promise.all(many.map((t) => runCommand(t, ['echo', t.host])))
       expect(results.map((r) => r.stdout.trim())).toEqual(many.map((t) => t.host))
@@ -191,10 +174,7 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     expect(sshd.hostKey).toBe(openssh)
     const mark = join(dir, 'ran-on-an-impostor')
     const wrong = 'SHA256:' + 'A'.repeat(43)
-    const pinnedWrong = new SshTransport(
-      { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath, hostKey: wrong },
-      { name: 'rec-1', connectAttempts: 3 },
-    )
+    const pinnedWrong = new SshTransport({ ...sshTarget(), hostKey: wrong }, { name: 'rec-1', connectAttempts: 3 })
     await expect(runCommand(pinnedWrong, ['touch', mark])).rejects.toThrow(
       `The SSH host key of rec-1 (127.0.0.1:${sshd.port}) is ${sshd.hostKey}, not the ${wrong} pinned in the environment file; refusing to connect.`,
     )
