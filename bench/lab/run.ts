@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util'
 import { buildRecordingPackages } from '../../src/lab/recording/index.ts'
 import { svcops as runCli, type CliResult } from '../../test/lab/labcore-helpers.ts'
 import { requireTools, TOOLS } from '../require-tools.ts'
+import { median } from '../measure.ts'
 
 requireTools('bench/lab/run.ts', TOOLS.postgresServer, TOOLS.postgresClient, TOOLS.sshServer, TOOLS.labHost)
 
@@ -35,8 +36,6 @@ function stepTimes(stderr: string): Map<string, number> {
   }
   return out
 }
-
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
 const s = (ms: number): string => (ms / 1000).toFixed(1)
 
 const packagesDir = join(tmpdir(), 'svcops-bench-lab-packages')

@@ -17,6 +17,7 @@ import { parseArgs } from 'node:util'
 import { svcopsCommand } from '../../src/core/paths.ts'
 import { CPP_EXTENSIONS, scanSdk, sdkSymbolRules } from '../../src/releases/sdk-scan.ts'
 import { requireTools, TOOLS } from '../require-tools.ts'
+import { median } from '../measure.ts'
 
 requireTools('bench/scan/run.ts', TOOLS.ripgrep)
 
@@ -123,8 +124,6 @@ function timed(argv: string[]): Promise<{ ms: number; stdout: string; code: numb
     child.on('close', (code) => resolve({ ms: performance.now() - started, stdout, code }))
   })
 }
-
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
 const fmt = (ms: number): string => `${ms.toFixed(0)} ms`
 const globs = CPP_EXTENSIONS.flatMap((e) => ['-g', `*${e}`])
 

@@ -17,6 +17,7 @@ import { runCommand } from '../../src/core/runner.ts'
 import { SshTransport, type SshTarget } from '../../src/drivers/ssh.ts'
 import { startSshd } from '../../src/lab/sshd.ts'
 import { requireTools, TOOLS } from '../require-tools.ts'
+import { median } from '../measure.ts'
 
 const { values } = parseArgs({
   options: {
@@ -59,7 +60,6 @@ if (values.child) {
   }
 } else {
   requireTools('bench/ssh/binding.ts', TOOLS.sshServer)
-  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
   const sshd = await startSshd()
   const target: SshTarget = { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath, hostKey: sshd.hostKey }
   const here = new URL(import.meta.url)

@@ -13,14 +13,13 @@ import { runCommand } from '../../src/core/runner.ts'
 import { SshTransport } from '../../src/drivers/ssh.ts'
 import { startSshd } from '../../src/lab/sshd.ts'
 import { requireTools, TOOLS } from '../require-tools.ts'
+import { median } from '../measure.ts'
 
 requireTools('bench/ssh/run.ts', TOOLS.sshServer)
 
 const { values } = parseArgs({ options: { commands: { type: 'string', default: '30' }, rounds: { type: 'string', default: '5' } } })
 const commands = Number(values.commands)
 const rounds = Number(values.rounds)
-
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
 
 const sshd = await startSshd()
 const target = { host: sshd.host, port: sshd.port, user: sshd.user, keyFile: sshd.privateKeyPath, hostKey: sshd.hostKey }

@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util'
 import { $ as zxDefault } from 'zx'
 import { $ } from '../../src/core/shell.ts'
 import { childEnvironment, local, runCommand } from '../../src/core/runner.ts'
+import { median } from '../measure.ts'
 
 const { values } = parseArgs({ options: { commands: { type: 'string', default: '20' }, rounds: { type: 'string', default: '5' } } })
 const commands = Number(values.commands)
@@ -47,8 +48,6 @@ const variants: Array<{ name: string; run: () => Promise<unknown>; wall: number[
   { name: "`$` zx defaults, svcops' child environment", run: () => zxDefault({ quiet: true, env: reduced })`true` },
   { name: "`$` zx defaults, this process's environment", run: () => zxDefault({ quiet: true })`true` },
 ].map((v) => ({ ...v, wall: [], cpu: [], childCpu: [] }))
-
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
 const loadBefore = loadavg()
 
 for (const v of variants) await v.run() // the first call's set-up is not measured
