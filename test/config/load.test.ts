@@ -46,7 +46,7 @@ describe('environment loader', () => {
   })
 
   it('loads the example stack shipped in stacks/', () => {
-    const env = loadEnvironment({ env: 'example' })
+    const env = loadEnvironment({ env: 'example-hosts' })
     expect(env.recording?.hosts.map((h) => h.name)).toEqual(['rec-1', 'rec-2'])
   })
 
