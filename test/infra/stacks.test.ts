@@ -50,6 +50,7 @@ const EXPECTED: Record<string, { tcpVariable: string; apiPrefix: string; setting
   dev: { tcpVariable: 'SVC_TCP_ENDPOINTS', apiPrefix: '/api/v2', settingsFlag: false },
   prod: { tcpVariable: 'SVC_TCP_ENDPOINT', apiPrefix: '/api/v2', settingsFlag: true },
   staging: { tcpVariable: 'SVC_TCP_ENDPOINT', apiPrefix: '/api/v3', settingsFlag: true },
+  'example-kubernetes': { tcpVariable: 'SVC_TCP_ENDPOINT', apiPrefix: '/api/v2', settingsFlag: true },
 }
 
 const MEDIA = ['svc-ingest', 'svc-pipeline', 'svc-control-panel']
