@@ -44,6 +44,7 @@ import {
   checkConfig,
   checkGates,
   checkStarted,
+  fromVersion,
   installComponent,
   preflight,
   restoreConfig,
@@ -136,7 +137,8 @@ async function rollBackLive(run: Run<LiveContext>): Promise<string> {
 
 async function putBackLive(run: Run<LiveContext>): Promise<string> {
   const { ctx } = run
-  const previous = (u: ComponentHandle) => ctx.journal.run.params.previousVersions[u.name] ?? ''
+  // A dry run that could not read the running release plans the way back to --from's.
+  const previous = (u: ComponentHandle) => ctx.journal.run.params.previousVersions[u.name] ?? fromVersion(ctx)
   for (const u of stopOrder(ctx.units)) await run.onHost(u, stopComponent)
   await run.step(restoreConfig) // settings file, environments and PSK from the run's backup, on every host
   for (const instances of unitsByType(ctx.units))
@@ -215,10 +217,12 @@ export function isLiveRun(id: string): boolean {
 /** `svcops upgrade live`, and this file run as a script: the dry run's plan, or the run once confirmed. */
 export async function upgradeLiveCommand(flags: UpgradeLiveFlags, io: CommandIO): Promise<void> {
   refuseCanaryPause(flags)
+  refuseFromOutsideDryRun(flags)
   const env = await io.environment()
   const request = {
     env,
     to: flags.to,
+    ...(flags.from ? { from: flags.from } : {}),
     acks: flags.ack ?? [],
     ...(flags.tcpEndpoint ? { tcpEndpoint: flags.tcpEndpoint } : {}),
     batch: flags.batch ?? 1,
@@ -242,6 +246,14 @@ function refuseCanaryPause(flags: UpgradeLiveFlags): void {
     throw new BadInputError(
       '--pause-after-canary: not offered for the live production system (its component types are upgraded one after another in dependency order, each type across hosts with a canary of its own, and nothing may wait half-way with the controller already on the target); expected it with svcops upgrade recording only.',
       'Check the plan first instead: svcops upgrade live --env ENV --to VERSION --dry-run',
+    )
+}
+
+/** A run reads the release it upgrades from on the live system itself; `--from` only stands in for it in a plan. */
+function refuseFromOutsideDryRun(flags: UpgradeLiveFlags): void {
+  if (flags.from !== undefined && !flags.dryRun)
+    throw new BadInputError(
+      `--from: '${flags.from}' is read by the dry run only (a run reads the release the live system runs); expected it with --dry-run.`,
     )
 }
 

@@ -176,9 +176,21 @@ function renderPlanSummary(s: PlanSummary): string {
   return lines.join('\n')
 }
 
-/** `prefix` and the arguments of a dry run without `--dry-run` and `--json`, each quoted for a shell where it needs it. */
+/** Options only a dry run takes (`upgrade live --from`: the run reads the release itself), with their value. */
+const DRY_RUN_ONLY = ['--from']
+
+/**
+ * `prefix` and the arguments of a dry run without `--dry-run`, `--json` and the options only a dry
+ * run takes, each quoted for a shell where it needs it.
+ */
 export function goAheadOf(prefix: string[], args: readonly string[]): string {
-  return [...prefix, ...args.filter((a) => a !== '--dry-run' && a !== '--json').map(shellQuote)].join(' ')
+  const kept: string[] = []
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i] ?? ''
+    if (DRY_RUN_ONLY.includes(a)) i++
+    else if (a !== '--dry-run' && a !== '--json' && !DRY_RUN_ONLY.some((o) => a.startsWith(`${o}=`))) kept.push(a)
+  }
+  return [...prefix, ...kept.map(shellQuote)].join(' ')
 }
 
 function shellQuote(arg: string): string {

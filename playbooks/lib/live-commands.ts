@@ -9,6 +9,7 @@ import { lockOptions } from './recording-commands.ts'
 
 export interface UpgradeLiveFlags {
   to: string
+  from?: string
   ack?: string[]
   tcpEndpoint?: string
   batch?: number
@@ -27,6 +28,10 @@ export const UPGRADE_LIVE: CommandSpec = {
     'Upgrade the live production system across majors: gates, backup, PSK / settings / TCP endpoint done by svcops, each component installed, started and checked in dependency order; automatic rollback on failure.',
   options: [
     { flags: '--to <version>', help: 'release to install, e.g. 7.0.0', required: true },
+    {
+      flags: '--from <version>',
+      help: 'with --dry-run: the release to plan from when the running one cannot be read (the release read wins)',
+    },
     {
       flags: '--ack <gate>',
       help: 'acknowledge a gate by its id once people have handled it, e.g. 6.0.0/send-message (repeatable, or comma-separated)',

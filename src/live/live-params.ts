@@ -18,6 +18,11 @@ const paramsSchema = z.object({
   batchSize: z.number().int().min(1).default(1),
   /** Failed instances the rollouts tolerate together (`--max-fail N|P%` of the connecting instances). */
   maxFail: z.string().default('0'),
+  /**
+   * The release a dry run plans from when it cannot read the running one (`--from`, dry run only):
+   * the release read by the preflight wins whenever there is one.
+   */
+  plannedFrom: z.string().optional(),
 })
 
 export type LiveParams = z.infer<typeof paramsSchema>

@@ -22,10 +22,18 @@ import { checkRoom } from './live-room.ts'
 type Ctx = LiveContext
 type C = ComponentHandle
 
-/** The release installed before the run (what the rollback returns to); from the preflight. */
+/**
+ * The release installed before the run (what the rollback returns to); from the preflight. A dry
+ * run whose preflight could not read it plans from `--from` (`plannedFrom`) when given; otherwise ''.
+ */
 export function fromVersion(ctx: Ctx): string {
   const versions = Object.values(ctx.journal.run.params.previousVersions)
-  return versions[0] ?? ''
+  return versions[0] ?? ctx.journal.run.params.plannedFrom ?? ''
+}
+
+/** The one sentence a dry run's step shows in place of what depends on the running release when nobody knows it. */
+function unknownFrom(ctx: Ctx): string {
+  return `the release running on ${ctx.platform.where} could not be read (see the preflight), so this depends on it: give --from VERSION to plan from that release`
 }
 
 async function installedVersions(ctx: Ctx): Promise<Record<string, string | undefined>> {
@@ -50,6 +58,9 @@ export const preflight = defineStep<Ctx>({
       `check that ${ctx.journal.run.targetVersion} is newer than all of them${platform.versionCheck}`,
       ...platform.more,
       ...ctx.platform.describeRoom().map((d) => `room before anything is staged (what is written there plus 20%): ${d}`),
+      ...(ctx.journal.run.params.plannedFrom
+        ? [`--from ${ctx.journal.run.params.plannedFrom}: planned from only when the running release cannot be read`]
+        : []),
     ]
   },
   // The dry run reads the room too: it fails where the run would.
@@ -138,11 +149,15 @@ export const checkGates = defineStep<Ctx>({
   title: 'blocking gates: what only people can fix, checked by svcops or acknowledged with --ack',
   once: true,
   describe: (ctx) =>
-    describeGates(evaluateGates(ctx.live, fromVersion(ctx), ctx.journal.run.targetVersion, ctx.journal.run.params.acks ?? [])),
+    fromVersion(ctx)
+      ? describeGates(evaluateGates(ctx.live, fromVersion(ctx), ctx.journal.run.targetVersion, ctx.journal.run.params.acks ?? []))
+      : [`the gates of the majors crossed: ${unknownFrom(ctx)}`],
   // The dry run refuses where the run would: an open gate ends it with the gates' ids (exit 5).
   preview(ctx) {
     const from = fromVersion(ctx)
     const to = ctx.journal.run.targetVersion
+    // Without a release to plan from, the preflight's refusal is the dry run's answer.
+    if (!from) return Promise.resolve({})
     assertGatesClear(evaluateGates(ctx.live, from, to, ctx.journal.run.params.acks ?? []), from, to)
     return Promise.resolve({})
   },
@@ -188,7 +203,10 @@ export const stopComponent = defineStep<Ctx, [C]>({
 export const writeConfig = defineStep<Ctx>({
   id: 'write-config',
   title: 'write what the target needs: PSK in the settings file and every environment together, settings file moved, TCP endpoint renamed',
-  describe: (ctx) => ctx.platform.describeConfigWrite(fromVersion(ctx), ctx.journal.run.targetVersion),
+  describe: (ctx) =>
+    fromVersion(ctx)
+      ? ctx.platform.describeConfigWrite(fromVersion(ctx), ctx.journal.run.targetVersion)
+      : Promise.resolve([`the PSK, settings file and TCP endpoint the target needs: ${unknownFrom(ctx)}`]),
   act: (ctx) => ctx.platform.writeConfig(fromVersion(ctx), ctx.journal.run.targetVersion),
 })
 
@@ -196,8 +214,13 @@ export const installComponent = defineStep<Ctx, [C, string]>({
   id: 'install',
   title: 'install the component’s package of the release',
   async describe(ctx, c, version) {
-    const current = await ctx.platform.installedVersion(c)
-    return [`install ${version} over ${current ?? 'nothing'}: ${ctx.platform.describe('install', c, version).join(' && ')}`]
+    if (!version) return [`the package of the release gone back to: ${unknownFrom(ctx)}`]
+    // A dry run that cannot reach the system (its preflight says why) still shows the commands.
+    const current = await ctx.platform.installedVersion(c).then(
+      (v) => v ?? 'nothing',
+      () => 'the running release (not read: see the preflight)',
+    )
+    return [`install ${version} over ${current}: ${ctx.platform.describe('install', c, version).join(' && ')}`]
   },
   async act(ctx, c, version) {
     const current = await ctx.platform.installedVersion(c)
@@ -226,7 +249,8 @@ export const checkStarted = defineStep<Ctx, [C, string]>({
   id: 'check',
   title: 'check: running, no error lines, connected to the controller, the controller on the release’s prefix, the release’s metrics',
   report: 'verified',
-  describe: (ctx, c, version) => ctx.platform.describeCheck(c, version),
+  describe: (ctx, c, version) =>
+    version ? ctx.platform.describeCheck(c, version) : [`the checks of the release gone back to: ${unknownFrom(ctx)}`],
   async act(ctx, c, version) {
     const started = ctx.journal.finished(stepName(startComponent, phaseOf(ctx)), c.name)
     const cursor = typeof started?.data?.logCursor === 'string' ? started.data.logCursor : undefined
@@ -250,7 +274,7 @@ export const verifySystem = defineStep<Ctx, [string, string[]]>({
   id: 'verify',
   title: 'the whole system: the controller on the release’s prefix lists every component connected at the release',
   describe: (ctx, version, leftOut) => [
-    ...ctx.platform.describeSystemCheck(version),
+    ...(version ? ctx.platform.describeSystemCheck(version) : [`the checks of the release gone back to: ${unknownFrom(ctx)}`]),
     ...(leftOut.length ? [`except ${leftOut.join(', ')}: failed within --max-fail and stopped`] : []),
   ],
   async act(ctx, version, leftOut) {

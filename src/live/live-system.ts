@@ -33,6 +33,8 @@ export interface LiveUpgradeRequest {
   batch?: number
   /** Failed instances tolerated (`--max-fail N|P%`, default 0). */
   maxFail?: string
+  /** The release a dry run plans from when the running one cannot be read (`--from`, dry run only). */
+  from?: string
   autoRollback?: boolean
   breakLock?: boolean
 }
@@ -68,6 +70,7 @@ export function liveSystem(playbook: Playbook<LiveContext, LiveParams>): LiveSys
     newRun(req) {
       assertLiveSystem(req.env)
       assertVersion(req.to)
+      if (req.from !== undefined) assertVersion(req.from, '--from')
       assertAckIds(req.acks ?? [])
       if (req.tcpEndpoint !== undefined && !ENDPOINT.test(req.tcpEndpoint))
         throw new BadInputError(`--tcp-endpoint: '${req.tcpEndpoint}' is not an endpoint; expected host:port like 127.0.0.1:7101.`)
@@ -90,6 +93,7 @@ export function liveSystem(playbook: Playbook<LiveContext, LiveParams>): LiveSys
           ...(req.tcpEndpoint ? { tcpEndpoint: req.tcpEndpoint } : {}),
           batchSize: batch,
           maxFail,
+          ...(req.from ? { plannedFrom: req.from } : {}),
         },
       }
     },

@@ -58,6 +58,7 @@ export const UNIT_FILES = [
   'test/lab/ports.test.ts',
   'test/lab/stale-runs.test.ts',
   'test/live/config-change.test.ts',
+  'test/live/dry-run-unread-release.test.ts',
   'test/live/live-room.test.ts',
   'test/manager/client.test.ts',
   'test/manager/credentialed-http.test.ts',
