@@ -7,6 +7,12 @@
  *   svcops.run_journal  one row per journal entry: run id, index, entry (jsonb); written once
  *   svcops.run_decisions  a person's decision for a run waiting after its canary (run-decision.ts); the first counts
  *
+ * Who decided and when are the server's to say: a trigger sets `decided_by` to the inserting
+ * session's `current_user` and `decided_at` to the server's clock on every insert and update, so a
+ * row cannot name another role or an earlier time; each journal row's `written_at` is the server's
+ * clock too, so the holder asks the server whether a decision came after its pause's entry. Who
+ * may decide is whoever may INSERT into svcops.run_decisions (docs/operations.md, "Who may decide").
+ *
  * A run's writes share one session (opened at the first write, opened again after a failure, ended
  * by `close()` at the run's end): the engine waits for the copy at every step boundary, and a new
  * session per write (a backend fork and an authentication) was most of that wait. Reads, decisions
@@ -22,11 +28,11 @@ import { events } from '../core/events.ts'
 import { redactDeep } from '../core/redact.ts'
 import { SVCOPS_SCHEMA, connectDatabase, databaseTarget } from '../drivers/postgres.ts'
 import { parseJournalLines } from './journal.ts'
-import { parseDecision } from './run-decision.ts'
+import { parseDecisionKind } from './run-decision.ts'
 import { readEnvironmentLock } from './lock.ts'
 import type { LockState } from './run-presence.ts'
 import { parseRunRecord, type RunRecord } from './run-record.ts'
-import type { Decision, RunStore, RunWrite, StoredRun } from './run-store.ts'
+import type { RunStore, RunWrite, StoredDecision, StoredRun } from './run-store.ts'
 
 /** The application name of the store's sessions (a restore does not count them as the service's). */
 export const RUN_STORE_APPLICATION = 'svcops-run-store'
@@ -36,7 +42,37 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS ${SVCOPS_SCHEMA}.runs (id text PRIMARY KEY, environment text NOT NULL, system text NOT NULL, started_at timestamptz NOT NULL, record jsonb NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())`,
   `CREATE TABLE IF NOT EXISTS ${SVCOPS_SCHEMA}.run_journal (run_id text NOT NULL, seq integer NOT NULL, entry jsonb NOT NULL, PRIMARY KEY (run_id, seq))`,
   `CREATE TABLE IF NOT EXISTS ${SVCOPS_SCHEMA}.run_decisions (run_id text PRIMARY KEY, decision jsonb NOT NULL, decided_at timestamptz NOT NULL DEFAULT now())`,
+  // The columns and trigger of decisions with authority, added to tables made before them. Each
+  // only when missing: an administrator may have made them, owned by another role (docs/operations.md).
+  `DO $$ BEGIN
+     IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '${SVCOPS_SCHEMA}.run_journal'::regclass AND attname = 'written_at' AND NOT attisdropped) THEN
+       ALTER TABLE ${SVCOPS_SCHEMA}.run_journal ADD COLUMN written_at timestamptz;
+       ALTER TABLE ${SVCOPS_SCHEMA}.run_journal ALTER COLUMN written_at SET DEFAULT now();
+     END IF;
+     IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '${SVCOPS_SCHEMA}.run_decisions'::regclass AND attname = 'decided_by' AND NOT attisdropped) THEN
+       ALTER TABLE ${SVCOPS_SCHEMA}.run_decisions ADD COLUMN decided_by text, ADD COLUMN environment text;
+     END IF;
+     IF to_regprocedure('${SVCOPS_SCHEMA}.run_decision_identity()') IS NULL THEN
+       CREATE FUNCTION ${SVCOPS_SCHEMA}.run_decision_identity() RETURNS trigger LANGUAGE plpgsql AS $f$
+         BEGIN NEW.decided_by := current_user; NEW.decided_at := now(); RETURN NEW; END $f$;
+     END IF;
+     IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = '${SVCOPS_SCHEMA}.run_decisions'::regclass AND tgname = 'run_decision_identity') THEN
+       CREATE TRIGGER run_decision_identity BEFORE INSERT OR UPDATE ON ${SVCOPS_SCHEMA}.run_decisions
+         FOR EACH ROW EXECUTE FUNCTION ${SVCOPS_SCHEMA}.run_decision_identity();
+     END IF;
+   END $$`,
 ]
+
+/** A decision row's columns, the times as the server's text to the microsecond (a dismissal names the row by it). */
+const DECISION_COLUMNS = `decision, decided_by, environment, to_char(decided_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS decided_at`
+
+interface DecisionRow {
+  decision: unknown
+  decided_by: string | null
+  environment: string | null
+  decided_at: string
+  after_pause?: boolean | null
+}
 
 /** Runs are listed from the newest; older ones stay in the table but a listing reads at most this many. */
 const LIST_LIMIT = 500
@@ -149,10 +185,29 @@ export function postgresRunStore(db: DatabaseConfig, environment: string): RunSt
     return (found.rowCount ?? 0) > 0
   }
 
-  async function decisionOf(c: pg.Client, id: string): Promise<Decision | undefined> {
-    const rows = await c.query<{ decision: unknown }>(`SELECT decision FROM ${SVCOPS_SCHEMA}.run_decisions WHERE run_id = $1`, [id])
+  /** A row as a decision: what from the row's JSON, who, when and where from its columns (the server's). */
+  function decisionOfRow(id: string, row: DecisionRow): StoredDecision {
+    const what = parseDecisionKind(row.decision, `${where}: decision of run ${id}`)
+    return {
+      decision: what,
+      // A row from before the trigger names nobody the server authenticated: refused by the holder.
+      by: row.decided_by ?? '',
+      at: row.decided_at,
+      environment: row.environment ?? undefined,
+      identity: 'database role',
+      afterPause: row.after_pause ?? undefined,
+    }
+  }
+
+  async function decisionOf(c: pg.Client, id: string, pauseEntry = -1): Promise<StoredDecision | undefined> {
+    const rows = await c.query<DecisionRow>(
+      `SELECT ${DECISION_COLUMNS}, d.decided_at >= j.written_at AS after_pause
+       FROM ${SVCOPS_SCHEMA}.run_decisions d LEFT JOIN ${SVCOPS_SCHEMA}.run_journal j ON j.run_id = d.run_id AND j.seq = $2
+       WHERE d.run_id = $1`,
+      [id, pauseEntry],
+    )
     const row = rows.rows[0]
-    return row ? parseDecision(row.decision, `${where}: decision of run ${id}`) : undefined
+    return row ? decisionOfRow(id, row) : undefined
   }
 
   return {
@@ -196,16 +251,27 @@ export function postgresRunStore(db: DatabaseConfig, environment: string): RunSt
       }, false)
     },
     async decide(id, decision) {
+      // Not creating the schema: a person who may only decide has no right to, and the run's writer made it.
       return session(async (c) => {
-        await c.query(`INSERT INTO ${SVCOPS_SCHEMA}.run_decisions (run_id, decision) VALUES ($1, $2) ON CONFLICT (run_id) DO NOTHING`, [
-          id,
-          JSON.stringify(decision),
-        ])
-        return (await decisionOf(c, id)) ?? decision
-      }, true)
+        const inserted = await c.query<DecisionRow>(
+          `INSERT INTO ${SVCOPS_SCHEMA}.run_decisions (run_id, decision, environment) VALUES ($1, $2, $3)
+           ON CONFLICT (run_id) DO NOTHING RETURNING ${DECISION_COLUMNS}`,
+          [id, JSON.stringify({ decision: decision.decision }), environment],
+        )
+        const mine = inserted.rows[0]
+        if (mine) return { kept: decisionOfRow(id, mine), first: true }
+        const before = await decisionOf(c, id)
+        if (!before) throw new OperationError(`the decision of run ${id} was neither kept nor found in ${where}`)
+        return { kept: before, first: false }
+      }, false)
     },
-    async readDecision(id) {
-      return session(async (c) => ((await tablesExist(c, 'run_decisions')) ? decisionOf(c, id) : undefined), false)
+    async readDecision(id, pauseEntry) {
+      return session(async (c) => ((await tablesExist(c, 'run_decisions')) ? decisionOf(c, id, pauseEntry) : undefined), false)
+    },
+    async dismissDecision(id, decision) {
+      await session(async (c) => {
+        await c.query(`DELETE FROM ${SVCOPS_SCHEMA}.run_decisions WHERE run_id = $1 AND decided_at = $2::timestamptz`, [id, decision.at])
+      }, false)
     },
     async remove(id) {
       await session(async (c) => {

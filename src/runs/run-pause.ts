@@ -44,13 +44,14 @@ export async function waitForDecision(journal: Journal, decisions: DecisionSourc
     if (decision) {
       const durationMs = Date.now() - started
       const promoted = decision.decision === 'promote'
-      const detail = `${promoted ? 'promoted' : 'aborted'} by ${decision.by} at ${decision.at}`
+      const who = decision.identity ? `${decision.by} (${decision.identity})` : decision.by
+      const detail = `${promoted ? 'promoted' : 'aborted'} by ${who} at ${decision.at}`
       journal.append({ step: PAUSE_STEP, status: promoted ? 'ok' : 'failed', detail, durationMs, data: { decision } })
       journal.update({ pausedAt: undefined })
       events.emit({ kind: 'step', step: PAUSE_STEP, status: promoted ? 'ok' : 'failed', detail, durationMs })
       await journal.flushCopy(STEP_DEADLINE_MS)
       if (promoted) return
-      throw new OperationError(`Aborted after the canary by ${decision.by} (svcops runs abort ${id}).`)
+      throw new OperationError(`Aborted after the canary by ${who} (svcops runs abort ${id}).`)
     }
     await sleep(DECISION_POLL_MS)
   }

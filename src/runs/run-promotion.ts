@@ -11,10 +11,10 @@ import type { Environment } from '../config/schema.ts'
 import { BadInputError, OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { Journal, runsDir } from './journal.ts'
-import { writeLocalDecision, type Decision } from './run-decision.ts'
+import { localDecision, writeLocalDecision, type Decision } from './run-decision.ts'
 import { readEnvironmentRun } from './run-listing.ts'
 import { heldHere, presentRun } from './run-presence.ts'
-import { assertRunId, holderName, isPaused, type RunRecord } from './run-record.ts'
+import { assertRunId, isPaused, type RunRecord } from './run-record.ts'
 import { describedSystem } from './system-description.ts'
 
 /** What `decideRun` kept, and what the run will do with it. */
@@ -43,17 +43,26 @@ export async function decideRun(
       env ? `List the runs with: svcops runs list --env ${env.name}` : 'A run started on another machine is reached with --env ENV.',
     )
   refuseUnlessPaused(record, decision)
-  const ours: Decision = { decision, by: holderName(), at: new Date().toISOString() }
+  // A row filed under one environment whose record names another is not a run to decide there.
+  if (env && record.environment !== env.name)
+    throw new BadInputError(
+      `Run ${id} kept with environment '${env.name}' names environment '${record.environment}'; a decision is for the environment a run is of, expected --env ${record.environment}.`,
+    )
+  const ours = localDecision(decision, record.environment)
   const kept: string[] = []
   let counted: Decision | undefined
-  // The store first: a decision taken on another machine before this one counts here too.
+  // The store first: a decision taken on another machine before this one counts here too. It records
+  // who decided and when itself (the database role, its clock), not what this machine says.
   const where = env ?? environmentOfRecord(record)
   const store = where ? describedSystem(record.system)?.runStore?.(where) : undefined
   if (store?.decide) {
     try {
-      counted = await store.decide(id, ours)
+      const { kept: first, first: isOurs } = await store.decide(id, ours)
+      if (!isOurs) throw alreadyDecided(id, first)
+      counted = first
       kept.push(store.where)
     } catch (error) {
+      if (error instanceof BadInputError) throw error
       // The run folder is enough when the holder is this machine; elsewhere the store is the only way.
       if (!local || !heldHere(record)) throw new OperationError(`The decision could not be kept in ${store.where}: ${errorMessage(error)}`)
       events.warn(`The decision could not be kept in ${store.where} (${errorMessage(error)}); the run reads it from its folder.`)
@@ -62,16 +71,20 @@ export async function decideRun(
     }
   }
   if (local) {
-    counted = writeLocalDecision(local.dir, counted ?? ours)
+    const first = writeLocalDecision(local.dir, ours)
+    if (first !== ours) throw alreadyDecided(id, first)
+    counted ??= first
     kept.push(local.dir)
   }
   if (!counted || !kept.length)
     throw new BadInputError(
       `Run ${id} is held on another machine (${record.holder}) and its environment keeps no decisions; expected --env naming an environment whose store holds the run.`,
     )
-  if (counted.decision !== decision || counted.by !== ours.by || counted.at !== ours.at)
-    throw new BadInputError(`Run ${id} was already ${pastTense(counted)} by ${counted.by} at ${counted.at}; the first decision counts.`)
   return { decision: counted, kept, holderGone: presentRun(record).phase === 'interrupted' }
+}
+
+function alreadyDecided(id: string, first: Decision): BadInputError {
+  return new BadInputError(`Run ${id} was already ${pastTense(first)} by ${first.by} at ${first.at}; the first decision counts.`)
 }
 
 function pastTense(d: Decision): string {

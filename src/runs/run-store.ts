@@ -15,9 +15,28 @@ import type { RunRecord } from './run-record.ts'
 /** A person's decision for a run waiting after its canary (run-decision.ts): what, who and when. */
 export interface Decision {
   decision: 'promote' | 'abort'
-  /** `user@machine` of who decided. */
+  /**
+   * Who decided, as the place that keeps the decision authenticated them: the database role
+   * (`current_user` of the session that inserted it), or the account of the process (its uid, not
+   * `$USER`) that wrote the run folder's file.
+   */
   by: string
+  /** When, by the clock of the place that keeps it (the database server's for the store). */
   at: string
+  /** The environment the decision was made for; a decision without one, or naming another, is refused. */
+  environment?: string | undefined
+  /** How `by` was established, for people: "database role", "local account". */
+  identity?: string | undefined
+}
+
+/** A decision as a store read it back: whether it was taken after the pause, by the store's own clock. */
+export interface StoredDecision extends Decision {
+  /**
+   * True when the store's clock says it was taken after the run's open pause began (the pause's
+   * journal entry reached the store), false when before; undefined when the store cannot tell
+   * (the pause's entry is not there yet).
+   */
+  afterPause?: boolean | undefined
 }
 
 /** A run as a store keeps it: its record and its journal, oldest entry first. */
@@ -56,11 +75,18 @@ export interface RunStore {
   lockState(run: RunRecord): Promise<LockState>
   /**
    * Keeps a person's decision for run `id`, waiting after its canary (`svcops runs promote|abort`),
-   * where its holder on another machine reads it; the first decision kept counts and is returned.
+   * where its holder on another machine reads it; who decided and when are the store's to say (the
+   * authenticated identity, its clock), not the caller's. The first decision kept counts and is
+   * returned, with `first` true when it is this one.
    */
-  decide?(id: string, decision: Decision): Promise<Decision>
-  /** The decision kept for run `id`, if any. */
-  readDecision?(id: string): Promise<Decision | undefined>
+  decide?(id: string, decision: Decision): Promise<{ kept: Decision; first: boolean }>
+  /**
+   * The decision kept for run `id`, if any; `pauseEntry`, the index of the journal entry that began
+   * the run's open pause, lets the store say by its own clock whether it came after.
+   */
+  readDecision?(id: string, pauseEntry?: number): Promise<StoredDecision | undefined>
+  /** Forgets decision `decision` of run `id`, refused by its holder, so that a valid one can be kept after it. */
+  dismissDecision?(id: string, decision: Decision): Promise<void>
   /** Closes what the store holds open. */
   close(): Promise<void>
 }

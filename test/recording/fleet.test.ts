@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exitCodeFor, LockedError } from '../../src/core/errors.ts'
 import { Journal, listRuns } from '../../src/runs/journal.ts'
-import { writeLocalDecision } from '../../src/runs/run-decision.ts'
+import { localDecision, writeLocalDecision } from '../../src/runs/run-decision.ts'
 import { Phase, stepName } from '../../src/runs/step.ts'
 import { stopService } from '../../src/recording/target-steps.ts'
 import { restoreBackup } from '../../src/recording/rollback-steps.ts'
@@ -98,10 +98,11 @@ describe('fleet upgrade', () => {
       pauseAfterCanary: true,
     }).catch((e: unknown) => e)
     const id = await waitForPausedRun(lab.runsDir, known, upgrade)
-    const deadline = Date.parse(String(Journal.open(id).run.params.deadline))
+    const waiting = Journal.open(id).run
+    const deadline = Date.parse(String(waiting.params.deadline))
     expect(deadline - Date.now(), 'the canary was verified with more than 5 s of the window left').toBeGreaterThan(5_000)
     await new Promise((r) => setTimeout(r, deadline - 4_000 - Date.now()))
-    writeLocalDecision(join(lab.runsDir, id), { decision: 'promote', by: 'the fleet test', at: new Date().toISOString() })
+    writeLocalDecision(join(lab.runsDir, id), localDecision('promote', waiting.environment))
     const error = await upgrade
     expect(exitCodeFor(error), String(error)).toBe(4)
     const message = (error as Error).message
