@@ -23,6 +23,7 @@ import {
   SVCOPS_SCHEMA,
   type DatabaseTarget,
 } from '../drivers/postgres.ts'
+import { ownSessionPids } from '../drivers/postgres-sessions.ts'
 import { listWithoutSvcops } from './restore-list.ts'
 import type { BackupStore } from './store.ts'
 import { readManifest, type BackupTrust } from './verify-backup.ts'
@@ -107,10 +108,12 @@ export async function restoreBackup(
         `The server ${target.host}:${target.port} runs PostgreSQL ${version.text}, older than ${manifest.versions.server} that backup ${id} was taken from; restore into a server of major version ${majorOf(manifest.versions.serverNum)} or newer.`,
       )
     }
+    // svcops' own sessions of this process (the run store's, the lock's) write only the svcops
+    // schema, which the restore leaves alone: not counted. Known by backend pid, never by a name.
     const others = await client.query<{ n: string; apps: string | null }>(
-      "SELECT count(*)::text AS n, string_agg(DISTINCT coalesce(nullif(application_name, ''), client_addr::text, 'local'), ', ') AS apps FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND application_name <> 'svcops-run-store'",
+      "SELECT count(*)::text AS n, string_agg(DISTINCT coalesce(nullif(application_name, ''), client_addr::text, 'local'), ', ') AS apps FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND pid <> ALL($1::integer[])",
+      [ownSessionPids(target)],
     )
-    // svcops' own run store writes only its own schema, which the restore leaves alone: not counted.
     const n = Number(others.rows[0]?.n ?? 0)
     if (n > 0) {
       throw new OperationError(

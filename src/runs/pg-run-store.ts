@@ -16,8 +16,10 @@
  * A run's writes share one session (opened at the first write, opened again after a failure, ended
  * by `close()` at the run's end): the engine waits for the copy at every step boundary, and a new
  * session per write (a backend fork and an authentication) was most of that wait. Reads, decisions
- * and removals are one short session each. Every session is named `svcops-run-store`, which a
- * restore does not count as the service's (src/backup/restore.ts): it holds no lock between writes.
+ * and removals are one short session each. Every session is named `svcops-run-store` (for people
+ * reading pg_stat_activity) and its backend pid is remembered (drivers/postgres-sessions.ts): a
+ * restore by this process does not count it as the service's (src/backup/restore.ts), while a
+ * stranger that takes the name does. It holds no lock between writes.
  * The rights it needs: CREATE on the database (to create the schema) or a pre-created `svcops`
  * schema the role may create tables in (docs/deploy.md).
  */
@@ -27,6 +29,7 @@ import { OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { redactDeep } from '../core/redact.ts'
 import { SVCOPS_SCHEMA, connectDatabase, databaseTarget } from '../drivers/postgres.ts'
+import { rememberOwnSession } from '../drivers/postgres-sessions.ts'
 import { parseJournalLines } from './journal.ts'
 import { parseDecisionKind } from './run-decision.ts'
 import { readEnvironmentLock } from './lock.ts'
@@ -34,7 +37,7 @@ import type { LockState } from './run-presence.ts'
 import { parseRunRecord, type RunRecord } from './run-record.ts'
 import type { RunStore, RunWrite, StoredDecision, StoredRun } from './run-store.ts'
 
-/** The application name of the store's sessions (a restore does not count them as the service's). */
+/** The application name of the store's sessions: what people see in pg_stat_activity, never how svcops knows its own. */
 export const RUN_STORE_APPLICATION = 'svcops-run-store'
 
 const SCHEMA = [
@@ -86,7 +89,14 @@ export function postgresRunStore(db: DatabaseConfig, environment: string): RunSt
   async function open(create: boolean): Promise<pg.Client> {
     const client = await connectDatabase(databaseTarget(db))
     try {
-      await client.query(`SET application_name = '${RUN_STORE_APPLICATION}'`)
+      // The name shows who is connected; the backend pid is what a restore leaves out (a name any client may take).
+      const pid = (
+        await client.query<{ pid: number }>('SELECT set_config($1, $2, false), pg_backend_pid() AS pid', [
+          'application_name',
+          RUN_STORE_APPLICATION,
+        ])
+      ).rows[0]?.pid
+      await rememberOwnSession(client, db, pid)
       if (create && !ready) {
         for (const statement of SCHEMA) await client.query(statement)
         ready = true

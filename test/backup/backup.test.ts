@@ -17,6 +17,7 @@ import { local, runCommand } from '../../src/core/runner.ts'
 import { checkedCopy, openDecrypted } from '../../src/backup/decrypt.ts'
 import { listWithoutSvcops } from '../../src/backup/restore-list.ts'
 import { findPgTool } from '../../src/drivers/postgres.ts'
+import { ownSessionPids, rememberOwnSession } from '../../src/drivers/postgres-sessions.ts'
 import { startBackupBed, type BackupBed } from './fixture.ts'
 
 describe('backup create, verify and restore on a real PostgreSQL', () => {
@@ -187,6 +188,31 @@ describe('backup create, verify and restore on a real PostgreSQL', () => {
       await service.end()
     }
     expect(await rowCounts(clientConfig(bed.database))).toEqual(before)
+  })
+
+  it("tells svcops' own sessions apart by backend pid: a stranger named svcops-run-store refuses the restore, svcops' own session does not", async () => {
+    const options = { signers: bed.signers, environment: 'test', identity: bed.identity, confirmed: true }
+    const stranger = new pg.Client({ ...clientConfig(bed.database), application_name: 'svcops-run-store' })
+    await stranger.connect()
+    try {
+      await expect(restoreBackup(bed.store, manifest.id, bed.database, options)).rejects.toThrow(
+        new RegExp(`1 other session\\(s\\) are connected to ${bed.database.name} \\(svcops-run-store\\); stop the recording service`),
+      )
+    } finally {
+      await stranger.end()
+    }
+    // A session this process opened as its own (the run store's, the lock's), whatever its name.
+    const own = new pg.Client({ ...clientConfig(bed.database), application_name: 'svc-recording' })
+    await own.connect()
+    try {
+      await rememberOwnSession(own, bed.database)
+      const report = await restoreBackup(bed.store, manifest.id, bed.database, options)
+      expect(report.fingerprint).toBe(manifest.fingerprint)
+    } finally {
+      await own.end()
+    }
+    // Once it ended, its pid is nobody's: the server may give it to a stranger next.
+    expect(ownSessionPids(bed.database)).toEqual([])
   })
 
   it('restores over schemas of its own that exist again in the database, and removes schemas made after the backup', async () => {
