@@ -19,6 +19,7 @@ import type { StepResult } from '../runs/step.ts'
 import type { LiveProduct } from './layout.ts'
 import type { LiveUnit } from './live-placement.ts'
 import type { CheckResult } from './live-judge.ts'
+import type { LiveBackupData } from './live-step-data.ts'
 
 /** What a platform is opened for: the run's environment, the live section it reads, and the run's journal. */
 export interface LiveScope {
@@ -87,9 +88,9 @@ export interface LivePlatform {
   /** Writes what the target needs (a PSK, the settings file where it is read, one TCP endpoint), while nothing runs. */
   writeConfig(from: string, to: string): Promise<StepResult>
   describeConfigWrite(from: string, to: string): Promise<string[]>
-  /** Puts back what `backupConfig` kept (`backup`: the data its step journaled). */
-  restoreConfig(backup: Record<string, unknown> | undefined): Promise<StepResult>
-  describeConfigRestore(backup: Record<string, unknown> | undefined): string[]
+  /** Puts back what `backupConfig` kept (`backup`: the data its step journaled, its shape checked). */
+  restoreConfig(backup: LiveBackupData | undefined): Promise<StepResult>
+  describeConfigRestore(backup: LiveBackupData | undefined): string[]
 
   /**
    * What a rollback would miss, read before anything stops: the host or the cluster reachable, the
@@ -100,7 +101,7 @@ export interface LivePlatform {
    */
   findRollbackMissing(
     previous: Record<string, string>,
-    backup: Record<string, unknown> | undefined,
+    backup: LiveBackupData | undefined,
     earlier?: Record<string, unknown>,
   ): Promise<RollbackReading>
   describeRollbackNeeds(previous: Record<string, string>): string[]

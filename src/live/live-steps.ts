@@ -11,13 +11,14 @@ import { BadInputError, OperationError } from '../core/errors.ts'
 import { compareVersions } from '../releases/versions.ts'
 import { events } from '../core/events.ts'
 import { HostFailure, type Run } from '../runs/engine.ts'
-import { defineStep, stepName, type StepResult } from '../runs/step.ts'
+import { defineStep, finishedData, stepName, type StepResult } from '../runs/step.ts'
 import { assertGatesClear, describeGates, evaluateGates } from './gates.ts'
 import { componentPackage } from './layout.ts'
 import type { ComponentHandle, LiveContext } from './live-context.ts'
 import { failedChecks } from './live-judge.ts'
 import type { RoomReading } from './live-platform.ts'
 import { checkRoom } from './live-room.ts'
+import { liveBackupDataSchema, type LiveBackupData } from './live-step-data.ts'
 
 type Ctx = LiveContext
 type C = ComponentHandle
@@ -181,10 +182,11 @@ export const checkConfig = defineStep<Ctx>({
   act: (ctx) => ctx.platform.checkConfig(fromVersion(ctx), ctx.journal.run.targetVersion),
 })
 
-export const backupFiles = defineStep<Ctx>({
+export const backupFiles = defineStep<Ctx, [], LiveBackupData>({
   id: 'backup',
   title: 'back up every settings and environment file the run may touch (run folder, 0600)',
   once: true,
+  data: liveBackupDataSchema,
   describe: (ctx) => ctx.platform.describeConfigBackup(),
   act: (ctx) => ctx.platform.backupConfig(),
 })
@@ -284,9 +286,9 @@ export const verifySystem = defineStep<Ctx, [string, string[]]>({
   },
 })
 
-/** What the backup step journaled in this run (the files kept, or the stack file's values). */
-function backedUp(ctx: Ctx): Record<string, unknown> | undefined {
-  return ctx.journal.finished(stepName(backupFiles))?.data
+/** What the backup step journaled in this run (the files kept, or the stack file's values), its shape checked. */
+function backedUp(ctx: Ctx): LiveBackupData | undefined {
+  return finishedData(ctx.journal, backupFiles)
 }
 
 export const restoreConfig = defineStep<Ctx>({

@@ -11,16 +11,21 @@
 import { BlockedError, InterruptedError, OperationError, SvcopsError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import type { Run } from '../runs/engine.ts'
-import { defineStep, stepName, type StepResult } from '../runs/step.ts'
+import { defineStep, finishedData, stepName, type StepResult } from '../runs/step.ts'
 import type { ComponentHandle, LiveContext } from './live-context.ts'
 import type { RollbackReading } from './live-platform.ts'
+import type { LiveBackupData } from './live-step-data.ts'
 import { backupFiles } from './live-steps.ts'
 
 type Ctx = LiveContext
 
-/** What the backup step journaled in this run (undefined before it ran: then nothing was stopped either). */
-function backedUp(ctx: Ctx): Record<string, unknown> | undefined {
-  return ctx.journal.finished(stepName(backupFiles))?.data
+/**
+ * What the backup step journaled in this run, its shape checked (undefined before it ran: then
+ * nothing was stopped either); what it names is checked against the stack by the platform's
+ * `findRollbackMissing`, so a forged entry refuses the rollback here, before its first stop.
+ */
+function backedUp(ctx: Ctx): LiveBackupData | undefined {
+  return finishedData(ctx.journal, backupFiles)
 }
 
 /**

@@ -19,7 +19,7 @@ import type { DecisionSource } from './run-decision.ts'
 import { STEP_DEADLINE_MS } from './run-mirror.ts'
 import { allOrFirstFailure, batchFitsWindow, runConcurrently } from './rollout.ts'
 import type { SiteHook } from './site-steps.ts'
-import { Phase, stepName, type PhasePrefix, type Step, type StepName, type StepResult } from './step.ts'
+import { Phase, stepData, stepName, type PhasePrefix, type Step, type StepName, type StepResult } from './step.ts'
 
 export type Mode = 'act' | 'plan'
 
@@ -185,8 +185,9 @@ export class Run<C> {
     if (this.planning) {
       const done = step.once ? this.journal.finished(name, host) : undefined
       if (done) {
+        const data = done.data ? stepData(step, done, this.journal.run.id) : undefined
         this.planned.push({ step: name, ...at, title: step.title, actions: ['done before the interruption'] })
-        return { ...(done.data ? { data: done.data } : {}), skipped: 'done before the interruption' }
+        return { ...(data ? { data } : {}), skipped: 'done before the interruption' }
       }
       const actions = await step.describe(this.ctx, ...args)
       let learned: StepResult = {}
@@ -212,10 +213,12 @@ export class Run<C> {
     if (step.once) {
       const done = this.journal.finished(name, host)
       if (done) {
+        // Reused, not redone: what it journaled is checked as the step would have written it.
+        const data = done.data ? stepData(step, done, this.journal.run.id) : undefined
         events.emit({ kind: 'step', step: name, status: 'skipped', detail: 'done before the interruption', ...at })
         return {
           ...(done.changed ? { changed: done.changed } : {}),
-          ...(done.data ? { data: done.data } : {}),
+          ...(data ? { data } : {}),
           skipped: 'done before the interruption',
         }
       }

@@ -13,6 +13,9 @@
  *   })
  */
 
+import type { z } from 'zod'
+import { BadInputError } from '../core/errors.ts'
+
 /** What a step reports back: what it changed, facts for later steps, or why it had nothing to do. */
 export interface StepResult {
   changed?: string[]
@@ -41,9 +44,10 @@ export type PhasePrefix = (typeof Phase)[keyof typeof Phase]
 
 /**
  * One step. `C` is the playbook's context, `A` the step's arguments (a host step takes the host
- * first). `act` must be idempotent when the step is not `once`: a resumed run repeats it.
+ * first), `D` the shape of its journaled `data`. `act` must be idempotent when the step is not
+ * `once`: a resumed run repeats it.
  */
-export interface Step<C, A extends unknown[] = []> {
+export interface Step<C, A extends unknown[] = [], D extends Record<string, unknown> = Record<string, unknown>> {
   /** The step's name in the journal, the report and the progress display. */
   readonly id: string
   /** What it does, in a few words, for the dry run and the help. */
@@ -54,6 +58,12 @@ export interface Step<C, A extends unknown[] = []> {
   readonly report?: StepReport
   /** Journaled once per run: on resume a finished step is not run again and its result is reused. */
   readonly once?: boolean
+  /**
+   * The shape of the `data` its finished entry holds, for a step whose data a resume or a rollback
+   * reads: a journal kept with the environment can be written by others, so an entry that does not
+   * match is refused (`stepData`), never followed.
+   */
+  readonly data?: z.ZodType<D>
   /** What it would do: the exact commands and calls, from the same drivers `act` uses. */
   describe(ctx: C, ...args: A): string[] | Promise<string[]>
   /** Does it. Throws to fail the step (the error's message is the journal's detail). */
@@ -65,9 +75,56 @@ export interface Step<C, A extends unknown[] = []> {
   preview?(ctx: C, ...args: A): Promise<StepResult>
 }
 
-/** Declares a step (typed: the context and the arguments are checked where it is used). */
-export function defineStep<C, A extends unknown[] = []>(step: Step<C, A>): Step<C, A> {
+/** Declares a step (typed: the context, the arguments and the data's shape are checked where it is used). */
+export function defineStep<C, A extends unknown[] = [], D extends Record<string, unknown> = Record<string, unknown>>(
+  step: Step<C, A, D>,
+): Step<C, A, D> {
   return step
+}
+
+/** A finished journal entry as a step's reader sees it. */
+export interface FinishedEntry {
+  step: string
+  host?: string
+  data?: Record<string, unknown>
+}
+
+/** What a reader of step data needs of a journal: the run's id and a step's last finished entry. */
+export interface FinishedSteps {
+  readonly run: { readonly id: string }
+  finished(step: string, host?: string): FinishedEntry | undefined
+}
+
+/**
+ * The data of `entry` (a finished entry of `step` in run `runId`) checked by the step's schema; a
+ * step without one gives its data as it is. An entry that does not match is refused with one
+ * sentence naming the run, the step and the field, never followed.
+ */
+export function stepData<D extends Record<string, unknown>>(
+  step: Pick<Step<never, never[], D>, 'id' | 'data'>,
+  entry: FinishedEntry,
+  runId: string,
+): D {
+  const data = entry.data ?? {}
+  if (!step.data) return data as D
+  const parsed = step.data.safeParse(data)
+  if (parsed.success) return parsed.data
+  const issue = parsed.error.issues[0]
+  const field = ['data', ...(issue?.path ?? []).map(String)].join('.')
+  throw new BadInputError(
+    `Run ${runId}: the journal's entry of step ${entry.step}${entry.host ? ` on ${entry.host}` : ''} is refused: ${field}: ${issue?.message ?? 'invalid'}; svcops did not write it so, and does not follow it.`,
+    `Look at the run: svcops runs show ${runId} (its journal was changed by something other than svcops).`,
+  )
+}
+
+/** The checked data of `step`'s last finished entry (in `phase`, on `host`), or undefined when it has not finished. */
+export function finishedData<D extends Record<string, unknown>>(
+  journal: FinishedSteps,
+  step: Pick<Step<never, never[], D>, 'id' | 'data'>,
+  where: { phase?: PhasePrefix; host?: string } = {},
+): D | undefined {
+  const entry = journal.finished(stepName(step, where.phase), where.host)
+  return entry ? stepData(step, entry, journal.run.id) : undefined
 }
 
 /** The journal name of `step` in `phase`. */

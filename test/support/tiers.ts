@@ -60,6 +60,7 @@ export const UNIT_FILES = [
   'test/live/config-change.test.ts',
   'test/live/dry-run-unread-release.test.ts',
   'test/live/live-room.test.ts',
+  'test/live/rollback-allow-set.test.ts',
   'test/manager/client.test.ts',
   'test/manager/credentialed-http.test.ts',
   'test/manager/emulator.test.ts',

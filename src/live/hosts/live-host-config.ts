@@ -7,16 +7,18 @@
  */
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { OperationError } from '../../core/errors.ts'
+import { BadInputError, OperationError, errorMessage } from '../../core/errors.ts'
 import { redact } from '../../core/redact.ts'
 import { hostPath } from '../../drivers/transports.ts'
 import { assessPsk, generatePsk } from '../../releases/pre-shared-key.ts'
 import { pskEntropyEnforced, pskRequired, pskVariable } from '../../releases/versions.ts'
 import type { StepResult } from '../../runs/step.ts'
-import { componentEnvFile, controllerSettingsDirs, settingsCandidates } from '../layout.ts'
+import type { LiveConfig } from '../../config/schema.ts'
+import { componentEnvFile, controllerSettingsDirs, productOf, settingsCandidates } from '../layout.ts'
 import type { CheckResult } from '../live-judge.ts'
-import { isSpread } from '../live-placement.ts'
+import { isSpread, liveUnits } from '../live-placement.ts'
 import type { LiveScope } from '../live-platform.ts'
+import type { BackedUpFile, LiveBackupData } from '../live-step-data.ts'
 import { NEW_PSK_PLACEHOLDER, planConfig, readConfigState, type ConfigHosts, type ConfigPlan } from './config-change.ts'
 import { LIVE_RUNS_PATH } from './live-host-run-store.ts'
 import { envValue, fileDiff, readHostFile, removeHostFile, writeHostFile, type LiveHost } from './host-files.ts'
@@ -28,15 +30,8 @@ export interface HostConfig {
   hosts: ConfigHosts
 }
 
-/** Backed-up files as the journal records them (never their content). */
-interface BackedUp {
-  /** The host the file is on (absent: the controller's host, as records of one host were written). */
-  host?: string
-  path: string
-  existed: boolean
-  backup?: string
-  sha256?: string
-}
+/** Backed-up files as the journal records them (never their content): live-step-data.ts's shape. */
+type BackedUp = BackedUpFile
 
 /** The run folder's name of a host's file: by host too when the system is spread over several. */
 function backupName(h: HostConfig, host: LiveHost, path: string): string {
@@ -63,11 +58,24 @@ function shownFile(h: HostConfig, host: LiveHost, path: string): string {
   return `${isSpread(h.scope.live) ? `${host.name}:` : ''}${hostPath(host.config, path)}`
 }
 
-/** Every file a run may touch: the settings file wherever a release reads it (on the controller's host), and each unit's environment (on its host). */
+/**
+ * Every configuration file a run may touch, by the name of its host, from the stack and the release
+ * knowledge alone: the settings file wherever a release reads it (the configured file, the
+ * /etc/opt directory, the working directory, the former fixed directory; on the system controller's
+ * host), and each unit's environment file (on its host). The backup copies exactly these, and a
+ * rollback puts back or removes nothing else, whatever a journal says.
+ */
+export function configFilesOf(live: LiveConfig): Array<{ host: string; path: string }> {
+  const units = liveUnits(live)
+  const controller = units.find((u) => u.component === 'system-controller')?.host ?? units[0]?.host ?? ''
+  const settings = settingsCandidates(live).map((path) => ({ host: controller, path }))
+  const envs = units.map((u) => ({ host: u.host, path: componentEnvFile(productOf(live), u.component) }))
+  return [...settings, ...envs].filter((f, i, all) => all.findIndex((g) => g.host === f.host && g.path === f.path) === i)
+}
+
+/** Every file a run may touch (`configFilesOf`), each on its host. */
 function touchedPaths(h: HostConfig): HostFile[] {
-  const settings = settingsCandidates(h.scope.live).map((path) => ({ host: h.hosts.controller, path }))
-  const envs = h.hosts.units.map(({ unit, host }) => ({ host, path: componentEnvFile(h.scope.product, unit.component) }))
-  return [...settings, ...envs]
+  return configFilesOf(h.scope.live).map((f) => ({ host: hostNamed(h, f.host), path: f.path }))
 }
 
 /** The configuration change of this run, computed from the host's files (with a placeholder PSK in the dry run). */
@@ -180,15 +188,51 @@ export async function describeHostConfigWrite(h: HostConfig, from: string, to: s
   return showChanges(h, await configPlan(h, from, to, () => NEW_PSK_PLACEHOLDER))
 }
 
-/** The files the backup step recorded (its journal data), or undefined when it kept none. */
-function backedUp(backup: Record<string, unknown> | undefined): BackedUp[] | undefined {
+/**
+ * Why the rollback refuses the backup step's entry for file `f`, or undefined when it may follow
+ * it: on a host the stack names, a file of `configFilesOf` there (so no other path, and no `..`),
+ * and for a file that existed a copy in the run's own backup folder with its checksum (the shape,
+ * live-step-data.ts, is checked before: the name is plain, the checksum present).
+ */
+function refusalOf(live: LiveConfig, controller: string, f: BackedUp): string | undefined {
+  const host = f.host ?? controller
+  const allowed = configFilesOf(live)
+  if (!allowed.some((a) => a.host === host)) return `the host '${host}' is not one svcops:live names`
+  if (!allowed.some((a) => a.host === host && a.path === f.path))
+    return `the path '${f.path}' is not a settings or environment file the stack defines on ${host}`
+  if (f.existed && (f.backup === undefined || f.sha256 === undefined))
+    return 'a file that existed has no copy and checksum to restore it from'
+  return undefined
+}
+
+/**
+ * The files the backup step recorded, each checked against the stack before the rollback follows
+ * any of them; undefined when it kept none. One entry outside what the stack defines refuses the
+ * whole rollback with one sentence naming it (a journal kept on a host can be written by others).
+ */
+export function assertRestorable(live: LiveConfig, runId: string, backup: LiveBackupData | undefined): BackedUp[] | undefined {
   const files = backup?.files
-  return Array.isArray(files) ? (files as BackedUp[]) : undefined
+  if (!files) return undefined
+  const controller = configFilesOf(live)[0]?.host ?? ''
+  for (const [i, f] of files.entries()) {
+    const why = refusalOf(live, controller, f)
+    if (why)
+      throw new BadInputError(
+        `Run ${runId}: the journal's entry of step backup is refused: files.${i} (${f.host ? `${f.host}:` : ''}${f.path}): ${why}; svcops does not follow it.`,
+        `Look at the run: svcops runs show ${runId} (its journal was changed by something other than svcops); nothing was restored or removed.`,
+      )
+  }
+  return files
+}
+
+/** The files the backup step recorded (its checked journal data), or undefined when it kept none. */
+function backedUp(h: HostConfig, backup: LiveBackupData | undefined): BackedUp[] | undefined {
+  return assertRestorable(h.scope.live, h.scope.journal.run.id, backup)
 }
 
 /** What the restore would miss: the run's copy of a backed-up file gone, or changed since the run wrote it. */
-export async function findHostBackupMissing(h: HostConfig, backup: Record<string, unknown> | undefined): Promise<string[]> {
-  const files = backedUp(backup)
+export async function findHostBackupMissing(h: HostConfig, backup: LiveBackupData | undefined): Promise<string[]> {
+  const files = backedUp(h, backup)
   if (!files) return []
   const { journal } = h.scope
   const missing: string[] = []
@@ -202,40 +246,54 @@ export async function findHostBackupMissing(h: HostConfig, backup: Record<string
       missing.push(`the run's copy of ${f.path} is neither in ${journal.dir} nor on ${h.hosts.controller.name}`)
       continue
     }
-    if (f.sha256 && createHash('sha256').update(text).digest('hex') !== f.sha256)
+    if (createHash('sha256').update(text).digest('hex') !== f.sha256)
       missing.push(`the run's copy of ${f.path} does not match its checksum`)
   }
   return missing
 }
 
-/** Puts every backed-up file back (a file that did not exist is removed), each checked against its checksum first. */
-export async function restoreHostConfig(h: HostConfig, backup: Record<string, unknown> | undefined): Promise<StepResult> {
-  const files = backedUp(backup)
-  if (!files) return { skipped: 'the run backed up nothing: no file was changed' }
+/** The run's copy of backed-up file `f`, checked against its checksum; the local run folder's, or the controller host's. */
+async function readCopy(h: HostConfig, f: BackedUp & { backup: string; sha256: string }): Promise<string> {
   const { journal } = h.scope
-  const changed: string[] = []
+  const local = journal.file(f.backup)
+  // A run continued on another machine has no local backup: the host's copy counts, checked the same.
+  const text = existsSync(local)
+    ? readFileSync(local, 'utf8')
+    : await readHostFile(h.hosts.controller, hostBackupPath(journal.run.id, f.backup))
+  if (text === undefined)
+    throw new OperationError(`The backup of ${f.path} is neither in ${journal.dir} nor on ${h.hosts.controller.name}.`)
+  if (createHash('sha256').update(text).digest('hex') !== f.sha256)
+    throw new OperationError(
+      `The backup of ${f.path} in ${journal.dir} does not match its checksum; it was changed after the run wrote it.`,
+    )
+  return text
+}
+
+/**
+ * Puts every backed-up file back (a file that did not exist is removed). Every copy is read and
+ * checked against its checksum before the first file is written: a bad copy changes nothing.
+ */
+export async function restoreHostConfig(h: HostConfig, backup: LiveBackupData | undefined): Promise<StepResult> {
+  const files = backedUp(h, backup)
+  if (!files) return { skipped: 'the run backed up nothing: no file was changed' }
+  const copies: Array<{ f: BackedUp; text: string | undefined }> = []
   for (const f of files) {
+    const { backup: name, sha256 } = f
+    // assertRestorable requires both for a file that existed.
+    copies.push({ f, text: f.existed && name && sha256 ? await readCopy(h, { ...f, backup: name, sha256 }) : undefined })
+  }
+  const changed: string[] = []
+  for (const { f, text } of copies) {
     const host = hostNamed(h, f.host)
     const shown = `${f.host ? `${f.host}:` : ''}${f.path}`
     const now = await readHostFile(host, f.path)
-    if (!f.existed) {
+    if (text === undefined) {
       if (now !== undefined) {
         await removeHostFile(host, f.path)
         changed.push(`removed ${shown}`)
       }
       continue
     }
-    const local = journal.file(f.backup ?? '')
-    // A run continued on another machine has no local backup: the host's copy counts, checked the same.
-    const text = existsSync(local)
-      ? readFileSync(local, 'utf8')
-      : await readHostFile(h.hosts.controller, hostBackupPath(journal.run.id, f.backup ?? ''))
-    if (text === undefined)
-      throw new OperationError(`The backup of ${f.path} is neither in ${journal.dir} nor on ${h.hosts.controller.name}.`)
-    if (f.sha256 && createHash('sha256').update(text).digest('hex') !== f.sha256)
-      throw new OperationError(
-        `The backup of ${f.path} in ${journal.dir} does not match its checksum; it was changed after the run wrote it.`,
-      )
     if (now !== text) {
       await writeHostFile(host, f.path, text)
       changed.push(`restored ${shown}`)
@@ -245,8 +303,14 @@ export async function restoreHostConfig(h: HostConfig, backup: Record<string, un
 }
 
 /** What the restore would put back or remove, for the dry run. */
-export function describeHostConfigRestore(h: HostConfig, backup: Record<string, unknown> | undefined): string[] {
-  const files = backedUp(backup)
+export function describeHostConfigRestore(h: HostConfig, backup: LiveBackupData | undefined): string[] {
+  let files: BackedUp[] | undefined
+  try {
+    files = backedUp(h, backup)
+  } catch (error) {
+    // The dry run shows the refusal the run would meet, never the lines of an entry it refuses.
+    return [`REFUSED: ${errorMessage(error)}`]
+  }
   if (!files) return ['the run backed up nothing: no file was changed']
   return files.map((f) => {
     const file = shownFile(h, hostNamed(h, f.host), f.path)

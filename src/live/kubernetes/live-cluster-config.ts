@@ -34,6 +34,7 @@ import { etcSettingsDir, LIVE_COMPONENTS, type LiveComponentName } from '../layo
 import type { CheckResult } from '../live-judge.ts'
 import type { LivePlatform, LiveScope } from '../live-platform.ts'
 import type { LiveUnit } from '../live-placement.ts'
+import type { LiveBackupData } from '../live-step-data.ts'
 import { connectionThroughService, controllerThroughService as serviceCheck, metricsThroughProxy } from './controller-service.ts'
 import { LIVE_VERSION_KEY, PSK_ROTATION_KEY, shownPulumi, type LiveCluster } from './live-cluster-handle.ts'
 
@@ -159,13 +160,13 @@ export async function writeClusterConfig(ctx: Ctx, from: string, to: string): Pr
   }
 }
 
-/** The stack file's values before the run, from the backup step's record. */
-function recordedValues(backup: Record<string, unknown> | undefined): { version: string | null; pskRotation: string | null } | undefined {
-  return backup?.stackFile as { version: string | null; pskRotation: string | null } | undefined
+/** The stack file's values before the run, from the backup step's record (its shape checked: live-step-data.ts). */
+function recordedValues(backup: LiveBackupData | undefined): LiveBackupData['stackFile'] {
+  return backup?.stackFile
 }
 
 /** What the restore puts back in the stack file, for the dry run. */
-export function describeClusterRestore(ctx: Ctx, backup: Record<string, unknown> | undefined): string[] {
+export function describeClusterRestore(ctx: Ctx, backup: LiveBackupData | undefined): string[] {
   const before = recordedValues(backup)
   if (!before) return ['the run recorded nothing: the stack file was not changed']
   const value = before.pskRotation ?? 'initial'
@@ -177,7 +178,7 @@ export function describeClusterRestore(ctx: Ctx, backup: Record<string, unknown>
 }
 
 /** Puts the previous pskRotation back in the stack file. */
-export async function restoreClusterConfig(ctx: Ctx, backup: Record<string, unknown> | undefined): Promise<StepResult> {
+export async function restoreClusterConfig(ctx: Ctx, backup: LiveBackupData | undefined): Promise<StepResult> {
   const before = recordedValues(backup)
   if (!before) return { skipped: 'the run recorded nothing: the stack file was not changed' }
   const file = ctx.cluster.stack().stackFile

@@ -1,0 +1,64 @@
+/**
+ * The shapes of what the live playbooks' steps journal and a resume or a rollback reads back. The
+ * journal is kept with the environment (the live host, a ConfigMap), where others can write: an
+ * entry is followed only once it matches its step's shape here (`stepData` in src/runs/step.ts),
+ * and what it names is then checked against the stack (`assertRestorable` in
+ * hosts/live-host-config.ts).
+ */
+import { z } from 'zod'
+
+/**
+ * A backup's name in the run folder: `backup/NAME`, NAME a plain file name (no `/`, not `.` or
+ * `..`), so that it never names a file outside the run's own backup folder.
+ */
+export const BACKUP_NAME = /^backup\/(?!\.\.?$)[\w.-]{1,255}$/
+
+/** A SHA-256 as the backup step writes it. */
+const SHA256 = /^[0-9a-f]{64}$/
+
+/** One file the backup step of a run on hosts kept: where it is, whether it existed, its copy and checksum (never its content). */
+export const backedUpFileSchema = z
+  .object({
+    /** The host the file is on (absent: the controller's host, as records of one host were written). */
+    host: z.string().min(1).optional(),
+    path: z.string().min(1),
+    existed: z.boolean(),
+    backup: z
+      .string()
+      .regex(BACKUP_NAME, "expected backup/NAME, a plain file name in the run's backup folder (no '/', no '..')")
+      .optional(),
+    sha256: z.string().regex(SHA256, 'expected 64 lower-case hex digits').optional(),
+  })
+  .refine((f) => !f.existed || f.backup !== undefined, {
+    message: 'expected the name of its copy for a file that existed',
+    path: ['backup'],
+  })
+  .refine((f) => !f.existed || f.sha256 !== undefined, {
+    message: 'expected the SHA-256 of its copy for a file that existed',
+    path: ['sha256'],
+  })
+
+export type BackedUpFile = z.infer<typeof backedUpFileSchema>
+
+/** The stack file's values the backup step of a run on Kubernetes kept. */
+const stackValuesSchema = z.object({
+  version: z
+    .string()
+    .regex(/^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$/, 'expected a version like 6.0.0')
+    .nullable(),
+  pskRotation: z
+    .string()
+    .regex(/^[\w.-]{1,128}$/, 'expected a rotation name of letters, digits, `.`, `_` and `-`')
+    .nullable(),
+})
+
+/**
+ * What the backup step journals: the files kept (hosts), or the stack file's values (Kubernetes).
+ * Other fields are kept as they are (a platform may journal more) and followed by nothing here.
+ */
+export const liveBackupDataSchema = z.looseObject({
+  files: z.array(backedUpFileSchema).max(1000).optional(),
+  stackFile: stackValuesSchema.optional(),
+})
+
+export type LiveBackupData = z.infer<typeof liveBackupDataSchema>
