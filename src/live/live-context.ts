@@ -9,7 +9,7 @@ import type { Environment, LiveConfig } from '../config/schema.ts'
 import { errorMessage, LockedError, withFacts } from '../core/errors.ts'
 import { Journal } from '../runs/journal.ts'
 import { isFinished, type RunRecord } from '../runs/run-record.ts'
-import { acquireHostLock, releaseHostLock } from '../runs/lock.ts'
+import { acquireHostLock, releaseHostLock, renewHostLease } from '../runs/lock.ts'
 import type { HeldLock, Opened } from '../runs/playbook.ts'
 import { productOf, type LiveProduct } from './layout.ts'
 import type { LiveUnit } from './live-placement.ts'
@@ -39,9 +39,9 @@ export function liveContext(env: Environment, journal: Journal<LiveParams>): Liv
 }
 
 /**
- * Takes the live environment's lock for `run` (the lock file on its host). A run that died holding
- * it is refused, naming it and how to finish it, unless it is the run being resumed (`takeOver`)
- * or `breakLock`.
+ * Takes the live environment's lock for `run` (the lock file on its host, a lease renewed while the
+ * run holds it). A run that died holding it is refused, naming it and how to finish it, unless it
+ * is the run being resumed (`takeOver`) — and then only once its holder is proven gone — or `breakLock`.
  */
 export async function lockLiveEnvironment(
   env: Environment,
@@ -56,18 +56,23 @@ export async function lockLiveEnvironment(
       ...(options.takeOver ? { takeOver: options.takeOver } : {}),
       // A lock file left is an unfinished run's: --break-lock takes it only with --force.
       ...(options.breakLock ? { breakLock: true, force: options.force ?? false } : {}),
+      // A lease: a resume takes it over only once its holder is proven gone, never because it names the run.
+      lease: true,
     })
   } catch (error) {
     await host.transport.close()
     throw explainLock(env, error)
   }
+  const lease = renewHostLease(host.transport, path, run.id)
   return {
     async release() {
+      lease.stop()
       await releaseHostLock(host.transport, path, run.id).catch(() => undefined)
       await host.transport.close()
     },
     async leave() {
       // The lock file stays, naming the interrupted run: the next run is refused until it is finished.
+      lease.stop()
       await host.transport.close()
     },
   }

@@ -306,7 +306,8 @@ export function listRuns(base = runsDir()): RunRecord[] {
  * the process kills itself with SIGKILL right after that step's `ok` line is synced — the state a
  * power cut or an OOM kill leaves at that step boundary, at the exact boundary however busy the
  * machine is (a kill from outside can come late, after the run has gone on or even ended).
- * `SVCOPS_CRASH_SIGNAL=SIGINT` (or SIGTERM, SIGHUP) sends that signal instead: a Ctrl-C at that boundary.
+ * `SVCOPS_CRASH_SIGNAL=SIGINT` (or SIGTERM, SIGHUP) sends that signal instead: a Ctrl-C at that boundary;
+ * `SIGSTOP` freezes the process there, alive and holding its locks: a step that takes long.
  */
 function crashIfAsked(entry: Omit<JournalEntry, 'time'>): void {
   const at = process.env.SVCOPS_CRASH_AFTER
@@ -314,5 +315,5 @@ function crashIfAsked(entry: Omit<JournalEntry, 'time'>): void {
   const [step, host] = at.split('@')
   if (entry.step !== step || entry.host !== host) return
   const signal = process.env.SVCOPS_CRASH_SIGNAL
-  process.kill(process.pid, signal === 'SIGINT' || signal === 'SIGTERM' || signal === 'SIGHUP' ? signal : 'SIGKILL')
+  process.kill(process.pid, signal === 'SIGINT' || signal === 'SIGTERM' || signal === 'SIGHUP' || signal === 'SIGSTOP' ? signal : 'SIGKILL')
 }

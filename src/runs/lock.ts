@@ -11,9 +11,13 @@
 import type pg from 'pg'
 import type { DatabaseConfig } from '../config/schema.ts'
 import { connectDatabase, databaseTarget } from '../drivers/postgres.ts'
+import { rememberOwnSession } from '../drivers/postgres-sessions.ts'
 import { LockedError, OperationError, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
+import { isAlive } from '../core/process.ts'
 import { runCommand, type Transport } from '../core/runner.ts'
+import { heldHere } from './run-presence.ts'
+import { isRunId } from './run-record.ts'
 
 /** Who holds (or held) a lock. */
 export interface LockHolder {
@@ -63,10 +67,19 @@ const KEY_SQL = `hashtext('svcops:env:' || $1 || ':' || $2)`
  */
 async function openLockSession(db: DatabaseConfig): Promise<pg.Client> {
   const target = databaseTarget(db)
+  let session: pg.Client
   try {
-    return await connectDatabase(target, 'postgres')
+    session = await connectDatabase(target, 'postgres')
   } catch {
-    return connectDatabase(target)
+    session = await connectDatabase(target)
+  }
+  try {
+    // On the service database (the fallback), a restore by this process must not count it as a stranger.
+    await rememberOwnSession(session, db)
+    return session
+  } catch (error) {
+    await session.end().catch(() => undefined)
+    throw error
   }
 }
 
@@ -162,7 +175,8 @@ export async function acquireEnvironmentLock(db: DatabaseConfig, options: Acquir
       broken = plain(row)
     }
     const dead = !broken && row && row.runId !== options.resuming ? plain(row) : undefined
-    const refusal = dead ? options.judgeDead?.(dead) : undefined
+    // A command's holder (backup restore, backup delete) is no run: nothing of it is left to finish.
+    const refusal = dead && isRunId(dead.runId) ? options.judgeDead?.(dead) : undefined
     if (refusal) throw refusal
     if (dead) events.warn(`The previous holder of environment '${environment}' died without releasing the lock: ${describe(dead)}.`)
     const backendPid = (await session.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid ?? 0
@@ -243,16 +257,47 @@ export async function readEnvironmentLock(db: DatabaseConfig, environment: strin
   }
 }
 
+/** How long a host lock's lease lasts without renewal: past it, a holder on another machine counts as gone. */
+export const HOST_LEASE_SECONDS = 60
+
+/** How often a holder renews its lease: well inside HOST_LEASE_SECONDS, so a busy minute does not lose it. */
+const RENEW_EVERY_MS = 10_000
+
+/**
+ * Whether the holder named in a host lock (`who` = user@machine, `pid`) is still there. On this
+ * machine its process says so (a dead or zombie pid is gone; a live one holds, whatever its lease).
+ * Elsewhere only the lease can prove it gone: the lock file not renewed for HOST_LEASE_SECONDS,
+ * measured by the host's own clock (no skew between machines).
+ */
+async function holderPresence(transport: Transport, path: string, who: string, pid: number): Promise<{ gone: boolean; why: string }> {
+  if (heldHere({ holder: who }))
+    return isAlive(pid)
+      ? { gone: false, why: `its process ${pid} runs on this machine` }
+      : { gone: true, why: `its process ${pid} is gone` }
+  const age = await runCommand(transport, ['sh', '-c', 'echo $(( $(date +%s) - $(stat -c %Y "$1") ))', 'sh', path], { check: false })
+  const seconds = Number(age.stdout.trim())
+  if (age.code !== 0 || age.stdout.trim() === '' || !Number.isFinite(seconds))
+    return { gone: false, why: `the age of its lease could not be read (${age.stderr.trim() || `exit ${String(age.code)}`})` }
+  return seconds > HOST_LEASE_SECONDS
+    ? { gone: true, why: `its lease was last renewed ${seconds} s ago (it lasts ${HOST_LEASE_SECONDS} s)` }
+    : { gone: false, why: `its lease was renewed ${seconds} s ago, within ${HOST_LEASE_SECONDS} s` }
+}
+
 /**
  * Takes the per-host lock file (`path`, created with noclobber so two writers cannot both win).
- * A file left by `takeOver` (the dead run we replace or resume) is replaced; any other holder is
- * refused with its content unless `breakLock`.
+ * A file left by a run in `takeOver` (the dead run we replace or resume) is replaced; any other
+ * holder is refused with its content unless `breakLock`. With `lease` the lock is a lease its
+ * holder renews (`renewHostLease`), and naming the run is not enough: the file is taken over only
+ * when its holder is proven gone (its process dead on this machine, or its lease expired) — a
+ * resume of a run whose holder lives is refused naming it, as etcd takes a lock over only once its
+ * lease expired. Without `lease` the caller has proven the holder gone (recording targets: the
+ * environment's advisory lock was free).
  */
 export async function acquireHostLock(
   transport: Transport,
   path: string,
   holder: LockHolder,
-  options: { takeOver?: string[]; breakLock?: boolean; force?: boolean } = {},
+  options: { takeOver?: string[]; breakLock?: boolean; force?: boolean; lease?: boolean } = {},
 ): Promise<void> {
   const content = `${holder.runId} ${holder.holder} ${holder.pid} ${holder.since}`
   const dir = path.replace(/\/[^/]+$/, '')
@@ -261,12 +306,27 @@ export async function acquireHostLock(
   if (first.code === 0) return
   const current = await runCommand(transport, ['cat', path], { check: false })
   const [runId = '', who = '', pid = '', since = ''] = current.stdout.trim().split(' ')
-  const ours = runId === holder.runId || (options.takeOver ?? []).includes(runId)
+  let ours = runId === holder.runId || (options.takeOver ?? []).includes(runId)
+  const sameProcess = runId === holder.runId && who === holder.holder && Number(pid) === holder.pid
+  if (ours && options.lease && current.code === 0 && !sameProcess) {
+    const presence = await holderPresence(transport, path, who, Number(pid))
+    if (!presence.gone && !(options.breakLock && options.force === true))
+      throw withFacts(
+        new LockedError(
+          `Host ${transport.host} is locked by run ${runId} (${who}, pid ${pid}) since ${since}, whose holder is alive: ${presence.why}.`,
+          `Let it finish or stop it (svcops runs show ${runId}); once its process is gone (or its lease lapses, ${HOST_LEASE_SECONDS} s after its machine stopped renewing it), svcops resume ${runId} [--rollback] takes the lock over.`,
+        ),
+        { lockedBy: { runId, holder: who, pid: Number(pid), since, host: transport.host, alive: true } },
+      )
+    if (!presence.gone)
+      ours = false // --break-lock --force: taken below, with its warning
+    else events.info(`Taking over the host lock of ${transport.host} from run ${runId}: ${presence.why}.`, transport.host)
+  }
   // `force: false`: the caller decides here whether breaking is allowed (a host lock left is an unfinished run's).
   if (!ours && options.breakLock && options.force === false && current.code === 0)
     throw breakRefused(`host ${transport.host} is locked by run ${runId} (${who}, pid ${pid}) since ${since}, which did not finish`, runId)
   if (ours || options.breakLock) {
-    if (options.breakLock && runId !== holder.runId)
+    if (options.breakLock && !ours)
       events.warn(`--break-lock: replacing the host lock of ${transport.host} held by run ${runId}.`, transport.host)
     await runCommand(transport, ['sh', '-c', 'printf "%s\\n" "$1" > "$2"', 'sh', content, path])
     return
@@ -279,6 +339,29 @@ export async function acquireHostLock(
     ),
     { lockedBy: { runId, holder: who, pid: Number(pid), since, host: transport.host } },
   )
+}
+
+/**
+ * Keeps the lease of the host lock `path` that run `runId` holds: the file's time is renewed every
+ * few seconds while it still names the run, so another machine can tell a live holder from a
+ * machine that went away (`acquireHostLock` with `lease`). The timer does not keep the process alive.
+ */
+export function renewHostLease(transport: Transport, path: string, runId: string): { stop(): void } {
+  let warned = false
+  const renew = () => {
+    // Not through runCommand: a renewal every few seconds is no event of the run.
+    void transport
+      .exec(['sh', '-c', '[ "$(cut -d" " -f1 "$1" 2>/dev/null)" = "$2" ] && touch -c "$1"', 'sh', path, runId], { check: false })
+      .then((result) => {
+        if (result.code === 0 || warned) return
+        warned = true
+        events.warn(`The host lock ${path} on ${transport.host} no longer names run ${runId}: its lease is not renewed.`, transport.host)
+      })
+      .catch(() => undefined) // the transport closed under it: the run is ending
+  }
+  const timer = setInterval(renew, RENEW_EVERY_MS)
+  timer.unref()
+  return { stop: () => clearInterval(timer) }
 }
 
 /** Removes the host lock if it is ours. */
