@@ -4,38 +4,56 @@
  * drain. Run on the live host through the platform (its transport: SSH, or local on a lab host).
  *
  * Here the drain is a file the site's load balancer reads on the live host: present, it sends no
- * new source to this ingest. A site puts its own command in `DRAIN` and `RESTORE`. On Kubernetes
- * (no host) the steps say so and skip: this site drains its ingest there by its Service instead.
+ * new source to this ingest. It lives in svcops' own folder on the host, which the SSH user owns
+ * (beside the run store, /var/lib/svcops), never in a folder every local user may write such as
+ * /var/tmp: there anyone could plant a link at its name and have svcops write through it. It is
+ * written by the platform's file writer (a new file created without following links, renamed over
+ * the name: a link there is replaced, never written through) and removed with `rm -f` (a link is
+ * removed, not its target). A site puts its own commands here. On Kubernetes (no host) the steps
+ * say so and skip: this site drains its ingest there by its Service instead.
  */
 import { runCommand, shellJoin } from '../../src/core/runner.ts'
 import { hostPath } from '../../src/drivers/transports.ts'
+import { removeHostFile, writeHostFile, type LiveHost } from '../../src/live/hosts/host-files.ts'
 import type { LiveContext } from '../../src/live/live-context.ts'
 import type { SiteStep } from '../../src/runs/site-steps.ts'
 import { defineStep } from '../../src/runs/step.ts'
 
+/** svcops' own folder of site files on the live host, which the SSH user owns. */
+export const SITE_DIR = '/var/lib/svcops/site'
 /** Where the load balancer looks for the drain mark, on the live host. */
-export const DRAIN_MARK = '/var/tmp/svcops-site/ingest.drain'
+export const DRAIN_MARK = `${SITE_DIR}/ingest.drain`
 
-const DRAIN = (mark: string) => ['sh', '-c', 'mkdir -p -- "$(dirname -- "$1")" && echo drained > "$1"', 'sh', mark]
-const RESTORE = (mark: string) => ['rm', '-f', '--', mark]
+/** Refuses a site folder that is a link: the writer creates its file in the folder it names, wherever that points. */
+const NOT_A_LINK = [
+  'sh',
+  '-c',
+  '[ ! -L "$1" ] || { echo "$1 is a symbolic link; svcops writes site files only into a folder of its own" >&2; exit 1; }',
+  'sh',
+]
 
-/** The command, as the dry run shows it, on the host the platform names. */
-const describeOn = (ctx: LiveContext, argv: (mark: string) => string[]) => {
+/** The commands, as the dry run shows them, on the host the platform names. */
+const describeOn = (ctx: LiveContext, what: (mark: string) => string[]) => {
   const host = ctx.platform.hostOf()
   return 'unavailable' in host
     ? [`nothing: ${host.unavailable}`]
-    : [`on ${host.name}: ${shellJoin(argv(hostPath(host.config, DRAIN_MARK)))}`]
+    : what(hostPath(host.config, DRAIN_MARK)).map((c) => `on ${host.name}: ${c}`)
+}
+
+async function drain(host: LiveHost): Promise<void> {
+  await runCommand(host.transport, [...NOT_A_LINK, hostPath(host.config, SITE_DIR)])
+  await writeHostFile(host, DRAIN_MARK, 'drained\n')
 }
 
 /** Puts the ingest back in service: the rollback's undo of the drain, and the step after the verification. */
 export const restoreIngest = defineStep<LiveContext>({
   id: 'site-restore-ingest',
   title: 'restore the ingest to the load balancer (site step)',
-  describe: (ctx) => describeOn(ctx, RESTORE),
+  describe: (ctx) => describeOn(ctx, (mark) => [shellJoin(['rm', '-f', '--', mark])]),
   async act(ctx) {
     const host = ctx.platform.hostOf()
     if ('unavailable' in host) return { skipped: host.unavailable }
-    await runCommand(host.transport, RESTORE(hostPath(host.config, DRAIN_MARK)))
+    await removeHostFile(host, DRAIN_MARK)
     return { changed: [`ingest restored on ${host.name}`] }
   },
 })
@@ -45,11 +63,11 @@ export const drainIngest: SiteStep<LiveContext> = {
   ...defineStep<LiveContext>({
     id: 'site-drain-ingest',
     title: 'drain the ingest from the load balancer (site step)',
-    describe: (ctx) => describeOn(ctx, DRAIN),
+    describe: (ctx) => describeOn(ctx, (mark) => [`write ${mark} (0600, a new file renamed over it; a link there is replaced)`]),
     async act(ctx) {
       const host = ctx.platform.hostOf()
       if ('unavailable' in host) return { skipped: host.unavailable }
-      await runCommand(host.transport, DRAIN(hostPath(host.config, DRAIN_MARK)))
+      await drain(host)
       return { changed: [`ingest drained on ${host.name}`] }
     },
   }),
