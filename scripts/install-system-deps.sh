@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Installs the system packages svcops' lab and tests run on: a real PostgreSQL, OpenSSH server,
 # GnuPG, dpkg and a real service supervisor; headless Chromium (the HTML report's tests) and
-# Prometheus' promtool and Pushgateway (the metrics' tests); a C++ compiler for ssh2's native crypto
-# binding (scripts/ssh2-binding.js, run at the end). Called by the npm `pre*` hooks, so
-# `npm install && npm test` and `npm install && npm run demo` work on a fresh Debian or Ubuntu machine.
+# Prometheus' promtool and Pushgateway (the metrics' tests); a C++ compiler, make and python3 for
+# ssh2's native crypto binding, which this script never builds (`npm run build:ssh2-binding` does,
+# when asked). Called by the npm `pre*` hooks, so `npm install && npm test` and
+# `npm install && npm run demo` work on a fresh Debian or Ubuntu machine.
 # Idempotent: when every binary is present it does nothing. As non-root, or off Debian, it stops
 # and prints the exact command to run.
+#
+# SVCOPS_EXTRA_PACKAGES: more Debian packages, separated by spaces, each a package name (Debian
+# Policy 5.6.1: lower-case letters, digits, + - and ., starting with a letter or digit, at least
+# two characters), optionally pinned to a version (`name=version`, the version starting with a
+# digit, of letters, digits and . + ~ : -). Anything else is refused before anything runs: each
+# word reaches root's apt-get as an argument, where a word like -o... would be an option.
 set -euo pipefail
 
 # binary -> Debian package that provides it
@@ -27,12 +34,19 @@ declare -A needs=(
   [promtool]=prometheus
   [prometheus-pushgateway]=prometheus-pushgateway
   [systemd-analyze]=systemd
-  # ssh2's native crypto binding, built by scripts/ssh2-binding.js (below and at npm install).
+  # ssh2's native crypto binding, built by `npm run build:ssh2-binding` (scripts/ssh2-binding.js).
   [g++]=g++
   [make]=make
   [python3]=python3
 )
-extra="${SVCOPS_EXTRA_PACKAGES:-}"
+# Split on blanks and newlines without pathname expansion (a word like * stays a word, and is refused).
+read -r -d '' -a extra <<<"${SVCOPS_EXTRA_PACKAGES:-}" || true
+for p in ${extra[@]+"${extra[@]}"}; do
+  if [[ ! "$p" =~ ^[a-z0-9][a-z0-9+.-]+(=[0-9][A-Za-z0-9.+~:-]*)?$ ]]; then
+    printf "SVCOPS_EXTRA_PACKAGES: the word %q is not a Debian package name; expected names like libpq-dev or libpq-dev=15.8-0+deb12u1 (lower-case letters, digits, + - and ., at least two characters, starting with a letter or digit; a version after = starting with a digit).\n" "$p" >&2
+    exit 2
+  fi
+done
 
 missing=()
 for bin in "${!needs[@]}"; do
@@ -44,16 +58,11 @@ done
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
   missing+=(postgresql)
 fi
-for p in $extra; do
+for p in ${extra[@]+"${extra[@]}"}; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 
-# ssh2's native crypto binding for the Node in node_modules: `npm install` builds it when a compiler
-# is there; on a new machine the compiler comes with the packages above. Quick when it is built.
-native() { node "$(dirname "$0")/ssh2-binding.js"; }
-
 if [ ${#missing[@]} -eq 0 ]; then
-  native
   exit 0
 fi
 # unique, sorted
@@ -78,4 +87,3 @@ fi
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends ${missing[*]} >/dev/null
 echo "svcops: system packages installed." >&2
-native

@@ -142,9 +142,9 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
     }
   })
 
-  it("encrypts with ssh2's native crypto binding, which npm install builds for the Node svcops runs on", async () => {
+  it("encrypts with ssh2's native crypto binding, which npm run build:ssh2-binding builds for the Node svcops runs on", async () => {
     // Without it, ssh2 makes a cipher object per packet through Node's crypto API: about half as
-    // much CPU again per command (bench/ssh/binding.ts). scripts/ssh2-binding.js builds it.
+    // much CPU again per command (bench/ssh/binding.ts). scripts/ssh2-binding.js builds it, when asked.
     const fresh = new SshTransport(sshTarget())
     try {
       await runCommand(fresh, ['true'])
@@ -152,7 +152,7 @@ describe('SSH transport to a lab host through a real sshd on loopback', () => {
       const protocol = (ssh.connection as unknown as { _protocol: { _cipher: object; _decipher: object } })._protocol
       expect(
         [protocol._cipher.constructor.name, protocol._decipher.constructor.name],
-        "ssh2's native binding is not built: run `npm run system-deps` (g++, make, python3, then scripts/ssh2-binding.js)",
+        "ssh2's native binding is not built: run `npm run system-deps` (g++, make, python3), then `npm run build:ssh2-binding`",
       ).toEqual(['AESGCMCipherBinding', 'AESGCMDecipherBinding'])
     } finally {
       await fresh.close()
