@@ -88,6 +88,10 @@ export const checkRollbackReady = defineStep<Ctx, [ReadyCheck]>({
   async preview(ctx, by) {
     // The dry run of an upgrade has neither its backup nor its staged packages: the run checks after both.
     if (!backedUp(ctx)) return { skipped: 'checked by the run once it has staged the packages and backed up its files' }
+    // A preflight that could not read the running releases already ends the dry run, saying why (a
+    // run that has read them always records them).
+    if (!Object.keys(ctx.journal.run.params.previousVersions).length)
+      return { skipped: 'checked by the run once the preflight has read the running release' }
     const read = await findMissing(ctx, by)
     if (read.missing.length) throw refusal(ctx, by, read.missing)
     return { data: { ready: true } }
