@@ -97,6 +97,8 @@ export async function backupRunCommand(flags: BackupRunFlags, io: CommandIO): Pr
     ...(flags.keepLast === undefined ? {} : { keepLast: flags.keepLast }),
     ...(flags.keepDays === undefined ? {} : { keepDays: flags.keepDays }),
   }
+  // The systems' run stores: the prune step (and its dry run) reads the backups runs hold from them.
+  await useRunSystems()
   if (flags.dryRun) {
     const steps = await planBackupPlaybook(request)
     printOn(io, { ok: true, dryRun: true, steps }, () =>
@@ -107,7 +109,6 @@ export async function backupRunCommand(flags: BackupRunFlags, io: CommandIO): Pr
     )
     return
   }
-  await useRunSystems()
   const stop = showEventsOn(io)
   try {
     const outcome = await runBackupPlaybook(request)

@@ -9,7 +9,7 @@ import type { Environment } from '../config/schema.ts'
 import { BadInputError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { formatBytes } from '../core/units.ts'
-import { listRuns, type Journal } from '../runs/journal.ts'
+import type { Journal } from '../runs/journal.ts'
 import type { RunParams } from '../runs/run-record.ts'
 import type { Opened } from '../runs/playbook.ts'
 import { defineStep } from '../runs/step.ts'
@@ -17,13 +17,13 @@ import {
   assertVerified,
   createBackup,
   openBackupContext,
-  heldBackups,
   planBackup,
   pruneBackups,
   readIdentity,
   verifyBackup,
   type BackupContext,
 } from './index.ts'
+import { readHeldBackups } from './held-by-runs.ts'
 
 /** What a backup run records in its record's params: the backup it made, and the schema it was taken on. */
 export interface BackupParams extends RunParams {
@@ -33,6 +33,8 @@ export interface BackupParams extends RunParams {
 
 /** What the backup steps share. */
 export interface BackupRunContext {
+  /** The environment: retention reads the backups its runs hold from its run stores. */
+  env: Environment
   backup: BackupContext
   journal: Journal<BackupParams>
   retention: { keepLast?: number; keepDays?: number }
@@ -43,7 +45,7 @@ export function openBackupRun(env: Environment, retention: BackupRunContext['ret
   return async (journal: Journal<BackupParams>): Promise<Opened<BackupRunContext>> => {
     requireSection(env, 'recording')
     const backup = await openBackupContext(env)
-    return { ctx: { backup, journal, retention }, close: () => backup.store.close() }
+    return { ctx: { env, backup, journal, retention }, close: () => backup.store.close() }
   }
 }
 
@@ -93,20 +95,26 @@ export const pruneByRetention = defineStep<BackupRunContext>({
   describe: async (ctx) => {
     if (ctx.retention.keepLast === undefined && ctx.retention.keepDays === undefined)
       return ['no retention given (--keep-last, --keep-days): nothing is removed']
+    const { held, unknown } = await readHeldBackups(ctx.env)
     const plan = await pruneBackups(ctx.backup.store, {
       ...ctx.retention,
       environment: ctx.backup.environment,
-      held: heldBackups(listRuns()),
+      held,
+      ...(unknown !== undefined ? { heldUnknown: unknown } : {}),
       dryRun: true,
     })
+    if (unknown !== undefined) return [`nothing is removed: the runs that may hold backups could not be read (${unknown})`]
     return plan.remove.length ? plan.remove.map((r) => `remove ${r.id} (completed ${r.completedAt})`) : ['nothing to remove']
   },
   async act(ctx) {
     if (ctx.retention.keepLast === undefined && ctx.retention.keepDays === undefined) return { skipped: 'no retention given' }
+    // Every run of the environment, wherever it was started: a run paused on another machine keeps its backup.
+    const { held, unknown } = await readHeldBackups(ctx.env)
     const plan = await pruneBackups(ctx.backup.store, {
       ...ctx.retention,
       environment: ctx.backup.environment,
-      held: heldBackups(listRuns()),
+      held,
+      ...(unknown !== undefined ? { heldUnknown: unknown } : {}),
     })
     if (plan.remove.length) events.info(`Removed ${plan.remove.length} backup(s): ${plan.remove.map((r) => r.id).join(', ')}`)
     return { changed: plan.remove.map((r) => `removed backup ${r.id}`), data: { kept: plan.keep.length, removed: plan.remove.length } }

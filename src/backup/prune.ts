@@ -3,7 +3,9 @@
  * verification record beside it says whether and how it was verified. Pruning keeps the newest N,
  * those younger than D days, and — whatever the numbers say — the newest verified backup and every
  * backup a run can still roll back to (`heldBackups`: restic's and pgBackRest's rule that retention
- * never expires what a restore depends on). Removing a held one takes its id and `--force`.
+ * never expires what a restore depends on), read from every run of the environment wherever it was
+ * started (held-by-runs.ts); when those runs cannot be read, everything. Removing a held one takes
+ * its id and `--force`.
  */
 import { BadInputError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
@@ -124,6 +126,8 @@ export interface PruneOptions {
   now?: Date
   /** Backups runs can still roll back to (`heldBackups`): never removed by retention. */
   held?: Map<string, string>
+  /** Why the runs that hold backups are unknown (a run store could not be read): then nothing is removed. */
+  heldUnknown?: string
 }
 
 export interface PrunePlan {
@@ -152,6 +156,8 @@ export function planPrune(entries: BackupEntry[], options: PruneOptions): PruneP
     if (entry === newestVerified) reasons.push('the newest verified backup')
     const holder = options.held?.get(entry.id)
     if (holder) reasons.push(`held by run ${holder}: its rollback restores it`)
+    // Never pruned blind: a run elsewhere may still need any of them.
+    if (options.heldUnknown !== undefined) reasons.push('the runs that may hold it could not be read')
     if (reasons.length > 0) plan.keep.push({ id: entry.id, reasons })
     else plan.remove.push({ id: entry.id, completedAt: entry.manifest.completedAt })
   })

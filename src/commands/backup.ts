@@ -202,7 +202,8 @@ function registerRestore(backup: Command): void {
       ) => {
         const { openBackupContext, readIdentity, readManifest, restoreBackup, planRestore, assertFingerprintFits } =
           await import('../backup/index.ts')
-        const ctx = await openBackupContext(await environmentOf(command))
+        const env = await environmentOf(command)
+        const ctx = await openBackupContext(env)
         const stop = showProgress(command)
         try {
           const trust = {
@@ -220,18 +221,28 @@ function registerRestore(backup: Command): void {
           }
           const identity = await readIdentity(ctx.backup)
           const d = ctx.database
-          await confirm(
-            `Replace every table in ${d.name} on ${d.host}:${d.port} with backup ${id} (taken ${manifest.completedAt})?`,
-            options.yes,
-            'restoring replaces the database',
-          )
-          const confirmed = true
-          const report = await restoreBackup(ctx.store, id, d, {
-            ...trust,
-            identity,
-            confirmed,
-            ...(options.expectFingerprint ? { expectFingerprint: options.expectFingerprint } : {}),
-          })
+          // Never beside a run: it may be changing the database now, or its rollback may need it as it is.
+          await (await import('./run-systems.ts')).useRunSystems()
+          const runs = await (await import('../runs/run-listing.ts')).listEnvironmentRuns(env)
+          const lock = await (
+            await import('../backup/held-by-runs.ts')
+          ).lockForBackupCommand(env, { verb: 'backup restore', done: 'restored' }, runs)
+          let report: Awaited<ReturnType<typeof restoreBackup>>
+          try {
+            await confirm(
+              `Replace every table in ${d.name} on ${d.host}:${d.port} with backup ${id} (taken ${manifest.completedAt})?`,
+              options.yes,
+              'restoring replaces the database',
+            )
+            report = await restoreBackup(ctx.store, id, d, {
+              ...trust,
+              identity,
+              confirmed: true,
+              ...(options.expectFingerprint ? { expectFingerprint: options.expectFingerprint } : {}),
+            })
+          } finally {
+            await lock.release()
+          }
           printResult(
             command,
             { ok: true, ...report },
@@ -259,8 +270,8 @@ function registerPrune(backup: Command): void {
       '\nExamples:\n  svcops backup prune --env prod --keep-last 7 --keep-days 30 --dry-run\n  svcops backup prune --env prod --keep-last 3 --json',
     )
     .action(async (options: { keepLast?: string; keepDays?: string; dryRun?: boolean }, command: Command) => {
-      const { heldBackups, openStore, pruneBackups } = await import('../backup/index.ts')
-      const { listEnvironmentRuns } = await import('../runs/run-listing.ts')
+      const { openStore, pruneBackups } = await import('../backup/index.ts')
+      const { readHeldBackups } = await import('../backup/held-by-runs.ts')
       await (await import('./run-systems.ts')).useRunSystems() // the environment's run store, with the local folder
       const { requireSection } = await import('../config/load.ts')
       const keepLast = options.keepLast === undefined ? undefined : parseCount(options.keepLast, '--keep-last')
@@ -269,9 +280,12 @@ function registerPrune(backup: Command): void {
       const store = await openStore(requireSection(env, 'backup'))
       const stop = showProgress(command)
       try {
+        // Every run of the environment, wherever it was started; unreadable, nothing is removed.
+        const { held, unknown } = await readHeldBackups(env)
         const plan = await pruneBackups(store, {
           environment: env.name,
-          held: heldBackups(await listEnvironmentRuns(env)),
+          held,
+          ...(unknown !== undefined ? { heldUnknown: unknown } : {}),
           ...(keepLast !== undefined ? { keepLast } : {}),
           ...(keepDays !== undefined ? { keepDays } : {}),
           dryRun: options.dryRun ?? false,
@@ -305,18 +319,22 @@ function registerDelete(backup: Command): void {
     )
     .action(async (id: string, options: { force?: boolean }, command: Command) => {
       const { deleteBackup, heldBackups, openStore } = await import('../backup/index.ts')
+      const { lockForBackupCommand } = await import('../backup/held-by-runs.ts')
       const { listEnvironmentRuns } = await import('../runs/run-listing.ts')
       await (await import('./run-systems.ts')).useRunSystems() // the environment's run store, with the local folder
       const { requireSection } = await import('../config/load.ts')
       const env = await environmentOf(command)
       const store = await openStore(requireSection(env, 'backup'))
       try {
-        const done = await deleteBackup(store, id, {
-          environment: env.name,
-          held: heldBackups(await listEnvironmentRuns(env)),
-          force: options.force ?? false,
-        })
-        printResult(command, { ok: true, deleted: done.id, heldBy: done.heldBy ?? null }, () => `Deleted backup ${done.id}.`)
+        const runs = await listEnvironmentRuns(env)
+        // Never beside a run: one running, paused or interrupted may still restore this very backup.
+        const lock = await lockForBackupCommand(env, { verb: 'backup delete', done: 'deleted' }, runs)
+        try {
+          const done = await deleteBackup(store, id, { environment: env.name, held: heldBackups(runs), force: options.force ?? false })
+          printResult(command, { ok: true, deleted: done.id, heldBy: done.heldBy ?? null }, () => `Deleted backup ${done.id}.`)
+        } finally {
+          await lock.release()
+        }
       } finally {
         await store.close()
       }

@@ -8,7 +8,7 @@ import { existsSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Environment } from '../config/schema.ts'
 import { writeFileAtomic } from '../core/atomic-write.ts'
-import { errorMessage } from '../core/errors.ts'
+import { OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { redactDeep } from '../core/redact.ts'
 import { Journal, listRuns, runsDir } from './journal.ts'
@@ -60,9 +60,10 @@ export function environmentStores(env: Environment): RunStore[] {
  * Every run of environment `env`, newest first: the local folder's (`base`) and its environment's
  * stores', merged by id — the environment's record counts unless only the local one is finished
  * (its last write did not reach the environment). An unfinished run whose holder is gone is shown
- * `interrupted` (run-presence.ts). A store that cannot be read is said once; the others still count.
+ * `interrupted` (run-presence.ts). A store that cannot be read is said once; the others still count
+ * — unless `strict`, for a reader that must not decide on part of the runs (retention): then it throws.
  */
-export async function listEnvironmentRuns(env: Environment, options: { base?: string } = {}): Promise<RunRecord[]> {
+export async function listEnvironmentRuns(env: Environment, options: { base?: string; strict?: boolean } = {}): Promise<RunRecord[]> {
   const byId = new Map<string, { record: RunRecord; store?: RunStore }>()
   for (const record of listRuns(options.base ?? runsDir()).filter((r) => r.environment === env.name)) byId.set(record.id, { record })
   const stores = environmentStores(env)
@@ -72,6 +73,7 @@ export async function listEnvironmentRuns(env: Environment, options: { base?: st
       try {
         records = await store.listRecords(env.name)
       } catch (error) {
+        if (options.strict) throw new OperationError(`The runs kept in ${store.where} could not be read: ${errorMessage(error)}.`)
         events.warn(`The runs kept in ${store.where} could not be read (${errorMessage(error)}); showing the local copies only.`)
         continue
       }

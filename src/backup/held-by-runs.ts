@@ -1,0 +1,88 @@
+/**
+ * What the backup commands owe the environment's runs, wherever those runs were started: retention
+ * reads the backups they hold from the environment's run stores (not only this machine's runs
+ * folder), and keeps everything when a store cannot be read; `backup restore` and `backup delete`
+ * take the environment's lock, so they never act beside a run that is running, paused, or was
+ * interrupted without finishing.
+ */
+import { requireSection } from '../config/load.ts'
+import type { Environment } from '../config/schema.ts'
+import { LockedError, errorMessage, withFacts } from '../core/errors.ts'
+import { events } from '../core/events.ts'
+import { acquireEnvironmentLock, type EnvironmentLock, type LockHolder } from '../runs/lock.ts'
+import { listEnvironmentRuns } from '../runs/run-listing.ts'
+import { holderName, isFinished, newRunId, type RunRecord } from '../runs/run-record.ts'
+import { heldBackups } from './prune.ts'
+
+/** The backups runs hold (`heldBackups`), or why they are unknown (then retention removes nothing). */
+export interface HeldByRuns {
+  held: Map<string, string>
+  /** Set when a store of the environment's runs could not be read: which backups runs hold is unknown. */
+  unknown?: string
+}
+
+/**
+ * The backups runs can still roll back to, from every run of `env`: the local runs folder and the
+ * environment's own stores (`listEnvironmentRuns`), so a run paused or interrupted on another
+ * machine keeps its backup. A store that cannot be read gives `unknown` instead of a guess.
+ */
+export async function readHeldBackups(env: Environment): Promise<HeldByRuns> {
+  try {
+    return { held: heldBackups(await listEnvironmentRuns(env, { strict: true })) }
+  } catch (error) {
+    const unknown = errorMessage(error)
+    events.warn(
+      `Retention keeps every backup of '${env.name}': ${unknown.replace(/\.$/, '')}, so which backups runs still need is unknown.`,
+    )
+    return { held: new Map(), unknown }
+  }
+}
+
+/** What a backup command does, for its lock's row and its refusals. */
+export interface BackupCommand {
+  /** `backup restore`, `backup delete`. */
+  verb: string
+  /** What would have been changed ("restored", "deleted"). */
+  done: string
+}
+
+/**
+ * Takes environment `env`'s lock for a backup command, or refuses naming the run that holds it: a
+ * run that is running or paused (its holder alive), or one interrupted without finishing (its
+ * holder gone, its rollback may still need the database as it is). `runs` are the environment's
+ * runs (`listEnvironmentRuns`), to tell a finished run's leftover row from an unfinished one.
+ */
+export async function lockForBackupCommand(env: Environment, command: BackupCommand, runs: RunRecord[]): Promise<EnvironmentLock> {
+  const database = requireSection(env, 'recording').database
+  const holder: LockHolder = {
+    // No run id: a command that dies holding the lock leaves nothing for a resume to finish.
+    runId: `${command.verb.replace(/\s+/g, '-')}-${newRunId()}`,
+    holder: holderName(),
+    pid: process.pid,
+    since: new Date().toISOString(),
+  }
+  try {
+    return await acquireEnvironmentLock(database, {
+      environment: env.name,
+      holder,
+      judgeDead: (dead) => {
+        const run = runs.find((r) => r.id === dead.runId)
+        return run && isFinished(run) ? undefined : refusal(env, command, dead, 'was interrupted without finishing')
+      },
+    })
+  } catch (error) {
+    const by = error instanceof LockedError ? (error.facts.lockedBy as LockHolder | null | undefined) : undefined
+    if (by && error instanceof LockedError && !error.facts.refusedBackupCommand) throw refusal(env, command, by, 'is running or paused')
+    throw error
+  }
+}
+
+function refusal(env: Environment, command: BackupCommand, run: LockHolder, state: string): LockedError {
+  return withFacts(
+    new LockedError(
+      `${command.verb}: run ${run.runId} (${run.holder}, pid ${run.pid}, since ${run.since}) ${state} and holds the lock of environment '${env.name}'; nothing was ${command.done}.`,
+      `Let it end, or end it first: svcops runs show ${run.runId} --env ${env.name}   then svcops resume ${run.runId} [--rollback] (or svcops runs abort ${run.runId} while it waits after its canary)`,
+    ),
+    { lockedBy: run, refusedBackupCommand: true },
+  )
+}
