@@ -19,7 +19,7 @@ export function register(program: Command): void {
 Comments, string and character literals, raw strings and #include <...> names are ignored;
 names that only look alike (mPTSOffset, sendRequestAsync) are not findings.
 
-Exit codes (for CI): 0 nothing found, 1 findings, 2 bad input (version, directory).
+Exit codes (for CI): 0 nothing found, 5 findings (they need a person), 2 bad input (version, directory).
 
 Examples:
   svcops scan sdk ./src --from 1.0.0 --to 7.0.0
@@ -29,6 +29,7 @@ Examples:
       const { scanSdk, formatSdkFindings } = await import('../releases/sdk-scan.ts')
       const result = scanSdk(dir, options.from, options.to)
       printResult(command, { ok: result.findings.length === 0, ...result }, () => formatSdkFindings(result))
-      if (result.findings.length) exitAfterOutput(ExitCode.failed)
+      // A finding is work for a person, not a failed command: the exit-code map's 5 (src/core/errors.ts).
+      if (result.findings.length) exitAfterOutput(ExitCode.findings)
     })
 }

@@ -40,22 +40,25 @@ describe('release commands end to end', () => {
     expect(run.stdout).not.toMatch(/SVC_|svc_/)
   })
 
-  it.concurrent('scan sdk: exit 1 with file:line:column on findings, 0 when clean, 2 on a bad version', async () => {
-    const src = join(dir, 'scan')
-    const { mkdirSync } = await import('node:fs')
-    mkdirSync(src)
-    writeFileSync(join(src, 'engine.cpp'), '// mPTS\nauto t = frame.mPTS;\n')
-    const [found, clean, bad] = await Promise.all([
-      svcops(['scan', 'sdk', src, '--from', '1.0.0', '--to', '2.0.0']),
-      inProcess(['scan', 'sdk', src, '--from', '2.0.0', '--to', '7.0.0', '--json']),
-      inProcess(['scan', 'sdk', src, '--from', 'x', '--to', '2.0.0']),
-    ])
-    expect(found.code).toBe(1)
-    expect(found.stdout).toContain('engine.cpp:2:16: 2.0.0 mPTS -> mCaptureTimestamp or mRenderingTimestamp (2.0.0/mpts)')
-    expect(clean.code).toBe(0)
-    expect(json(clean)).toMatchObject({ ok: true, findings: [], files: 1 })
-    expect(bad.code).toBe(2)
-  })
+  it.concurrent(
+    'scan sdk: exit 5 (findings that need a person) with file:line:column on findings, 0 when clean, 2 on a bad version',
+    async () => {
+      const src = join(dir, 'scan')
+      const { mkdirSync } = await import('node:fs')
+      mkdirSync(src)
+      writeFileSync(join(src, 'engine.cpp'), '// mPTS\nauto t = frame.mPTS;\n')
+      const [found, clean, bad] = await Promise.all([
+        svcops(['scan', 'sdk', src, '--from', '1.0.0', '--to', '2.0.0']),
+        inProcess(['scan', 'sdk', src, '--from', '2.0.0', '--to', '7.0.0', '--json']),
+        inProcess(['scan', 'sdk', src, '--from', 'x', '--to', '2.0.0']),
+      ])
+      expect(found.code).toBe(5)
+      expect(found.stdout).toContain('engine.cpp:2:16: 2.0.0 mPTS -> mCaptureTimestamp or mRenderingTimestamp (2.0.0/mpts)')
+      expect(clean.code).toBe(0)
+      expect(json(clean)).toMatchObject({ ok: true, findings: [], files: 1 })
+      expect(bad.code).toBe(2)
+    },
+  )
 
   it.concurrent('migrate requests: writes --out, names rules, exit 5 when a call is untranslatable', async () => {
     const calls = join(dir, 'calls.yaml')
