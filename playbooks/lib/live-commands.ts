@@ -5,7 +5,7 @@
  * Declarations only: the CLI imports this file at start-up.
  */
 import { collectList, wholeNumber, type CommandSpec } from '../../src/core/option-table.ts'
-import { lockOptions } from './recording-commands.ts'
+import { TRUST_UNSIGNED_OPTION, lockOptions } from './recording-commands.ts'
 
 export interface UpgradeLiveFlags {
   to: string
@@ -61,13 +61,14 @@ export const UPGRADE_LIVE: CommandSpec = {
   after: `
 Procedure (playbooks/upgrade-live.ts; docs/live.md has a runbook per major):
   preflight      the installed release of every component; a downgrade or mixed releases refused
-  stage          the target and the current package on the host, before anything stops
   gates          every change only people can make, for each major crossed (svcops plan live):
                    checked by svcops when the stack file lists inputs (live.sdkSourceDirs -> scan sdk,
                    live.savedRequests -> migrate requests, live.metricFiles -> migrate metrics),
                    else acknowledged with --ack ID; an open gate stops the run here (exit 5), nothing changed
+  stage          the target and the current package on the host, before anything stops
   check-config   settings and environment files read; several TCP endpoints refused (pick one: --tcp-endpoint)
   backup         every settings and environment file, into .svcops/runs/<id>/backup/ (0600)
+  rollback-ready what the rollback needs (previous packages, the saved files, every host), before anything stops
   stop           control panel, pipeline, ingest, controller
   write-config   a new PSK when the target needs one (2.0) or the current one fails the entropy check
                  (6.0), in the settings file and every environment together; the settings file moved to
@@ -104,6 +105,7 @@ export interface RollbackLiveFlags {
   yes?: boolean
   breakLock?: boolean
   force?: boolean
+  trustUnsignedRun?: boolean
 }
 
 export const ROLLBACK_LIVE: CommandSpec = {
@@ -114,6 +116,7 @@ export const ROLLBACK_LIVE: CommandSpec = {
     { flags: '--dry-run', help: 'print what the rollback would do, with the exact commands; change nothing' },
     { flags: '-y, --yes', help: 'do not ask for confirmation' },
     ...lockOptions('live system'),
+    TRUST_UNSIGNED_OPTION,
   ],
   after: `
 Stops every component (control panel first), puts back every settings and environment file from

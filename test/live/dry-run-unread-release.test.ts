@@ -115,3 +115,23 @@ describe('the staging stack', () => {
     expect(actionsOf(answer, 'gates')).not.toContain('give --from VERSION')
   })
 })
+
+describe('svcops upgrade live --help', () => {
+  it("lists the procedure's steps in the order the playbook runs them, as its dry run shows them", async () => {
+    const help = await runSvcopsInProcess(['upgrade', 'live', '--help'])
+    const block = help.stdout.slice(help.stdout.indexOf('Procedure'), help.stdout.indexOf('On failure after the first stop'))
+    const listed = [...block.matchAll(/^ {2}([a-z-]+(?: component)?)\s/gm)].flatMap((m) =>
+      m[1] === 'per component' ? ['install', 'start', 'check'] : [m[1] ?? ''],
+    )
+    const run = await runSvcopsInProcess(['upgrade', 'live', '--env', 'prod', '--to', '7.0.0', '--from', '6.2.0', '--dry-run', '--json'], {
+      env,
+    })
+    const planned: string[] = []
+    for (const s of (JSON.parse(run.stdout) as DryRunAnswer).steps) {
+      // The procedure's own steps, once each (a site's steps and the rollback are not the procedure).
+      if (s.step.startsWith('site-') || s.step.startsWith('rollback:') || planned.includes(s.step)) continue
+      planned.push(s.step)
+    }
+    expect(listed).toEqual(planned)
+  })
+})
