@@ -134,6 +134,8 @@ export interface PrunePlan {
   keep: { id: string; reasons: string[] }[]
   remove: { id: string; completedAt: string }[]
   dryRun: boolean
+  /** Why every backup was kept: the runs that hold backups could not be read (`PruneOptions.heldUnknown`). */
+  heldUnknown?: string
 }
 
 /** Decides what to keep and why; pure, so the dry run shows exactly what a real run removes. */
@@ -147,7 +149,12 @@ export function planPrune(entries: BackupEntry[], options: PruneOptions): PruneP
     throw new BadInputError(`--keep-days: '${keepDays}' is not valid; expected a number of days, 0 or more.`)
   const now = (options.now ?? new Date()).getTime()
   const newestVerified = entries.find((e) => e.verified?.ok)
-  const plan: PrunePlan = { keep: [], remove: [], dryRun: options.dryRun ?? false }
+  const plan: PrunePlan = {
+    keep: [],
+    remove: [],
+    dryRun: options.dryRun ?? false,
+    ...(options.heldUnknown !== undefined ? { heldUnknown: options.heldUnknown } : {}),
+  }
   entries.forEach((entry, index) => {
     const reasons: string[] = []
     if (keepLast !== undefined && index < keepLast) reasons.push(`one of the newest ${keepLast}`)

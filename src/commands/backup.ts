@@ -294,7 +294,11 @@ function registerPrune(backup: Command): void {
           [
             ...plan.keep.map((k) => `keep    ${k.id}  (${k.reasons.join(', ')})`),
             ...plan.remove.map((r) => `${plan.dryRun ? 'would remove' : 'removed'} ${r.id}`),
-            plan.remove.length === 0 ? 'Nothing to remove.' : '',
+            plan.heldUnknown !== undefined
+              ? `Nothing removed: the runs that may hold backups could not be read (${plan.heldUnknown.replace(/\.$/, '')}).`
+              : plan.remove.length === 0
+                ? 'Nothing to remove.'
+                : '',
           ]
             .filter(Boolean)
             .join('\n'),

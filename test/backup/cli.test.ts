@@ -122,6 +122,29 @@ describe('svcops backup (CLI)', () => {
     expect(bad.stderr).toMatch(/--keep-last: 'many' is not valid/)
   })
 
+  it('prunes nothing, and says why, when the runs kept with the environment cannot be read', async () => {
+    const made = (await run('--json', 'backup', 'create')).json().backup as { id: string }
+    // The environment's database refuses svcops' login: which backups runs still need is unknown.
+    process.env.SVCOPS_TEST_DB_PASSWORD = 'not-the-password'
+    try {
+      const pruned = await run('--json', 'backup', 'prune', '--keep-last', '0')
+      expect(pruned.code, pruned.stderr).toBe(0)
+      const plan = pruned.json() as { keep: { id: string; reasons: string[] }[]; remove: { id: string }[]; heldUnknown?: string }
+      expect(plan.remove).toEqual([])
+      expect(plan.keep.find((k) => k.id === made.id)?.reasons).toEqual(['the runs that may hold it could not be read'])
+      expect(plan.heldUnknown).toMatch(/^The runs kept in the svcops schema of \S+ at \S+ could not be read: /)
+      const text = await run('backup', 'prune', '--keep-last', '0')
+      expect(text.code, text.stderr).toBe(0)
+      expect(text.stdout).toMatch(
+        /^Nothing removed: the runs that may hold backups could not be read \(The runs kept in the svcops schema /m,
+      )
+      expect(text.stdout).not.toContain('removed lab')
+    } finally {
+      process.env.SVCOPS_TEST_DB_PASSWORD = SERVICE_PASSWORD
+    }
+    expect(((await run('--json', 'backup', 'list')).json().backups as { id: string }[]).map((b) => b.id)).toContain(made.id)
+  })
+
   it('backup run: the nightly playbook creates, verifies with a test restore and prunes, journaled as a run; its dry run changes nothing', async () => {
     const runsDir = join(bed.dir, 'runs')
     process.env.SVCOPS_RUNS_DIR = runsDir
