@@ -10,6 +10,7 @@
  */
 import { BlockedError, InterruptedError, OperationError, SvcopsError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
+import { assertVersion } from '../releases/versions.ts'
 import type { Run } from '../runs/engine.ts'
 import { defineStep, finishedData, stepName, type StepResult } from '../runs/step.ts'
 import type { ComponentHandle, LiveContext } from './live-context.ts'
@@ -48,6 +49,8 @@ async function readNeeds(ctx: Ctx, by: ReadyCheck): Promise<{ previous: Record<s
       missing.push(`the release ${u.name} ran before run ${ctx.journal.run.id} is not known`)
       continue
     }
+    // The record is kept on the live host: a version names a package file, so it is one or it is refused.
+    assertVersion(v, `Run ${ctx.journal.run.id}: params.previousVersions.${u.name}`)
     try {
       // Read even when upgrading: it is what proves the host or the API answers.
       if ((await ctx.platform.installedVersion(u)) !== v || by === 'upgrade') previous[u.name] = v

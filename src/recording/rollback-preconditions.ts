@@ -8,13 +8,15 @@
  * rollback that cannot run. The dry run reads the same and fails where the real run would (Ansible's
  * `--check`).
  */
+import { z } from 'zod'
 import { BlockedError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import type { Run } from '../runs/engine.ts'
 import { runConcurrently } from '../runs/rollout.ts'
-import { defineStep, stepName, type StepResult } from '../runs/step.ts'
+import { defineStep, finishedData, type StepResult } from '../runs/step.ts'
 import type { RecordingContext } from './recording-context.ts'
 import type { RecordingTarget } from './recording-platform.ts'
+import { assertRollbackParams } from './rollback-params.ts'
 import { waitHealthy } from './target-steps.ts'
 
 type Ctx = RecordingContext
@@ -34,10 +36,18 @@ interface RollbackReading {
   unproven: string[]
 }
 
+/** What the check journals (a resumed run's check reads `proven` back: src/runs/step.ts's `stepData`). */
+const readyDataSchema = z.looseObject({
+  ready: z.boolean().optional(),
+  hosts: z.array(z.string()).optional(),
+  restore: z.boolean().optional(),
+  /** Per target, what its platform proved (on Kubernetes: the image a pod ran). */
+  proven: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
+})
+
 /** What the upgrade's own check proved on each target before its first stop (its journaled `proven`; {} before it ran). */
-function earlierProofs(ctx: Ctx): Record<string, unknown> {
-  const proven = ctx.journal.finished(stepName(checkRollbackReady))?.data?.proven
-  return proven && typeof proven === 'object' ? (proven as Record<string, unknown>) : {}
+function earlierProofs(ctx: Ctx): Record<string, Record<string, unknown>> {
+  return finishedData(ctx.journal, checkRollbackReady)?.proven ?? {}
 }
 
 /**
@@ -47,6 +57,8 @@ function earlierProofs(ctx: Ctx): Record<string, unknown> {
 const HOSTS_AT_ONCE = 10
 
 async function findMissing(ctx: Ctx, needs: RollbackNeeds): Promise<RollbackReading> {
+  // What the record names (backup, versions, hosts, snapshot) is checked before any of it is read.
+  assertRollbackParams(ctx)
   const run = ctx.journal.run
   const read: RollbackReading = { missing: [], proven: {}, unproven: [] }
   const backup = async (): Promise<string[]> => {
@@ -61,12 +73,7 @@ async function findMissing(ctx: Ctx, needs: RollbackNeeds): Promise<RollbackRead
   const onHost = async (h: RecordingTarget): Promise<{ missing: string[]; proven?: Record<string, unknown>; unproven?: string[] }> => {
     const previous = run.params.previousVersions[h.name]
     if (!previous) return { missing: [`the version ${h.name} ran before run ${run.id} is not known`] }
-    const was = earlier[h.name]
-    const target = await ctx.platform.findMissing(
-      h,
-      previous,
-      was && typeof was === 'object' ? (was as Record<string, unknown>) : undefined,
-    )
+    const target = await ctx.platform.findMissing(h, previous, earlier[h.name])
     return {
       ...target,
       missing: target.missing.map((m) => `${h.name}: ${m}`),
@@ -108,8 +115,9 @@ function refusal(ctx: Ctx, needs: RollbackNeeds, missing: string[]): BlockedErro
   )
 }
 
-export const checkRollbackReady = defineStep<Ctx, [RollbackNeeds]>({
+export const checkRollbackReady = defineStep<Ctx, [RollbackNeeds], z.infer<typeof readyDataSchema>>({
   id: 'rollback-ready',
+  data: readyDataSchema,
   title: 'check what the rollback needs before anything stops (backup, packages or images, hosts, rights)',
   describe: (ctx, needs) => {
     const run = ctx.journal.run.params

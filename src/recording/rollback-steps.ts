@@ -7,13 +7,15 @@
  * again (adding what was written meanwhile), the others are idempotent.
  */
 import { writeFileSync } from 'node:fs'
-import { OperationError } from '../core/errors.ts'
+import { z } from 'zod'
+import { BadInputError, OperationError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
-import { defineStep, type StepResult } from '../runs/step.ts'
+import { defineStep, finishedData, Phase, stepName, type StepResult } from '../runs/step.ts'
 import { CONTENT_BEFORE_STOP, listFromAny } from './content-steps.ts'
 import type { RecordingContext } from './recording-context.ts'
 import type { RecordingTarget } from './recording-platform.ts'
 import { contentKey, readRecordings, recordingsAfter, type RecordingInput } from './content-snapshot.ts'
+import { assertRollbackParams } from './rollback-params.ts'
 
 type Ctx = RecordingContext
 
@@ -26,6 +28,19 @@ export interface RestoreDecision {
   reason: string
   hosts: string[]
 }
+
+/** The decision as the decide step journals it (a resume reads it back: src/runs/step.ts's `stepData`). */
+const decisionDataSchema = z.object({
+  restore: z.boolean(),
+  reason: z.string().max(2000),
+  hosts: z.array(z.string().max(253)).max(10_000),
+  fingerprintNow: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, 'expected 64 lower-case hex digits')
+    .optional(),
+  conditional: z.boolean().optional(),
+})
+type DecisionData = z.infer<typeof decisionDataSchema>
 
 /** The decision recorded by `decideRestore`'s step result. */
 export function decisionOf(result: StepResult): RestoreDecision {
@@ -42,7 +57,7 @@ export function hostsOf(ctx: Ctx, decision: RestoreDecision): RecordingTarget[] 
   return ctx.allTargets.filter((h) => decision.hosts.includes(h.name))
 }
 
-async function decide(ctx: Ctx, dataLoss: boolean): Promise<StepResult> {
+async function decide(ctx: Ctx, dataLoss: boolean): Promise<{ data: DecisionData }> {
   const run = ctx.journal.run.params
   if (!run.fingerprintBefore) {
     // The dry run of an upgrade: nothing has changed yet, so the decision is the rule itself.
@@ -62,20 +77,52 @@ async function decide(ctx: Ctx, dataLoss: boolean): Promise<StepResult> {
   return { data: { restore, reason, hosts, fingerprintNow: now } }
 }
 
-export const decideRestore = defineStep<Ctx, [{ dataLoss: boolean }]>({
+/**
+ * True when this rollback's own journal shows it went past its decision to restore: its export
+ * finished or its restore began (the database may be the backup's by now, so the fingerprint can no
+ * longer tell whether a restore was needed).
+ */
+function restoreUnderway(ctx: Ctx): boolean {
+  const exported = stepName(exportLaterRecordings, Phase.rollback)
+  const restored = stepName(restoreBackup, Phase.rollback)
+  return ctx.journal.entries().some((e) => e.step === restored || (e.step === exported && e.status === 'ok'))
+}
+
+/**
+ * The decision, derived from what svcops can check (the schema fingerprint now against the one
+ * before the run, whose backup's signed manifest the preconditions check, and this process's own
+ * finding of lost data), never from a journal entry alone: an earlier decision to restore that the
+ * fingerprint does not bear out is followed only when this rollback already went past it
+ * (`restoreUnderway`); otherwise it is refused with one sentence.
+ */
+async function decideChecked(ctx: Ctx, dataLoss: boolean): Promise<{ data: DecisionData }> {
+  assertRollbackParams(ctx)
+  const fresh = await decide(ctx, dataLoss)
+  const earlier = finishedData(ctx.journal, decideRestore, { phase: Phase.rollback })
+  if (!earlier?.restore || fresh.data.restore || earlier.conditional) return fresh
+  if (restoreUnderway(ctx)) return { data: earlier }
+  const run = ctx.journal.run
+  throw new BadInputError(
+    `Run ${run.id}: the journal's entry of step ${stepName(decideRestore, Phase.rollback)} is refused: it says restore the database (${earlier.reason.slice(0, 120)}), but ${fresh.data.reason} and this rollback has not begun a restore; svcops does not follow it.`,
+    `Look at the run: svcops runs show ${run.id} (its journal was changed by something other than svcops); nothing was changed.`,
+  )
+}
+
+export const decideRestore = defineStep<Ctx, [{ dataLoss: boolean }], DecisionData>({
   id: 'decide',
   title: 'decide whether the database is restored',
   report: 'restore-decision',
-  once: true,
+  data: decisionDataSchema,
+  // Not journaled once: a resume decides again from the database, and follows an earlier decision only as decideChecked allows.
   async describe(ctx, options) {
     const result = await decide(ctx, options.dataLoss)
     const d = decisionOf(result)
-    if (result.data?.conditional) return [d.reason]
+    if (result.data.conditional) return [d.reason]
     return [`${d.restore ? 'restore the database' : 'keep the database'}: ${d.reason}`]
   },
-  preview: (ctx, options) => decide(ctx, options.dataLoss),
+  preview: (ctx, options) => decideChecked(ctx, options.dataLoss),
   async act(ctx, options) {
-    const result = await decide(ctx, options.dataLoss)
+    const result = await decideChecked(ctx, options.dataLoss)
     const d = decisionOf(result)
     events.info(
       `Rollback: ${d.restore ? 'restoring the database' : 'no database restore'} because ${d.reason}; hosts: ${d.hosts.join(', ') || 'none'}.`,

@@ -6,7 +6,9 @@
  * naming what is missing.
  */
 import { writeFileSync } from 'node:fs'
+import { z } from 'zod'
 import { listBackups, openBackupContext, type BackupEntry } from '../backup/index.ts'
+import { assertBackupId } from '../backup/manifest.ts'
 import type { Environment } from '../config/schema.ts'
 import { BadInputError, OperationError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
@@ -53,6 +55,27 @@ export async function schemaPathTo(env: Environment, version: string, fingerprin
   }
 }
 
+/** True when `id` follows the backup store's rule for ids. */
+function isBackupId(id: string): boolean {
+  try {
+    assertBackupId(id)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** What the choice journals (a resume reuses it: src/runs/step.ts's `stepData`): a backup of the store, or no restore. */
+const choiceDataSchema = z.object({
+  restore: z.literal(false).optional(),
+  reason: z.string().max(2000),
+  backupId: z.string().refine(isBackupId, 'expected an id of the backup store, like lab-20260101T020000Z-1a2b').optional(),
+  fingerprint: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, 'expected 64 lower-case hex digits')
+    .optional(),
+})
+
 /** The backup chosen by `chooseSchemaBackup`'s result. */
 export function chosenBackup(result: StepResult): { id: string; fingerprint: string } {
   const id = result.data?.backupId
@@ -62,10 +85,11 @@ export function chosenBackup(result: StepResult): { id: string; fingerprint: str
   return { id, fingerprint }
 }
 
-export const chooseSchemaBackup = defineStep<Ctx>({
+export const chooseSchemaBackup = defineStep<Ctx, [], z.infer<typeof choiceDataSchema>>({
   id: 'choose-backup',
   title: 'choose the newest verified backup taken on the target version (its schema)',
   once: true,
+  data: choiceDataSchema,
   describe: (ctx) => [`list the backups whose service versions are all ${ctx.journal.run.targetVersion}, verified; take the newest`],
   preview: (ctx) => choose(ctx),
   act: (ctx) => choose(ctx),

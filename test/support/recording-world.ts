@@ -21,6 +21,7 @@ import { createHash } from 'node:crypto'
 import { parseEnvironment } from '../../src/config/load.ts'
 import type { Environment, RecordingConfig } from '../../src/config/schema.ts'
 import { HttpError, LockedError, OperationError } from '../../src/core/errors.ts'
+import { newBackupId } from '../../src/backup/manifest.ts'
 import type { Recording } from '../../src/recording/content-snapshot.ts'
 import type { UpgradeDeps } from '../../src/recording/deps.ts'
 import type { RecordingContext } from '../../src/recording/recording-context.ts'
@@ -80,7 +81,7 @@ export class RecordingWorld {
   readonly backups = new Map<string, Database>()
   /** The run holding the environment's lock (its row; a dead holder's row stays). */
   envLock: string | undefined
-  /** What every call that changed something did, in order: `stop rec-1`, `backup b1`, ... */
+  /** What every call that changed something did, in order: `stop rec-1`, `backup lab-20261202T020000Z-1a2b`, ... */
   readonly did: string[] = []
   private dead = false
   private readonly options: WorldOptions
@@ -344,7 +345,8 @@ export class RecordingWorld {
       backup: {
         createVerified: () =>
           act(() => {
-            const id = `b${this.backups.size + 1}`
+            // The store's own id rule (a rollback refuses any other id a record names).
+            const id = newBackupId(this.env.name)
             this.backups.set(id, copyDb(this.db))
             this.did.push(`backup ${id}`)
             return { id, fingerprint: fingerprintOf(this.db.schema) }
