@@ -40,6 +40,7 @@ export const UNIT_FILES = [
   'test/core/sanitize.test.ts',
   'test/core/shell.test.ts',
   'test/doctor/host-view.test.ts',
+  'test/docs/cli-in-docs.test.ts',
   'test/docs/stacks-examples.test.ts',
   'test/drivers/kubeconfig-trust.test.ts',
   'test/drivers/kubernetes-limits.test.ts',
