@@ -26,11 +26,18 @@ Examples:
   svcops runs watch 20261122T031500Z-3fa9c1 --env prod          # a run started on another machine
   svcops runs watch 20261122T031500Z-3fa9c1 --json | jq -c .    # one JSON object a line`
 
+/** Who decides, for both commands' help (docs/operations.md, "Who may decide"). */
+const WHO_DECIDES = `The decision records who took it as its store authenticated them (the database role of the
+stack's database.user; in the run folder, this machine's account) and the run's environment. The
+waiting run refuses, saying why, a decision taken before it paused or for another environment.
+Who may decide: whoever may INSERT into svcops.run_decisions (docs/operations.md).`
+
 const DECISION_HELP = {
   promote: `
 For a run started with --pause-after-canary that waits after its verified canary: it goes on with
 its next batches. Kept in the run's folder and with its environment (use --env for a run started
 on another machine); a run killed while it waited finds it when resumed.
+${WHO_DECIDES}
 
 Examples:
   svcops runs promote 20261122T031500Z-3fa9c1
@@ -39,6 +46,7 @@ Examples:
 For a run started with --pause-after-canary that waits after its verified canary: it rolls back what
 it changed, as a failure after the canary would (the run then ends with exit 4). Kept in the run's
 folder and with its environment (use --env for a run started on another machine).
+${WHO_DECIDES}
 
 Examples:
   svcops runs abort 20261122T031500Z-3fa9c1
@@ -130,9 +138,10 @@ async function decide(id: string, decision: 'promote' | 'abort', command: Comman
   const kept = await decideRun(id, decision, await optionalEnvironment(command))
   const done = decision === 'promote' ? 'promoted; it goes on after its canary' : 'aborted; it rolls back what it changed'
   const later = kept.holderGone ? ` Its holder is gone: the decision counts when it is resumed (svcops resume ${id}).` : ''
+  const who = kept.decision.identity ? `${kept.decision.by} (${kept.decision.identity})` : kept.decision.by
   printResult(
     command,
     { ok: true, runId: id, ...kept },
-    `Run ${id} ${done} (kept in ${kept.kept.join(' and ')}).${later} Follow it: svcops runs watch ${id}`,
+    `Run ${id} ${done} (by ${who}, kept in ${kept.kept.join(' and ')}).${later} Follow it: svcops runs watch ${id}`,
   )
 }

@@ -73,7 +73,8 @@ export async function decideRun(
   if (local) {
     const first = writeLocalDecision(local.dir, ours)
     if (first !== ours) throw alreadyDecided(id, first)
-    counted ??= first
+    // A holder on this machine reads its folder first: that decision is the one it acts on.
+    if (!counted || heldHere(record)) counted = first
     kept.push(local.dir)
   }
   if (!counted || !kept.length)

@@ -91,7 +91,7 @@ describe('--pause-after-canary, runs watch, promote and abort', () => {
     const watch = cli(['runs', 'watch', id, '--json'], { runsDir: elsewhere })
     const aborted = await cliHere(['runs', 'abort', id], { runsDir: elsewhere })
     expect(aborted.code, aborted.stderr).toBe(0)
-    expect(aborted.stdout).toMatch(/aborted; it rolls back what it changed \(kept in the svcops schema of /)
+    expect(aborted.stdout).toMatch(/aborted; it rolls back what it changed \(by recording \(database role\), kept in the svcops schema of /)
 
     const ended = await resumed
     expect(ended.code, ended.stderr).toBe(4)
@@ -145,7 +145,9 @@ describe('--pause-after-canary, runs watch, promote and abort', () => {
     const promoted = await cliHere(['runs', 'promote', id])
     expect(promoted.code, promoted.stderr).toBe(0)
     expect(promoted.stdout).toMatch(
-      new RegExp(`^Run ${id} promoted; it goes on after its canary \\(kept in .*\\)\\. Follow it: svcops runs watch ${id}`),
+      new RegExp(
+        `^Run ${id} promoted; it goes on after its canary \\(by \\S+@\\S+ \\(local account\\), kept in .*\\)\\. Follow it: svcops runs watch ${id}`,
+      ),
     )
 
     const ended = await upgrade
