@@ -30,6 +30,7 @@ export async function rollbackRecordingCommand(flags: RollbackRecordingFlags, io
     ...(flags.run ? { runId: flags.run } : {}),
     ...(flags.to ? { to: flags.to } : {}),
     ...(flags.packageOnly ? { packageOnly: true } : {}),
+    ...(flags.trustUnsignedRun ? { trustUnsigned: true } : {}),
   }
   if (flags.dryRun) {
     const plan = await planRecordingRollback(env, options)

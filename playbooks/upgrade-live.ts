@@ -25,7 +25,14 @@ import { Journal } from '../src/runs/journal.ts'
 import { ToleratedFailures, type HostFailure, type Run } from '../src/runs/engine.ts'
 import { parseMaxFail, planBatches } from '../src/runs/rollout.ts'
 import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
-import { planSystemContinuation, planSystemRun, renderRunPlan, resumeSystemRun, startSystemRun } from '../src/runs/run-actions.ts'
+import {
+  planSystemContinuation,
+  planSystemRun,
+  renderRunPlan,
+  resumeSystemRun,
+  startSystemRun,
+  type RecordedFrom,
+} from '../src/runs/run-actions.ts'
 import type { RunPlan } from '../src/runs/run-system.ts'
 import { confirmChange, printPlanOn, showRunOn, type CommandIO } from './lib/command-io.ts'
 import { UPGRADE_LIVE, type RollbackLiveFlags, type UpgradeLiveFlags } from './lib/live-commands.ts'
@@ -185,28 +192,32 @@ export function planLiveUpgrade(request: LiveUpgradeRequest): Promise<RunPlan> {
 /** `svcops resume ID [--rollback]` of a live run. */
 export function resumeLiveSystem(
   id: string,
-  options: { rollback?: boolean; breakLock?: boolean; force?: boolean } = {},
+  options: { rollback?: boolean; breakLock?: boolean; force?: boolean; env?: Environment } = {},
 ): Promise<RunOutcome> {
   return resumeSystemRun(live, id, options)
 }
 
-/** `svcops resume ID --dry-run` of a live run. */
-export function planLiveResume(id: string, options: { rollback?: boolean } = {}): Promise<RunPlan> {
-  return planSystemContinuation(live, id, { rollback: options.rollback ?? false })
+/** `svcops resume ID --dry-run` of a live run; `from`: the stack given and the run read into memory. */
+export function planLiveResume(id: string, options: { rollback?: boolean } & RecordedFrom = {}): Promise<RunPlan> {
+  const { rollback, ...from } = options
+  return planSystemContinuation(live, id, { rollback: rollback ?? false, ...from })
 }
 
 /** `svcops rollback live`: rolls back run `runId` (default: the environment's newest live upgrade run). */
 export async function rollbackLiveSystem(
   env: Environment,
-  options: { runId?: string; breakLock?: boolean; force?: boolean } = {},
+  options: { runId?: string; breakLock?: boolean; force?: boolean; trustUnsigned?: boolean } = {},
 ): Promise<RunOutcome> {
   const breaking = options.breakLock ? { breakLock: true, force: options.force ?? false } : {}
-  return resumeLiveSystem(await findLiveRunToRollBack(env, options.runId), { rollback: true, ...breaking })
+  const journal = await findLiveRunToRollBack(env, options.runId, { trustUnsigned: options.trustUnsigned ?? false })
+  return resumeLiveSystem(journal.run.id, { rollback: true, env, ...breaking })
 }
 
 /** `svcops rollback live --dry-run`. */
-export async function planLiveRollback(env: Environment, options: { runId?: string } = {}): Promise<RunPlan> {
-  return planLiveResume(await findLiveRunToRollBack(env, options.runId), { rollback: true })
+export async function planLiveRollback(env: Environment, options: { runId?: string; trustUnsigned?: boolean } = {}): Promise<RunPlan> {
+  // Read into memory: a dry run writes nothing to the local runs folder.
+  const journal = await findLiveRunToRollBack(env, options.runId, { dryRun: true, trustUnsigned: options.trustUnsigned ?? false })
+  return planLiveResume(journal.run.id, { rollback: true, env, journal })
 }
 
 /** True when run `id` is a run of the live production system (so `svcops resume ID` continues it here). */
@@ -260,7 +271,7 @@ function refuseFromOutsideDryRun(flags: UpgradeLiveFlags): void {
 /** `svcops rollback live`: the dry run's plan, or the rollback once confirmed. */
 export async function rollbackLiveCommand(flags: RollbackLiveFlags, io: CommandIO): Promise<void> {
   const env = await io.environment()
-  const options = flags.run ? { runId: flags.run } : {}
+  const options = { ...(flags.run ? { runId: flags.run } : {}), ...(flags.trustUnsignedRun ? { trustUnsigned: true } : {}) }
   if (flags.dryRun) {
     const plan = await planLiveRollback(env, options)
     printPlanOn(io, plan, () => renderRunPlan(live, plan), { spread: false })

@@ -46,6 +46,7 @@ import {
   resumeSystemRun,
   recordedRun,
   startSystemRun,
+  type RecordedFrom,
 } from '../src/runs/run-actions.ts'
 import type { RunPlan } from '../src/runs/run-system.ts'
 import { parseMaxFail, planBatches } from '../src/runs/rollout.ts'
@@ -134,7 +135,7 @@ export function planRecordingService(request: UpgradeRequest): Promise<RunPlan> 
 /** `svcops resume ID [--rollback]`: continues an interrupted run from its journal, or rolls it back. */
 export function resumeRecordingService(
   id: string,
-  options: { rollback?: boolean; breakLock?: boolean; force?: boolean } = {},
+  options: { rollback?: boolean; breakLock?: boolean; force?: boolean; env?: Environment } = {},
 ): Promise<RunOutcome> {
   return resumeSystemRun(recording, id, options)
 }
@@ -143,8 +144,11 @@ export function resumeRecordingService(
  * `svcops resume ID --retry`: the seed's "restore backup and retry" after a rolled-back upgrade whose
  * cause was fixed: a new run to the same target on the same hosts, reusing that run's verified backup.
  */
-export function retryRecordingService(id: string, options: { breakLock?: boolean; force?: boolean } = {}): Promise<RunOutcome> {
-  const { journal, env } = recordedRun(recording, id)
+export function retryRecordingService(
+  id: string,
+  options: { breakLock?: boolean; force?: boolean; env?: Environment } = {},
+): Promise<RunOutcome> {
+  const { journal, env } = recordedRun(recording, id, options.env ? { env: options.env } : {})
   const old = journal.run
   return upgradeRecordingService({
     env,
@@ -155,9 +159,10 @@ export function retryRecordingService(id: string, options: { breakLock?: boolean
   })
 }
 
-/** `svcops resume ID --dry-run`: what is left to do (or what the rollback would do). */
-export function planRecordingResume(id: string, options: { rollback?: boolean } = {}): Promise<RunPlan> {
-  return planSystemContinuation(recording, id, { rollback: options.rollback ?? false })
+/** `svcops resume ID --dry-run`: what is left to do (or what the rollback would do); `from`: the stack given and the run read into memory. */
+export function planRecordingResume(id: string, options: { rollback?: boolean } & RecordedFrom = {}): Promise<RunPlan> {
+  const { rollback, ...from } = options
+  return planSystemContinuation(recording, id, { rollback: rollback ?? false, ...from })
 }
 
 /**
@@ -167,11 +172,12 @@ export function planRecordingResume(id: string, options: { rollback?: boolean } 
  */
 export async function rollbackRecordingService(
   env: Environment,
-  options: { runId?: string; to?: string; packageOnly?: boolean; breakLock?: boolean; force?: boolean },
+  options: { runId?: string; to?: string; packageOnly?: boolean; breakLock?: boolean; force?: boolean; trustUnsigned?: boolean },
 ): Promise<RunOutcome> {
   const breaking = options.breakLock ? { breakLock: true, force: options.force ?? false } : {}
   if (options.to) return rollBackToVersion(env, options.to, options.packageOnly === true, breaking)
-  return resumeRecordingService(await findRunToRollBack(env, options.runId), { rollback: true, ...breaking })
+  const journal = await findRunToRollBack(env, options.runId, { trustUnsigned: options.trustUnsigned ?? false })
+  return resumeRecordingService(journal.run.id, { rollback: true, env, ...breaking })
 }
 
 /**
@@ -202,7 +208,7 @@ async function acrossSchemaChange(env: Environment, to: string): Promise<boolean
 /** `svcops rollback recording --dry-run`: with `--to V`, the procedure the run would follow (the downgrade across a schema change). */
 export async function planRecordingRollback(
   env: Environment,
-  options: { runId?: string; to?: string; packageOnly?: boolean },
+  options: { runId?: string; to?: string; packageOnly?: boolean; trustUnsigned?: boolean },
 ): Promise<RunPlan> {
   if (options.to) {
     const request = { env, to: options.to, downgrade: true }
@@ -210,7 +216,9 @@ export async function planRecordingRollback(
       return planSystemRun(recording, { ...request, procedure: 'downgrade' })
     return planRecordingService(request)
   }
-  return planRecordingResume(await findRunToRollBack(env, options.runId), { rollback: true })
+  // Read into memory: a dry run writes nothing to the local runs folder.
+  const journal = await findRunToRollBack(env, options.runId, { dryRun: true, trustUnsigned: options.trustUnsigned ?? false })
+  return planRecordingResume(journal.run.id, { rollback: true, env, journal })
 }
 
 /** True when run `id` is a run of the recording service (so `svcops resume ID` continues it here). */

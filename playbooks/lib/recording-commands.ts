@@ -8,6 +8,13 @@ import { wholeNumber, type CommandSpec, type OptionSpec } from '../../src/core/o
 import { parseWindow } from '../../src/runs/rollout.ts'
 import { METRICS_FILE_HELP } from './command-io.ts'
 
+/** The help of `--trust-unsigned-run`, offered by every command that continues a run kept in the environment. */
+export const TRUST_UNSIGNED_HELP =
+  "let a run read from the environment's store without a MAC (written before runs were signed, or with no run key) drive this; recorded in the run"
+
+/** `--trust-unsigned-run`, as `resume` and both rollbacks offer it. */
+export const TRUST_UNSIGNED_OPTION: OptionSpec = { flags: '--trust-unsigned-run', help: TRUST_UNSIGNED_HELP }
+
 /** `--break-lock` and `--force`, as every run that takes an environment's lock offers them. */
 export function lockOptions(holder: string): OptionSpec[] {
   return [
@@ -89,6 +96,7 @@ export interface RollbackRecordingFlags {
   breakLock?: boolean
   force?: boolean
   metricsFile?: string
+  trustUnsignedRun?: boolean
 }
 
 export const ROLLBACK_RECORDING: CommandSpec = {
@@ -104,6 +112,7 @@ export const ROLLBACK_RECORDING: CommandSpec = {
     { flags: '--dry-run', help: 'print what the rollback would do, per host, with the exact commands; change nothing' },
     { flags: '-y, --yes', help: 'do not ask for confirmation' },
     ...lockOptions('environment'),
+    TRUST_UNSIGNED_OPTION,
     { flags: '--metrics-file <path>', help: METRICS_FILE_HELP },
   ],
   after: `

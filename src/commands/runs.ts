@@ -9,7 +9,10 @@ import { Option, type Command } from 'commander'
 import { BadInputError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { environmentOf, globals, printResult } from './context.ts'
+import type { Environment } from '../config/schema.ts'
 import type { Journal } from '../runs/journal.ts'
+import type { RunRecord } from '../runs/run-record.ts'
+import { TRUST_UNSIGNED_HELP } from '../../playbooks/lib/recording-commands.ts'
 import { registerRunsFollow } from './runs-follow.ts'
 import { useRunSystems } from './run-systems.ts'
 import { closingLine, endingWithClosingLine } from '../../playbooks/lib/closing-line.ts'
@@ -22,6 +25,7 @@ interface ResumeFlags {
   breakLock?: boolean
   force?: boolean
   metricsFile?: string
+  trustUnsignedRun?: boolean
 }
 
 const SHOW_HELP =
@@ -64,7 +68,12 @@ function registerRunsList(runs: Command): void {
       const { longestDowntime, runDurationMs } = await import('../reports/timeline.ts')
       const reports = (await openListedRuns(command))
         .filter(({ run }) => (!flags.kind || run.kind === flags.kind) && (!flags.system || run.system === flags.system))
-        .map((j) => buildReport(j))
+        // A refused record's params are not read: its row is its core fields and "refused".
+        .map((j) =>
+          j.run.trust?.state === 'refused'
+            ? { run: { ...j.run, params: {} }, view: { targets: [], batches: [], previousVersions: {} }, downtime: [], timeline: [] }
+            : buildReport(j),
+        )
       const list = reports.map((r) => ({ ...r.run, durationMs: runDurationMs(r) ?? null, longestDowntime: longestDowntime(r) ?? null }))
       printResult(command, { ok: true, runs: list }, () => (list.length ? renderRunsTable(reports) : 'No runs yet.'))
     })
@@ -96,7 +105,13 @@ async function openListedRuns(command: Command): Promise<Journal[]> {
   const { listEnvironmentRuns, readEnvironmentRun } = await import('../runs/run-listing.ts')
   const { runsDir } = await import('../runs/journal.ts')
   const journals: Journal[] = []
-  for (const record of await listEnvironmentRuns(env)) {
+  for (const record of await listEnvironmentRuns(env, { includeRefused: true })) {
+    // A refused record is listed as refused, its sentence said; its journal is never read.
+    if (record.trust && record.trust.state !== 'signed') events.warn(record.trust.sentence)
+    if (record.trust?.state === 'refused') {
+      journals.push(Journal.inMemory(record))
+      continue
+    }
     if (existsSync(join(runsDir(), record.id, 'run.json'))) {
       const journal = Journal.open(record.id)
       journal.run = record
@@ -127,8 +142,9 @@ async function openShownRun(id: string, command: Command): Promise<Journal> {
       `There is no run '${id}' in ${runsDir()} nor in environment '${env.name}'.`,
       `List the runs with: svcops runs list --env ${env.name}`,
     )
-  const record = (await listEnvironmentRuns(env)).find((r) => r.id === id) ?? stored.record
-  return Journal.inMemory(record, undefined, stored.entries)
+  if (stored.record.trust?.state === 'refused') return Journal.inMemory(stored.record)
+  const record = (await listEnvironmentRuns(env, { includeRefused: true })).find((r) => r.id === id) ?? stored.record
+  return Journal.inMemory({ ...record, trust: stored.record.trust }, undefined, stored.entries)
 }
 
 function registerRunsShow(runs: Command): void {
@@ -151,7 +167,14 @@ async function showRunFolder(id: string, flags: { open?: boolean; html?: string;
   const { renderRunText } = await import('../reports/report-text.ts')
   const { outcomeSentence } = await import('../reports/timeline.ts')
   const journal = await openShownRun(id, command)
-  const report = redactDeep(buildReport(journal))
+  const trust = journal.run.trust
+  if (trust?.state === 'refused') {
+    // Never followed, never rendered: the run is shown as refused, with the sentence that says why.
+    printResult(command, { ok: true, runId: id, refused: trust.sentence }, () => `Run ${id}: refused. ${trust.sentence}`)
+    return
+  }
+  if (trust?.state === 'unsigned') events.warn(trust.sentence)
+  const report = redactDeep(shownOrSaid(id, () => buildReport(journal)))
   let html: { file: string; opened: boolean } | undefined
   if (flags.html || flags.open) {
     const { writeFileAtomic } = await import('../core/atomic-write.ts')
@@ -162,8 +185,23 @@ async function showRunFolder(id: string, flags: { open?: boolean; html?: string;
   }
   const columns = Math.max(30, Math.min(100, (process.stdout.columns || 100) - 40))
   printResult(command, { ok: true, ...report, ...(html ? { html } : {}) }, () =>
-    flags.markdown ? renderMarkdown(report) : renderRunText(report, outcomeSentence(report), columns),
+    shownOrSaid(id, () => (flags.markdown ? renderMarkdown(report) : renderRunText(report, outcomeSentence(report), columns))),
   )
+}
+
+/**
+ * Run `id`'s report or its text, made by `make`; a journal whose fields have types svcops never
+ * writes (changed by something else) makes that fail, and is then said in one sentence rather than
+ * crashing the view.
+ */
+function shownOrSaid<T>(id: string, make: () => T): T {
+  try {
+    return make()
+  } catch (error) {
+    throw new BadInputError(
+      `Run ${id}: its journal could not be shown (${errorMessage(error)}); it holds a field svcops never writes, so it was changed by something else.`,
+    )
+  }
 }
 
 /**
@@ -213,6 +251,7 @@ function registerResume(program: Command): void {
       ),
     )
     .option('--force', "with --break-lock: break the lock even though the holder's run did not finish (that run is then left as it is)")
+    .option('--trust-unsigned-run', TRUST_UNSIGNED_HELP)
     .option('--metrics-file <path>', METRICS_FILE_HELP)
     .addHelpText('after', RESUME_HELP)
     .action(resume)
@@ -220,31 +259,33 @@ function registerResume(program: Command): void {
 
 /** `svcops resume ID`: the run's own system continues it. */
 async function resume(id: string, flags: ResumeFlags, command: Command): Promise<void> {
-  await copyRunIfElsewhere(id, command)
+  const { journal, env } = await runToResume(id, flags, command)
+  const given = env ? { env } : {}
   const options = {
     ...(flags.rollback ? { rollback: true } : {}),
     ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
+    ...given,
   }
   const { renderRunPlan } = await import('../runs/run-actions.ts')
   const live = await import('../../playbooks/upgrade-live.ts')
-  if (live.isLiveRun(id)) {
+  if (journal.run.system === live.live.name) {
     if (flags.retry)
       throw new BadInputError(
         `--retry: run ${id} is an upgrade of the live production system; expected a run of the recording service (a live upgrade is started again with svcops upgrade live).`,
       )
     if (flags.dryRun) {
-      const plan = await live.planLiveResume(id, { rollback: flags.rollback ?? false })
+      const plan = await live.planLiveResume(id, { rollback: flags.rollback ?? false, ...given, journal })
       printPlan(command, plan, () => renderRunPlan(live.live, plan), { spread: false })
       return
     }
     await showRun(command, () => live.resumeLiveSystem(id, options))
     return
   }
-  await refuseBackupRun(id)
+  refuseBackupRun(journal.run)
   const play = await import('../../playbooks/upgrade.ts')
-  if (flags.retry && !flags.dryRun) return retry(id, flags, command)
+  if (flags.retry && !flags.dryRun) return retry(id, flags, command, env)
   if (flags.dryRun) {
-    const plan = await play.planRecordingResume(id, { rollback: flags.rollback ?? false })
+    const plan = await play.planRecordingResume(id, { rollback: flags.rollback ?? false, ...given, journal })
     printPlan(command, plan, () => renderRunPlan(play.recording, plan), { spread: false })
     return
   }
@@ -255,36 +296,42 @@ async function resume(id: string, flags: ResumeFlags, command: Command): Promise
  * A backup run is not continued: the upgrade playbook would take it for an upgrade, and a new backup
  * is what an interrupted one is for (the store lists only complete backups: the manifest is last).
  */
-async function refuseBackupRun(id: string): Promise<void> {
-  const { Journal } = await import('../runs/journal.ts')
-  const run = Journal.open(id).run
+function refuseBackupRun(run: RunRecord): void {
   if (run.kind === 'backup')
     throw new BadInputError(
-      `run ${id}: a backup run (${run.phase}); expected an upgrade or rollback run, since a backup is not resumed but taken again.`,
+      `run ${run.id}: a backup run (${run.phase}); expected an upgrade or rollback run, since a backup is not resumed but taken again.`,
       `Take a new one: svcops backup run --env ${run.environment}`,
     )
 }
 
 /**
- * A run started on another machine is kept in its environment: with --env or --stack-file, it is
- * copied into the local folder first (its stack file being the one given here), then continued.
+ * The run to resume: the local folder's; else, with --env or --stack-file, the environment's —
+ * checked (run-mac.ts: refused, or unsigned without --trust-unsigned-run, it writes nothing here),
+ * then copied into the local folder (its stack being the one given), or read into memory for
+ * --dry-run. `env`: the stack given, the run's environment, when the run came from it.
  */
-async function copyRunIfElsewhere(id: string, command: Command): Promise<void> {
+async function runToResume(id: string, flags: ResumeFlags, command: Command): Promise<{ journal: Journal; env?: Environment }> {
   const { env: name, stackFile } = globals(command)
-  const { runsDir } = await import('../runs/journal.ts')
-  if (existsSync(join(runsDir(), id, 'run.json')) || (!name && !stackFile)) return
+  const { Journal, runsDir } = await import('../runs/journal.ts')
+  if (existsSync(join(runsDir(), id, 'run.json')) || (!name && !stackFile)) return { journal: Journal.open(id) }
   await useRunSystems()
-  const { copyRunFromEnvironment } = await import('../runs/run-listing.ts')
-  await copyRunFromEnvironment(await environmentOf(command), id)
+  const env = await environmentOf(command)
+  const { openRunToContinue } = await import('../runs/run-listing.ts')
+  const access = { dryRun: flags.dryRun ?? false, trustUnsigned: flags.trustUnsignedRun ?? false }
+  // Neither here nor in the environment: the local folder's own sentence.
+  return { journal: (await openRunToContinue(env, id, access)) ?? Journal.open(id), env }
 }
 
 /** `svcops resume ID --retry`: a new run to the same target, reusing the rolled-back run's verified backup. */
-async function retry(id: string, flags: ResumeFlags, command: Command): Promise<void> {
+async function retry(id: string, flags: ResumeFlags, command: Command, env: Environment | undefined): Promise<void> {
   const play = await import('../../playbooks/upgrade.ts')
   await useRunSystems(flags.metricsFile ? { metricsFile: flags.metricsFile } : {})
   const stop = await progress(command)
   try {
-    const outcome = await play.retryRecordingService(id, flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {})
+    const outcome = await play.retryRecordingService(id, {
+      ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
+      ...(env ? { env } : {}),
+    })
     printResult(
       command,
       { ok: true, runId: outcome.runId, retryOf: id, phase: outcome.phase, report: outcome.report },

@@ -321,6 +321,13 @@ export const notifySchema = z.strictObject({
     .optional(),
 })
 
+/**
+ * `svcops:runs`: how the runs kept in the environment are authenticated (src/runs/run-mac.ts).
+ * `key`: the run key (a 0600 file or a variable, at least 32 bytes), which operators hold and the run
+ * stores' writers do not; without it the key is derived from `backup.signingKey` ?? `backup.identity`.
+ */
+export const runsSchema = z.strictObject({ key: secretRef.optional() })
+
 /** The whole `svcops:` namespace. Sections other than the ones a command needs are optional. */
 export const environmentSchema = z.strictObject({
   /** Name of the environment; defaults to the stack name. */
@@ -330,6 +337,7 @@ export const environmentSchema = z.strictObject({
   recording: recordingSchema.optional(),
   backup: backupSchema.optional(),
   notify: notifySchema.optional(),
+  runs: runsSchema.optional(),
   live: liveHostsSchema.optional(),
   /** Pulumi-only settings (`deploy`) and `pulumi config set --secret` values (`psk`, `databasePassword`): src/config/deploy.ts. */
   ...deployKeys,

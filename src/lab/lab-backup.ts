@@ -5,9 +5,10 @@
  * `svcops lab up`. The private keys stay in the lab directory (0600); the section references them
  * by path, never by value.
  */
-import { existsSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import type { BackupConfig } from '../config/schema.ts'
+import type { BackupConfig, SecretRef } from '../config/schema.ts'
 import { keyPairPaths, writeKeyPairFiles } from '../backup/keyfiles.ts'
 
 /**
@@ -31,4 +32,19 @@ export async function prepareLabBackup(labDir: string): Promise<BackupConfig> {
     signingKey: { file: signing.privateKeyFile },
     signers: [signing.publicKeyFile],
   }
+}
+
+/**
+ * The lab's run key (`svcops:runs.key`, src/runs/run-mac.ts): 48 random bytes in base64 under
+ * `labDir/keys/run.key` (0600), created once and reused on the next `lab up`, so the runs kept in
+ * the lab's stores are signed as a site's are.
+ */
+export function prepareLabRunKey(labDir: string): { key: SecretRef } {
+  const dir = join(labDir, 'keys')
+  const file = join(dir, 'run.key')
+  if (!existsSync(file)) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    writeFileSync(file, randomBytes(48).toString('base64') + '\n', { mode: 0o600, flag: 'wx' })
+  }
+  return { key: { file } }
 }

@@ -21,7 +21,7 @@ import { projectPath } from '../core/paths.ts'
 import { startPostgres, stopPostgres, type PostgresCluster, type PostgresInfo } from './lab-postgres.ts'
 import { isAlive, processStartTicks } from '../core/process.ts'
 import { isRunning, readTail, spawnDetached, stopProcess, waitForHealth } from './lab-processes.ts'
-import { prepareLabBackup } from './lab-backup.ts'
+import { prepareLabBackup, prepareLabRunKey } from './lab-backup.ts'
 import {
   checkLabHostsOptions,
   finishLabRecording,
@@ -202,6 +202,8 @@ export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
         ...(recording ? { recording: recordingSection(recording) } : {}),
         ...(live ? { live: 'hosts' in live ? liveHostsSection(live) : liveSection(live) } : {}),
         ...(backup ? { backup } : {}),
+        // The runs kept in the lab's stores are signed with a run key of the lab's own, as a site's are.
+        runs: prepareLabRunKey(paths.dir),
       }),
     )
     lab.finish()

@@ -6,6 +6,7 @@
  */
 import { liveHostRunStore } from './hosts/live-host-run-store.ts'
 import { liveClusterRunStore } from './kubernetes/live-cluster-run-store.ts'
+import { runSealOf } from '../runs/run-mac.ts'
 import type { SystemDescription, SystemWords } from '../runs/system-description.ts'
 import { liveParamsSchema, type LiveParams } from './live-params.ts'
 
@@ -29,5 +30,7 @@ export const liveDescription: SystemDescription<LiveParams> = {
   }),
   report: { sections: [] },
   // On hosts, files beside the run lock on the live host; on Kubernetes, ConfigMaps in the stack's namespace.
-  runStore: (env) => (env.liveCluster ? liveClusterRunStore(env) : env.live ? liveHostRunStore(env.live) : undefined),
+  // Every record and entry signed and checked with the environment's run key (run-mac.ts).
+  runStore: (env) =>
+    env.liveCluster ? liveClusterRunStore(env, runSealOf(env)) : env.live ? liveHostRunStore(env.live, runSealOf(env)) : undefined,
 }

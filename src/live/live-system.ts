@@ -9,7 +9,7 @@ import type { Environment } from '../config/schema.ts'
 import { BadInputError } from '../core/errors.ts'
 import { assertVersion } from '../releases/versions.ts'
 import { Journal } from '../runs/journal.ts'
-import { copyRunFromEnvironment, listEnvironmentRuns } from '../runs/run-listing.ts'
+import { listEnvironmentRuns, openRunToContinue, type RunAccess } from '../runs/run-listing.ts'
 import { describeSystem } from '../runs/system-description.ts'
 import type { Playbook } from '../runs/playbook.ts'
 import { newRunRecord, type RunRecord } from '../runs/run-record.ts'
@@ -139,17 +139,21 @@ function rolloutOf(params: LiveParams): Array<{ component: string; batches: stri
   })
 }
 
-/** The run `svcops rollback live` acts on: `runId`, or the environment's newest live upgrade run not yet rolled back. */
-export async function findLiveRunToRollBack(env: Environment, runId?: string): Promise<string> {
+/**
+ * The run `svcops rollback live` acts on: `runId`, or the environment's newest live upgrade run not
+ * yet rolled back; one kept only in the environment is checked, and copied here unless `access.dryRun`.
+ */
+export async function findLiveRunToRollBack(env: Environment, runId?: string, access: RunAccess = {}): Promise<Journal> {
   describeSystem(liveDescription)
   const id =
     runId ??
     (await listEnvironmentRuns(env)).find(
       (r) => r.environment === env.name && r.system === 'live' && r.kind === 'upgrade' && r.phase !== 'no-op',
     )?.id
-  if (id) await copyRunFromEnvironment(env, id)
   if (!id) throw new BadInputError(`There is no live upgrade run of environment '${env.name}' to roll back.`)
-  const run = Journal.open(id).run
+  // Neither here nor in the environment: the local folder's own sentence.
+  const journal = (await openRunToContinue(env, id, access)) ?? Journal.open(id)
+  const run = journal.run
   if (run.system !== 'live')
     throw new BadInputError(
       `Run ${id} is not a run of the live production system; roll it back with: svcops rollback recording --run ${id}`,
@@ -160,7 +164,7 @@ export async function findLiveRunToRollBack(env: Environment, runId?: string): P
     throw new BadInputError(
       `Run ${id} changed nothing (every component was already on ${run.targetVersion}); there is nothing to roll back.`,
     )
-  return id
+  return journal
 }
 
 /**

@@ -9,7 +9,7 @@ import type { Environment, RecordingConfig } from '../config/schema.ts'
 import { BadInputError, LockedError, errorMessage, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { Journal } from '../runs/journal.ts'
-import { copyRunFromEnvironment, listEnvironmentRuns } from '../runs/run-listing.ts'
+import { listEnvironmentRuns, openRunToContinue, type RunAccess } from '../runs/run-listing.ts'
 import { describeSystem } from '../runs/system-description.ts'
 import { recordingDescription } from './recording-description.ts'
 import { isFinished, type RunRecord } from '../runs/run-record.ts'
@@ -150,9 +150,9 @@ function unfinishedHolder(env: Environment, dead: LockHolder, breakLock: boolean
 /**
  * The run `svcops rollback recording` acts on: `runId`, or the environment's newest upgrade run not
  * yet rolled back — from the local folder or the environment's store (a run started on another
- * machine is copied into the local folder first).
+ * machine is checked, and copied into the local folder first unless `access.dryRun`: run-listing.ts).
  */
-export async function findRunToRollBack(env: Environment, runId?: string): Promise<string> {
+export async function findRunToRollBack(env: Environment, runId?: string, access: RunAccess = {}): Promise<Journal> {
   describeSystem(recordingDescription)
   const upgrades = runId
     ? []
@@ -160,8 +160,9 @@ export async function findRunToRollBack(env: Environment, runId?: string): Promi
         (r) => r.environment === env.name && r.kind === 'upgrade' && r.system === 'recording' && changedSomething(r),
       )
   const id = runId ?? upgrades.find((r) => r.phase !== 'rolled-back')?.id
-  if (id) await copyRunFromEnvironment(env, id)
-  if (!id) {
+  // Neither here nor in the environment: the local folder's own sentence.
+  const journal = id ? ((await openRunToContinue(env, id, access)) ?? Journal.open(id)) : undefined
+  if (!id || !journal) {
     // The newest upgrade was rolled back already (automatically, or on request): say which, not that there is none.
     const undone = upgrades[0]
     throw new BadInputError(
@@ -173,7 +174,7 @@ export async function findRunToRollBack(env: Environment, runId?: string): Promi
         : `Give a version instead: svcops rollback recording --env ${env.name} --to VERSION`,
     )
   }
-  const run = Journal.open(id).run
+  const run = journal.run
   if (run.system !== 'recording')
     throw new BadInputError(
       `Run ${id} is an upgrade of the live production system, not of the recording service.`,
@@ -183,5 +184,5 @@ export async function findRunToRollBack(env: Environment, runId?: string): Promi
   if (run.phase === 'rolled-back') throw new BadInputError(`Run ${id} was already rolled back.`)
   if (run.phase === 'no-op')
     throw new BadInputError(`Run ${id} changed nothing (every host was already on ${run.targetVersion}); there is nothing to roll back.`)
-  return id
+  return journal
 }

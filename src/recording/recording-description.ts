@@ -6,6 +6,7 @@
  */
 import { postgresRunStore } from '../runs/pg-run-store.ts'
 import { planBatches } from '../runs/rollout.ts'
+import { runSealOf } from '../runs/run-mac.ts'
 import type { SystemDescription, SystemWords } from '../runs/system-description.ts'
 import { recordingParamsSchema, type RecordingParams } from './recording-params.ts'
 import { recordingReport } from './recording-report.ts'
@@ -41,5 +42,6 @@ export const recordingDescription: SystemDescription<RecordingParams> = {
   }),
   report: recordingReport,
   // Beside the run lock, in the svcops schema of the service's database (hosts and Kubernetes alike).
-  runStore: (env) => (env.recording ? postgresRunStore(env.recording.database, env.name) : undefined),
+  // Every record and entry signed and checked with the environment's run key (run-mac.ts).
+  runStore: (env) => (env.recording ? postgresRunStore(env.recording.database, env.name, runSealOf(env)) : undefined),
 }

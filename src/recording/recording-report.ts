@@ -44,7 +44,8 @@ const rollback = defineSection<RollbackView>({
     return {
       restore: d.restore === true,
       reason: typeof d.reason === 'string' ? d.reason : '',
-      hosts: (d.hosts as string[] | undefined) ?? [],
+      // Read back from a store, a field may have any type: only a list of names is one.
+      hosts: Array.isArray(d.hosts) ? d.hosts.map(String) : [],
     }
   },
   markdown: (rb) => [
@@ -66,7 +67,8 @@ const recreated = defineSection<Array<Record<string, unknown>>>({
   beforeDowntime: true,
   build(entries) {
     const recreate = entries.filter((e) => e.report === 'recreated' && e.status === 'ok').at(-1)
-    return (recreate?.data?.recreated as Array<Record<string, unknown>> | undefined) ?? []
+    const list = recreate?.data?.recreated
+    return Array.isArray(list) ? list.filter((r): r is Record<string, unknown> => !!r && typeof r === 'object') : []
   },
   markdown: (list) =>
     list.length

@@ -101,7 +101,8 @@ export function renderRunsTable(reports: RunReport[]): string {
       r.run.system,
       r.run.kind,
       r.run.targetVersion || '—',
-      isPaused(r.run) ? 'paused' : r.run.phase,
+      // A stored record that failed its check (src/runs/run-mac.ts) is shown as refused, not as its phase.
+      r.run.trust?.state === 'refused' ? 'refused' : isPaused(r.run) ? 'paused' : r.run.phase,
       duration !== undefined ? formatDuration(duration) : '—',
       longest ? `${formatDuration(longest.downtimeMs ?? 0)} ${longest.host}` : '—',
     ]

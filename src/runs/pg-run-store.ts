@@ -27,14 +27,13 @@ import type pg from 'pg'
 import type { DatabaseConfig } from '../config/schema.ts'
 import { OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
-import { redactDeep } from '../core/redact.ts'
 import { SVCOPS_SCHEMA, connectDatabase, databaseTarget } from '../drivers/postgres.ts'
 import { rememberOwnSession } from '../drivers/postgres-sessions.ts'
-import { parseJournalLines } from './journal.ts'
 import { parseDecisionKind } from './run-decision.ts'
 import { readEnvironmentLock } from './lock.ts'
 import type { LockState } from './run-presence.ts'
-import { parseRunRecord, type RunRecord } from './run-record.ts'
+import { openedRun, runSeal, type RunSeal } from './run-mac.ts'
+import type { RunRecord } from './run-record.ts'
 import type { RunStore, RunWrite, StoredDecision, StoredRun } from './run-store.ts'
 
 /** The application name of the store's sessions: what people see in pg_stat_activity, never how svcops knows its own. */
@@ -81,7 +80,7 @@ interface DecisionRow {
 const LIST_LIMIT = 500
 
 /** The run store in the `svcops` schema of the database `db` (the environment `environment`'s). */
-export function postgresRunStore(db: DatabaseConfig, environment: string): RunStore {
+export function postgresRunStore(db: DatabaseConfig, environment: string, seal: RunSeal = runSeal(environment, undefined)): RunStore {
   const where = `the ${SVCOPS_SCHEMA} schema of ${db.name} at ${db.host}:${db.port}`
   let ready = false
 
@@ -163,9 +162,9 @@ export function postgresRunStore(db: DatabaseConfig, environment: string): RunSt
         record.environment,
         record.system,
         record.startedAt,
-        JSON.stringify(redactDeep(record)),
+        JSON.stringify(seal.sealRecord(record)),
         from,
-        all.slice(from).map((e) => JSON.stringify(redactDeep(e))),
+        all.slice(from).map((e, i) => JSON.stringify(seal.sealEntry(record.id, from + i, e))),
       ],
     )
   }
@@ -230,13 +229,14 @@ export function postgresRunStore(db: DatabaseConfig, environment: string): RunSt
     async listRecords(env) {
       return session(async (c) => {
         if (!(await tablesExist(c))) return []
-        const rows = await c.query<{ id: string; record: unknown }>(
-          `SELECT id, record FROM ${SVCOPS_SCHEMA}.runs WHERE environment = $1 ORDER BY started_at DESC, id DESC LIMIT ${LIST_LIMIT}`,
+        const rows = await c.query<{ id: string; environment: string; record: unknown }>(
+          `SELECT id, environment, record FROM ${SVCOPS_SCHEMA}.runs WHERE environment = $1 ORDER BY started_at DESC, id DESC LIMIT ${LIST_LIMIT}`,
           [env],
         )
         return rows.rows.flatMap((r) => {
           try {
-            return [parseRunRecord(r.record, `${where}: run ${r.id}`)]
+            // Checked against the row's id and environment and the run key (run-mac.ts): a refused record is listed as refused.
+            return [seal.openRecord(r.record, where, { id: r.id, filedUnder: r.environment })]
           } catch (error) {
             events.warn(`Skipping run ${r.id} of ${where}: ${errorMessage(error)}`)
             return []
@@ -247,17 +247,23 @@ export function postgresRunStore(db: DatabaseConfig, environment: string): RunSt
     async readRun(id): Promise<StoredRun | undefined> {
       return session(async (c) => {
         if (!(await tablesExist(c))) return undefined
-        const run = await c.query<{ record: unknown }>(`SELECT record FROM ${SVCOPS_SCHEMA}.runs WHERE id = $1`, [id])
+        const run = await c.query<{ environment: string; record: unknown }>(
+          `SELECT environment, record FROM ${SVCOPS_SCHEMA}.runs WHERE id = $1`,
+          [id],
+        )
         const row = run.rows[0]
         if (!row) return undefined
-        const entries = await c.query<{ entry: unknown }>(`SELECT entry FROM ${SVCOPS_SCHEMA}.run_journal WHERE run_id = $1 ORDER BY seq`, [
-          id,
-        ])
-        const text = entries.rows.map((e) => JSON.stringify(e.entry)).join('\n')
-        return {
-          record: parseRunRecord(row.record, `${where}: run ${id}`),
-          entries: parseJournalLines(text, `${where}: journal of run ${id}`),
-        }
+        const entries = await c.query<{ seq: number; entry: unknown }>(
+          `SELECT seq, entry FROM ${SVCOPS_SCHEMA}.run_journal WHERE run_id = $1 ORDER BY seq`,
+          [id],
+        )
+        const record = seal.openRecord(row.record, where, { id, filedUnder: row.environment })
+        return openedRun(
+          seal,
+          record,
+          entries.rows.map((e) => ({ seq: e.seq, raw: e.entry })),
+          where,
+        )
       }, false)
     },
     async decide(id, decision) {

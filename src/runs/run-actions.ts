@@ -46,7 +46,7 @@ export async function startSystemRun<P extends RunParams, Req extends RunRequest
 export async function resumeSystemRun<P extends RunParams, Req extends RunRequest, C>(
   system: RunSystem<P, Req, C>,
   id: string,
-  options: { rollback?: boolean; breakLock?: boolean; force?: boolean },
+  options: { rollback?: boolean; breakLock?: boolean; force?: boolean } & RecordedFrom,
 ): Promise<RunOutcome> {
   describeSystem(system)
   const { journal, env } = continuationOf(system, id, options)
@@ -81,7 +81,7 @@ export async function planSystemRun<P extends RunParams, Req extends RunRequest,
 export async function planSystemContinuation<P extends RunParams, Req extends RunRequest, C>(
   system: RunSystem<P, Req, C>,
   id: string,
-  options: { rollback: boolean },
+  options: { rollback: boolean } & RecordedFrom,
 ): Promise<RunPlan> {
   const continuation = continuationOf(system, id, options)
   const { env, journal, rollingBack, nothingToUndo } = continuation
@@ -120,9 +120,33 @@ export function renderRunPlan<P extends RunParams, Req extends RunRequest, C>(sy
   return lines.join('\n')
 }
 
-/** The environment a run was started with (its stack file, read again). */
-export function environmentOfRun(record: Pick<RunRecord, 'envFile' | 'environment'>): Environment {
-  return loadEnvironmentFile(record.envFile, record.environment)
+/**
+ * The environment of a run in the local folder resumed without a stack: the stack file it was
+ * started with, read again. Both fields are this machine's own: a run copied from an environment's
+ * store gets the name and file of the stack the operator gave (run-listing.ts), never the stored
+ * ones; a stack that names another environment than the record is refused.
+ */
+export function environmentOfRun(record: Pick<RunRecord, 'envFile' | 'environment' | 'id'>): Environment {
+  const env = loadEnvironmentFile(record.envFile, record.environment)
+  assertSameEnvironment(record, env)
+  return env
+}
+
+/** Refuses a run whose record names another environment than `env`, the stack in use. */
+function assertSameEnvironment(record: Pick<RunRecord, 'environment' | 'id'>, env: Environment): void {
+  if (record.environment !== env.name)
+    throw new BadInputError(
+      `Run ${record.id} names environment '${record.environment}', not '${env.name}' (the stack in use); it is refused.`,
+      `Give the stack file of the run's own environment, or see it with: svcops runs show ${record.id} --env ${env.name}`,
+    )
+}
+
+/** Where a continuation's run and environment come from, when not from the local folder and the record's stack file. */
+export interface RecordedFrom {
+  /** The stack the operator gave (`--env`, `--stack-file`): the run's environment. */
+  env?: Environment
+  /** The run already opened (read from the environment into memory, for a dry run). */
+  journal?: Journal
 }
 
 /** A recorded run about to be continued (`svcops resume ID [--rollback]`, `rollback ... --run ID`), or planned so. */
@@ -141,9 +165,9 @@ export interface Continuation<P extends RunParams> {
 export function continuationOf<P extends RunParams, Req extends RunRequest, C>(
   system: RunSystem<P, Req, C>,
   id: string,
-  options: { rollback?: boolean },
+  options: { rollback?: boolean } & RecordedFrom,
 ): Continuation<P> {
-  const { journal, env } = recordedRun(system, id)
+  const { journal, env } = recordedRun(system, id, options)
   const record = journal.run
   if (isFinished(record) && !options.rollback)
     throw new BadInputError(
@@ -154,16 +178,23 @@ export function continuationOf<P extends RunParams, Req extends RunRequest, C>(
   return { journal, env, rollingBack, nothingToUndo: rollingBack && !journal.disrupted() }
 }
 
-/** Run `id` of `system` as recorded: its journal, its params checked by the system's schema, and the environment it was started with. */
+/**
+ * Run `id` of `system` as recorded (`from.journal`, else the local folder's): its journal, its
+ * params checked by the system's schema, and its environment — `from.env`, the stack the operator
+ * gave, else the stack file it was started with here; a record naming another environment is refused.
+ */
 export function recordedRun<P extends RunParams, Req extends RunRequest, C>(
   system: RunSystem<P, Req, C>,
   id: string,
+  from: RecordedFrom = {},
 ): { journal: Journal<P>; env: Environment } {
-  const opened = Journal.open(id)
+  const opened = from.journal ?? Journal.open(id)
   if (opened.run.system !== system.name)
     throw new BadInputError(`Run ${id} is a run of ${opened.run.system}, not of ${system.title}.`, `See it with: svcops runs show ${id}`)
   const journal = opened.typed(withParams(opened.run, system.params, system.title))
-  return { journal, env: environmentOfRun(journal.run) }
+  if (!from.env) return { journal, env: environmentOfRun(journal.run) }
+  assertSameEnvironment(journal.run, from.env)
+  return { journal, env: from.env }
 }
 
 async function planned<P extends RunParams, Req extends RunRequest, C>(

@@ -13,7 +13,8 @@ import { events } from '../core/events.ts'
 import { redactDeep } from '../core/redact.ts'
 import { Journal, listRuns, runsDir } from './journal.ts'
 import { heldHere, presentRun } from './run-presence.ts'
-import { isFinished, isRunId, type RunRecord } from './run-record.ts'
+import { assertRunTrusted, TRUST_UNSIGNED_FLAG } from './run-mac.ts'
+import { holderName, isFinished, isRunId, type RunRecord } from './run-record.ts'
 import { newestFirst, type RunStore, type RunWrite, type StoredRun } from './run-store.ts'
 import { describedSystems } from './system-description.ts'
 
@@ -26,7 +27,10 @@ export function localRunStore(base = runsDir()): RunStore {
         Journal.createCopy(record, all, base)
         return Promise.resolve()
       }
-      writeFileAtomic(join(base, record.id, 'run.json'), JSON.stringify(redactDeep(record), null, 2) + '\n', { mode: 0o600, sync: true })
+      writeFileAtomic(join(base, record.id, 'run.json'), JSON.stringify(redactDeep({ ...record, trust: undefined }), null, 2) + '\n', {
+        mode: 0o600,
+        sync: true,
+      })
       writeFileAtomic(join(base, record.id, 'journal.jsonl'), all.map((e) => JSON.stringify(redactDeep(e)) + '\n').join(''), {
         mode: 0o600,
         sync: true,
@@ -62,8 +66,13 @@ export function environmentStores(env: Environment): RunStore[] {
  * (its last write did not reach the environment). An unfinished run whose holder is gone is shown
  * `interrupted` (run-presence.ts). A store that cannot be read is said once; the others still count
  * — unless `strict`, for a reader that must not decide on part of the runs (retention): then it throws.
+ * A stored record that is refused (run-mac.ts) is said and left out — never followed — unless
+ * `includeRefused` (a view, which shows it as refused).
  */
-export async function listEnvironmentRuns(env: Environment, options: { base?: string; strict?: boolean } = {}): Promise<RunRecord[]> {
+export async function listEnvironmentRuns(
+  env: Environment,
+  options: { base?: string; strict?: boolean; includeRefused?: boolean } = {},
+): Promise<RunRecord[]> {
   const byId = new Map<string, { record: RunRecord; store?: RunStore }>()
   for (const record of listRuns(options.base ?? runsDir()).filter((r) => r.environment === env.name)) byId.set(record.id, { record })
   const stores = environmentStores(env)
@@ -78,6 +87,10 @@ export async function listEnvironmentRuns(env: Environment, options: { base?: st
         continue
       }
       for (const record of records) {
+        if (record.trust?.state === 'refused' && !options.includeRefused) {
+          events.warn(record.trust.sentence)
+          continue
+        }
         const local = byId.get(record.id)
         if (local && isFinished(local.record) && !isFinished(record)) continue
         byId.set(record.id, { record, store })
@@ -93,7 +106,8 @@ export async function listEnvironmentRuns(env: Environment, options: { base?: st
 
 /** The run as a person should see it, asking `store`'s lock about a holder on another machine. */
 async function presented(record: RunRecord, store: RunStore | undefined): Promise<RunRecord> {
-  if (isFinished(record) || record.phase === 'interrupted' || heldHere(record) || !store) return presentRun(record)
+  if (isFinished(record) || record.phase === 'interrupted' || heldHere(record) || !store || record.trust?.state === 'refused')
+    return presentRun(record)
   const state = await store.lockState(record).catch(() => 'unknown' as const)
   return presentRun(record, state)
 }
@@ -115,17 +129,63 @@ export async function readEnvironmentRun(env: Environment, id: string): Promise<
   }
 }
 
+/** How a run read from an environment may drive a continuation. */
+export interface RunAccess {
+  /** `--trust-unsigned-run`: an unsigned record may drive it (recorded in the record). */
+  trustUnsigned?: boolean
+  /** A dry run: the run is read into memory, nothing is written to the local folder. */
+  dryRun?: boolean
+}
+
 /**
  * Makes sure run `id` has a local folder (`base`): when only the environment keeps it (started on
- * another machine), its record and journal are copied here, its stack file being `env`'s, so that
- * `resume` and `rollback --run` continue it. True when the run is (now) in the local folder.
+ * another machine), its record and journal are copied here, its stack file and environment being
+ * `env`'s (the stack the operator gave, never the record's), so that `resume` and `rollback --run`
+ * continue it. A record that is refused, or unsigned without `trustUnsigned`, is refused (one
+ * sentence) and nothing is written. True when the run is (now) in the local folder.
  */
-export async function copyRunFromEnvironment(env: Environment, id: string, base = runsDir()): Promise<boolean> {
+export async function copyRunFromEnvironment(env: Environment, id: string, base = runsDir(), access: RunAccess = {}): Promise<boolean> {
   if (!isRunId(id)) return false
   if (existsSync(join(base, id, 'run.json'))) return true
-  const found = await readEnvironmentRun(env, id)
+  const found = await trustedEnvironmentRun(env, id, access)
   if (!found) return false
-  await localRunStore(base).write({ record: { ...found.record, envFile: env.file }, from: 0, all: found.entries })
+  await localRunStore(base).write({ record: found.record, from: 0, all: found.entries })
   events.info(`Run ${id} was copied from the environment to ${join(base, id)}.`)
   return true
+}
+
+/**
+ * Run `id` to continue in environment `env`: the local folder's (`base`), else the environment's —
+ * checked as `copyRunFromEnvironment` does, and copied to the local folder unless `access.dryRun`
+ * (then kept in memory). Undefined when neither keeps it.
+ */
+export async function openRunToContinue(
+  env: Environment,
+  id: string,
+  access: RunAccess = {},
+  base = runsDir(),
+): Promise<Journal | undefined> {
+  if (!isRunId(id)) return undefined
+  if (existsSync(join(base, id, 'run.json'))) return Journal.open(id, base)
+  if (!access.dryRun) return (await copyRunFromEnvironment(env, id, base, access)) ? Journal.open(id, base) : undefined
+  const found = await trustedEnvironmentRun(env, id, access)
+  return found ? Journal.inMemory(found.record, base, found.entries) : undefined
+}
+
+/** Run `id` as `env`'s stores keep it, refused unless trusted, as the local copy would hold it. */
+async function trustedEnvironmentRun(env: Environment, id: string, access: RunAccess): Promise<StoredRun | undefined> {
+  const found = await readEnvironmentRun(env, id)
+  if (!found) return undefined
+  assertRunTrusted(found.record, access.trustUnsigned ?? false)
+  const { trust, ...record } = found.record
+  if (trust?.state === 'unsigned') events.warn(`${trust.sentence} It is trusted on ${TRUST_UNSIGNED_FLAG}.`)
+  return {
+    record: {
+      ...record,
+      environment: env.name,
+      envFile: env.file,
+      ...(trust?.state === 'unsigned' ? { trustedUnsigned: { by: holderName(), at: new Date().toISOString() } } : {}),
+    },
+    entries: found.entries,
+  }
 }

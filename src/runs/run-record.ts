@@ -61,9 +61,19 @@ export interface RunRecord<P extends RunParams = RunParams> {
    * promote ID` or `svcops runs abort ID` (run-decision.ts). Set only while it waits; the phase stays `running`.
    */
   pausedAt?: string
+  /**
+   * Who let this run, read unsigned from its environment's store, drive a resume or rollback
+   * (`--trust-unsigned-run`, run-mac.ts), and when; kept so the run says it was trusted on a person's word.
+   */
+  trustedUnsigned?: { by: string; at: string }
   /** The system's own facts, checked by its schema. */
   params: P
+  /** How the record read from an environment's store was authenticated (run-mac.ts); set on read, never written. */
+  trust?: RunTrust
 }
+
+/** A stored record's authentication: signed with the run key, unsigned (a warning), or refused (one sentence). */
+export type RunTrust = { state: 'signed' } | { state: 'unsigned' | 'refused'; sentence: string }
 
 /** The fields of the core: everything else a record written before the core existed held is the system's. */
 const CORE_FIELDS = new Set([
@@ -84,6 +94,7 @@ const CORE_FIELDS = new Set([
   'interruptedIn',
   'procedure',
   'pausedAt',
+  'trustedUnsigned',
   'params',
 ])
 
@@ -110,6 +121,7 @@ const runRecordSchema = z.object({
   interruptedIn: z.enum(['running', 'rolling-back']).optional(),
   procedure: z.string().optional(),
   pausedAt: z.string().optional(),
+  trustedUnsigned: z.strictObject({ by: z.string(), at: z.string() }).optional(),
   params: z.record(z.string(), z.unknown()),
 })
 

@@ -15,12 +15,11 @@ import { controllerHost } from '../live-placement.ts'
 import type { LiveConfig } from '../../config/schema.ts'
 import { errorMessage, OperationError } from '../../core/errors.ts'
 import { events } from '../../core/events.ts'
-import { redactDeep } from '../../core/redact.ts'
 import { runCommand } from '../../core/runner.ts'
 import { hostPath, transportFor } from '../../drivers/transports.ts'
-import { parseJournalLines } from '../../runs/journal.ts'
+import { journalLines, openedRun, type RunSeal } from '../../runs/run-mac.ts'
 import type { LockState } from '../../runs/run-presence.ts'
-import { isRunId, parseRunRecord, type RunRecord } from '../../runs/run-record.ts'
+import { isRunId, type RunRecord } from '../../runs/run-record.ts'
 import { newestFirst, type RunStore, type RunWrite, type StoredRun } from '../../runs/run-store.ts'
 import { writeHostFile, type LiveHost } from './host-files.ts'
 
@@ -51,7 +50,7 @@ const LIST_RECORDS = [
 const READ_FILE = '[ -f "$1" ] && [ ! -L "$1" ] || exit 3\nhead -c "$2" -- "$1"'
 
 /** The run store of the live system on the host of `live`. */
-export function liveHostRunStore(live: LiveConfig): RunStore {
+export function liveHostRunStore(live: LiveConfig, seal: RunSeal): RunStore {
   // Across hosts, the system controller's host: the run lock is there too.
   const home = controllerHost(live).config
   const where = `${LIVE_RUNS_PATH} on the live host ${home.name}`
@@ -106,12 +105,12 @@ export function liveHostRunStore(live: LiveConfig): RunStore {
     where,
     async write({ record, all, recordChanged }: RunWrite) {
       // The journal first: a record read back never names more than its journal holds.
-      const journal = all.map((e) => JSON.stringify(redactDeep(e)) + '\n').join('')
+      const journal = all.map((e, i) => JSON.stringify(seal.sealEntry(record.id, i, e)) + '\n').join('')
       await onHost(async (host) => {
         await writeHostFile(host, `${LIVE_RUNS_PATH}/${record.id}.journal.jsonl`, journal)
         // Most step boundaries only add entries: the record file, unchanged, is not written again.
         if (recordChanged !== false)
-          await writeHostFile(host, `${LIVE_RUNS_PATH}/${record.id}.json`, JSON.stringify(redactDeep(record)) + '\n')
+          await writeHostFile(host, `${LIVE_RUNS_PATH}/${record.id}.json`, JSON.stringify(seal.sealRecord(record)) + '\n')
       })
     },
     async listRecords(environment) {
@@ -123,7 +122,8 @@ export function liveHostRunStore(live: LiveConfig): RunStore {
         if (tab < 0) return []
         const name = line.slice(0, tab)
         try {
-          return [parseRunRecord(JSON.parse(line.slice(tab + 1)) as unknown, `${where}: ${name}`)]
+          // Checked against the file's name, the stack's environment and the run key (run-mac.ts).
+          return [seal.openRecord(JSON.parse(line.slice(tab + 1)) as unknown, where, { id: name.replace(/\.json$/, '') })]
         } catch (error) {
           events.warn(`Skipping ${name} of ${where}: ${errorMessage(error)}`)
           return []
@@ -143,10 +143,8 @@ export function liveHostRunStore(live: LiveConfig): RunStore {
       })
       if (!files) return undefined
       const { record, journal } = files
-      return {
-        record: parseRunRecord(JSON.parse(record) as unknown, `${where}: run ${id}`),
-        entries: parseJournalLines(journal, `${where}: journal of run ${id}`),
-      }
+      const opened = seal.openRecord(JSON.parse(record) as unknown, where, { id })
+      return openedRun(seal, opened, journalLines(journal, `${where}: journal of run ${id}`), where)
     },
     async remove(id) {
       // A refused run: its record, its journal and the files its backup step copied (they hold the PSK).

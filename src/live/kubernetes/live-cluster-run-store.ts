@@ -15,9 +15,8 @@
 import type { Environment } from '../../config/schema.ts'
 import { errorMessage, OperationError } from '../../core/errors.ts'
 import { events } from '../../core/events.ts'
-import { redactDeep } from '../../core/redact.ts'
 import { ConfigMapClient } from '../../drivers/kubernetes-configmaps.ts'
-import { parseJournalLines } from '../../runs/journal.ts'
+import { journalLines, openedRun, type RunSeal } from '../../runs/run-mac.ts'
 import { isRunId, parseRunRecord, type RunRecord } from '../../runs/run-record.ts'
 import { newestFirst, type RunStore, type RunWrite, type StoredRun } from '../../runs/run-store.ts'
 
@@ -32,7 +31,7 @@ const recordMap = (id: string): string => `svcops-run-${id.toLowerCase()}`
 const journalMap = (id: string): string => `svcops-journal-${id.toLowerCase()}`
 
 /** The run store of the live system on Kubernetes, in the namespace of `env`'s stack. Nothing connects until used. */
-export function liveClusterRunStore(env: Environment): RunStore {
+export function liveClusterRunStore(env: Environment, seal: RunSeal): RunStore {
   const namespace = env.deploy?.namespace ?? 'default'
   const where = `ConfigMaps svcops-run-* in the namespace ${namespace}`
   let client: ConfigMapClient | undefined
@@ -48,17 +47,22 @@ export function liveClusterRunStore(env: Environment): RunStore {
   return {
     where,
     async write({ record, all }: RunWrite) {
-      const journal = all.map((e) => JSON.stringify(redactDeep(e)) + '\n').join('')
+      const journal = all.map((e, i) => JSON.stringify(seal.sealEntry(record.id, i, e)) + '\n').join('')
       if (Buffer.byteLength(journal) > MAX_DATA_BYTES)
         throw new OperationError(`the journal of run ${record.id} is larger than a ConfigMap holds (${MAX_DATA_BYTES} bytes)`)
       await api().write(journalMap(record.id), { ...MANAGED, [STORE_LABEL]: 'journal' }, { 'journal.jsonl': journal })
-      await api().write(recordMap(record.id), { ...MANAGED, [STORE_LABEL]: 'record' }, { 'run.json': JSON.stringify(redactDeep(record)) })
+      await api().write(
+        recordMap(record.id),
+        { ...MANAGED, [STORE_LABEL]: 'record' },
+        { 'run.json': JSON.stringify(seal.sealRecord(record)) },
+      )
     },
     async listRecords(environment) {
       const maps = await api().list({ [STORE_LABEL]: 'record' })
       const records = maps.flatMap((m): RunRecord[] => {
         try {
-          return [parseRunRecord(JSON.parse(m.data['run.json'] ?? '') as unknown, `${where}: ${m.name}`)]
+          // Checked against the stack's environment and the run key (run-mac.ts); the map's name is the id in lower case.
+          return [seal.openRecord(JSON.parse(m.data['run.json'] ?? '') as unknown, `${where}: ${m.name}`, {})]
         } catch (error) {
           events.warn(`Skipping ${m.name} of ${where}: ${errorMessage(error)}`)
           return []
@@ -74,10 +78,11 @@ export function liveClusterRunStore(env: Environment): RunStore {
       const record = await api().read(recordMap(id))
       if (!record?.['run.json']) return undefined
       const journal = (await api().read(journalMap(id)))?.['journal.jsonl'] ?? ''
-      const parsed = parseRunRecord(JSON.parse(record['run.json']) as unknown, `${where}: run ${id}`)
+      const raw = JSON.parse(record['run.json']) as unknown
       // A ConfigMap of another run under this name (ids differ only in case) is not this run.
-      if (parsed.id !== id) return undefined
-      return { record: parsed, entries: parseJournalLines(journal, `${where}: journal of run ${id}`) }
+      if (parseRunRecord(raw, `${where}: run ${id}`).id !== id) return undefined
+      const opened = seal.openRecord(raw, where, { id })
+      return openedRun(seal, opened, journalLines(journal, `${where}: journal of run ${id}`), where)
     },
     async remove(id) {
       await api().remove(recordMap(id))
