@@ -6,6 +6,7 @@
  * and schema fingerprint with the manifest afterwards.
  */
 import type * as openpgp from 'openpgp'
+import type pg from 'pg'
 import { BadInputError, OperationError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { compareRowCounts, rowCounts, schemaFingerprint } from '../drivers/fingerprint.ts'
@@ -67,6 +68,34 @@ export function assertFingerprintFits(manifest: Manifest, expected: string | und
   }
 }
 
+/** How long a session must stay connected to count as the service's: a read of another svcops is shorter. */
+const LASTING_SESSION_LOOKS = 10
+const LOOK_EVERY_MS = 200
+
+/**
+ * The other client sessions on `target`'s database that stay connected across two seconds of looks.
+ * svcops' own sessions of this process (the run store's, the lock's) write only the svcops schema,
+ * which the restore leaves alone: not counted, known by backend pid, never by a name a client
+ * chooses. A session that comes and goes (another machine's `runs watch` reading the run store) is
+ * waited out; one that stays, whatever its name, counts.
+ */
+async function lastingSessions(client: pg.Client, target: DatabaseTarget): Promise<{ pid: number; app: string }[]> {
+  const look = async () =>
+    (
+      await client.query<{ pid: number; app: string }>(
+        "SELECT pid, coalesce(nullif(application_name, ''), client_addr::text, 'local') AS app FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND pid <> ALL($1::integer[])",
+        [ownSessionPids(target)],
+      )
+    ).rows
+  let still = await look()
+  for (let i = 0; i < LASTING_SESSION_LOOKS && still.length > 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, LOOK_EVERY_MS))
+    const now = await look()
+    still = still.filter((s) => now.some((n) => n.pid === s.pid))
+  }
+  return still
+}
+
 /** Replaces the contents of `target` with backup `id`. */
 export async function restoreBackup(
   store: BackupStore,
@@ -108,16 +137,10 @@ export async function restoreBackup(
         `The server ${target.host}:${target.port} runs PostgreSQL ${version.text}, older than ${manifest.versions.server} that backup ${id} was taken from; restore into a server of major version ${majorOf(manifest.versions.serverNum)} or newer.`,
       )
     }
-    // svcops' own sessions of this process (the run store's, the lock's) write only the svcops
-    // schema, which the restore leaves alone: not counted. Known by backend pid, never by a name.
-    const others = await client.query<{ n: string; apps: string | null }>(
-      "SELECT count(*)::text AS n, string_agg(DISTINCT coalesce(nullif(application_name, ''), client_addr::text, 'local'), ', ') AS apps FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND pid <> ALL($1::integer[])",
-      [ownSessionPids(target)],
-    )
-    const n = Number(others.rows[0]?.n ?? 0)
-    if (n > 0) {
+    const others = await lastingSessions(client, target)
+    if (others.length > 0) {
       throw new OperationError(
-        `${n} other session(s) are connected to ${target.name} (${others.rows[0]?.apps ?? ''}); stop the recording service before restoring.`,
+        `${others.length} other session(s) are connected to ${target.name} (${[...new Set(others.map((o) => o.app))].join(', ')}); stop the recording service before restoring.`,
         'Stop the service on every host, then run the restore again.',
       )
     }
