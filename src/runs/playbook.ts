@@ -9,6 +9,7 @@
 import { chmodSync, copyFileSync, rmSync } from 'node:fs'
 import { basename } from 'node:path'
 import {
+  BadInputError,
   BlockedError,
   ExitCode,
   InterruptedError,
@@ -339,8 +340,13 @@ async function rollBack<C, P extends RunParams>(
   try {
     summary = await playbook.rollback(run.inPhase(Phase.rollback), options)
   } catch (error) {
-    // A rollback asked for that refused before anything stopped (a missing precondition) leaves the run as it was.
-    if (error instanceof BlockedError && before && record.rollbackRequested) {
+    // A rollback asked for that refused before anything stopped (a missing precondition, or what the
+    // run's record or journal names refused as not svcops' own) leaves the run as it was.
+    if (
+      (error instanceof BlockedError || (error instanceof BadInputError && !rollbackDisrupted(run.journal))) &&
+      before &&
+      record.rollbackRequested
+    ) {
       run.journal.update({ ...before, rollbackRequested: false })
       throw error
     }
@@ -354,6 +360,11 @@ async function rollBack<C, P extends RunParams>(
   run.journal.update({ phase: 'rolled-back', finishedAt: new Date().toISOString() })
   events.info(`Run ${record.id}: ${summary}.`)
   return summary
+}
+
+/** True once a disruptive step of the rollback phase has started (a stop): from there a refusal is a failed rollback. */
+function rollbackDisrupted(journal: Journal): boolean {
+  return journal.entries().some((e) => e.disruptive === true && e.step.startsWith(Phase.rollback))
 }
 
 function rolledBack<C, P extends RunParams>(playbook: Playbook<C, P>, journal: Journal<P>, summary: string): RolledBackError {
