@@ -97,8 +97,9 @@ export async function backupRunCommand(flags: BackupRunFlags, io: CommandIO): Pr
     ...(flags.keepLast === undefined ? {} : { keepLast: flags.keepLast }),
     ...(flags.keepDays === undefined ? {} : { keepDays: flags.keepDays }),
   }
-  // The systems' run stores: the prune step (and its dry run) reads the backups runs hold from them.
-  await useRunSystems()
+  // The systems' run stores: the prune step (and its dry run) reads the backups runs hold from them;
+  // the metrics' observer writes --metrics-file once the run ends.
+  await useRunSystems(flags.metricsFile ? { metricsFile: flags.metricsFile } : {})
   if (flags.dryRun) {
     const steps = await planBackupPlaybook(request)
     printOn(io, { ok: true, dryRun: true, steps }, () =>

@@ -248,7 +248,7 @@ export async function upgradeLiveCommand(flags: UpgradeLiveFlags, io: CommandIO)
   }
   const prompts = await io.prompts()
   await confirmChange(() => prompts.upgradePrompt('the live production system', env.name, 'live', liveUnitNames(env), flags.to), flags.yes)
-  await showRunOn(io, () => upgradeLiveSystem(request))
+  await showRunOn(io, () => upgradeLiveSystem(request), flags.metricsFile ? { metricsFile: flags.metricsFile } : {})
 }
 
 /** `--pause-after-canary` belongs to the recording service's rollout; the live system's types go one after another, without a wait between them. */
@@ -279,8 +279,10 @@ export async function rollbackLiveCommand(flags: RollbackLiveFlags, io: CommandI
   }
   const prompts = await io.prompts()
   await confirmChange(() => prompts.rollbackPrompt('the live production system', env.name, 'live', flags.run), flags.yes)
-  await showRunOn(io, () =>
-    rollbackLiveSystem(env, { ...options, ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}) }),
+  await showRunOn(
+    io,
+    () => rollbackLiveSystem(env, { ...options, ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}) }),
+    flags.metricsFile ? { metricsFile: flags.metricsFile } : {},
   )
 }
 

@@ -4,11 +4,13 @@
  * (playbooks/lib/script.ts). Declarations only: the CLI imports this file at start-up.
  */
 import { nonNegativeNumber, type CommandSpec } from '../../src/core/option-table.ts'
+import { METRICS_FILE_HELP } from './command-io.ts'
 
 export interface BackupRunFlags {
   keepLast?: number
   keepDays?: number
   dryRun?: boolean
+  metricsFile?: string
 }
 
 export const BACKUP_RUN: CommandSpec = {
@@ -23,6 +25,7 @@ export const BACKUP_RUN: CommandSpec = {
       parse: nonNegativeNumber('--keep-days'),
     },
     { flags: '--dry-run', help: 'print every step and what it would do; change nothing' },
+    { flags: '--metrics-file <path>', help: METRICS_FILE_HELP },
   ],
   after: `
 What a scheduler runs every night (a CronJob, a systemd timer). Each run has an id, a journal and a

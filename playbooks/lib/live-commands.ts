@@ -5,6 +5,7 @@
  * Declarations only: the CLI imports this file at start-up.
  */
 import { collectList, wholeNumber, type CommandSpec } from '../../src/core/option-table.ts'
+import { METRICS_FILE_HELP } from './command-io.ts'
 import { TRUST_UNSIGNED_OPTION, lockOptions } from './recording-commands.ts'
 
 export interface UpgradeLiveFlags {
@@ -20,6 +21,7 @@ export interface UpgradeLiveFlags {
   yes?: boolean
   breakLock?: boolean
   force?: boolean
+  metricsFile?: string
 }
 
 export const UPGRADE_LIVE: CommandSpec = {
@@ -57,6 +59,7 @@ export const UPGRADE_LIVE: CommandSpec = {
     { flags: '--dry-run', help: 'print every step, every command and every file change as a diff (secrets masked); change nothing' },
     { flags: '-y, --yes', help: 'do not ask for confirmation (schedulers, scripts)' },
     ...lockOptions('live system'),
+    { flags: '--metrics-file <path>', help: METRICS_FILE_HELP },
   ],
   after: `
 Procedure (playbooks/upgrade-live.ts; docs/live.md has a runbook per major):
@@ -106,6 +109,7 @@ export interface RollbackLiveFlags {
   breakLock?: boolean
   force?: boolean
   trustUnsignedRun?: boolean
+  metricsFile?: string
 }
 
 export const ROLLBACK_LIVE: CommandSpec = {
@@ -117,6 +121,7 @@ export const ROLLBACK_LIVE: CommandSpec = {
     { flags: '-y, --yes', help: 'do not ask for confirmation' },
     ...lockOptions('live system'),
     TRUST_UNSIGNED_OPTION,
+    { flags: '--metrics-file <path>', help: METRICS_FILE_HELP },
   ],
   after: `
 Stops every component (control panel first), puts back every settings and environment file from

@@ -1,5 +1,5 @@
-import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { stringify } from 'yaml'
 import { main } from '../../src/commands/program.ts'
@@ -145,7 +145,7 @@ describe('svcops backup (CLI)', () => {
     expect(((await run('--json', 'backup', 'list')).json().backups as { id: string }[]).map((b) => b.id)).toContain(made.id)
   })
 
-  it('backup run: the nightly playbook creates, verifies with a test restore and prunes, journaled as a run; its dry run changes nothing', async () => {
+  it('backup run: the nightly playbook creates, verifies with a test restore and prunes, journaled as a run, and writes --metrics-file; its dry run changes nothing', async () => {
     const runsDir = join(bed.dir, 'runs')
     process.env.SVCOPS_RUNS_DIR = runsDir
     try {
@@ -154,8 +154,14 @@ describe('svcops backup (CLI)', () => {
       expect((dry.json().steps as { step: string }[]).map((s) => s.step)).toEqual(['create', 'verify', 'prune'])
       expect(existsSync(runsDir)).toBe(false)
       const before = ((await run('--json', 'backup', 'list')).json().backups as unknown[]).length
-      const done = await run('--json', 'backup', 'run', '--keep-last', '1')
+      const metricsFile = join(bed.dir, 'textfile', 'svcops.prom')
+      mkdirSync(dirname(metricsFile), { recursive: true })
+      const done = await run('--json', 'backup', 'run', '--keep-last', '1', '--metrics-file', metricsFile)
       expect(done.code, done.stderr).toBe(0)
+      // What a stale-backup alert reads: the last verified backup and test restore, from this run.
+      const metrics = readFileSync(metricsFile, 'utf8')
+      expect(metrics).toMatch(/^svcops_backup_last_success_timestamp_seconds\{environment="clitest"\} \d+/m)
+      expect(metrics).toMatch(/^svcops_restore_test_last_success_timestamp_seconds\{environment="clitest"\} \d+/m)
       const answer = done.json() as {
         runId: string
         phase: string

@@ -204,8 +204,23 @@ describe('the live system across three hosts', () => {
     '5.2.0 -> 6.0.0 replaces the weak PSK with one new PSK in the settings file on live-1 and every instance on live-2 and live-3',
     async () => {
       const weak = JSON.parse(read('live-1', '/opt/svc/system-controller/etc/svc_sc_settings.json') ?? '{}') as { psk?: string }
-      const up = await svcops(['upgrade', 'live', '--to', '6.0.0', '--yes', '--ack', gateIds(live(), '5.2.0', '6.0.0').join(',')])
+      const metricsFile = join(dir, 'upgrade.prom')
+      const up = await svcops([
+        'upgrade',
+        'live',
+        '--to',
+        '6.0.0',
+        '--yes',
+        '--ack',
+        gateIds(live(), '5.2.0', '6.0.0').join(','),
+        '--metrics-file',
+        metricsFile,
+      ])
       expect(up.code, up.stdout + up.stderr).toBe(0)
+      // The run's metrics, as --metrics-file writes them for the recording service's runs too.
+      expect(readFileSync(metricsFile, 'utf8')).toMatch(
+        /^svcops_run_last_outcome\{environment="[\w-]+",kind="upgrade",outcome="succeeded"\} 1$/m,
+      )
       const psk = (JSON.parse(read('live-1', '/etc/opt/svc/svc_sc_settings.json') ?? '{}') as { psk?: string }).psk
       expect(psk).toBeDefined()
       expect(psk).not.toBe(weak.psk)
@@ -270,8 +285,12 @@ describe('the live system across three hosts', () => {
       } finally {
         await squatter.release()
       }
-      const rolled = await svcops(['rollback', 'live', '--yes', '--run', id])
+      const metricsFile = join(dir, 'rollback.prom')
+      const rolled = await svcops(['rollback', 'live', '--yes', '--run', id, '--metrics-file', metricsFile])
       expect(rolled.code, rolled.stdout + rolled.stderr).toBe(0)
+      expect(readFileSync(metricsFile, 'utf8')).toMatch(
+        /^svcops_run_last_outcome\{environment="[\w-]+",kind="upgrade",outcome="rolled-back"\} 1$/m,
+      )
       await expectWhole(from)
       expect(snapshot()).toEqual(before)
     },
