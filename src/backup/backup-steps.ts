@@ -95,7 +95,7 @@ export const pruneByRetention = defineStep<BackupRunContext>({
   describe: async (ctx) => {
     if (ctx.retention.keepLast === undefined && ctx.retention.keepDays === undefined)
       return ['no retention given (--keep-last, --keep-days): nothing is removed']
-    const { held, unknown } = await readHeldBackups(ctx.env)
+    const { held, unknown } = await readHeldBackups(ctx.env, ctx.journal.run.system)
     const plan = await pruneBackups(ctx.backup.store, {
       ...ctx.retention,
       environment: ctx.backup.environment,
@@ -109,7 +109,7 @@ export const pruneByRetention = defineStep<BackupRunContext>({
   async act(ctx) {
     if (ctx.retention.keepLast === undefined && ctx.retention.keepDays === undefined) return { skipped: 'no retention given' }
     // Every run of the environment, wherever it was started: a run paused on another machine keeps its backup.
-    const { held, unknown } = await readHeldBackups(ctx.env)
+    const { held, unknown } = await readHeldBackups(ctx.env, ctx.journal.run.system)
     const plan = await pruneBackups(ctx.backup.store, {
       ...ctx.retention,
       environment: ctx.backup.environment,

@@ -22,13 +22,15 @@ export interface HeldByRuns {
 }
 
 /**
- * The backups runs can still roll back to, from every run of `env`: the local runs folder and the
- * environment's own stores (`listEnvironmentRuns`), so a run paused or interrupted on another
- * machine keeps its backup. A store that cannot be read gives `unknown` instead of a guess.
+ * The backups runs can still roll back to, from every run of `env` by `system` (the one whose
+ * database is backed up): the local runs folder and that system's store in the environment
+ * (`listEnvironmentRuns`), so a run paused or interrupted on another machine keeps its backup. A
+ * store that cannot be read gives `unknown` instead of a guess; other systems' stores (the live
+ * host's) are not asked, as their runs hold no database backup.
  */
-export async function readHeldBackups(env: Environment): Promise<HeldByRuns> {
+export async function readHeldBackups(env: Environment, system: string): Promise<HeldByRuns> {
   try {
-    return { held: heldBackups(await listEnvironmentRuns(env, { strict: true })) }
+    return { held: heldBackups(await listEnvironmentRuns(env, { strict: true, system })) }
   } catch (error) {
     const unknown = errorMessage(error)
     events.warn(

@@ -52,9 +52,10 @@ export function localRunStore(base = runsDir()): RunStore {
   }
 }
 
-/** The stores environment `env` keeps runs in (one per system it has), each opened lazily. */
-export function environmentStores(env: Environment): RunStore[] {
+/** The stores environment `env` keeps runs in (one per system it has, or only system `only`'s), each opened lazily. */
+export function environmentStores(env: Environment, only?: string): RunStore[] {
   return describedSystems().flatMap((system) => {
+    if (only !== undefined && system.name !== only) return []
     const store = system.runStore?.(env)
     return store ? [store] : []
   })
@@ -65,17 +66,19 @@ export function environmentStores(env: Environment): RunStore[] {
  * stores', merged by id — the environment's record counts unless only the local one is finished
  * (its last write did not reach the environment). An unfinished run whose holder is gone is shown
  * `interrupted` (run-presence.ts). A store that cannot be read is said once; the others still count
- * — unless `strict`, for a reader that must not decide on part of the runs (retention): then it throws.
+ * — unless `strict`, for a reader that must not decide on part of the runs (retention): then it
+ * throws. `system`: only that system's runs, and only its store is read.
  * A stored record that is refused (run-mac.ts) is said and left out — never followed — unless
  * `includeRefused` (a view, which shows it as refused).
  */
 export async function listEnvironmentRuns(
   env: Environment,
-  options: { base?: string; strict?: boolean; includeRefused?: boolean } = {},
+  options: { base?: string; strict?: boolean; system?: string; includeRefused?: boolean } = {},
 ): Promise<RunRecord[]> {
   const byId = new Map<string, { record: RunRecord; store?: RunStore }>()
-  for (const record of listRuns(options.base ?? runsDir()).filter((r) => r.environment === env.name)) byId.set(record.id, { record })
-  const stores = environmentStores(env)
+  const wanted = (r: RunRecord) => r.environment === env.name && (options.system === undefined || r.system === options.system)
+  for (const record of listRuns(options.base ?? runsDir()).filter(wanted)) byId.set(record.id, { record })
+  const stores = environmentStores(env, options.system)
   try {
     for (const store of stores) {
       let records: RunRecord[]
