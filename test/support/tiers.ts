@@ -89,6 +89,7 @@ export const UNIT_FILES = [
   'test/runs/record-migration.test.ts',
   'test/runs/report-stack-file.test.ts',
   'test/runs/runs-cli.test.ts',
+  'test/runs/step-data.test.ts',
   'test/tiers.test.ts',
 ]
 
