@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { Option, type Command } from 'commander'
 import { BadInputError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
-import { environmentOf, globals, printResult } from './context.ts'
+import { environmentOf, globals, printResult, showProgress } from './context.ts'
 import type { Environment } from '../config/schema.ts'
 import type { Journal } from '../runs/journal.ts'
 import type { RunRecord } from '../runs/run-record.ts'
@@ -66,7 +66,10 @@ function registerRunsList(runs: Command): void {
       const { buildReport } = await import('../reports/report.ts')
       const { renderRunsTable } = await import('../reports/report-text.ts')
       const { longestDowntime, runDurationMs } = await import('../reports/timeline.ts')
-      const reports = (await openListedRuns(command))
+      // Warnings (a store that cannot be read, a refused or unsigned record) on stderr, as a run's are.
+      const stop = showProgress(command)
+      const journals = await openListedRuns(command).finally(stop)
+      const reports = journals
         .filter(({ run }) => (!flags.kind || run.kind === flags.kind) && (!flags.system || run.system === flags.system))
         // A refused record's params are not read: its row is its core fields and "refused".
         .map((j) =>
@@ -166,14 +169,19 @@ async function showRunFolder(id: string, flags: { open?: boolean; html?: string;
   const { renderHtml } = await import('../reports/report-html.ts')
   const { renderRunText } = await import('../reports/report-text.ts')
   const { outcomeSentence } = await import('../reports/timeline.ts')
-  const journal = await openShownRun(id, command)
+  const stop = showProgress(command)
+  const journal = await openShownRun(id, command).finally(stop)
   const trust = journal.run.trust
   if (trust?.state === 'refused') {
     // Never followed, never rendered: the run is shown as refused, with the sentence that says why.
     printResult(command, { ok: true, runId: id, refused: trust.sentence }, () => `Run ${id}: refused. ${trust.sentence}`)
     return
   }
-  if (trust?.state === 'unsigned') events.warn(trust.sentence)
+  if (trust?.state === 'unsigned') {
+    const done = showProgress(command)
+    events.warn(trust.sentence)
+    done()
+  }
   const report = redactDeep(shownOrSaid(id, () => buildReport(journal)))
   let html: { file: string; opened: boolean } | undefined
   if (flags.html || flags.open) {
