@@ -38,6 +38,7 @@ export {
   planPrune,
   heldBackups,
   deleteBackup,
+  planDeleteBackup,
   type BackupEntry,
   type PruneOptions,
   type PrunePlan,

@@ -183,13 +183,15 @@ export async function pruneBackups(store: BackupStore, options: PruneOptions): P
 }
 
 /** Removes backup `id`'s files, the manifest first (a backup without one is no longer listed). */
-async function removeBackup(store: BackupStore, id: string): Promise<void> {
+/** The files of backup `id` in the order removeBackup removes them: the manifest first, so a half-removed backup is never listed. */
+function filesToRemove(id: string): string[] {
   const files = backupFiles(id)
+  return [files.manifest, files.signature, files.verified, files.dump]
+}
+
+async function removeBackup(store: BackupStore, id: string): Promise<void> {
   await events.step(`remove backup ${id}`, async () => {
-    await store.remove(files.manifest)
-    await store.remove(files.signature)
-    await store.remove(files.verified)
-    await store.remove(files.dump)
+    for (const file of filesToRemove(id)) await store.remove(file)
   })
 }
 
@@ -202,6 +204,31 @@ export async function deleteBackup(
   id: string,
   options: { environment: string; held: Map<string, string>; force: boolean },
 ): Promise<{ id: string; heldBy?: string }> {
+  const holder = await checkDeletable(store, id, options)
+  if (holder) events.warn(`Deleting backup ${id}: run ${holder} can no longer be rolled back with a restore.`)
+  await removeBackup(store, id)
+  return { id, ...(holder ? { heldBy: holder } : {}) }
+}
+
+/**
+ * `svcops backup delete ID --dry-run`: the files `deleteBackup` would remove from the store, after
+ * the same refusals (no such backup, held by a run without `force`); nothing is removed.
+ */
+export async function planDeleteBackup(
+  store: BackupStore,
+  id: string,
+  options: { environment: string; held: Map<string, string>; force: boolean },
+): Promise<{ id: string; heldBy?: string; files: string[] }> {
+  const holder = await checkDeletable(store, id, options)
+  return { id, ...(holder ? { heldBy: holder } : {}), files: filesToRemove(id) }
+}
+
+/** Refuses a backup `deleteBackup` must not remove; returns the run that holds it, when `force` lets it go. */
+async function checkDeletable(
+  store: BackupStore,
+  id: string,
+  options: { environment: string; held: Map<string, string>; force: boolean },
+): Promise<string | undefined> {
   const entry = (await listBackups(store, { environment: options.environment })).find((e) => e.id === id)
   if (!entry)
     throw new BadInputError(`backup delete: there is no backup '${id}' of environment '${options.environment}' in ${store.location}.`)
@@ -211,7 +238,5 @@ export async function deleteBackup(
       `backup delete: backup ${id} is held by run ${holder}, whose rollback restores it; it was not deleted.`,
       `If that run will never be rolled back: svcops backup delete ${id} --env ${options.environment} --force`,
     )
-  if (holder) events.warn(`Deleting backup ${id}: run ${holder} can no longer be rolled back with a restore.`)
-  await removeBackup(store, id)
-  return { id, ...(holder ? { heldBy: holder } : {}) }
+  return holder
 }

@@ -318,12 +318,13 @@ function registerDelete(backup: Command): void {
       'Delete one backup of this environment. One that a run can still roll back to (backup list: "held by run") needs --force: that run then cannot restore.',
     )
     .option('--force', 'delete it even though a run holds it')
+    .option('--dry-run', 'show the files it would remove from the store after the same checks; remove nothing, take no lock')
     .addHelpText(
       'after',
-      '\nExamples:\n  svcops backup delete lab-20261122T031500Z-3fa9 --env lab\n  svcops backup delete lab-20261122T031500Z-3fa9 --env lab --force',
+      '\nExamples:\n  svcops backup delete lab-20261122T031500Z-3fa9 --env lab --dry-run\n  svcops backup delete lab-20261122T031500Z-3fa9 --env lab\n  svcops backup delete lab-20261122T031500Z-3fa9 --env lab --force',
     )
-    .action(async (id: string, options: { force?: boolean }, command: Command) => {
-      const { deleteBackup, heldBackups, openStore } = await import('../backup/index.ts')
+    .action(async (id: string, options: { force?: boolean; dryRun?: boolean }, command: Command) => {
+      const { deleteBackup, heldBackups, openStore, planDeleteBackup } = await import('../backup/index.ts')
       const { lockForBackupCommand } = await import('../backup/held-by-runs.ts')
       const { listEnvironmentRuns } = await import('../runs/run-listing.ts')
       await (await import('./run-systems.ts')).useRunSystems() // the environment's run store, with the local folder
@@ -332,6 +333,17 @@ function registerDelete(backup: Command): void {
       const store = await openStore(requireSection(env, 'backup'))
       try {
         const runs = await listEnvironmentRuns(env)
+        if (options.dryRun) {
+          const plan = await planDeleteBackup(store, id, { environment: env.name, held: heldBackups(runs), force: options.force ?? false })
+          const lines = [
+            `Dry run: delete backup ${plan.id} of '${env.name}' (nothing will be removed).`,
+            `  take the lock of environment '${env.name}' (refused beside a running, paused or interrupted run)`,
+            ...plan.files.map((f) => `  remove ${f} from ${store.location}`),
+            ...(plan.heldBy ? [`  run ${plan.heldBy} can then no longer be rolled back with a restore (--force)`] : []),
+          ]
+          printResult(command, { ok: true, dryRun: true, ...plan, store: store.location }, () => lines.join('\n'))
+          return
+        }
         // Never beside a run: one running, paused or interrupted may still restore this very backup.
         const lock = await lockForBackupCommand(env, { verb: 'backup delete', done: 'deleted' }, runs)
         try {

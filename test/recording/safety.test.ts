@@ -80,6 +80,19 @@ describe('retention that cannot break a rollback', () => {
     expect(refused.code).toBe(2)
     expect(refused.stderr).toContain(`is held by run`)
     expect(readdirSync(join(lab.dir, 'backups')).some((f) => f.startsWith(`${backupId}.manifest.json`))).toBe(true)
+    // Its dry run refuses as it does, and with --force shows the files it would remove, removing none.
+    const files = () => readdirSync(join(lab.dir, 'backups')).filter((f) => f.startsWith(backupId))
+    const before = files()
+    const dryRefused = await runCliInProcess(['--stack-file', lab.envFile, 'backup', 'delete', backupId, '--dry-run'])
+    expect(dryRefused.code).toBe(2)
+    expect(dryRefused.stderr).toContain(`is held by run`)
+    const dry = await runCliInProcess(['--stack-file', lab.envFile, 'backup', 'delete', backupId, '--force', '--dry-run', '--json'])
+    expect(dry.code, dry.stderr).toBe(0)
+    const plan = JSON.parse(dry.stdout) as { dryRun: boolean; id: string; heldBy?: string; files: string[] }
+    expect(plan).toMatchObject({ dryRun: true, id: backupId, heldBy: expect.any(String) as string })
+    expect(plan.files[0]).toBe(`${backupId}.manifest.json`)
+    expect([...plan.files].sort()).toEqual(expect.arrayContaining(before.filter((f) => !f.endsWith('.tmp'))))
+    expect(files()).toEqual(before)
   }, 300_000)
 })
 
