@@ -62,3 +62,15 @@ export const liveBackupDataSchema = z.looseObject({
 })
 
 export type LiveBackupData = z.infer<typeof liveBackupDataSchema>
+
+/** What a start journals: where its check reads the log from (a resume's check reads it back). */
+export const startDataSchema = z.object({ logCursor: z.string().max(4096).optional() })
+
+/**
+ * What the check of what a rollback needs journals: the facts its platform proved (on Kubernetes the
+ * image each component ran, `images`), which a later check of the same run reads back.
+ */
+export const readyDataSchema = z.looseObject({
+  ready: z.boolean().optional(),
+  images: z.record(z.string(), z.object({ image: z.string(), imageID: z.string(), pod: z.string() })).optional(),
+})

@@ -11,14 +11,14 @@ import { BadInputError, OperationError } from '../core/errors.ts'
 import { compareVersions } from '../releases/versions.ts'
 import { events } from '../core/events.ts'
 import { HostFailure, type Run } from '../runs/engine.ts'
-import { defineStep, finishedData, stepName, type StepResult } from '../runs/step.ts'
+import { defineStep, finishedData, type StepResult } from '../runs/step.ts'
 import { assertGatesClear, describeGates, evaluateGates } from './gates.ts'
 import { componentPackage } from './layout.ts'
 import type { ComponentHandle, LiveContext } from './live-context.ts'
 import { failedChecks } from './live-judge.ts'
 import type { RoomReading } from './live-platform.ts'
 import { checkRoom } from './live-room.ts'
-import { liveBackupDataSchema, type LiveBackupData } from './live-step-data.ts'
+import { liveBackupDataSchema, startDataSchema, type LiveBackupData } from './live-step-data.ts'
 
 type Ctx = LiveContext
 type C = ComponentHandle
@@ -237,9 +237,10 @@ export const installComponent = defineStep<Ctx, [C, string]>({
   },
 })
 
-export const startComponent = defineStep<Ctx, [C]>({
+export const startComponent = defineStep<Ctx, [C], { logCursor?: string }>({
   id: 'start',
   title: 'start the component',
+  data: startDataSchema,
   describe: (ctx, c) => ctx.platform.describe('start', c),
   async act(ctx, c) {
     const cursor = await ctx.platform.start(c)
@@ -254,8 +255,7 @@ export const checkStarted = defineStep<Ctx, [C, string]>({
   describe: (ctx, c, version) =>
     version ? ctx.platform.describeCheck(c, version) : [`the checks of the release gone back to: ${unknownFrom(ctx)}`],
   async act(ctx, c, version) {
-    const started = ctx.journal.finished(stepName(startComponent, phaseOf(ctx)), c.name)
-    const cursor = typeof started?.data?.logCursor === 'string' ? started.data.logCursor : undefined
+    const cursor = finishedData(ctx.journal, startComponent, { phase: phaseOf(ctx), host: c.name })?.logCursor
     const results = await ctx.platform.checkComponent(c, version, { cursor, waitMs: ctx.platform.connectTimeoutMs })
     if (results.some((r) => !r.ok))
       throw new HostFailure(

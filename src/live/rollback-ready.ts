@@ -8,14 +8,15 @@
  * the command to run once it is back; the dry run reads the same and fails where the real run would.
  * The recording service's counterpart is src/recording/rollback-preconditions.ts.
  */
+import type { z } from 'zod'
 import { BlockedError, InterruptedError, OperationError, SvcopsError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { assertVersion } from '../releases/versions.ts'
 import type { Run } from '../runs/engine.ts'
-import { defineStep, finishedData, stepName, type StepResult } from '../runs/step.ts'
+import { defineStep, finishedData, type StepResult } from '../runs/step.ts'
 import type { ComponentHandle, LiveContext } from './live-context.ts'
 import type { RollbackReading } from './live-platform.ts'
-import type { LiveBackupData } from './live-step-data.ts'
+import { readyDataSchema, type LiveBackupData } from './live-step-data.ts'
 import { backupFiles } from './live-steps.ts'
 
 type Ctx = LiveContext
@@ -66,7 +67,7 @@ async function findMissing(ctx: Ctx, by: ReadyCheck): Promise<RollbackReading> {
   const needs = await readNeeds(ctx, by)
   if (!needs.reached) return { missing: needs.missing }
   // What the upgrade's own check proved before its first stop (on Kubernetes: the images pods ran then).
-  const earlier = by === 'rollback' ? ctx.journal.finished(stepName(checkRollbackReady))?.data : undefined
+  const earlier = by === 'rollback' ? finishedData(ctx.journal, checkRollbackReady) : undefined
   const read = await ctx.platform.findRollbackMissing(needs.previous, backedUp(ctx), earlier)
   return { ...read, missing: [...needs.missing, ...read.missing] }
 }
@@ -84,8 +85,9 @@ function refusal(ctx: Ctx, by: ReadyCheck, missing: string[]): BlockedError {
   )
 }
 
-export const checkRollbackReady = defineStep<Ctx, [ReadyCheck]>({
+export const checkRollbackReady = defineStep<Ctx, [ReadyCheck], z.infer<typeof readyDataSchema>>({
   id: 'rollback-ready',
+  data: readyDataSchema,
   title: 'check what the rollback needs before anything stops (previous packages, the saved settings, the host)',
   describe: (ctx) => ctx.platform.describeRollbackNeeds(ctx.journal.run.params.previousVersions),
   async preview(ctx, by) {
