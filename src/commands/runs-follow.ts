@@ -70,8 +70,11 @@ export function registerRunsFollow(runs: Command): void {
           : 'Make a run waiting after its canary (--pause-after-canary) roll back what it changed.',
       )
       .argument('<id>', 'run id (see svcops runs list)')
+      .option('--dry-run', 'check the run as the decision would, and show where it would be kept; keep nothing')
       .addHelpText('after', DECISION_HELP[decision])
-      .action((id: string, _flags: object, command: Command) => decide(id, decision, command))
+      .action((id: string, flags: { dryRun?: boolean }, command: Command) =>
+        flags.dryRun ? planDecide(id, decision, command) : decide(id, decision, command),
+      )
 }
 
 /** The environment named by --env or --stack-file, else undefined (the local folder only). */
@@ -143,5 +146,21 @@ async function decide(id: string, decision: 'promote' | 'abort', command: Comman
     command,
     { ok: true, runId: id, ...kept },
     `Run ${id} ${done} (by ${who}, kept in ${kept.kept.join(' and ')}).${later} Follow it: svcops runs watch ${id}`,
+  )
+}
+
+async function planDecide(id: string, decision: 'promote' | 'abort', command: Command): Promise<void> {
+  await useRunSystems()
+  const { planDecision } = await import('../runs/run-promotion.ts')
+  const plan = await planDecision(id, decision, await optionalEnvironment(command))
+  const later = plan.holderGone ? ` Its holder is gone: the decision would count when it is resumed (svcops resume ${id}).` : ''
+  printResult(
+    command,
+    { ok: true, dryRun: true, ...plan },
+    [
+      `Dry run: ${decision} run ${id} (nothing will be kept).`,
+      ...plan.wouldKeep.map((w) => `  keep the decision in ${w}`),
+      `  then the run: ${plan.then}.${later}`,
+    ].join('\n'),
   )
 }

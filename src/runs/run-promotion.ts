@@ -11,7 +11,7 @@ import type { Environment } from '../config/schema.ts'
 import { BadInputError, OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { Journal, runsDir } from './journal.ts'
-import { localDecision, writeLocalDecision, type Decision } from './run-decision.ts'
+import { localDecision, readLocalDecision, writeLocalDecision, type Decision } from './run-decision.ts'
 import { readEnvironmentRun } from './run-listing.ts'
 import { heldHere, presentRun } from './run-presence.ts'
 import { assertRunId, isPaused, type RunRecord } from './run-record.ts'
@@ -33,21 +33,7 @@ export async function decideRun(
   env: Environment | undefined,
   base = runsDir(),
 ): Promise<KeptDecision> {
-  assertRunId(id)
-  const local = existsSync(join(base, id, 'run.json')) ? Journal.open(id, base) : undefined
-  const stored = env && (!local || !heldHere(local.run)) ? await readEnvironmentRun(env, id) : undefined
-  const record = stored?.record ?? local?.run
-  if (!record)
-    throw new BadInputError(
-      `There is no run '${id}' in ${base}${env ? ` nor in environment '${env.name}'` : ''}.`,
-      env ? `List the runs with: svcops runs list --env ${env.name}` : 'A run started on another machine is reached with --env ENV.',
-    )
-  refuseUnlessPaused(record, decision)
-  // A row filed under one environment whose record names another is not a run to decide there.
-  if (env && record.environment !== env.name)
-    throw new BadInputError(
-      `Run ${id} kept with environment '${env.name}' names environment '${record.environment}'; a decision is for the environment a run is of, expected --env ${record.environment}.`,
-    )
+  const { record, local } = await findDecidable(id, decision, env, base)
   const ours = localDecision(decision, record.environment)
   const kept: string[] = []
   let counted: Decision | undefined
@@ -82,6 +68,80 @@ export async function decideRun(
       `Run ${id} is held on another machine (${record.holder}) and its environment keeps no decisions; expected --env naming an environment whose store holds the run.`,
     )
   return { decision: counted, kept, holderGone: presentRun(record).phase === 'interrupted' }
+}
+
+/** Run `id`'s record and its local journal, refused as a decision for it is: no such run, not waiting, another environment. */
+async function findDecidable(
+  id: string,
+  decision: Decision['decision'],
+  env: Environment | undefined,
+  base: string,
+): Promise<{ record: RunRecord; local: Journal | undefined }> {
+  assertRunId(id)
+  const local = existsSync(join(base, id, 'run.json')) ? Journal.open(id, base) : undefined
+  const stored = env && (!local || !heldHere(local.run)) ? await readEnvironmentRun(env, id) : undefined
+  const record = stored?.record ?? local?.run
+  if (!record)
+    throw new BadInputError(
+      `There is no run '${id}' in ${base}${env ? ` nor in environment '${env.name}'` : ''}.`,
+      env ? `List the runs with: svcops runs list --env ${env.name}` : 'A run started on another machine is reached with --env ENV.',
+    )
+  refuseUnlessPaused(record, decision)
+  // A row filed under one environment whose record names another is not a run to decide there.
+  if (env && record.environment !== env.name)
+    throw new BadInputError(
+      `Run ${id} kept with environment '${env.name}' names environment '${record.environment}'; a decision is for the environment a run is of, expected --env ${record.environment}.`,
+    )
+  return { record, local }
+}
+
+/** What `runs promote|abort ID --dry-run` shows: where the decision would be kept and what the run would then do. */
+export interface PlannedDecision {
+  runId: string
+  decision: Decision['decision']
+  /** Where `decideRun` would keep it, in its order (the environment's store, the run folder). */
+  wouldKeep: string[]
+  /** What the waiting run does once it reads it. */
+  then: string
+  /** The run's holder is gone: the decision would count when it is resumed. */
+  holderGone: boolean
+}
+
+/**
+ * `svcops runs promote|abort ID --dry-run`: the same refusals as `decideRun` (no such run, not
+ * waiting, another environment, a decision already in its folder), and where it would keep the
+ * decision; nothing is kept. A decision another machine kept in the store first is found by the run.
+ */
+export async function planDecision(
+  id: string,
+  decision: Decision['decision'],
+  env: Environment | undefined,
+  base = runsDir(),
+): Promise<PlannedDecision> {
+  const { record, local } = await findDecidable(id, decision, env, base)
+  const wouldKeep: string[] = []
+  const where = env ?? environmentOfRecord(record)
+  const store = where ? describedSystem(record.system)?.runStore?.(where) : undefined
+  if (store) {
+    if (store.decide) wouldKeep.push(store.where)
+    await store.close()
+  }
+  if (local) {
+    const first = readLocalDecision(local.dir)
+    if (first) throw alreadyDecided(id, first)
+    wouldKeep.push(local.dir)
+  }
+  if (!wouldKeep.length)
+    throw new BadInputError(
+      `Run ${id} is held on another machine (${record.holder}) and its environment keeps no decisions; expected --env naming an environment whose store holds the run.`,
+    )
+  return {
+    runId: id,
+    decision,
+    wouldKeep,
+    then: decision === 'promote' ? 'it goes on with its next batches after its canary' : 'it rolls back what it changed (exit 4)',
+    holderGone: presentRun(record).phase === 'interrupted',
+  }
 }
 
 function alreadyDecided(id: string, first: Decision): BadInputError {

@@ -223,6 +223,26 @@ describe('the docs against the CLI', () => {
     expect(unknown.map((f) => `${f.where}: ${f.text}`)).toEqual([])
   })
 
+  it("keep the README's promise: every command it lists as changing something has --dry-run", () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+    const start = readme.indexOf('These commands change something and have it:')
+    const promise = readme.slice(start, readme.indexOf('The others only read', start))
+    expect(start).toBeGreaterThan(-1)
+    // `backup run|create` is `backup run` and `backup create`.
+    const listed = [...promise.matchAll(/`([a-z][a-z |-]*)`/g)].flatMap((m) => {
+      const words = (m[1] ?? '').split(' ')
+      const last = words.pop() ?? ''
+      return last.split('|').map((alternative) => [...words, alternative])
+    })
+    expect(listed.length).toBeGreaterThan(10)
+    const without = listed.filter((words) => {
+      let command: Command | undefined = program
+      for (const w of words) command = command?.commands.find((c) => c.name() === w)
+      return !command?.options.some((o) => o.long === '--dry-run')
+    })
+    expect(without.map((w) => `svcops ${w.join(' ')}`)).toEqual([])
+  })
+
   it('refuse what the CLI refuses (the check itself can fail)', () => {
     expect(refusalOf(program, wordsOf('svcops upgrade recording --env prod --to 2.0.0 --dry-run'))).toBeUndefined()
     expect(refusalOf(program, wordsOf('svcops runs promote|abort ID --env prod'))).toBeUndefined()

@@ -140,6 +140,17 @@ describe('--pause-after-canary, runs watch, promote and abort', () => {
     const second = await cliHere(['upgrade', 'recording', '--to', '1.5.0', '--yes'])
     expect(second.code, second.stderr).toBe(3)
 
+    // A dry run of either decision says where it would be kept, and keeps nothing: the run goes on
+    // waiting, and the promotion below is the first decision, which it could not be after another.
+    for (const decision of ['abort', 'promote'] as const) {
+      const dry = await cliHere(['runs', decision, id, '--dry-run', '--json'])
+      expect(dry.code, dry.stderr).toBe(0)
+      expect(JSON.parse(dry.stdout)).toMatchObject({ ok: true, dryRun: true, runId: id, decision })
+      expect((JSON.parse(dry.stdout) as { wouldKeep: string[] }).wouldKeep).toContain(join(lab.runsDir, id))
+    }
+    expect(existsSync(join(lab.runsDir, id, 'decision.json'))).toBe(false)
+    expect(await lab.versions()).toEqual({ 'rec-1': '1.5.0', 'rec-2': '1.4.0' })
+
     // The person watching sees the wait before deciding (runs watch reads the run twice a second).
     await waitFor(() => watching.includes('Paused after the canary since'))
     const promoted = await cliHere(['runs', 'promote', id])
@@ -182,6 +193,9 @@ describe('--pause-after-canary, runs watch, promote and abort', () => {
     const late = await cliHere(['runs', 'abort', id])
     expect(late.code).toBe(2)
     expect(late.stderr).toContain(`Run ${id} is not waiting after its canary (it is succeeded)`)
+    const lateDry = await cliHere(['runs', 'abort', id, '--dry-run'])
+    expect(lateDry.code).toBe(2)
+    expect(lateDry.stderr).toBe(late.stderr)
   }, 600_000)
 })
 
