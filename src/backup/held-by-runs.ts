@@ -11,7 +11,7 @@ import { LockedError, errorMessage, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { acquireEnvironmentLock, type EnvironmentLock, type LockHolder } from '../runs/lock.ts'
 import { listEnvironmentRuns } from '../runs/run-listing.ts'
-import { holderName, isFinished, newRunId, type RunRecord } from '../runs/run-record.ts'
+import { holderName, isFinished, isRunId, newRunId, type RunRecord } from '../runs/run-record.ts'
 import { heldBackups } from './prune.ts'
 
 /** The backups runs hold (`heldBackups`), or why they are unknown (then retention removes nothing). */
@@ -80,6 +80,15 @@ export async function lockForBackupCommand(env: Environment, command: BackupComm
 }
 
 function refusal(env: Environment, command: BackupCommand, run: LockHolder, state: string): LockedError {
+  if (!isRunId(run.runId))
+    // Another backup command (its row names the command, not a run): it ends by itself.
+    return withFacts(
+      new LockedError(
+        `${command.verb}: another command (${run.runId}, ${run.holder}, pid ${run.pid}, since ${run.since}) holds the lock of environment '${env.name}'; nothing was ${command.done}.`,
+        'Wait for it to end, then run this again.',
+      ),
+      { lockedBy: run, refusedBackupCommand: true },
+    )
   return withFacts(
     new LockedError(
       `${command.verb}: run ${run.runId} (${run.holder}, pid ${run.pid}, since ${run.since}) ${state} and holds the lock of environment '${env.name}'; nothing was ${command.done}.`,

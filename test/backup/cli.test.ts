@@ -3,6 +3,9 @@ import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { stringify } from 'yaml'
 import { main } from '../../src/commands/program.ts'
+import pg from 'pg'
+import { clientConfig } from '../../src/backup/index.ts'
+import { acquireEnvironmentLock } from '../../src/runs/lock.ts'
 import { startBackupBed, SERVICE_PASSWORD, type BackupBed } from './fixture.ts'
 
 /** Runs `svcops ARGS` in this process and captures what it prints. */
@@ -182,6 +185,54 @@ describe('svcops backup (CLI)', () => {
     } finally {
       delete process.env.SVCOPS_RUNS_DIR
     }
+  })
+
+  it('backup delete and restore take the environment lock: refused beside another command holding it, and beside an interrupted run, naming it', async () => {
+    const made = (await run('--json', 'backup', 'create')).json().backup as { id: string }
+    const db = {
+      host: bed.database.host,
+      port: bed.database.port,
+      name: bed.database.name,
+      user: bed.database.user,
+      password: { env: 'SVCOPS_TEST_DB_PASSWORD' },
+    }
+    const since = new Date().toISOString()
+    const other = await acquireEnvironmentLock(db, {
+      environment: 'clitest',
+      holder: { runId: 'backup-restore-x', holder: 'ops@elsewhere', pid: 4242, since },
+    })
+    try {
+      const refused = await run('backup', 'delete', made.id)
+      expect(refused.code).toBe(3)
+      expect(refused.stderr).toContain(
+        `backup delete: another command (backup-restore-x, ops@elsewhere, pid 4242, since ${since}) holds the lock of environment 'clitest'; nothing was deleted.`,
+      )
+    } finally {
+      await other.release()
+    }
+    // A run that died holding the lock, unfinished (its row left, its session gone).
+    const runId = '20261202T010203Z-0a1b2c'
+    const interrupted = await acquireEnvironmentLock(db, {
+      environment: 'clitest',
+      holder: { runId, holder: 'ops@elsewhere', pid: 4343, since },
+    })
+    await interrupted.leave()
+    try {
+      const restore = await run('backup', 'restore', made.id, '--yes')
+      expect(restore.code).toBe(3)
+      expect(restore.stderr).toContain(
+        `backup restore: run ${runId} (ops@elsewhere, pid 4343, since ${since}) was interrupted without finishing and holds the lock of environment 'clitest'; nothing was restored.`,
+      )
+      const remove = await run('backup', 'delete', made.id)
+      expect(remove.code).toBe(3)
+      expect(remove.stderr).toContain(`backup delete: run ${runId} (`)
+    } finally {
+      const c = new pg.Client(clientConfig(bed.database))
+      await c.connect()
+      await c.query('DELETE FROM svcops.run_lock WHERE environment = $1', ['clitest'])
+      await c.end()
+    }
+    expect(((await run('--json', 'backup', 'list')).json().backups as { id: string }[]).map((b) => b.id)).toContain(made.id)
   })
 
   it('writes a key pair GnuPG can read, 0600 private, and never overwrites it', async () => {
