@@ -94,15 +94,22 @@ export function runKeyOf(env: Pick<Environment, 'runs' | 'backup'>): Buffer | un
 // Environments told this process that their runs are not authenticated (once per run).
 const warnedUnsigned = new Set<string>()
 
-/** The seal of `env`'s runs (its name and run key, read now). */
+/** The seal of `env`'s runs: its name, and its run key read at the first record sealed or opened. */
 export function runSealOf(env: Pick<Environment, 'runs' | 'backup' | 'name'>): RunSeal {
-  return runSeal(env.name, runKeyOf(env))
+  return runSeal(env.name, () => runKeyOf(env))
 }
 
-/** The seal of environment `environment`'s runs with `key` (none: unsigned). */
-export function runSeal(environment: string, key: Buffer | undefined): RunSeal {
+/**
+ * The seal of environment `environment`'s runs with `given` (none: unsigned), or the key that
+ * function reads, at the first use: a listing that reads no record of an environment needs none of
+ * its key files on this machine.
+ */
+export function runSeal(environment: string, given: Buffer | undefined | (() => Buffer | undefined)): RunSeal {
+  let read: { key: Buffer | undefined } | undefined
+  const keyNow = (): Buffer | undefined => (read ??= { key: typeof given === 'function' ? given() : given }).key
   const refused = (record: RunRecord, sentence: string): RunRecord => ({ ...record, trust: { state: 'refused', sentence } })
   const macOk = (stored: string, binding: Parameters<typeof runMac>[1]): boolean => {
+    const key = keyNow()
     if (!key) return false
     const expected = Buffer.from(runMac(key, binding))
     const given = Buffer.from(stored)
@@ -110,8 +117,11 @@ export function runSeal(environment: string, key: Buffer | undefined): RunSeal {
   }
   return {
     environment,
-    signed: key !== undefined,
+    get signed() {
+      return keyNow() !== undefined
+    },
     sealRecord(record) {
+      const key = keyNow()
       const { trust: _trust, ...rest } = record
       const content = redactDeep(rest) as Record<string, unknown>
       if (!key) {
@@ -121,6 +131,7 @@ export function runSeal(environment: string, key: Buffer | undefined): RunSeal {
       return { ...content, [MAC_FIELD]: runMac(key, { environment, runId: record.id, content }) }
     },
     sealEntry(runId, seq, entry) {
+      const key = keyNow()
       const { [MAC_FIELD]: _old, ...rest } = entry as JournalEntry & { [MAC_FIELD]?: unknown }
       const content = redactDeep(rest) as Record<string, unknown>
       if (!key) return content
@@ -150,7 +161,7 @@ export function runSeal(environment: string, key: Buffer | undefined): RunSeal {
             sentence: `${label} carries no MAC (written before runs were signed, or with no run key); it is shown read-only and drives a resume or rollback only with ${TRUST_UNSIGNED_FLAG}.`,
           },
         }
-      if (!key)
+      if (!keyNow())
         return {
           ...record,
           trust: {
@@ -178,7 +189,7 @@ export function runSeal(environment: string, key: Buffer | undefined): RunSeal {
               record: refused(record, `${label} fails its MAC check (added or changed after it was written); the run is refused.`),
               entries: [],
             }
-        } else if (mac !== undefined && key && !macOk(mac, { environment, runId: record.id, seq, content }))
+        } else if (mac !== undefined && keyNow() && !macOk(mac, { environment, runId: record.id, seq, content }))
           return {
             record: refused(record, `${label} fails its MAC check (added or changed after it was written); the run is refused.`),
             entries: [],
@@ -247,6 +258,7 @@ export function assertRunTrusted(record: RunRecord, trustUnsigned: boolean): voi
   const trust = record.trust
   if (!trust || trust.state === 'signed') return
   if (trust.state === 'refused')
-    throw new BadInputError(trust.sentence, `See it with: svcops runs show ${record.id} --env ${record.environment}`)
+    // The hint names no environment: a refused record's own is not to be believed.
+    throw new BadInputError(trust.sentence, `See it with: svcops runs show ${record.id} and the same --env or --stack-file`)
   if (!trustUnsigned) throw new BadInputError(trust.sentence, `If you know where it comes from: add ${TRUST_UNSIGNED_FLAG}`)
 }
