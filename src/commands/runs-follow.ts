@@ -30,7 +30,8 @@ Examples:
 const WHO_DECIDES = `The decision records who took it as its store authenticated them (the database role of the
 stack's database.user; in the run folder, this machine's account) and the run's environment. The
 waiting run refuses, saying why, a decision taken before it paused or for another environment.
-Who may decide: whoever may INSERT into svcops.run_decisions (docs/operations.md).`
+Who may decide: whoever may INSERT into svcops.run_decisions and, when the stack names a run key
+(svcops:runs.key, or the one derived from the backup key), holds it (docs/operations.md).`
 
 const DECISION_HELP = {
   promote: `

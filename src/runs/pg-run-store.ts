@@ -11,7 +11,8 @@
  * session's `current_user` and `decided_at` to the server's clock on every insert and update, so a
  * row cannot name another role or an earlier time; each journal row's `written_at` is the server's
  * clock too, so the holder asks the server whether a decision came after its pause's entry. Who
- * may decide is whoever may INSERT into svcops.run_decisions (docs/operations.md, "Who may decide").
+ * may decide is whoever may INSERT into svcops.run_decisions (docs/operations.md, "Who may decide"),
+ * and, when the stack names a run key, holds it: the row's JSON keeps the decider's MAC.
  *
  * A run's writes share one session (opened at the first write, opened again after a failure, ended
  * by `close()` at the run's end): the engine waits for the copy at every step boundary, and a new
@@ -29,7 +30,7 @@ import { OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { SVCOPS_SCHEMA, connectDatabase, databaseTarget } from '../drivers/postgres.ts'
 import { rememberOwnSession } from '../drivers/postgres-sessions.ts'
-import { parseDecisionKind } from './run-decision.ts'
+import { parseStoredDecision } from './run-decision.ts'
 import { readEnvironmentLock } from './lock.ts'
 import type { LockState } from './run-presence.ts'
 import { openedRun, runSeal, type RunSeal } from './run-mac.ts'
@@ -196,9 +197,10 @@ export function postgresRunStore(db: DatabaseConfig, environment: string, seal: 
 
   /** A row as a decision: what from the row's JSON, who, when and where from its columns (the server's). */
   function decisionOfRow(id: string, row: DecisionRow): StoredDecision {
-    const what = parseDecisionKind(row.decision, `${where}: decision of run ${id}`)
+    const what = parseStoredDecision(row.decision, `${where}: decision of run ${id}`)
     return {
-      decision: what,
+      decision: what.decision,
+      seal: what.seal,
       // A row from before the trigger names nobody the server authenticated: refused by the holder.
       by: row.decided_by ?? '',
       at: row.decided_at,
@@ -272,7 +274,7 @@ export function postgresRunStore(db: DatabaseConfig, environment: string, seal: 
         const inserted = await c.query<DecisionRow>(
           `INSERT INTO ${SVCOPS_SCHEMA}.run_decisions (run_id, decision, environment) VALUES ($1, $2, $3)
            ON CONFLICT (run_id) DO NOTHING RETURNING ${DECISION_COLUMNS}`,
-          [id, JSON.stringify({ decision: decision.decision }), environment],
+          [id, JSON.stringify({ decision: decision.decision, seal: decision.seal }), environment],
         )
         const mine = inserted.rows[0]
         if (mine) return { kept: decisionOfRow(id, mine), first: true }

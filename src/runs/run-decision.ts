@@ -11,16 +11,22 @@
  * when it names the run's environment and someone, and was taken while the run waited: after the
  * entry that began the open pause (a pause killed and resumed is still open), by the store's clock
  * where the store has one. Anything else is refused in one sentence, forgotten (so that a valid
- * decision can follow), and the run keeps waiting.
+ * decision can follow), and the run keeps waiting. When the stack names a run key (run-mac.ts),
+ * a decision must also carry its MAC with that key (`decisionMac`): who may decide is then who
+ * holds the key, whatever the store lets write.
  */
+import { timingSafeEqual } from 'node:crypto'
 import { existsSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { hostname, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { z } from 'zod'
+import { loadEnvironmentFile } from '../config/load.ts'
 import { writeFileAtomic } from '../core/atomic-write.ts'
 import { BadInputError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import type { Journal, JournalEntry } from './journal.ts'
+import { runKeyOf, runMac } from './run-mac.ts'
+import type { RunRecord } from './run-record.ts'
 import type { Decision, RunStore, StoredDecision } from './run-store.ts'
 
 export type { Decision } from './run-store.ts'
@@ -28,14 +34,16 @@ export type { Decision } from './run-store.ts'
 const DECISION_FILE = 'decision.json'
 const MAX_DECISION_BYTES = 4096
 
+const sealSchema = z.object({ at: z.string().max(64), mac: z.string().max(128) })
 const decisionSchema = z.object({
   decision: z.enum(['promote', 'abort']),
   by: z.string(),
   at: z.string(),
   environment: z.string().optional(),
   identity: z.string().optional(),
+  seal: sealSchema.optional(),
 })
-const kindSchema = z.object({ decision: z.enum(['promote', 'abort']) })
+const storedSchema = z.object({ decision: z.enum(['promote', 'abort']), seal: sealSchema.optional() })
 
 /** A decision read from a run folder (`where` names it): checked, one sentence when it is not one. */
 export function parseDecision(json: unknown, where: string): Decision {
@@ -45,25 +53,34 @@ export function parseDecision(json: unknown, where: string): Decision {
   return parsed.data
 }
 
-/** What a stored decision decides (who and when are the store's columns, not its JSON): one sentence when it is not one. */
-export function parseDecisionKind(json: unknown, where: string): Decision['decision'] {
-  const parsed = kindSchema.safeParse(json)
-  if (!parsed.success) throw new BadInputError(`${where}: is not a decision; expected {"decision": "promote" | "abort"}.`)
-  return parsed.data.decision
+/** What a stored decision decides, and its seal (who and when are the store's columns, not its JSON): one sentence when it is not one. */
+export function parseStoredDecision(json: unknown, where: string): Pick<Decision, 'decision' | 'seal'> {
+  const parsed = storedSchema.safeParse(json)
+  if (!parsed.success) throw new BadInputError(`${where}: is not a decision; expected {"decision": "promote" | "abort", "seal"?}.`)
+  return parsed.data
+}
+
+/** The MAC with run key `key` of decision `decision` for run `runId` of `environment`, taken at `at` (the decider's clock). */
+export function decisionMac(key: Buffer, runId: string, environment: string, decision: Decision['decision'], at: string): string {
+  // `content` is no record's nor entry's shape, so no MAC of one passes for another's.
+  return runMac(key, { environment, runId, content: { decision: { decision, at } } })
 }
 
 /**
  * A decision taken here, for run folder files: the account is this process's (its uid's name, not
  * `$USER`, which any caller sets), on this machine; the store records its own identity instead.
+ * With the environment's run key `key`, it carries its MAC.
  */
-export function localDecision(decision: Decision['decision'], environment: string): Decision {
+export function localDecision(decision: Decision['decision'], environment: string, runId?: string, key?: Buffer): Decision {
   let account: string
   try {
     account = userInfo().username
   } catch {
     account = `uid${process.getuid?.() ?? '?'}`
   }
-  return { decision, by: `${account}@${hostname()}`, at: new Date().toISOString(), environment, identity: 'local account' }
+  const at = new Date().toISOString()
+  const seal = key && runId ? { seal: { at, mac: decisionMac(key, runId, environment, decision, at) } } : {}
+  return { decision, by: `${account}@${hostname()}`, at, environment, identity: 'local account', ...seal }
 }
 
 /** The decision kept in run folder `dir`, if any (size-capped and checked: a run folder can be damaged). */
@@ -108,20 +125,44 @@ export function openPause(entries: readonly JournalEntry[]): { index: number; ti
   return open
 }
 
+/** What the holder checks a decision against: its run, and the run key when the stack names one. */
+export interface DecisionCheck {
+  runId: string
+  environment: string
+  /** When the pause began, by the run's clock (a store without a clock of its own is compared with it). */
+  since: string | undefined
+  key: Buffer | undefined
+}
+
 /**
- * Why decision `d` (read from `where`) does not count for a run of `environment` paused since
- * `since`, or undefined when it counts. `afterPause`: the store's own verdict, when it has a clock.
+ * Why decision `d` (read from `where`) does not count for the run `check` names, or undefined when
+ * it counts. `afterPause`: the store's own verdict, when it has a clock.
  */
-export function refusalOf(d: StoredDecision, where: string, environment: string, since: string | undefined): string | undefined {
+export function refusalOf(d: StoredDecision, where: string, check: DecisionCheck): string | undefined {
+  const { environment, since, key } = check
   const what = `The ${d.decision} of ${where} (by ${d.by || 'nobody'} at ${d.at})`
   const keeps = 'refused; the run keeps waiting.'
   if (!d.by) return `${what} names no one its store authenticated (it was written before svcops recorded who decides); ${keeps}`
   if (d.environment !== environment)
     return `${what} is for environment '${d.environment ?? '(none)'}'; expected '${environment}', the run's: ${keeps}`
+  if (key && !sealHolds(d, check.runId, environment, key))
+    return `${what} carries no valid MAC of the run key (svcops:runs.key, or the one derived from the backup key); only who holds it may decide: ${keeps}`
   const early = d.afterPause === false || (d.afterPause === undefined && since !== undefined && Date.parse(d.at) < Date.parse(since))
   if (early)
     return `${what} was taken before the run paused (at ${since ?? 'its pause'}); a decision counts only while the run waits: ${keeps}`
   return undefined
+}
+
+function sealHolds(d: Decision, runId: string, environment: string, key: Buffer): boolean {
+  if (!d.seal) return false
+  const expected = Buffer.from(decisionMac(key, runId, environment, d.decision, d.seal.at))
+  const given = Buffer.from(d.seal.mac)
+  return expected.length === given.length && timingSafeEqual(expected, given)
+}
+
+/** The run key of the stack `run` was started with (none when it names none); a key that cannot be read is an error. */
+function runKeyOfRun(run: Pick<RunRecord, 'envFile' | 'environment'>): Buffer | undefined {
+  return runKeyOf(loadEnvironmentFile(run.envFile, run.environment))
 }
 
 /**
@@ -129,10 +170,15 @@ export function refusalOf(d: StoredDecision, where: string, environment: string,
  * environment's `store` too. A store that cannot be read is said once; the folder still counts. A
  * decision refused (refusalOf) is said once, removed where it is kept, and the run keeps waiting.
  */
-export function decisionsOf(journal: Journal, store?: RunStore): DecisionSource {
+export function decisionsOf(
+  journal: Journal,
+  store?: RunStore,
+  runKey: () => Buffer | undefined = () => runKeyOfRun(journal.run),
+): DecisionSource {
   let reads = 0
   let warned = false
   let pause: { index: number; time: string } | undefined
+  let check: DecisionCheck | undefined
   const said = new Set<string>()
   const sayOnce = (text: string) => {
     if (said.has(text)) return
@@ -145,9 +191,16 @@ export function decisionsOf(journal: Journal, store?: RunStore): DecisionSource 
     async read() {
       // The pause began before the first read and stays open while the run waits.
       pause ??= openPause(journal.entries())
+      try {
+        check ??= { runId: id, environment, since: pause?.time, key: runKey() }
+      } catch (error) {
+        // Without the key nothing can be checked: no decision counts until it can be read.
+        sayOnce(`The run key could not be read (${errorMessage(error)}); no decision counts until it can be: the run keeps waiting.`)
+        return undefined
+      }
       const local = readLocalDecision(journal.dir)
       if (local) {
-        const why = refusalOf(local, `run folder ${journal.dir}`, environment, pause?.time)
+        const why = refusalOf(local, `run folder ${journal.dir}`, check)
         if (!why) return local
         sayOnce(why)
         rmSync(join(journal.dir, DECISION_FILE), { force: true })
@@ -156,14 +209,14 @@ export function decisionsOf(journal: Journal, store?: RunStore): DecisionSource 
       try {
         const stored = await store.readDecision(id, pause?.index)
         if (!stored) return undefined
-        if (stored.afterPause === undefined && !refusalOf({ ...stored, afterPause: true }, store.where, environment, undefined)) {
+        if (stored.afterPause === undefined && !refusalOf({ ...stored, afterPause: true }, store.where, check)) {
           // The pause's entry has not reached the store: its clock cannot tell yet, so the decision waits with the run.
           sayOnce(
             `The ${stored.decision} of ${store.where} waits until the run's pause is written there (the store's clock decides whether it came after).`,
           )
           return undefined
         }
-        const why = refusalOf(stored, store.where, environment, pause?.time)
+        const why = refusalOf(stored, store.where, check)
         if (!why) return stored
         sayOnce(why)
         await store.dismissDecision?.(id, stored)

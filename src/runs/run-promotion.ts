@@ -13,6 +13,7 @@ import { events } from '../core/events.ts'
 import { Journal, runsDir } from './journal.ts'
 import { localDecision, readLocalDecision, writeLocalDecision, type Decision } from './run-decision.ts'
 import { readEnvironmentRun } from './run-listing.ts'
+import { runKeyOf } from './run-mac.ts'
 import { heldHere, presentRun } from './run-presence.ts'
 import { assertRunId, isPaused, type RunRecord } from './run-record.ts'
 import { describedSystem } from './system-description.ts'
@@ -34,12 +35,13 @@ export async function decideRun(
   base = runsDir(),
 ): Promise<KeptDecision> {
   const { record, local } = await findDecidable(id, decision, env, base)
-  const ours = localDecision(decision, record.environment)
+  const where = env ?? environmentOfRecord(record)
+  // With the stack's run key the decision carries its MAC: the waiting run honours no other.
+  const ours = localDecision(decision, record.environment, id, where ? runKeyOf(where) : undefined)
   const kept: string[] = []
   let counted: Decision | undefined
   // The store first: a decision taken on another machine before this one counts here too. It records
   // who decided and when itself (the database role, its clock), not what this machine says.
-  const where = env ?? environmentOfRecord(record)
   const store = where ? describedSystem(record.system)?.runStore?.(where) : undefined
   if (store?.decide) {
     try {

@@ -27,6 +27,12 @@ export interface Decision {
   environment?: string | undefined
   /** How `by` was established, for people: "database role", "local account". */
   identity?: string | undefined
+  /**
+   * When the stack names a run key (run-mac.ts): the decider's MAC with it over the run id, the
+   * environment, the decision and `at` (the decider's clock, which may differ from the store's):
+   * only who holds the key may decide.
+   */
+  seal?: { at: string; mac: string } | undefined
 }
 
 /** A decision as a store read it back: whether it was taken after the pause, by the store's own clock. */

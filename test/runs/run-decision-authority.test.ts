@@ -5,7 +5,9 @@
  * entry reached the store and names its environment. A row inserted before the pause (the attack
  * of issue 43: "aborted by release-manager@ops-laptop" honoured) is refused with one sentence and
  * forgotten, the run keeps waiting; a row for another environment likewise; a decision taken after
- * the pause by a release-manager role that alone may insert counts, with that role recorded.
+ * the pause by a release-manager role that alone may insert counts, with that role recorded. When
+ * the stack names a run key, a decision must also carry its MAC with it: a role that may insert but
+ * holds no key cannot decide.
  */
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -18,7 +20,7 @@ import { collect, type SvcopsEvent } from '../../src/core/events.ts'
 import { PostgresCluster, startPostgres } from '../../src/lab/lab-postgres.ts'
 import { Journal, type JournalEntry } from '../../src/runs/journal.ts'
 import { postgresRunStore } from '../../src/runs/pg-run-store.ts'
-import { decisionsOf, type Decision, type DecisionSource } from '../../src/runs/run-decision.ts'
+import { decisionsOf, localDecision, type Decision, type DecisionSource } from '../../src/runs/run-decision.ts'
 import { newRunRecord } from '../../src/runs/run-record.ts'
 import type {} from '../support/shared-postgres.ts'
 
@@ -69,6 +71,13 @@ async function asRole(user: string, variable: string, sql: string, values: unkno
   }
 }
 
+/** As docs/operations.md says: only the release manager may decide; the runner's role keeps reading and dismissing. */
+async function onlyTheManagerDecides(): Promise<void> {
+  await asRole(runner, RUNNER_VARIABLE, `REVOKE INSERT ON svcops.run_decisions FROM ${pg.escapeIdentifier(runner)}`)
+  await asRole(runner, RUNNER_VARIABLE, `GRANT USAGE ON SCHEMA svcops TO ${pg.escapeIdentifier(manager)}`)
+  await asRole(runner, RUNNER_VARIABLE, `GRANT SELECT, INSERT ON svcops.run_decisions TO ${pg.escapeIdentifier(manager)}`)
+}
+
 /** The holder's sentences about decisions, of the events said so far. */
 const refusals = (said: { events: SvcopsEvent[] }): string[] =>
   said.events.flatMap((e) => (e.kind === 'warn' && /^The (abort|promote) of /.test(e.message) ? [e.message] : []))
@@ -88,10 +97,7 @@ it('refuses a decision taken before the pause or for another environment, and ho
   try {
     // The run writes its first steps (which creates the schema, owned by the runner's role).
     await store.write({ record, from: 0, all: [...all] })
-    // Only the release manager may decide: the runner's role keeps reading and dismissing.
-    await asRole(runner, RUNNER_VARIABLE, `REVOKE INSERT ON svcops.run_decisions FROM ${pg.escapeIdentifier(runner)}`)
-    await asRole(runner, RUNNER_VARIABLE, `GRANT USAGE ON SCHEMA svcops TO ${pg.escapeIdentifier(manager)}`)
-    await asRole(runner, RUNNER_VARIABLE, `GRANT SELECT, INSERT ON svcops.run_decisions TO ${pg.escapeIdentifier(manager)}`)
+    await onlyTheManagerDecides()
 
     // Before the run pauses, someone who may insert files an abort, naming a person and a time of their choosing.
     await asRole(
@@ -113,7 +119,7 @@ it('refuses a decision taken before the pause or for another environment, and ho
     all.push(entry('pause', 'start'))
     await store.write({ record: { ...record, pausedAt: new Date().toISOString() }, from: all.length - 1, all: [...all] })
     const journal = Journal.inMemory(record, mkdtempSync(join(tmpdir(), 'svcops-decisions-')), all)
-    const decisions = decisionsOf(journal, store)
+    const decisions = decisionsOf(journal, store, () => undefined) // the stack names no run key
     expect(await look(decisions)).toBeUndefined()
     const early = refusals(said)
     expect(early).toEqual([
@@ -141,6 +147,57 @@ it('refuses a decision taken before the pause or for another environment, and ho
     try {
       const kept = await byManager.decide?.(record.id, { decision: 'promote', by: 'anyone@anywhere', at: '2000-01-01T00:00:00Z' })
       expect(kept).toMatchObject({ first: true, kept: { decision: 'promote', by: manager, environment: 'lab', identity: 'database role' } })
+    } finally {
+      await byManager.close()
+    }
+    expect(await look(decisions)).toMatchObject({ decision: 'promote', by: manager, environment: 'lab', afterPause: true })
+  } finally {
+    said.stop()
+    await store.close()
+  }
+}, 120_000)
+
+it('with a run key, honours only a decision that carries its MAC, whoever may insert', async () => {
+  const store = postgresRunStore(db(runner, RUNNER_VARIABLE), 'lab')
+  const record = newRunRecord({ kind: 'upgrade', system: 'recording', environment: 'lab', envFile: '/dev/null', params: {} })
+  const all: JournalEntry[] = [entry('preflight'), entry('pause', 'start')]
+  const key = randomBytes(32)
+  const said = collect()
+  try {
+    await store.write({ record: { ...record, pausedAt: new Date().toISOString() }, from: 0, all: [...all] })
+    await onlyTheManagerDecides()
+    const decisions = decisionsOf(Journal.inMemory(record, mkdtempSync(join(tmpdir(), 'svcops-decisions-')), all), store, () => key)
+    // Who may insert but holds no key (or another key) cannot decide: refused, forgotten, the run waits.
+    for (const wrong of [undefined, randomBytes(32)]) {
+      const byManager = postgresRunStore(db(manager, MANAGER_VARIABLE), 'lab')
+      try {
+        const kept = await byManager.decide?.(record.id, localDecision('abort', 'lab', record.id, wrong))
+        expect(kept?.first).toBe(true)
+      } finally {
+        await byManager.close()
+      }
+      expect(await look(decisions)).toBeUndefined()
+      expect(refusals(said).at(-1)).toMatch(
+        new RegExp(
+          `^The abort of .* \\(by ${manager} at \\S+\\) carries no valid MAC of the run key .*: refused; the run keeps waiting\\.$`,
+        ),
+      )
+    }
+    // A MAC made for another run does not pass for this one.
+    const other = postgresRunStore(db(manager, MANAGER_VARIABLE), 'lab')
+    try {
+      const forOther = localDecision('abort', 'lab', 'another-run', key)
+      await other.decide?.(record.id, forOther)
+    } finally {
+      await other.close()
+    }
+    expect(await look(decisions)).toBeUndefined()
+    expect(refusals(said)).toHaveLength(3)
+
+    // Who holds the key decides.
+    const byManager = postgresRunStore(db(manager, MANAGER_VARIABLE), 'lab')
+    try {
+      await byManager.decide?.(record.id, localDecision('promote', 'lab', record.id, key))
     } finally {
       await byManager.close()
     }
