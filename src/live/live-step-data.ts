@@ -44,11 +44,14 @@ export type BackedUpFile = z.infer<typeof backedUpFileSchema>
 const stackValuesSchema = z.object({
   version: z
     .string()
-    .regex(/^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$/, 'expected a version like 6.0.0')
+    .regex(/^v?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$/, 'expected a version like 6.0.0')
     .nullable(),
+  // A site may name its rotations as it likes; what goes back into the stack file is one line of text.
   pskRotation: z
     .string()
-    .regex(/^[\w.-]{1,128}$/, 'expected a rotation name of letters, digits, `.`, `_` and `-`')
+    .min(1)
+    .max(256)
+    .refine((v) => !/[\p{Cc}]/u.test(v), 'expected one line of text without control characters')
     .nullable(),
 })
 

@@ -174,6 +174,16 @@ describe('the backup step’s entry, as a rollback follows it', () => {
     expect(refusal(live, [entry])).toBe(sentence)
   })
 
+  it('on Kubernetes: follows the stack file’s values it kept, refuses a value that is not one line', () => {
+    const kept = { stackFile: { version: '6.2.0', pskRotation: `svcops-${RUN}` } }
+    expect(stepData(backupFiles, { step: 'backup', data: kept }, RUN)).toEqual(kept)
+    expect(() =>
+      stepData(backupFiles, { step: 'backup', data: { stackFile: { version: '6.2.0', pskRotation: 'x\n--yes' } } }, RUN),
+    ).toThrow(
+      `Run ${RUN}: the journal's entry of step backup is refused: data.stackFile.pskRotation: expected one line of text without control characters; svcops did not write it so, and does not follow it.`,
+    )
+  })
+
   it('refuses the whole entry when one file of it is bad: nothing of it is followed', () => {
     const good = { path: '/etc/default/svc-ingest', existed: true, backup: 'backup/etc__default__svc-ingest', sha256: SHA }
     expect(refusal(oneHost, [good, good, { path: '/tmp/victim', existed: false }])).toMatch(/files\.2 \(\/tmp\/victim\)/)
