@@ -2,9 +2,10 @@
  * The live system's runs kept with the environment, on a real live lab host (5.2.0 -> 7.0.0): the
  * upgrade writes its record and journal to files under /var/lib/svcops/runs on the live host as it
  * goes, so from a machine with an empty local runs folder (another `SVCOPS_RUNS_DIR`) `runs list`,
- * `runs show` and `rollback live` work with the stack file alone, and the rollback is kept there too.
+ * `runs show` and `rollback live` work with the stack file alone, and the rollback is kept there too;
+ * a journal entry the host's SSH user adds afterwards makes the run refused (src/runs/run-mac.ts).
  */
-import { lstatSync, mkdtempSync, readdirSync } from 'node:fs'
+import { appendFileSync, lstatSync, mkdtempSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, expect, it } from 'vitest'
@@ -67,6 +68,21 @@ it('another machine lists, shows and rolls back the live runs from the live host
   // A third machine reads the run as it ended, from the host.
   const third = await elsewhere(['--env', envName, 'runs', 'list', '--json'], mkdtempSync(join(tmpdir(), 'svcops-third-')))
   expect((JSON.parse(third.stdout) as Listed).runs.find((r) => r.id === id)?.phase).toBe('rolled-back')
+
+  // The host's SSH user adds a step to the run's journal (a rollback's restore of a file of its choice): the run,
+  // signed with the lab's run key, is refused by the views and by a resume, and nothing is copied here.
+  const journalFile = join(lab.file(LIVE_RUNS_PATH), `${id}.journal.jsonl`)
+  const forged = { time: new Date().toISOString(), step: 'rollback:restore-config', status: 'start', disruptive: true }
+  appendFileSync(journalFile, `${JSON.stringify(forged)}\n`)
+  const fourth = mkdtempSync(join(tmpdir(), 'svcops-fourth-'))
+  const refusedShow = await elsewhere(['--env', envName, 'runs', 'show', id], fourth)
+  expect(refusedShow.code, refusedShow.stderr).toBe(0)
+  expect(refusedShow.stdout).toContain(`Run ${id}: refused.`)
+  expect(refusedShow.stdout).toContain('fails its MAC check')
+  const refusedResume = await elsewhere(['--env', envName, 'resume', id, '--rollback', '--yes'], fourth)
+  expect(refusedResume.code, refusedResume.stdout).toBe(2)
+  expect(refusedResume.stderr).toContain('fails its MAC check')
+  expect(readdirSync(fourth)).toEqual([])
 
   for (const text of lab.everythingPrinted()) for (const psk of lab.psks()) expect(text.includes(psk)).toBe(false)
 }, 900_000)
