@@ -12,6 +12,7 @@
  * start of the CLI here loaded @kubernetes/client-node again, ~0.5 s of CPU) for the cases that read
  * its answer; the killed runs, and the resume of the first, start it as a process of its own.
  */
+import { randomBytes } from 'node:crypto'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { createServer, type Server } from 'node:http'
@@ -307,6 +308,10 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     deploy.live.version = version
     if (options.tcpEndpoints) deploy.live.pipeline.tcpEndpoints = options.tcpEndpoints
     doc.config['svcops:live'] = { platform: 'kubernetes', controllerUrl, connectTimeoutSeconds: 5 }
+    // The runs kept in ConfigMaps are signed with a run key of the operators' (the prod stack's backup keys are the jobs').
+    const runKey = join(dir, 'run.key')
+    writeFileSync(runKey, randomBytes(48).toString('base64'), { mode: 0o600 })
+    doc.config['svcops:runs'] = { key: { file: runKey } }
     const stackFile = join(dir, 'stacks', 'Pulumi.prod.yaml')
     writeFileSync(stackFile, toYaml(doc))
     const recorder = createPulumiArgvRecorder({ applyConfigSetTo: stackFile })
