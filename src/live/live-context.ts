@@ -9,7 +9,8 @@ import type { Environment, LiveConfig } from '../config/schema.ts'
 import { errorMessage, LockedError, withFacts } from '../core/errors.ts'
 import { Journal } from '../runs/journal.ts'
 import { isFinished, type RunRecord } from '../runs/run-record.ts'
-import { acquireHostLock, releaseHostLock, renewHostLease } from '../runs/lock.ts'
+import { acquireHostLock } from '../runs/lock.ts'
+import { hostLeaseLost, releaseHostLease, renewHostLease } from '../runs/host-lease.ts'
 import type { HeldLock, Opened } from '../runs/playbook.ts'
 import { productOf, type LiveProduct } from './layout.ts'
 import type { LiveUnit } from './live-placement.ts'
@@ -42,6 +43,7 @@ export function liveContext(env: Environment, journal: Journal<LiveParams>): Liv
  * Takes the live environment's lock for `run` (the lock file on its host, a lease renewed while the
  * run holds it). A run that died holding it is refused, naming it and how to finish it, unless it
  * is the run being resumed (`takeOver`) — and then only once its holder is proven gone — or `breakLock`.
+ * The run stops at its next step once the lock holds another holder's line (`HeldLock.lost`).
  */
 export async function lockLiveEnvironment(
   env: Environment,
@@ -51,8 +53,9 @@ export async function lockLiveEnvironment(
   const { transport, path } = liveLockPlace(env)
   const host = { transport }
   const holder = { runId: run.id, holder: run.holder, pid: process.pid, since: run.startedAt }
+  let line: string
   try {
-    await acquireHostLock(host.transport, path, holder, {
+    line = await acquireHostLock(host.transport, path, holder, {
       ...(options.takeOver ? { takeOver: options.takeOver } : {}),
       // A lock file left is an unfinished run's: --break-lock takes it only with --force.
       ...(options.breakLock ? { breakLock: true, force: options.force ?? false } : {}),
@@ -63,13 +66,16 @@ export async function lockLiveEnvironment(
     await host.transport.close()
     throw explainLock(env, error)
   }
-  const lease = renewHostLease(host.transport, path, run.id)
+  // Renewed, released and checked by this taking's own line: a holder that outslept its lease and
+  // was taken over (same run id, another machine) neither renews nor removes the new holder's lock.
+  const lease = renewHostLease(host.transport, path, line)
   return {
     async release() {
       lease.stop()
-      await releaseHostLock(host.transport, path, run.id).catch(() => undefined)
+      await releaseHostLease(host.transport, path, line).catch(() => undefined)
       await host.transport.close()
     },
+    lost: () => hostLeaseLost(host.transport, path, line, `live system '${env.name}'`),
     async leave() {
       // The lock file stays, naming the interrupted run: the next run is refused until it is finished.
       lease.stop()

@@ -104,11 +104,20 @@ export class Run<C> {
   private readonly fired = new Map<SiteHook<C>, Promise<unknown>>()
   /** Where a pause after the canary looks for a person's decision (run-decision.ts). */
   private readonly decisions: DecisionSource | undefined
+  /** Asked at each step boundary: why the run's lock is no longer its own (`HeldLock.lost`), then it stops. */
+  private readonly lockLost: (() => Promise<string | undefined>) | undefined
 
   constructor(
     ctx: C,
     journal: Journal,
-    options: { mode: Mode; phase?: PhasePrefix; planned?: PlannedStep[]; resumed?: boolean; decisions?: DecisionSource },
+    options: {
+      mode: Mode
+      phase?: PhasePrefix
+      planned?: PlannedStep[]
+      resumed?: boolean
+      decisions?: DecisionSource
+      lockLost?: () => Promise<string | undefined>
+    },
   ) {
     this.ctx = ctx
     this.journal = journal
@@ -117,6 +126,7 @@ export class Run<C> {
     this.planned = options.planned ?? []
     this.resumed = options.resumed ?? false
     this.decisions = options.decisions
+    this.lockLost = options.lockLost
   }
 
   /** True in the dry run. */
@@ -132,6 +142,7 @@ export class Run<C> {
       planned: this.planned,
       resumed: this.resumed,
       ...(this.decisions ? { decisions: this.decisions } : {}),
+      ...(this.lockLost ? { lockLost: this.lockLost } : {}),
     })
   }
 
@@ -226,6 +237,9 @@ export class Run<C> {
     // The safe point: a signal stops the run here, between steps, never inside one.
     const signal = interruptSignal()
     if (signal) throw withFacts(new InterruptedError(`Interrupted by ${signal}.`), { signal })
+    // Fencing: a holder whose lock was taken over (it slept past its lease) acts no further.
+    const lost = await this.lockLost?.()
+    if (lost !== undefined) throw withFacts(new InterruptedError(lost), { lockLost: true })
     const started = Date.now()
     this.journal.append({ step: name, status: 'start', ...at, ...(step.disruptive ? { disruptive: true } : {}) })
     events.emit({ kind: 'step', step: name, status: 'start', ...at })

@@ -14,9 +14,8 @@ import { connectDatabase, databaseTarget } from '../drivers/postgres.ts'
 import { rememberOwnSession } from '../drivers/postgres-sessions.ts'
 import { LockedError, OperationError, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
-import { isAlive } from '../core/process.ts'
 import { runCommand, type Transport } from '../core/runner.ts'
-import { heldHere } from './run-presence.ts'
+import { HOST_LEASE_SECONDS, holderPresence, leaseLine } from './host-lease.ts'
 import { isRunId } from './run-record.ts'
 
 /** Who holds (or held) a lock. */
@@ -257,32 +256,6 @@ export async function readEnvironmentLock(db: DatabaseConfig, environment: strin
   }
 }
 
-/** How long a host lock's lease lasts without renewal: past it, a holder on another machine counts as gone. */
-export const HOST_LEASE_SECONDS = 60
-
-/** How often a holder renews its lease: well inside HOST_LEASE_SECONDS, so a busy minute does not lose it. */
-const RENEW_EVERY_MS = 10_000
-
-/**
- * Whether the holder named in a host lock (`who` = user@machine, `pid`) is still there. On this
- * machine its process says so (a dead or zombie pid is gone; a live one holds, whatever its lease).
- * Elsewhere only the lease can prove it gone: the lock file not renewed for HOST_LEASE_SECONDS,
- * measured by the host's own clock (no skew between machines).
- */
-async function holderPresence(transport: Transport, path: string, who: string, pid: number): Promise<{ gone: boolean; why: string }> {
-  if (heldHere({ holder: who }))
-    return isAlive(pid)
-      ? { gone: false, why: `its process ${pid} runs on this machine` }
-      : { gone: true, why: `its process ${pid} is gone` }
-  const age = await runCommand(transport, ['sh', '-c', 'echo $(( $(date +%s) - $(stat -c %Y "$1") ))', 'sh', path], { check: false })
-  const seconds = Number(age.stdout.trim())
-  if (age.code !== 0 || age.stdout.trim() === '' || !Number.isFinite(seconds))
-    return { gone: false, why: `the age of its lease could not be read (${age.stderr.trim() || `exit ${String(age.code)}`})` }
-  return seconds > HOST_LEASE_SECONDS
-    ? { gone: true, why: `its lease was last renewed ${seconds} s ago (it lasts ${HOST_LEASE_SECONDS} s)` }
-    : { gone: false, why: `its lease was renewed ${seconds} s ago, within ${HOST_LEASE_SECONDS} s` }
-}
-
 /**
  * Takes the per-host lock file (`path`, created with noclobber so two writers cannot both win).
  * A file left by a run in `takeOver` (the dead run we replace or resume) is replaced; any other
@@ -291,19 +264,20 @@ async function holderPresence(transport: Transport, path: string, who: string, p
  * when its holder is proven gone (its process dead on this machine, or its lease expired) — a
  * resume of a run whose holder lives is refused naming it, as etcd takes a lock over only once its
  * lease expired. Without `lease` the caller has proven the holder gone (recording targets: the
- * environment's advisory lock was free).
+ * environment's advisory lock was free). Returns the line written: with `lease` it is this taking's
+ * own (`leaseLine`), which the holder renews, checks and releases by (host-lease.ts).
  */
 export async function acquireHostLock(
   transport: Transport,
   path: string,
   holder: LockHolder,
   options: { takeOver?: string[]; breakLock?: boolean; force?: boolean; lease?: boolean } = {},
-): Promise<void> {
-  const content = `${holder.runId} ${holder.holder} ${holder.pid} ${holder.since}`
+): Promise<string> {
+  const content = options.lease ? leaseLine(holder) : `${holder.runId} ${holder.holder} ${holder.pid} ${holder.since}`
   const dir = path.replace(/\/[^/]+$/, '')
   const write = ['sh', '-c', 'mkdir -p "$1" && set -C && printf "%s\\n" "$2" > "$3"', 'sh', dir, content, path]
   const first = await runCommand(transport, write, { check: false })
-  if (first.code === 0) return
+  if (first.code === 0) return content
   const current = await runCommand(transport, ['cat', path], { check: false })
   const [runId = '', who = '', pid = '', since = ''] = current.stdout.trim().split(' ')
   let ours = runId === holder.runId || (options.takeOver ?? []).includes(runId)
@@ -329,7 +303,7 @@ export async function acquireHostLock(
     if (options.breakLock && !ours)
       events.warn(`--break-lock: replacing the host lock of ${transport.host} held by run ${runId}.`, transport.host)
     await runCommand(transport, ['sh', '-c', 'printf "%s\\n" "$1" > "$2"', 'sh', content, path])
-    return
+    return content
   }
   if (current.code !== 0) throw new OperationError(`The host lock ${path} on ${transport.host} cannot be written: ${first.stderr.trim()}.`)
   throw withFacts(
@@ -341,30 +315,7 @@ export async function acquireHostLock(
   )
 }
 
-/**
- * Keeps the lease of the host lock `path` that run `runId` holds: the file's time is renewed every
- * few seconds while it still names the run, so another machine can tell a live holder from a
- * machine that went away (`acquireHostLock` with `lease`). The timer does not keep the process alive.
- */
-export function renewHostLease(transport: Transport, path: string, runId: string): { stop(): void } {
-  let warned = false
-  const renew = () => {
-    // Not through runCommand: a renewal every few seconds is no event of the run.
-    void transport
-      .exec(['sh', '-c', '[ "$(cut -d" " -f1 "$1" 2>/dev/null)" = "$2" ] && touch -c "$1"', 'sh', path, runId], { check: false })
-      .then((result) => {
-        if (result.code === 0 || warned) return
-        warned = true
-        events.warn(`The host lock ${path} on ${transport.host} no longer names run ${runId}: its lease is not renewed.`, transport.host)
-      })
-      .catch(() => undefined) // the transport closed under it: the run is ending
-  }
-  const timer = setInterval(renew, RENEW_EVERY_MS)
-  timer.unref()
-  return { stop: () => clearInterval(timer) }
-}
-
-/** Removes the host lock if it is ours. */
+/** Removes a host lock (not leased) if it names run `runId`: the caller proved no other holder could have taken it. */
 export async function releaseHostLock(transport: Transport, path: string, runId: string): Promise<void> {
   await runCommand(
     transport,

@@ -74,6 +74,11 @@ export interface HeldLock {
    * next run on the environment sees an unfinished holder and names the commands that finish it.
    */
   leave?(): Promise<void>
+  /**
+   * Undefined while the lock is still this holder's; otherwise the sentence saying who took it over.
+   * The engine asks at each step boundary and stops the run there (a lease its holder outslept).
+   */
+  lost?(): Promise<string | undefined>
 }
 
 export interface RunSetup<C, P extends RunParams = RunParams> {
@@ -203,7 +208,10 @@ async function driveRun<C, P extends RunParams>(
   let failure: unknown
   try {
     const decisions = decisionsOf(journal, setup.store)
-    await body(new Run(opened.ctx, journal, { mode: 'act', resumed: options.resumed ?? false, decisions }))
+    const lockLost = lock.lost ? () => lock.lost?.() ?? Promise.resolve(undefined) : undefined
+    await body(
+      new Run(opened.ctx, journal, { mode: 'act', resumed: options.resumed ?? false, decisions, ...(lockLost ? { lockLost } : {}) }),
+    )
   } catch (error) {
     failure = error
   }

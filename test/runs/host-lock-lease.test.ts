@@ -5,13 +5,18 @@
  * this machine's files through the local transport, with the host's own `sh`, `stat` and `date`.
  */
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { expect, it } from 'vitest'
-import { LockedError } from '../../src/core/errors.ts'
+import { InterruptedError, LockedError } from '../../src/core/errors.ts'
 import { local } from '../../src/core/runner.ts'
-import { HOST_LEASE_SECONDS, acquireHostLock } from '../../src/runs/lock.ts'
+import { Run } from '../../src/runs/engine.ts'
+import { HOST_LEASE_SECONDS, hostLeaseLost, releaseHostLease, renewHostLeaseOnce } from '../../src/runs/host-lease.ts'
+import { Journal } from '../../src/runs/journal.ts'
+import { acquireHostLock } from '../../src/runs/lock.ts'
+import { newRunRecord } from '../../src/runs/run-record.ts'
+import { defineStep } from '../../src/runs/step.ts'
 
 const RUN = '20261202T010000Z-abc123'
 const resumer = { runId: RUN, holder: `ops@${hostname()}`, pid: process.pid + 1_000_000, since: '2026-12-02T02:00:00.000Z' }
@@ -40,7 +45,7 @@ it('refuses a resume of the run while its holder process lives on this machine, 
 
   const gone = lockFile(`${RUN} ops@${hostname()} ${deadPid()} 2026-12-02T01:00:00.000Z`)
   await acquireHostLock(local, gone, resumer, { takeOver: [RUN], lease: true })
-  expect(readFileSync(gone, 'utf8')).toBe(`${RUN} ${resumer.holder} ${resumer.pid} ${resumer.since}\n`)
+  expect(readFileSync(gone, 'utf8')).toMatch(new RegExp(`^${RUN} ${resumer.holder} ${resumer.pid} ${resumer.since} \\S+ [0-9a-f]{12}\n$`))
 })
 
 it('a holder on another machine: refused while its lease is fresh, taken over once it was not renewed for the lease', async () => {
@@ -58,4 +63,52 @@ it('another run than the one resumed is refused even when its holder is gone', a
   const path = lockFile(`${other} ops@${hostname()} ${deadPid()} 2026-12-02T00:00:00.000Z`)
   await expect(acquireHostLock(local, path, resumer, { takeOver: [RUN], lease: true })).rejects.toThrow(`is locked by run ${other}`)
   expect(readFileSync(path, 'utf8')).toContain(other)
+})
+
+it("a holder taken over after its lease lapsed neither renews nor removes the new holder's lock, and stops at its next step", async () => {
+  const path = join(mkdtempSync(join(tmpdir(), 'svcops-host-lock-')), 'live-upgrade.lock')
+  // Machine A takes the lock, then sleeps past its lease (its file not renewed for longer than it lasts).
+  const sleeper = { runId: RUN, holder: 'ops@machine-a', pid: 4242, since: '2026-12-02T01:00:00.000Z' }
+  const lineA = await acquireHostLock(local, path, sleeper, { lease: true })
+  spawnSync('touch', ['-d', `@${Math.floor(Date.now() / 1000) - HOST_LEASE_SECONDS - 30}`, path])
+  // Machine B resumes the same run: the lease lapsed, so it takes the lock over.
+  const taker = { runId: RUN, holder: 'ops@machine-b', pid: 5151, since: sleeper.since }
+  const lineB = await acquireHostLock(local, path, taker, { takeOver: [RUN], lease: true })
+  expect(lineB).not.toBe(lineA)
+  const aged = statSync(path).mtimeMs
+
+  // A wakes: its renewal finds B's line and touches nothing; its release leaves B's lock in place.
+  expect(await renewHostLeaseOnce(local, path, lineA)).toBe(false)
+  expect(statSync(path).mtimeMs).toBe(aged)
+  await releaseHostLease(local, path, lineA)
+  expect(readFileSync(path, 'utf8')).toBe(`${lineB}\n`)
+
+  // At its next step boundary A learns who took the lock over and stops before the step acts.
+  const takenAt = lineB.split(' ')[4]
+  const sentence = `The lock of live system 'lab' was taken over by ops@machine-b (pid 5151) at ${takenAt}; this run stops here.`
+  expect(await hostLeaseLost(local, path, lineA, "live system 'lab'")).toBe(sentence)
+  expect(await hostLeaseLost(local, path, lineB, "live system 'lab'")).toBeUndefined()
+  let acted = 0
+  const step = defineStep<object, [], Record<string, never>>({
+    id: 'stop-controller',
+    title: 'stop the controller',
+    describe: () => ['stop the controller'],
+    act: () => {
+      acted++
+      return Promise.resolve({})
+    },
+  })
+  const journal = Journal.inMemory(newRunRecord({ kind: 'upgrade', system: 'live', environment: 'lab', envFile: 'lab.yaml', params: {} }))
+  const runA = new Run({}, journal, { mode: 'act', lockLost: () => hostLeaseLost(local, path, lineA, "live system 'lab'") })
+  const stopped = await runA.step(step).then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  expect(stopped).toBeInstanceOf(InterruptedError)
+  expect((stopped as Error).message).toBe(sentence)
+  expect(acted).toBe(0)
+  // B, whose line it is, acts.
+  await new Run({}, journal, { mode: 'act', lockLost: () => hostLeaseLost(local, path, lineB, "live system 'lab'") }).step(step)
+  expect(acted).toBe(1)
+  expect(readFileSync(path, 'utf8')).toBe(`${lineB}\n`)
 })
