@@ -8,6 +8,7 @@ import { basename, resolve } from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import type { z } from 'zod'
 import { BadInputError } from '../core/errors.ts'
+import { hostsOf, reachOf } from './host-transport.ts'
 import { isClusterLiveSection, liveClusterSchema, type LiveClusterConfig } from './live-cluster.ts'
 import { environmentSchema, type Environment } from './schema.ts'
 
@@ -129,6 +130,10 @@ function checkRules(env: Environment): void {
       `${env.file}: recording.package: "${recording.package}" is not a Debian package name; expected lower-case letters, digits, "+", "-" and ".", starting with a letter or digit (Debian policy 5.6.1).`,
     )
   checkPlatform(env)
+  for (const { field, host } of hostsOf(env)) {
+    const reach = reachOf(host, field)
+    if ('refusal' in reach) throw new BadInputError(`${env.file}: ${reach.refusal}`)
+  }
   if (env.liveCluster && !env.deploy)
     throw new BadInputError(
       `${env.file}: svcops:deploy: missing; live.platform kubernetes takes the namespace, the Deployments and the version from it.`,

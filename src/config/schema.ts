@@ -73,8 +73,13 @@ export const recordingHostSchema = z.strictObject({
   name,
   /** Base URL of the recording service on this host. */
   url,
-  /** How commands reach the host: over SSH, or on this machine (lab hosts, local installs). */
+  /** How commands reach the host over SSH; or `transport: local`. */
   ssh: sshSchema.optional(),
+  /**
+   * `local`: the host is this machine (a local install), said in so many words: a host without
+   * `ssh` is refused unless it says this or is a lab sandbox (`root`), never taken as this machine.
+   */
+  transport: z.literal('local').optional(),
   /** Root directory of a sandboxed lab host (dpkg --root); absent on real hosts. */
   root: z.string().min(1).optional(),
   /** Mark one host as the canary that is upgraded first. */
@@ -173,8 +178,10 @@ export const backupSchema = z.strictObject({
 /** A host of the live production system: where its components are installed and how it is reached. */
 export const liveHostSchema = z.strictObject({
   name,
-  /** How commands reach the host: over SSH, or on this machine. */
+  /** How commands reach the host over SSH; or `transport: local`. */
   ssh: sshSchema.optional(),
+  /** `local`: the host is this machine, said in so many words (as on a recording host). */
+  transport: z.literal('local').optional(),
   /** Root directory of a sandboxed lab host (dpkg --root); absent on real hosts. */
   root: z.string().min(1).optional(),
 })

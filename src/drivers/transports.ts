@@ -1,14 +1,16 @@
 /**
  * How svcops reaches a recording host and how it names the host's package manager and supervisor.
- * A host with an `ssh` section is reached over SSH; one without runs commands on this machine. A
- * host with a `root` is a sandbox (a lab host): its dpkg database and supervisord live under that
+ * A host with an `ssh` section is reached over SSH; one with `transport: local` (or a lab sandbox
+ * `root`) runs commands on this machine; one with neither is refused. A host with a `root` is a sandbox (a lab host): its dpkg database and supervisord live under that
  * directory, and local commands run as the directory's owner so that files and processes are the
  * same whether the host is reached locally or over SSH as that user.
  */
 import { createHash } from 'node:crypto'
 import { chownSync, copyFileSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import { reachOf } from '../config/host-transport.ts'
 import type { RecordingHostConfig } from '../config/schema.ts'
+import { BadInputError } from '../core/errors.ts'
 import { LocalTransport, type CommandResult, type RunOptions, type Transport } from '../core/runner.ts'
 import { SshTransport } from './ssh.ts'
 
@@ -51,11 +53,15 @@ function userOfUid(uid: number): string | undefined {
 }
 
 /**
- * The transport for a recording host of the environment file: SSH when the host has an `ssh`
- * section, else this machine (as the owner of the host's sandbox root, when we are root and it
- * belongs to someone else). Callers close it when done.
+ * The transport for a host of the environment file, as the host declares it: SSH with an `ssh`
+ * section, this machine with `transport: local` or a lab sandbox `root` (as the owner of the
+ * sandbox, when we are root and it belongs to someone else). A host that declares none is refused,
+ * never taken as this machine (the loader refuses it first; this holds for hosts built in code).
+ * Callers close it when done.
  */
 export function transportFor(host: RecordingHostConfig): Transport {
+  const reach = reachOf(host, `host ${host.name}`)
+  if ('refusal' in reach) throw new BadInputError(reach.refusal)
   if (host.ssh) {
     return new SshTransport(
       {

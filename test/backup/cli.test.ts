@@ -43,7 +43,7 @@ describe('svcops backup (CLI)', () => {
         config: {
           'svcops:recording': {
             version: '1.6.0',
-            hosts: [{ name: 'rec1', url: 'http://127.0.0.1:9' }],
+            hosts: [{ name: 'rec1', url: 'http://127.0.0.1:9', transport: 'local' }],
             database: {
               host: bed.database.host,
               port: bed.database.port,

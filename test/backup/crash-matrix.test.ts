@@ -55,7 +55,7 @@ function environmentOf(path: string): Environment {
     {
       'svcops:recording': {
         version: '1.6.0',
-        hosts: [{ name: 'rec1', url: 'http://127.0.0.1:9' }],
+        hosts: [{ name: 'rec1', url: 'http://127.0.0.1:9', transport: 'local' }],
         database: { ...bed.database, password: { env: 'SVCOPS_TEST_DB_PASSWORD' } },
       },
       'svcops:backup': { store: { path }, recipients: [bed.publicKeyFile], identity: { file: bed.privateKeyFile } },

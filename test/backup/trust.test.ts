@@ -380,7 +380,7 @@ describe('the automatic rollback path (backup gate) with the upgrade fixture’s
         config: {
           'svcops:recording': {
             version: '1.6.0',
-            hosts: [{ name: 'rec1', url: 'http://127.0.0.1:9' }],
+            hosts: [{ name: 'rec1', url: 'http://127.0.0.1:9', transport: 'local' }],
             database: { ...bed.database, password: { env: 'SVCOPS_TEST_GATE_DB_PASSWORD' } },
           },
           // What test/recording/fixture.ts writes: no signing key, no signers. The identity signs; the recipients are trusted.

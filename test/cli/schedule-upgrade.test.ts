@@ -34,7 +34,7 @@ beforeAll(() => {
       config: {
         'svcops:recording': {
           version: '1.4.0',
-          hosts: [{ name: 'rec-1', url: 'http://127.0.0.1:8080' }],
+          hosts: [{ name: 'rec-1', url: 'http://127.0.0.1:8080', transport: 'local' }],
           database: { host: '127.0.0.1', name: 'recordings', user: 'recorder', password: { env: 'SVCOPS_WEEKLY_DB_PASSWORD' } },
         },
       },

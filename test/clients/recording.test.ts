@@ -190,7 +190,7 @@ describe('recording client against the service, with tokens from the manager emu
         'svcops:recording': {
           version: '1.5.0',
           scopes: { read: 'urn:acme:rec:content:read', write: 'urn:acme:rec:content:write' },
-          hosts: [{ name: 'rec-1', url: v1.url }],
+          hosts: [{ name: 'rec-1', url: v1.url, transport: 'local' }],
           database: { host: '127.0.0.1', name: 'recording', user: 'recording' },
         },
       },

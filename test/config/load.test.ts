@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { loadEnvironment, loadEnvironmentFile } from '../../src/config/load.ts'
 import { readSecret } from '../../src/config/secrets.ts'
 import { BadInputError } from '../../src/core/errors.ts'
+import { LocalHostTransport, transportFor } from '../../src/drivers/transports.ts'
 import { redact } from '../../src/core/redact.ts'
 import { liveUnits, placedHosts } from '../../src/live/live-placement.ts'
 
@@ -12,7 +13,7 @@ const valid = {
   'svcops:manager': { url: 'https://manager.test', email: 'ops@example.test', password: { env: 'SVCOPS_TEST_PASSWORD' } },
   'svcops:recording': {
     version: '1.5.0',
-    hosts: [{ name: 'rec-1', url: 'http://127.0.0.1:8080' }],
+    hosts: [{ name: 'rec-1', url: 'http://127.0.0.1:8080', transport: 'local' }],
     database: { host: '127.0.0.1', name: 'recordings', user: 'recorder' },
   },
 }
@@ -35,8 +36,8 @@ describe('environment loader', () => {
     expect(env.recording?.database.port).toBe(5432)
   })
 
-  it('loads the shipped prod and staging stacks on the kubernetes platform, with their kubernetes:context, and keeps hosts the default', () => {
-    for (const name of ['prod', 'staging']) {
+  it('loads the shipped dev, prod and staging stacks on the kubernetes platform, with their kubernetes:context, and keeps hosts the default', () => {
+    for (const name of ['dev', 'prod', 'staging']) {
       const env = loadEnvironment({ env: name })
       expect(env.recording?.platform).toBe('kubernetes')
       expect(env.recording?.hosts).toEqual([])
@@ -94,8 +95,8 @@ describe('environment loader', () => {
         'svcops:recording': {
           ...valid['svcops:recording'],
           hosts: [
-            { name: 'a', url: 'http://a' },
-            { name: 'a', url: 'http://b' },
+            { name: 'a', url: 'http://a', transport: 'local' },
+            { name: 'a', url: 'http://b', transport: 'local' },
           ],
         },
       },
@@ -178,6 +179,62 @@ describe('environment loader', () => {
   })
 })
 
+describe('how a host is reached: ssh, transport: local or a lab sandbox, never this machine by default', () => {
+  const ssh = { host: 'rec-1.example.test', user: 'svcops', hostKey: 'SHA256:Vq9Nn3b0ZkzXj2Yh4VfKcPq1sLrT8mWdE6uA5oJiB7g' }
+  const recordingHost = (host: Record<string, unknown>): Record<string, unknown> => ({
+    ...valid,
+    'svcops:recording': { ...valid['svcops:recording'], hosts: [{ name: 'rec-1', url: 'http://127.0.0.1:8080', ...host }] },
+  })
+  const liveSection = { version: '5.2.0', controllerUrl: 'http://127.0.0.1:8080' }
+  const ports = { 'system-controller': 9100, ingest: 9101, pipeline: 9102, 'control-panel': 9103 }
+  const liveOneHost = (host: Record<string, unknown>): Record<string, unknown> => ({
+    'svcops:live': { ...liveSection, host: { name: 'live-1', ...host }, metricsPorts: ports },
+  })
+  const livePlaced = (host: Record<string, unknown>): Record<string, unknown> => ({
+    'svcops:live': { ...liveSection, hosts: [{ name: 'live-1', components: ports, ...host }] },
+  })
+  const noSsh = 'has no ssh; expected ssh: { host, user, hostKey } to reach it, or transport: local to act on this machine.'
+  const both = 'has both ssh and transport: local; expected one of them (ssh to reach the host, transport: local for this machine).'
+
+  const refused: [string, Record<string, unknown>, string][] = [
+    ['a recording host with neither', recordingHost({}), `recording.hosts[0]: ${noSsh}`],
+    ['a recording host with both', recordingHost({ ssh, transport: 'local' }), `recording.hosts[0]: ${both}`],
+    ['live.host with neither', liveOneHost({}), `live.host: ${noSsh}`],
+    ['live.hosts[0] with neither', livePlaced({}), `live.hosts[0]: ${noSsh}`],
+    ['live.hosts[0] with both', livePlaced({ ssh, transport: 'local' }), `live.hosts[0]: ${both}`],
+  ]
+  it.each(refused)('refuses %s in one sentence naming the host', (_what, config, sentence) => {
+    const file = stackFile(config)
+    expect(() => loadEnvironmentFile(file)).toThrow(BadInputError)
+    expect(() => loadEnvironmentFile(file)).toThrow(`${file}: ${sentence}`)
+  })
+
+  it('refuses a transport other than local, naming the field', () => {
+    expect(() => loadEnvironmentFile(stackFile(recordingHost({ transport: 'ssh' })))).toThrow(
+      /recording\.hosts\[0\]\.transport: "ssh" is not valid; expected "local"\./,
+    )
+  })
+
+  const accepted: [string, Record<string, unknown>][] = [
+    ['a recording host over ssh', recordingHost({ ssh })],
+    ['a recording host that says transport: local', recordingHost({ transport: 'local' })],
+    ['a lab sandbox recording host (root)', recordingHost({ root: '/tmp/svcops-lab/rec-1' })],
+    ['live.host that says transport: local', liveOneHost({ transport: 'local' })],
+    ['live.hosts[0] over ssh', livePlaced({ ssh })],
+  ]
+  it.each(accepted)('accepts %s', (_what, config) => {
+    expect(() => loadEnvironmentFile(stackFile(config))).not.toThrow()
+  })
+
+  it('picks the transport the host declares, and refuses a host built in code that declares none', async () => {
+    const local = transportFor({ name: 'rec-1', url: 'http://127.0.0.1:1', transport: 'local', canary: false })
+    expect(local).toBeInstanceOf(LocalHostTransport)
+    await local.close()
+    expect(() => transportFor({ name: 'rec-1', url: 'http://127.0.0.1:1', canary: false })).toThrow(BadInputError)
+    expect(() => transportFor({ name: 'rec-1', url: 'http://127.0.0.1:1', canary: false })).toThrow(`host rec-1: ${noSsh}`)
+  })
+})
+
 describe('svcops:live across hosts (live.hosts)', () => {
   const spread = {
     version: '5.2.0',
@@ -209,7 +266,7 @@ describe('svcops:live across hosts (live.hosts)', () => {
     const one = {
       version: '5.2.0',
       controllerUrl: 'http://127.0.0.1:8080',
-      host: { name: 'live-1' },
+      host: { name: 'live-1', transport: 'local' },
       metricsPorts: { 'system-controller': 9100, ingest: 9101, pipeline: 9102, 'control-panel': 9103 },
     }
     const live = loadEnvironmentFile(stackFile(withLive(one))).live

@@ -108,6 +108,34 @@ function commandsOf(stack: string, config: Config, outDir: string): string[][] {
   return commands
 }
 
+/** The hosts of the stack that it reaches over SSH (recording.hosts, live.host, live.hosts). */
+function sshHostsOf(config: Config): Set<string> {
+  const recording = config['svcops:recording'] as { hosts?: { name: string; ssh?: unknown }[] } | undefined
+  const live = config['svcops:live'] as { host?: { name: string; ssh?: unknown }; hosts?: { name: string; ssh?: unknown }[] } | undefined
+  const hosts = [...(recording?.hosts ?? []), ...(live?.host ? [live.host] : []), ...(live?.hosts ?? [])]
+  return new Set(hosts.filter((h) => h.ssh !== undefined).map((h) => h.name))
+}
+
+/** A host's package manager or service manager: what must never run on this machine by accident. */
+const HOST_COMMAND = /\b(systemctl|apt-get|dpkg|dnf|supervisorctl)\b/
+
+/**
+ * The package or service manager commands of a dry-run answer outside the steps of a host the stack
+ * reaches over SSH: they would run on the machine svcops runs on (no shipped stack says
+ * `transport: local`). A Kubernetes step names a component or pod as its host, and runs none.
+ */
+function localActionsOf(stdout: string, sshHosts: Set<string>): string[] {
+  let answer: { steps?: { step: string; host?: string; actions?: string[] }[] }
+  try {
+    answer = JSON.parse(stdout) as typeof answer
+  } catch {
+    return []
+  }
+  return (answer.steps ?? [])
+    .filter((s) => s.host === undefined || !sshHosts.has(s.host))
+    .flatMap((s) => (s.actions ?? []).filter((a) => HOST_COMMAND.test(a)).map((a) => `${s.step} on ${s.host ?? 'this machine'}: ${a}`))
+}
+
 interface Answer {
   ok?: boolean
   error?: { message?: string }
@@ -184,13 +212,18 @@ describe.each(STACKS)('stack %s', (stack) => {
     const names = namedSecretsAndHosts(config)
     const commands = commandsOf(stack, config, join(outDir, stack))
     expect(commands.length).toBeGreaterThan(0)
+    const sshHosts = sshHostsOf(config)
     const refused: string[] = []
+    const local: string[] = []
     for (const args of commands) {
       const run = await runSvcopsInProcess([...args, '--json'], { env })
       const why = refusalOf(run, names)
       if (why) refused.push(`svcops ${args.join(' ')}: ${why}`)
+      local.push(...localActionsOf(run.stdout, sshHosts).map((a) => `svcops ${args.join(' ')}: ${a}`))
     }
     expect(refused).toEqual([])
+    // Nothing is planned on the machine svcops runs on: no stack here says transport: local.
+    expect(local).toEqual([])
     // Nothing a dry run did changed the example.
     expect(configOf(stack)).toEqual(config)
   })

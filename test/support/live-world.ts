@@ -69,15 +69,15 @@ function configFor(units: LiveUnit[], version: string, psk: string | undefined):
 function placement(hosts: 1 | 3): Record<string, unknown> {
   if (hosts === 1)
     return {
-      host: { name: CONTROLLER_HOST },
+      host: { name: CONTROLLER_HOST, transport: 'local' },
       metricsPorts: { 'system-controller': 9101, ingest: 9102, pipeline: 9103, 'control-panel': 9104 },
     }
   const instances = { ingest: 9102, pipeline: 9103, 'control-panel': 9104 }
   return {
     hosts: [
-      { name: CONTROLLER_HOST, components: { 'system-controller': 9101 } },
-      { name: 'live-2', components: instances },
-      { name: 'live-3', components: instances },
+      { name: CONTROLLER_HOST, transport: 'local', components: { 'system-controller': 9101 } },
+      { name: 'live-2', transport: 'local', components: instances },
+      { name: 'live-3', transport: 'local', components: instances },
     ],
   }
 }

@@ -93,7 +93,7 @@ export class RecordingWorld {
         'svcops:recording': {
           version: options.version,
           healthTimeoutSeconds: 5,
-          hosts: options.hosts.map((name, i) => ({ name, url: `http://${name}.invalid:8080`, canary: i === 0 })),
+          hosts: options.hosts.map((name, i) => ({ name, url: `http://${name}.invalid:8080`, transport: 'local', canary: i === 0 })),
           database: { host: 'db.invalid', name: 'recordings', user: 'recorder' },
         },
       },
