@@ -77,3 +77,42 @@ export const readyDataSchema = z.looseObject({
   ready: z.boolean().optional(),
   images: z.record(z.string(), z.object({ image: z.string(), imageID: z.string(), pod: z.string() })).optional(),
 })
+
+/** One line of text a platform or a host reports (a version, a gate's detail): no control characters. */
+const line = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .refine((v) => !/[\p{Cc}]/u.test(v), 'expected one line of text without control characters')
+
+/**
+ * What the preflight journals: the release installed before the run, each unit's version, and the
+ * room it read. Its platform's own facts (on Kubernetes `cluster`) are kept as they are and followed by nothing.
+ */
+export const preflightDataSchema = z.looseObject({
+  from: line(200),
+  versions: z.record(z.string().min(1).max(253), line(200)),
+  room: z
+    .array(z.looseObject({ host: z.string().max(253) }))
+    .max(1000)
+    .optional(),
+})
+
+/** What the gates journal: each gate the run crossed and how it was cleared. */
+export const gatesDataSchema = z.object({
+  gates: z
+    .array(z.object({ id: line(200), state: z.enum(['checked', 'acknowledged', 'blocked']), detail: z.string().max(10_000) }))
+    .max(1000),
+})
+
+/** The names of the steps that write and put back the configuration (their data: `configDataSchema`). */
+export const CONFIG_STEPS = { write: 'write-config', restore: 'restore-config' } as const
+
+/**
+ * What writing or putting back the configuration journals. On Kubernetes a change of the stack's
+ * pskRotation (`from`, `to`: each one line, as the backup keeps it), which lets the preview show
+ * the PSK's resources changing; other platforms' fields are kept as they are and followed by nothing.
+ */
+export const configDataSchema = z.looseObject({
+  pskRotation: z.object({ from: line(256), to: line(256) }).optional(),
+})

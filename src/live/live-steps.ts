@@ -7,6 +7,7 @@
  * the rollback. Each is idempotent or journaled once, so a resumed run repeats only what is safe to
  * repeat.
  */
+import type { z } from 'zod'
 import { BadInputError, OperationError } from '../core/errors.ts'
 import { compareVersions } from '../releases/versions.ts'
 import { events } from '../core/events.ts'
@@ -18,7 +19,15 @@ import type { ComponentHandle, LiveContext } from './live-context.ts'
 import { failedChecks } from './live-judge.ts'
 import type { RoomReading } from './live-platform.ts'
 import { checkRoom } from './live-room.ts'
-import { liveBackupDataSchema, startDataSchema, type LiveBackupData } from './live-step-data.ts'
+import {
+  CONFIG_STEPS,
+  configDataSchema,
+  gatesDataSchema,
+  liveBackupDataSchema,
+  preflightDataSchema,
+  startDataSchema,
+  type LiveBackupData,
+} from './live-step-data.ts'
 
 type Ctx = LiveContext
 type C = ComponentHandle
@@ -48,10 +57,11 @@ export function unitWords(ctx: Ctx, u: C): string {
   return `${componentPackage(ctx.product, u.component)}${u.name === u.component ? '' : ` on ${u.host}`}`
 }
 
-export const preflight = defineStep<Ctx>({
+export const preflight = defineStep<Ctx, [], z.infer<typeof preflightDataSchema>>({
   id: 'preflight',
   title: 'read the installed release of every component; refuse mixed releases, downgrades and too little room for the staging',
   once: true,
+  data: preflightDataSchema,
   describe: (ctx) => {
     const platform = ctx.platform.describePreflight(ctx.journal.run.targetVersion)
     return [
@@ -145,10 +155,11 @@ export const stagePackages = defineStep<Ctx, [C]>({
   act: (ctx, c) => ctx.platform.stage(c, [ctx.journal.run.targetVersion, fromVersion(ctx)]),
 })
 
-export const checkGates = defineStep<Ctx>({
+export const checkGates = defineStep<Ctx, [], z.infer<typeof gatesDataSchema>>({
   id: 'gates',
   title: 'blocking gates: what only people can fix, checked by svcops or acknowledged with --ack',
   once: true,
+  data: gatesDataSchema,
   describe: (ctx) =>
     fromVersion(ctx)
       ? describeGates(evaluateGates(ctx.live, fromVersion(ctx), ctx.journal.run.targetVersion, ctx.journal.run.params.acks ?? []))
@@ -202,8 +213,9 @@ export const stopComponent = defineStep<Ctx, [C]>({
   },
 })
 
-export const writeConfig = defineStep<Ctx>({
-  id: 'write-config',
+export const writeConfig = defineStep<Ctx, [], z.infer<typeof configDataSchema>>({
+  id: CONFIG_STEPS.write,
+  data: configDataSchema,
   title: 'write what the target needs: PSK in the settings file and every environment together, settings file moved, TCP endpoint renamed',
   describe: (ctx) =>
     fromVersion(ctx)
@@ -291,8 +303,9 @@ function backedUp(ctx: Ctx): LiveBackupData | undefined {
   return finishedData(ctx.journal, backupFiles)
 }
 
-export const restoreConfig = defineStep<Ctx>({
-  id: 'restore-config',
+export const restoreConfig = defineStep<Ctx, [], z.infer<typeof configDataSchema>>({
+  id: CONFIG_STEPS.restore,
+  data: configDataSchema,
   title: 'put back every settings and environment file (and so the PSK) from the run’s backup',
   describe: (ctx) => ctx.platform.describeConfigRestore(backedUp(ctx)),
   act: (ctx) => ctx.platform.restoreConfig(backedUp(ctx)),

@@ -3,16 +3,19 @@
  * backup library, through deps.ts), its id and the schema fingerprint recorded in the run; a retry
  * (`svcops resume ID --retry`) reuses the retried run's verified backup while the schema is the same.
  */
+import type { z } from 'zod'
 import { OperationError } from '../core/errors.ts'
 import { defineStep } from '../runs/step.ts'
 import type { RecordingContext } from './recording-context.ts'
+import { backupDataSchema } from './recording-step-data.ts'
 
 type Ctx = RecordingContext
 
-export const backupAndVerify = defineStep<Ctx>({
+export const backupAndVerify = defineStep<Ctx, [], z.infer<typeof backupDataSchema>>({
   id: 'backup',
   title: 'back up the database and verify the backup — nothing stops before it exists',
   once: true,
+  data: backupDataSchema,
   describe: () => [
     'pg_dump --format=custom of the database, encrypted (OpenPGP) into the backup store, manifest with schema fingerprint and row counts',
     'verify the backup: checksum, decrypt, test restore into a scratch database, compare fingerprint and row counts',

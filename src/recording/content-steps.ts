@@ -5,22 +5,25 @@
  * was written after the backup).
  */
 import { writeFileSync } from 'node:fs'
+import type { z } from 'zod'
 import { OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { defineStep } from '../runs/step.ts'
 import { contentKey, readRecordings, snapshotContent as takeSnapshot, type Recording } from './content-snapshot.ts'
 import type { RecordingContext } from './recording-context.ts'
 import type { RecordingTarget } from './recording-platform.ts'
+import { snapshotDataSchema } from './recording-step-data.ts'
 
 type Ctx = RecordingContext
 
 /** File in the run folder with what the service listed right before hosts stopped. */
 export const CONTENT_BEFORE_STOP = 'content-before-stop.json'
 
-export const snapshotContent = defineStep<Ctx>({
+export const snapshotContent = defineStep<Ctx, [], z.infer<typeof snapshotDataSchema>>({
   id: 'snapshot',
   title: 'list every recording and count the rows of every table',
   once: true,
+  data: snapshotDataSchema,
   describe: (ctx) => [
     `GET ${ctx.targets[0]?.url ?? '?'}/api/v1/content?limit=${ctx.settings.contentLimit} (every recording's id)`,
     'count the rows of every table of the database',

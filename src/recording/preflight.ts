@@ -4,6 +4,7 @@
  * the staging of the target and the previous version on every target, so that downtime never
  * includes a download and a rollback never needs the network.
  */
+import type { z } from 'zod'
 import { BadInputError, OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { formatBytes } from '../core/units.ts'
@@ -13,6 +14,7 @@ import { readEnvironmentLock } from '../runs/lock.ts'
 import { defineStep } from '../runs/step.ts'
 import type { RecordingContext } from './recording-context.ts'
 import type { RecordingTarget } from './recording-platform.ts'
+import { preflightDataSchema } from './recording-step-data.ts'
 
 type Ctx = RecordingContext
 
@@ -26,10 +28,11 @@ async function lockState(ctx: Ctx): Promise<string> {
   }
 }
 
-export const preflight = defineStep<Ctx>({
+export const preflight = defineStep<Ctx, [], z.infer<typeof preflightDataSchema>>({
   id: 'preflight',
   title: 'check scopes, database privileges, room for the backup, installed versions',
   once: true,
+  data: preflightDataSchema,
   async describe(ctx) {
     const db = ctx.rec.database
     return [

@@ -8,7 +8,6 @@
 import { writeFileSync } from 'node:fs'
 import { z } from 'zod'
 import { listBackups, openBackupContext, type BackupEntry } from '../backup/index.ts'
-import { assertBackupId } from '../backup/manifest.ts'
 import type { Environment } from '../config/schema.ts'
 import { BadInputError, OperationError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
@@ -17,6 +16,7 @@ import type { RecordingContext } from './recording-context.ts'
 import { listFromAny } from './content-steps.ts'
 import { EXPORTED } from './rollback-steps.ts'
 import { isTestRecording } from './content-snapshot.ts'
+import { backupIdSchema, exportDataSchema } from './recording-step-data.ts'
 
 type Ctx = RecordingContext
 
@@ -55,21 +55,11 @@ export async function schemaPathTo(env: Environment, version: string, fingerprin
   }
 }
 
-/** True when `id` follows the backup store's rule for ids. */
-function isBackupId(id: string): boolean {
-  try {
-    assertBackupId(id)
-    return true
-  } catch {
-    return false
-  }
-}
-
 /** What the choice journals (a resume reuses it: src/runs/step.ts's `stepData`): a backup of the store, or no restore. */
 const choiceDataSchema = z.object({
   restore: z.literal(false).optional(),
   reason: z.string().max(2000),
-  backupId: z.string().refine(isBackupId, 'expected an id of the backup store, like lab-20260101T020000Z-1a2b').optional(),
+  backupId: backupIdSchema.optional(),
   fingerprint: z
     .string()
     .regex(/^[0-9a-f]{64}$/, 'expected 64 lower-case hex digits')
@@ -103,10 +93,11 @@ async function choose(ctx: Ctx): Promise<StepResult> {
   return { data: { backupId: path.backup.id, fingerprint: path.backup.manifest.fingerprint, reason: path.reason } }
 }
 
-export const exportAllRecordings = defineStep<Ctx>({
+export const exportAllRecordings = defineStep<Ctx, [], z.infer<typeof exportDataSchema>>({
   id: 'export',
   title: 'export every recording (the restore of an older backup would lose the later ones)',
   once: true,
+  data: exportDataSchema,
   describe: (ctx) => [`list every recording and keep it in ${ctx.journal.file(EXPORTED)}, to re-create those the restore loses`],
   async act(ctx) {
     const list = await listFromAny(ctx, ctx.allTargets)

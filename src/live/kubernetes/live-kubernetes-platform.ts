@@ -20,6 +20,8 @@ import { describeCall, type PodFacts } from '../../drivers/kubernetes.ts'
 import { pulumiArgv, readStackVersion } from '../../drivers/pulumi.ts'
 import { ERROR_LEVELS, findLogErrors } from '../../drivers/services.ts'
 import { LIVE_COMPONENTS, type LiveComponentName } from '../layout.ts'
+import { CONFIG_STEPS, configDataSchema } from '../live-step-data.ts'
+import { finishedData, Phase } from '../../runs/step.ts'
 import type { LivePlatform, LiveScope } from '../live-platform.ts'
 import { controllerThroughService, livePods } from './controller-service.ts'
 import {
@@ -54,6 +56,12 @@ function earlierProofs(earlier: Record<string, unknown> | undefined): Partial<Re
   return out
 }
 
+/** The steps whose finished entry says the run changed pskRotation: writing the configuration, and putting it back in the rollback. */
+const ROTATING_STEPS = [
+  { id: CONFIG_STEPS.write, data: configDataSchema, phase: Phase.run },
+  { id: CONFIG_STEPS.restore, data: configDataSchema, phase: Phase.rollback },
+]
+
 /** Log lines that count as errors (the product writes ERROR; FATAL for a crash). */
 const ERROR_PATTERNS = ERROR_LEVELS
 
@@ -64,8 +72,9 @@ function showPod(p: PodFacts): string {
 /** The platform of a live system on Kubernetes, for the run of `scope`. Nothing connects until used. */
 export function openKubernetesLivePlatform(scope: LiveScope, cluster: LiveCluster): LivePlatform {
   const nothing = 'nothing: the kubelet pulls the image when the new pod starts (imagePullPolicy IfNotPresent)'
-  // Whether the run changed pskRotation (the preview rule then lets the PSK's resources change).
-  const rotated = () => scope.journal.entries().some((e) => e.status === 'ok' && !!e.data?.pskRotation)
+  // Whether the run changed pskRotation (the preview rule then lets the PSK's resources change):
+  // read only from the steps that change it, their data's shape checked (the journal is kept where others write).
+  const rotated = () => ROTATING_STEPS.some((step) => finishedData(scope.journal, step, { phase: step.phase })?.pskRotation !== undefined)
   const platform: LivePlatform = {
     where: cluster.namespace,
     // One unit per Deployment: its replicas are the pods `pulumi up` rolls, not svcops.
