@@ -163,9 +163,14 @@ export function postgresRunStore(db: DatabaseConfig, environment: string, seal: 
         record.environment,
         record.system,
         record.startedAt,
-        JSON.stringify(seal.sealRecord(record)),
+        // The record binds the journal's length: written with it in this statement, a journal read back shorter is refused.
+        JSON.stringify(seal.sealRecord(record, all.length)),
         from,
-        all.slice(from).map((e, i) => JSON.stringify(seal.sealEntry(record.id, from + i, e))),
+        // Sealed from the first entry: each new entry's MAC chains to the one before it.
+        seal
+          .sealJournal(record.id, all)
+          .slice(from)
+          .map((e) => JSON.stringify(e)),
       ],
     )
   }

@@ -3,8 +3,15 @@
  * live host's SSH user, the namespace's ConfigMaps) could otherwise write a run that steers the next
  * resume or rollback. Every record and journal entry written there carries a MAC (HMAC-SHA256) made
  * with the environment's run key, which operators hold and the store's writers do not, over the
- * canonical JSON (sorted keys) of `{ environment, runId, seq?, content }`: a record or entry read
- * back is accepted only for the environment of the stack in use and for the run it was asked as.
+ * canonical JSON (sorted keys) of `{ environment, runId, seq?, prev?, content }`: a record or entry
+ * read back is accepted only for the environment of the stack in use and for the run it was asked as.
+ *
+ * The journal is a chain, so that a writer of the store cannot drop what was done (a rollback undoes
+ * only what the journal shows): entry `seq`'s MAC also covers entry `seq - 1`'s MAC (`prev`; entry 0
+ * has none and is bound to its run and environment like every entry), and the indexes must run 0, 1,
+ * 2... without a gap. A signed record also binds how many entries its journal held when it was
+ * written (`journalEntries`): a journal read back shorter than that is refused. What a store's writer
+ * can still do, and what stands against it, is in docs/operations.md ("The run key").
  *
  * The run key: `svcops:runs.key` (a secret reference, at least 32 bytes), else derived with
  * HKDF-SHA256 (info "svcops run records") from the backup private key the stack names
@@ -24,6 +31,8 @@ import type { StoredRun } from './run-store.ts'
 
 /** The field of a stored record or entry that holds its MAC. */
 export const MAC_FIELD = 'mac'
+/** The field of a signed record that holds how many journal entries it was written with (covered by its MAC). */
+const ENTRIES_FIELD = 'journalEntries'
 const MAC_PREFIX = 'hmac-sha256:'
 /** A run key shorter than this is refused: a MAC is only as strong as its key. */
 export const MIN_RUN_KEY_BYTES = 32
@@ -38,10 +47,14 @@ export interface RunSeal {
   readonly environment: string
   /** True when records are signed (a run key is set or derived). */
   readonly signed: boolean
-  /** The record as stored: redacted, without its read-time trust, with its MAC when signed. */
-  sealRecord(record: RunRecord): Record<string, unknown>
-  /** Entry `seq` of run `runId` as stored: redacted, with its MAC when signed. */
-  sealEntry(runId: string, seq: number, entry: JournalEntry): Record<string, unknown>
+  /**
+   * The record as stored: redacted, without its read-time trust, with its MAC when signed; `entries`,
+   * how many entries its journal holds when the record is written, is bound with it (a reader refuses
+   * a journal shorter than that).
+   */
+  sealRecord(record: RunRecord, entries?: number): Record<string, unknown>
+  /** The journal `entries` of run `runId` as stored, by index: each redacted, with its MAC (chained to the one before) when signed. */
+  sealJournal(runId: string, entries: readonly JournalEntry[]): Array<Record<string, unknown>>
   /**
    * A record read from `where`: checked for its run id (`id`, when asked by id), its environment
    * (the store's own column `filedUnder`, when it keeps one, and the record's field) and its MAC.
@@ -65,8 +78,11 @@ export function canonicalJson(value: unknown): string {
   return `{${members.join(',')}}`
 }
 
-/** The MAC of `content` bound to its environment, its run and (for an entry) its index. */
-export function runMac(key: Buffer, binding: { environment: string; runId: string; seq?: number; content: unknown }): string {
+/** The MAC of `content` bound to its environment, its run and (for an entry) its index and the MAC of the entry before it. */
+export function runMac(
+  key: Buffer,
+  binding: { environment: string; runId: string; seq?: number; prev?: string | null; content: unknown },
+): string {
   return MAC_PREFIX + createHmac('sha256', key).update(canonicalJson(binding)).digest('hex')
 }
 
@@ -108,6 +124,14 @@ export function runSeal(environment: string, given: Buffer | undefined | (() => 
   let read: { key: Buffer | undefined } | undefined
   const keyNow = (): Buffer | undefined => (read ??= { key: typeof given === 'function' ? given() : given }).key
   const refused = (record: RunRecord, sentence: string): RunRecord => ({ ...record, trust: { state: 'refused', sentence } })
+  // Whether the stack names a run key; one it names that cannot be read still says its runs are signed.
+  const keyed = (): boolean => {
+    try {
+      return keyNow() !== undefined
+    } catch {
+      return true
+    }
+  }
   const macOk = (stored: string, binding: Parameters<typeof runMac>[1]): boolean => {
     const key = keyNow()
     if (!key) return false
@@ -120,7 +144,7 @@ export function runSeal(environment: string, given: Buffer | undefined | (() => 
     get signed() {
       return keyNow() !== undefined
     },
-    sealRecord(record) {
+    sealRecord(record, entries) {
       const key = keyNow()
       const { trust: _trust, ...rest } = record
       const content = redactDeep(rest) as Record<string, unknown>
@@ -128,14 +152,20 @@ export function runSeal(environment: string, given: Buffer | undefined | (() => 
         warnUnsigned(environment)
         return content
       }
-      return { ...content, [MAC_FIELD]: runMac(key, { environment, runId: record.id, content }) }
+      const bound = entries === undefined ? content : { ...content, [ENTRIES_FIELD]: entries }
+      return { ...bound, [MAC_FIELD]: runMac(key, { environment, runId: record.id, content: bound }) }
     },
-    sealEntry(runId, seq, entry) {
+    sealJournal(runId, entries) {
       const key = keyNow()
-      const { [MAC_FIELD]: _old, ...rest } = entry as JournalEntry & { [MAC_FIELD]?: unknown }
-      const content = redactDeep(rest) as Record<string, unknown>
-      if (!key) return content
-      return { ...content, [MAC_FIELD]: runMac(key, { environment, runId, seq, content }) }
+      let prev: string | null = null
+      return entries.map((entry, seq) => {
+        const { [MAC_FIELD]: _old, ...rest } = entry as JournalEntry & { [MAC_FIELD]?: unknown }
+        const content = redactDeep(rest) as Record<string, unknown>
+        if (!key) return content
+        const mac = runMac(key, { environment, runId, seq, prev, content })
+        prev = mac
+        return { ...content, [MAC_FIELD]: mac }
+      })
     },
     openRecord(raw, where, expect) {
       const { mac, content } = splitMac(raw)
@@ -158,7 +188,10 @@ export function runSeal(environment: string, given: Buffer | undefined | (() => 
           ...record,
           trust: {
             state: 'unsigned',
-            sentence: `${label} carries no MAC (written before runs were signed, or with no run key); it is shown read-only and drives a resume or rollback only with ${TRUST_UNSIGNED_FLAG}.`,
+            sentence: keyed()
+              ? // A habitual --trust-unsigned-run must be a visible choice where runs are signed.
+                `${label} carries no MAC, and this environment's runs are signed (its stack names a run key): an unsigned run here was stripped or predates the key; it is shown read-only and drives a resume or rollback only with ${TRUST_UNSIGNED_FLAG}, given only knowing where it comes from.`
+              : `${label} carries no MAC (written before runs were signed, or with no run key); it is shown read-only and drives a resume or rollback only with ${TRUST_UNSIGNED_FLAG}.`,
           },
         }
       if (!keyNow())
@@ -174,28 +207,36 @@ export function runSeal(environment: string, given: Buffer | undefined | (() => 
           record,
           `${label} fails its MAC check (changed after it was written, or written for another environment, run or run key); it is refused.`,
         )
-      return { ...record, trust: { state: 'signed' } }
+      const entries = (content as Record<string, unknown>)[ENTRIES_FIELD]
+      return { ...record, trust: { state: 'signed', ...(typeof entries === 'number' ? { entries } : {}) } }
     },
     openEntries(record, raws, where) {
       const trust: RunTrust = record.trust ?? { state: 'unsigned', sentence: '' }
       if (trust.state === 'refused') return { record, entries: [] }
       const contents: unknown[] = []
-      for (const { seq, raw } of raws) {
+      const refuse = (sentence: string) => ({ record: refused(record, sentence), entries: [] })
+      let prev: string | null = null
+      for (const [index, { seq, raw }] of raws.entries()) {
+        // The chain binds each entry to the one before: an index that skips one is an entry removed.
+        if (seq !== index)
+          return refuse(
+            `Entry ${index} of run ${record.id}'s journal in ${where} is missing (the next is entry ${seq}): entries were removed after they were written; the run is refused.`,
+          )
         const { mac, content } = splitMac(raw)
         const label = `Entry ${seq} of run ${record.id}'s journal in ${where}`
-        if (trust.state === 'signed') {
-          if (mac === undefined || !macOk(mac, { environment, runId: record.id, seq, content }))
-            return {
-              record: refused(record, `${label} fails its MAC check (added or changed after it was written); the run is refused.`),
-              entries: [],
-            }
-        } else if (mac !== undefined && keyNow() && !macOk(mac, { environment, runId: record.id, seq, content }))
-          return {
-            record: refused(record, `${label} fails its MAC check (added or changed after it was written); the run is refused.`),
-            entries: [],
-          }
+        const fails = (given: string | undefined) =>
+          given === undefined || !macOk(given, { environment, runId: record.id, seq, prev, content })
+        if ((trust.state === 'signed' || (mac !== undefined && keyNow())) && fails(mac))
+          return refuse(
+            `${label} fails its MAC check (added, changed, moved, or the entry before it removed, after it was written); the run is refused.`,
+          )
+        prev = mac ?? null
         contents.push(content)
       }
+      if (trust.state === 'signed' && trust.entries !== undefined && raws.length < trust.entries)
+        return refuse(
+          `Run ${record.id}'s journal in ${where} holds ${raws.length} entries, but its record was signed with ${trust.entries}: entries were removed after they were written; the run is refused.`,
+        )
       return { record, entries: contents as JournalEntry[] }
     },
   }

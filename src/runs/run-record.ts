@@ -73,7 +73,9 @@ export interface RunRecord<P extends RunParams = RunParams> {
 }
 
 /** A stored record's authentication: signed with the run key, unsigned (a warning), or refused (one sentence). */
-export type RunTrust = { state: 'signed' } | { state: 'unsigned' | 'refused'; sentence: string }
+export type RunTrust =
+  | { state: 'signed'; /** How many journal entries the record was signed with, when it binds them (run-mac.ts). */ entries?: number }
+  | { state: 'unsigned' | 'refused'; sentence: string }
 
 /** The fields of the core: everything else a record written before the core existed held is the system's. */
 const CORE_FIELDS = new Set([

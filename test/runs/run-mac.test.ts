@@ -4,7 +4,7 @@
  * for the environment of the stack in use, for the run asked for, and unchanged. Each refusal is the
  * change a writer of the store (the database role) could make: a row of another environment filed
  * under this one, a record or a journal entry changed or added after it was written, a record
- * without its MAC.
+ * without its MAC, journal entries removed (from the middle, or the tail) or put in another order.
  */
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
@@ -83,8 +83,8 @@ async function writtenRun(environment: string, signed = true): Promise<RunRecord
   return record
 }
 
-async function readBack(environment: string, id: string) {
-  const store = storeOf(environment)
+async function readBack(environment: string, id: string, signed = true) {
+  const store = storeOf(environment, signed)
   try {
     return { run: await store.readRun(id), listed: (await store.listRecords(environment)).find((r) => r.id === id) }
   } finally {
@@ -96,12 +96,12 @@ describe('a run read back from its environment', () => {
   it('is accepted whole when it is as its writer signed it', async () => {
     const record = await writtenRun('lab')
     const { run, listed } = await readBack('lab', record.id)
-    expect(run?.record.trust).toEqual({ state: 'signed' })
+    expect(run?.record.trust).toEqual({ state: 'signed', entries: 3 })
     expect(run?.record.params).toEqual(record.params)
     expect(run?.entries.map((e) => e.step)).toEqual(['preflight', 'backup', 'install'])
     // The MAC is the store's: entries read back do not carry it into a local copy.
     expect(run?.entries.every((e) => !('mac' in e))).toBe(true)
-    expect(listed?.trust).toEqual({ state: 'signed' })
+    expect(listed?.trust).toEqual({ state: 'signed', entries: 3 })
   })
 
   it("is refused, naming both environments, when another environment's row is filed under this one", async () => {
@@ -170,6 +170,91 @@ describe('a run read back from its environment', () => {
     const { run } = await readBack('lab', record.id)
     expect(run?.record.trust).toMatchObject({ state: 'unsigned', sentence: expect.stringContaining('--trust-unsigned-run') as unknown })
     expect(run?.entries.map((e) => e.step)).toEqual(['preflight', 'backup', 'install'])
+  })
+
+  it('says, when the environment has a run key, that an unsigned run there was stripped or predates the key', async () => {
+    const record = await writtenRun('lab')
+    // Every MAC removed, the record's and the entries': what is left reads as unsigned, never as signed.
+    await asStoreWriter(`UPDATE svcops.runs SET record = record - 'mac' WHERE id = $1`, [record.id])
+    await asStoreWriter(`UPDATE svcops.run_journal SET entry = entry - 'mac' WHERE run_id = $1`, [record.id])
+    const keyed = await readBack('lab', record.id)
+    expect(keyed.run?.record.trust).toMatchObject({
+      state: 'unsigned',
+      sentence: expect.stringContaining(
+        "this environment's runs are signed (its stack names a run key): an unsigned run here was stripped or predates the key",
+      ) as unknown,
+    })
+    // Read with a stack that names no key, the same run is unsigned as every run there is: no such claim.
+    const unkeyed = await readBack('lab', record.id, false)
+    expect(unkeyed.run?.record.trust).toMatchObject({ state: 'unsigned' })
+    expect(unkeyed.run?.record.trust?.state === 'unsigned' && unkeyed.run.record.trust.sentence).not.toContain('runs are signed')
+  })
+
+  it('is refused when an entry was removed from the middle of its journal, renumbered or not', async () => {
+    const gap = await writtenRun('lab')
+    await asStoreWriter(`DELETE FROM svcops.run_journal WHERE run_id = $1 AND seq = 1`, [gap.id])
+    const first = await readBack('lab', gap.id)
+    expect(first.run?.record.trust).toMatchObject({
+      state: 'refused',
+      sentence: expect.stringContaining('Entry 1 of run') as unknown,
+    })
+    expect(first.run?.record.trust?.state === 'refused' && first.run.record.trust.sentence).toContain('is missing (the next is entry 2)')
+    expect(first.run?.entries).toEqual([])
+
+    // The later entries moved down to close the gap, each keeping its own MAC: the chain breaks at the first moved.
+    const renumbered = await writtenRun('lab')
+    await asStoreWriter(`DELETE FROM svcops.run_journal WHERE run_id = $1 AND seq = 1`, [renumbered.id])
+    await asStoreWriter(`UPDATE svcops.run_journal SET seq = 1 WHERE run_id = $1 AND seq = 2`, [renumbered.id])
+    const second = await readBack('lab', renumbered.id)
+    expect(second.run?.record.trust).toMatchObject({
+      state: 'refused',
+      sentence: expect.stringContaining('Entry 1 of run') as unknown,
+    })
+    expect(second.run?.entries).toEqual([])
+  })
+
+  it("is refused when the tail of its journal was cut, since the record binds the journal's length", async () => {
+    const record = await writtenRun('lab')
+    await asStoreWriter(`DELETE FROM svcops.run_journal WHERE run_id = $1 AND seq = 2`, [record.id])
+    const { run } = await readBack('lab', record.id)
+    expect(run?.record.trust).toMatchObject({
+      state: 'refused',
+      sentence: expect.stringContaining('holds 2 entries, but its record was signed with 3') as unknown,
+    })
+    expect(run?.entries).toEqual([])
+  })
+
+  it('is refused when entries of its journal were put in another order', async () => {
+    const record = await writtenRun('lab')
+    // Entries 1 and 2 swap places, each whole with its own MAC.
+    await asStoreWriter(
+      `UPDATE svcops.run_journal j SET entry = o.entry FROM svcops.run_journal o
+       WHERE j.run_id = $1 AND o.run_id = $1 AND j.seq IN (1, 2) AND o.seq = 3 - j.seq`,
+      [record.id],
+    )
+    const { run } = await readBack('lab', record.id)
+    expect(run?.record.trust).toMatchObject({
+      state: 'refused',
+      sentence: expect.stringContaining('Entry 1 of run') as unknown,
+    })
+    expect(run?.entries).toEqual([])
+  })
+
+  it('is accepted whole across writes that add entries: each new entry chains to the one before it', async () => {
+    const record = newRunRecord({ kind: 'upgrade', system: 'recording', environment: 'lab', envFile: '/dev/null', params: {} })
+    const all: JournalEntry[] = []
+    const store = storeOf('lab')
+    try {
+      for (const step of ['preflight', 'backup', 'install', 'verify']) {
+        all.push({ time: new Date().toISOString(), step, status: 'ok' })
+        await store.write({ record, from: all.length - 1, all: [...all] })
+      }
+    } finally {
+      await store.close()
+    }
+    const { run } = await readBack('lab', record.id)
+    expect(run?.record.trust).toEqual({ state: 'signed', entries: 4 })
+    expect(run?.entries.map((e) => e.step)).toEqual(['preflight', 'backup', 'install', 'verify'])
   })
 
   it('cannot be made unsigned by stripping the MACs of a signed run: an entry without one is refused', async () => {

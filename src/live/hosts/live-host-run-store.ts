@@ -105,12 +105,16 @@ export function liveHostRunStore(live: LiveConfig, seal: RunSeal): RunStore {
     where,
     async write({ record, all, recordChanged }: RunWrite) {
       // The journal first: a record read back never names more than its journal holds.
-      const journal = all.map((e, i) => JSON.stringify(seal.sealEntry(record.id, i, e)) + '\n').join('')
+      const journal = seal
+        .sealJournal(record.id, all)
+        .map((e) => JSON.stringify(e) + '\n')
+        .join('')
       await onHost(async (host) => {
         await writeHostFile(host, `${LIVE_RUNS_PATH}/${record.id}.journal.jsonl`, journal)
-        // Most step boundaries only add entries: the record file, unchanged, is not written again.
+        // Most step boundaries only add entries: the record file, unchanged, is not written again. When
+        // written, it binds the journal's length then, which later writes only lengthen.
         if (recordChanged !== false)
-          await writeHostFile(host, `${LIVE_RUNS_PATH}/${record.id}.json`, JSON.stringify(seal.sealRecord(record)) + '\n')
+          await writeHostFile(host, `${LIVE_RUNS_PATH}/${record.id}.json`, JSON.stringify(seal.sealRecord(record, all.length)) + '\n')
       })
     },
     async listRecords(environment) {

@@ -47,14 +47,18 @@ export function liveClusterRunStore(env: Environment, seal: RunSeal): RunStore {
   return {
     where,
     async write({ record, all }: RunWrite) {
-      const journal = all.map((e, i) => JSON.stringify(seal.sealEntry(record.id, i, e)) + '\n').join('')
+      const journal = seal
+        .sealJournal(record.id, all)
+        .map((e) => JSON.stringify(e) + '\n')
+        .join('')
       if (Buffer.byteLength(journal) > MAX_DATA_BYTES)
         throw new OperationError(`the journal of run ${record.id} is larger than a ConfigMap holds (${MAX_DATA_BYTES} bytes)`)
       await api().write(journalMap(record.id), { ...MANAGED, [STORE_LABEL]: 'journal' }, { 'journal.jsonl': journal })
       await api().write(
         recordMap(record.id),
         { ...MANAGED, [STORE_LABEL]: 'record' },
-        { 'run.json': JSON.stringify(seal.sealRecord(record)) },
+        // Written after the journal, binding its length: a journal read back shorter is refused.
+        { 'run.json': JSON.stringify(seal.sealRecord(record, all.length)) },
       )
     },
     async listRecords(environment) {
