@@ -10,6 +10,7 @@ import { writeFileSync } from 'node:fs'
 import { z } from 'zod'
 import { BadInputError, OperationError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
+import { TRUST_UNSIGNED_FLAG } from '../runs/run-mac.ts'
 import { defineStep, finishedData, Phase, stepName, type StepResult } from '../runs/step.ts'
 import { CONTENT_BEFORE_STOP, listFromAny } from './content-steps.ts'
 import type { RecordingContext } from './recording-context.ts'
@@ -99,12 +100,29 @@ async function decideChecked(ctx: Ctx, dataLoss: boolean): Promise<{ data: Decis
   assertRollbackParams(ctx)
   const fresh = await decide(ctx, dataLoss)
   const earlier = finishedData(ctx.journal, decideRestore, { phase: Phase.rollback })
-  if (!earlier?.restore || fresh.data.restore || earlier.conditional) return fresh
-  if (restoreUnderway(ctx)) return { data: earlier }
+  if (!earlier?.restore || fresh.data.restore || earlier.conditional) return refuseUnsignedRestore(ctx, fresh)
+  if (restoreUnderway(ctx)) return refuseUnsignedRestore(ctx, { data: earlier })
   const run = ctx.journal.run
   throw new BadInputError(
     `Run ${run.id}: the journal's entry of step ${stepName(decideRestore, Phase.rollback)} is refused: it says restore the database (${earlier.reason.slice(0, 120)}), but ${fresh.data.reason} and this rollback has not begun a restore; svcops does not follow it.`,
     `Look at the run: svcops runs show ${run.id} (its journal was changed by something other than svcops); nothing was changed.`,
+  )
+}
+
+/**
+ * `decision`, unless it restores the database of a run trusted only on `--trust-unsigned-run`: such
+ * a record may say anything its writer likes — the backup, the fingerprint before the run that makes
+ * the schema look changed, a snapshot listing every recording so that none is exported — so the
+ * backup it points at is named, and restored only by a person who checked it (`backup restore`).
+ */
+function refuseUnsignedRestore(ctx: Ctx, decision: { data: DecisionData }): { data: DecisionData } {
+  const run = ctx.journal.run
+  if (!run.trustedUnsigned || !decision.data.restore || decision.data.conditional) return decision
+  const backup = run.params.backupId ?? '(none named)'
+  const env = ctx.env.name
+  throw new BadInputError(
+    `Run ${run.id} is unsigned, trusted only on ${TRUST_UNSIGNED_FLAG}, and its rollback would restore the database from backup ${backup}, the one its record points at (${decision.data.reason.slice(0, 120)}); svcops does not restore a database on an unsigned record's word, and nothing was changed.`,
+    `Check that ${backup} is the backup taken right before this run (svcops backup list --env ${env}); if it is, stop the service and restore it by hand (svcops backup restore ${backup} --env ${env}; recordings written since are not exported), then run the rollback again: with the schema as before the run it restores nothing.`,
   )
 }
 
