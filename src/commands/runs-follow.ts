@@ -72,9 +72,15 @@ export function registerRunsFollow(runs: Command): void {
       )
       .argument('<id>', 'run id (see svcops runs list)')
       .option('--dry-run', 'check the run as the decision would, and show where it would be kept; keep nothing')
+      .option(
+        '--trust-unsigned-run',
+        "decide for a run read without a MAC from an environment whose stack names a run key (as resume's flag); know where it comes from",
+      )
       .addHelpText('after', DECISION_HELP[decision])
-      .action((id: string, flags: { dryRun?: boolean }, command: Command) =>
-        flags.dryRun ? planDecide(id, decision, command) : decide(id, decision, command),
+      .action((id: string, flags: { dryRun?: boolean; trustUnsignedRun?: boolean }, command: Command) =>
+        flags.dryRun
+          ? planDecide(id, decision, command, flags.trustUnsignedRun ?? false)
+          : decide(id, decision, command, flags.trustUnsignedRun ?? false),
       )
 }
 
@@ -136,10 +142,10 @@ function pausedLine(r: RunRecord): string {
   return `Paused after the canary since ${r.pausedAt?.slice(11, 19) ?? '?'}; go on: svcops runs promote ${r.id}   roll back: svcops runs abort ${r.id}`
 }
 
-async function decide(id: string, decision: 'promote' | 'abort', command: Command): Promise<void> {
+async function decide(id: string, decision: 'promote' | 'abort', command: Command, trustUnsigned: boolean): Promise<void> {
   await useRunSystems()
   const { decideRun } = await import('../runs/run-promotion.ts')
-  const kept = await decideRun(id, decision, await optionalEnvironment(command))
+  const kept = await decideRun(id, decision, await optionalEnvironment(command), { trustUnsigned })
   const done = decision === 'promote' ? 'promoted; it goes on after its canary' : 'aborted; it rolls back what it changed'
   const later = kept.holderGone ? ` Its holder is gone: the decision counts when it is resumed (svcops resume ${id}).` : ''
   const who = kept.decision.identity ? `${kept.decision.by} (${kept.decision.identity})` : kept.decision.by
@@ -150,10 +156,10 @@ async function decide(id: string, decision: 'promote' | 'abort', command: Comman
   )
 }
 
-async function planDecide(id: string, decision: 'promote' | 'abort', command: Command): Promise<void> {
+async function planDecide(id: string, decision: 'promote' | 'abort', command: Command, trustUnsigned: boolean): Promise<void> {
   await useRunSystems()
   const { planDecision } = await import('../runs/run-promotion.ts')
-  const plan = await planDecision(id, decision, await optionalEnvironment(command))
+  const plan = await planDecision(id, decision, await optionalEnvironment(command), { trustUnsigned })
   const later = plan.holderGone ? ` Its holder is gone: the decision would count when it is resumed (svcops resume ${id}).` : ''
   printResult(
     command,

@@ -13,7 +13,10 @@
  * where the store has one. Anything else is refused in one sentence, forgotten (so that a valid
  * decision can follow), and the run keeps waiting. When the stack names a run key (run-mac.ts),
  * a decision must also carry its MAC with that key (`decisionMac`): who may decide is then who
- * holds the key, whatever the store lets write.
+ * holds the key, whatever the store lets write. The MAC binds the pause the decision answers (the
+ * index and time of the entry that began it), so a decision kept for an earlier pause, or for one a
+ * forged record claimed, and saved and put back later, answers no other; a MAC made before the pause
+ * began is refused too.
  */
 import { timingSafeEqual } from 'node:crypto'
 import { existsSync, readFileSync, rmSync, statSync } from 'node:fs'
@@ -60,18 +63,41 @@ export function parseStoredDecision(json: unknown, where: string): Pick<Decision
   return parsed.data
 }
 
-/** The MAC with run key `key` of decision `decision` for run `runId` of `environment`, taken at `at` (the decider's clock). */
-export function decisionMac(key: Buffer, runId: string, environment: string, decision: Decision['decision'], at: string): string {
+/** A run's open pause: the index of the journal entry that began it, and that entry's time. */
+export interface PauseRef {
+  index: number
+  time: string
+}
+
+/**
+ * The MAC with run key `key` of decision `decision` for run `runId` of `environment`, taken at `at`
+ * (the decider's clock), answering the pause `pause` (none: a decision no pause accepts).
+ */
+export function decisionMac(
+  key: Buffer,
+  runId: string,
+  environment: string,
+  decision: Decision['decision'],
+  at: string,
+  pause: PauseRef | undefined,
+): string {
   // `content` is no record's nor entry's shape, so no MAC of one passes for another's.
-  return runMac(key, { environment, runId, content: { decision: { decision, at } } })
+  const answers = pause ? { index: pause.index, time: pause.time } : null
+  return runMac(key, { environment, runId, content: { decision: { decision, at, pause: answers } } })
 }
 
 /**
  * A decision taken here, for run folder files: the account is this process's (its uid's name, not
  * `$USER`, which any caller sets), on this machine; the store records its own identity instead.
- * With the environment's run key `key`, it carries its MAC.
+ * With the environment's run key `key`, it carries its MAC, bound to the run's open pause `pause`.
  */
-export function localDecision(decision: Decision['decision'], environment: string, runId?: string, key?: Buffer): Decision {
+export function localDecision(
+  decision: Decision['decision'],
+  environment: string,
+  runId?: string,
+  key?: Buffer,
+  pause?: PauseRef,
+): Decision {
   let account: string
   try {
     account = userInfo().username
@@ -79,7 +105,7 @@ export function localDecision(decision: Decision['decision'], environment: strin
     account = `uid${process.getuid?.() ?? '?'}`
   }
   const at = new Date().toISOString()
-  const seal = key && runId ? { seal: { at, mac: decisionMac(key, runId, environment, decision, at) } } : {}
+  const seal = key && runId ? { seal: { at, mac: decisionMac(key, runId, environment, decision, at, pause) } } : {}
   return { decision, by: `${account}@${hostname()}`, at, environment, identity: 'local account', ...seal }
 }
 
@@ -115,8 +141,8 @@ export interface DecisionSource {
 const STORE_EVERY = 2
 
 /** The journal entry that began the run's open pause: the first `pause` start since the last pause ended. */
-export function openPause(entries: readonly JournalEntry[]): { index: number; time: string } | undefined {
-  let open: { index: number; time: string } | undefined
+export function openPause(entries: readonly JournalEntry[]): PauseRef | undefined {
+  let open: PauseRef | undefined
   entries.forEach((e, index) => {
     if (e.step !== 'pause') return
     if (e.status !== 'start') open = undefined
@@ -131,6 +157,8 @@ export interface DecisionCheck {
   environment: string
   /** When the pause began, by the run's clock (a store without a clock of its own is compared with it). */
   since: string | undefined
+  /** The open pause a decision's MAC must answer (openPause of the run's journal). */
+  pause?: PauseRef
   key: Buffer | undefined
 }
 
@@ -145,17 +173,20 @@ export function refusalOf(d: StoredDecision, where: string, check: DecisionCheck
   if (!d.by) return `${what} names no one its store authenticated (it was written before svcops recorded who decides); ${keeps}`
   if (d.environment !== environment)
     return `${what} is for environment '${d.environment ?? '(none)'}'; expected '${environment}', the run's: ${keeps}`
-  if (key && !sealHolds(d, check.runId, environment, key))
-    return `${what} carries no valid MAC of the run key (svcops:runs.key, or the one derived from the backup key); only who holds it may decide: ${keeps}`
+  if (key && !sealHolds(d, check.runId, environment, key, check.pause))
+    return `${what} carries no valid MAC of the run key (svcops:runs.key, or the one derived from the backup key) for this run's pause (entry ${check.pause?.index ?? '?'}); only who holds it may decide, and only for the pause it answers: ${keeps}`
+  // The decider's own time, under the MAC: a seal made before the pause began answers none.
+  if (key && d.seal && check.pause && !(Date.parse(d.seal.at) >= Date.parse(check.pause.time)))
+    return `${what} was sealed at ${d.seal.at}, before the run paused (at ${check.pause.time}); a decision counts only while the run waits: ${keeps}`
   const early = d.afterPause === false || (d.afterPause === undefined && since !== undefined && Date.parse(d.at) < Date.parse(since))
   if (early)
     return `${what} was taken before the run paused (at ${since ?? 'its pause'}); a decision counts only while the run waits: ${keeps}`
   return undefined
 }
 
-function sealHolds(d: Decision, runId: string, environment: string, key: Buffer): boolean {
+function sealHolds(d: Decision, runId: string, environment: string, key: Buffer, pause: PauseRef | undefined): boolean {
   if (!d.seal) return false
-  const expected = Buffer.from(decisionMac(key, runId, environment, d.decision, d.seal.at))
+  const expected = Buffer.from(decisionMac(key, runId, environment, d.decision, d.seal.at, pause))
   const given = Buffer.from(d.seal.mac)
   return expected.length === given.length && timingSafeEqual(expected, given)
 }
@@ -177,7 +208,7 @@ export function decisionsOf(
 ): DecisionSource {
   let reads = 0
   let warned = false
-  let pause: { index: number; time: string } | undefined
+  let pause: PauseRef | undefined
   let check: DecisionCheck | undefined
   const said = new Set<string>()
   const sayOnce = (text: string) => {
@@ -192,7 +223,7 @@ export function decisionsOf(
       // The pause began before the first read and stays open while the run waits.
       pause ??= openPause(journal.entries())
       try {
-        check ??= { runId: id, environment, since: pause?.time, key: runKey() }
+        check ??= { runId: id, environment, since: pause?.time, pause, key: runKey() }
       } catch (error) {
         // Without the key nothing can be checked: no decision counts until it can be read.
         sayOnce(`The run key could not be read (${errorMessage(error)}); no decision counts until it can be: the run keeps waiting.`)

@@ -2,7 +2,9 @@
  * `svcops runs promote ID` and `svcops runs abort ID`: a person's decision for a run that waits after
  * its canary, kept where its holder looks (run-decision.ts): the run's folder when it is on this
  * machine, and the environment's store — from the run's own stack file, or `--env` for a run
- * started on another machine. Refused, with nothing kept, for a run that is not waiting.
+ * started on another machine. Refused, with nothing kept, for a run that is not waiting, and for a
+ * run read from the environment that a resume would refuse (run-mac.ts): a refused record's pause is
+ * not to be believed, nor an unsigned one's where the environment signs its runs.
  */
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
@@ -11,9 +13,9 @@ import type { Environment } from '../config/schema.ts'
 import { BadInputError, OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { Journal, runsDir } from './journal.ts'
-import { localDecision, readLocalDecision, writeLocalDecision, type Decision } from './run-decision.ts'
+import { localDecision, openPause, readLocalDecision, writeLocalDecision, type Decision, type PauseRef } from './run-decision.ts'
 import { readEnvironmentRun } from './run-listing.ts'
-import { runKeyOf } from './run-mac.ts'
+import { assertRunTrusted, runKeyOf } from './run-mac.ts'
 import { heldHere, presentRun } from './run-presence.ts'
 import { assertRunId, isPaused, type RunRecord } from './run-record.ts'
 import { describedSystem } from './system-description.ts'
@@ -27,17 +29,30 @@ export interface KeptDecision {
   holderGone: boolean
 }
 
+/** How a decision reaches its run: the local runs folder, and `--trust-unsigned-run`. */
+export interface DecisionAccess {
+  base?: string
+  /** An unsigned record read from an environment that signs its runs may be decided for (as a resume's flag). */
+  trustUnsigned?: boolean
+}
+
 /** Keeps `decision` for run `id` (`env`: the environment to reach a run started elsewhere). */
 export async function decideRun(
   id: string,
   decision: Decision['decision'],
   env: Environment | undefined,
-  base = runsDir(),
+  access: DecisionAccess = {},
 ): Promise<KeptDecision> {
-  const { record, local } = await findDecidable(id, decision, env, base)
+  const { record, local, pause } = await findDecidable(id, decision, env, access)
   const where = env ?? environmentOfRecord(record)
-  // With the stack's run key the decision carries its MAC: the waiting run honours no other.
-  const ours = localDecision(decision, record.environment, id, where ? runKeyOf(where) : undefined)
+  // With the stack's run key the decision carries its MAC, bound to the pause it answers: the waiting run honours no other.
+  const key = where ? runKeyOf(where) : undefined
+  if (key && !pause)
+    throw new BadInputError(
+      `Run ${id} is marked as waiting after its canary, but its journal holds no open pause; a decision answers a pause, so none is kept.`,
+      `See where it is: svcops runs show ${id}`,
+    )
+  const ours = localDecision(decision, record.environment, id, key, pause)
   const kept: string[] = []
   let counted: Decision | undefined
   // The store first: a decision taken on another machine before this one counts here too. It records
@@ -72,16 +87,22 @@ export async function decideRun(
   return { decision: counted, kept, holderGone: presentRun(record).phase === 'interrupted' }
 }
 
-/** Run `id`'s record and its local journal, refused as a decision for it is: no such run, not waiting, another environment. */
+/**
+ * Run `id`'s record, its local journal and its open pause, refused as a decision for it is: no such
+ * run, refused or unsigned as a resume would refuse it, not waiting, another environment.
+ */
 async function findDecidable(
   id: string,
   decision: Decision['decision'],
   env: Environment | undefined,
-  base: string,
-): Promise<{ record: RunRecord; local: Journal | undefined }> {
+  { base = runsDir(), trustUnsigned = false }: DecisionAccess,
+): Promise<{ record: RunRecord; local: Journal | undefined; pause: PauseRef | undefined }> {
   assertRunId(id)
   const local = existsSync(join(base, id, 'run.json')) ? Journal.open(id, base) : undefined
   const stored = env && (!local || !heldHere(local.run)) ? await readEnvironmentRun(env, id) : undefined
+  // The resume's rule: refused never; unsigned only on the operator's word. Where the stack names no
+  // run key every run is unsigned and a decision carries no MAC, so the store's role alone decides.
+  if (stored) assertRunTrusted(stored.record, trustUnsigned || !runKeyOf(env ?? {}))
   const record = stored?.record ?? local?.run
   if (!record)
     throw new BadInputError(
@@ -94,7 +115,8 @@ async function findDecidable(
     throw new BadInputError(
       `Run ${id} kept with environment '${env.name}' names environment '${record.environment}'; a decision is for the environment a run is of, expected --env ${record.environment}.`,
     )
-  return { record, local }
+  // The pause as the journal read with the record shows it (the store's, checked with the record; else the folder's).
+  return { record, local, pause: openPause(stored ? stored.entries : (local?.entries() ?? [])) }
 }
 
 /** What `runs promote|abort ID --dry-run` shows: where the decision would be kept and what the run would then do. */
@@ -118,9 +140,9 @@ export async function planDecision(
   id: string,
   decision: Decision['decision'],
   env: Environment | undefined,
-  base = runsDir(),
+  access: DecisionAccess = {},
 ): Promise<PlannedDecision> {
-  const { record, local } = await findDecidable(id, decision, env, base)
+  const { record, local } = await findDecidable(id, decision, env, access)
   const wouldKeep: string[] = []
   const where = env ?? environmentOfRecord(record)
   const store = where ? describedSystem(record.system)?.runStore?.(where) : undefined

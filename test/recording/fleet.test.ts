@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exitCodeFor, LockedError } from '../../src/core/errors.ts'
 import { Journal, listRuns } from '../../src/runs/journal.ts'
-import { localDecision, writeLocalDecision } from '../../src/runs/run-decision.ts'
+import { localDecision, openPause, writeLocalDecision } from '../../src/runs/run-decision.ts'
 import { runKeyOf } from '../../src/runs/run-mac.ts'
 import { Phase, stepName } from '../../src/runs/step.ts'
 import { stopService } from '../../src/recording/target-steps.ts'
@@ -103,7 +103,10 @@ describe('fleet upgrade', () => {
     const deadline = Date.parse(String(waiting.params.deadline))
     expect(deadline - Date.now(), 'the canary was verified with more than 5 s of the window left').toBeGreaterThan(5_000)
     await new Promise((r) => setTimeout(r, deadline - 4_000 - Date.now()))
-    writeLocalDecision(join(lab.runsDir, id), localDecision('promote', waiting.environment, id, runKeyOf(lab.env())))
+    writeLocalDecision(
+      join(lab.runsDir, id),
+      localDecision('promote', waiting.environment, id, runKeyOf(lab.env()), openPause(Journal.open(id).entries())),
+    )
     const error = await upgrade
     expect(exitCodeFor(error), String(error)).toBe(4)
     const message = (error as Error).message

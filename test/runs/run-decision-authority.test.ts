@@ -7,7 +7,9 @@
  * forgotten, the run keeps waiting; a row for another environment likewise; a decision taken after
  * the pause by a release-manager role that alone may insert counts, with that role recorded. When
  * the stack names a run key, a decision must also carry its MAC with it: a role that may insert but
- * holds no key cannot decide.
+ * holds no key cannot decide, and a decision answers only the pause it was made for: one kept for an
+ * earlier pause (or one a forged record claimed) and put back after the real one is refused, and so
+ * is one sealed before the pause began.
  */
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -15,12 +17,15 @@ import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, expect, inject, it } from 'vitest'
-import type { DatabaseConfig } from '../../src/config/schema.ts'
+import type { DatabaseConfig, Environment } from '../../src/config/schema.ts'
+import { useRunSystems } from '../../playbooks/lib/run-systems.ts'
+import { decideRun } from '../../src/runs/run-promotion.ts'
 import { collect, type SvcopsEvent } from '../../src/core/events.ts'
 import { PostgresCluster, startPostgres } from '../../src/lab/lab-postgres.ts'
 import { Journal, type JournalEntry } from '../../src/runs/journal.ts'
 import { postgresRunStore } from '../../src/runs/pg-run-store.ts'
-import { decisionsOf, localDecision, type Decision, type DecisionSource } from '../../src/runs/run-decision.ts'
+import { runSealOf } from '../../src/runs/run-mac.ts'
+import { decisionMac, decisionsOf, localDecision, openPause, type Decision, type DecisionSource } from '../../src/runs/run-decision.ts'
 import { newRunRecord } from '../../src/runs/run-record.ts'
 import type {} from '../support/shared-postgres.ts'
 
@@ -197,7 +202,7 @@ it('with a run key, honours only a decision that carries its MAC, whoever may in
     // Who holds the key decides.
     const byManager = postgresRunStore(db(manager, MANAGER_VARIABLE), 'lab')
     try {
-      await byManager.decide?.(record.id, localDecision('promote', 'lab', record.id, key))
+      await byManager.decide?.(record.id, localDecision('promote', 'lab', record.id, key, openPause(all)))
     } finally {
       await byManager.close()
     }
@@ -205,5 +210,145 @@ it('with a run key, honours only a decision that carries its MAC, whoever may in
   } finally {
     said.stop()
     await store.close()
+  }
+}, 120_000)
+
+it('with a run key, a decision answers only the pause it was sealed for: a replay after a later pause, or a seal older than the pause, is refused', async () => {
+  const store = postgresRunStore(db(runner, RUNNER_VARIABLE), 'lab')
+  const record = newRunRecord({ kind: 'upgrade', system: 'recording', environment: 'lab', envFile: '/dev/null', params: {} })
+  const key = randomBytes(32)
+  const all: JournalEntry[] = [entry('preflight'), entry('pause', 'start')]
+  const said = collect()
+  try {
+    await store.write({ record: { ...record, pausedAt: new Date().toISOString() }, from: 0, all: [...all] })
+    await onlyTheManagerDecides()
+    // A key holder aborts while the run shows its first pause; the row's JSON is saved by whoever may read the table.
+    const earlier = localDecision('abort', 'lab', record.id, key, openPause(all))
+    // That pause ends (the run was interrupted while it waited) and a later one begins, after the abort was taken.
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    all.push(entry('pause', 'skipped'), entry('pause', 'start'))
+    await store.write({ record: { ...record, pausedAt: new Date().toISOString() }, from: 2, all: [...all] })
+    const decisions = decisionsOf(Journal.inMemory(record, mkdtempSync(join(tmpdir(), 'svcops-decisions-')), all), store, () => key)
+
+    // The saved abort is inserted again after the later pause: the store's clock says it came after, but its MAC answers pause 1.
+    const replay = postgresRunStore(db(manager, MANAGER_VARIABLE), 'lab')
+    try {
+      expect((await replay.decide?.(record.id, earlier))?.first).toBe(true)
+    } finally {
+      await replay.close()
+    }
+    expect(await look(decisions)).toBeUndefined()
+    expect(refusals(said).at(-1)).toMatch(
+      /^The abort of .* carries no valid MAC of the run key .* for this run's pause \(entry 3\); only who holds it may decide, and only for the pause it answers: refused; the run keeps waiting\.$/,
+    )
+
+    // A seal bound to the open pause but made before it began (a decider's clock, or a MAC made ahead of time) answers none.
+    const pause = openPause(all)
+    const before = new Date(Date.parse(pause?.time ?? '') - 60_000).toISOString()
+    const early = postgresRunStore(db(manager, MANAGER_VARIABLE), 'lab')
+    try {
+      const sealed: Decision = {
+        ...localDecision('abort', 'lab'),
+        seal: { at: before, mac: decisionMac(key, record.id, 'lab', 'abort', before, pause) },
+      }
+      expect((await early.decide?.(record.id, sealed))?.first).toBe(true)
+    } finally {
+      await early.close()
+    }
+    expect(await look(decisions)).toBeUndefined()
+    expect(refusals(said).at(-1)).toMatch(
+      new RegExp(
+        `^The abort of .* was sealed at ${before.replace(/\./g, '\\.')}, before the run paused .*: refused; the run keeps waiting\\.$`,
+      ),
+    )
+    expect(refusals(said)).toHaveLength(2)
+
+    // Made for the open pause, by the key holder, it counts.
+    const now = postgresRunStore(db(manager, MANAGER_VARIABLE), 'lab')
+    try {
+      await now.decide?.(record.id, localDecision('abort', 'lab', record.id, key, pause))
+    } finally {
+      await now.close()
+    }
+    expect(await look(decisions)).toMatchObject({ decision: 'abort', by: manager, environment: 'lab', afterPause: true })
+  } finally {
+    said.stop()
+    await store.close()
+  }
+}, 120_000)
+
+it('runs promote|abort refuses a run its environment refuses, and an unsigned one where the stack names a run key unless trusted', async () => {
+  const KEY_VARIABLE = 'SVCOPS_TEST_DECISION_RUN_KEY'
+  process.env[KEY_VARIABLE] = randomBytes(32).toString('hex')
+  // The stack of another machine: the environment's store, and (keyed) its run key.
+  const stackOf = (keyed: boolean) =>
+    ({
+      name: 'lab',
+      file: '/dev/null',
+      recording: { database: db(manager, MANAGER_VARIABLE) },
+      ...(keyed ? { runs: { key: { env: KEY_VARIABLE } } } : {}),
+    }) as unknown as Environment
+  const unwire = await useRunSystems()
+  const base = mkdtempSync(join(tmpdir(), 'svcops-decider-'))
+  try {
+    // A paused run written unsigned (the MACs stripped, or from before the key): its pause is not to be believed.
+    const unsigned = newRunRecord({ kind: 'upgrade', system: 'recording', environment: 'lab', envFile: '/dev/null', params: {} })
+    const writer = postgresRunStore(db(runner, RUNNER_VARIABLE), 'lab')
+    try {
+      await writer.write({
+        record: { ...unsigned, pausedAt: new Date().toISOString() },
+        from: 0,
+        all: [entry('preflight'), entry('pause', 'start')],
+      })
+    } finally {
+      await writer.close()
+    }
+    // The release manager decides (docs/operations.md, "Who may decide"): they may see the runs and insert decisions.
+    await onlyTheManagerDecides()
+    await asRole(runner, RUNNER_VARIABLE, `GRANT SELECT ON svcops.runs, svcops.run_journal TO ${pg.escapeIdentifier(manager)}`)
+    await expect(decideRun(unsigned.id, 'abort', stackOf(true), { base })).rejects.toThrow(
+      /this environment's runs are signed .*: an unsigned run here was stripped or predates the key/,
+    )
+    // Nothing was kept: the run has no decision.
+    const reader = postgresRunStore(db(runner, RUNNER_VARIABLE), 'lab')
+    try {
+      expect(await reader.readDecision?.(unsigned.id)).toBeUndefined()
+    } finally {
+      await reader.close()
+    }
+    // The same run from a stack with a run key, once changed after it was signed: refused, even on --trust-unsigned-run.
+    const signed = newRunRecord({ kind: 'upgrade', system: 'recording', environment: 'lab', envFile: '/dev/null', params: {} })
+    const keyedWriter = postgresRunStore(db(runner, RUNNER_VARIABLE), 'lab', runSealOf(stackOf(true)))
+    try {
+      await keyedWriter.write({
+        record: { ...signed, pausedAt: new Date().toISOString() },
+        from: 0,
+        all: [entry('preflight'), entry('pause', 'start')],
+      })
+    } finally {
+      await keyedWriter.close()
+    }
+    await asRole(runner, RUNNER_VARIABLE, `UPDATE svcops.runs SET record = jsonb_set(record, '{holder}', '"someone@else"') WHERE id = $1`, [
+      signed.id,
+    ])
+    await expect(decideRun(signed.id, 'abort', stackOf(true), { base, trustUnsigned: true })).rejects.toThrow(/fails its MAC check/)
+    // On the operator's word (--trust-unsigned-run) the unsigned run is decided for, the decision sealed for its pause.
+    const trusted = await decideRun(unsigned.id, 'abort', stackOf(true), { base, trustUnsigned: true })
+    expect(trusted.decision).toMatchObject({
+      decision: 'abort',
+      environment: 'lab',
+      seal: { mac: expect.stringMatching(/^hmac-sha256:/) as unknown },
+    })
+    // Where the stack names no run key every run is unsigned: the store's role decides without the flag.
+    const unkeyed = newRunRecord({ kind: 'upgrade', system: 'recording', environment: 'lab', envFile: '/dev/null', params: {} })
+    const plain = postgresRunStore(db(runner, RUNNER_VARIABLE), 'lab')
+    try {
+      await plain.write({ record: { ...unkeyed, pausedAt: new Date().toISOString() }, from: 0, all: [entry('pause', 'start')] })
+    } finally {
+      await plain.close()
+    }
+    expect((await decideRun(unkeyed.id, 'promote', stackOf(false), { base })).decision).toMatchObject({ decision: 'promote' })
+  } finally {
+    unwire()
   }
 }, 120_000)
