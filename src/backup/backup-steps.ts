@@ -117,6 +117,10 @@ export const pruneByRetention = defineStep<BackupRunContext>({
       ...(unknown !== undefined ? { heldUnknown: unknown } : {}),
     })
     if (plan.remove.length) events.info(`Removed ${plan.remove.length} backup(s): ${plan.remove.map((r) => r.id).join(', ')}`)
-    return { changed: plan.remove.map((r) => `removed backup ${r.id}`), data: { kept: plan.keep.length, removed: plan.remove.length } }
+    return {
+      changed: plan.remove.map((r) => `removed backup ${r.id}`),
+      // Why nothing was removed, in the journal and the report too (the warning says it on the console).
+      data: { kept: plan.keep.length, removed: plan.remove.length, ...(unknown !== undefined ? { heldUnknown: unknown } : {}) },
+    }
   },
 })

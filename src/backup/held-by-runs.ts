@@ -17,27 +17,45 @@ import { heldBackups } from './prune.ts'
 /** The backups runs hold (`heldBackups`), or why they are unknown (then retention removes nothing). */
 export interface HeldByRuns {
   held: Map<string, string>
-  /** Set when a store of the environment's runs could not be read: which backups runs hold is unknown. */
+  /**
+   * Set when which backups runs hold is unknown: a store of the environment's runs could not be
+   * read, or holds a record that is refused (changed after it was signed; it may be a paused run's).
+   */
   unknown?: string
+  /** The runs read (refused ones left out, never followed), for the lock of `backup restore`/`delete`. */
+  runs: RunRecord[]
 }
 
 /**
  * The backups runs can still roll back to, from every run of `env` by `system` (the one whose
  * database is backed up): the local runs folder and that system's store in the environment
  * (`listEnvironmentRuns`), so a run paused or interrupted on another machine keeps its backup. A
- * store that cannot be read gives `unknown` instead of a guess; other systems' stores (the live
- * host's) are not asked, as their runs hold no database backup.
+ * store that cannot be read, or a record in it that is refused (a byte changed in a paused run's row
+ * must not free its backup), gives `unknown` instead of a guess; other systems' stores (the live
+ * host's) are not asked, as their runs hold no database backup. Retention, `backup list`, `backup
+ * restore` and `backup delete` all read it here.
  */
 export async function readHeldBackups(env: Environment, system: string): Promise<HeldByRuns> {
+  let listed: RunRecord[]
   try {
-    return { held: heldBackups(await listEnvironmentRuns(env, { strict: true, system })) }
+    listed = await listEnvironmentRuns(env, { strict: true, system, includeRefused: true })
   } catch (error) {
-    const unknown = errorMessage(error)
-    events.warn(
-      `Retention keeps every backup of '${env.name}': ${unknown.replace(/\.$/, '')}, so which backups runs still need is unknown.`,
-    )
-    return { held: new Map(), unknown }
+    return unknownHeld(env, errorMessage(error))
   }
+  const runs = listed.filter((r) => r.trust?.state !== 'refused')
+  const refused = listed.filter((r) => r.trust?.state === 'refused')
+  const [first] = refused
+  if (first?.trust?.state !== 'refused') return { held: heldBackups(runs), runs }
+  const more = refused.length > 1 ? ` (and ${refused.length - 1} more refused record(s))` : ''
+  return { ...unknownHeld(env, `${first.trust.sentence.replace(/\.$/, '')}${more}`), runs }
+}
+
+/** Which backups runs hold is unknown because of `why`: said once, and nothing is held for sure. */
+function unknownHeld(env: Environment, why: string): HeldByRuns {
+  events.warn(
+    `Retention keeps every backup of '${env.name}' and backup delete needs --force: ${why.replace(/\.$/, '')}, so which backups runs still need is unknown.`,
+  )
+  return { held: new Map(), unknown: why, runs: [] }
 }
 
 /** What a backup command does, for its lock's row and its refusals. */

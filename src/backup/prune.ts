@@ -182,13 +182,13 @@ export async function pruneBackups(store: BackupStore, options: PruneOptions): P
   return plan
 }
 
-/** Removes backup `id`'s files, the manifest first (a backup without one is no longer listed). */
 /** The files of backup `id` in the order removeBackup removes them: the manifest first, so a half-removed backup is never listed. */
 function filesToRemove(id: string): string[] {
   const files = backupFiles(id)
   return [files.manifest, files.signature, files.verified, files.dump]
 }
 
+/** Removes backup `id`'s files, the manifest first (a backup without one is no longer listed). */
 async function removeBackup(store: BackupStore, id: string): Promise<void> {
   await events.step(`remove backup ${id}`, async () => {
     for (const file of filesToRemove(id)) await store.remove(file)
@@ -197,13 +197,10 @@ async function removeBackup(store: BackupStore, id: string): Promise<void> {
 
 /**
  * `svcops backup delete ID`: removes one backup of the environment. A backup a run can still roll
- * back to (`held`) is refused unless `force`, naming the run whose rollback it would break.
+ * back to (`held`) is refused unless `force`, naming the run whose rollback it would break; so is
+ * any backup when which backups runs hold is unknown (`heldUnknown`).
  */
-export async function deleteBackup(
-  store: BackupStore,
-  id: string,
-  options: { environment: string; held: Map<string, string>; force: boolean },
-): Promise<{ id: string; heldBy?: string }> {
+export async function deleteBackup(store: BackupStore, id: string, options: DeleteOptions): Promise<{ id: string; heldBy?: string }> {
   const holder = await checkDeletable(store, id, options)
   if (holder) events.warn(`Deleting backup ${id}: run ${holder} can no longer be rolled back with a restore.`)
   await removeBackup(store, id)
@@ -217,21 +214,31 @@ export async function deleteBackup(
 export async function planDeleteBackup(
   store: BackupStore,
   id: string,
-  options: { environment: string; held: Map<string, string>; force: boolean },
+  options: DeleteOptions,
 ): Promise<{ id: string; heldBy?: string; files: string[] }> {
   const holder = await checkDeletable(store, id, options)
   return { id, ...(holder ? { heldBy: holder } : {}), files: filesToRemove(id) }
 }
 
+/** What `backup delete` knows of the runs: the backups they hold, or why that is unknown (held-by-runs.ts). */
+export interface DeleteOptions {
+  environment: string
+  held: Map<string, string>
+  /** Why which backups runs hold is unknown (a store unread, a record refused): then only `force` deletes. */
+  heldUnknown?: string
+  force: boolean
+}
+
 /** Refuses a backup `deleteBackup` must not remove; returns the run that holds it, when `force` lets it go. */
-async function checkDeletable(
-  store: BackupStore,
-  id: string,
-  options: { environment: string; held: Map<string, string>; force: boolean },
-): Promise<string | undefined> {
+async function checkDeletable(store: BackupStore, id: string, options: DeleteOptions): Promise<string | undefined> {
   const entry = (await listBackups(store, { environment: options.environment })).find((e) => e.id === id)
   if (!entry)
     throw new BadInputError(`backup delete: there is no backup '${id}' of environment '${options.environment}' in ${store.location}.`)
+  if (options.heldUnknown !== undefined && !options.force)
+    throw new BadInputError(
+      `backup delete: which backups runs still need is unknown (${options.heldUnknown.replace(/\.$/, '')}); backup ${id} was not deleted.`,
+      `If no run will be rolled back with it: svcops backup delete ${id} --env ${options.environment} --force`,
+    )
   const holder = options.held.get(id)
   if (holder && !options.force)
     throw new BadInputError(

@@ -6,11 +6,12 @@
 import type { Command } from 'commander'
 import { ExitCode } from '../core/errors.ts'
 import { formatBytes } from '../core/units.ts'
-import { confirm, environmentOf, printResult, showProgress } from './context.ts'
+import { environmentOf, printResult, showProgress } from './context.ts'
 import { exitAfterOutput } from './plan.ts'
 import { ioOf } from './run-output.ts'
 import { declareCommand, nonNegativeNumber } from '../core/option-table.ts'
 import { BACKUP_RUN, type BackupRunFlags } from '../../playbooks/lib/backup-commands.ts'
+import { registerDelete, registerRestore } from './backup-restore-delete.ts'
 
 function parseCount(value: string, flag: string): number {
   return nonNegativeNumber(flag)(value)
@@ -88,8 +89,9 @@ function registerList(backup: Command): void {
     .description('List the complete backups in the store, newest first, with their last verification.')
     .addHelpText('after', '\nExamples:\n  svcops backup list --env prod\n  svcops backup list --env prod --json')
     .action(async (_options: object, command: Command) => {
-      const { heldBackups, listBackups, openStore, readSigners } = await import('../backup/index.ts')
-      const { listEnvironmentRuns } = await import('../runs/run-listing.ts')
+      const { listBackups, openStore, readSigners } = await import('../backup/index.ts')
+      const { readHeldBackups } = await import('../backup/held-by-runs.ts')
+      const { recordingDescription } = await import('../recording/recording-description.ts')
       await (await import('./run-systems.ts')).useRunSystems() // the environment's run store, with the local folder
       const { requireSection } = await import('../config/load.ts')
       const env = await environmentOf(command)
@@ -98,7 +100,8 @@ function registerList(backup: Command): void {
       const store = await openStore(config)
       try {
         const entries = await listBackups(store, { signers })
-        const held = heldBackups(await listEnvironmentRuns(env))
+        // As retention sees them: unknown (a store unread, a record refused) holds nothing for sure, and is said.
+        const { held, unknown } = await readHeldBackups(env, recordingDescription.name)
         const rows = entries.map((e) => ({
           id: e.id,
           heldBy: held.get(e.id) ?? null,
@@ -117,7 +120,8 @@ function registerList(backup: Command): void {
               }
             : null,
         }))
-        printResult(command, { ok: true, store: store.location, backups: rows }, () =>
+        const heldUnknown = unknown !== undefined ? { heldUnknown: unknown } : {}
+        printResult(command, { ok: true, store: store.location, backups: rows, ...heldUnknown }, () =>
           rows.length === 0
             ? `No backups in ${store.location}.`
             : rows
@@ -178,84 +182,6 @@ function registerVerify(backup: Command): void {
     })
 }
 
-function registerRestore(backup: Command): void {
-  backup
-    .command('restore <id>')
-    .description('Verify the backup, then replace the service database with it in one transaction. Stop the recording service first.')
-    .option('-y, --yes', 'do not ask for confirmation (scripts)')
-    .option('--expect-fingerprint <sha256>', 'refuse unless the backup holds this schema fingerprint')
-    .option('--allow-unsigned', 'restore a backup without a signature (made before svcops signed backups); never one with a bad signature')
-    .option(
-      '--from-env <name>',
-      "restore a backup of that other environment (its signed manifest must name it); otherwise only this environment's",
-    )
-    .option('--dry-run', 'show the steps without changing anything')
-    .addHelpText(
-      'after',
-      '\nRefuses while other sessions are connected, when the server or pg_restore is older than the backup, when\n--expect-fingerprint does not match, or when the backup belongs to another environment (unless --from-env\nnames it). On any error the database is left as it was.\n\nExamples:\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --dry-run\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --yes --json\n  svcops backup restore prod-20260101T020000Z-1a2b --env staging --from-env prod --yes',
-    )
-    .action(
-      async (
-        id: string,
-        options: { yes?: boolean; expectFingerprint?: string; dryRun?: boolean; allowUnsigned?: boolean; fromEnv?: string },
-        command: Command,
-      ) => {
-        const { openBackupContext, readIdentity, readManifest, restoreBackup, planRestore, assertFingerprintFits } =
-          await import('../backup/index.ts')
-        const env = await environmentOf(command)
-        const ctx = await openBackupContext(env)
-        const stop = showProgress(command)
-        try {
-          const trust = {
-            signers: ctx.signers,
-            allowUnsigned: options.allowUnsigned ?? false,
-            environment: ctx.environment,
-            ...(options.fromEnv !== undefined ? { fromEnvironment: options.fromEnv } : {}),
-          }
-          const { manifest } = await readManifest(ctx.store, id, trust)
-          assertFingerprintFits(manifest, options.expectFingerprint)
-          if (options.dryRun) {
-            const steps = planRestore(manifest, ctx.database)
-            printResult(command, { ok: true, dryRun: true, steps }, ['Would:', ...steps.map((s, i) => `  ${i + 1}. ${s}`)].join('\n'))
-            return
-          }
-          const identity = await readIdentity(ctx.backup)
-          const d = ctx.database
-          // Never beside a run: it may be changing the database now, or its rollback may need it as it is.
-          await (await import('./run-systems.ts')).useRunSystems()
-          const runs = await (await import('../runs/run-listing.ts')).listEnvironmentRuns(env)
-          const lock = await (
-            await import('../backup/held-by-runs.ts')
-          ).lockForBackupCommand(env, { verb: 'backup restore', done: 'restored' }, runs)
-          let report: Awaited<ReturnType<typeof restoreBackup>>
-          try {
-            await confirm(
-              `Replace every table in ${d.name} on ${d.host}:${d.port} with backup ${id} (taken ${manifest.completedAt})?`,
-              options.yes,
-              'restoring replaces the database',
-            )
-            report = await restoreBackup(ctx.store, id, d, {
-              ...trust,
-              identity,
-              confirmed: true,
-              ...(options.expectFingerprint ? { expectFingerprint: options.expectFingerprint } : {}),
-            })
-          } finally {
-            await lock.release()
-          }
-          printResult(
-            command,
-            { ok: true, ...report },
-            `Restored backup ${id} into ${d.name}: ${Object.values(report.rowCounts).reduce((a, b) => a + b, 0)} rows, fingerprint ${report.fingerprint.slice(0, 16)}… equal to the manifest.`,
-          )
-        } finally {
-          stop()
-          await ctx.store.close()
-        }
-      },
-    )
-}
-
 function registerPrune(backup: Command): void {
   backup
     .command('prune')
@@ -306,53 +232,6 @@ function registerPrune(backup: Command): void {
         )
       } finally {
         stop()
-        await store.close()
-      }
-    })
-}
-
-function registerDelete(backup: Command): void {
-  backup
-    .command('delete <id>')
-    .description(
-      'Delete one backup of this environment. One that a run can still roll back to (backup list: "held by run") needs --force: that run then cannot restore.',
-    )
-    .option('--force', 'delete it even though a run holds it')
-    .option('--dry-run', 'show the files it would remove from the store after the same checks; remove nothing, take no lock')
-    .addHelpText(
-      'after',
-      '\nExamples:\n  svcops backup delete lab-20261122T031500Z-3fa9 --env lab --dry-run\n  svcops backup delete lab-20261122T031500Z-3fa9 --env lab\n  svcops backup delete lab-20261122T031500Z-3fa9 --env lab --force',
-    )
-    .action(async (id: string, options: { force?: boolean; dryRun?: boolean }, command: Command) => {
-      const { deleteBackup, heldBackups, openStore, planDeleteBackup } = await import('../backup/index.ts')
-      const { lockForBackupCommand } = await import('../backup/held-by-runs.ts')
-      const { listEnvironmentRuns } = await import('../runs/run-listing.ts')
-      await (await import('./run-systems.ts')).useRunSystems() // the environment's run store, with the local folder
-      const { requireSection } = await import('../config/load.ts')
-      const env = await environmentOf(command)
-      const store = await openStore(requireSection(env, 'backup'))
-      try {
-        const runs = await listEnvironmentRuns(env)
-        if (options.dryRun) {
-          const plan = await planDeleteBackup(store, id, { environment: env.name, held: heldBackups(runs), force: options.force ?? false })
-          const lines = [
-            `Dry run: delete backup ${plan.id} of '${env.name}' (nothing will be removed).`,
-            `  take the lock of environment '${env.name}' (refused beside a running, paused or interrupted run)`,
-            ...plan.files.map((f) => `  remove ${f} from ${store.location}`),
-            ...(plan.heldBy ? [`  run ${plan.heldBy} can then no longer be rolled back with a restore (--force)`] : []),
-          ]
-          printResult(command, { ok: true, dryRun: true, ...plan, store: store.location }, () => lines.join('\n'))
-          return
-        }
-        // Never beside a run: one running, paused or interrupted may still restore this very backup.
-        const lock = await lockForBackupCommand(env, { verb: 'backup delete', done: 'deleted' }, runs)
-        try {
-          const done = await deleteBackup(store, id, { environment: env.name, held: heldBackups(runs), force: options.force ?? false })
-          printResult(command, { ok: true, deleted: done.id, heldBy: done.heldBy ?? null }, () => `Deleted backup ${done.id}.`)
-        } finally {
-          await lock.release()
-        }
-      } finally {
         await store.close()
       }
     })
