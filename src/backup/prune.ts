@@ -4,8 +4,8 @@
  * those younger than D days, and — whatever the numbers say — the newest verified backup and every
  * backup a run can still roll back to (`heldBackups`: restic's and pgBackRest's rule that retention
  * never expires what a restore depends on), read from every run of the environment wherever it was
- * started (held-by-runs.ts); when those runs cannot be read, everything. Removing a held one takes
- * its id and `--force`.
+ * started (held-by-runs.ts); when those runs cannot be read, or one of their records is refused,
+ * everything. Removing a held one (or any, while that is unknown) takes its id and `--force`.
  */
 import { BadInputError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
