@@ -36,8 +36,8 @@ export async function prepareLabBackup(labDir: string): Promise<BackupConfig> {
 
 /**
  * The lab's run key (`svcops:runs.key`, src/runs/run-mac.ts): 48 random bytes in base64 under
- * `labDir/keys/run.key` (0600), created once and reused on the next `lab up`, so the runs kept in
- * the lab's stores are signed as a site's are.
+ * `labDir/keys/run.key` (0600), made at `lab up` and removed by `lab down` with the other keys, so
+ * the runs kept in the lab's stores are signed as a site's are.
  */
 export function prepareLabRunKey(labDir: string): { key: SecretRef } {
   const dir = join(labDir, 'keys')

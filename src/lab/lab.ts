@@ -157,7 +157,14 @@ export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
   const lab = new LabRun(paths, { managerRevision, ...hostOptions, ...liveOptions })
   const release = onShutdown(() => lab.abort())
   try {
-    lab.record({ kind: 'files', name: 'lab files', info: {}, paths: [paths.secretsDir, paths.logsDir], stop: 'nothing runs' })
+    // The keys folder too: the run key is made in it for every lab, the backup keys only with a database.
+    lab.record({
+      kind: 'files',
+      name: 'lab files',
+      info: {},
+      paths: [paths.secretsDir, paths.logsDir, join(paths.dir, 'keys')],
+      stop: 'nothing runs',
+    })
     for (const dir of [paths.secretsDir, paths.logsDir]) mkdirSync(dir, { recursive: true, mode: 0o700 })
     // The hosts need neither PostgreSQL nor the manager until their services start: prepare them meanwhile.
     const preparing =

@@ -112,7 +112,7 @@ describe.each(RUNNERS)('a playbook run by %s', (_name, runner) => {
   it('refuses an unknown option, a missing required one and a stray argument in one sentence naming it, exit 2', async () => {
     const unknown = await run([process.execPath, ...runner, 'playbooks/upgrade-live.ts', '--env', 'lab', '--to', '7.0.0', '--frobnicate'])
     expect(unknown.code).toBe(2)
-    expect(unknown.stderr).toMatch(/^svcops: --frobnicate: unknown option; expected one of --to, --ack, .*\.\n$/)
+    expect(unknown.stderr).toMatch(/^svcops: --frobnicate: unknown option; expected one of --to, --from, --ack, .*\.\n$/)
     const missing = await run([process.execPath, ...runner, 'playbooks/upgrade.ts', '--env', 'lab', '--batch', '2'])
     expect(missing.code).toBe(2)
     expect(missing.stderr).toBe('svcops: --to: missing; expected <version> (version to install, e.g. 2.0.0).\n')
