@@ -10,7 +10,6 @@ import { ExitCode } from '../core/errors.ts'
 import { runCleanups } from '../core/lifecycle.ts'
 import { commanderOptionsOf, GLOBAL_OPTIONS } from '../core/option-table.ts'
 import { projectPath } from '../core/paths.ts'
-import { writeFailure } from '../../playbooks/lib/command-io.ts'
 
 const pkg = JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version: string }
 
@@ -84,6 +83,8 @@ export async function main(argv: string[]): Promise<number> {
         ? ExitCode.ok
         : ExitCode.badInput
     }
+    // Loaded on failure only: a start that succeeds (--version, --help) does not pay for the writer.
+    const { writeFailure } = await import('../../playbooks/lib/command-io.ts')
     return writeFailure(error, jsonRequested(argv))
   } finally {
     await runCleanups()

@@ -34,19 +34,23 @@ export const commandGroups: CommandGroup[] = [
 ]
 
 /**
- * The groups `argv` needs: the one declaring its command, or every group when that is unclear.
- * `valueFlags` are the global options that take a value (the word after one is not a command).
+ * The groups `argv` needs: the one declaring its command, none for the program's own version (it
+ * names no command, and a scheduler's `svcops --version` should cost a start and no more), or every
+ * group when that is unclear (help, no command, an unknown one). `valueFlags` are the global options
+ * that take a value (the word after one is not a command).
  */
 export function groupsFor(argv: string[], valueFlags: readonly string[]): CommandGroup[] {
   let name: string | undefined
+  const flags: string[] = []
   for (let i = 0; i < argv.length; i++) {
     const word = argv[i] ?? ''
     if (valueFlags.includes(word)) i++
     else if (!word.startsWith('-')) {
       name = word
       break
-    }
+    } else flags.push(word)
   }
+  if (name === undefined && flags.includes('-V') && !flags.some((f) => f === '-h' || f === '--help')) return []
   const group = name === undefined ? undefined : commandGroups.find((g) => g.commands.includes(name))
   return group ? [group] : commandGroups
 }

@@ -15,7 +15,6 @@ import type { RunRecord } from '../runs/run-record.ts'
 import { TRUST_UNSIGNED_HELP } from '../../playbooks/lib/recording-commands.ts'
 import { registerRunsFollow } from './runs-follow.ts'
 import { useRunSystems } from './run-systems.ts'
-import { closingLine, endingWithClosingLine } from '../../playbooks/lib/closing-line.ts'
 import { METRICS_FILE_HELP, printPlan, progress, showRun } from './run-output.ts'
 
 interface ResumeFlags {
@@ -333,6 +332,8 @@ async function runToResume(id: string, flags: ResumeFlags, command: Command): Pr
 /** `svcops resume ID --retry`: a new run to the same target, reusing the rolled-back run's verified backup. */
 async function retry(id: string, flags: ResumeFlags, command: Command, env: Environment | undefined): Promise<void> {
   const play = await import('../../playbooks/upgrade.ts')
+  // The closing line reads reports and the journal (zod): loaded by a retry, not by `svcops --help`.
+  const { closingLine, endingWithClosingLine } = await import('../../playbooks/lib/closing-line.ts')
   await useRunSystems(flags.metricsFile ? { metricsFile: flags.metricsFile } : {})
   const stop = await progress(command)
   try {

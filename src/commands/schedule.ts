@@ -8,7 +8,6 @@ import { resolve } from 'node:path'
 import { Option, type Command } from 'commander'
 import { BadInputError } from '../core/errors.ts'
 import type { HostTimer } from '../schedule/host-timer.ts'
-import { writeUnits } from '../schedule/systemd-timer.ts'
 import { environmentOf, printResult } from './context.ts'
 
 const DEFAULT_UNIT_DIR = '/etc/systemd/system'
@@ -86,7 +85,7 @@ Examples:
         writablePaths: storePath ? [storePath] : [],
         persistent: true,
       })
-      writeOrShow(command, timer, options)
+      await writeOrShow(command, timer, options)
     })
 
   registerScheduleUpgrade(schedule)
@@ -177,12 +176,12 @@ Examples:
         unitDir: options.unitDir,
         persistent: false,
       })
-      writeOrShow(command, timer, options)
+      await writeOrShow(command, timer, options)
     })
 }
 
 /** Prints the units (--dry-run), or writes them and prints what was written and how to enable the timer. */
-function writeOrShow(command: Command, timer: HostTimer, options: { dryRun?: boolean; replace?: boolean }): void {
+async function writeOrShow(command: Command, timer: HostTimer, options: { dryRun?: boolean; replace?: boolean }): Promise<void> {
   const { calendar, units, enable } = timer
   if (options.dryRun) {
     printResult(command, { dryRun: true, calendar, units, enable }, () =>
@@ -190,6 +189,8 @@ function writeOrShow(command: Command, timer: HostTimer, options: { dryRun?: boo
     )
     return
   }
+  // Imported here, not at the top: `svcops --help` loads this group and should not pay for the writer.
+  const { writeUnits } = await import('../schedule/systemd-timer.ts')
   const result = writeUnits(units, options.replace ?? false)
   printResult(command, { dryRun: false, calendar, units: units.map((u) => u.path), ...result, enable }, () =>
     [

@@ -56,12 +56,16 @@ describe('svcops start-up: only the command group a run needs is loaded', () => 
     expect(groupsFor(argv, valueFlagsOf(await buildProgram())).map((g) => g.commands)).toEqual([commands])
   })
 
-  it.each([[[]], [['--help']], [['help', 'scan']], [['no-such-command']], [['-V']]])(
-    '%j loads every group (help, version and unknown commands see all of them)',
+  it.each([[[]], [['--help']], [['help', 'scan']], [['no-such-command']], [['-V', '--help']]])(
+    '%j loads every group (help and unknown commands see all of them)',
     async (argv) => {
       expect(groupsFor(argv, valueFlagsOf(await buildProgram()))).toHaveLength(commandGroups.length)
     },
   )
+
+  it.each([[['-V']], [['--json', '-V']]])('%j loads no group: the version names no command', async (argv) => {
+    expect(groupsFor(argv, valueFlagsOf(await buildProgram()))).toEqual([])
+  })
 
   it('answers a command --help from its group alone', async () => {
     const { code, stdout } = await runSvcopsInProcess(['scan', 'sdk', '--help'])
