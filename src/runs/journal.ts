@@ -68,6 +68,24 @@ export interface JournalCopy {
   discard(deadlineMs: number): Promise<boolean>
 }
 
+/** Told of an entry once it is synced (never of the dry run's, which nothing can lose): `dir` is its run's folder. */
+export type JournalObserver = (entry: JournalEntry, dir: string) => void
+
+/**
+ * The process's journal observers. The journal itself tells nobody; what watches every synced line
+ * is installed at the edge by whoever needs it (the crash tests' failpoint, given to a child svcops
+ * with `--import`, kills it right after a chosen line: test/support/crash-failpoint.ts).
+ */
+const observers = new Set<JournalObserver>()
+
+/** Adds `observer` to every journal of this process; returns what removes it. */
+export function observeJournals(observer: JournalObserver): () => void {
+  observers.add(observer)
+  return () => {
+    observers.delete(observer)
+  }
+}
+
 /** An open journal: the run record plus its append-only step log. `P`: the system's params of the record. */
 export class Journal<P extends RunParams = RunParams> {
   readonly dir: string
@@ -182,7 +200,7 @@ export class Journal<P extends RunParams = RunParams> {
       closeSync(fd)
     }
     this.copy?.addEntry(full)
-    crashIfAsked(full)
+    for (const observer of observers) observer(full, this.dir)
     return full
   }
 
@@ -299,21 +317,4 @@ export function listRuns(base = runsDir()): RunRecord[] {
   }
   // Newest first by the start's milliseconds: ids carry whole seconds, and two runs may start in one.
   return runs.sort((a, b) => b.startedAt.localeCompare(a.startedAt) || b.id.localeCompare(a.id))
-}
-
-/**
- * The crash tests' failpoint: with `SVCOPS_CRASH_AFTER=step` or `step@host` in svcops' environment,
- * the process kills itself with SIGKILL right after that step's `ok` line is synced — the state a
- * power cut or an OOM kill leaves at that step boundary, at the exact boundary however busy the
- * machine is (a kill from outside can come late, after the run has gone on or even ended).
- * `SVCOPS_CRASH_SIGNAL=SIGINT` (or SIGTERM, SIGHUP) sends that signal instead: a Ctrl-C at that boundary;
- * `SIGSTOP` freezes the process there, alive and holding its locks: a step that takes long.
- */
-function crashIfAsked(entry: Omit<JournalEntry, 'time'>): void {
-  const at = process.env.SVCOPS_CRASH_AFTER
-  if (!at || entry.status !== 'ok') return
-  const [step, host] = at.split('@')
-  if (entry.step !== step || entry.host !== host) return
-  const signal = process.env.SVCOPS_CRASH_SIGNAL
-  process.kill(process.pid, signal === 'SIGINT' || signal === 'SIGTERM' || signal === 'SIGHUP' || signal === 'SIGSTOP' ? signal : 'SIGKILL')
 }

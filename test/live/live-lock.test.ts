@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { expect, it } from 'vitest'
 import { LIVE_LOCK_PATH } from '../../src/live/hosts/live-hosts-platform.ts'
 import { listRuns } from '../../src/runs/journal.ts'
-import { runSvcops, type CliRun } from '../support/cli.ts'
+import { crashFailpointEnv, runSvcops, type CliRun } from '../support/cli.ts'
 import { gateIds, useLiveLab } from '../support/live-lab.ts'
 
 const lab = useLiveLab({ version: '5.2.0' })
@@ -49,7 +49,7 @@ it('resume --rollback from another machine is refused while the holder lives, an
       gateIds(lab().live(), '5.2.0', '6.0.0').join(','),
     ],
     {
-      env: { SVCOPS_RUNS_DIR: lab().runsDir, SVCOPS_CRASH_AFTER: 'stop@control-panel', SVCOPS_CRASH_SIGNAL: 'SIGSTOP' },
+      env: { SVCOPS_RUNS_DIR: lab().runsDir, ...crashFailpointEnv('stop@control-panel', 'SIGSTOP') },
       onSpawn: (p) => (pid = p),
     },
   )

@@ -4,7 +4,7 @@
  * kill costs most: the first stop (the control panel), and mid-migration (write-config: every file
  * written for 6.0.0, nothing installed yet), whose finished run is then rolled back and that
  * rollback killed once the files were put back (mid-restore). The CLI dies by SIGKILL right after
- * its journal records the boundary (`SVCOPS_CRASH_AFTER`, test/support/cli.ts); each run must end
+ * its journal records the boundary (`crashFailpointEnv`, test/support/cli.ts); each run must end
  * with every component on the expected release, `verify live` exit 0, no lock, the files byte for
  * byte as before after a rollback, and no PSK printed. On the same lab, a rollback asked for after
  * 5.2.0 -> 7.0.0 is killed half-way (the controller and the ingest back on 5.2.0, the others not) and

@@ -3,13 +3,13 @@
  * next step boundary, journals `interrupted`, prints the two commands that finish it, and keeps the
  * environment locked for it; `svcops resume ID --rollback` then puts the service back. A run whose
  * process died (SIGKILL) shows `interrupted` in `runs list`, never `running`. The signal is sent by
- * the journal's failpoint (`SVCOPS_CRASH_SIGNAL=SIGINT` with `SVCOPS_CRASH_AFTER`): at the exact
+ * the journal's failpoint (`crashFailpointEnv(boundary, 'SIGINT')`, test/support/crash-failpoint.ts): at the exact
  * boundary, however busy the machine.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Journal, listRuns } from '../../src/runs/journal.ts'
 import { readEnvironmentLock } from '../../src/runs/lock.ts'
-import { runSvcops, runSvcopsKilledAt } from '../support/cli.ts'
+import { crashFailpointEnv, runSvcops, runSvcopsKilledAt } from '../support/cli.ts'
 import { startUpgradeLab, type UpgradeLab } from './fixture.ts'
 
 let lab: UpgradeLab
@@ -31,10 +31,7 @@ interface Listed {
 
 describe('an interrupted upgrade', () => {
   it('SIGINT stops at a safe point, says how to resume or roll back, and rollback puts the service back', async () => {
-    const stopped = await cli(['upgrade', 'recording', '--to', '1.5.0', '--yes'], {
-      SVCOPS_CRASH_AFTER: 'stop@rec-1',
-      SVCOPS_CRASH_SIGNAL: 'SIGINT',
-    })
+    const stopped = await cli(['upgrade', 'recording', '--to', '1.5.0', '--yes'], crashFailpointEnv('stop@rec-1', 'SIGINT'))
     const output = `${stopped.stdout}\n${stopped.stderr}`
     expect(stopped.code, output).toBe(130)
     const id = listRuns(lab.runsDir)[0]?.id as string

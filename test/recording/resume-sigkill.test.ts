@@ -2,7 +2,7 @@
  * Real SIGKILLs of `svcops upgrade recording` on the lab, at the boundaries where a kill costs most:
  * the first stop, mid-migration (the new release's first start migrated the schema) and
  * mid-restore (the rollback restored the backup, nothing started yet). The CLI dies by SIGKILL right
- * after its journal records the boundary (the failpoint `SVCOPS_CRASH_AFTER`, test/support/cli.ts);
+ * after its journal records the boundary (the failpoint `crashFailpointEnv`, test/support/cli.ts);
  * each run is then finished by `svcops resume ID` or rolled back, and must end with the service
  * healthy on the expected release, every recording there (those written after the backup too) and
  * no lock left. Every other boundary of the upgrade and its rollback is killed at the engine, on the

@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { svcopsCommand } from '../../src/core/paths.ts'
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -130,7 +130,21 @@ async function runInProcessNow(args: string[], options: Pick<CliOptions, 'env'>)
 }
 
 /**
- * Runs `svcops ...args` with the journal's failpoint (`SVCOPS_CRASH_AFTER`, src/runs/journal.ts):
+ * The variables that arm the crash tests' failpoint in a child svcops: `crash-failpoint.ts` preloaded
+ * with `--import` (kept beside the NODE_OPTIONS this process has), killing it with `signal` right
+ * after `boundary` (`step` or `step@host`) is recorded `ok`.
+ */
+export function crashFailpointEnv(boundary: string, signal?: 'SIGINT' | 'SIGTERM' | 'SIGHUP' | 'SIGSTOP'): Record<string, string> {
+  const preload = `--import=${pathToFileURL(fileURLToPath(new URL('./crash-failpoint.ts', import.meta.url))).href}`
+  return {
+    NODE_OPTIONS: [process.env.NODE_OPTIONS, preload].filter(Boolean).join(' '),
+    SVCOPS_TEST_CRASH_AFTER: boundary,
+    ...(signal ? { SVCOPS_TEST_CRASH_SIGNAL: signal } : {}),
+  }
+}
+
+/**
+ * Runs `svcops ...args` with the crash tests' failpoint (`crashFailpointEnv`):
  * it kills itself with SIGKILL right after `boundary` (`step` or `step@host`) is recorded `ok` by
  * this process — at the exact boundary, however busy the machine, where a kill sent from outside on
  * seeing the journal line can come late (after the last step, even after the run has ended).
@@ -142,7 +156,7 @@ function runSvcopsKilledAfter(
   runsDir: string,
   options: CliOptions,
 ): Promise<CliRun & { killedAt?: string }> {
-  return runSvcops(args, { ...options, env: { SVCOPS_RUNS_DIR: runsDir, ...options.env, SVCOPS_CRASH_AFTER: boundary } }).then((run) => ({
+  return runSvcops(args, { ...options, env: { SVCOPS_RUNS_DIR: runsDir, ...options.env, ...crashFailpointEnv(boundary) } }).then((run) => ({
     ...run,
     ...(run.signal === 'SIGKILL' ? { killedAt: boundary } : {}),
   }))

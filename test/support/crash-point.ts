@@ -1,5 +1,5 @@
 /**
- * The crash matrix's failpoint, in-process: the journal's `SVCOPS_CRASH_AFTER` (src/runs/journal.ts)
+ * The crash matrix's failpoint, in-process: the child's failpoint (test/support/crash-failpoint.ts)
  * kills svcops with SIGKILL right after a step's `ok` line is synced; here the same line is written
  * by the same `Journal.append`, and then the process is "killed" without leaving the test's worker:
  *
