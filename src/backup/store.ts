@@ -10,7 +10,6 @@ import { join, resolve } from 'node:path'
 import type { Readable } from 'node:stream'
 import type { BackupConfig } from '../config/schema.ts'
 import { CREATE_EXCLUSIVE, partialNameOf, writeFileAtomic } from '../core/atomic-write.ts'
-import { OperationError } from '../core/errors.ts'
 import type { BackupStore, StoreWriter } from './store-interface.ts'
 import { MAX_TEXT_BYTES, tooLargeInStore } from './limits.ts'
 import { assertPlainName } from './manifest.ts'
@@ -136,9 +135,4 @@ export async function openStore(config: Pick<BackupConfig, 'store'>): Promise<Ba
     return openSshStore(ssh, path)
   }
   return new LocalStore(path)
-}
-
-/** Raised when a name is missing from the store. */
-export function missingInStore(store: BackupStore, name: string): OperationError {
-  return new OperationError(`The file '${name}' is missing from the backup store ${store.location}.`, 'Run: svcops backup list --env <env>')
 }

@@ -25,11 +25,6 @@ export function registerSecret<T extends string | undefined>(value: T): T {
   return value
 }
 
-/** Number of registered secrets (for diagnostics; never the values). */
-export function registeredSecretCount(): number {
-  return secrets.size
-}
-
 /** Forgets every registered secret. Only tests call this, between independent scenarios. */
 export function clearSecretsForTests(): void {
   secrets.clear()

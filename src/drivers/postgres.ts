@@ -196,11 +196,6 @@ export function assertToolPatched(tool: PgTool): void {
   )
 }
 
-/** True when the PATH has this tool (for doctor-style checks). */
-export function hasPgTool(name: PgTool['name']): boolean {
-  return findBinary(name) !== undefined
-}
-
 /** The stdio buffer of pg_dump writing a backup's archive. */
 const OUTPUT_BUFFER = '1M'
 

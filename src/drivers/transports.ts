@@ -71,6 +71,7 @@ export function transportFor(host: RecordingHostConfig): Transport {
         keyFile: host.ssh.keyFile,
         hostKey: host.ssh.hostKey,
         trustOnFirstUse: host.ssh.trustOnFirstUse,
+        become: host.ssh.become,
       },
       { name: host.name },
     )
@@ -81,16 +82,6 @@ export function transportFor(host: RecordingHostConfig): Transport {
     if (user) return new LocalHostTransport(host.name, { user, uid, gid })
   }
   return new LocalHostTransport(host.name)
-}
-
-/** Transports for every host, keyed by host name (one connection each, reused). */
-export function openTransports(hosts: RecordingHostConfig[]): Map<string, Transport> {
-  return new Map(hosts.map((h) => [h.name, transportFor(h)]))
-}
-
-/** Closes every transport of the map. */
-export async function closeTransports(transports: Map<string, Transport>): Promise<void> {
-  await Promise.all([...transports.values()].map((t) => t.close()))
 }
 
 /**

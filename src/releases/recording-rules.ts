@@ -11,31 +11,6 @@ export interface RecordingRule {
   seed: string
 }
 
-/** Steps of an upgrade, in order. */
-export const RECORDING_UPGRADE_STEPS = [
-  'stop the service',
-  'install the new package',
-  'review configuration changes',
-  'start the service',
-  'check status and the last log lines',
-] as const
-
-/** Steps of a rollback, in order. */
-export const RECORDING_ROLLBACK_STEPS = [
-  'stop the service',
-  'downgrade the package to the previous version',
-  'restore the database backup only if the schema changed',
-  'start the service',
-] as const
-
-/** Checks after an upgrade, in order. */
-export const RECORDING_POST_UPGRADE_CHECKS = [
-  'GET / for health',
-  'GET /api/v1/content with limit',
-  'POST /api/v1/content with a test recording',
-  'read the logs',
-] as const
-
 export const RECORDING_RULES: readonly RecordingRule[] = [
   {
     id: 'upgrade-steps',
@@ -99,16 +74,3 @@ export const RECORDING_RULES: readonly RecordingRule[] = [
     seed: 'slow performance (content info cache size, write rate limit if enabled, database query performance, disk I/O)',
   },
 ]
-
-/**
- * Whether a rollback must restore the database: only when the upgrade changed the schema,
- * because schema changes are not backward-compatible and storage is.
- */
-export function rollbackRestoresDatabase(schemaChanged: boolean): boolean {
-  return schemaChanged
-}
-
-/** Whether two versions of the management API are compatible (same major). */
-export function recordingApiCompatible(fromMajor: number, toMajor: number): boolean {
-  return fromMajor === toMajor
-}
