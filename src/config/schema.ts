@@ -67,6 +67,12 @@ export const sshSchema = z.strictObject({
    * dir (`.svcops/known_hosts.json`) and refuse any other key afterwards. Off by default.
    */
   trustOnFirstUse: z.boolean().optional(),
+  /**
+   * `sudo`: `user` is unprivileged and the commands that need root (package installs, service stops
+   * and starts) run through `sudo -n` with the rules `svcops render sudoers` prints. Without it they
+   * run as `user`, which must then have those rights itself.
+   */
+  become: z.enum(['sudo'], { error: 'expected sudo (commands that need root run through sudo -n), or no become' }).optional(),
 })
 
 export const recordingHostSchema = z.strictObject({

@@ -30,6 +30,11 @@ export interface RunOptions {
   check?: boolean
   /** Log the command as this instead of its argv (for long scripts). */
   display?: string
+  /**
+   * The command needs root on the host: a transport that logs in unprivileged runs it through the
+   * host's become (`ssh.become: sudo`: `sudo -n -- argv`, no shell); others run it as they are.
+   */
+  asRoot?: boolean
 }
 
 /** Where commands run: this machine, or a host over SSH. Same interface, same logging. */

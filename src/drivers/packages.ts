@@ -16,7 +16,7 @@ import { runCommand, shellJoin, type Transport } from '../core/runner.ts'
 /** The host's package cache, where staged packages wait for the install step. */
 export const PACKAGE_CACHE = '/var/cache/svcops/packages'
 
-type Host = Pick<RecordingHostConfig, 'root' | 'name'>
+type Host = Pick<RecordingHostConfig, 'root' | 'name'> & { ssh?: { become?: 'sudo' | undefined } | undefined }
 
 /** A planned or executed command on a host; `mutates` commands are skipped by --dry-run. */
 export interface PlannedCommand {
@@ -25,6 +25,8 @@ export interface PlannedCommand {
   /** Written to the command's stdin; `shown` says what it is in plans and logs. */
   input?: { data: string; shown: string }
   mutates: boolean
+  /** Needs root on a real host: run through the host's become (`ssh.become: sudo`), listed by `svcops render sudoers`. */
+  asRoot?: boolean
 }
 
 /** A planned command as a person would type it (environment first), for dry runs and logs. */
@@ -87,14 +89,20 @@ export const aptDriver: PackageDriver = {
   queryVersionCommand: (host, pkg) => dpkgDriver.queryVersionCommand(host, pkg),
   parseVersion: parseDpkgStatus,
   stageCommands: (_host, pkg, version) => [
-    { argv: ['apt-get', 'update'], env: aptEnv, mutates: true },
-    { argv: ['apt-get', 'install', '--download-only', '-y', '--allow-downgrades', '--', `${pkg}=${version}`], env: aptEnv, mutates: true },
+    { argv: ['apt-get', 'update'], env: aptEnv, mutates: true, asRoot: true },
+    {
+      argv: ['apt-get', 'install', '--download-only', '-y', '--allow-downgrades', '--', `${pkg}=${version}`],
+      env: aptEnv,
+      mutates: true,
+      asRoot: true,
+    },
   ],
   installCommands: (_host, pkg, version) => [
     {
       argv: ['apt-get', 'install', '-y', '--no-install-recommends', '--allow-downgrades', ...aptKeepConfig, '--', `${pkg}=${version}`],
       env: aptEnv,
       mutates: true,
+      asRoot: true,
     },
   ],
   readyCommands: (host, pkg, version) => [
@@ -104,7 +112,8 @@ export const aptDriver: PackageDriver = {
       mutates: false,
       missing: `${pkg} ${version} is not in the host's apt repositories`,
     },
-    ...mayWrite(host, '/var/lib/dpkg'),
+    // Through sudo the right is a rule, which `sudo -n -l` checks for each command (becomeChecks).
+    ...(host.ssh?.become === 'sudo' ? [] : mayWrite(host, '/var/lib/dpkg')),
   ],
   newConfigSuffixes: debianConf,
 }
@@ -235,7 +244,8 @@ export async function stagePackage(
   file?: string,
 ): Promise<string[]> {
   if (driver.name !== 'dpkg') {
-    for (const cmd of driver.stageCommands(host, pkg, version)) await runCommand(transport, cmd.argv, cmd.env ? { env: cmd.env } : {})
+    for (const cmd of driver.stageCommands(host, pkg, version))
+      await runCommand(transport, cmd.argv, { ...(cmd.env ? { env: cmd.env } : {}), ...(cmd.asRoot ? { asRoot: true } : {}) })
     return [`downloaded ${pkg} ${version}`]
   }
   if (!file) throw new OperationError(`No package file was given to stage ${pkg} ${version} on ${host.name}.`)
@@ -261,5 +271,9 @@ export async function installPackage(
   file?: string,
 ): Promise<void> {
   for (const cmd of driver.installCommands(host, pkg, version, file))
-    await runCommand(transport, cmd.argv, { timeoutMs: 600_000, ...(cmd.env ? { env: cmd.env } : {}) })
+    await runCommand(transport, cmd.argv, {
+      timeoutMs: 600_000,
+      ...(cmd.env ? { env: cmd.env } : {}),
+      ...(cmd.asRoot ? { asRoot: true } : {}),
+    })
 }

@@ -42,8 +42,8 @@ const output = (r: CommandResult): string => (r.stdout + r.stderr).trim()
 /** systemd units: `systemctl stop|start|is-active`, `journalctl -u UNIT -n N`. */
 export const systemdDriver: ServiceDriver = {
   name: 'systemd',
-  stopCommand: (_h, unit) => ({ argv: ['systemctl', 'stop', '--', unit], mutates: true }),
-  startCommand: (_h, unit) => ({ argv: ['systemctl', 'start', '--', unit], mutates: true }),
+  stopCommand: (_h, unit) => ({ argv: ['systemctl', 'stop', '--', unit], mutates: true, asRoot: true }),
+  startCommand: (_h, unit) => ({ argv: ['systemctl', 'start', '--', unit], mutates: true, asRoot: true }),
   statusCommand: (_h, unit) => ({ argv: ['systemctl', 'is-active', '--', unit], mutates: false }),
   // `systemctl stop` of a stopped unit exits 0.
   stopOutcome: (r) => ({ ok: r.code === 0, detail: output(r) }),
@@ -140,6 +140,7 @@ function runPlanned(transport: Transport, cmd: PlannedCommand, timeoutMs?: numbe
     ...(cmd.input ? { input: cmd.input.data } : {}),
     ...(cmd.env ? { env: cmd.env } : {}),
     ...(timeoutMs ? { timeoutMs } : {}),
+    ...(cmd.asRoot ? { asRoot: true } : {}),
   })
 }
 

@@ -48,6 +48,11 @@ export interface SshTarget {
    * refuse any other key afterwards. Without either, the host is refused.
    */
   trustOnFirstUse?: boolean | undefined
+  /**
+   * How commands that need root run (`RunOptions.asRoot`): `sudo` runs them as `sudo -n -- argv`
+   * (a password-less rule per command, no shell, never a prompt); without it they run as `user`.
+   */
+  become?: 'sudo' | undefined
 }
 
 /** `SHA256:...` of a raw public key blob, as `ssh-keygen -lf` and OpenSSH's prompts print it. */
@@ -196,7 +201,11 @@ export class SshTransport implements Transport {
   async exec(argv: string[], options: RunOptions): Promise<CommandResult> {
     if (argv.length === 0) throw new Error('runCommand needs a command.')
     const ssh = await this.connect()
-    const { command, stdin } = remoteCommand(argv, options)
+    // runCommand logged the argv it was given; sudo is how this host runs it, not what it is.
+    const { command, stdin } = remoteCommand(
+      options.asRoot && this.target.become === 'sudo' ? ['sudo', '-n', '--', ...argv] : argv,
+      options,
+    )
     await this.acquire()
     const started = Date.now()
     let timer: NodeJS.Timeout | undefined

@@ -57,6 +57,12 @@ Examples:
         .default('1.6.2'),
     )
     .option('--hosts <n>', 'number of recording hosts (sandboxes with dpkg, supervisord, reachable over a loopback sshd)', parseInteger, 3)
+    .addOption(
+      new Option(
+        '--host-kind <kind>',
+        'sandbox: dpkg --root trees with supervisord (fast); systemd: Debian machines booted with systemd in systemd-nspawn, apt from a signed repository, sudo (root only, at most 8)',
+      ).choices(['sandbox', 'systemd']),
+    )
     // Not --version: commander gives the root's -V/--version precedence anywhere on the command line.
     .option('--version <version>', 'recording service release installed on every host (default: the oldest lab release, 1.4.0)')
     .addOption(new Option('--release <version>', 'same as --version').hideHelp())
@@ -86,6 +92,7 @@ Hosts are named rec-1, rec-2, ...; each runs its own service on its own port (se
 Examples:
   svcops lab up
   svcops lab up --hosts 10 --version 1.5.0 --recordings 50
+  svcops lab up --hosts 2 --host-kind systemd                  # real hosts: systemd, apt, sudo (docs/lab.md)
   svcops lab up --manager-revision 1.4.1
   svcops lab up --hosts 0 --live 5.2.0 --live-tcp-endpoints 2   # the live system only (see docs/lab.md)
   svcops lab up --hosts 0 --live 5.2.0 --live-hosts 3           # the live system on three hosts
@@ -99,6 +106,7 @@ Examples:
           release?: string
           version?: string
           recordings: number
+          hostKind?: 'sandbox' | 'systemd'
           live?: string
           liveWeakPsk?: boolean
           liveTcpEndpoints?: number
@@ -112,6 +120,7 @@ Examples:
           managerRevision: options.managerRevision,
           hosts: options.hosts,
           recordings: options.recordings,
+          ...(options.hostKind !== undefined ? { hostKind: options.hostKind } : {}),
           ...((options.version ?? options.release) ? { version: options.version ?? options.release } : {}),
           ...(options.live !== undefined ? { live: options.live } : {}),
           ...(options.liveWeakPsk ? { liveWeakPsk: true } : {}),

@@ -37,11 +37,15 @@ export interface LabHostsOptions {
   version?: string
   /** Recordings created through the API once the hosts are up (default 6). */
   recordings?: number
+  /** `sandbox` (default): dpkg --root trees and supervisord; `systemd`: Debian machines booted with systemd (src/lab/systemd-lab.ts). */
+  hostKind?: 'sandbox' | 'systemd'
 }
 
 export const DEFAULT_LAB_HOSTS = 3
 export const DEFAULT_LAB_RECORDINGS = 6
 export const MAX_LAB_HOSTS = 50
+/** Booted machines are heavier than sandboxes: at most this many systemd hosts. */
+export const MAX_SYSTEMD_LAB_HOSTS = 8
 /** The recording service's package as the lab builds it (package svc-recording, files under /etc/opt/svc, ...). */
 export const LAB_RECORDING_PRODUCT: PackageOptions = { prefix: 'svc', dir: 'svc' }
 const PRODUCT = LAB_RECORDING_PRODUCT
@@ -52,9 +56,13 @@ export function checkLabHostsOptions(options: LabHostsOptions): Required<LabHost
   const hosts = options.hosts ?? DEFAULT_LAB_HOSTS
   const recordings = options.recordings ?? DEFAULT_LAB_RECORDINGS
   const version = options.version ?? RECORDING_RELEASES[0]?.version ?? ''
-  if (!Number.isInteger(hosts) || hosts < 0 || hosts > MAX_LAB_HOSTS)
+  const hostKind = options.hostKind ?? 'sandbox'
+  if (hostKind !== 'sandbox' && hostKind !== 'systemd')
+    throw new BadInputError(`--host-kind: ${String(hostKind)} is not a kind of lab host; expected sandbox or systemd.`)
+  const most = hostKind === 'systemd' ? MAX_SYSTEMD_LAB_HOSTS : MAX_LAB_HOSTS
+  if (!Number.isInteger(hosts) || hosts < 0 || hosts > most)
     throw new BadInputError(
-      `--hosts: ${String(options.hosts)} is not allowed; expected an integer from 0 (no recording hosts) to ${MAX_LAB_HOSTS}.`,
+      `--hosts: ${String(options.hosts)} is not allowed${hostKind === 'systemd' ? ' with --host-kind systemd' : ''}; expected an integer from 0 (no recording hosts) to ${most}.`,
     )
   if (!Number.isInteger(recordings) || recordings < 0)
     throw new BadInputError(`--recordings: ${String(options.recordings)} is not allowed; expected an integer of at least 0.`)
@@ -63,7 +71,7 @@ export function checkLabHostsOptions(options: LabHostsOptions): Required<LabHost
       `--version: ${version} is not a lab release; expected one of ${RECORDING_RELEASES.map((r) => r.version).join(', ')}.`,
     )
   }
-  return { hosts, recordings, version }
+  return { hosts, recordings, version, hostKind }
 }
 
 /** Steps of the recording part, for `lab up --dry-run`. */
@@ -71,6 +79,13 @@ export function labHostsPlan(options: LabHostsOptions): string[] {
   const o = checkLabHostsOptions(options)
   if (o.hosts === 0) return []
   const names = Array.from({ length: o.hosts }, (_, i) => labHostName(i))
+  if (o.hostKind === 'systemd')
+    return [
+      `build the recording service packages unless cached, put them in an apt repository signed with a key made for this lab, serve it on loopback`,
+      `boot ${names.join(', ')} with systemd (systemd-nspawn, an overlay of this machine's root, its own sshd on a loopback port for the unprivileged user svcops with the sudo rules of svcops render sudoers), install ${recordingPackageName(PRODUCT.prefix)} ${o.version} there with apt-get`,
+      `create database ${DATABASE.name} owned by role ${DATABASE.user}; point each host's config at it and the manager, systemctl start ${recordingPackageName(PRODUCT.prefix)}, wait for health`,
+      `create ${o.recordings} recording${o.recordings === 1 ? '' : 's'} through the recording API`,
+    ]
   return [
     `create database ${DATABASE.name} owned by role ${DATABASE.user} (random password in a 0600 file)`,
     `build the recording service packages (${recordingPackageName(PRODUCT.prefix)} ${RECORDING_RELEASES.map((r) => r.version).join(', ')}) unless cached`,

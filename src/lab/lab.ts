@@ -34,6 +34,7 @@ import {
 } from './hosts-lab.ts'
 import { checkLabLiveOptions, labLivePlan, liveCheckers, liveSection, liveStoppers, startLabLive, type LabLiveOptions } from './live-lab.ts'
 import { liveHostsSection, startLabLiveHosts } from './live-hosts-lab.ts'
+import { prepareSystemdRecording, systemdHostCheckers, systemdHostStoppers } from './systemd-lab.ts'
 import {
   labPaths,
   readLabState,
@@ -167,8 +168,13 @@ export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
     })
     for (const dir of [paths.secretsDir, paths.logsDir]) mkdirSync(dir, { recursive: true, mode: 0o700 })
     // The hosts need neither PostgreSQL nor the manager until their services start: prepare them meanwhile.
-    const preparing =
-      hostOptions.hosts > 0 ? lab.step('prepare the recording hosts', () => prepareLabRecording(lab, hostOptions)) : undefined
+    // Either kind of host ends in a function that starts the services once PostgreSQL and the manager run.
+    const prepareHosts = async (): Promise<(cluster: PostgresCluster, manager: LabManager) => Promise<Record<string, unknown>>> => {
+      if (hostOptions.hostKind === 'systemd') return prepareSystemdRecording(lab, hostOptions)
+      const prepared = await prepareLabRecording(lab, hostOptions)
+      return async (cluster, manager) => recordingSection(await finishLabRecording(lab, prepared, cluster, manager))
+    }
+    const preparing = hostOptions.hosts > 0 ? lab.step('prepare the recording hosts', prepareHosts) : undefined
     // The live host needs nothing else of the lab: it comes up meanwhile too.
     const living = liveOptions
       ? liveOptions.liveHosts > 0
@@ -179,12 +185,12 @@ export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
     preparing?.catch(() => undefined)
     living?.catch(() => undefined)
     let manager: LabManager | undefined
-    let recording: Awaited<ReturnType<typeof finishLabRecording>> | undefined
+    let recording: Record<string, unknown> | undefined
     if (!isLiveOnly(options)) {
       const cluster = await lab.step('start PostgreSQL', () => startLabPostgres(lab))
       const started = await lab.step('start the manager emulator', () => startLabManager(lab, { apiRevision: managerRevision }))
       manager = started
-      recording = preparing ? await finishLabRecording(lab, await preparing, cluster, started) : undefined
+      recording = preparing ? await (await preparing)(cluster, started) : undefined
     }
     const live = living ? await living : undefined
     // Backups need the recording database; the key pair is the lab's own, the private key 0600 in the lab dir.
@@ -206,7 +212,7 @@ export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
       writeLabEnvironment(lab, {
         environment: 'lab',
         ...(manager ? { manager: managerSection(manager) } : {}),
-        ...(recording ? { recording: recordingSection(recording) } : {}),
+        ...(recording ? { recording } : {}),
         ...(live ? { live: 'hosts' in live ? liveHostsSection(live) : liveSection(live) } : {}),
         ...(backup ? { backup } : {}),
         // The runs kept in the lab's stores are signed with a run key of the lab's own, as a site's are.
@@ -293,6 +299,7 @@ const stoppers: Record<string, (entry: LabEntry) => Promise<void>> = {
   process: stopProcess,
   postgres: (entry) => stopPostgres({ ...(entry.info as unknown as PostgresInfo), password: '' }),
   ...hostStoppers,
+  ...systemdHostStoppers,
   ...liveStoppers,
 }
 
@@ -305,6 +312,7 @@ const checkers: Record<string, (entry: LabEntry) => boolean> = {
     return isAlive(Number(readFileSync(pidFile, 'utf8').split('\n')[0]))
   },
   ...hostCheckers,
+  ...systemdHostCheckers,
   ...liveCheckers,
 }
 

@@ -11,6 +11,7 @@ export {
   bundleRecordingService,
   recordingPackageName,
   recordingPackagePaths,
+  recordingServiceUser,
   type PackageOptions,
 } from './package.ts'
 export { defaultServiceConfig, type RecordingServiceConfig } from './config.ts'

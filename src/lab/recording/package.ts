@@ -2,7 +2,7 @@
  * Builds every lab release of the recording service as a real `.deb` with `dpkg-deb --build`:
  * the service bundled into one file (esbuild; release, schema version and fault baked in), the
  * config as a dpkg conffile, a supervisor program section for lab hosts and a systemd unit for
- * real hosts. Builds are cached: a stamp over the sources and options skips an unchanged rebuild.
+ * real hosts (its own system user made by the postinst, Restart=on-failure, an EnvironmentFile, journald). Builds are cached: a stamp over the sources and options skips an unchanged rebuild.
  */
 import { createHash } from 'node:crypto'
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -101,6 +101,11 @@ function supervisorProgram(name: string, options: PackageOptions): string {
   ].join('\n')
 }
 
+/** The system user the service runs as on a real host (made by the package's postinst). */
+export function recordingServiceUser(prefix: string): string {
+  return recordingPackageName(prefix)
+}
+
 function systemdUnit(name: string, release: RecordingRelease, options: PackageOptions): string {
   const paths = recordingPackagePaths(options)
   return [
@@ -110,12 +115,43 @@ function systemdUnit(name: string, release: RecordingRelease, options: PackageOp
     'Wants=network-online.target',
     '',
     '[Service]',
+    // The service listens once it is ready; svcops' health wait judges readiness, not the unit type.
+    'Type=simple',
+    `User=${recordingServiceUser(options.prefix)}`,
+    `Group=${recordingServiceUser(options.prefix)}`,
+    // The operator's environment (none is needed by the lab's releases); a missing file is no error.
+    `EnvironmentFile=-/etc/default/${name}`,
     `ExecStart=/usr/bin/env node ${paths.service} --root / --config ${paths.config}`,
+    // A crash after a healthy start is restarted; svcops reads NRestarts to see that it happened.
     'Restart=on-failure',
-    'RestartSec=2',
+    'RestartSec=1',
+    'StandardOutput=journal',
+    'StandardError=journal',
     '',
     '[Install]',
     'WantedBy=multi-user.target',
+    '',
+  ].join('\n')
+}
+
+/**
+ * The package's postinst: on a real host (root, no DPKG_ROOT) it makes the service's system user and
+ * gives it the log and storage folders, then has systemd read the new unit. In a sandbox host
+ * (`dpkg --root` with `--force-script-chrootless`, DPKG_ROOT set, not root) there is no system to
+ * change, and it does nothing. It never starts the service: svcops starts it after reviewing the config.
+ */
+function postinst(options: PackageOptions): string {
+  const user = recordingServiceUser(options.prefix)
+  const paths = recordingPackagePaths(options)
+  return [
+    '#!/bin/sh',
+    'set -e',
+    'if [ -n "${DPKG_ROOT:-}" ] || [ "$(id -u)" -ne 0 ]; then exit 0; fi',
+    'if [ "$1" = configure ]; then',
+    `  getent passwd ${user} >/dev/null || useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin ${user}`,
+    `  chown ${user}:${user} ${dirname(paths.log)} ${paths.storage}`,
+    '  if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi',
+    'fi',
     '',
   ].join('\n')
 }
@@ -156,6 +192,8 @@ async function buildPackage(release: RecordingRelease, options: PackageOptions, 
     mkdirSync(join(tree, paths.storage), { recursive: true })
     put('/DEBIAN/control', controlFile(name, release))
     put('/DEBIAN/conffiles', `${paths.config}\n`)
+    put('/DEBIAN/postinst', postinst(options))
+    chmodSync(join(tree, 'DEBIAN/postinst'), 0o755)
     await buildDeb(tree, outFile)
   } finally {
     rmSync(tree, { recursive: true, force: true })
