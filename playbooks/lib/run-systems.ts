@@ -14,27 +14,19 @@ let wired = false
  * its observers to hear their runs.
  */
 export async function useRunSystems(options: { metricsFile?: string } = {}): Promise<() => void> {
-  const [
-    { describeSystem, describedSystems, restoreDescribedSystems },
-    { observeRuns },
-    { recordingDescription },
-    { liveDescription },
-    { notifyOfRun },
-    metrics,
-  ] = await Promise.all([
-    import('../../src/runs/system-description.ts'),
-    import('../../src/runs/run-events.ts'),
-    import('../../src/recording/recording-description.ts'),
-    import('../../src/live/live-description.ts'),
-    import('../../src/notify/run-hooks.ts'),
-    import('../../src/metrics/run-metrics.ts'),
-  ])
+  const [{ describeSystem, describedSystems, restoreDescribedSystems }, { observeRuns }, descriptions, { notifyOfRun }, metrics] =
+    await Promise.all([
+      import('../../src/runs/system-description.ts'),
+      import('../../src/runs/run-events.ts'),
+      import('./systems.ts').then((registry) => registry.systemDescriptions()),
+      import('../../src/notify/run-hooks.ts'),
+      import('../../src/metrics/run-metrics.ts'),
+    ])
   if (options.metricsFile) metrics.setRunOutputOptions({ metricsFile: options.metricsFile })
   if (wired) return () => undefined
   wired = true
   const before = describedSystems()
-  describeSystem(recordingDescription)
-  describeSystem(liveDescription)
+  for (const description of descriptions) describeSystem(description)
   const unobserve = [observeRuns(notifyOfRun), observeRuns(metrics.publishRunMetrics)]
   return () => {
     for (const stop of unobserve) stop()

@@ -12,6 +12,7 @@ import { environmentOf, globals, printResult, showProgress } from './context.ts'
 import type { Environment } from '../config/schema.ts'
 import type { Journal } from '../runs/journal.ts'
 import type { RunRecord } from '../runs/run-record.ts'
+import type { SystemActions } from '../../playbooks/lib/systems.ts'
 import { TRUST_UNSIGNED_HELP } from '../../playbooks/lib/recording-commands.ts'
 import { registerRunsFollow } from './runs-follow.ts'
 import { useRunSystems } from './run-systems.ts'
@@ -264,7 +265,7 @@ function registerResume(program: Command): void {
     .action(resume)
 }
 
-/** `svcops resume ID`: the run's own system continues it. */
+/** `svcops resume ID`: the run's own system, looked up by the name its record gives, continues it. */
 async function resume(id: string, flags: ResumeFlags, command: Command): Promise<void> {
   const { journal, env } = await runToResume(id, flags, command)
   const given = env ? { env } : {}
@@ -273,30 +274,21 @@ async function resume(id: string, flags: ResumeFlags, command: Command): Promise
     ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
     ...given,
   }
-  const { renderRunPlan } = await import('../runs/run-actions.ts')
-  const live = await import('../../playbooks/upgrade-live.ts')
-  if (journal.run.system === live.live.name) {
-    if (flags.retry)
-      throw new BadInputError(
-        `--retry: run ${id} is an upgrade of the live production system; expected a run of the recording service (a live upgrade is started again with svcops upgrade live).`,
-      )
-    if (flags.dryRun) {
-      const plan = await live.planLiveResume(id, { rollback: flags.rollback ?? false, ...given, journal })
-      printPlan(command, plan, () => renderRunPlan(live.live, plan), { spread: false })
-      return
-    }
-    await showRun(command, () => live.resumeLiveSystem(id, options))
-    return
-  }
+  const { systemByName } = await import('../../playbooks/lib/systems.ts')
+  const entry = systemByName(journal.run.system)
+  const system = await entry.load()
+  if (flags.retry && !system.retry)
+    throw new BadInputError(
+      `--retry: run ${id} is an upgrade of ${entry.title}; expected a run of a system that retries its upgrades (the recording service), since ${entry.title} is started again with ${entry.startAgain}.`,
+    )
   refuseBackupRun(journal.run)
-  const play = await import('../../playbooks/upgrade.ts')
-  if (flags.retry && !flags.dryRun) return retry(id, flags, command, env)
+  if (flags.retry && system.retry && !flags.dryRun) return retry(id, flags, command, env, system.retry)
   if (flags.dryRun) {
-    const plan = await play.planRecordingResume(id, { rollback: flags.rollback ?? false, ...given, journal })
-    printPlan(command, plan, () => renderRunPlan(play.recording, plan), { spread: false })
+    const plan = await system.planResume(id, { rollback: flags.rollback ?? false, ...given, journal })
+    printPlan(command, plan, () => system.render(plan), { spread: false })
     return
   }
-  await showRun(command, () => play.resumeRecordingService(id, options))
+  await showRun(command, () => system.resume(id, options))
 }
 
 /**
@@ -330,14 +322,19 @@ async function runToResume(id: string, flags: ResumeFlags, command: Command): Pr
 }
 
 /** `svcops resume ID --retry`: a new run to the same target, reusing the rolled-back run's verified backup. */
-async function retry(id: string, flags: ResumeFlags, command: Command, env: Environment | undefined): Promise<void> {
-  const play = await import('../../playbooks/upgrade.ts')
+async function retry(
+  id: string,
+  flags: ResumeFlags,
+  command: Command,
+  env: Environment | undefined,
+  again: NonNullable<SystemActions['retry']>,
+): Promise<void> {
   // The closing line reads reports and the journal (zod): loaded by a retry, not by `svcops --help`.
   const { closingLine, endingWithClosingLine } = await import('../../playbooks/lib/closing-line.ts')
   await useRunSystems(flags.metricsFile ? { metricsFile: flags.metricsFile } : {})
   const stop = await progress(command)
   try {
-    const outcome = await play.retryRecordingService(id, {
+    const outcome = await again(id, {
       ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
       ...(env ? { env } : {}),
     })

@@ -16,6 +16,7 @@ import { recordingDescription } from '../../src/recording/recording-description.
 import { Journal } from '../../src/runs/journal.ts'
 import { newRunRecord } from '../../src/runs/run-record.ts'
 import { restoreDescribedSystemsAfterFile } from '../support/described-systems.ts'
+import { liveDescription } from '../../src/live/live-description.ts'
 
 // writeFailedRun makes the recording service known to reports, as the CLI does.
 restoreDescribedSystemsAfterFile()
@@ -138,5 +139,39 @@ describe('an interrupted backup run', () => {
       `svcops: run ${record.id}: a backup run (interrupted); expected an upgrade or rollback run, since a backup is not resumed but taken again.\nTake a new one: svcops backup run --env lab`,
     )
     expect(Journal.open(record.id, base).run.phase).toBe('interrupted')
+  })
+})
+
+describe("resume finds the run's system by the name its record gives", () => {
+  const interrupted = (system: string, params: Record<string, unknown>) => {
+    const base = mkdtempSync(join(tmpdir(), 'svcops-resume-system-'))
+    const record = newRunRecord({
+      kind: 'upgrade',
+      system,
+      environment: 'lab',
+      envFile: '/nowhere/Pulumi.lab.yaml',
+      params,
+      targetVersion: '7.0.0',
+    })
+    Journal.create({ ...record, phase: 'interrupted' }, base)
+    return { base, id: record.id }
+  }
+
+  it('refuses --retry of a live run in one sentence naming how that system starts again; the run is left as it was', async () => {
+    const { base, id } = interrupted(liveDescription.name, { components: ['system-controller'] })
+    const resumed = await runSvcopsInProcess(['resume', id, '--retry'], { env: { SVCOPS_RUNS_DIR: base } })
+    expect(resumed.code, resumed.stderr).toBe(2)
+    expect(resumed.stderr).toContain(
+      `svcops: --retry: run ${id} is an upgrade of the live production system; expected a run of a system that retries its upgrades (the recording service), since the live production system is started again with svcops upgrade live.`,
+    )
+    expect(Journal.open(id, base).run.phase).toBe('interrupted')
+  })
+
+  it('refuses a run of a system svcops does not run, listing the systems there are', async () => {
+    const { base, id } = interrupted('teleprompter', {})
+    const resumed = await runSvcopsInProcess(['resume', id, '--yes'], { env: { SVCOPS_RUNS_DIR: base } })
+    expect(resumed.code, resumed.stderr).toBe(2)
+    expect(resumed.stderr).toContain("svcops: system: 'teleprompter' is not a system svcops runs; expected one of recording, live.")
+    expect(Journal.open(id, base).run.phase).toBe('interrupted')
   })
 })

@@ -1,0 +1,95 @@
+/**
+ * The registry of systems, built at the edge: each system's folder gives its object (name, title,
+ * description: src/recording/index.ts, src/live/index.ts) and this file adds what lives above the
+ * systems — the playbook file that runs it — into one entry per system. The CLI (src/commands) and
+ * the playbooks run as scripts look a system up by name (`systemByName`); nothing is registered as a
+ * side effect of an import, and a system's playbooks and steps load only when one of its verbs runs
+ * (`load`). A third system plugs in here: its folder's object and one row of `SYSTEMS`.
+ */
+import { BadInputError } from '../../src/core/errors.ts'
+import type { Environment } from '../../src/config/schema.ts'
+import { liveProductionSystem } from '../../src/live/index.ts'
+import { recordingService } from '../../src/recording/index.ts'
+import type { RunOutcome } from '../../src/runs/playbook.ts'
+import type { RecordedFrom } from '../../src/runs/run-actions.ts'
+import type { RunPlan, RunRequest, RunSystem } from '../../src/runs/run-system.ts'
+import type { RunParams } from '../../src/runs/run-record.ts'
+import type { SystemDescription } from '../../src/runs/system-description.ts'
+
+/** How a continued run may treat the environment's lock another run holds (`--break-lock`, `--force`). */
+export interface Breaking {
+  breakLock?: boolean
+  force?: boolean
+}
+
+/** The verbs every system's runs answer, over its run system (src/runs/run-actions.ts). */
+export interface SystemActions {
+  /** `svcops resume ID [--rollback]`: continues run `id` from its journal, or rolls it back. */
+  resume: (id: string, options: { rollback?: boolean; env?: Environment } & Breaking) => Promise<RunOutcome>
+  /** `svcops resume ID --dry-run`: what is left to do (or what the rollback would do); reads only. */
+  planResume: (id: string, options: { rollback: boolean } & RecordedFrom) => Promise<RunPlan>
+  /** A dry run's plan as text. */
+  render: (plan: RunPlan) => string
+  /**
+   * `svcops resume ID --retry`: a new run to the same target reusing the rolled-back run's backup;
+   * absent for a system whose runs are started again by their own upgrade instead.
+   */
+  retry?: (id: string, options: { env?: Environment } & Breaking) => Promise<RunOutcome>
+}
+
+/** One system as the CLI and the scripts see it. */
+export interface SystemEntry {
+  readonly name: string
+  /** In sentences: "the recording service". */
+  readonly title: string
+  /** How a run of it is started again when it cannot be retried: "svcops upgrade live". */
+  readonly startAgain: string
+  /** What reports, notifications and metrics know of it; cheap (no playbook, no step is loaded). */
+  description(): Promise<SystemDescription>
+  /** Its playbooks and the actions over them: loaded when one of its verbs runs. */
+  load(): Promise<SystemActions>
+}
+
+/** The actions over `system` (the engine's generic start, resume and plan of any system). */
+export async function actionsOf<P extends RunParams, Req extends RunRequest, C>(
+  system: RunSystem<P, Req, C>,
+  extra: Pick<SystemActions, 'retry'> = {},
+): Promise<SystemActions> {
+  const { planSystemContinuation, renderRunPlan, resumeSystemRun } = await import('../../src/runs/run-actions.ts')
+  return {
+    resume: (id, options) => resumeSystemRun(system, id, options),
+    planResume: (id, options) => planSystemContinuation(system, id, options),
+    render: (plan) => renderRunPlan(system, plan),
+    ...extra,
+  }
+}
+
+/** Every system svcops runs, in the order they are listed. */
+export const SYSTEMS: readonly SystemEntry[] = [
+  {
+    ...recordingService,
+    startAgain: 'svcops upgrade recording',
+    load: async () => {
+      const play = await import('../upgrade.ts')
+      return actionsOf(play.recording, { retry: play.retryRecordingService })
+    },
+  },
+  {
+    ...liveProductionSystem,
+    startAgain: 'svcops upgrade live',
+    load: async () => actionsOf((await import('../upgrade-live.ts')).live),
+  },
+]
+
+/** The system named `name` (a run record's `system`), or one sentence listing the systems there are. */
+export function systemByName(name: string): SystemEntry {
+  const found = SYSTEMS.find((s) => s.name === name)
+  if (!found)
+    throw new BadInputError(`system: '${name}' is not a system svcops runs; expected one of ${SYSTEMS.map((s) => s.name).join(', ')}.`)
+  return found
+}
+
+/** What reports, notifications and metrics know of every system. */
+export function systemDescriptions(): Promise<SystemDescription[]> {
+  return Promise.all(SYSTEMS.map((s) => s.description()))
+}
