@@ -33,6 +33,8 @@ describe('package drivers build the exact commands', () => {
         ],
         env: { DEBIAN_FRONTEND: 'noninteractive' },
         mutates: true,
+        // Root's command: through sudo -n where the host says ssh.become: sudo.
+        asRoot: true,
       },
     ])
   })
@@ -99,6 +101,12 @@ describe('service drivers build the exact commands', () => {
     expect(systemdDriver.stopCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'stop', '--', 'svc-recording'])
     expect(systemdDriver.startCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'start', '--', 'svc-recording'])
     expect(systemdDriver.statusCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'is-active', '--', 'svc-recording'])
+    // Only the stop and the start need root; the status and the journal are read as the SSH user.
+    expect([systemdDriver.stopCommand(real, 'x').asRoot, systemdDriver.startCommand(real, 'x').asRoot]).toEqual([true, true])
+    expect([systemdDriver.statusCommand(real, 'x').asRoot, systemdDriver.logsCommand(real, 'x', 5, '/l').asRoot]).toEqual([
+      undefined,
+      undefined,
+    ])
     expect(systemdDriver.logsCommand(real, 'svc-recording', 50, '/ignored').argv).toEqual([
       'journalctl',
       '--unit=svc-recording',
