@@ -6,6 +6,7 @@
 import { z } from 'zod'
 import type { LiveClusterConfig } from './live-cluster.ts'
 import { deployKeys } from './deploy.ts'
+import { declaredChecksSchema, liveUuidsSchema } from './checks.ts'
 
 const name = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'expected lower-case letters, digits, ".", "_" or "-"')
 export const semver = z.string().regex(/^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$/, 'expected a version like 1.5.0')
@@ -257,6 +258,10 @@ export const liveHostsSchema = z
     savedRequests: z.array(z.string().min(1)).default([]),
     /** Dashboards and rules checked by `svcops migrate metrics`. */
     metricFiles: z.array(z.string().min(1)).default([]),
+    /** The controller's UUID of each instance, by unit name: what the seed's checks ask for (src/config/checks.ts). */
+    uuids: liveUuidsSchema,
+    /** The site's checks where the seed is silent (docs/contract.md): each a web request, a metric or a command. */
+    checks: declaredChecksSchema,
   })
   .superRefine((live, ctx) => {
     for (const rule of LIVE_PLACEMENT_RULES) for (const issue of rule(live)) ctx.addIssue({ code: 'custom', ...issue })

@@ -18,6 +18,7 @@ import { createLabHostTree, startSupervisord, stopLabHost, type LabHostInfo } fr
 import { startLabSshd } from './hosts-lab.ts'
 import { installLiveRelease, liveLabPackagesDir, spreadComponents, weakPsk, writeLiveHostFile, type LabLiveOptions } from './live-lab.ts'
 import { formatEnvFile } from './live/env-file.ts'
+import { labLiveChecks, labLiveUuids } from './live/lab-contract.ts'
 import { buildLivePackages } from './live/package.ts'
 import {
   controllerUrlVariable,
@@ -213,5 +214,11 @@ export function liveHostsSection(part: LabLiveHostsPart): Record<string, unknown
     sdkSourceDirs: [],
     savedRequests: [],
     metricFiles: [],
+    uuids: labLiveUuids(
+      part.hosts.flatMap((h) =>
+        (Object.keys(h.components) as LiveComponent[]).filter((c) => c !== 'system-controller').map((c) => instanceName(h.host.name, c)),
+      ),
+    ),
+    checks: labLiveChecks(),
   }
 }

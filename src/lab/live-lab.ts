@@ -21,6 +21,7 @@ import { createLabHostTree, labHostPaths, startSupervisord, stopLabHost, supervi
 import { startLabSshd } from './hosts-lab.ts'
 import { formatEnvFile } from './live/env-file.ts'
 import { buildLivePackages } from './live/package.ts'
+import { labLiveChecks, labLiveUuids } from './live/lab-contract.ts'
 import {
   controllerUrlVariable,
   DEFAULT_LIVE_PRODUCT,
@@ -329,6 +330,8 @@ export function liveSection(part: LabLivePart): Record<string, unknown> {
     sdkSourceDirs: [],
     savedRequests: [],
     metricFiles: [],
+    uuids: labLiveUuids(LIVE_COMPONENTS.filter((c) => c !== 'system-controller')),
+    checks: labLiveChecks(),
   }
 }
 

@@ -11,6 +11,12 @@ export interface CheckResult {
   check: string
   ok: boolean
   detail?: string
+  /**
+   * Set on a failed declared check whose interface itself is not there (a path answered 404, a
+   * metric not exposed by an exposition that answered, a command not found): the stack's
+   * assumption does not hold, whatever state the system is in.
+   */
+  absent?: boolean
 }
 
 /** An answer as the checks judge it: status and body, or why there was none. */

@@ -24,6 +24,7 @@
  */
 export const UNIT_FILES = [
   'test/architecture/layers.test.ts',
+  'test/contract/contract.test.ts',
   'test/backup/pieces.test.ts',
   'test/backup/zstd-frames.test.ts',
   'test/cli/cli.test.ts',

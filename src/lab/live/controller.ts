@@ -3,7 +3,11 @@
  * `svc_sc_settings.json` from the directories its release searches, takes the PSK from it (from
  * 2.0) and refuses a low-entropy one (from 6.0, the estimate of `svcops psk check`), and serves
  * its REST API under its major's prefix only. Components connect with `POST <prefix>/connections`
- * (the lab's transport) and keep the connection by posting again every second.
+ * (the lab's transport) and keep the connection by posting again every second. It answers the
+ * seed's endpoints of a connected instance by its UUID (`GET <prefix>/ingests/{uuid}` with the
+ * ingest metrics of the instance's release under `?expand=true`, `/pipelines/{uuid}`,
+ * `/controlpanels/{uuid}`), and the lab's own `/status` and `/components`, which the lab's stack
+ * declares as its checks (docs/contract.md).
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
@@ -12,6 +16,7 @@ import { join } from 'node:path'
 import { assessPsk } from '../../releases/pre-shared-key.ts'
 import {
   apiPrefix,
+  liveMetricNames,
   pskEntropyEnforced,
   pskRequired,
   settingsFileName,
@@ -112,14 +117,33 @@ export async function runController(ctx: ComponentContext): Promise<void> {
   const prefix = apiPrefix(version)
   const expected = settings.psk === undefined ? undefined : digest(settings.psk)
   const header = pskHeader(product.prefix).toLowerCase()
-  const components = new Map<string, { version: string; lastSeen: number }>()
+  const components = new Map<string, { version: string; lastSeen: number; uuid?: string; component?: string }>()
   const isConnected = (lastSeen: number): boolean => Date.now() - lastSeen <= CONNECTION_TIMEOUT_MS
+  const KIND_OF: Record<string, string> = { ingests: 'ingest', pipelines: 'pipeline', controlpanels: 'control-panel' }
+  /** A connected instance by the seed's endpoint of its kind; 404 for one unknown or gone. */
+  const answerInstance = (response: ServerResponse, kind: string, uuid: string, expand: boolean): void => {
+    const found = [...components].find(([, c]) => c.uuid === uuid && c.component === KIND_OF[kind] && isConnected(c.lastSeen))
+    if (!found) return answer(response, 404, { error: 'not found' })
+    const [name, c] = found
+    const body: Record<string, unknown> = { uuid, name, version: c.version }
+    if (expand && kind === 'ingests')
+      body.sources = [
+        { source_id: 0, metrics: Object.fromEntries(liveMetricNames(c.version, 'ingest', product.prefix).map((n) => [n, 0])) },
+      ]
+    if (expand && kind === 'pipelines') body.controlreceiver = { outgoing_connections: [], incoming_connections: [] }
+    answer(response, 200, body)
+  }
 
   const server = createServer((request, response) => {
     const path = (request.url ?? '/').split('?')[0] ?? '/'
     if (!path.startsWith(`${prefix}/`)) return answer(response, 404, { error: 'not found' })
     const route = `${request.method ?? 'GET'} ${path.slice(prefix.length)}`
     if (route === 'GET /status') return answer(response, 200, { version, status: 'ok' })
+    const seed = /^GET \/(ingests|pipelines|controlpanels)\/([0-9a-f-]{36})$/.exec(route)
+    if (seed) {
+      const expand = new URLSearchParams((request.url ?? '').split('?')[1] ?? '').get('expand') === 'true'
+      return answerInstance(response, seed[1] ?? '', seed[2] ?? '', expand)
+    }
     if (route === 'GET /components')
       return answer(
         response,
@@ -129,7 +153,7 @@ export async function runController(ctx: ComponentContext): Promise<void> {
     if (route !== 'POST /connections') return answer(response, 404, { error: 'not found' })
     readBody(request).then(
       (text) => {
-        let body: { name?: unknown; version?: unknown }
+        let body: { name?: unknown; version?: unknown; uuid?: unknown; component?: unknown }
         try {
           body = JSON.parse(text) as typeof body
         } catch {
@@ -146,7 +170,12 @@ export async function runController(ctx: ComponentContext): Promise<void> {
         }
         const known = components.get(body.name)
         if (!known || !isConnected(known.lastSeen)) ctx.log('INFO', `${body.name} ${body.version} connected`)
-        components.set(body.name, { version: body.version, lastSeen: Date.now() })
+        components.set(body.name, {
+          version: body.version,
+          lastSeen: Date.now(),
+          ...(typeof body.uuid === 'string' ? { uuid: body.uuid } : {}),
+          ...(typeof body.component === 'string' ? { component: body.component } : {}),
+        })
         answer(response, 200, { connected: true })
       },
       () => answer(response, 413, { error: 'body too large' }),

@@ -17,7 +17,7 @@ import {
   tcpEndpointSingleValue,
   tcpEndpointVariable,
 } from '../../releases/versions.ts'
-import { controllerUrlVariable, instanceNameVariable, pskHeader } from './paths.ts'
+import { controllerUrlVariable, instanceNameVariable, labInstanceUuid, pskHeader } from './paths.ts'
 import { CONNECTION_TIMEOUT_MS } from './controller.ts'
 import { exitOnSignals, listen, serveStatus, type ComponentContext } from './runtime.ts'
 
@@ -110,7 +110,7 @@ export async function runMember(ctx: ComponentContext): Promise<void> {
   const connect = async (): Promise<void> => {
     let now = ''
     try {
-      const status = await post(endpoint, headers, JSON.stringify({ name, version }), 2000)
+      const status = await post(endpoint, headers, JSON.stringify({ name, version, component, uuid: labInstanceUuid(name) }), 2000)
       if (status === 401 || status === 403)
         ctx.fail(`the system controller at ${url ?? ''} refused the pre-shared key in ${pskVariable(product.prefix)} (HTTP ${status})`)
       if (status >= 200 && status < 300) {

@@ -5,6 +5,7 @@
  * host); on a lab host they lie under its root R (`hostPath` in src/drivers/transports.ts).
  * Documented in /work/notes/live-contract.md and docs/lab.md.
  */
+import { createHash } from 'node:crypto'
 import { settingsFileName, settingsPathFlag, settingsSearchPaths, supportsSettingsPathFlag } from '../../releases/versions.ts'
 import type { LiveComponent } from './releases.ts'
 
@@ -121,4 +122,14 @@ export function controllerArgsVariable(prefix: string): string {
 /** The header a component sends its PSK in when it connects (the lab's transport choice): `X-Svc-Psk`. */
 export function pskHeader(prefix: string): string {
   return `X-${prefix.charAt(0).toUpperCase()}${prefix.slice(1)}-Psk`
+}
+
+/**
+ * The UUID the lab's controller gives an instance (by the name it connects as: `ingest`, or
+ * `live-2/ingest` across hosts): derived from the name, so `lab up` writes it into
+ * `svcops:live.uuids` before the instance has connected, as a site copies it from its controller.
+ */
+export function labInstanceUuid(name: string): string {
+  const h = createHash('sha256').update(`svcops-lab-instance:${name}`).digest('hex')
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`
 }

@@ -1,33 +1,37 @@
 /**
  * The checks of a started component of the live production system, the same for the upgrade, its
- * rollback and `svcops verify live`: it runs, it logged no error line since its start, it is
- * connected to the system controller (which answers on the prefix of its release), and its
- * metrics have the names of its release.
+ * rollback and `svcops verify live`: it runs, it logged no error line since its start, and the
+ * checks of src/live/live-checks.ts pass — the seed's endpoint of its type for its release, and
+ * the site's declared checks (`svcops:live.checks`) — read here over HTTP and the host's transport.
  */
 import { sendRequest } from '../../core/http.ts'
 import { errorMessage } from '../../core/errors.ts'
-import { apiPrefix, connectedMetricName } from '../../releases/versions.ts'
+import { runCommand } from '../../core/runner.ts'
 import type { LiveConfig } from '../../config/schema.ts'
 import type { LiveProduct } from '../layout.ts'
 import type { LiveUnit } from '../live-placement.ts'
 import type { LivePlatform } from '../live-platform.ts'
-import { judgeConnection, judgeControllerStatus, judgeMetrics, type Answer, type CheckResult } from '../live-judge.ts'
+import type { Answer, CheckResult } from '../live-judge.ts'
+import { describeUnitChecks, runUnitChecks, type CheckPlan, type CheckReader } from '../live-checks.ts'
+import type { LiveHost } from './host-files.ts'
 
 export type { CheckResult } from '../live-judge.ts'
 
-/** What the checks on a host read: the live section (the controller's URL), each unit's `/metrics`, the product, the service manager. */
+/** What the checks on a host read: the live section (the controller's URL, the checks), each unit's port and host, the service manager. */
 export interface HostChecks {
   live: LiveConfig
   product: LiveProduct
   platform: Pick<LivePlatform, 'status' | 'errorLines'>
-  /** The URL of a unit's `/metrics` (its host's address and its port). */
-  metricsUrl: (unit: LiveUnit) => string
+  /** The base URL of a unit's own port (its host's address and its metrics port). */
+  unitUrl: (unit: LiveUnit) => string
+  /** The host a unit runs on. */
+  hostOf: (unit: LiveUnit) => LiveHost
 }
 
 /** States a supervisor or systemd reports for a program that will not come up by itself. */
 const GAVE_UP = /\b(EXITED|FATAL|STOPPED|BACKOFF|failed|inactive)\b/
 
-async function getJson(url: string): Promise<Answer> {
+async function getAnswer(url: string): Promise<Answer> {
   try {
     const r = await sendRequest({ peer: 'live-check', method: 'GET', url })
     return { status: r.status, body: r.body }
@@ -36,21 +40,42 @@ async function getJson(url: string): Promise<Answer> {
   }
 }
 
-/** The controller's answer on the prefix of `version`: its status, or why not. */
-export async function controllerStatus(ctx: HostChecks, version: string): Promise<CheckResult> {
-  const url = `${ctx.live.controllerUrl.replace(/\/+$/, '')}${apiPrefix(version)}/status`
-  return judgeControllerStatus(`the system controller answers on ${apiPrefix(version)}`, version, await getJson(url))
+/** The longest output of a command check kept for its detail. */
+const COMMAND_OUTPUT_CHARS = 200
+
+/** The reader of the checks on hosts: HTTP to the controller and the units' ports, commands over each host's transport. */
+export function hostCheckReader(ctx: HostChecks): CheckReader {
+  const controller = ctx.live.controllerUrl.replace(/\/+$/, '')
+  return {
+    controllerGet: (path) => getAnswer(`${controller}${path}`),
+    componentGet: (unit, path) => getAnswer(`${ctx.unitUrl(unit)}${path}`),
+    async run(unit, argv) {
+      try {
+        const r = await runCommand(ctx.hostOf(unit).transport, argv, { check: false })
+        return { code: r.code ?? -1, output: (r.stderr.trim() || r.stdout.trim()).slice(0, COMMAND_OUTPUT_CHARS) }
+      } catch (error) {
+        return { code: -1, output: errorMessage(error) }
+      }
+    },
+    rootOf: (unit) => ctx.hostOf(unit).config.root ?? '',
+    describeController: () => controller,
+    describeComponent: (unit) => ctx.unitUrl(unit),
+  }
 }
 
-/** Whether the controller lists the unit (by its name) connected at `version`. */
-export async function connectionStatus(ctx: HostChecks, unit: LiveUnit, version: string): Promise<CheckResult> {
-  const url = `${ctx.live.controllerUrl.replace(/\/+$/, '')}${apiPrefix(version)}/components`
-  return judgeConnection(unit.name, version, await getJson(url))
+/** The checks the stack gives (the site's and the UUIDs of the seed's). */
+export function checkPlanOf(ctx: Pick<HostChecks, 'live' | 'product'>): CheckPlan {
+  return { checks: ctx.live.checks, uuids: ctx.live.uuids, product: ctx.product }
 }
 
-/** The metric names the unit's component of `version` must expose, and its connection metric. */
-export async function metricsStatus(ctx: HostChecks, unit: LiveUnit, version: string): Promise<CheckResult> {
-  return judgeMetrics(ctx.product, unit.component, version, await getJson(ctx.metricsUrl(unit)))
+/** The seed's and the declared checks of one unit of `version`, asked once. */
+export function unitChecks(ctx: HostChecks, unit: LiveUnit, version: string): Promise<CheckResult[]> {
+  return runUnitChecks(hostCheckReader(ctx), checkPlanOf(ctx), unit, version)
+}
+
+/** What `unitChecks` asks, for the dry run. */
+export function describeHostUnitChecks(ctx: HostChecks, unit: LiveUnit, version: string): string[] {
+  return describeUnitChecks(hostCheckReader(ctx), checkPlanOf(ctx), unit, version)
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
@@ -59,22 +84,8 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const CHECK_POLL_MS = 250
 
 /**
- * Whether the component's own `/metrics` answers and, for a connecting component, reports itself
- * connected: what tells the process just started from the one before it, which the controller may
- * still list as connected for a moment after a restart (its connection timeout).
- */
-async function reportsItselfUp(ctx: HostChecks, unit: LiveUnit): Promise<boolean> {
-  const r = await getJson(ctx.metricsUrl(unit))
-  if ('error' in r || r.status !== 200) return false
-  if (unit.component === 'system-controller') return true
-  const text = typeof r.body === 'string' ? r.body : ''
-  return text.split('\n').some((l) => l.trim() === `${connectedMetricName(ctx.product.prefix)} 1`)
-}
-
-/**
- * Every check of one started component of `version`. Waits (up to `waitMs`) for it to run and
- * connect — as the controller lists it and as it reports itself; a component the supervisor
- * reports as exited is not waited for.
+ * Every check of one started component of `version`. Waits (up to `waitMs`) for it to run and for
+ * its checks to pass; a component the service manager reports as exited is not waited for.
  */
 export async function checkComponent(
   ctx: HostChecks,
@@ -83,23 +94,19 @@ export async function checkComponent(
   options: { cursor?: string | undefined; waitMs: number },
 ): Promise<CheckResult[]> {
   const deadline = Date.now() + options.waitMs
-  const controller = unit.component === 'system-controller'
   let status = await ctx.platform.status(unit)
-  let link: CheckResult
+  let checks: CheckResult[]
   for (;;) {
-    link = controller ? await controllerStatus(ctx, version) : await connectionStatus(ctx, unit, version)
-    const up = status.running && link.ok && (await reportsItselfUp(ctx, unit))
+    checks = await unitChecks(ctx, unit, version)
+    const up = status.running && checks.every((c) => c.ok)
     if (up || Date.now() >= deadline || (!status.running && GAVE_UP.test(status.status))) break
     await sleep(CHECK_POLL_MS)
     status = await ctx.platform.status(unit)
   }
   const errors = await ctx.platform.errorLines(unit, options.cursor)
-  const results: CheckResult[] = [
+  return [
     { check: 'running', ok: status.running, detail: status.status },
     { check: 'no error lines since its start', ok: errors.length === 0, ...(errors.length ? { detail: errors.at(-1) } : {}) },
-    link,
+    ...checks,
   ]
-  if (!controller) results.push(await controllerStatus(ctx, version))
-  results.push(await metricsStatus(ctx, unit, version))
-  return results
 }

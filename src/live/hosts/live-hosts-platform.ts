@@ -9,7 +9,7 @@
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { LiveConfig, LiveHostConfig } from '../../config/schema.ts'
-import { BadInputError, errorMessage } from '../../core/errors.ts'
+import { BadInputError, errorMessage, OperationError } from '../../core/errors.ts'
 import { runCommand } from '../../core/runner.ts'
 import {
   installPackage,
@@ -34,7 +34,6 @@ import {
   type ServiceDriver,
 } from '../../drivers/services.ts'
 import { hostPath, transportFor } from '../../drivers/transports.ts'
-import { apiPrefix } from '../../releases/versions.ts'
 import { componentLog, componentPackage } from '../layout.ts'
 import { controllerHost, liveUnits, placedHosts, type LiveUnit } from '../live-placement.ts'
 import type { CheckResult } from '../live-judge.ts'
@@ -42,7 +41,8 @@ import type { LiveLockPlace, LivePlatform, LiveScope } from '../live-platform.ts
 import type { LiveHost } from './host-files.ts'
 import { LIVE_LOCK_PATH, LIVE_RUNS_PATH } from './live-host-run-store.ts'
 import { describeDf, readRoom, type RoomNeed } from './host-room.ts'
-import { checkComponent, connectionStatus, controllerStatus } from './live-host-checks.ts'
+import { checkComponent, checkPlanOf, describeHostUnitChecks, hostCheckReader, unitChecks } from './live-host-checks.ts'
+import { absentDeclaredInterfaces } from '../live-checks.ts'
 import {
   backupHostConfig,
   checkHostConfig,
@@ -126,9 +126,9 @@ export function openHostsPlatform(scope: LiveScope): LivePlatform {
   const file = (u: LiveUnit, v: string): string | undefined => (pkg.name === 'dpkg' ? liveDebFile(live, name(u), v) : undefined)
   const config = { scope, hosts: { controller, units: units.map((unit) => ({ unit, host: on(unit) })) } }
   const base = new URL(live.controllerUrl)
-  const metricsUrl = (u: LiveUnit): string => {
+  const unitUrl = (u: LiveUnit): string => {
     const p = placed.find((h) => h.config.name === u.host)
-    return `${base.protocol}//${p?.address ?? base.hostname}:${p?.ports[u.component] ?? 0}/metrics`
+    return `${base.protocol}//${p?.address ?? base.hostname}:${p?.ports[u.component] ?? 0}`
   }
   const byName = (unitName: string): LiveUnit | undefined => units.find((u) => u.name === unitName)
   const where = placed.length === 1 ? controller.name : placed.map((p) => p.config.name).join(', ')
@@ -144,8 +144,24 @@ export function openHostsPlatform(scope: LiveScope): LivePlatform {
     assertAvailable(u, v) {
       file(u, v)
     },
-    describePreflight: () => ({ versionCheck: ' and that their package files exist', more: [] }),
-    checkPreflight: () => Promise.resolve(undefined),
+    describePreflight: () => ({
+      versionCheck: ' and that their package files exist',
+      more: live.checks.length
+        ? [
+            `ask every check of svcops:live.checks on the running release: one whose path answers 404, metric is not exposed or command is not found stops the run here`,
+          ]
+        : [],
+    }),
+    async checkPreflight(installed) {
+      if (!installed || !live.checks.length) return undefined
+      const absent = await absentDeclaredInterfaces(hostCheckReader(checks), checkPlanOf(checks), units, installed)
+      if (absent.length)
+        throw new OperationError(
+          `svcops:live.checks asks for what ${where} does not have on ${installed}: ${absent.map((a) => `${a.unit.name}: ${a.result.check}: ${a.result.detail ?? 'no'}`).join('; ')}; nothing was stopped.`,
+          `Correct the check in svcops:live.checks (docs/contract.md); svcops probe --env ${scope.env.name} asks every interface`,
+        )
+      return { checks: 'every declared interface answers' }
+    },
     async readRoom(versions) {
       const needs: RoomNeed[] = []
       // Only the dpkg driver copies files whose size is known beforehand; apt and dnf download from the host's repositories.
@@ -267,13 +283,15 @@ export function openHostsPlatform(scope: LiveScope): LivePlatform {
     checkComponent: (u, version, options) => checkComponent(checks, u, version, options),
     describeCheck: (u, version) => [
       ...platform.describe('status', u),
-      `wait up to ${Math.round(platform.connectTimeoutMs / 1000)} s until it runs and ${u.component === 'system-controller' ? 'answers on the prefix of ' + version : 'the controller lists it connected as ' + version}`,
-      `read its log since the start for ERROR lines; GET ${metricsUrl(u)} for the metric names of ${version}`,
+      `wait up to ${Math.round(platform.connectTimeoutMs / 1000)} s until it runs and its checks pass:`,
+      ...describeHostUnitChecks(checks, u, version).map((line) => `  ${line}`),
+      'read its log since the start for ERROR lines',
     ],
     async checkSystem(version, leftOut = []) {
       const counted = units.filter((u) => !leftOut.includes(u.name))
-      const results: CheckResult[] = [await controllerStatus(checks, version)]
-      for (const u of counted.filter((x) => x.component !== 'system-controller')) results.push(await connectionStatus(checks, u, version))
+      const results: CheckResult[] = []
+      for (const u of counted)
+        results.push(...(await unitChecks(checks, u, version)).map((r) => ({ ...r, check: `${u.name}: ${r.check}` })))
       const versions: Record<string, string | undefined> = {}
       for (const u of counted) versions[u.name] = await platform.installedVersion(u)
       const wrong = Object.entries(versions).filter(([, v]) => v !== version)
@@ -282,11 +300,23 @@ export function openHostsPlatform(scope: LiveScope): LivePlatform {
       return { checks: results, data: { versions } }
     },
     describeSystemCheck: (version) => [
-      `GET ${live.controllerUrl.replace(/\/+$/, '')}${apiPrefix(version)}/status and ${apiPrefix(version)}/components; the installed version of every component${placed.length > 1 ? ' on every host' : ''}`,
+      ...units.flatMap((u) => describeHostUnitChecks(checks, u, version).map((line) => `${u.name}: ${line}`)),
+      `the installed version of every component${placed.length > 1 ? ' on every host' : ''}`,
     ],
     verifyConfig: (version) => verifyHostConfig(config, version),
-    controllerStatus: (version) => controllerStatus(checks, version),
+    async controllerStatus(version) {
+      const results = await unitChecks(checks, controllerUnit, version)
+      const failed = results.filter((r) => !r.ok)
+      return failed.length
+        ? { check: 'the system controller', ok: false, detail: failed.map((r) => `${r.check}: ${r.detail ?? 'no'}`).join('; ') }
+        : {
+            check: 'the system controller',
+            ok: true,
+            detail: results.length ? results.map((r) => r.check).join(', ') : 'no check declared for it',
+          }
+    },
   }
-  const checks = { live, product, platform, metricsUrl }
+  const controllerUnit = units.find((u) => u.component === 'system-controller') as LiveUnit
+  const checks = { live, product, platform, unitUrl, hostOf: on }
   return platform
 }

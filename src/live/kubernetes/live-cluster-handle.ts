@@ -143,6 +143,9 @@ export function clusterLiveConfig(env: Environment, section: LiveClusterConfig, 
     sdkSourceDirs: section.sdkSourceDirs,
     savedRequests: section.savedRequests,
     metricFiles: section.metricFiles,
+    // The checks on Kubernetes are still those of controller-service.ts (docs/contract.md says which).
+    uuids: {},
+    checks: [],
   }
 }
 
