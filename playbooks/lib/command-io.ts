@@ -1,7 +1,7 @@
 /**
  * How a playbook's command talks to the person or the scheduler that started it, the same from both
  * entries: `svcops <command>` (src/commands builds a `CommandIO` from commander's options) and the
- * playbook file run as a script (playbooks/lib/script.ts builds one from zx's `argv`). The result on
+ * playbook file run as a script (playbooks/lib/script.ts builds one from the same commander parse). The result on
  * stdout — readable text, or one JSON document with `--json` — redacted and safe on a terminal;
  * progress on stderr; a dry run's plan with its closing summary; a confirmation unless `--yes`.
  *

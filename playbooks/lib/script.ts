@@ -4,14 +4,14 @@
  *   node playbooks/upgrade.ts --env lab --to 2.0.0
  *   npx zx playbooks/upgrade.ts --env lab --to 2.0.0
  *
- * The playbook reads its arguments through zx's `argv` (minimist), parsed with the option table its
+ * The playbook's arguments are parsed by commander, the CLI's one parser, from the option table its
  * `svcops` command is built from (playbooks/lib/*-commands.ts), so both take the same flags, refuse
  * the same bad input in the same sentence (exit 2, before anything is read or changed) and print
  * the same help. It then calls the same function the command calls (exported by the playbook), in
  * this process: the engine's runs, their journal and report, the output and the exit codes (the
  * typed errors mapped once, src/core/errors.ts) are those of `svcops <command>`.
  */
-import { Command } from 'commander'
+import { Command, CommanderError } from 'commander'
 import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { BadInputError, ExitCode } from '../../src/core/errors.ts'
@@ -40,27 +40,23 @@ function scriptArguments(meta: ImportMeta): string[] | undefined {
 }
 
 /**
- * Runs the playbook at `meta` as the command `spec` declares: its arguments read through zx's
- * `argv`, `--help` answered, bad input refused, then `main`; sets the process's exit code.
+ * Runs the playbook at `meta` as the command `spec` declares: its arguments parsed by commander from
+ * the same table as `svcops <command>`, `--help` answered, bad input refused, then `main`; sets the
+ * process's exit code.
  */
 export async function runScript<F>(meta: ImportMeta, spec: CommandSpec, main: CommandMain<F>): Promise<void> {
   const args = scriptArguments(meta) ?? []
   const file = fileURLToPath(meta.url)
-  const table = [...spec.options, ...GLOBAL_OPTIONS]
   let exitCode: number | undefined
   let json = args.includes('--json')
   try {
-    // zx's full API (its argv and minimist) only for a playbook started as a script: `svcops <command>`
-    // imports the playbook for its exported function and never loads it (~65 ms of CPU per start).
-    const { argv, updateArgv } = await import('zx')
-    updateArgv(args, minimistOptionsOf([...table, HELP]))
-    if (argv.help === true) {
+    const parsed = parseScriptArguments(spec, file, args)
+    if (parsed.help) {
       helpCommand(spec, file).outputHelp()
       process.exitCode = ExitCode.ok
       return
     }
-    const flags = readFlags(spec.options, argv, true)
-    const options = readFlags(GLOBAL_OPTIONS, argv, false) as OutputOptions
+    const options = parsed.globals as OutputOptions
     json = options.json ?? false
     const io: CommandIO = {
       options,
@@ -77,13 +73,72 @@ export async function runScript<F>(meta: ImportMeta, spec: CommandSpec, main: Co
       goAheadCommand: () => goAheadOf(['npx', 'zx', relativeToCwd(file)], args),
       prompts: () => Promise.resolve(SCRIPT_PROMPTS),
     }
-    await main(flags as F, io)
+    await main(parsed.flags as F, io)
     process.exitCode = exitCode ?? ExitCode.ok
   } catch (error) {
     process.exitCode = writeFailure(error, json)
   } finally {
     await runCleanups()
   }
+}
+
+/**
+ * `args` parsed by the script's commander command (`helpCommand`: the table's options, the global
+ * ones and --help), with each refusal said in one sentence naming the flag (BadInputError, exit 2)
+ * before anything is read: an unknown option, a stray argument, a flag given no value, a required
+ * one missing. `flags`: the command's own values; `globals`: those of `GLOBAL_OPTIONS`.
+ */
+export function parseScriptArguments(
+  spec: CommandSpec,
+  file: string,
+  args: string[],
+): { help: boolean; flags: Record<string, unknown>; globals: Record<string, unknown> } {
+  const command = helpCommand(spec, file)
+  const table = [...spec.options, ...GLOBAL_OPTIONS, HELP]
+  // Commander's own messages and exits are replaced by the sentences below, the same under node and zx.
+  command.exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined })
+  let parsed: { operands: string[]; unknown: string[] }
+  try {
+    parsed = command.parseOptions(args)
+  } catch (error) {
+    if (error instanceof CommanderError && error.code === 'commander.optionMissingArgument') throw missingValue(table, error.message)
+    throw error
+  }
+  const [unknown] = parsed.unknown
+  if (unknown !== undefined)
+    throw new BadInputError(
+      `${unknown.split('=')[0]}: unknown option; expected one of ${table.map((o) => `--${shapeOf(o).long}`).join(', ')}.`,
+    )
+  const values = command.opts()
+  if (values.help === true) return { help: true, flags: {}, globals: {} }
+  const [stray] = parsed.operands
+  if (stray !== undefined) throw new BadInputError(`'${stray}': unexpected argument; expected options only (see --help).`)
+  return { help: false, flags: valuesOf(spec.options, values, command), globals: valuesOf(GLOBAL_OPTIONS, values, command) }
+}
+
+/** The values of `table` among commander's, keyed as the command's: a value from its environment variable, none empty, none required missing. */
+function valuesOf(table: readonly OptionSpec[], values: Record<string, unknown>, command: Command): Record<string, unknown> {
+  const flags: Record<string, unknown> = {}
+  for (const spec of table) {
+    const shape = shapeOf(spec)
+    const source = command.getOptionValueSource(shape.key)
+    const fromEnv = spec.envVar ? process.env[spec.envVar] : undefined
+    let value = values[shape.key]
+    if (fromEnv && (source === undefined || source === 'default')) value = spec.parse ? spec.parse(fromEnv, value) : fromEnv
+    if (shape.takesValue && (value === '' || (Array.isArray(value) && value.includes(''))))
+      throw new BadInputError(`--${shape.long}: no value given; expected ${valueOf(spec)}.`)
+    if (value === undefined && spec.required) throw new BadInputError(`--${shape.long}: missing; expected ${valueOf(spec)} (${spec.help}).`)
+    if (value !== undefined) flags[shape.key] = value
+  }
+  return flags
+}
+
+/** Commander's "option '--to <version>' argument missing" as the script's sentence. */
+function missingValue(table: readonly OptionSpec[], message: string): BadInputError {
+  const spec = table.find((o) => message.includes(`'${o.flags}'`))
+  return spec
+    ? new BadInputError(`--${shapeOf(spec).long}: no value given; expected ${valueOf(spec)}.`)
+    : new BadInputError(message.replace(/^error: /, ''))
 }
 
 /** The confirmations of a playbook run by itself: the question, without the CLI's downtime estimate from earlier runs. */
@@ -106,72 +161,6 @@ export function helpCommand(spec: CommandSpec, file: string): Command {
   for (const option of commanderOptionsOf([...spec.options, ...GLOBAL_OPTIONS, HELP])) command.addOption(option)
   if (spec.after) command.addHelpText('after', spec.after)
   return command
-}
-
-/** zx's minimist options for a table: which flags take a value, which are switches, the short letters, the `--no-` defaults. */
-function minimistOptionsOf(table: readonly OptionSpec[]): {
-  string: string[]
-  boolean: string[]
-  alias: Record<string, string>
-  default: Record<string, boolean>
-  unknown: (arg: string) => boolean
-} {
-  const shapes = table.map(shapeOf)
-  const known = new Set(shapes.flatMap((s) => [s.long, ...(s.negated ? [s.long.slice(3)] : [`no-${s.long}`])]))
-  const aliasOf = new Map(shapes.flatMap((s) => (s.short ? [[s.short, s.long] as const] : [])))
-  return {
-    string: shapes.filter((s) => s.takesValue).map((s) => s.long),
-    boolean: shapes.filter((s) => !s.takesValue).map((s) => (s.negated ? s.long.slice(3) : s.long)),
-    alias: Object.fromEntries(aliasOf),
-    default: Object.fromEntries(shapes.filter((s) => s.negated).map((s) => [s.long.slice(3), true])),
-    unknown: (arg) => {
-      if (!arg.startsWith('-')) return true // a word after a variadic option's first value (readFlags), else refused there
-      const name = arg.replace(/^--?/, '').split('=')[0] ?? ''
-      if (known.has(name) || aliasOf.has(name)) return true
-      throw new BadInputError(`${arg.split('=')[0]}: unknown option; expected one of ${shapes.map((s) => `--${s.long}`).join(', ')}.`)
-    },
-  }
-}
-
-/**
- * The values of `table` from zx's `argv`, keyed as commander keys them: each value through the
- * option's `parse` (every occurrence, as commander does), defaults applied, a required option or
- * a value-taking flag without a value refused in one sentence naming it.
- */
-function readFlags(table: readonly OptionSpec[], parsed: Record<string, unknown>, positionalsChecked: boolean): Record<string, unknown> {
-  const flags: Record<string, unknown> = {}
-  for (const spec of table) {
-    const shape = shapeOf(spec)
-    const name = shape.negated ? shape.long.slice(3) : shape.long
-    const raw: unknown = parsed[camelCase(name)] ?? parsed[name]
-    if (!shape.takesValue) {
-      if (raw === true || (shape.negated && raw === false)) flags[shape.key] = raw
-      continue
-    }
-    const given = (Array.isArray(raw) ? raw : raw === undefined ? [] : [raw]).map(String)
-    const values = given.length ? given : spec.envVar && process.env[spec.envVar] ? [process.env[spec.envVar] as string] : []
-    if (values.some((v) => v === '')) throw new BadInputError(`--${shape.long}: no value given; expected ${valueOf(spec)}.`)
-    if (!values.length) {
-      if (spec.required) throw new BadInputError(`--${shape.long}: missing; expected ${valueOf(spec)} (${spec.help}).`)
-      if (spec.default !== undefined) flags[shape.key] = spec.default
-      continue
-    }
-    // `--host a b`: minimist keeps only `a` with the flag; the words after it are the option's too (no playbook takes arguments).
-    const variadic = spec.flags.includes('...')
-    const words = variadic && Array.isArray(parsed._) ? (parsed._.splice(0) as unknown[]).map(String) : []
-    flags[shape.key] = variadic
-      ? [...values, ...words]
-      : values.reduce<unknown>((previous, v) => (spec.parse ? spec.parse(v, previous) : v), spec.default)
-  }
-  if (positionalsChecked) {
-    const extra = (parsed._ as unknown[] | undefined) ?? []
-    if (extra.length) throw new BadInputError(`'${String(extra[0])}': unexpected argument; expected options only (see --help).`)
-  }
-  return flags
-}
-
-function camelCase(name: string): string {
-  return name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase())
 }
 
 /** `<version>` of `--to <version>`. */

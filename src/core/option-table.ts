@@ -1,7 +1,7 @@
 /**
  * The options of a command, declared once: name, value, default, help text and validation. The CLI
  * builds its commander options from a table (`declareCommand`); a playbook run as a script
- * (`node playbooks/X.ts`, `npx zx playbooks/X.ts`) parses zx's `argv` with the same table and
+ * (`node playbooks/X.ts`, `npx zx playbooks/X.ts`) is parsed by commander from the same table and
  * prints its help from it (playbooks/lib/script.ts), so both entries take the same flags and refuse
  * the same bad input with the same sentence.
  *

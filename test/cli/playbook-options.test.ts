@@ -1,6 +1,6 @@
 /**
  * One definition of each playbook command's options: `svcops <command>` (commander) and the playbook
- * run as a script (its help, its parsing of zx's `argv`) are both built from the table in
+ * run as a script (its help, its commander parse) are both built from the table in
  * playbooks/lib/*-commands.ts, so a flag added, renamed or given a validator there changes both.
  */
 import type { Command, Option } from 'commander'

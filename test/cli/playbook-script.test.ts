@@ -1,7 +1,7 @@
 /**
  * Every playbook file runs by itself, with node and with zx (`npx zx playbooks/verify.ts --help`):
  * zx imports the file it is given, so the playbook cannot rely on `import.meta.main`. It reads its
- * arguments through zx's `argv` with the option table its `svcops` command is built from: the same
+ * arguments through commander with the option table its `svcops` command is built from: the same
  * options in its help, the same refusal of bad input (one sentence naming the flag, exit 2, nothing
  * written).
  */
@@ -16,6 +16,7 @@ import { BACKUP_RUN } from '../../playbooks/lib/backup-commands.ts'
 import { UPGRADE_LIVE, VERIFY_LIVE } from '../../playbooks/lib/live-commands.ts'
 import { DOCTOR_RECORDING, ROLLBACK_RECORDING, UPGRADE_RECORDING, VERIFY_RECORDING } from '../../playbooks/lib/recording-commands.ts'
 import { ROOT } from '../support/cli.ts'
+import { parseScriptArguments } from '../../playbooks/lib/script.ts'
 
 const ZX = join(ROOT, 'node_modules', 'zx', 'build', 'cli.js')
 
@@ -135,5 +136,43 @@ describe('the flags of every playbook', () => {
       const longs = [...spec.options, ...GLOBAL_OPTIONS].map((o) => shapeOf(o).long)
       expect(new Set(longs).size).toBe(longs.length)
     }
+  })
+})
+
+describe('a playbook script parsed by commander from its table (in this process)', () => {
+  const parse = (spec: CommandSpec, args: string[]) => parseScriptArguments(spec, join(ROOT, 'playbooks', 'x.ts'), args)
+
+  it('gives the values svcops would: defaults, --no- switches, a parsed number, a repeated list, a variadic option', () => {
+    expect(parse(UPGRADE_RECORDING, ['--env', 'lab', '--to', '2.0.0', '--batch', '3']).flags).toEqual({
+      to: '2.0.0',
+      batch: 3,
+      maxFail: '0',
+      autoRollback: true,
+    })
+    expect(parse(UPGRADE_RECORDING, ['--to', '2.0.0', '--no-auto-rollback']).flags.autoRollback).toBe(false)
+    expect(parse(UPGRADE_LIVE, ['--to', '7.0.0', '--ack', 'a,b', '--ack', 'c']).flags.ack).toEqual(['a', 'b', 'c'])
+    expect(parse(DOCTOR_RECORDING, ['--host', 'rec-1', 'rec-2', '--json'])).toEqual({
+      help: false,
+      flags: { host: ['rec-1', 'rec-2'] },
+      globals: { json: true },
+    })
+  })
+
+  it('reads --env from SVCOPS_ENV when the flag is absent, and the flag wins over it', () => {
+    const before = process.env.SVCOPS_ENV
+    process.env.SVCOPS_ENV = 'staging'
+    try {
+      expect(parse(VERIFY_RECORDING, []).globals.env).toBe('staging')
+      expect(parse(VERIFY_RECORDING, ['-e', 'lab']).globals.env).toBe('lab')
+    } finally {
+      if (before === undefined) delete process.env.SVCOPS_ENV
+      else process.env.SVCOPS_ENV = before
+    }
+  })
+
+  it('answers --help before refusing anything else, and refuses a flag given no value in one sentence', () => {
+    expect(parse(UPGRADE_RECORDING, ['--help']).help).toBe(true)
+    expect(() => parse(UPGRADE_RECORDING, ['--to'])).toThrow('--to: no value given; expected <version>.')
+    expect(() => parse(UPGRADE_RECORDING, ['--to', '2.0.0', '--env', ''])).toThrow('--env: no value given; expected <name>.')
   })
 })
