@@ -20,6 +20,7 @@ interface CommandGroup {
 
 export const commandGroups: CommandGroup[] = [
   { commands: ['auth'], load: () => import('./auth.ts') },
+  { commands: ['probe'], load: () => import('./probe.ts') },
   { commands: ['lab'], load: loadLabGroup },
   { commands: ['render'], load: () => import('./render.ts') },
   { commands: ['plan'], load: () => import('./plan.ts') },
@@ -31,6 +32,7 @@ export const commandGroups: CommandGroup[] = [
   { commands: ['backup'], load: () => import('./backup.ts') },
   { commands: ['doctor'], load: () => import('./doctor.ts') },
   { commands: ['schedule'], load: () => import('./schedule.ts') },
+  { commands: ['rehearse'], load: () => import('./rehearse.ts') },
 ]
 
 /**

@@ -148,6 +148,23 @@ function checkRules(env: Environment): void {
   const canaries = hosts.filter((h) => h.canary)
   if (canaries.length > 1)
     throw new BadInputError(`${env.file}: recording.hosts: ${canaries.length} hosts are marked canary; expected at most one.`)
+  checkRehearsal(env)
+}
+
+/** A rehearsal runs where it cannot touch production: its host and its database are never production's. */
+function checkRehearsal(env: Environment): void {
+  const rehearsal = env.recording?.rehearsal
+  if (!env.recording || !rehearsal) return
+  const { host } = rehearsal
+  const twin = env.recording.hosts.find((h) => h.name === host.name || h.url === host.url)
+  if (twin)
+    throw new BadInputError(
+      `${env.file}: recording.rehearsal.host: "${host.name}" (${host.url}) is the production host ${twin.name}; expected a host of its own.`,
+    )
+  if (rehearsal.database === env.recording.database.name)
+    throw new BadInputError(
+      `${env.file}: recording.rehearsal.database: "${rehearsal.database}" is the service's own database; expected a scratch database of its own.`,
+    )
 }
 
 /** Hosts on the `hosts` platform; none, and a `deploy` section, on `kubernetes`. */

@@ -155,6 +155,40 @@ export const recordingSchema = z.strictObject({
   /** The hosts (platform `hosts`); none on Kubernetes, where the Deployment is the one target. */
   hosts: z.array(recordingHostSchema).default([]),
   database: databaseSchema,
+  /**
+   * Where `svcops rehearse recording` runs a release before the window (src/recording/rehearse/):
+   * a host of its own, never one of `hosts`, whose service the site configured once to use the
+   * scratch database `database` on the stack's PostgreSQL server. svcops creates that database
+   * from the environment's verified backup for each rehearsal and drops it afterwards.
+   */
+  rehearsal: z
+    .strictObject({
+      host: recordingHostSchema,
+      /** The scratch database the rehearsal host's service is configured to use; never `recording.database.name`. */
+      database: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'expected a database name of lower-case letters, digits and "_"'),
+      /** A verified backup younger than this is reused instead of taking a new one (hours, default 24). */
+      backupMaxAgeHours: z
+        .number()
+        .int()
+        .min(0)
+        .max(24 * 365)
+        .optional(),
+    })
+    .optional(),
+})
+
+/**
+ * `svcops:upgrade`: rules a real upgrade of the recording service obeys. `requireRehearsal`: the
+ * longest age, in hours, of a passing rehearsal of the same from-version, to-version and schema
+ * fingerprint; without one a real upgrade (scheduled ones too) is refused before anything starts.
+ */
+export const upgradeSchema = z.strictObject({
+  requireRehearsal: z
+    .number()
+    .int()
+    .min(1)
+    .max(24 * 365)
+    .optional(),
 })
 
 export const backupSchema = z.strictObject({
@@ -353,6 +387,7 @@ export const environmentSchema = z.strictObject({
   product: productSchema.default({ prefix: 'svc', dir: 'svc' }),
   manager: managerSchema.optional(),
   recording: recordingSchema.optional(),
+  upgrade: upgradeSchema.optional(),
   backup: backupSchema.optional(),
   notify: notifySchema.optional(),
   runs: runsSchema.optional(),

@@ -124,6 +124,18 @@ function lastStep(journal: Journal): string {
   return last ? `${last.step}${last.host ? ` on ${last.host}` : ''} (${last.status})` : 'none'
 }
 
+/**
+ * A rehearsal (playbooks/rehearse.ts) acts on the rehearsal host and a scratch copy: continued as
+ * one of this system's runs it would act on production, so it is refused; a rehearsal starts over.
+ */
+function refuseRehearsal(run: RunRecord<RecordingParams>): void {
+  if (run.kind === 'rehearse')
+    throw new BadInputError(
+      `Run ${run.id} is a rehearsal; a rehearsal is not resumed or rolled back (it changed nothing in production), it starts over.`,
+      `Rehearse again: svcops rehearse recording --env ${run.environment} --to ${run.targetVersion}`,
+    )
+}
+
 /** The recording service as the engine runs it, each run following the playbook `playbookOf` names for it. */
 export function recordingSystem(
   playbookOf: (run: RunRecord<RecordingParams>) => Playbook<RecordingContext, RecordingParams>,
@@ -133,13 +145,19 @@ export function recordingSystem(
     newRun: newUpgradeRun,
     announce: (run, env) =>
       `Run ${run.id}: upgrade ${env.recording?.package ?? ''} to ${run.targetVersion} on ${run.params.hosts.join(', ')} (environment ${env.name}).`,
-    lock: (env, run, options) => lockRecordingEnvironment(env, run, options),
+    lock: (env, run, options) => {
+      refuseRehearsal(run)
+      return lockRecordingEnvironment(env, run, options)
+    },
     open: (env, journal, options) => openRecordingRun(env, options.takeOver, options.breakLock)(journal),
     async openToPlan(env, journal) {
       const ctx = await recordingContext(env, journal)
       return { ctx, close: () => closeRecordingContext(ctx) }
     },
-    playbook: playbookOf,
+    playbook: (run) => {
+      refuseRehearsal(run)
+      return playbookOf(run)
+    },
     plan: {
       title: (plan) => `Dry run: upgrade of environment '${plan.environment}' to ${plan.target} (nothing will be changed).`,
       facts: (run, req) => ({ batches: batchesOf(run.params), ...(req?.windowMs ? { window: describeWindow(req.windowMs) } : {}) }),

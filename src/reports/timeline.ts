@@ -171,6 +171,7 @@ const KIND_TITLE: Readonly<Record<RunReport['run']['kind'], string>> = {
   rollback: 'Rollback',
   backup: 'Backup',
   verify: 'Verification',
+  rehearse: 'Rehearsal',
 }
 
 /** The run's kind as a title: "Upgrade". */

@@ -1,0 +1,116 @@
+/**
+ * Where a rehearsal acts: the stack's rehearsal host as the only target, and the scratch database
+ * as the service's database. The rehearsal's context is the recording context of that derived
+ * environment (so the upgrade's own steps — install, start, wait, logs, content checks — run
+ * unchanged against the copy), plus the production environment it only reads (versions, schema
+ * fingerprint, size, backups). Closing it stops the service on the rehearsal host and drops the
+ * scratch database, whatever way the rehearsal ended.
+ */
+import { requireSection } from '../../config/load.ts'
+import type { Environment } from '../../config/schema.ts'
+import { BadInputError, errorMessage } from '../../core/errors.ts'
+import { events } from '../../core/events.ts'
+import { databaseTarget, type DatabaseTarget } from '../../drivers/postgres.ts'
+import type { Journal } from '../../runs/journal.ts'
+import type { Opened } from '../../runs/playbook.ts'
+import { closeRecordingContext, recordingContext, type RecordingContext } from '../recording-context.ts'
+import type { RecordingParams } from '../recording-params.ts'
+import type { RecordingTarget } from '../recording-platform.ts'
+import { dropScratch, scratchTarget } from './scratch-copy.ts'
+
+/** A rehearsal's context: the recording context on the rehearsal host and the copy, and production to read. */
+export interface RehearsalContext extends RecordingContext {
+  /** The environment as the stack file gives it: read only (versions, fingerprint, size, backups). */
+  production: Environment
+  /** The service's database (read only) and the scratch copy the rehearsal works on. */
+  databases: { production: DatabaseTarget; scratch: DatabaseTarget }
+  /** The rehearsal host, the run's one target. */
+  host: RecordingTarget
+}
+
+/**
+ * The environment a rehearsal acts on: the stack's rehearsal host as the only host (its canary) and
+ * the scratch database as the service's database. Refused in one sentence where a rehearsal cannot
+ * run: no `recording.rehearsal` section, or the Kubernetes platform (not rehearsed yet).
+ */
+export function rehearsalEnvironment(env: Environment): Environment {
+  const rec = requireSection(env, 'recording')
+  if (rec.platform !== 'hosts')
+    throw new BadInputError(
+      `${env.file}: recording.platform: "${rec.platform}" cannot be rehearsed yet; expected hosts (a rehearsal on Kubernetes would run V's image as a Job against the copy, which svcops does not do yet).`,
+    )
+  const scratch = scratchTarget(env)
+  const rehearsal = rec.rehearsal
+  if (!rehearsal) throw new BadInputError(`${env.file}: recording.rehearsal: missing; expected { host, database }.`)
+  const { rehearsal: _kept, ...rest } = rec
+  return {
+    ...env,
+    recording: { ...rest, hosts: [{ ...rehearsal.host, canary: true }], database: { ...rec.database, name: scratch.name } },
+  }
+}
+
+/** The context of rehearsal run `journal` of `production`; nothing connects until used. */
+export async function rehearsalContext(production: Environment, journal: Journal<RecordingParams>): Promise<RehearsalContext> {
+  const derived = rehearsalEnvironment(production)
+  const ctx = await recordingContext(derived, journal)
+  const host = ctx.allTargets[0]
+  if (!host) throw new BadInputError(`${production.file}: recording.rehearsal.host: missing.`)
+  return {
+    ...ctx,
+    production,
+    databases: { production: databaseTarget(requireSection(production, 'recording').database), scratch: scratchTarget(production) },
+    host,
+  }
+}
+
+/**
+ * Stops the service on the rehearsal host and drops the scratch database; never throws (a cleanup
+ * that fails is said, with what to remove by hand).
+ */
+export async function cleanUpRehearsal(ctx: RehearsalContext): Promise<void> {
+  try {
+    await ctx.platform.stop(ctx.host)
+  } catch (error) {
+    events.warn(`Could not stop the service on the rehearsal host ${ctx.host.name}: ${errorMessage(error)}`)
+  }
+  try {
+    if (await dropScratch(ctx.databases.production, ctx.databases.scratch))
+      events.info(`Dropped the rehearsal's scratch database ${ctx.databases.scratch.name}.`)
+  } catch (error) {
+    events.warn(
+      `Could not drop the rehearsal's scratch database ${ctx.databases.scratch.name}: ${errorMessage(error)}; drop it by hand (DROP DATABASE ${ctx.databases.scratch.name}).`,
+    )
+  }
+}
+
+/** Opens a rehearsal's context for a run; closing it cleans up (service stopped, copy dropped) and closes connections. */
+export async function openRehearsal(
+  production: Environment,
+  journal: Journal<RecordingParams>,
+  options: { takeOver: string[]; breakLock: boolean },
+): Promise<Opened<RehearsalContext>> {
+  const ctx = await rehearsalContext(production, journal)
+  const run = journal.run
+  const holder = { runId: run.id, holder: run.holder, pid: process.pid, since: run.startedAt }
+  const close = async (): Promise<void> => {
+    await cleanUpRehearsal(ctx)
+    await ctx.platform.unlockTargets(run.id)
+    await closeRecordingContext(ctx)
+  }
+  try {
+    await ctx.platform.lockTargets(holder, options)
+    await ctx.platform.connect()
+  } catch (error) {
+    journal.update({ phase: 'failed', finishedAt: new Date().toISOString(), cause: errorMessage(error) })
+    await ctx.platform.unlockTargets(run.id)
+    await closeRecordingContext(ctx)
+    throw error
+  }
+  return { ctx, close }
+}
+
+/** The context of a rehearsal's dry run: reads only, cleans nothing. */
+export async function openRehearsalToPlan(production: Environment, journal: Journal<RecordingParams>): Promise<Opened<RehearsalContext>> {
+  const ctx = await rehearsalContext(production, journal)
+  return { ctx, close: () => closeRecordingContext(ctx) }
+}
