@@ -27,6 +27,7 @@ import { printOn, showEventsOn, type CommandIO } from './lib/command-io.ts'
 import { BACKUP_RUN, type BackupRunFlags } from './lib/backup-commands.ts'
 import { useRunSystems } from './lib/run-systems.ts'
 import { runScript, startedAsScript } from './lib/script.ts'
+import { backupSite } from './site/backup.ts'
 
 /** The procedure, top to bottom. */
 async function nightlyBackup(run: Run<BackupRunContext>): Promise<void> {
@@ -40,6 +41,7 @@ export const backupRecording: Playbook<BackupRunContext> = {
   what: () => 'The backup',
   rollbackCommand: (record) => `svcops runs show ${record.id}`,
   procedure: nightlyBackup,
+  site: backupSite, // the site's steps: playbooks/site/
 }
 
 export interface BackupRequest {

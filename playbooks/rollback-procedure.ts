@@ -22,6 +22,7 @@ import { preflight, stagePackages } from '../src/recording/preflight.ts'
 import { checkRollbackReady, startOnWhatTheyHave } from '../src/recording/rollback-preconditions.ts'
 import { chooseSchemaBackup, chosenBackup, exportAllRecordings, restoreTargetBackup } from '../src/recording/schema-backup.ts'
 import type { Playbook } from '../src/runs/playbook.ts'
+import { rollbackRecordingSite } from './site/recording.ts'
 import {
   decideRestore,
   decisionOf,
@@ -115,6 +116,7 @@ export const downgradeRecording: Playbook<RecordingContext, RecordingParams> = {
   rollbackCommand: (record) => `svcops rollback recording --env ${record.environment} --run ${record.id}`,
   procedure: downgradeAcrossSchema,
   rollback: rollBackRecording,
+  site: rollbackRecordingSite, // the site's steps: playbooks/site/
 }
 
 function summaryOf(ctx: RecordingContext, decision: RestoreDecision, recreated: number): string {

@@ -166,12 +166,9 @@ export const upgradeLivePlaybook: Playbook<LiveContext, LiveParams> = {
   kind: 'upgrade',
   what: (record) => `Upgrade of the live production system to ${record.targetVersion}`,
   rollbackCommand: (record) => `svcops rollback live --env ${record.environment} --run ${record.id}`,
-  procedure: (run) => upgradeLive(run.withSiteSteps(upgradeLiveSite)), // the site's steps: playbooks/site/
-  async rollback(run) {
-    const summary = await rollBackLive(run)
-    await run.undoSiteSteps(upgradeLiveSite) // what the site's steps changed, the latest first
-    return summary
-  },
+  procedure: upgradeLive,
+  rollback: rollBackLive,
+  site: upgradeLiveSite, // the site's steps (playbooks/site/), their undos after the rollback
 }
 
 /** The live system as the engine runs it, every run following this playbook. */

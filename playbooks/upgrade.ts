@@ -54,6 +54,7 @@ import { confirmChange, printPlanOn, showRunOn, type CommandIO } from './lib/com
 import { UPGRADE_RECORDING, type UpgradeRecordingFlags } from './lib/recording-commands.ts'
 import { runScript, startedAsScript } from './lib/script.ts'
 import { downgradeRecording, rollBackOneHost, rollBackRecording } from './rollback-procedure.ts'
+import { upgradeRecordingSite } from './site/recording.ts'
 
 /** The procedure, top to bottom. */
 async function upgrade(run: Run<RecordingContext>): Promise<void> {
@@ -115,6 +116,7 @@ export const upgradeRecording: Playbook<RecordingContext, RecordingParams> = {
   rollbackCommand: (record) => `svcops rollback recording --env ${record.environment} --run ${record.id}`,
   procedure: upgrade,
   rollback: rollBackRecording,
+  site: upgradeRecordingSite, // the site's steps: playbooks/site/
 }
 
 /** The recording service as the engine runs it: a downgrade across a schema change continues as one. */

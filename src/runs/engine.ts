@@ -100,7 +100,7 @@ export class Run<C> {
   readonly resumed: boolean
   private batch: string | undefined
   /** The site's steps hooked onto this run's steps (playbooks/site/), and those already run. */
-  private site: SiteHook<C>[] = []
+  private site: readonly SiteHook<C>[] = []
   private readonly fired = new Map<SiteHook<C>, Promise<unknown>>()
   /** Where a pause after the canary looks for a person's decision (run-decision.ts). */
   private readonly decisions: DecisionSource | undefined
@@ -157,13 +157,13 @@ export class Run<C> {
   }
 
   /** Hooks the site's steps onto this run's (src/runs/site-steps.ts); the rollback phase runs none. */
-  withSiteSteps(hooks: SiteHook<C>[]): this {
+  withSiteSteps(hooks: readonly SiteHook<C>[]): this {
     this.site = this.phase === Phase.run ? hooks : []
     return this
   }
 
   /** Runs the undo of every site step this run finished, the latest first (in the rollback phase). */
-  async undoSiteSteps(hooks: SiteHook<C>[]): Promise<void> {
+  async undoSiteSteps(hooks: readonly SiteHook<C>[]): Promise<void> {
     const done = hooks.filter((h) => h.step.undo && this.journal.finished(stepName(h.step), undefined) !== undefined)
     for (const h of done.reverse()) if (h.step.undo) await this.execute(h.step.undo, undefined, [])
   }
@@ -178,7 +178,7 @@ export class Run<C> {
 
   private async runSiteSteps(when: SiteHook<C>['when'], id: string): Promise<void> {
     for (const h of this.site) {
-      if (h.when !== when || h.at !== id) continue
+      if (h.when !== when || h.at.id !== id) continue
       // Hosts run at once: the first one runs the hook, the others wait for it (and its failure).
       if (!this.fired.has(h)) this.fired.set(h, this.execute(h.step, undefined, []))
       await this.fired.get(h)

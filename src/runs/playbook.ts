@@ -26,6 +26,7 @@ import { writeReport } from '../reports/report.ts'
 import type { RunReport } from '../reports/report-types.ts'
 import { HostFailure, Run, ToleratedFailures, type PlannedStep } from './engine.ts'
 import type { Journal } from './journal.ts'
+import type { SiteHook } from './site-steps.ts'
 import { decisionsOf } from './run-decision.ts'
 import { END_DEADLINE_MS, RunMirror } from './run-mirror.ts'
 import type { RunStore } from './run-store.ts'
@@ -45,6 +46,11 @@ export interface Playbook<C, P extends RunParams = RunParams> {
   procedure(run: Run<C>): Promise<void>
   /** The lossless way back; returns what it did in one line ("rolled back to ...; database kept"). */
   rollback?(run: Run<C>, options: { dataLoss: boolean }): Promise<string>
+  /**
+   * The steps its site adds (playbooks/site/), each hooked on one of its steps (src/runs/site-steps.ts):
+   * run with the procedure, and their undos after the rollback, the latest first.
+   */
+  site?: readonly SiteHook<C>[]
 }
 
 /** How a run ended. `report` is also written as report.json and report.md in the run folder. */
@@ -157,11 +163,24 @@ export async function planRun<C, P extends RunParams>(
   what: 'start' | 'resume' | 'rollback',
 ): Promise<PlannedStep[]> {
   const run = new Run(ctx, journal, { mode: 'plan', resumed: what !== 'start' })
-  if (what !== 'rollback') await playbook.procedure(run)
+  if (what !== 'rollback') await procedureOf(playbook, run)
   if (what === 'rollback' && !journal.disrupted()) return run.planned
   if (playbook.rollback && (what === 'rollback' || journal.run.autoRollback))
-    await playbook.rollback(run.inPhase(Phase.rollback), { dataLoss: false })
+    await rollbackOf(playbook, run.inPhase(Phase.rollback), { dataLoss: false })
   return run.planned
+}
+
+/** The playbook's procedure with its site's steps hooked on its own. */
+function procedureOf<C, P extends RunParams>(playbook: Playbook<C, P>, run: Run<C>): Promise<void> {
+  return playbook.procedure(playbook.site?.length ? run.withSiteSteps(playbook.site) : run)
+}
+
+/** The playbook's rollback (in the rollback phase), then the undo of what its site's steps changed, the latest first. */
+async function rollbackOf<C, P extends RunParams>(playbook: Playbook<C, P>, run: Run<C>, options: { dataLoss: boolean }): Promise<string> {
+  if (!playbook.rollback) throw new OperationError(`${playbook.what(run.journal.run as RunRecord<P>)} has no rollback.`)
+  const summary = await playbook.rollback(run, options)
+  if (playbook.site?.length) await run.undoSiteSteps(playbook.site)
+  return summary
 }
 
 /** Runs `driveRun`, then closes the environment's store, which keeps its session open for the run's writes. */
@@ -313,7 +332,7 @@ function keepRecords(journal: Journal, files: string[]): void {
 /** Runs the procedure; on failure applies the policy (see the file's comment). */
 async function underFailurePolicy<C, P extends RunParams>(playbook: Playbook<C, P>, run: Run<C>): Promise<void> {
   try {
-    await playbook.procedure(run)
+    await procedureOf(playbook, run)
   } catch (error) {
     if (error instanceof InterruptedError) throw error
     const record = run.journal.run as RunRecord<P>
@@ -346,7 +365,7 @@ async function rollBack<C, P extends RunParams>(
   if (!playbook.rollback) throw new OperationError(`${playbook.what(record)} has no rollback.`)
   let summary: string
   try {
-    summary = await playbook.rollback(run.inPhase(Phase.rollback), options)
+    summary = await rollbackOf(playbook, run.inPhase(Phase.rollback), options)
   } catch (error) {
     // A rollback asked for that refused before anything stopped (a missing precondition, or what the
     // run's record or journal names refused as not svcops' own) leaves the run as it was.
