@@ -174,7 +174,7 @@ export const upgradeLivePlaybook: Playbook<LiveContext, LiveParams> = {
 /** The live system as the engine runs it, every run following this playbook. */
 export const live = liveSystem(upgradeLivePlaybook)
 
-// Entry points; the CLI (src/commands/live.ts) and the tests call these.
+// Entry points; the CLI (through playbooks/lib/systems.ts) and the tests call these.
 
 /** `svcops upgrade live`; throws RolledBackError (exit 4) when it failed and was rolled back. */
 export function upgradeLiveSystem(request: LiveUpgradeRequest): Promise<RunOutcome> {

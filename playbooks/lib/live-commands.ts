@@ -1,6 +1,6 @@
 /**
  * The commands of the live production system's playbooks, declared once: `svcops upgrade|rollback|
- * verify live` build their options and help from these (src/commands/live.ts), and so do
+ * verify live` build their options and help from these (src/commands/upgrade.ts over playbooks/lib/systems.ts), and so do
  * playbooks/upgrade-live.ts and verify-live.ts run as scripts (playbooks/lib/script.ts).
  * Declarations only: the CLI imports this file at start-up.
  */

@@ -4,7 +4,9 @@
  * systems — the playbook file that runs it — into one entry per system. The CLI (src/commands) and
  * the playbooks run as scripts look a system up by name (`systemByName`); nothing is registered as a
  * side effect of an import, and a system's playbooks and steps load only when one of its verbs runs
- * (`load`). A third system plugs in here: its folder's object and one row of `SYSTEMS`.
+ * (`load`, `verbs[...].main`): this file is cheap, the CLI declares `svcops <verb> <system>` from it
+ * at start-up. A third system plugs in here: its folder's object and one row of `SYSTEMS`, with its
+ * option tables and playbooks; no command code.
  */
 import { BadInputError } from '../../src/core/errors.ts'
 import type { Environment } from '../../src/config/schema.ts'
@@ -15,6 +17,10 @@ import type { RecordedFrom } from '../../src/runs/run-actions.ts'
 import type { RunPlan, RunRequest, RunSystem } from '../../src/runs/run-system.ts'
 import type { RunParams } from '../../src/runs/run-record.ts'
 import type { SystemDescription } from '../../src/runs/system-description.ts'
+import type { CommandSpec } from '../../src/core/option-table.ts'
+import { UPGRADE_LIVE, ROLLBACK_LIVE, VERIFY_LIVE } from './live-commands.ts'
+import { ROLLBACK_RECORDING, UPGRADE_RECORDING, VERIFY_RECORDING } from './recording-commands.ts'
+import type { CommandMain } from './script.ts'
 
 /** How a continued run may treat the environment's lock another run holds (`--break-lock`, `--force`). */
 export interface Breaking {
@@ -37,6 +43,26 @@ export interface SystemActions {
   retry?: (id: string, options: { env?: Environment } & Breaking) => Promise<RunOutcome>
 }
 
+/** The verbs a system may offer as `svcops <verb> <system>`, each declared once from its table. */
+export const VERBS = [
+  { name: 'upgrade', description: 'Upgrade a part of the platform.' },
+  { name: 'rollback', description: 'Roll back a part of the platform.' },
+  { name: 'verify', description: 'Verify a part of the platform.' },
+] as const
+
+/** The name of a verb of `VERBS`. */
+export type VerbName = (typeof VERBS)[number]['name']
+
+/**
+ * A verb of one system: the table its command and its playbook's script are built from, and the
+ * function both call (loaded, with the playbook, only when the command runs).
+ */
+export interface SystemVerb {
+  readonly spec: CommandSpec
+  /** The playbook's command function; its flags are those `spec` parses. */
+  readonly main: () => Promise<CommandMain<never>>
+}
+
 /** One system as the CLI and the scripts see it. */
 export interface SystemEntry {
   readonly name: string
@@ -44,6 +70,8 @@ export interface SystemEntry {
   readonly title: string
   /** How a run of it is started again when it cannot be retried: "svcops upgrade live". */
   readonly startAgain: string
+  /** Its commands by verb (`svcops upgrade recording`, ...): declarations only, cheap at start-up. */
+  readonly verbs: Partial<Record<VerbName, SystemVerb>>
   /** What reports, notifications and metrics know of it; cheap (no playbook, no step is loaded). */
   description(): Promise<SystemDescription>
   /** Its playbooks and the actions over them: loaded when one of its verbs runs. */
@@ -69,6 +97,11 @@ export const SYSTEMS: readonly SystemEntry[] = [
   {
     ...recordingService,
     startAgain: 'svcops upgrade recording',
+    verbs: {
+      upgrade: { spec: UPGRADE_RECORDING, main: async () => (await import('../upgrade.ts')).upgradeRecordingCommand },
+      rollback: { spec: ROLLBACK_RECORDING, main: async () => (await import('../rollback.ts')).rollbackRecordingCommand },
+      verify: { spec: VERIFY_RECORDING, main: async () => (await import('../verify.ts')).verifyRecordingCommand },
+    },
     load: async () => {
       const play = await import('../upgrade.ts')
       return actionsOf(play.recording, { retry: play.retryRecordingService })
@@ -77,6 +110,11 @@ export const SYSTEMS: readonly SystemEntry[] = [
   {
     ...liveProductionSystem,
     startAgain: 'svcops upgrade live',
+    verbs: {
+      upgrade: { spec: UPGRADE_LIVE, main: async () => (await import('../upgrade-live.ts')).upgradeLiveCommand },
+      rollback: { spec: ROLLBACK_LIVE, main: async () => (await import('../upgrade-live.ts')).rollbackLiveCommand },
+      verify: { spec: VERIFY_LIVE, main: async () => (await import('../verify-live.ts')).verifyLiveCommand },
+    },
     load: async () => actionsOf((await import('../upgrade-live.ts')).live),
   },
 ]
