@@ -5,13 +5,15 @@
 import type { Command } from 'commander'
 import { BadInputError } from '../core/errors.ts'
 import { globals, printResult, showProgress } from './context.ts'
+import { registerSudoers } from './render-sudoers.ts'
 
 export function register(program: Command): void {
-  program
+  const render = program
     .command('render')
     .description('PREVIEW: write the Kubernetes objects of a stack as YAML (mock runtime, secrets masked, schema-validated).')
     .option('--stack <name>', 'stack to render (default: --env)')
-    .requiredOption('--out <dir>', 'directory for the YAML files (files of an earlier render there are replaced)')
+    // Checked in the action, not by commander: `render sudoers` needs none.
+    .option('--out <dir>', 'directory for the YAML files (files of an earlier render there are replaced)')
     .option('--dry-run', 'build and validate, list the files, write nothing')
     .addHelpText(
       'after',
@@ -28,12 +30,14 @@ Examples:
   svcops render --env prod --out /tmp/prod --json
   svcops render --stack staging --out rendered/staging --dry-run`,
     )
-    .action(async (options: { stack?: string; out: string; dryRun?: boolean }, command: Command) => {
+    .action(async (options: { stack?: string; out?: string; dryRun?: boolean }, command: Command) => {
       const { renderStack } = await import('../infra/render.ts')
       const { stackFilePath } = await import('../config/load.ts')
       const { env, stackFile } = globals(command)
       const stack = options.stack ?? env
       if (!stack) throw new BadInputError('--stack: missing; expected the name of a stack in stacks/, for example --stack dev.')
+      if (!options.out)
+        throw new BadInputError('--out: missing; expected the directory for the YAML files, for example --out rendered/dev.')
       const stop = showProgress(command)
       try {
         const report = await renderStack({
@@ -54,4 +58,5 @@ Examples:
         stop()
       }
     })
+  registerSudoers(render)
 }

@@ -39,16 +39,28 @@ export interface ServiceDriver {
 
 const output = (r: CommandResult): string => (r.stdout + r.stderr).trim()
 
-/** systemd units: `systemctl stop|start|is-active`, `journalctl -u UNIT -n N`. */
+/** systemd units: `systemctl stop|start|show`, `journalctl -u UNIT -n N`. */
 export const systemdDriver: ServiceDriver = {
   name: 'systemd',
   stopCommand: (_h, unit) => ({ argv: ['systemctl', 'stop', '--', unit], mutates: true, asRoot: true }),
   startCommand: (_h, unit) => ({ argv: ['systemctl', 'start', '--', unit], mutates: true, asRoot: true }),
-  statusCommand: (_h, unit) => ({ argv: ['systemctl', 'is-active', '--', unit], mutates: false }),
+  // Not `is-active`: the restarts the unit's Restart= made since its start are part of the status
+  // (a crash that systemd restarted is a crash, however healthy the service answers a moment later).
+  statusCommand: (_h, unit) => ({ argv: ['systemctl', 'show', '--property=ActiveState,SubState,NRestarts', '--', unit], mutates: false }),
   // `systemctl stop` of a stopped unit exits 0.
   stopOutcome: (r) => ({ ok: r.code === 0, detail: output(r) }),
   startOutcome: (r) => ({ ok: r.code === 0, detail: output(r) }),
-  parseStatus: (r) => ({ running: r.code === 0 && r.stdout.trim() === 'active', status: r.stdout.trim() || r.stderr.trim() }),
+  parseStatus: (r) => {
+    const shown = Object.fromEntries(r.stdout.split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1).trim()]))
+    const active = shown.ActiveState
+    if (r.code !== 0 || !active)
+      return { running: false, status: r.stderr.trim() || r.stdout.trim() || `systemctl exited with code ${r.code}` }
+    const restarts = Number(shown.NRestarts ?? 0)
+    return {
+      running: active === 'active' && shown.SubState === 'running',
+      status: `${active} (${shown.SubState ?? '?'})${restarts > 0 ? `, restarted ${restarts} time${restarts === 1 ? '' : 's'} by systemd (Restart=)` : ''}`,
+    }
+  },
   logsCommand: (_h, unit, lines, _logPath, cursor) => ({
     argv: ['journalctl', `--unit=${unit}`, '-n', String(lines), '--no-pager', '-o', 'short-iso', ...(cursor ? [`--since=@${cursor}`] : [])],
     mutates: false,

@@ -143,6 +143,8 @@ async function prepareRoot(options: SystemdHostOptions): Promise<string> {
   ])
   put(root, '/etc/machine-id', `${randomBytes(16).toString('hex')}\n`, 0o444)
   put(root, '/etc/hostname', `${options.name}\n`)
+  // Its own name resolves (sudo looks it up on every call).
+  put(root, '/etc/hosts', `127.0.0.1\tlocalhost\n127.0.1.1\t${options.name}\n::1\tlocalhost ip6-localhost ip6-loopback\n`)
   for (const unit of unitsToMask()) {
     hide(root, `/etc/systemd/system/${unit}`)
     symlinkSync('/dev/null', join(root, '/etc/systemd/system', unit))

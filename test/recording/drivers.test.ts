@@ -100,7 +100,21 @@ describe('service drivers build the exact commands', () => {
   it('systemd uses systemctl and journalctl --unit, the unit never read as an option', () => {
     expect(systemdDriver.stopCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'stop', '--', 'svc-recording'])
     expect(systemdDriver.startCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'start', '--', 'svc-recording'])
-    expect(systemdDriver.statusCommand(real, 'svc-recording').argv).toEqual(['systemctl', 'is-active', '--', 'svc-recording'])
+    expect(systemdDriver.statusCommand(real, 'svc-recording').argv).toEqual([
+      'systemctl',
+      'show',
+      '--property=ActiveState,SubState,NRestarts',
+      '--',
+      'svc-recording',
+    ])
+    const show = (stdout: string) => systemdDriver.parseStatus({ code: 0, signal: null, stdout, stderr: '', durationMs: 1 }, real)
+    expect(show('ActiveState=active\nSubState=running\nNRestarts=0\n')).toEqual({ running: true, status: 'active (running)' })
+    // Restart= brought it back: running, and the status says it crashed.
+    expect(show('NRestarts=2\nActiveState=active\nSubState=running\n')).toEqual({
+      running: true,
+      status: 'active (running), restarted 2 times by systemd (Restart=)',
+    })
+    expect(show('ActiveState=activating\nSubState=auto-restart\nNRestarts=1\n').running).toBe(false)
     // Only the stop and the start need root; the status and the journal are read as the SSH user.
     expect([systemdDriver.stopCommand(real, 'x').asRoot, systemdDriver.startCommand(real, 'x').asRoot]).toEqual([true, true])
     expect([systemdDriver.statusCommand(real, 'x').asRoot, systemdDriver.logsCommand(real, 'x', 5, '/l').asRoot]).toEqual([
@@ -116,8 +130,19 @@ describe('service drivers build the exact commands', () => {
       '-o',
       'short-iso',
     ])
-    expect(systemdDriver.parseStatus(result(0, 'active\n'), real)).toEqual({ running: true, status: 'active' })
-    expect(systemdDriver.parseStatus(result(3, 'failed\n'), real)).toEqual({ running: false, status: 'failed' })
+    expect(systemdDriver.parseStatus(result(0, 'ActiveState=active\nSubState=running\nNRestarts=0\n'), real)).toEqual({
+      running: true,
+      status: 'active (running)',
+    })
+    // Restart= gave up (StartLimitBurst): failed, with the restarts it made.
+    expect(systemdDriver.parseStatus(result(0, 'ActiveState=failed\nSubState=failed\nNRestarts=4\n'), real)).toEqual({
+      running: false,
+      status: 'failed (failed), restarted 4 times by systemd (Restart=)',
+    })
+    expect(systemdDriver.parseStatus(result(1, '', 'Failed to connect to bus'), real)).toEqual({
+      running: false,
+      status: 'Failed to connect to bus',
+    })
     expect(systemdDriver.stopOutcome(result(0, ''), real).ok).toBe(true)
     expect(systemdDriver.startOutcome(result(1, '', 'Job for svc-recording.service failed.'), real)).toEqual({
       ok: false,

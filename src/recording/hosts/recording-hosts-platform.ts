@@ -9,6 +9,7 @@ import type { Environment, RecordingConfig } from '../../config/schema.ts'
 import { errorMessage } from '../../core/errors.ts'
 import { events } from '../../core/events.ts'
 import { runCommand } from '../../core/runner.ts'
+import { becomesWithSudo, sudoCheck } from '../../drivers/become.ts'
 import { findDebFile, installPackage, packageDriver, readInstalledVersion, showCommand, stagePackage } from '../../drivers/packages.ts'
 import { readLogCursor, readServiceLogs, readServiceStatus, serviceDriver, startService, stopService } from '../../drivers/services.ts'
 import { hostPath, transportFor } from '../../drivers/transports.ts'
@@ -51,6 +52,18 @@ export function openHostsPlatform(env: Environment, rec: RecordingConfig, settin
   const lockFile = (h: RecordingHost): string => (h.config.root ? `${h.config.root}${settings.hostLockPath}` : settings.hostLockPath)
   const { service, logPath, logLines } = settings
   const installed = (h: RecordingHost) => readInstalledVersion(pkg, h.transport, h.config, settings.package)
+  /** On a host that becomes root through sudo: that sudo grants each root command of the run (`sudo -n -l`, runs nothing). */
+  const sudoChecks = (h: RecordingHost, version: string, file: string | undefined) =>
+    becomesWithSudo(h.config) && h.config.ssh
+      ? [
+          ...pkg.stageCommands(h.config, settings.package, version, file),
+          ...pkg.installCommands(h.config, settings.package, version, file),
+          svc.stopCommand(h.config, service),
+          svc.startCommand(h.config, service),
+        ]
+          .filter((c) => c.asRoot)
+          .map((c) => sudoCheck(h.name, h.config.ssh?.user ?? '', c))
+      : []
 
   const platform: RecordingPlatform = {
     name: 'hosts',
@@ -102,7 +115,7 @@ export function openHostsPlatform(env: Environment, rec: RecordingConfig, settin
         return { missing: [errorMessage(error).replace(/\.$/, '')] }
       }
       const missing: string[] = []
-      for (const cmd of pkg.readyCommands(h.config, settings.package, version, file)) {
+      for (const cmd of [...pkg.readyCommands(h.config, settings.package, version, file), ...sudoChecks(h, version, file)]) {
         const result = await runCommand(h.transport, cmd.argv, { check: false, ...(cmd.env ? { env: cmd.env } : {}) })
         if (result.code !== 0) missing.push(cmd.missing)
       }
@@ -116,7 +129,9 @@ export function openHostsPlatform(env: Environment, rec: RecordingConfig, settin
       } catch (error) {
         return [`refused: ${errorMessage(error)}`]
       }
-      return [`reach ${h.name}; ${pkg.readyCommands(h.config, settings.package, version, file).map(showCommand).join('; ')}`]
+      return [
+        `reach ${h.name}; ${[...pkg.readyCommands(h.config, settings.package, version, file), ...sudoChecks(h, version, file)].map(showCommand).join('; ')}`,
+      ]
     },
     async stage(t, versions) {
       const h = hostOf(t)
