@@ -94,10 +94,11 @@ describe('pulumi up through the in-test provider', () => {
       api = await startKubeApiStandin({ namespace: 'svc-prod', preexisting: false }, 'prod-cluster')
       const base = await up(api, '1.5.0')
       expect(base.exitCode, errors(base).join('\n') || base.stderr).toBe(0)
-      // Every object went in by server-side apply, each under its own field manager.
+      // Every object went in by a client-side create (POST) under the provider's static manager
+      // (await.go Creation), which the first update's take-over moves to the resource's own.
       expect(liveDeployment(api).replicas).toBe(3)
       const owners = liveDeployment(api).managers
-      expect(owners.every((m) => /^pulumi-kubernetes-[0-9a-f]{8}$/.test(m.manager) && m.operation === 'Apply')).toBe(true)
+      expect(owners.map((m) => `${m.manager} ${m.operation}`)).toEqual(['pulumi-kubernetes Update'])
 
       // The earlier stop: a merge patch of the scale subresource, as @kubernetes/client-node sends it.
       expect(await fetchAsAdmin(api, `${DEPLOYMENT_PATH}/scale`, { spec: { replicas: 0 } }, 'kubernetes-client-javascript/1.0.0')).toBe(200)
@@ -124,13 +125,13 @@ describe('pulumi up through the in-test provider', () => {
       api = await startKubeApiStandin({ namespace: 'svc-prod', preexisting: false }, 'prod-cluster')
       const base = await up(api, '1.5.0')
       expect(base.exitCode, errors(base).join('\n')).toBe(0)
-      const [owner] = replicasOwners(api)
-      expect(replicasOwners(api)).toEqual([owner])
+      expect(replicasOwners(api)).toEqual(['pulumi-kubernetes'])
       // The program's provider sets enablePatchForce: false, which outranks the variable: nothing is forced.
       const upgrade = await up(api, '2.0.0', base, { PULUMI_K8S_ENABLE_PATCH_FORCE: 'true' })
       expect(upgrade.exitCode, errors(upgrade).join('\n')).toBe(0)
       expect(liveDeployment(api)).toMatchObject({ replicas: 3, image: 'registry.example.internal/svc/recording:2.0.0' })
-      expect(replicasOwners(api)).toEqual([owner])
+      // The create's manager became the resource's own at the first update: still one owner.
+      expect(replicasOwners(api)).toEqual([expect.stringMatching(/^pulumi-kubernetes-[0-9a-f]{8}$/)])
     },
     RUN_TIMEOUT,
   )
@@ -162,7 +163,7 @@ describe("svcops' recording upgrade on Kubernetes, through the in-test Pulumi on
       const first = await cli.run(pulumiArgv.up(cli.stack, []), { check: false })
       expect(first.code, first.stdout + first.stderr).toBe(0)
       expect(liveDeployment(api)).toMatchObject({ replicas: 3, image: 'registry.example.internal/svc/recording:1.5.0' })
-      const [owner] = replicasOwners(api)
+      expect(replicasOwners(api)).toEqual(['pulumi-kubernetes'])
       const writesBefore = api.requests.length
 
       const env = loadEnvironmentFile(stackFile, 'prod')
@@ -179,14 +180,17 @@ describe("svcops' recording upgrade on Kubernetes, through the in-test Pulumi on
       expect(liveDeployment(api)).toMatchObject({ replicas: 3, image: 'registry.example.internal/svc/recording:2.0.0' })
       // The stack file is as the operator left it, but for the version: the hold is gone.
       expect(readStack(stackFile)).not.toHaveProperty('heldReplicas')
-      expect(replicasOwners(api)).toEqual([owner])
+      expect(replicasOwners(api)).toEqual([expect.stringMatching(/^pulumi-kubernetes-[0-9a-f]{8}$/)])
 
       // Every write the run caused is Pulumi's server-side apply; svcops itself only read.
       const writes = api.requests.slice(writesBefore).filter((r) => r.method !== 'GET' && !r.path.endsWith('/selfsubjectaccessreviews'))
       expect(writes.length).toBeGreaterThan(0)
-      expect(writes.filter((r) => r.path.startsWith(DEPLOYMENT_PATH)).every((r) => r.contentType === 'application/apply-patch+yaml')).toBe(
-        true,
-      )
+      // Server-side applies, and the first update's take-over of the create's manager (a JSON patch of
+      // managedFields, await.go fixCSAFieldManagers), once.
+      const deploymentWrites = writes.filter((r) => r.path.startsWith(DEPLOYMENT_PATH))
+      expect(deploymentWrites.filter((r) => r.contentType !== 'application/apply-patch+yaml')).toEqual([
+        expect.objectContaining({ method: 'PATCH', contentType: 'application/json-patch+json' }),
+      ])
       expect(writes.filter((r) => r.path.startsWith(DEPLOYMENT_PATH) && r.path !== DEPLOYMENT_PATH)).toEqual([])
       const pulumiCalls = recorder
         .calls()
@@ -273,7 +277,7 @@ describe("the provider's force and take-over rules, against the stand-in", () =>
     expect(liveDeployment(api).replicas).toBe(1)
   })
 
-  it('takes fields over from kubectl and before-first-apply without a conflict, and from nobody else', async () => {
+  it('takes fields over from every manager named kubectl* or before-first-apply without a subresource, and from nobody else', async () => {
     api = await startKubeApiStandin({ namespace: 'svc-prod', preexisting: false }, 'prod-cluster')
     const model = new KubeProviderModel({ kubeconfig: api.kubeconfig, context: 'prod-cluster' }, {})
     const created = await model.apply(URN, TYPE, deployment(1), undefined, false)
@@ -285,16 +289,78 @@ describe("the provider's force and take-over rules, against the stand-in", () =>
     await patchReplicas(api, 2, 'before-first-apply')
     await model.apply(URN, TYPE, deployment(1), prior, false)
     expect(liveDeployment(api).managers.map((m) => m.manager)).toEqual([created.fieldManager])
+    // An operator's `kubectl edit`: the preview (a dry-run apply, no take-over) reports the conflict
+    // and changes nothing; the update matches `kubectl` as a prefix (fluxcd ssa/patch.go
+    // patchReplaceFieldsManagers), takes the field over and silently puts the program's value back.
     await patchReplicas(api, 2, 'kubectl-edit/v1.31.2')
-    await expect(model.apply(URN, TYPE, deployment(1), prior, false)).rejects.toThrow(/conflict with "kubectl-edit" using apps\/v1/)
-    // A preview is the same apply as a dry run: it fails the same way and changes nothing.
-    await expect(model.apply(URN, TYPE, deployment(1), prior, true)).rejects.toThrow(/conflict with "kubectl-edit"/)
+    await expect(model.apply(URN, TYPE, deployment(1), prior, true)).rejects.toThrow(/conflict with "kubectl-edit" using apps\/v1/)
+    expect(liveDeployment(api).replicas).toBe(2)
+    await model.apply(URN, TYPE, deployment(1), prior, false)
+    expect(liveDeployment(api).replicas).toBe(1)
+    expect(liveDeployment(api).managers.map((m) => m.manager)).toEqual([created.fieldManager])
+    // `kubectl scale` writes the scale subresource: not taken over, a conflict.
+    expect(await fetchAsAdmin(api, `${DEPLOYMENT_PATH}/scale`, { spec: { replicas: 2 } }, 'kubectl/v1.31.2 (linux/amd64)')).toBe(200)
+    await expect(model.apply(URN, TYPE, deployment(1), prior, false)).rejects.toThrow(
+      /conflict with "kubectl" with subresource "scale" using apps\/v1: \.spec\.replicas/,
+    )
+    expect(liveDeployment(api).replicas).toBe(2)
+  })
+
+  it('creates by POST under pulumi-kubernetes: an object already there is refused with AlreadyExists, unless upsertExistingObjects', async () => {
+    api = await startKubeApiStandin({ namespace: 'svc-prod', preexisting: false }, 'prod-cluster')
+    const namespace = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'svc-prod' } }
+    const NS_TYPE = 'kubernetes:core/v1:Namespace'
+    const NS_URN = 'urn:pulumi:prod::svcops::kubernetes:core/v1:Namespace::namespace'
+    // The runbook's `kubectl create namespace` before the first `pulumi up`.
+    expect(await postAsAdmin(api, '/api/v1/namespaces', namespace, 'kubectl-create/v1.32.4')).toBe(201)
+    const model = new KubeProviderModel({ kubeconfig: api.kubeconfig, context: 'prod-cluster' }, {})
+    await expect(model.apply(NS_URN, NS_TYPE, namespace, undefined, false)).rejects.toThrow(
+      /^resource "urn:pulumi:prod::svcops::kubernetes:core\/v1:Namespace::namespace" was not successfully created by the Kubernetes API server: namespaces "svc-prod" already exists\n\nThe resource already exists in the cluster\./,
+    )
+    // The preview's create is the same POST as a dry run: it fails the same way.
+    await expect(model.apply(NS_URN, NS_TYPE, namespace, undefined, true)).rejects.toThrow(/namespaces "svc-prod" already exists/)
+    const upsert = new KubeProviderModel({ kubeconfig: api.kubeconfig, context: 'prod-cluster', upsertExistingObjects: 'true' }, {})
+    const adopted = await upsert.apply(NS_URN, NS_TYPE, namespace, undefined, false)
+    expect(adopted.live).toBeDefined()
+    // A new object: a POST with fieldManager=pulumi-kubernetes; its every field is that Update entry's.
+    await model.apply(URN, TYPE, deployment(1), undefined, false)
+    const post = api.requests.find((r) => r.method === 'POST' && r.path === '/apis/apps/v1/namespaces/svc-prod/deployments')
+    expect(post?.query).toEqual({ fieldManager: 'pulumi-kubernetes' })
+    expect(liveDeployment(api).managers.map((m) => `${m.manager} ${m.operation}`)).toEqual(['pulumi-kubernetes Update'])
+  })
+
+  it('forces an object without managedFields (a legacy object before-first-apply owns) even where nothing else forces', async () => {
+    api = await startKubeApiStandin({ namespace: 'svc-prod', preexisting: false }, 'prod-cluster')
+    const model = new KubeProviderModel({ kubeconfig: api.kubeconfig, context: 'prod-cluster', enablePatchForce: 'false' }, {})
+    const created = await model.apply(URN, TYPE, deployment(1), undefined, false)
+    const clear = await jsonPatchAsAdmin(api, DEPLOYMENT_PATH, [{ op: 'replace', path: '/metadata/managedFields', value: [] }])
+    expect(clear).toBe(200)
+    await model.apply(URN, TYPE, deployment(2), { fieldManager: created.fieldManager }, false)
+    const apply = api.requests.filter((r) => r.method === 'PATCH' && r.path === DEPLOYMENT_PATH).at(-1)
+    expect(apply?.query).toMatchObject({ fieldManager: created.fieldManager, force: 'true' })
     expect(liveDeployment(api).replicas).toBe(2)
   })
 })
 
-/** A merge patch as the administrator, with the given User-Agent (the manager the API server records). */
-async function fetchAsAdmin(cluster: KubeApiStandin, path: string, body: unknown, userAgent: string): Promise<number> {
+/** A POST as the administrator, with the given User-Agent (the manager the API server records). */
+function postAsAdmin(cluster: KubeApiStandin, path: string, body: unknown, userAgent: string): Promise<number> {
+  return fetchAsAdmin(cluster, path, body, userAgent, 'POST', 'application/json')
+}
+
+/** A JSON patch as the administrator. */
+function jsonPatchAsAdmin(cluster: KubeApiStandin, path: string, body: unknown): Promise<number> {
+  return fetchAsAdmin(cluster, path, body, 'svcops-test/1.0', 'PATCH', 'application/json-patch+json')
+}
+
+/** A merge patch (or `method` with `contentType`) as the administrator, with the given User-Agent (the manager the API server records). */
+async function fetchAsAdmin(
+  cluster: KubeApiStandin,
+  path: string,
+  body: unknown,
+  userAgent: string,
+  method = 'PATCH',
+  contentType = 'application/merge-patch+json',
+): Promise<number> {
   const url = new URL(path, cluster.url)
   return new Promise((resolve, reject) => {
     const req = request(
@@ -302,10 +368,10 @@ async function fetchAsAdmin(cluster: KubeApiStandin, path: string, body: unknown
         host: url.hostname,
         port: url.port,
         path: url.pathname,
-        method: 'PATCH',
+        method,
         agent: false,
         ca: cluster.caCertificate,
-        headers: { Authorization: `Bearer ${cluster.token}`, 'Content-Type': 'application/merge-patch+json', 'User-Agent': userAgent },
+        headers: { Authorization: `Bearer ${cluster.token}`, 'Content-Type': contentType, 'User-Agent': userAgent },
       },
       (res) => {
         res.resume()

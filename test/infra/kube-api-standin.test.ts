@@ -219,7 +219,7 @@ describe('rights on the stand-in', () => {
       ['/apis/rbac.authorization.k8s.io/v1/namespaces/svc-prod/rolebindings', binding],
       ['/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'svc-prod' } }],
     ] as const)
-      expect((await call(api.token, 'POST', path, object)).code).toBe(200)
+      expect((await call(api.token, 'POST', path, object)).code).toBe(201)
     expect((await call(token, 'GET', DEPLOYMENT)).code).toBe(200)
     expect((await call(token, 'GET', '/api/v1/namespaces/svc-prod')).code).toBe(200)
     const refused = await call(token, 'GET', '/api/v1/namespaces/svc-prod/secrets/svc-psk')

@@ -45,6 +45,10 @@
  *   "deployments" in API group "apps" in the namespace "svc-prod"`). A SelfSubjectAccessReview is
  *   answered from the same rules for the identity that asks.
  *
+ * - **Discovery** (`/api`, `/apis`, `/api/v1`, `/apis/GROUP/VERSION`, ./kube-kinds.ts): the legacy
+ *   documents for the kinds above, so that the real `kubectl` (`get`, `apply`, `wait`) maps kinds to
+ *   resources here as on a cluster.
+ *
  * A test reads `requests` (method, path, query, content type, authorization, body) for the exact
  * calls made, `store` for the objects and their managers, and `kubeconfig` (contexts `context`:
  * the stand-in, `other`: nowhere) or `kubeconfigFor(token)` to point a client at it.
@@ -74,7 +78,7 @@ import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { WebSocketServer } from 'ws'
 import { textOf as jsonText, type Obj } from './kube-fields.ts'
-import { kindOfResource } from './kube-kinds.ts'
+import { discoveryDocument, kindOfResource } from './kube-kinds.ts'
 import {
   allowedBy,
   forbiddenStatus,
@@ -276,6 +280,8 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
       const review = method === 'POST' && path === '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews'
       if (attrs.resourceRequest && !review && !authorize(who, attrs)) return send(res, 403, forbiddenStatus(who.user, attrs))
 
+      const discovery = method === 'GET' ? discoveryDocument(path) : undefined
+      if (discovery) return send(res, 200, discovery)
       if (method === 'GET' && path === '/version')
         return send(res, 200, {
           major: '1',
@@ -414,12 +420,13 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
       else if (method === 'DELETE' && attrs.name) answer = store.remove(info, namespace, attrs.name)
       else return send(res, 405, statusOf(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`))
       // A written Deployment moves the summary it stands for, as a controller would.
-      if (answer.code === 200 && method !== 'GET' && !options.dryRun && info === deploymentsInfo) {
+      if ((answer.code === 200 || answer.code === 201) && method !== 'GET' && !options.dryRun && info === deploymentsInfo) {
         const s = summaryOf(attrs.name)
         const now = store.get(info, namespace, attrs.name)
         if (s && now) followDeployment(s, now)
       }
-      if (answer.code === 200 && answer.body.kind === 'Deployment') answer = { ...answer, body: decorate(answer.body) }
+      if ((answer.code === 200 || answer.code === 201) && answer.body.kind === 'Deployment')
+        answer = { ...answer, body: decorate(answer.body) }
       return send(res, answer.code, answer.body)
     })()
   })

@@ -56,3 +56,50 @@ export function objectPath(info: KindInfo, namespace: string | undefined, name?:
 export function apiVersionOf(info: KindInfo): string {
   return info.group ? `${info.group}/${info.version}` : info.version
 }
+
+/**
+ * The discovery documents the API server serves for these kinds, as kubectl reads them before a
+ * `get`, an `apply` or a `wait` (k8s.io/apimachinery pkg/apis/meta/v1 types.go: APIVersions,
+ * APIGroupList, APIResourceList; the legacy, unaggregated form, which client-go's discovery client
+ * falls back to when the answer is plain JSON): `/api`, `/apis`, `/api/v1` and `/apis/GROUP/VERSION`.
+ * Undefined for any other path.
+ */
+export function discoveryDocument(path: string): Record<string, unknown> | undefined {
+  if (path === '/api') return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] }
+  const groups = [...new Set(KINDS.filter((k) => k.group).map((k) => `${k.group}/${k.version}`))]
+  if (path === '/apis')
+    return {
+      kind: 'APIGroupList',
+      apiVersion: 'v1',
+      groups: groups.map((gv) => {
+        const [name = '', version = ''] = gv.split('/')
+        const v = { groupVersion: gv, version }
+        return { name, versions: [v], preferredVersion: v }
+      }),
+    }
+  const groupVersion = path === '/api/v1' ? 'v1' : path.startsWith('/apis/') ? path.slice('/apis/'.length) : ''
+  const kinds = KINDS.filter((k) => apiVersionOf(k) === groupVersion)
+  if (kinds.length === 0) return undefined
+  const verbs = ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch']
+  return {
+    kind: 'APIResourceList',
+    apiVersion: 'v1',
+    groupVersion,
+    resources: kinds.flatMap((k) => [
+      { name: k.resource, singularName: k.kind.toLowerCase(), namespaced: k.namespaced, kind: k.kind, verbs },
+      ...(k.kind === 'Deployment'
+        ? [
+            {
+              name: `${k.resource}/scale`,
+              singularName: '',
+              namespaced: true,
+              group: 'autoscaling',
+              version: 'v1',
+              kind: 'Scale',
+              verbs: ['get', 'patch', 'update'],
+            },
+          ]
+        : []),
+    ]),
+  }
+}

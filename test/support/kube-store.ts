@@ -105,7 +105,7 @@ export class ObjectStore {
     return { code: 200, body: statusOf(200, '', '', { name, group: info.group, kind: info.resource }) }
   }
 
-  /** `POST`: a new object; its every field is the creator's (an Update entry). */
+  /** `POST`: a new object (201); its every field is the creator's (an Update entry). */
   create(info: KindInfo, namespace: string, body: Obj, options: WriteOptions): StoreAnswer {
     const name = textOf(meta(body).name)
     if (this.objects.has(this.key(info, namespace, name)))
@@ -120,7 +120,8 @@ export class ObjectStore {
     const now = new Date().toISOString()
     const object = this.stamp(info, namespace, name, structuredClone(body), undefined)
     meta(object).managedFields = updateFields(undefined, object, options.manager ?? 'unknown', apiVersionOf(info), undefined, now) as never
-    return this.commit(info, namespace, name, object, options)
+    // 201 Created, as the API server answers a create (200 is a replace's or a patch's).
+    return { ...this.commit(info, namespace, name, object, options), code: 201 }
   }
 
   /**

@@ -8,21 +8,36 @@
  * - the kubeconfig: the provider input `kubeconfig` (a path or the file's text) when not empty,
  *   else KUBECONFIG of the machine (its first file), else ~/.kube/config, read as client-go reads
  *   it (`token`, `tokenFile`, `certificate-authority[-data]`); the context from the input;
- * - every object is written by a server-side apply (`PATCH` `application/apply-patch+yaml`) with
- *   the resource's own field manager: the `pulumi.com/patchFieldManager` annotation, else the one
- *   kept in state, else a new `pulumi-kubernetes-<8 hex>`;
- * - `force` (patchForce): the `pulumi.com/patchForce: "true"` annotation; else the provider input
- *   `enablePatchForce` when given; else PULUMI_K8S_ENABLE_PATCH_FORCE (`true`); in a preview also
- *   when the object does not exist yet or carries a client-side-apply manager of the provider;
- *   otherwise never;
- * - before an update (not in a preview, not for a `*Patch` resource) the fields of the managers it
- *   takes over are moved to its own (fixCSAFieldManagers: `kubectl` Apply and Update,
- *   `before-first-apply`, `pulumi-kubernetes`, `pulumi-kubernetes.exe`, `pulumi-resource-kubernetes`
- *   Update) by a JSON patch of `metadata.managedFields`; no other manager's fields;
+ * - create (provider/pkg/await/await.go, `Creation`): a client-side `POST` under the static field
+ *   manager `pulumi-kubernetes` (an Update entry owning every field), which answers 409
+ *   AlreadyExists for an object that is there, with upstream's hint; a server-side apply instead
+ *   only with `upsertExistingObjects` (input, else PULUMI_K8S_UPSERT_EXISTING_OBJECTS) or for a
+ *   `*Patch` resource; a preview sends the same request with `dryRun=All`;
+ * - update (await.go, `Update` and `ssaUpdate`): a server-side apply (`PATCH`
+ *   `application/apply-patch+yaml`) with the resource's own field manager: the
+ *   `pulumi.com/patchFieldManager` annotation, else the one kept in state, else a new
+ *   `pulumi-kubernetes-<8 hex>` (the create's static manager is taken over on the first update);
+ * - `force` (await.go, `patchForce`): the `pulumi.com/patchForce: "true"` annotation; else the
+ *   provider input `enablePatchForce` when given; else PULUMI_K8S_ENABLE_PATCH_FORCE (`true`); in a
+ *   preview also when the object does not exist yet or carries a client-side-apply manager of the
+ *   provider (an Update entry of `pulumi-kubernetes`, `pulumi-kubernetes.exe`,
+ *   `pulumi-resource-kubernetes`); and always when the live object has no `managedFields` at all
+ *   (a legacy object whose fields `before-first-apply` owns); otherwise never;
+ * - before an update (not in a preview, not for a `*Patch` resource, not when the live object has
+ *   no `managedFields`) the entries of the managers it takes over become its own Apply entry
+ *   (await.go `fixCSAFieldManagers`, which calls fluxcd/pkg ssa/patch.go
+ *   `PatchReplaceFieldsManagers`): an entry matches when its manager STARTS WITH one of `kubectl`
+ *   (Apply or Update), `before-first-apply`, `pulumi-kubernetes`, `pulumi-kubernetes.exe`,
+ *   `pulumi-resource-kubernetes` (Update), with the operation named and no subresource. So an
+ *   operator's `kubectl edit` (manager `kubectl-edit`, Update) or `kubectl patch` (`kubectl-patch`)
+ *   is taken over without a conflict and the apply silently puts the program's value back, while
+ *   `kubectl scale` (subresource `scale`) and any other client's manager stay theirs and conflict;
  * - a 409 Conflict becomes "Server-Side Apply field conflict detected. See <link> for troubleshooting
  *   help." and "The resource managed by field manager "<m>" had an apply conflict: <the API's
- *   message>" (handleSSAErr); a create of an object that exists fails unless `upsertExistingObjects`;
- * - a preview sends the same apply with `dryRun=All` (skipped while inputs hold unknowns);
+ *   message>" (handleSSAErr);
+ * - a preview of an update is the same apply with `dryRun=All`, without the take-over (skipped while
+ *   inputs hold unknowns): an operator's edit of a field the program owns conflicts there, before
+ *   the update that would revert it;
  * - Read (a `.get`, a refresh) is a `GET` of the object: 404 means gone, any other error (a 403
  *   Forbidden) is passed on as the API's message.
  */
@@ -43,7 +58,11 @@ export class ProviderError extends Error {}
 const SSA_LINK =
   'https://www.pulumi.com/registry/packages/kubernetes/how-to-guides/managing-resources-with-server-side-apply/#handle-field-conflicts-on-existing-resources'
 
-/** The managers whose fields the provider takes over before an update (fixCSAFieldManagers). */
+/**
+ * The managers whose fields the provider takes over before an update (await.go
+ * `fixCSAFieldManagers`): each a PREFIX of the entry's manager, with its operation, as fluxcd/pkg
+ * ssa/patch.go `patchReplaceFieldsManagers` matches them (`strings.HasPrefix`, no subresource).
+ */
 const TAKEN_OVER: [string, 'Apply' | 'Update'][] = [
   ['kubectl', 'Apply'],
   ['kubectl', 'Update'],
@@ -52,6 +71,9 @@ const TAKEN_OVER: [string, 'Apply' | 'Update'][] = [
   ['pulumi-kubernetes.exe', 'Update'],
   ['pulumi-resource-kubernetes', 'Update'],
 ]
+
+/** The field manager of a client-side create (await.go `Creation`: "Use the static field manager name for client-side creates"). */
+const CREATE_MANAGER = 'pulumi-kubernetes'
 
 interface Connection {
   server: URL
@@ -175,20 +197,27 @@ export class KubeProviderModel {
     return variable in this.env ? this.env[variable] === 'true' : undefined
   }
 
-  /** patchForce: the annotation, else the provider input, else the variable; in a preview also new objects and CSA-managed ones. */
+  /**
+   * await.go `patchForce`: the annotation, else the provider input, else the variable; in a preview
+   * also new objects and CSA-managed ones; and a live object without `managedFields`.
+   */
   private force(object: Obj, live: Obj | undefined, preview: boolean): boolean {
     const annotations = ((object.metadata as Obj | undefined)?.annotations ?? {}) as Obj
     if (isTrue(annotations['pulumi.com/patchForce'])) return true
     const configured = this.flag('enablePatchForce', 'PULUMI_K8S_ENABLE_PATCH_FORCE')
-    if (configured !== undefined) return configured
-    if (!preview) return false
-    if (!live) return true
-    const managers = ((live.metadata as Obj | undefined)?.managedFields ?? []) as Obj[]
-    return managers.some(
-      (m) =>
-        m.operation === 'Update' &&
-        ['pulumi-resource-kubernetes', 'pulumi-kubernetes', 'pulumi-kubernetes.exe'].includes(textOf(m.manager)),
-    )
+    if (configured === true) return true
+    const managers = ((live?.metadata as Obj | undefined)?.managedFields ?? []) as Obj[]
+    if (preview) {
+      if (!live) return true
+      const csa = managers.some(
+        (m) =>
+          m.operation === 'Update' &&
+          ['pulumi-resource-kubernetes', 'pulumi-kubernetes', 'pulumi-kubernetes.exe'].includes(textOf(m.manager)),
+      )
+      if (csa) return true
+    }
+    // A legacy object without managedFields: `before-first-apply` owns every field; take it.
+    return live !== undefined && managers.length === 0
   }
 
   /** The kind of a registration (`kubernetes:apps/v1:DeploymentPatch` patches a Deployment). */
@@ -237,13 +266,12 @@ export class KubeProviderModel {
     const where = `${namespace ? `${namespace}/` : ''}${name}`
     if (preview && hasUnknown(object)) return { live: undefined, fieldManager: manager }
     const path = objectPath(info, namespace, name)
+    const upsert = this.flag('upsertExistingObjects', 'PULUMI_K8S_UPSERT_EXISTING_OBJECTS') === true
+    const body = { ...object, apiVersion: apiVersionOf(info), kind: info.kind }
+    if (!prior && !patchResource && !upsert) return this.create(urn, info, namespace, body, manager, preview)
     const existing = await this.call('GET', path)
     if (existing.code !== 200 && existing.code !== 404) throw new ProviderError(textOf(existing.body.message) || `HTTP ${existing.code}`)
     let live = existing.code === 200 ? existing.body : undefined
-    if (!prior && live && !patchResource && !this.flag('upsertExistingObjects', 'PULUMI_K8S_UPSERT_EXISTING_OBJECTS'))
-      throw new ProviderError(
-        `resource "${urn}" was not successfully created by the Kubernetes API server: ${info.group ? `${info.resource}.${info.group}` : info.resource} "${name}" already exists`,
-      )
     if (patchResource && !live) {
       if (preview) return { live: undefined, fieldManager: manager }
       throw new ProviderError(
@@ -253,7 +281,6 @@ export class KubeProviderModel {
     if (prior && live && !preview && !patchResource) live = await this.takeOver(path, live, manager)
     const force = this.force(object, live, preview)
     const query = new URLSearchParams({ fieldManager: manager, force: String(force), ...(preview ? { dryRun: 'All' } : {}) })
-    const body = { ...object, apiVersion: apiVersionOf(info), kind: info.kind }
     const applied = await this.call('PATCH', `${path}?${query.toString()}`, JSON.stringify(body), 'application/apply-patch+yaml')
     if (applied.code === 200) return { live: applied.body, fieldManager: manager }
     let message = textOf(applied.body.message) || `HTTP ${applied.code}`
@@ -266,10 +293,37 @@ export class KubeProviderModel {
     )
   }
 
+  /**
+   * await.go `Creation` without `upsertExistingObjects`: a client-side `POST` under the static
+   * manager `pulumi-kubernetes` (so that the first update's take-over moves its fields to the
+   * resource's own manager); an object that exists answers 409 AlreadyExists, reported with
+   * upstream's hint. The resource keeps `manager` for its updates.
+   */
+  private async create(
+    urn: string,
+    info: KindInfo,
+    namespace: string | undefined,
+    body: Obj,
+    manager: string,
+    preview: boolean,
+  ): Promise<{ live: Obj | undefined; fieldManager: string }> {
+    const query = new URLSearchParams({ fieldManager: CREATE_MANAGER, ...(preview ? { dryRun: 'All' } : {}) })
+    const created = await this.call('POST', `${objectPath(info, namespace)}?${query.toString()}`, JSON.stringify(body), 'application/json')
+    if (created.code === 200 || created.code === 201) return { live: created.body, fieldManager: manager }
+    const message = textOf(created.body.message) || `HTTP ${created.code}`
+    const hint =
+      created.code === 409 && created.body.reason === 'AlreadyExists'
+        ? '\n\nThe resource already exists in the cluster. Managing an existing resource: use a Patch resource, adopt it with `pulumi import`, or set upsertExistingObjects on the provider.'
+        : ''
+    throw new ProviderError(`resource "${urn}" was not successfully created by the Kubernetes API server: ${message}${hint}`)
+  }
+
   /** fixCSAFieldManagers: the fields of the managers the provider takes over become `manager`'s (one JSON patch). */
   private async takeOver(path: string, live: Obj, manager: string): Promise<Obj> {
     const entries = ((live.metadata as Obj | undefined)?.managedFields ?? []) as Obj[]
-    const taken = entries.filter((e) => TAKEN_OVER.some(([m, op]) => e.manager === m && e.operation === op))
+    const taken = entries.filter((e) =>
+      TAKEN_OVER.some(([m, op]) => textOf(e.manager).startsWith(m) && e.operation === op && !e.subresource),
+    )
     if (taken.length === 0) return live
     const merge = (a: Value, b: Value): Value => {
       if (!a || typeof a !== 'object' || Array.isArray(a)) return b
