@@ -67,6 +67,30 @@ export interface PodSpec {
   gate?: pulumi.Output<unknown>
 }
 
+/**
+ * pulumi-kubernetes' per-object await timeout, in seconds (provider/pkg/metadata/overrides.go,
+ * `TimeoutDuration`: the resource's customTimeouts, else this annotation; without either,
+ * provider/pkg/await/await.go `Creation` and `Update` wait 10 minutes for a Deployment's rollout).
+ */
+export const AWAIT_TIMEOUT_ANNOTATION = 'pulumi.com/timeoutSeconds'
+
+/** The provider's own budget for the rest of a rollout (scheduling, the image pull, the Recreate's stop, readiness). */
+export const PROVIDER_AWAIT_SECONDS = 600
+
+/**
+ * How long `pulumi up` must wait for a rollout whose container has `startupProbe`: the time the
+ * probe lets a first start take (a migration, for the recording service: its initial delay plus
+ * period times failure threshold) on top of the provider's own 10 minutes for everything else.
+ * Without it the provider gives up at 10 minutes while the kubelet still lets the start run, and
+ * svcops would roll back an upgrade whose migration is still going. Undefined without a startup probe.
+ */
+export function rolloutTimeoutSeconds(probe: k8s.types.input.core.v1.Probe | undefined): number | undefined {
+  if (!probe) return undefined
+  const n = (v: unknown, fallback: number) => (typeof v === 'number' ? v : fallback)
+  // Kubernetes' defaults: no initial delay, a period of 10 s, a threshold of 3.
+  return n(probe.initialDelaySeconds, 0) + n(probe.periodSeconds, 10) * n(probe.failureThreshold, 3) + PROVIDER_AWAIT_SECONDS
+}
+
 /** What createWorkload made. */
 export interface Workload {
   deployment: k8s.apps.v1.Deployment
@@ -98,10 +122,16 @@ export function createWorkload(name: string, identity: AppIdentity, args: Worklo
     volumeMounts: [TMP_MOUNT, ...((spec.container.volumeMounts as k8s.types.input.core.v1.VolumeMount[] | undefined) ?? [])],
   }
   const spread = spreadOf(selector, args.replicas)
+  const timeout = rolloutTimeoutSeconds(spec.container.startupProbe as k8s.types.input.core.v1.Probe | undefined)
   const deployment = new k8s.apps.v1.Deployment(
     `${name}-deployment`,
     {
-      metadata: { name: identity.instance, namespace: args.namespace, labels },
+      metadata: {
+        name: identity.instance,
+        namespace: args.namespace,
+        labels,
+        ...(timeout !== undefined ? { annotations: { [AWAIT_TIMEOUT_ANNOTATION]: String(timeout) } } : {}),
+      },
       spec: {
         replicas: spec.gate ? spec.gate.apply(() => spec.replicas ?? args.replicas) : (spec.replicas ?? args.replicas),
         selector: { matchLabels: selector },

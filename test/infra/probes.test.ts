@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest'
 import type { IContainer } from 'kubernetes-models/v1'
 import { buildStack, deployOf, deployStacks, nameOf, objectsOfKind, podOf } from './helpers.ts'
 import type { PreviewResult } from '../../src/infra/preview.ts'
+import { AWAIT_TIMEOUT_ANNOTATION } from '../../src/infra/workload.ts'
 
 /** The port a container's readiness probe targets (a name or a number), if it has one. */
 function probedPort(c: IContainer): string | number | undefined {
@@ -84,4 +85,30 @@ it('gives ingest and control panels a readiness probe on the metrics path the ch
     expect(c?.ports).toEqual([{ name: 'metrics', containerPort: 9100, protocol: 'TCP' }])
     expect(c?.readinessProbe?.httpGet).toEqual({ path: '/stats', port: 'metrics' })
   }
+})
+
+describe.each(stacks)("the %s stack's await timeouts", (stack) => {
+  it("lets `pulumi up` wait for every Deployment with a startup probe as long as that probe lets a start (a migration) take, plus the provider's own 10 minutes", async () => {
+    const r = await buildStack(stack)
+    let checked = 0
+    for (const d of objectsOfKind(r, 'Deployment')) {
+      const probe = (podOf(d).spec?.containers ?? [])[0]?.startupProbe
+      const annotations = (d.unwrapped as { metadata: { annotations?: Record<string, string> } }).metadata.annotations ?? {}
+      if (!probe) {
+        // The provider's default (10 minutes) for the others.
+        expect(annotations[AWAIT_TIMEOUT_ANNOTATION], nameOf(d)).toBeUndefined()
+        continue
+      }
+      checked++
+      const startup = (probe.initialDelaySeconds ?? 0) + (probe.periodSeconds ?? 10) * (probe.failureThreshold ?? 3)
+      expect(Number(annotations[AWAIT_TIMEOUT_ANNOTATION]), nameOf(d)).toBe(startup + 600)
+    }
+    // The recording service migrates at its first start: 10 s x 60 of startup probe.
+    const recording = objectsOfKind(r, 'Deployment').find((d) => nameOf(d).endsWith('-recording'))
+    if (recording)
+      expect((recording.unwrapped as { metadata: { annotations: Record<string, string> } }).metadata.annotations).toMatchObject({
+        [AWAIT_TIMEOUT_ANNOTATION]: '1200',
+      })
+    expect(checked).toBeGreaterThanOrEqual(recording ? 1 : 0)
+  })
 })
