@@ -20,6 +20,7 @@ interface CommandGroup {
 
 export const commandGroups: CommandGroup[] = [
   { commands: ['auth'], load: () => import('./auth.ts') },
+  { commands: ['probe'], load: () => import('./probe.ts') },
   { commands: ['lab'], load: loadLabGroup },
   { commands: ['render'], load: () => import('./render.ts') },
   { commands: ['plan'], load: () => import('./plan.ts') },

@@ -44,7 +44,7 @@ async function getAnswer(url: string): Promise<Answer> {
 const COMMAND_OUTPUT_CHARS = 200
 
 /** The reader of the checks on hosts: HTTP to the controller and the units' ports, commands over each host's transport. */
-export function hostCheckReader(ctx: HostChecks): CheckReader {
+export function hostCheckReader(ctx: Pick<HostChecks, 'live' | 'unitUrl' | 'hostOf'>): CheckReader {
   const controller = ctx.live.controllerUrl.replace(/\/+$/, '')
   return {
     controllerGet: (path) => getAnswer(`${controller}${path}`),
@@ -69,7 +69,7 @@ export function checkPlanOf(ctx: Pick<HostChecks, 'live' | 'product'>): CheckPla
 }
 
 /** The seed's and the declared checks of one unit of `version`, asked once. */
-export function unitChecks(ctx: HostChecks, unit: LiveUnit, version: string): Promise<CheckResult[]> {
+export function unitChecks(ctx: Omit<HostChecks, 'platform'>, unit: LiveUnit, version: string): Promise<CheckResult[]> {
   return runUnitChecks(hostCheckReader(ctx), checkPlanOf(ctx), unit, version)
 }
 

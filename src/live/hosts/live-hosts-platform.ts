@@ -61,13 +61,23 @@ import {
 export { LIVE_LOCK_PATH } from './live-host-run-store.ts'
 
 /** A host of the live system with a transport (connections are lazy). */
-function openHost(live: LiveConfig, config: LiveHostConfig): LiveHost {
+export function openHost(live: LiveConfig, config: LiveHostConfig): LiveHost {
   return { name: config.name, config, transport: transportFor({ url: live.controllerUrl, canary: false, ...config }) }
 }
 
 /** The live host of an environment (the system controller's, across hosts), with a transport (connections are lazy). */
 export function openLiveHost(live: LiveConfig): LiveHost {
   return openHost(live, controllerHost(live).config)
+}
+
+/** The base URL of a unit's own port (its host's address, its metrics port), where its declared web and metric checks ask. */
+export function unitUrlOf(live: LiveConfig): (u: LiveUnit) => string {
+  const base = new URL(live.controllerUrl)
+  const placed = placedHosts(live)
+  return (u) => {
+    const p = placed.find((h) => h.config.name === u.host)
+    return `${base.protocol}//${p?.address ?? base.hostname}:${p?.ports[u.component] ?? 0}`
+  }
 }
 
 /** The run lock of a live system on hosts: a file on the system controller's host. */
@@ -125,11 +135,7 @@ export function openHostsPlatform(scope: LiveScope): LivePlatform {
   const name = (u: LiveUnit): string => componentPackage(product, u.component)
   const file = (u: LiveUnit, v: string): string | undefined => (pkg.name === 'dpkg' ? liveDebFile(live, name(u), v) : undefined)
   const config = { scope, hosts: { controller, units: units.map((unit) => ({ unit, host: on(unit) })) } }
-  const base = new URL(live.controllerUrl)
-  const unitUrl = (u: LiveUnit): string => {
-    const p = placed.find((h) => h.config.name === u.host)
-    return `${base.protocol}//${p?.address ?? base.hostname}:${p?.ports[u.component] ?? 0}`
-  }
+  const unitUrl = unitUrlOf(live)
   const byName = (unitName: string): LiveUnit | undefined => units.find((u) => u.name === unitName)
   const where = placed.length === 1 ? controller.name : placed.map((p) => p.config.name).join(', ')
   const platform: LivePlatform = {

@@ -1,0 +1,140 @@
+/**
+ * The contract on a real live lab host (docs/contract.md): the checks are the seed's endpoints and
+ * what the stack declares, not code. `svcops probe` tries every interface and, with one declared
+ * assumption broken, names exactly that one; a second contract declared in the stack (the
+ * connection read from each component's own `/health`, not the controller's `/components`; no
+ * connection metric) carries an upgrade, a verify and a rollback; a declared check whose path does
+ * not answer stops the upgrade in its preflight, before any component is stopped.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { labLiveChecks } from '../../src/lab/live/lab-contract.ts'
+import { gateIds, LIVE_COMPONENTS, startLiveLab, type LiveLab } from '../support/live-lab.ts'
+
+let lab: LiveLab
+
+beforeAll(async () => {
+  lab = await startLiveLab({ version: '6.0.0', cli: 'in-process' })
+}, 240_000)
+
+afterAll(async () => {
+  await lab?.stop()
+})
+
+interface Row {
+  part: string
+  where: string
+  interface: string
+  source: string
+  holds: boolean | null
+  evidence: string
+  key?: string
+}
+
+async function probe(): Promise<{ code: number; rows: Row[] }> {
+  const run = await lab.svcops(['probe', '--json'])
+  return { code: run.code, rows: (JSON.parse(run.stdout) as { rows: Row[] }).rows }
+}
+
+/** The second contract: the connection as each component reports it on its own port, the release's metric names, the controller on /status. */
+const SECOND_CONTRACT = [
+  { name: 'the controller answers', components: ['system-controller'], web: { path: '{api}/status', contains: { status: 'ok' } } },
+  {
+    name: 'says it is connected, on its own port',
+    components: ['ingest', 'pipeline', 'control-panel'],
+    web: { target: 'component', path: '/health', contains: { connected: true, version: '{version}' } },
+  },
+  { name: 'the metric names of its release', components: ['pipeline'], metric: { path: '/metrics', releaseNames: true } },
+]
+
+describe('the contract on a live lab host', () => {
+  it('svcops probe: every interface holds on the lab as its stack declares it, the seed endpoints by UUID among them (exit 0)', async () => {
+    const { code, rows } = await probe()
+    expect(code).toBe(0)
+    expect(rows.filter((r) => r.holds === false)).toEqual([])
+    const seed = rows.filter((r) => r.source === 'seed').map((r) => `${r.where} ${r.interface}`)
+    expect(seed).toEqual([
+      'ingest GET /api/v2/ingests/{uuid}?expand=true',
+      'pipeline GET /api/v2/pipelines/{uuid}?expand=true',
+      'control-panel GET /api/v2/controlpanels/{uuid}',
+    ])
+    expect(rows.filter((r) => r.interface === 'connected to the system controller' && r.holds).map((r) => r.where)).toEqual([
+      'ingest',
+      'pipeline',
+      'control-panel',
+    ])
+  })
+
+  it('svcops probe with one assumption broken (the connection metric under another name) names exactly that one, with the key to set (exit 5)', async () => {
+    const checks = labLiveChecks().map((c) =>
+      c.name === 'reports itself connected' ? { ...c, metric: { name: '{product}_link_up', equals: 1 } } : c,
+    )
+    lab.setLive({ checks })
+    try {
+      const { code, rows } = await probe()
+      expect(code).toBe(5)
+      const failed = rows.filter((r) => r.holds === false)
+      expect([...new Set(failed.map((r) => r.interface))]).toEqual(['reports itself connected'])
+      expect(failed.map((r) => r.where)).toEqual(['ingest', 'pipeline', 'control-panel'])
+      expect(failed[0]?.evidence).toBe('svc_link_up is not exposed')
+      expect(failed[0]?.key).toBe('live.checks[2] (reports itself connected)')
+    } finally {
+      lab.setLive({ checks: labLiveChecks() })
+    }
+  })
+
+  it('a declared check whose path answers 404 stops the upgrade in its preflight: nothing stopped, nothing installed', async () => {
+    lab.setLive({
+      checks: [
+        ...labLiveChecks(),
+        { name: 'the ingest lists its sources', components: ['ingest'], web: { path: '{api}/ingest-sources/{uuid}' } },
+      ],
+    })
+    try {
+      const pids = LIVE_COMPONENTS.map((c) => lab.pid(c))
+      const run = await lab.svcops([
+        'upgrade',
+        'live',
+        '--to',
+        '7.0.0',
+        '--yes',
+        ...gateIds(lab.live(), '6.0.0', '7.0.0').flatMap((g) => ['--ack', g]),
+      ])
+      expect(run.code).toBe(1)
+      expect(run.stderr).toContain(
+        'svcops:live.checks asks for what live-1 does not have on 6.0.0: ingest: the ingest lists its sources: GET /api/v2/ingest-sources/',
+      )
+      expect(run.stderr).toContain('answered 404; expected 200; nothing was stopped.')
+      expect(Object.values(lab.versions())).toEqual(['6.0.0', '6.0.0', '6.0.0', '6.0.0'])
+      expect(LIVE_COMPONENTS.map((c) => lab.pid(c))).toEqual(pids)
+    } finally {
+      lab.setLive({ checks: labLiveChecks() })
+    }
+  })
+
+  it('a second contract declared in the stack carries an upgrade, a verify and a rollback', async () => {
+    lab.setLive({ checks: SECOND_CONTRACT })
+    const up = await lab.svcops([
+      'upgrade',
+      'live',
+      '--to',
+      '7.0.0',
+      '--yes',
+      '--json',
+      ...gateIds(lab.live(), '6.0.0', '7.0.0').flatMap((g) => ['--ack', g]),
+    ])
+    expect(up.code, up.stderr).toBe(0)
+    expect(Object.values(lab.versions())).toEqual(['7.0.0', '7.0.0', '7.0.0', '7.0.0'])
+    const checked = JSON.stringify(JSON.parse(up.stdout))
+    expect(checked).toContain('says it is connected, on its own port')
+    expect(checked).toContain('GET /api/v3/ingests/{uuid}?expand=true answers (seed)')
+    expect(checked).not.toContain('connected to the system controller')
+
+    const verify = await lab.svcops(['verify', 'live'])
+    expect(verify.code, verify.stderr).toBe(0)
+
+    const back = await lab.svcops(['rollback', 'live', '--yes'])
+    expect(back.code, back.stderr).toBe(0)
+    expect(Object.values(lab.versions())).toEqual(['6.0.0', '6.0.0', '6.0.0', '6.0.0'])
+    expect((await lab.svcops(['verify', 'live'])).code).toBe(0)
+  })
+})
