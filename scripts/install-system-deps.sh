@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages svcops' lab and tests run on: a real PostgreSQL, OpenSSH server,
-# GnuPG, dpkg and a real service supervisor; headless Chromium (the HTML report's tests) and
+# GnuPG, dpkg and a real service supervisor; systemd-nspawn, apt-ftparchive and sudo for the lab's
+# hosts booted with systemd; headless Chromium (the HTML report's tests) and
 # Prometheus' promtool and Pushgateway (the metrics' tests); a C++ compiler, make and python3 for
 # ssh2's native crypto binding, which this script never builds (`npm run build:ssh2-binding` does,
 # when asked). Called by the npm `pre*` hooks, so `npm install && npm test` and
@@ -30,6 +31,12 @@ declare -A needs=(
   [runuser]=util-linux
   [useradd]=passwd
   [curl]=curl
+  # The lab's systemd hosts (svcops lab up --host-kind systemd, test/hosts): machines booted with
+  # systemd, the signed apt repository they install from, and the sudo of their unprivileged user.
+  [systemd-nspawn]=systemd-container
+  [apt-ftparchive]=apt-utils
+  [sudo]=sudo
+  [nsenter]=util-linux
   [chromium]=chromium
   [promtool]=prometheus
   [prometheus-pushgateway]=prometheus-pushgateway

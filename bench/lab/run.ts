@@ -4,7 +4,10 @@
  * the first measured run (the lab caches them; a cold build adds a few seconds to the first lab up
  * after a change of the service's sources). Prints a Markdown table plus the slowest steps.
  *
- *   node bench/lab/run.ts [--hosts 1,10] [--runs 3]
+ * With `--host-kind sandbox,systemd` both kinds of host side by side (systemd: hosts booted with
+ * systemd-nspawn, apt from the lab's signed repository; root only).
+ *
+ *   node bench/lab/run.ts [--hosts 1,10] [--runs 3] [--host-kind sandbox,systemd]
  */
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
@@ -17,8 +20,15 @@ import { median } from '../measure.ts'
 
 requireTools('bench/lab/run.ts', TOOLS.postgresServer, TOOLS.postgresClient, TOOLS.sshServer, TOOLS.labHost)
 
-const { values } = parseArgs({ options: { hosts: { type: 'string', default: '1,10' }, runs: { type: 'string', default: '3' } } })
+const { values } = parseArgs({
+  options: {
+    hosts: { type: 'string', default: '1,10' },
+    runs: { type: 'string', default: '3' },
+    'host-kind': { type: 'string', default: 'sandbox' },
+  },
+})
 const hostCounts = values.hosts.split(',').map(Number)
+const kinds = values['host-kind'].split(',')
 const runs = Number(values.runs)
 
 /** The CLI as a subprocess (the lab tests' runner), timed. */
@@ -43,43 +53,48 @@ await buildRecordingPackages(packagesDir)
 
 const rows: string[] = []
 const details: string[] = []
-for (const hosts of hostCounts) {
-  const up: number[] = []
-  const down: number[] = []
-  const steps = new Map<string, number[]>()
-  for (let i = 0; i < runs; i++) {
-    const base = mkdtempSync(join(tmpdir(), 'svcops-bench-lab-'))
-    chmodSync(base, 0o755)
-    mkdirSync(join(base, 'tmp'), { mode: 0o755 })
-    const env = {
-      SVCOPS_LAB_DIR: join(base, 'lab'),
-      SVCOPS_STACKS_DIR: join(base, 'stacks'),
-      TMPDIR: join(base, 'tmp'),
-      SVCOPS_LAB_PACKAGES_DIR: packagesDir,
+for (const kind of kinds)
+  for (const hosts of hostCounts) {
+    const up: number[] = []
+    const down: number[] = []
+    const steps = new Map<string, number[]>()
+    for (let i = 0; i < runs; i++) {
+      const base = mkdtempSync(join(tmpdir(), 'svcops-bench-lab-'))
+      chmodSync(base, 0o755)
+      mkdirSync(join(base, 'tmp'), { mode: 0o755 })
+      const env = {
+        SVCOPS_LAB_DIR: join(base, 'lab'),
+        SVCOPS_STACKS_DIR: join(base, 'stacks'),
+        TMPDIR: join(base, 'tmp'),
+        SVCOPS_LAB_PACKAGES_DIR: packagesDir,
+      }
+      try {
+        const result = await svcops(
+          ['lab', 'up', '--hosts', String(hosts), '--host-kind', kind, '--recordings', '0', '--json', '--verbose'],
+          env,
+        )
+        if (result.code !== 0)
+          throw new Error(`lab up --hosts ${hosts} --host-kind ${kind} failed (exit ${result.code}): ${result.stderr.slice(-2000)}`)
+        up.push(result.ms)
+        for (const [step, ms] of stepTimes(result.stderr)) steps.set(step, [...(steps.get(step) ?? []), ms])
+      } finally {
+        const result = await svcops(['lab', 'down'], env)
+        down.push(result.ms)
+        rmSync(base, { recursive: true, force: true })
+      }
+      process.stderr.write(`${kind} hosts=${hosts} run ${i + 1}/${runs}: up ${s(up.at(-1) ?? NaN)} s, down ${s(down.at(-1) ?? NaN)} s\n`)
     }
-    try {
-      const result = await svcops(['lab', 'up', '--hosts', String(hosts), '--recordings', '0', '--json', '--verbose'], env)
-      if (result.code !== 0) throw new Error(`lab up --hosts ${hosts} failed (exit ${result.code}): ${result.stderr.slice(-2000)}`)
-      up.push(result.ms)
-      for (const [step, ms] of stepTimes(result.stderr)) steps.set(step, [...(steps.get(step) ?? []), ms])
-    } finally {
-      const result = await svcops(['lab', 'down'], env)
-      down.push(result.ms)
-      rmSync(base, { recursive: true, force: true })
-    }
-    process.stderr.write(`hosts=${hosts} run ${i + 1}/${runs}: up ${s(up.at(-1) ?? NaN)} s, down ${s(down.at(-1) ?? NaN)} s\n`)
+    rows.push(`| ${kind} | ${hosts} | ${runs} | ${s(median(up))} | ${s(Math.min(...up))} – ${s(Math.max(...up))} | ${s(median(down))} |`)
+    const top = [...steps.entries()].filter(([name]) => !/^host rec-/.test(name)).map(([name, xs]) => `${name} ${s(median(xs))} s`)
+    details.push(`- ${kind}, ${hosts} host${hosts === 1 ? '' : 's'}: ${top.join('; ')}`)
   }
-  rows.push(`| ${hosts} | ${runs} | ${s(median(up))} | ${s(Math.min(...up))} – ${s(Math.max(...up))} | ${s(median(down))} |`)
-  const top = [...steps.entries()].filter(([name]) => !/^host rec-/.test(name)).map(([name, xs]) => `${name} ${s(median(xs))} s`)
-  details.push(`- ${hosts} host${hosts === 1 ? '' : 's'}: ${top.join('; ')}`)
-}
 
 process.stdout.write(
   [
     `lab up/down on ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), packages prebuilt, --recordings 0, median of ${runs}:`,
     '',
-    '| hosts | runs | lab up (s, median) | lab up (s, min – max) | lab down (s, median) |',
-    '|---:|---:|---:|---:|---:|',
+    '| kind | hosts | runs | lab up (s, median) | lab up (s, min – max) | lab down (s, median) |',
+    '|---|---:|---:|---:|---:|---:|',
     ...rows,
     '',
     'Steps of lab up (median):',
