@@ -10,7 +10,7 @@ import type { z } from 'zod'
 import { BadInputError } from '../core/errors.ts'
 import { hostsOf, reachOf } from './host-transport.ts'
 import { isClusterLiveSection, liveClusterSchema, type LiveClusterConfig } from './live-cluster.ts'
-import { environmentSchema, type Environment } from './schema.ts'
+import { environmentSchema, type Environment, type LiveSection } from './schema.ts'
 
 const NAMESPACE = 'svcops:'
 const ENV_NAME = /^[a-z0-9][a-z0-9_-]*$/
@@ -87,12 +87,15 @@ export function parseEnvironment(stackConfig: Record<string, unknown>, name: str
     throw new BadInputError(`${file}: ${lines[0]}${lines.length > 1 ? ` (and ${lines.length - 1} more: ${lines.slice(1).join(' ')})` : ''}`)
   }
   const kube = kubernetesKeys(stackConfig, file)
-  const env = {
-    ...result.data,
+  const { live: onHosts, ...sections } = result.data
+  // One discriminant, as recording.platform: a section without `platform` is on hosts.
+  const live: LiveSection | undefined = liveCluster ?? (onHosts ? { ...onHosts, platform: 'hosts' } : undefined)
+  const env: Environment = {
+    ...sections,
     name: result.data.environment ?? name,
     file,
     ...(kube ? { kubernetes: kube } : {}),
-    ...(liveCluster ? { liveCluster } : {}),
+    ...(live ? { live } : {}),
   }
   checkRules(env)
   return env
@@ -130,11 +133,12 @@ function checkRules(env: Environment): void {
       `${env.file}: recording.package: "${recording.package}" is not a Debian package name; expected lower-case letters, digits, "+", "-" and ".", starting with a letter or digit (Debian policy 5.6.1).`,
     )
   checkPlatform(env)
-  for (const { field, host } of hostsOf(env)) {
+  const onHosts = { recording: env.recording, ...(env.live?.platform === 'hosts' ? { live: env.live } : {}) }
+  for (const { field, host } of hostsOf(onHosts)) {
     const reach = reachOf(host, field)
     if ('refusal' in reach) throw new BadInputError(`${env.file}: ${reach.refusal}`)
   }
-  if (env.liveCluster && !env.deploy)
+  if (env.live?.platform === 'kubernetes' && !env.deploy)
     throw new BadInputError(
       `${env.file}: svcops:deploy: missing; live.platform kubernetes takes the namespace, the Deployments and the version from it.`,
     )

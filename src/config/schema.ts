@@ -254,6 +254,8 @@ export const livePlacedHostSchema = liveHostSchema.extend({
  */
 export const liveHostsSchema = z
   .strictObject({
+    /** The platform (`hosts`, the default; `kubernetes` has its own section: live-cluster.ts). */
+    platform: z.literal('hosts').optional(),
     /** Release installed on the hosts. */
     version: semver,
     /** Product prefix of package, program, variable and metric names (`svc`). */
@@ -396,13 +398,13 @@ export const environmentSchema = z.strictObject({
   ...deployKeys,
 })
 
-export type Environment = z.infer<typeof environmentSchema> & {
+export type Environment = Omit<z.infer<typeof environmentSchema>, 'live'> & {
   name: string
   file: string
   /** The stack's `kubernetes:context` / `kubernetes:kubeconfig` (Pulumi's provider keys), when set. */
   kubernetes?: { context?: string; kubeconfig?: string }
-  /** `svcops:live` with `platform: kubernetes` (src/config/live-cluster.ts); `live` is then absent. */
-  liveCluster?: LiveClusterConfig
+  /** `svcops:live`: the live system on its platform, told apart by `platform`, as `recording.platform` tells the recording service's. */
+  live?: LiveSection
 }
 export type ManagerConfig = z.infer<typeof managerSchema>
 export type RecordingConfig = z.infer<typeof recordingSchema>
@@ -411,5 +413,9 @@ export type DatabaseConfig = z.infer<typeof databaseSchema>
 export type BackupConfig = z.infer<typeof backupSchema>
 export type NotifyConfig = z.infer<typeof notifySchema>
 export type LiveConfig = z.infer<typeof liveHostsSchema>
+/** `svcops:live` on hosts, as the loader gives it: its platform said. */
+export type LiveHostsSection = LiveConfig & { platform: 'hosts' }
+/** `svcops:live` on either platform: one discriminant, `platform`. */
+export type LiveSection = LiveHostsSection | LiveClusterConfig
 export type LiveHostConfig = z.infer<typeof liveHostSchema>
 export type LivePlacedHostConfig = z.infer<typeof livePlacedHostSchema>

@@ -70,7 +70,7 @@ export function scheduledJobProblems(env: Environment, deploy: DeployConfig): st
   if (!jobs) problems.push('deploy.jobs is missing (image, credentialsSecret, backupKeysSecret, runsClaim)')
   if (deploy.liveUpgradeSchedule) {
     // The live system's upgrade job runs `pulumi up` of this stack's live components: the Kubernetes platform only.
-    if (!env.liveCluster)
+    if (env.live?.platform !== 'kubernetes')
       problems.push(
         'svcops:live.platform is not kubernetes (deploy.liveUpgradeSchedule upgrades the live components of this stack with pulumi up; a live system on hosts is upgraded from a host)',
       )

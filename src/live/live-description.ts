@@ -31,6 +31,8 @@ export const liveDescription: SystemDescription<LiveParams> = {
   report: { sections: [] },
   // On hosts, files beside the run lock on the live host; on Kubernetes, ConfigMaps in the stack's namespace.
   // Every record and entry signed and checked with the environment's run key (run-mac.ts).
-  runStore: (env) =>
-    env.liveCluster ? liveClusterRunStore(env, runSealOf(env)) : env.live ? liveHostRunStore(env.live, runSealOf(env)) : undefined,
+  runStore: (env) => {
+    if (!env.live) return undefined
+    return env.live.platform === 'kubernetes' ? liveClusterRunStore(env, runSealOf(env)) : liveHostRunStore(env.live, runSealOf(env))
+  },
 }

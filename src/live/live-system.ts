@@ -54,7 +54,7 @@ export function newLiveCheckRecord(env: Environment): RunRecord<LiveParams> {
     environment: env.name,
     envFile: env.file,
     params: {
-      components: env.liveCluster || env.live ? liveUnitNames(env) : [...LIVE_COMPONENTS],
+      components: env.live ? liveUnitNames(env) : [...LIVE_COMPONENTS],
       previousVersions: {},
       acks: [],
       batchSize: 1,

@@ -2,15 +2,16 @@
  * What the recording service adds to its runs' reports: the maintenance window, the verified
  * backup and the schema fingerprints in the head; the rollback's decision and the recordings it
  * re-created; the stack file as the record on Kubernetes; each host's configuration review; and
- * the doctor's diagnosis (src/doctor/doctor-report.ts). Each section is read from the journal by
+ * the doctor's diagnosis (diagnosis-report.ts). Each section is read from the journal by
  * the `report` value its steps journal.
  */
-import { diagnosisSection, type DiagnosisView } from '../doctor/doctor-report.ts'
+import { diagnosisSection, type DiagnosisView } from './diagnosis-report.ts'
 import type { RunReport } from '../reports/report-types.ts'
 import { sanitizeLine } from '../core/sanitize.ts'
 import { defineSection, escapeHtml as esc, fencedBlock, type ReportContribution } from '../reports/report-section.ts'
 import type { RunRecord } from '../runs/run-record.ts'
 import type { RecordingParams } from './recording-params.ts'
+import { rehearsalSection } from './rehearse/rehearsal-report.ts'
 
 /** The rollback's decision as the report shows it. */
 export interface RollbackView {
@@ -152,7 +153,7 @@ export const recordingReport: ReportContribution = {
         : []),
     ]
   },
-  sections: [rollback, recreated, stackFile, diagnosisSection, configReviews],
+  sections: [rollback, recreated, stackFile, diagnosisSection, configReviews, rehearsalSection],
   // After an upgrade rolled back by the failure policy: find the cause, then the same target again.
   next: (run) =>
     run.kind === 'upgrade' && run.phase === 'rolled-back'

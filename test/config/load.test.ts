@@ -250,7 +250,7 @@ describe('svcops:live across hosts (live.hosts)', () => {
 
   it('places the controller on one host and each other type on several, the units in dependency order', () => {
     const live = loadEnvironmentFile(stackFile(withLive(spread))).live
-    if (!live) throw new Error('no live section')
+    if (live?.platform !== 'hosts') throw new Error('no live section on hosts')
     expect(liveUnits(live).map((u) => u.name)).toEqual([
       'live-1/system-controller',
       'gpu-1/ingest',
@@ -270,13 +270,19 @@ describe('svcops:live across hosts (live.hosts)', () => {
       metricsPorts: { 'system-controller': 9100, ingest: 9101, pipeline: 9102, 'control-panel': 9103 },
     }
     const live = loadEnvironmentFile(stackFile(withLive(one))).live
-    if (!live) throw new Error('no live section')
+    if (live?.platform !== 'hosts') throw new Error('no live section on hosts')
     expect(liveUnits(live).map((u) => `${u.name}@${u.host}`)).toEqual([
       'system-controller@live-1',
       'ingest@live-1',
       'pipeline@live-1',
       'control-panel@live-1',
     ])
+  })
+
+  it('tells the platforms apart by live.platform: hosts when absent or said, kubernetes its own section', () => {
+    expect(loadEnvironmentFile(stackFile(withLive(spread))).live?.platform).toBe('hosts')
+    expect(loadEnvironmentFile(stackFile(withLive({ ...spread, platform: 'hosts' }))).live?.platform).toBe('hosts')
+    expect(() => loadEnvironmentFile(stackFile(withLive({ ...spread, platform: 'containers' })))).toThrow(/live\.platform/)
   })
 
   const invalid: Array<[string, Record<string, unknown>, RegExp]> = [

@@ -12,7 +12,8 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, expect, it, vi } from 'vitest'
-import { loadEnvironmentFile, requireSection } from '../../src/config/load.ts'
+import { loadEnvironmentFile } from '../../src/config/load.ts'
+import { liveHostsSection } from '../../src/live/live-platforms.ts'
 import { labDown, labStatus, labUp } from '../../src/lab/lab.ts'
 import { LIVE_COMPONENTS } from '../../src/lab/live/releases.ts'
 import { readComponentHealth } from '../../src/lab/live-wait.ts'
@@ -63,7 +64,7 @@ it('names in its state file and environment file the ports its components answer
   const taken = race.taken.map((t) => t.port)
   const entries = labStatus(dirs).entries.filter((e) => e.kind === 'live-component')
   expect(entries.map((e) => e.name)).toEqual(LIVE_COMPONENTS.map((c) => `live-1 ${c}`))
-  const live = requireSection(loadEnvironmentFile(join(dirs.stacksDir, 'Pulumi.lab.yaml'), 'lab'), 'live')
+  const live = liveHostsSection(loadEnvironmentFile(join(dirs.stacksDir, 'Pulumi.lab.yaml'), 'lab'))
   for (const [i, component] of LIVE_COMPONENTS.entries()) {
     const port = entries[i]?.port ?? 0
     expect(entries[i]?.running).toBe(true)

@@ -25,7 +25,8 @@ import { join } from 'node:path'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { writeFileSync } from 'node:fs'
-import { loadEnvironmentFile, requireSection } from '../../src/config/load.ts'
+import { loadEnvironmentFile } from '../../src/config/load.ts'
+import { liveHostsSection } from '../../src/live/live-platforms.ts'
 import type { LiveConfig } from '../../src/config/schema.ts'
 import { labDown, labUp } from '../../src/lab/lab.ts'
 import { LIVE_LOCK_PATH } from '../../src/live/hosts/live-hosts-platform.ts'
@@ -44,7 +45,7 @@ const envFile = join(stacksDir, 'Pulumi.lab.yaml')
 const outputs: string[] = []
 const seen = new Set<string>()
 
-const live = (): LiveConfig => requireSection(loadEnvironmentFile(envFile, 'lab'), 'live')
+const live = (): LiveConfig => liveHostsSection(loadEnvironmentFile(envFile, 'lab'))
 const rootOf = (host: string): string => placedHosts(live()).find((h) => h.config.name === host)?.config.root ?? ''
 const read = (host: string, path: string): string | undefined => {
   const file = join(rootOf(host), path)

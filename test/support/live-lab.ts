@@ -17,7 +17,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { afterAll, beforeAll } from 'vitest'
-import { loadEnvironment, loadEnvironmentFile, requireSection } from '../../src/config/load.ts'
+import { loadEnvironment, loadEnvironmentFile } from '../../src/config/load.ts'
+import { liveHostsSection } from '../../src/live/live-platforms.ts'
 import type { LiveConfig } from '../../src/config/schema.ts'
 import { runCommand } from '../../src/core/runner.ts'
 import { readServiceStatus, supervisorDriver } from '../../src/drivers/services.ts'
@@ -143,7 +144,7 @@ export async function startLiveLab(options: {
   const envFile = join(stacksDir, 'Pulumi.lab.yaml')
   const outputs: string[] = []
   const seen = new Set<string>()
-  const live = (): LiveConfig => requireSection(loadEnvironmentFile(envFile, 'lab'), 'live')
+  const live = (): LiveConfig => liveHostsSection(loadEnvironmentFile(envFile, 'lab'))
   const root = oneLiveHost(live()).root ?? ''
   const file = (path: string): string => join(root, path)
   const read = (path: string): string | undefined => (existsSync(file(path)) ? readFileSync(file(path), 'utf8') : undefined)
@@ -291,7 +292,7 @@ export function liveLabEnv(base: string, name: string): Record<string, string> {
 
 /** The `svcops:live` section the lab wrote. */
 export function liveSectionOf(env: Record<string, string>): LiveConfig {
-  return requireSection(loadEnvironment({ stackFile: join(env.SVCOPS_STACKS_DIR ?? '', 'Pulumi.lab.yaml') }), 'live')
+  return liveHostsSection(loadEnvironment({ stackFile: join(env.SVCOPS_STACKS_DIR ?? '', 'Pulumi.lab.yaml') }))
 }
 
 /** The live host as the lab describes it, with helpers acting on it. */

@@ -1,7 +1,9 @@
 /**
  * The doctor's part of a run's report, "why it failed": for each diagnosis (the preflight's, or a
  * failed host's before its rollback) the findings — cause, evidence, fix — and every check it
- * made. Read from the journal entries its steps mark `report: 'diagnosis'`.
+ * made. Read from the journal entries its steps mark `report: 'diagnosis'`. A section of the
+ * recording service's reports (recording-report.ts), so it lives with them: the doctor writes the
+ * entries, the report reads them, and neither imports the other.
  */
 import { defineSection, escapeHtml as esc } from '../reports/report-section.ts'
 
