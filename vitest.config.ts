@@ -23,7 +23,8 @@ export default defineConfig({
   test: {
     globalSetup: ['test/support/tmpdir.ts'],
     // The Pulumi SDK's own stack captures, formatted as Node formats them (not source-mapped frame by frame).
-    setupFiles: ['test/support/sdk-stack-captures.ts'],
+    // The report as the writer of every run's end, as the CLI registers it (test/support/run-end-writer.ts).
+    setupFiles: ['test/support/sdk-stack-captures.ts', 'test/support/run-end-writer.ts'],
     // Suites start real PostgreSQL clusters, sshd and supervisors on two cores. The e2e tier runs
     // five files at a time: its files wait on real services (a start, a health check, a connection,
     // a disk sync) for part of their time, which the other files fill (measured, both tiers: 440 s
@@ -52,6 +53,14 @@ export default defineConfig({
           // recording labs are shared per worker and reset between files; the pool's teardown brings them down.
           globalSetup: ['test/support/shared-postgres.ts', 'test/support/lab-pool.ts'],
         },
+      },
+      // The cluster suite (test/cluster) on the stand-ins: the Kubernetes API stand-in, the in-test
+      // Pulumi engine behind a `pulumi` command and the real kubectl, so that the suite's set-up (the
+      // runbook's order, the stack it deploys) runs in CI; on a real cluster the same files run under
+      // vitest.cluster.config.ts. One file, about a minute and a half alone.
+      {
+        extends: true,
+        test: { name: 'cluster', include: ['test/cluster/**/*.test.ts'], env: { SVCOPS_CLUSTER_TARGET: 'standin' } },
       },
     ],
   },

@@ -41,6 +41,8 @@ declare -A needs=(
   [promtool]=prometheus
   [prometheus-pushgateway]=prometheus-pushgateway
   [systemd-analyze]=systemd
+  # The cluster suite on the Kubernetes API stand-in (test/cluster, the `cluster` project of `npm test`).
+  [kubectl]=kubernetes-client
   # ssh2's native crypto binding, built by `npm run build:ssh2-binding` (scripts/ssh2-binding.js).
   [g++]=g++
   [make]=make

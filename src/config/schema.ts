@@ -307,6 +307,7 @@ interface PlacementInput {
   host?: unknown
   hosts?: Array<{ name: string; components: Partial<Record<(typeof LIVE_TYPES)[number], number>> }> | undefined
   metricsPorts?: unknown
+  uuids?: Record<string, string> | undefined
 }
 type PlacementIssue = { path: (string | number)[]; message: string }
 
@@ -347,7 +348,21 @@ function everyTypePlaced(live: PlacementInput): PlacementIssue[] {
   return issues
 }
 
-const LIVE_PLACEMENT_RULES = [oneFormOfHosts, everyTypePlaced]
+/** Every key of `uuids` names an ingest, pipeline or control panel instance of the section: a typo would leave its check unmade. */
+function uuidsNameInstances(live: PlacementInput): PlacementIssue[] {
+  const members = LIVE_TYPES.slice(1)
+  const names = live.hosts
+    ? live.hosts.flatMap((h) => members.filter((t) => h.components[t] !== undefined).map((t) => `${h.name}/${t}`))
+    : [...members]
+  return Object.keys(live.uuids ?? {})
+    .filter((k) => !names.includes(k))
+    .map((k) => ({
+      path: ['uuids', k],
+      message: `expected an ingest, pipeline or control-panel instance (${names.join(', ')}); '${k}' is none`,
+    }))
+}
+
+const LIVE_PLACEMENT_RULES = [oneFormOfHosts, everyTypePlaced, uuidsNameInstances]
 
 /** `svcops:notify`: who is told about runs, and where their metrics go (docs/operations.md). */
 export const notifySchema = z.strictObject({

@@ -32,3 +32,18 @@ export function providerArgs(stack: string, context: string | undefined): k8s.Pr
     suppressHelmHookWarnings: false,
   }
 }
+
+/**
+ * The inputs of the provider that declares the platform's Namespace alone: the program's own, with
+ * `upsertExistingObjects: true`. The runbook (docs/deploy.md) creates the namespace with kubectl
+ * before the first `pulumi up`, since the Secrets and claims the scheduled jobs mount go into it
+ * first; and pulumi-kubernetes (4.29+) creates an object by a client-side POST that answers
+ * AlreadyExists for one that is there (provider/pkg/await/await.go, `Creation`), so the program's
+ * Namespace would fail on a cluster set up as the runbook says. Upserting adopts the namespace by
+ * a server-side apply instead; upstream's reason against it (a renamed resource's delete removing
+ * the adopted object) does not hold for this one, which the program never deletes
+ * (`retainOnDelete`). Every other object keeps the provider that refuses to adopt.
+ */
+export function namespaceProviderArgs(stack: string, context: string | undefined): k8s.ProviderArgs {
+  return { ...providerArgs(stack, context), upsertExistingObjects: true }
+}

@@ -26,7 +26,7 @@ import { ownStackFile, readStackSettings, type StackSettings } from './settings.
 import { SystemController } from './systemController.ts'
 import { Tls } from './tls.ts'
 import { ScheduledJobs } from './scheduledJobs.ts'
-import { providerArgs } from './clusterProvider.ts'
+import { namespaceProviderArgs, providerArgs } from './clusterProvider.ts'
 import { ObjectInventory } from './inventory.ts'
 import { checkNoDowngrade } from './downgradeGuard.ts'
 import type { WorkloadArgs } from './workload.ts'
@@ -81,10 +81,12 @@ function wire(s: StackSettings): PlatformOutputs {
   const platformLabels = { 'app.kubernetes.io/part-of': PART_OF, 'app.kubernetes.io/managed-by': 'pulumi' }
   // Deleting a namespace deletes everything in it, the recordings' claim included: `pulumi destroy`
   // leaves it in the cluster (and the claim is protected besides; see docs/deploy.md).
+  // The runbook creates the namespace before the first `pulumi up` (its Secrets and claims go in
+  // first): the Namespace alone is declared through a provider that adopts an existing object.
   const ns = new k8s.core.v1.Namespace(
     'namespace',
     { metadata: { name: deploy.namespace, labels: { ...platformLabels, 'pod-security.kubernetes.io/enforce': 'restricted' } } },
-    { provider, retainOnDelete: true },
+    { provider: new k8s.Provider('kubernetes-namespace', namespaceProviderArgs(s.stack, context)), retainOnDelete: true },
   )
   const namespace: pulumi.Output<string> = ns.metadata.name
 

@@ -8,18 +8,25 @@
  *   asking for `nvidia.com/gpu` would stay Pending;
  * - small CPU and memory requests, so that every component fits on one node;
  * - the recordings' claim ReadWriteOnce without a storage class (kind's `standard` local-path
- *   provisioner offers nothing else), one node so several replicas share it;
+ *   provisioner offers nothing else), so one replica of the recording service (the program refuses
+ *   a ReadWriteOnce claim for several: every replica writes the recordings);
  * - no TLS, no image pull Secret (the images are loaded into the node);
  * - the scheduled jobs on svcops' own image, their Secrets and claims created by the suite, and
- *   schedules that never fire by themselves (the suite starts each job once).
+ *   schedules that never fire by themselves (the suite starts each job once);
+ * - the backup keys named where the jobs mount them (`/etc/svcops/backup-keys/...`, as
+ *   `scheduledJobProblems` requires of a stack with schedules): the suite's Secret holds them there
+ *   in the jobs, and svcops on this machine reads the same paths.
  */
+import { JOB_PATHS } from '../../src/infra/jobRules.ts'
 
 export interface LaptopStackOptions {
   namespace: string
   context: string
   registry: string
-  /** Tag of the manager image and of svcops' image. */
+  /** Tag of svcops' image. */
   tag: string
+  /** Tag of the manager image: `deploy.manager.version`, a release number. */
+  managerVersion: string
   database: { host: string; port: number }
   managerUrl: string
   managerEmail: string
@@ -27,10 +34,12 @@ export interface LaptopStackOptions {
   liveVersion: string
   /** The live system's scheduled upgrade: its target and the gates acknowledged for it. */
   liveUpgrade: { to: string; acks: string[] }
-  /** Where the suite keeps the backup store and keys on this machine. */
+  /** Where the suite keeps the backup store on this machine. */
   backupDir: string
-  keysDir: string
 }
+
+/** The backup key files of the suite's Secret (`svcops backup keygen`'s names), as the jobs and this machine read them. */
+export const BACKUP_KEY_FILES = { recipient: 'backup.pub.asc', identity: 'backup.key.asc' } as const
 
 /** The names of the scheduled jobs' Secrets and claims, which the suite creates before `pulumi up`. */
 export const JOB_OBJECTS = {
@@ -58,11 +67,11 @@ export function makeLaptopStack(doc: Doc, o: LaptopStackOptions): Doc {
   const fit = (section: Section): Section => {
     return { ...section, resources: SMALL, nodeSelector: {}, tolerations: [] }
   }
-  deploy.manager = { ...fit(deploy.manager ?? {}), image: `${o.registry}/svc/manager`, version: o.tag }
+  deploy.manager = { ...fit(deploy.manager ?? {}), image: `${o.registry}/svc/manager`, version: o.managerVersion }
   deploy.recording = {
     ...fit(deploy.recording ?? {}),
     image: `${o.registry}/svc/recording`,
-    replicas: 2,
+    replicas: 1,
     storage: { size: '1Gi', accessMode: 'ReadWriteOnce' },
   }
   const live = deploy.live as Record<string, Section>
@@ -95,8 +104,8 @@ export function makeLaptopStack(doc: Doc, o: LaptopStackOptions): Doc {
   }
   doc.config['svcops:backup'] = {
     store: { path: o.backupDir },
-    recipients: [`${o.keysDir}/backup.pub.asc`],
-    identity: { file: `${o.keysDir}/backup.key.asc` },
+    recipients: [`${JOB_PATHS.backupKeys}/${BACKUP_KEY_FILES.recipient}`],
+    identity: { file: `${JOB_PATHS.backupKeys}/${BACKUP_KEY_FILES.identity}` },
   }
   return doc
 }

@@ -122,17 +122,23 @@ describe.each(STACKS)('stack %s under the engine', (stack) => {
     }
   })
 
-  it("sends every Kubernetes object through one provider with mutable Secrets and ConfigMaps, in the stack's context", () => {
+  it("sends every Kubernetes object through one provider with mutable Secrets and ConfigMaps, in the stack's context; the Namespace alone through one that adopts it", () => {
     const r = run(stack, 'update')
     const providers = r.registrations.filter((x) => x.type === 'pulumi:providers:kubernetes')
-    expect(providers).toHaveLength(1)
-    const provider = providers[0] as Registration
+    expect(providers.map((p) => p.name).sort()).toEqual(['kubernetes', 'kubernetes-namespace'])
+    const provider = providers.find((p) => p.name === 'kubernetes') as Registration
+    const namespaceProvider = providers.find((p) => p.name === 'kubernetes-namespace') as Registration
     expect(plain(provider.inputs)).toMatchObject({
       enableSecretMutable: 'true',
       enableConfigMapMutable: 'true',
+      upsertExistingObjects: 'false',
       context: stackConfig(stack)['kubernetes:context'],
     })
-    for (const reg of kubeObjects(r)) expect(reg.provider.startsWith(`${provider.urn}::`), reg.urn).toBe(true)
+    // The runbook creates the namespace before the first `pulumi up`; pulumi-kubernetes' create
+    // (a POST) would answer AlreadyExists, so the Namespace's provider upserts. Nothing else differs.
+    expect(plain(namespaceProvider.inputs)).toEqual({ ...(plain(provider.inputs) as object), upsertExistingObjects: 'true' })
+    for (const reg of kubeObjects(r))
+      expect(reg.provider.startsWith(`${reg.type.endsWith(':Namespace') ? namespaceProvider.urn : provider.urn}::`), reg.urn).toBe(true)
     // Every object belongs to its component, except what the whole stack shares.
     const stackUrn = r.registrations.find((x) => x.type === 'pulumi:pulumi:Stack')?.urn
     for (const reg of kubeObjects(r)) {

@@ -421,8 +421,10 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
       else return send(res, 405, statusOf(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`))
       // A written Deployment moves the summary it stands for, as a controller would.
       if ((answer.code === 200 || answer.code === 201) && method !== 'GET' && !options.dryRun && info === deploymentsInfo) {
-        const s = summaryOf(attrs.name)
-        const now = store.get(info, namespace, attrs.name)
+        // A create (POST) names its object in the body, not the URL.
+        const name = attrs.name || jsonText((answer.body.metadata as Obj | undefined)?.name)
+        const s = summaryOf(name)
+        const now = store.get(info, namespace, name)
         if (s && now) followDeployment(s, now)
       }
       if ((answer.code === 200 || answer.code === 201) && answer.body.kind === 'Deployment')

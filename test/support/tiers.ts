@@ -19,8 +19,9 @@
  * that each name here is a file that exists.
  *
  * Apart from both: test/lab/quickstart.test.ts (the README's quick start on a clean clone,
- * vitest.quickstart.config.ts, `npm run test:quickstart`) and test/cluster (a real cluster,
- * vitest.cluster.config.ts, `npm run test:cluster`).
+ * vitest.quickstart.config.ts, `npm run test:quickstart`) and test/cluster (its own project,
+ * `cluster`, on the stand-ins in `npm test`; on a real cluster with vitest.cluster.config.ts,
+ * `npm run test:cluster`).
  */
 export const UNIT_FILES = [
   'test/architecture/layers.test.ts',
@@ -33,6 +34,7 @@ export const UNIT_FILES = [
   'test/cli/playbook-options.test.ts',
   'test/cli/schedule-upgrade.test.ts',
   'test/cli/schedule.test.ts',
+  'test/config/checks.test.ts',
   'test/config/load.test.ts',
   'test/core/json-syntax.test.ts',
   'test/core/redact.test.ts',
