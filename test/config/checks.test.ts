@@ -1,0 +1,83 @@
+/**
+ * `svcops:live.checks` and `svcops:live.uuids` as a stack gives them (src/config/checks.ts): a
+ * check has exactly one provider, only known placeholders, a metric a name with its value or the
+ * release's names; names are unique; every UUID names an instance of the section. Each refusal is
+ * one sentence naming the field.
+ */
+import { describe, expect, it } from 'vitest'
+import { parseEnvironment } from '../../src/config/load.ts'
+import { BadInputError } from '../../src/core/errors.ts'
+
+const ports = { 'system-controller': 9100, ingest: 9101, pipeline: 9102, 'control-panel': 9103 }
+const live = (fields: Record<string, unknown>): Record<string, unknown> => ({
+  'svcops:live': {
+    version: '6.2.0',
+    controllerUrl: 'http://127.0.0.1:8080',
+    host: { name: 'live-1', transport: 'local' },
+    metricsPorts: ports,
+    ...fields,
+  },
+})
+const load = (fields: Record<string, unknown>) => parseEnvironment(live(fields), 'test', 'Pulumi.test.yaml')
+const UUID = '6f1c2a9e-3b4d-4e5f-8a6b-7c8d9e0f1a2b'
+
+describe('svcops:live.checks and svcops:live.uuids', () => {
+  it('accepts a check of each provider with placeholders, and a UUID per instance', () => {
+    const env = load({
+      uuids: { ingest: UUID },
+      checks: [
+        { name: 'listed', components: ['ingest'], web: { path: '{api}/components', contains: { name: '{unit}', connected: true } } },
+        { name: 'connected', metric: { name: '{product}_controller_connected', equals: 1 } },
+        { name: 'names', metric: { releaseNames: true } },
+        { name: 'env file', command: { argv: ['test', '-s', '{root}/etc/default/{product}-{component}'] } },
+      ],
+    })
+    const section = env.live as unknown as { checks: Array<{ web?: { target: string; status: number } }>; uuids: Record<string, string> }
+    expect(section.checks[0]?.web).toMatchObject({ target: 'controller', status: 200 })
+    expect(section.uuids).toEqual({ ingest: UUID })
+  })
+
+  const refused: [string, Record<string, unknown>, RegExp][] = [
+    [
+      'two providers',
+      { checks: [{ name: 'x', web: { path: '/a' }, metric: { releaseNames: true } }] },
+      /live\.checks\[0\].*expected exactly one provider: web, metric or command/,
+    ],
+    ['no provider', { checks: [{ name: 'x' }] }, /live\.checks\[0\].*expected exactly one provider/],
+    [
+      'an unknown placeholder',
+      { checks: [{ name: 'x', web: { path: '{api}/ingests/{id}' } }] },
+      /live\.checks\[0\]\.web\.path.*expected only the placeholders \{api\}/,
+    ],
+    [
+      'a metric name without its value',
+      { checks: [{ name: 'x', metric: { name: 'svc_up' } }] },
+      /live\.checks\[0\]\.metric.*expected name with equals, or releaseNames: true/,
+    ],
+    [
+      'a name given twice',
+      {
+        checks: [
+          { name: 'x', metric: { releaseNames: true } },
+          { name: 'x', metric: { releaseNames: true } },
+        ],
+      },
+      /live\.checks\[1\]\.name.*'x' is given twice/,
+    ],
+    ['a UUID of no instance', { uuids: { 'live-2/ingest': UUID } }, /live\.uuids\.live-2\/ingest.*'live-2\/ingest' is none/],
+    ['a UUID that is not one', { uuids: { ingest: 'abc' } }, /live\.uuids\.ingest.*expected a UUID/],
+  ]
+  for (const [what, fields, message] of refused)
+    it(`refuses ${what} in one sentence naming the field`, () => {
+      const error = (() => {
+        try {
+          load(fields)
+        } catch (e) {
+          return e
+        }
+        return undefined
+      })()
+      expect(error).toBeInstanceOf(BadInputError)
+      expect((error as Error).message).toMatch(message)
+    })
+})
