@@ -96,6 +96,24 @@ const JOB_READS: (Omit<NeededRight, 'name'> & { system?: JobSystem; metricsOnly?
   },
 ]
 
+/**
+ * The live system's run store in the cluster (src/live/kubernetes/live-cluster-run-store.ts): two
+ * ConfigMaps per run, named by the run, so granted by no name (RBAC cannot restrict `create` or
+ * `list` by name). Without them the scheduled live upgrade's record never reaches the cluster.
+ */
+export const LIVE_RUN_STORE_RIGHTS: NeededRight[] = [
+  { group: '', resource: 'configmaps', verb: 'list', why: 'the run store: runs list, resume, rollback' },
+  { group: '', resource: 'configmaps', verb: 'get', why: 'the run store: a run read back' },
+  { group: '', resource: 'configmaps', verb: 'create', why: "the run store: a run's record and journal" },
+  { group: '', resource: 'configmaps', verb: 'patch', why: "the run store: a run's record and journal" },
+  { group: '', resource: 'configmaps', verb: 'delete', why: 'the run store: a run refused before it began is forgotten' },
+]
+
+/** The names of the objects a live run writes (`pulumi up` of a release, a PSK rotation), by the stack's product prefix. */
+export function liveWriteNames(prefix: string): { deployments: string[]; secrets: string[] } {
+  return { deployments: targetNames({ prefix }, 'liveComponents'), secrets: targetNames({ prefix }, 'liveSecrets') }
+}
+
 /** The API group and resource of a kind (`apps/v1` `Deployment` -> apps, deployments). */
 export function resourceOf(apiVersion: string, kind: string): { group: string; resource: string } {
   const group = apiVersion.includes('/') ? (apiVersion.split('/')[0] ?? '') : ''
@@ -114,7 +132,7 @@ export interface JobScope {
   metrics?: boolean
 }
 
-function targetNames(scope: JobScope, target: Target): string[] {
+function targetNames(scope: Pick<JobScope, 'prefix'>, target: Target): string[] {
   const p = scope.prefix
   return {
     recording: [`${p}-recording`],
@@ -153,6 +171,7 @@ export function jobRights(scope: JobScope): NeededRight[] {
     const { system: _s, metricsOnly: _m, ...right } = r
     add(right)
   }
+  if (scope.system === 'live') for (const r of LIVE_RUN_STORE_RIGHTS) add(r)
   const present = new Set(scope.objects.map((o) => `${resourceOf(o.apiVersion, o.kind).resource}/${o.name}`))
   for (const w of JOB_WRITES[scope.system])
     for (const name of targetNames(scope, w.target))

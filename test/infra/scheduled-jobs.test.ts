@@ -23,6 +23,7 @@ import { copySecretsScript, KUBECONFIG, liveUpgradeCommand, SECRET_SOURCES } fro
 import { jobRights, roleRules, stackObjectsOf, type JobSystem } from '../../src/infra/jobRights.ts'
 import { KubernetesDriver } from '../../src/drivers/kubernetes.ts'
 import { liveRights } from '../../src/live/kubernetes/live-preview.ts'
+import { LIVE_COMPONENTS } from '../../src/live/layout.ts'
 import { allowedBy, type PolicyRule } from '../support/kube-rbac.ts'
 import { startKubeApiStandin } from '../support/kube-api-standin.ts'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
@@ -174,7 +175,11 @@ describe('the scheduled jobs of the prod stack', () => {
           `${name}: get ${kind} ${String((o.unwrapped.metadata as { name: string }).name)}`,
         ).toBe(true)
       }
-      const rights = granted(role)
+      // The live system's run store (ConfigMaps named per run, live-cluster-run-store.ts) is the one
+      // exception, the live Role's only: RBAC cannot name what a run will create.
+      const store = system === 'live' ? ['create', 'delete', 'get', 'list', 'patch'].map((v) => `configmaps:${v}`) : []
+      expect(granted(role).filter((g) => store.includes(g))).toEqual(store)
+      const rights = granted(role).filter((g) => !store.includes(g))
       // Never a wildcard, never create, delete or update, never an unnamed right on Secrets or ConfigMaps.
       expect(rights.filter((g) => g.includes('*'))).toEqual([])
       expect(rights.filter((g) => /:(create|delete|update|deletecollection)(:|$)/.test(g))).toEqual([])
@@ -184,7 +189,7 @@ describe('the scheduled jobs of the prod stack', () => {
       ).toBe(true)
     }
     // The writes of each: the recording service's Deployment (its stop and start are pulumi up too: no scale subresource), or the live components and their two Secrets; and the jobs' stack copy.
-    const writes = (name: string) => granted(roleOf(name)).filter((g) => g.includes(':patch'))
+    const writes = (name: string) => granted(roleOf(name)).filter((g) => g.includes(':patch') && g !== 'configmaps:patch')
     expect(writes('svc-svcops-upgrade')).toEqual(['deployments:patch:svc-recording', 'configmaps:patch:svc-svcops-stack'])
     expect(writes('svc-svcops-live-upgrade').sort()).toEqual(
       [
@@ -250,21 +255,38 @@ describe('the scheduled jobs of the prod stack', () => {
     }
   })
 
-  it('grant the live run what it reads and writes by name, which today’s live preflight asks for without names', () => {
+  it('grant every right the live preflight asks, which asks by name what the Role grants by name, and the run store', () => {
     const rules = roleOf('svc-svcops-live-upgrade').rules as PolicyRule[]
+    const targets = Object.fromEntries(LIVE_COMPONENTS.map((c) => [c, { deployment: `svc-${c}` }]))
     const cluster = {
-      targets: { 'system-controller': { deployment: 'svc-system-controller' } },
+      prefix: 'svc',
+      targets,
       tls: { caConfigMap: 'svc-tls-ca' },
-      reach: 'in-cluster',
+      reach: 'service',
       stackMap: 'svc-svcops-stack',
-      metrics: true,
+      metrics: { port: 9100, path: '/metrics' },
     } as unknown as Parameters<typeof liveRights>[0]
-    const unnamed = liveRights(cluster).filter(
+    const asked = liveRights(cluster)
+    const denied = asked.filter(
       (r) =>
         !allowedBy(rules, { verb: r.verb, group: r.group, resource: r.resource, subresource: r.subresource ?? '', name: r.name ?? '' }),
     )
-    // These rights exist by name in the Role (jobRights); the live preflight asks them for any name.
-    expect(unnamed.map(showRight)).toEqual(['get apps/deployments', 'patch apps/deployments', 'patch secrets'])
+    expect(denied.map(showRight)).toEqual([])
+    // The writes are asked by name, as granted: a Deployment or Secret of another name stays out of reach.
+    expect(asked.filter((r) => r.verb === 'patch' && r.resource !== 'configmaps' && !r.name).map(showRight)).toEqual([])
+    expect(allowedBy(rules, { verb: 'patch', group: 'apps', resource: 'deployments', subresource: '', name: 'svc-recording' })).toBe(false)
+    // The run store's ConfigMaps (live-cluster-run-store.ts): named per run, so granted by no name.
+    for (const verb of ['list', 'get', 'create', 'patch', 'delete'])
+      expect(
+        allowedBy(rules, {
+          verb,
+          group: '',
+          resource: 'configmaps',
+          subresource: '',
+          name: verb === 'list' || verb === 'create' ? '' : 'svcops-run-x',
+        }),
+        verb,
+      ).toBe(true)
   })
 
   it('carry the version label on the Deployments and pod templates only, so a version change patches nothing else', () => {

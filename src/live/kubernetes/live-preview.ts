@@ -10,6 +10,7 @@ import { events } from '../../core/events.ts'
 import { checkClusterAccess } from '../../drivers/cluster-access.ts'
 import { describeCall, showRight, type NeededRight } from '../../drivers/kubernetes.ts'
 import { pulumiArgv, readStackVersion, refuseForeignChanges, urnParts, type PreviewDigest } from '../../drivers/pulumi.ts'
+import { LIVE_RUN_STORE_RIGHTS, liveWriteNames } from '../../infra/jobRights.ts'
 import { LIVE_COMPONENTS } from '../layout.ts'
 import { LIVE_VERSION_KEY, shownPulumi, type LiveCluster } from './live-cluster-handle.ts'
 
@@ -69,16 +70,30 @@ export async function previewLiveChange(cluster: LiveCluster, env: Environment, 
 
 // ---- rights ----
 
-/** The rights a live run uses in the namespace (docs/live.md lists them). */
+/**
+ * The rights a live run uses in the namespace (docs/live.md lists them), asked as the scheduled
+ * live upgrade's Role grants them (src/infra/jobRights.ts, `jobRights`): reads and writes of the
+ * stack's objects by name (the components' Deployments, the PSK and settings Secrets, the jobs'
+ * stack copy), Pulumi's rollout wait and svcops' own reads for any name, and the run store's
+ * ConfigMaps. A right asked for any name where the Role grants it by name is denied by the API
+ * server's review, and the scheduled run stopped at its preflight.
+ */
 export function liveRights(cluster: LiveCluster): NeededRight[] {
   const sc = cluster.targets['system-controller'].deployment
+  const deployments = LIVE_COMPONENTS.map((c) => cluster.targets[c].deployment)
   return [
-    { group: 'apps', resource: 'deployments', verb: 'get', why: 'read the version of every component' },
-    { group: 'apps', resource: 'deployments', verb: 'patch', why: '`pulumi up` of the new version' },
+    ...deployments.map((name) => ({ group: 'apps', resource: 'deployments', verb: 'get', name, why: 'read the version of the component' })),
+    ...deployments.map((name) => ({ group: 'apps', resource: 'deployments', verb: 'patch', name, why: '`pulumi up` of the new version' })),
     { group: 'apps', resource: 'deployments', verb: 'watch', why: "Pulumi's wait for the rollout" },
     { group: 'apps', resource: 'replicasets', verb: 'list', why: "Pulumi's wait for the rollout" },
     { group: '', resource: 'events', verb: 'list', why: "Pulumi's wait for the rollout" },
-    { group: '', resource: 'secrets', verb: 'patch', why: 'the settings file and the PSK Secret (`pulumi up`)' },
+    ...liveWriteNames(cluster.prefix).secrets.map((name) => ({
+      group: '',
+      resource: 'secrets',
+      verb: 'patch',
+      name,
+      why: 'the settings file and the PSK Secret (`pulumi up`)',
+    })),
     { group: '', resource: 'pods', verb: 'list', why: 'the status of every pod' },
     { group: '', resource: 'pods', subresource: 'log', verb: 'get', why: 'the last log lines of every pod' },
     { group: '', resource: 'services', verb: 'get', name: sc, why: "the controller's Service" },
@@ -96,6 +111,7 @@ export function liveRights(cluster: LiveCluster): NeededRight[] {
     ...(cluster.stackMap
       ? [{ group: '', resource: 'configmaps', verb: 'patch', name: cluster.stackMap, why: "the jobs' copy of the stack file" }]
       : []),
+    ...LIVE_RUN_STORE_RIGHTS,
     ...(cluster.metrics
       ? [{ group: '', resource: 'pods', subresource: 'proxy', verb: 'get', why: "the media components' metrics (pod proxy)" }]
       : []),
