@@ -1,17 +1,16 @@
 /**
  * The registry of systems, built at the edge: each system's folder gives its object (name, title,
  * description: src/recording/index.ts, src/live/index.ts) and this file adds what lives above the
- * systems — the playbook file that runs it — into one entry per system. The CLI (src/commands) and
- * the playbooks run as scripts look a system up by name (`systemByName`); nothing is registered as a
+ * systems — the playbook file that runs it — into one entry per system. The CLI (src/commands)
+ * declares its verbs from it and looks a run's system up by name (`systemByName`); nothing is registered as a
  * side effect of an import, and a system's playbooks and steps load only when one of its verbs runs
  * (`load`, `verbs[...].main`): this file is cheap, the CLI declares `svcops <verb> <system>` from it
- * at start-up. A third system plugs in here: its folder's object and one row of `SYSTEMS`, with its
- * option tables and playbooks; no command code.
+ * at start-up. A third system plugs in here: its folder's object in `SYSTEM_FOLDERS`
+ * (system-folders.ts) and one row of `SYSTEMS`, with its option tables and playbooks; no command code.
  */
 import { BadInputError } from '../../src/core/errors.ts'
 import type { Environment } from '../../src/config/schema.ts'
-import { liveProductionSystem } from '../../src/live/index.ts'
-import { recordingService } from '../../src/recording/index.ts'
+import { SYSTEM_FOLDERS } from './system-folders.ts'
 import type { RunOutcome } from '../../src/runs/playbook.ts'
 import type { RecordedFrom } from '../../src/runs/run-actions.ts'
 import type { RunPlan, RunRequest, RunSystem } from '../../src/runs/run-system.ts'
@@ -92,10 +91,12 @@ export async function actionsOf<P extends RunParams, Req extends RunRequest, C>(
   }
 }
 
-/** Every system svcops runs, in the order they are listed. */
+const [recordingFolder, liveFolder] = SYSTEM_FOLDERS
+
+/** Every system svcops runs, in the order of `SYSTEM_FOLDERS`: each folder's object with its playbooks. */
 export const SYSTEMS: readonly SystemEntry[] = [
   {
-    ...recordingService,
+    ...recordingFolder,
     startAgain: 'svcops upgrade recording',
     verbs: {
       upgrade: { spec: UPGRADE_RECORDING, main: async () => (await import('../upgrade.ts')).upgradeRecordingCommand },
@@ -108,7 +109,7 @@ export const SYSTEMS: readonly SystemEntry[] = [
     },
   },
   {
-    ...liveProductionSystem,
+    ...liveFolder,
     startAgain: 'svcops upgrade live',
     verbs: {
       upgrade: { spec: UPGRADE_LIVE, main: async () => (await import('../upgrade-live.ts')).upgradeLiveCommand },
@@ -125,9 +126,4 @@ export function systemByName(name: string): SystemEntry {
   if (!found)
     throw new BadInputError(`system: '${name}' is not a system svcops runs; expected one of ${SYSTEMS.map((s) => s.name).join(', ')}.`)
   return found
-}
-
-/** What reports, notifications and metrics know of every system. */
-export function systemDescriptions(): Promise<SystemDescription[]> {
-  return Promise.all(SYSTEMS.map((s) => s.description()))
 }
