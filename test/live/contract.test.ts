@@ -32,7 +32,7 @@ interface Row {
 
 async function probe(): Promise<{ code: number; rows: Row[] }> {
   const run = await lab.svcops(['probe', '--json'])
-  return { code: run.code, rows: (JSON.parse(run.stdout) as { rows: Row[] }).rows }
+  return { code: run.code ?? -1, rows: (JSON.parse(run.stdout) as { rows: Row[] }).rows }
 }
 
 /** The second contract: the connection as each component reports it on its own port, the release's metric names, the controller on /status. */

@@ -28,7 +28,7 @@ interface Row {
 
 async function probe(): Promise<{ code: number; rows: Row[]; stderr: string }> {
   const run = await runCliInProcess(['--stack-file', lab.envFile, 'probe', '--json'])
-  return { code: run.code, stderr: run.stderr, rows: (JSON.parse(run.stdout) as { rows: Row[] }).rows }
+  return { code: run.code ?? -1, stderr: run.stderr, rows: (JSON.parse(run.stdout) as { rows: Row[] }).rows }
 }
 
 describe('svcops probe on a recording lab', () => {
