@@ -3,17 +3,10 @@
  * builds its options and help from it, and so does playbooks/backup.ts run as a script
  * (playbooks/lib/script.ts). Declarations only: the CLI imports this file at start-up.
  */
-import { nonNegativeNumber, type CommandSpec } from '../../src/core/option-table.ts'
+import { nonNegativeNumber, type CommandSpec, type FlagsOf } from '../../src/core/option-table.ts'
 import { METRICS_FILE_HELP } from './command-io.ts'
 
-export interface BackupRunFlags {
-  keepLast?: number
-  keepDays?: number
-  dryRun?: boolean
-  metricsFile?: string
-}
-
-export const BACKUP_RUN: CommandSpec = {
+export const BACKUP_RUN = {
   words: ['backup', 'run'],
   description:
     'The nightly backup playbook (playbooks/backup.ts): create, verify with a test restore, prune by retention; journaled as a run.',
@@ -36,4 +29,7 @@ Exit codes: 0 backed up and verified, 1 failed (the report names the step), 2 ba
 Examples:
   svcops backup run --env prod --keep-last 7 --keep-days 30 --json
   svcops backup run --env prod --keep-last 7 --dry-run`,
-}
+} as const satisfies CommandSpec
+
+/** The flags of `svcops backup run`, as its table declares them. */
+export type BackupRunFlags = FlagsOf<typeof BACKUP_RUN>

@@ -4,27 +4,11 @@
  * playbooks/upgrade-live.ts and verify-live.ts run as scripts (playbooks/lib/script.ts).
  * Declarations only: the CLI imports this file at start-up.
  */
-import { collectList, wholeNumber, type CommandSpec } from '../../src/core/option-table.ts'
+import { collectList, wholeNumber, type CommandSpec, type FlagsOf } from '../../src/core/option-table.ts'
 import { METRICS_FILE_HELP } from './command-io.ts'
 import { TRUST_UNSIGNED_OPTION, lockOptions } from './recording-commands.ts'
 
-export interface UpgradeLiveFlags {
-  to: string
-  from?: string
-  ack?: string[]
-  tcpEndpoint?: string
-  batch?: number
-  maxFail?: string
-  autoRollback: boolean
-  pauseAfterCanary?: boolean
-  dryRun?: boolean
-  yes?: boolean
-  breakLock?: boolean
-  force?: boolean
-  metricsFile?: string
-}
-
-export const UPGRADE_LIVE: CommandSpec = {
+export const UPGRADE_LIVE = {
   words: ['upgrade', 'live'],
   description:
     'Upgrade the live production system across majors: gates, backup, PSK / settings / TCP endpoint done by svcops, each component installed, started and checked in dependency order; automatic rollback on failure.',
@@ -100,19 +84,12 @@ Examples:
   svcops upgrade live --env lab --to 6.0.0 --tcp-endpoint 127.0.0.1:7101
   svcops resume 20261122T031500Z-3fa9c1                         # a killed run
   svcops rollback live --env prod                               # the newest live upgrade, undone`,
-}
+} as const satisfies CommandSpec
 
-export interface RollbackLiveFlags {
-  run?: string
-  dryRun?: boolean
-  yes?: boolean
-  breakLock?: boolean
-  force?: boolean
-  trustUnsignedRun?: boolean
-  metricsFile?: string
-}
+/** The flags of `svcops upgrade live`, as its table declares them. */
+export type UpgradeLiveFlags = FlagsOf<typeof UPGRADE_LIVE>
 
-export const ROLLBACK_LIVE: CommandSpec = {
+export const ROLLBACK_LIVE = {
   words: ['rollback', 'live'],
   description: "Roll back the live production system: the newest (or given) live upgrade run, from its journal and the run's backup.",
   options: [
@@ -132,9 +109,12 @@ Examples:
   svcops rollback live --env prod --dry-run
   svcops rollback live --env prod --yes
   svcops rollback live --env lab --run 20261122T031500Z-3fa9c1`,
-}
+} as const satisfies CommandSpec
 
-export const VERIFY_LIVE: CommandSpec = {
+/** The flags of `svcops rollback live`, as its table declares them. */
+export type RollbackLiveFlags = FlagsOf<typeof ROLLBACK_LIVE>
+
+export const VERIFY_LIVE = {
   words: ['verify', 'live'],
   description:
     'The checks of a live upgrade without changing anything: every component installed, running, without error lines, connected; the controller on its prefix; the metric names; one strong PSK everywhere.',
@@ -145,4 +125,4 @@ Exit 0 when every check passes, 1 otherwise (the error names each failed check).
 Examples:
   svcops verify live --env lab
   svcops verify live --env prod --json`,
-}
+} as const satisfies CommandSpec

@@ -4,7 +4,7 @@
  * and so do playbooks/upgrade.ts, rollback.ts, verify.ts and doctor.ts run as scripts
  * (playbooks/lib/script.ts). Declarations only: the CLI imports this file at start-up.
  */
-import { wholeNumber, type CommandSpec, type OptionSpec } from '../../src/core/option-table.ts'
+import { wholeNumber, type CommandSpec, type FlagsOf, type OptionSpec } from '../../src/core/option-table.ts'
 import { parseWindow } from '../../src/runs/rollout.ts'
 import { METRICS_FILE_HELP } from './command-io.ts'
 
@@ -13,10 +13,10 @@ export const TRUST_UNSIGNED_HELP =
   "let a run read from the environment's store without a MAC (written before runs were signed, or with no run key) drive this; recorded in the run"
 
 /** `--trust-unsigned-run`, as `resume` and both rollbacks offer it. */
-export const TRUST_UNSIGNED_OPTION: OptionSpec = { flags: '--trust-unsigned-run', help: TRUST_UNSIGNED_HELP }
+export const TRUST_UNSIGNED_OPTION = { flags: '--trust-unsigned-run', help: TRUST_UNSIGNED_HELP } as const satisfies OptionSpec
 
 /** `--break-lock` and `--force`, as every run that takes an environment's lock offers them. */
-export function lockOptions(holder: string): OptionSpec[] {
+export function lockOptions(holder: string) {
   return [
     {
       flags: '--break-lock',
@@ -26,25 +26,10 @@ export function lockOptions(holder: string): OptionSpec[] {
       flags: '--force',
       help: "with --break-lock: break the lock even though the holder's run did not finish (that run is then left as it is)",
     },
-  ]
+  ] as const satisfies OptionSpec[]
 }
 
-export interface UpgradeRecordingFlags {
-  to: string
-  hosts?: string
-  batch: number
-  maxFail: string
-  window?: number
-  autoRollback: boolean
-  pauseAfterCanary?: boolean
-  dryRun?: boolean
-  yes?: boolean
-  breakLock?: boolean
-  force?: boolean
-  metricsFile?: string
-}
-
-export const UPGRADE_RECORDING: CommandSpec = {
+export const UPGRADE_RECORDING = {
   words: ['upgrade', 'recording'],
   description:
     'Upgrade the recording service on its hosts: preflight, verified backup, canary, batches, verification; automatic rollback on failure.',
@@ -85,21 +70,12 @@ Examples:
   svcops upgrade recording --env prod --to 2.0.0 --batch 5 --max-fail 10% --window 90m --yes --json
   svcops upgrade recording --env staging --to 2.1.0 --hosts rec-2 --no-auto-rollback
   svcops upgrade recording --env prod --to 2.0.0 --batch 5 --pause-after-canary --yes   # then: svcops runs promote ID`,
-}
+} as const satisfies CommandSpec
 
-export interface RollbackRecordingFlags {
-  run?: string
-  to?: string
-  packageOnly?: boolean
-  dryRun?: boolean
-  yes?: boolean
-  breakLock?: boolean
-  force?: boolean
-  metricsFile?: string
-  trustUnsignedRun?: boolean
-}
+/** The flags of `svcops upgrade recording`, as its table declares them. */
+export type UpgradeRecordingFlags = FlagsOf<typeof UPGRADE_RECORDING>
 
-export const ROLLBACK_RECORDING: CommandSpec = {
+export const ROLLBACK_RECORDING = {
   words: ['rollback', 'recording'],
   description: 'Roll back the recording service: the last (or given) upgrade run from its journal, or to an explicit version.',
   options: [
@@ -127,13 +103,12 @@ Examples:
   svcops rollback recording --env prod
   svcops rollback recording --env prod --run 20261122T031500Z-3fa9c1 --yes
   svcops rollback recording --env staging --to 1.5.0`,
-}
+} as const satisfies CommandSpec
 
-export interface VerifyRecordingFlags {
-  testRecording: boolean
-}
+/** The flags of `svcops rollback recording`, as its table declares them. */
+export type RollbackRecordingFlags = FlagsOf<typeof ROLLBACK_RECORDING>
 
-export const VERIFY_RECORDING: CommandSpec = {
+export const VERIFY_RECORDING = {
   words: ['verify', 'recording'],
   description:
     "The seed's post-upgrade check alone, on every host: GET /, GET /api/v1/content?limit=N, POST a test recording, schema fingerprint, status and the last log lines.",
@@ -144,13 +119,12 @@ Exit 0 when every check passes, 1 otherwise (each failed check is named).
 Examples:
   svcops verify recording --env lab
   svcops verify recording --env prod --no-test-recording --json`,
-}
+} as const satisfies CommandSpec
 
-export interface DoctorRecordingFlags {
-  host?: string[]
-}
+/** The flags of `svcops verify recording`, as its table declares them. */
+export type VerifyRecordingFlags = FlagsOf<typeof VERIFY_RECORDING>
 
-export const DOCTOR_RECORDING: CommandSpec = {
+export const DOCTOR_RECORDING = {
   words: ['doctor', 'recording'],
   description:
     "Check every cause of the seed's common upgrade problems on every host, as the service sees it (its config file, its user, its database credentials).",
@@ -166,4 +140,7 @@ Exit codes: 0 nothing found, 5 findings that need a person, 2 bad input.
 Examples:
   svcops doctor recording --env prod
   svcops doctor recording --env prod --host rec-2 --json | jq '.findings[] | .cause'`,
-}
+} as const satisfies CommandSpec
+
+/** The flags of `svcops doctor recording`, as its table declares them. */
+export type DoctorRecordingFlags = FlagsOf<typeof DOCTOR_RECORDING>

@@ -122,3 +122,47 @@ export function collectList(value: string, previous?: unknown): string[] {
       .filter(Boolean),
   ]
 }
+
+/** The long flag of commander's flags, without dashes: `yes` of `-y, --yes`, `to` of `--to <version>`. */
+type LongFlag<F extends string> = F extends `${string}--${infer L}` ? (L extends `${infer N} ${string}` ? N : L) : never
+
+/** `auto-rollback` as commander keys it: `autoRollback`. */
+type CamelCase<S extends string> = S extends `${infer H}-${infer T}` ? `${H}${Capitalize<CamelCase<T>>}` : S
+
+/** The key of an option's value, as commander (and `shapeOf`) gives it. */
+type FlagKey<F extends string> = LongFlag<F> extends `no-${infer N}` ? CamelCase<N> : CamelCase<LongFlag<F>>
+
+/** The value of one option: a `--no-` switch or a switch is a boolean; a value is its parser's result, else a string (a list when variadic). */
+type FlagValue<S> = S extends { readonly flags: infer F extends string }
+  ? LongFlag<F> extends `no-${string}`
+    ? boolean
+    : F extends `${string}<${string}` | `${string}[${string}`
+      ? S extends { readonly parse: (...args: never[]) => infer R }
+        ? R
+        : F extends `${string}...${string}`
+          ? string[]
+          : string
+      : boolean
+  : never
+
+/** True when an option always has a value once parsed: required, defaulted, or a `--no-` switch (true unless given). */
+type AlwaysGiven<S> = S extends { readonly required: true }
+  ? true
+  : S extends { readonly default: string | number | boolean }
+    ? true
+    : S extends { readonly flags: infer F extends string }
+      ? LongFlag<F> extends `no-${string}`
+        ? true
+        : false
+      : false
+
+/**
+ * The parsed flags of a command, derived from its table (declared `as const satisfies CommandSpec`)
+ * instead of written beside it: `FlagsOf<typeof UPGRADE_RECORDING>` is `{ to: string; batch: number;
+ * hosts?: string; ... }`, keyed and typed as commander gives them to the command's action.
+ */
+export type FlagsOf<C extends { readonly options: readonly OptionSpec[] }> = {
+  -readonly [S in C['options'][number] as AlwaysGiven<S> extends true ? FlagKey<S['flags']> : never]: FlagValue<S>
+} & {
+  -readonly [S in C['options'][number] as AlwaysGiven<S> extends true ? never : FlagKey<S['flags']>]?: FlagValue<S>
+}

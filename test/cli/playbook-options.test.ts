@@ -5,12 +5,12 @@
  */
 import type { Command, Option } from 'commander'
 import { describe, expect, it } from 'vitest'
-import { GLOBAL_OPTIONS, type CommandSpec, type OptionSpec } from '../../src/core/option-table.ts'
+import { GLOBAL_OPTIONS, shapeOf, type CommandSpec, type FlagsOf, type OptionSpec } from '../../src/core/option-table.ts'
 import { buildProgram } from '../../src/commands/program.ts'
 import { BACKUP_RUN } from '../../playbooks/lib/backup-commands.ts'
 import { ROLLBACK_LIVE, UPGRADE_LIVE, VERIFY_LIVE } from '../../playbooks/lib/live-commands.ts'
 import { DOCTOR_RECORDING, ROLLBACK_RECORDING, UPGRADE_RECORDING, VERIFY_RECORDING } from '../../playbooks/lib/recording-commands.ts'
-import { helpCommand } from '../../playbooks/lib/script.ts'
+import { helpCommand, parseScriptArguments } from '../../playbooks/lib/script.ts'
 
 const SPECS = [
   BACKUP_RUN,
@@ -68,5 +68,53 @@ describe('a playbook command and its svcops command', () => {
     const program = await buildProgram()
     const globals = program.options.filter((o) => o.short !== '-V')
     expect(globals.map(madeOf)).toEqual(GLOBAL_OPTIONS.map(declared))
+  })
+})
+
+describe('the flags type of a command, derived from its table (FlagsOf)', () => {
+  /** A value each option's parser takes. */
+  const valueFor = (long: string) => ({ window: '90m', 'max-fail': '1' })[long] ?? '2'
+  /** Every option of `spec` given once (a value where it takes one), parsed as the script parses it. */
+  const everyFlagGiven = (spec: CommandSpec) =>
+    parseScriptArguments(
+      spec,
+      'playbooks/x.ts',
+      spec.options.map(shapeOf).flatMap((o) => [`--${o.long}`, ...(o.takesValue ? [valueFor(o.long)] : [])]),
+    ).flags
+
+  it('has the keys commander gives the action, no more and no fewer (tsc checks the type, this the parse)', () => {
+    // Each object must name exactly the keys of its derived type: a key too many or missing fails the type check.
+    const upgradeRecording: Record<keyof FlagsOf<typeof UPGRADE_RECORDING>, true> = {
+      to: true,
+      hosts: true,
+      batch: true,
+      maxFail: true,
+      window: true,
+      autoRollback: true,
+      pauseAfterCanary: true,
+      dryRun: true,
+      yes: true,
+      breakLock: true,
+      force: true,
+      metricsFile: true,
+    }
+    const upgradeLive: Record<keyof FlagsOf<typeof UPGRADE_LIVE>, true> = {
+      to: true,
+      from: true,
+      ack: true,
+      tcpEndpoint: true,
+      batch: true,
+      maxFail: true,
+      autoRollback: true,
+      pauseAfterCanary: true,
+      dryRun: true,
+      yes: true,
+      breakLock: true,
+      force: true,
+      metricsFile: true,
+    }
+    const parsed = (spec: CommandSpec) => Object.keys(everyFlagGiven(spec)).sort()
+    expect(parsed(UPGRADE_RECORDING)).toEqual(Object.keys(upgradeRecording).sort())
+    expect(parsed(UPGRADE_LIVE)).toEqual(Object.keys(upgradeLive).sort())
   })
 })
