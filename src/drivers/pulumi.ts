@@ -100,10 +100,14 @@ export class PulumiCli {
     this.transport = transport
   }
 
-  /** Runs one `pulumi` argv in the project's folder, with the CLI's own variables passed through. */
+  /**
+   * Runs one `pulumi` argv in the project's folder, with the CLI's own variables passed through, and
+   * those the program itself reads through the stack's `{ env: X }` references (`programVariables`).
+   */
   run(argv: string[], options: { check?: boolean; timeoutMs?: number } = {}): Promise<CommandResult> {
     const env: Record<string, string> = { PULUMI_SKIP_UPDATE_CHECK: 'true' }
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && PULUMI_ENV.test(k)) env[k] = v
+    const read = new Set(programVariables(this.stack.stackFile))
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && (PULUMI_ENV.test(k) || read.has(k))) env[k] = v
     return runCommand(this.transport, argv, { cwd: this.stack.projectDir, env, ...options })
   }
 
@@ -219,6 +223,24 @@ export function pulumiStackOf(stackFile: string, stack: string): PulumiStack {
 export function readStackVersion(stackFile: string, key: StackKey): string | undefined {
   const node = readStackValue(stackFile, key)
   return typeof node === 'string' ? node : undefined
+}
+
+/**
+ * The variables the Pulumi program reads through the stack file's `{ env: X }` references: the
+ * database password's (`svcops:recording.database.password`, read by src/infra/settings.ts when
+ * the stack holds no `svcops:databasePassword`). The CLI passes its environment to the program, and
+ * svcops passes the CLI only its own variables besides these, so no other secret of svcops'
+ * environment reaches Pulumi. None when the file cannot be read (the CLI says why).
+ */
+export function programVariables(stackFile: string): string[] {
+  try {
+    const doc = parseYaml(readFileSync(stackFile, 'utf8')) as { config?: Record<string, unknown> } | null
+    const recording = doc?.config?.['svcops:recording'] as { database?: { password?: { env?: unknown } } } | undefined
+    const name = recording?.database?.password?.env
+    return typeof name === 'string' && /^[A-Z_][A-Z0-9_]*$/.test(name) ? [name] : []
+  } catch {
+    return []
+  }
 }
 
 /** The value the stack file holds under `key` (a string, a number, ...), read from the file itself. */

@@ -8,6 +8,7 @@
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { BadInputError, OperationError } from '../../src/core/errors.ts'
 import {
@@ -195,6 +196,23 @@ describe('the Pulumi CLI, started through an argv recorder', () => {
     expect(call?.envNames).toContain('PULUMI_CONFIG_PASSPHRASE')
     expect(call?.envNames).not.toContain('SVCOPS_MANAGER_PASSWORD')
     expect(JSON.stringify(recorder.calls())).not.toContain('a-passphrase-only-the-environment-carries')
+  })
+
+  it("passes the program the variable its { env: X } database password names, and no other of svcops' variables", async () => {
+    const p = project()
+    const doc = parseYaml(readFileSync(p.stackFile, 'utf8')) as { config: Record<string, Record<string, unknown>> }
+    doc.config['svcops:recording'] = {
+      ...doc.config['svcops:recording'],
+      database: { ...(doc.config['svcops:recording']?.database as object), password: { env: 'SVCOPS_TEST_DB_PASSWORD' } },
+    }
+    writeFileSync(p.stackFile, toYaml(doc))
+    process.env.SVCOPS_TEST_DB_PASSWORD = 'db-password-the-program-reads'
+    recorder.answer('version', 'v3.150.0\n')
+    await new PulumiCli(pulumiStackOf(p.stackFile, 'prod')).version()
+    const [call] = recorder.calls()
+    expect(call?.envNames).toContain('SVCOPS_TEST_DB_PASSWORD')
+    expect(call?.envNames).not.toContain('SVCOPS_MANAGER_PASSWORD')
+    expect(JSON.stringify(call?.argv)).not.toContain('db-password-the-program-reads')
   })
 
   it('refuses a CLI older than the driver needs, and a stack the backend does not have', async () => {
