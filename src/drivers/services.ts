@@ -56,9 +56,12 @@ export const systemdDriver: ServiceDriver = {
     if (r.code !== 0 || !active)
       return { running: false, status: r.stderr.trim() || r.stdout.trim() || `systemctl exited with code ${r.code}` }
     const restarts = Number(shown.NRestarts ?? 0)
+    // auto-restart: the service exited and Restart= starts it again in a moment (it crashed).
+    const restarting = shown.SubState === 'auto-restart' ? ', exited and about to be restarted by systemd (Restart=)' : ''
+    const restarted = restarts > 0 ? `, restarted ${restarts} time${restarts === 1 ? '' : 's'} by systemd (Restart=)` : ''
     return {
       running: active === 'active' && shown.SubState === 'running',
-      status: `${active} (${shown.SubState ?? '?'})${restarts > 0 ? `, restarted ${restarts} time${restarts === 1 ? '' : 's'} by systemd (Restart=)` : ''}`,
+      status: `${active} (${shown.SubState ?? '?'})${restarting}${restarted}`,
     }
   },
   logsCommand: (_h, unit, lines, _logPath, cursor) => ({

@@ -114,7 +114,10 @@ describe('service drivers build the exact commands', () => {
       running: true,
       status: 'active (running), restarted 2 times by systemd (Restart=)',
     })
-    expect(show('ActiveState=activating\nSubState=auto-restart\nNRestarts=1\n').running).toBe(false)
+    expect(show('ActiveState=activating\nSubState=auto-restart\nNRestarts=1\n')).toEqual({
+      running: false,
+      status: 'activating (auto-restart), exited and about to be restarted by systemd (Restart=), restarted 1 time by systemd (Restart=)',
+    })
     // Only the stop and the start need root; the status and the journal are read as the SSH user.
     expect([systemdDriver.stopCommand(real, 'x').asRoot, systemdDriver.startCommand(real, 'x').asRoot]).toEqual([true, true])
     expect([systemdDriver.statusCommand(real, 'x').asRoot, systemdDriver.logsCommand(real, 'x', 5, '/l').asRoot]).toEqual([

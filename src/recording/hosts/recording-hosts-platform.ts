@@ -20,8 +20,12 @@ import type { RecordingSettings } from '../recording-settings.ts'
 import type { RecordingHost, RecordingPlatform, RecordingTarget, TargetStatus } from '../recording-platform.ts'
 import { reviewConfig } from './config-review.ts'
 
-/** supervisor: BACKOFF, the process exited and is retried; FATAL/EXITED: it gave up. systemd: failed. */
-const GAVE_UP = /FATAL|EXITED|failed/i
+/**
+ * supervisor: BACKOFF, the process exited and is retried; FATAL/EXITED: it gave up. systemd: failed,
+ * or auto-restart: the service exited since the start and Restart= is about to start it again (it
+ * crashed; waiting for the loop to end would only wait out the health timeout).
+ */
+const GAVE_UP = /FATAL|EXITED|failed|auto-restart/i
 const STARTING = /STARTING|activating/i
 
 /** The hosts of the environment as the platform of its recording service. Nothing connects until used. */
