@@ -22,15 +22,14 @@ import {
 import { events } from '../core/events.ts'
 import { onInterrupt, onShutdown } from '../core/lifecycle.ts'
 import { usePrivateFolder } from '../core/private-files.ts'
-import { writeReport } from '../reports/report.ts'
-import type { RunReport } from '../reports/report-types.ts'
 import { HostFailure, Run, ToleratedFailures, type PlannedStep } from './engine.ts'
 import type { Journal } from './journal.ts'
 import type { SiteHook } from './site-steps.ts'
 import { decisionsOf } from './run-decision.ts'
 import { END_DEADLINE_MS, RunMirror } from './run-mirror.ts'
 import type { RunStore } from './run-store.ts'
-import { tellObservers } from './run-events.ts'
+import { runEndWriter, tellObservers } from './run-events.ts'
+import type { RunReport } from './run-report.ts'
 import { holderName, phaseToContinue, type RunKind, type RunParams, type RunRecord } from './run-record.ts'
 import { describedSystem, describeSystem, type SystemDescription } from './system-description.ts'
 import { Phase } from './step.ts'
@@ -207,6 +206,14 @@ async function driveRun<C, P extends RunParams>(
   options: { resumed?: boolean } = {},
 ): Promise<RunOutcome> {
   const { journal, lock } = setup
+  // Asked before anything happens: a run that acted always leaves its report (none wired: a programming error).
+  const writeReport = await Promise.resolve()
+    .then(runEndWriter)
+    .catch(async (error: unknown) => {
+      await lock.release()
+      if (!options.resumed) await discardRun(journal)
+      throw error
+    })
   events.runId = journal.run.id
   if (setup.store) journal.keepCopy(new RunMirror(setup.store, journal.run, journal.entries()))
   usePrivateFolder(journal.dir) // secrets a child needs (the PostgreSQL tools' password file) go here

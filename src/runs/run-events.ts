@@ -5,10 +5,11 @@
  * a controller watches events rather than being called by what it watches. An observer's failure
  * is a warning: it never fails the run.
  */
-import { errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
-import type { RunReport } from '../reports/report-types.ts'
+import { OperationError, errorMessage } from '../core/errors.ts'
 import type { Journal } from './journal.ts'
+import type { RunReport } from './run-report.ts'
+import type { SystemDescription } from './system-description.ts'
 
 export type RunEvent =
   | {
@@ -43,4 +44,32 @@ export async function tellObservers(event: RunEvent): Promise<void> {
       }
     }),
   )
+}
+
+/**
+ * Writes the report of a run that ended into its folder (report.json, .md, .html) and returns it:
+ * src/reports' `writeReport`, which the edge registers (the CLI and the playbooks' scripts through
+ * `useRunSystems`, the tests in their setup). The first of the run's end: the observers hear of the
+ * end with the report written.
+ */
+export type RunEndWriter = (journal: Journal, system: SystemDescription | undefined) => RunReport
+
+let endWriter: RunEndWriter | undefined
+
+/** Makes `writer` the one that writes every run's report in this process; returns what puts the one before it back. */
+export function writeRunEndsWith(writer: RunEndWriter): () => void {
+  const before = endWriter
+  endWriter = writer
+  return () => {
+    endWriter = before
+  }
+}
+
+/** The run-end writer registered at the edge; a run starts only with one, so a run that acts always leaves its report. */
+export function runEndWriter(): RunEndWriter {
+  if (!endWriter)
+    throw new OperationError(
+      'No report writer is registered for the run (an entry point that starts runs wires it with useRunSystems); nothing was started.',
+    )
+  return endWriter
 }

@@ -6,7 +6,7 @@
  */
 import type { z } from 'zod'
 import type { Environment } from '../config/schema.ts'
-import type { ReportContribution } from '../reports/report-section.ts'
+import type { ReportContribution } from './report-contribution.ts'
 import type { RunParams, RunRecord } from './run-record.ts'
 import type { RunStore } from './run-store.ts'
 
