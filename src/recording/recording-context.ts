@@ -130,7 +130,8 @@ function unfinishedHolder(env: Environment, dead: LockHolder, breakLock: boolean
   let where = 'an unknown step'
   try {
     const journal = Journal.open(dead.runId)
-    if (isFinished(journal.run)) return undefined
+    // A rehearsal changed nothing in production: killed, it leaves nothing to finish (the next one drops its copy).
+    if (isFinished(journal.run) || journal.run.kind === 'rehearse') return undefined
     const last = journal.entries().at(-1)
     if (last) where = `${last.step}${last.host ? ` on ${last.host}` : ''}`
   } catch {

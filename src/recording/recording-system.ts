@@ -25,6 +25,7 @@ import {
 import { emptyRecordingParams, type RecordingParams } from './recording-params.ts'
 import { recordingTargets } from './recording-platforms.ts'
 import { batchesOf, recordingDescription } from './recording-description.ts'
+import { describeLatestRehearsal, requirePassingRehearsal } from './rehearse/latest-rehearsal.ts'
 
 /** `svcops upgrade recording` (and `rollback recording --to`, `resume --retry`) as a request. */
 export interface UpgradeRequest {
@@ -145,8 +146,10 @@ export function recordingSystem(
     newRun: newUpgradeRun,
     announce: (run, env) =>
       `Run ${run.id}: upgrade ${env.recording?.package ?? ''} to ${run.targetVersion} on ${run.params.hosts.join(', ')} (environment ${env.name}).`,
-    lock: (env, run, options) => {
+    lock: async (env, run, options) => {
       refuseRehearsal(run)
+      // A new upgrade (scheduled ones too) meets the stack's rehearsal policy before any lock or run folder.
+      if (run.kind === 'upgrade' && !options.resuming && !run.params.downgrade) await requirePassingRehearsal(env, run.targetVersion)
       return lockRecordingEnvironment(env, run, options)
     },
     open: (env, journal, options) => openRecordingRun(env, options.takeOver, options.breakLock)(journal),
@@ -160,7 +163,11 @@ export function recordingSystem(
     },
     plan: {
       title: (plan) => `Dry run: upgrade of environment '${plan.environment}' to ${plan.target} (nothing will be changed).`,
-      facts: (run, req) => ({ batches: batchesOf(run.params), ...(req?.windowMs ? { window: describeWindow(req.windowMs) } : {}) }),
+      facts: (run, req) => ({
+        batches: batchesOf(run.params),
+        ...(req?.windowMs ? { window: describeWindow(req.windowMs) } : {}),
+        ...(req && !req.downgrade ? { rehearsal: describeLatestRehearsal(req.env, run.targetVersion) } : {}),
+      }),
       lines: (plan: RunPlan) => [
         ...(typeof plan.window === 'string'
           ? [`Window: ${plan.window}`]
@@ -168,6 +175,7 @@ export function recordingSystem(
             ? ['Window: none (--window not given)']
             : []),
         `Rollout: ${((plan.batches as string[][] | undefined) ?? []).map((b, i) => `${i === 0 ? 'canary' : `batch ${i}`} [${b.join(', ')}]`).join(' -> ')}`,
+        ...(typeof plan.rehearsal === 'string' ? [plan.rehearsal] : []),
       ],
       continuation: (journal, env) => ({
         what: journal.run.kind,

@@ -5,10 +5,16 @@
  * after) and the scratch database gone at the end; the lab's fault releases each caught with the
  * cause named. On the lab's real PostgreSQL, pg_dump/pg_restore, dpkg and supervisord.
  */
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { exitCodeFor } from '../../src/core/errors.ts'
+import { switchLabFault } from '../../src/lab/recording-faults.ts'
 import { Journal, listRuns } from '../../src/runs/journal.ts'
 import { predictionOfRun, rehearseRecordingService } from '../../playbooks/rehearse.ts'
+import { readEnvironmentLock } from '../../src/runs/lock.ts'
+import { crashFailpointEnv, runSvcops } from '../support/cli.ts'
 import { runCliInProcess, startUpgradeLab, type UpgradeLab } from './fixture.ts'
 import { addRehearsalHost, REHEARSAL_DATABASE, type RehearsalHost } from './rehearsal-host.ts'
 
@@ -69,6 +75,9 @@ describe('a rehearsal of 2.1.0 on a copy of production', () => {
     // The upgrade's own content check ran on the copy: every recording of the snapshot listed, a test recording written.
     const verified = journal.entries().filter((e) => e.step === 'verify-host' && e.status === 'ok' && e.host === host.name)
     expect(verified.length).toBe(2)
+    // The run's report carries the prediction beside its own timeline.
+    expect(readFileSync(journal.file('report.md'), 'utf8')).toMatch(/## Rehearsal: the predicted upgrade[\s\S]*FITS/)
+    expect(readFileSync(journal.file('report.html'), 'utf8')).toContain('<ul id="rehearsal">')
     expect(await production()).toEqual(before)
     expect(await host.databaseExists()).toBe(false)
   })
@@ -86,6 +95,18 @@ describe('a rehearsal of 2.1.0 on a copy of production', () => {
     const run = await rehearseRecordingService({ env: lab.env(), to: '2.1.0', windowMs: 1 })
     expect(run.phase).toBe('succeeded')
     expect(predictionOfRun(Journal.open(run.runId))?.verdict).toBe('does not fit')
+  })
+})
+
+describe('the upgrade after a rehearsal', () => {
+  it("shows the latest rehearsal of the same target in the upgrade's dry run: when, verdict, predicted rollout", async () => {
+    const run = await runCliInProcess(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '2.1.0', '--dry-run'])
+    expect(run.code, run.stderr).toBe(0)
+    const latest = listRuns(lab.runsDir).find((r) => r.kind === 'rehearse' && r.targetVersion === '2.1.0')
+    expect(run.stdout).toContain(`Rehearsal: run ${latest?.id ?? '?'} at `)
+    expect(run.stdout).toMatch(/2\.0\.0 -> 2\.1\.0, passed \((fits|does not fit|no window), predicted rollout [0-9.]+ (ms|s)\)/)
+    const none = await runCliInProcess(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '2.1.0+crash', '--dry-run'])
+    expect(none.stdout).toContain('Rehearsal: none of 2.1.0+crash in this runs folder')
   })
 })
 
@@ -119,6 +140,46 @@ describe('fault releases are caught by the rehearsal, production untouched', () 
   }
 })
 
+describe('an interrupted rehearsal', () => {
+  it('SIGINT after the copy was restored: exit 130, the scratch database dropped, the rehearsal host stopped, the lock free, production unchanged', async () => {
+    const before = await production()
+    const run = await runSvcops(['--stack-file', lab.envFile, 'rehearse', 'recording', '--to', '2.1.0'], {
+      env: { SVCOPS_RUNS_DIR: lab.runsDir, ...crashFailpointEnv('restore-copy', 'SIGINT') },
+    })
+    expect(run.code, run.stderr).toBe(130)
+    expect(lastRun().run.phase).toBe('interrupted')
+    expect(await host.databaseExists()).toBe(false)
+    await expect(fetch(`${host.url}/`)).rejects.toThrow()
+    // Nothing is left to finish: the next run of the environment is not refused.
+    expect(await readEnvironmentLock(lab.env().recording!.database, lab.env().name)).toBeFalsy()
+    expect(await production()).toEqual(before)
+  })
+})
+
+describe('a missing privilege is caught on production, where the copy cannot show it', () => {
+  it("tables-not-owned: the rehearsal stops before the copy, naming the doctor's schema-change-permission; nothing changed", async () => {
+    const target = { env: lab.env(), superuserPassword: readFileSync(join(lab.labDir, 'secrets', 'postgres-password'), 'utf8').trim() }
+    await switchLabFault(target, 'tables-not-owned', true)
+    try {
+      const before = await production()
+      const error = await rehearseRecordingService({ env: lab.env(), to: '2.1.0' }).catch((e: unknown) => e)
+      expect(exitCodeFor(error)).toBe(1)
+      expect((error as Error).message).toMatch(
+        /^Cause schema-change-permission: the service's role may not change the schema of recordings/,
+      )
+      expect(
+        lastRun()
+          .entries()
+          .some((e) => e.step === 'restore-copy'),
+      ).toBe(false)
+      expect(await production()).toEqual(before)
+      expect(await host.databaseExists()).toBe(false)
+    } finally {
+      await switchLabFault(target, 'tables-not-owned', false)
+    }
+  })
+})
+
 describe('bad input', () => {
   it('refuses a rehearsal database that is the service database, in one sentence, before anything runs', async () => {
     const env = lab.env()
@@ -133,5 +194,43 @@ describe('bad input', () => {
       lab.setRecording({ rehearsal: env.recording!.rehearsal })
     }
     expect(REHEARSAL_DATABASE).not.toBe(env.recording!.database.name)
+  })
+})
+
+describe('svcops:upgrade.requireRehearsal', () => {
+  /** Sets `svcops:upgrade` in the lab's stack file. */
+  function requireRehearsal(hours: number | undefined): void {
+    const doc = parseYaml(readFileSync(lab.envFile, 'utf8')) as { config: Record<string, unknown> }
+    if (hours === undefined) delete doc.config['svcops:upgrade']
+    else doc.config['svcops:upgrade'] = { requireRehearsal: hours }
+    writeFileSync(lab.envFile, toYaml(doc))
+  }
+
+  it('refuses an upgrade nobody rehearsed before anything starts, in one sentence (exit 5), with no run and production unchanged', async () => {
+    requireRehearsal(24)
+    try {
+      const before = await production()
+      const runs = listRuns(lab.runsDir).length
+      const run = await runCliInProcess(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '2.1.0+crash', '--yes'])
+      expect(run.code).toBe(5)
+      expect(run.stderr).toMatch(
+        /svcops:upgrade\.requireRehearsal: no rehearsal of 2\.0\.0 -> 2\.1\.0\+crash on schema [0-9a-f]{12} passed within the last 24 h; the upgrade was refused before anything started\./,
+      )
+      expect(listRuns(lab.runsDir).length).toBe(runs)
+      expect(await production()).toEqual(before)
+    } finally {
+      requireRehearsal(undefined)
+    }
+  })
+
+  it('lets the upgrade of a rehearsed from, to and schema through, and it succeeds', async () => {
+    requireRehearsal(24)
+    try {
+      const run = await runCliInProcess(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '2.1.0', '--yes'])
+      expect(run.code, run.stderr).toBe(0)
+      expect(await lab.versions()).toEqual({ 'rec-1': '2.1.0', 'rec-2': '2.1.0' })
+    } finally {
+      requireRehearsal(undefined)
+    }
   })
 })

@@ -17,6 +17,7 @@ import type { RecordingTarget } from '../recording-platform.ts'
 import { openRecordingPlatform } from '../recording-platforms.ts'
 import type { RehearsalContext } from './rehearsal-context.ts'
 import { predictionSchema, type Prediction } from './prediction.ts'
+import { REHEARSAL_REPORT } from './rehearsal-report.ts'
 import { DEFAULT_BACKUP_MAX_AGE_HOURS, rehearsalBackup, restoreCopy } from './scratch-copy.ts'
 
 type Ctx = RehearsalContext
@@ -90,7 +91,8 @@ export const takeRehearsalBackup = defineStep<Ctx, [], z.infer<typeof backupSche
   async act(ctx) {
     const fingerprint = ctx.journal.run.params.fingerprintBefore ?? ''
     const maxAge = ctx.production.recording?.rehearsal?.backupMaxAgeHours ?? DEFAULT_BACKUP_MAX_AGE_HOURS
-    const versions = await openRecordingPlatform(ctx.production).versions()
+    // What read-production journaled: the production hosts are not reached again (nor left connected).
+    const versions = (ctx.journal.finished('read-production', undefined)?.data as ProductionFacts | undefined)?.versions ?? {}
     const backup = await rehearsalBackup(ctx.production, fingerprint, maxAge, versions)
     ctx.journal.updateParams({ backupId: backup.id })
     return {
@@ -167,6 +169,7 @@ export const checkProductionUnchanged = defineStep<Ctx, []>({
 export const recordPrediction = defineStep<Ctx, [Prediction], Prediction>({
   id: 'predict',
   title: 'predict the real upgrade: downtime per host and for the rollout, rollback time, beside the window',
+  report: REHEARSAL_REPORT,
   data: predictionSchema,
   describe: () => [
     'migration time, start to healthy, rollback time, database size; downtime per host and for the rollout with the stack\u2019s batches',

@@ -60,7 +60,11 @@ export function rehearsalSystem(playbook: Playbook<RehearsalContext, RecordingPa
     newRun: newRehearsalRun,
     announce: (run, env) =>
       `Run ${run.id}: rehearse ${env.recording?.package ?? ''} ${run.targetVersion} on ${run.params.hosts.join(', ')} against a copy of ${env.name}'s database (production is not changed).`,
-    lock: (env, run, options) => lockRecordingEnvironment(env, run, options),
+    async lock(env, run, options) {
+      const { lock, takeOver } = await lockRecordingEnvironment(env, run, options)
+      // A rehearsal has nothing to finish: interrupted, it lets go of the lock (its close cleaned up).
+      return { lock: { release: () => lock.release() }, takeOver }
+    },
     open: (env, journal, options) => openRehearsal(env, journal, options),
     openToPlan: (env, journal) => openRehearsalToPlan(env, journal),
     playbook: () => playbook,

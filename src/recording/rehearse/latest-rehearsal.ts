@@ -1,0 +1,119 @@
+/**
+ * Rehearsals as later commands read them: the upgrade's dry run shows the latest rehearsal of the
+ * same target (when, verdict, predicted rollout), and `svcops:upgrade.requireRehearsal` refuses a
+ * real upgrade, before anything starts, unless a rehearsal of the same from-version, to-version and
+ * schema fingerprint passed within that many hours. A rehearsal's from-version and fingerprint are
+ * the ones its record keeps (`previousVersions`, `fingerprintBefore`), signed like every run's.
+ */
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Environment } from '../../config/schema.ts'
+import { BlockedError } from '../../core/errors.ts'
+import { schemaFingerprint } from '../../drivers/fingerprint.ts'
+import { databaseTarget, withDatabase } from '../../drivers/postgres.ts'
+import { Journal, listRuns, runsDir } from '../../runs/journal.ts'
+import { listEnvironmentRuns } from '../../runs/run-listing.ts'
+import type { RunRecord } from '../../runs/run-record.ts'
+import { recordingParamsSchema } from '../recording-params.ts'
+import { openRecordingPlatform } from '../recording-platforms.ts'
+import { formatMs, predictionSchema, type Prediction } from './prediction.ts'
+
+/** A rehearsal as a later command sees it. */
+export interface RehearsalSummary {
+  id: string
+  /** When it ended (or started, while it runs). */
+  at: string
+  from: string
+  to: string
+  fingerprint: string
+  passed: boolean
+  phase: string
+  prediction?: Prediction
+}
+
+/** The rehearsal `record` describes, or undefined when it is not a rehearsal of the recording service. */
+export function rehearsalOf(record: RunRecord): RehearsalSummary | undefined {
+  if (record.kind !== 'rehearse' || record.system !== 'recording') return undefined
+  const params = recordingParamsSchema.safeParse(record.params)
+  if (!params.success) return undefined
+  const prediction = localPrediction(record.id)
+  return {
+    id: record.id,
+    at: record.finishedAt ?? record.startedAt,
+    from: Object.values(params.data.previousVersions)[0] ?? '',
+    to: record.targetVersion,
+    fingerprint: params.data.fingerprintBefore ?? '',
+    passed: record.phase === 'succeeded' && record.trust?.state !== 'refused',
+    phase: record.phase,
+    ...(prediction ? { prediction } : {}),
+  }
+}
+
+/** The prediction a rehearsal journaled, when its run folder is on this machine. */
+function localPrediction(id: string): Prediction | undefined {
+  try {
+    if (!existsSync(join(runsDir(), id, 'run.json'))) return undefined
+    const entry = Journal.open(id)
+      .entries()
+      .findLast((e) => e.step === 'predict' && e.data)
+    const parsed = predictionSchema.safeParse(entry?.data)
+    return parsed.success ? parsed.data : undefined
+  } catch {
+    return undefined // a run folder being written or damaged: no prediction to show, the record still counts
+  }
+}
+
+/** The newest rehearsal of `to` in the local runs folder (the dry run's line; sync, reads only). */
+export function latestLocalRehearsal(env: Pick<Environment, 'name'>, to: string): RehearsalSummary | undefined {
+  for (const record of listRuns()) {
+    if (record.environment !== env.name || record.targetVersion !== to) continue
+    const summary = rehearsalOf(record)
+    if (summary) return summary
+  }
+  return undefined
+}
+
+/** The dry run's line about the latest rehearsal of `to`, and the policy when the stack sets one. */
+export function describeLatestRehearsal(env: Environment, to: string): string {
+  const policy = env.upgrade?.requireRehearsal
+    ? ` — svcops:upgrade.requireRehearsal: a passing rehearsal of the same versions and schema within ${env.upgrade.requireRehearsal} h is required`
+    : ''
+  const r = latestLocalRehearsal(env, to)
+  if (!r) return `Rehearsal: none of ${to} in this runs folder (svcops rehearse recording --env ${env.name} --to ${to})${policy}`
+  const p = r.prediction
+  const predicted = p?.rolloutMs !== undefined ? `, predicted rollout ${formatMs(p.rolloutMs)}` : ''
+  return `Rehearsal: run ${r.id} at ${r.at}, ${r.from} -> ${r.to}, ${r.passed ? 'passed' : r.phase}${p ? ` (${p.verdict}${predicted})` : ''}${policy}`
+}
+
+/**
+ * `svcops:upgrade.requireRehearsal`: refuses the upgrade to `to` (one sentence, exit 5) unless a
+ * rehearsal of production's current version to `to`, on today's schema fingerprint, passed within
+ * the configured hours. Reads production's versions and fingerprint; changes nothing.
+ */
+export async function requirePassingRehearsal(env: Environment, to: string): Promise<void> {
+  const hours = env.upgrade?.requireRehearsal
+  const rec = env.recording
+  if (!hours || !rec) return
+  const platform = openRecordingPlatform(env)
+  let versions: Record<string, string>
+  try {
+    versions = await platform.versions()
+  } finally {
+    await platform.close()
+  }
+  const fingerprint = await withDatabase(databaseTarget(rec.database), (c) => schemaFingerprint(c))
+  const froms = [...new Set(Object.values(versions))]
+  const oldest = Date.now() - hours * 3_600_000
+  const rehearsals = (await listEnvironmentRuns(env, { system: 'recording' }))
+    .map(rehearsalOf)
+    .filter((r): r is RehearsalSummary => r !== undefined && r.to === to)
+  const fits = (r: RehearsalSummary): boolean =>
+    r.passed && froms.includes(r.from) && r.fingerprint === fingerprint && Date.parse(r.at) >= oldest
+  // Every version production runs now must have been rehearsed (a fleet half on another version migrates from it too).
+  const missing = froms.filter((from) => !rehearsals.some((r) => r.from === from && fits(r)))
+  if (missing.length === 0) return
+  throw new BlockedError(
+    `svcops:upgrade.requireRehearsal: no rehearsal of ${missing.join(', ')} -> ${to} on schema ${fingerprint.slice(0, 12)} passed within the last ${hours} h; the upgrade was refused before anything started.`,
+    `Rehearse first: svcops rehearse recording --env ${env.name} --to ${to}`,
+  )
+}
