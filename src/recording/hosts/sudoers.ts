@@ -20,9 +20,11 @@ export function recordingSudoers(env: Environment): string {
     throw new BadInputError(
       `recording.hosts: ${env.file} names no recording host reached over SSH; sudo rules are for the SSH user of such hosts.`,
     )
-  if (rec.packageDriver === 'dpkg')
+  // dpkg installs files svcops copies to each host (the lab's sandboxes); dnf's install goes up or
+  // down through `sh -c`, which a rule could only allow as a shell.
+  if (rec.packageDriver !== 'apt')
     throw new BadInputError(
-      `recording.packageDriver: dpkg installs from files svcops copies to each host (the lab's sandboxes); sudo rules are rendered for apt or dnf.`,
+      `recording.packageDriver: ${rec.packageDriver} is not one svcops renders sudo rules for; expected apt (dpkg installs files copied to sandboxes, dnf installs through a shell).`,
     )
   const settings = settingsFor(env, rec)
   const pkg = packageDriver(rec.packageDriver)
