@@ -109,6 +109,20 @@ export const LIVE_RUN_STORE_RIGHTS: NeededRight[] = [
   { group: '', resource: 'configmaps', verb: 'delete', why: 'the run store: a run refused before it began is forgotten' },
 ]
 
+/**
+ * The ConfigMap holding the jobs' copy of the stack file, when the program declares it: whenever the
+ * stack has jobs and any schedule (src/infra/index.ts makes ScheduledJobs for an upgrade, a live
+ * upgrade or a backup schedule). A run of either system updates its data with the version, so each
+ * run's preview rule and rights must know it; a stack with a live upgrade schedule alone has it too.
+ */
+export function stackCopyName(
+  deploy: { jobs?: unknown; upgradeSchedule?: unknown; liveUpgradeSchedule?: unknown; backupSchedule?: unknown },
+  prefix: string,
+): string | undefined {
+  const scheduled = !!deploy.jobs && !!(deploy.upgradeSchedule ?? deploy.liveUpgradeSchedule ?? deploy.backupSchedule)
+  return scheduled ? targetNames({ prefix }, 'stackMap')[0] : undefined
+}
+
 /** The names of the objects a live run writes (`pulumi up` of a release, a PSK rotation), by the stack's product prefix. */
 export function liveWriteNames(prefix: string): { deployments: string[]; secrets: string[] } {
   return { deployments: targetNames({ prefix }, 'liveComponents'), secrets: targetNames({ prefix }, 'liveSecrets') }

@@ -5,9 +5,10 @@
  * reached through the stack's `kubernetes:context` in KUBECONFIG; `pulumi` on PATH is an argv
  * recorder (test/support/pulumi-argv-recorder.ts) that shows the dry run starts no pulumi at all.
  */
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { PlannedStep } from '../../src/runs/engine.ts'
 import { ROOT, runSvcops } from '../support/cli.ts'
@@ -103,6 +104,36 @@ describe('svcops upgrade recording --env prod --to 2.0.0 --dry-run', () => {
     expect(api.requests.map((r) => `${r.method} ${r.path}`)).toContain('GET /apis/apps/v1/namespaces/svc-prod/deployments/svc-recording')
     expect(recorder.calls()).toEqual([])
     expect(readFileSync(join(ROOT, 'stacks/Pulumi.prod.yaml'), 'utf8')).toBe(stackBefore)
+  })
+
+  it("knows the jobs' stack copy of a stack whose only schedule is the live upgrade: its version change is allowed, and its patch asked", async () => {
+    // The program declares the ConfigMap for any schedule (src/infra/index.ts); a recording run that
+    // did not know it would refuse the version it writes there as somebody else's change.
+    // A project folder as an operator has it: Pulumi.yaml, its stack file under stackConfigDir.
+    const project = mkdtempSync(join(tmpdir(), 'svcops-k8s-live-only-'))
+    const stacks = join(project, 'stacks')
+    mkdirSync(stacks)
+    copyFileSync(join(ROOT, 'Pulumi.yaml'), join(project, 'Pulumi.yaml'))
+    const doc = parseYaml(readFileSync(join(ROOT, 'stacks/Pulumi.prod.yaml'), 'utf8')) as {
+      config: Record<string, Record<string, unknown>>
+    }
+    const deploy = doc.config['svcops:deploy'] ?? {}
+    delete deploy.upgradeSchedule
+    delete deploy.backupSchedule
+    expect(deploy.liveUpgradeSchedule).toBeDefined()
+    writeFileSync(join(stacks, 'Pulumi.prod.yaml'), toYaml(doc))
+    const run = await runSvcops(['upgrade', 'recording', '--env', 'prod', '--to', '2.0.0', '--dry-run', '--json'], {
+      env: {
+        KUBECONFIG: api.kubeconfig,
+        PATH: `${recorder.binDir}:${process.env.PATH ?? ''}`,
+        SVCOPS_STACKS_DIR: stacks,
+        SVCOPS_RUNS_DIR: mkdtempSync(join(tmpdir(), 'svcops-k8s-dry-')),
+      },
+    })
+    const plan = JSON.parse(run.stdout || '{}') as { steps?: PlannedStep[] }
+    expect(plan.steps, run.stderr).toBeDefined()
+    expect(actionsOf(plan.steps ?? [], 'stop').join('\n')).toContain('and svc-svcops-stack (data) may change')
+    expect(actionsOf(plan.steps ?? [], 'preflight').join('\n')).toContain('patch configmaps svc-svcops-stack')
   })
 
   it('refuses a bad version in one sentence, before anything is read', async () => {

@@ -15,6 +15,7 @@ import { local } from '../../core/runner.ts'
 import type { KubeconfigTrust } from '../../drivers/kubeconfig-trust.ts'
 import { insideCluster, KubernetesDriver, type ClusterTarget } from '../../drivers/kubernetes.ts'
 import { PulumiCli, pulumiStackOf, showPulumi, type PulumiStack, type StackKey } from '../../drivers/pulumi.ts'
+import { stackCopyName } from '../../infra/jobRights.ts'
 import { LIVE_COMPONENTS, type LiveComponentName } from '../layout.ts'
 import type { LiveLockPlace } from '../live-platform.ts'
 
@@ -73,7 +74,7 @@ export function openLiveCluster(env: Environment, section: LiveClusterConfig): L
     ...(deploy.allowInsecureSkipTlsVerify ? { allowInsecureSkipTlsVerify: true } : {}),
   })
   const targets = Object.fromEntries(LIVE_COMPONENTS.map((c) => [c, targetOf(c)])) as Record<LiveComponentName, ClusterTarget>
-  const scheduled = !!deploy.jobs && !!(deploy.upgradeSchedule ?? deploy.backupSchedule)
+  const stackMap = stackCopyName(deploy, prefix)
   const scheme = deploy.tls ? 'https' : 'http'
   const inside = insideCluster()
   let stack: PulumiStack | undefined
@@ -84,7 +85,7 @@ export function openLiveCluster(env: Environment, section: LiveClusterConfig): L
     namespace,
     prefix,
     targets,
-    ...(scheduled ? { stackMap: `${prefix}-svcops-stack` } : {}),
+    ...(stackMap ? { stackMap } : {}),
     suppliedPsk: !!env.psk,
     ...(deploy.live.metrics ? { metrics: deploy.live.metrics } : {}),
     logLines: section.logLines ?? 50,

@@ -10,6 +10,7 @@ import { BadInputError } from '../../core/errors.ts'
 import type { KubeconfigTrust } from '../../drivers/kubeconfig-trust.ts'
 import { insideCluster, KubernetesDriver, RECORDING_APP, serviceUrlOf, type ClusterTarget } from '../../drivers/kubernetes.ts'
 import { PulumiCli, pulumiStackOf, versionKeyOf, type PulumiStack, type VersionChange, type VersionKey } from '../../drivers/pulumi.ts'
+import { stackCopyName } from '../../infra/jobRights.ts'
 
 /** The recording service's Kubernetes objects and the tools that reach them. */
 export interface RecordingCluster {
@@ -53,8 +54,7 @@ export function openRecordingCluster(env: Environment): RecordingCluster {
     ...(env.kubernetes?.kubeconfig ? { kubeconfig: env.kubernetes.kubeconfig } : {}),
     ...(deploy.allowInsecureSkipTlsVerify ? { allowInsecureSkipTlsVerify: true } : {}),
   }
-  const scheduled = !!deploy.jobs && !!(deploy.upgradeSchedule ?? deploy.backupSchedule)
-  const stackMap = scheduled ? `${prefix}-svcops-stack` : undefined
+  const stackMap = stackCopyName(deploy, prefix)
   let stack: PulumiStack | undefined
   let cli: PulumiCli | undefined
   let kube: KubernetesDriver | undefined
