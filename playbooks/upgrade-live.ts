@@ -21,7 +21,6 @@
  */
 import type { Environment } from '../src/config/schema.ts'
 import { BadInputError } from '../src/core/errors.ts'
-import { Journal } from '../src/runs/journal.ts'
 import { ToleratedFailures, type HostFailure, type Run } from '../src/runs/engine.ts'
 import { parseMaxFail, planBatches } from '../src/runs/rollout.ts'
 import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
@@ -215,11 +214,6 @@ export async function planLiveRollback(env: Environment, options: { runId?: stri
   // Read into memory: a dry run writes nothing to the local runs folder.
   const journal = await findLiveRunToRollBack(env, options.runId, { dryRun: true, trustUnsigned: options.trustUnsigned ?? false })
   return planLiveResume(journal.run.id, { rollback: true, env, journal })
-}
-
-/** True when run `id` is a run of the live production system (so `svcops resume ID` continues it here). */
-export function isLiveRun(id: string): boolean {
-  return Journal.open(id).run.system === live.name
 }
 
 /** `svcops upgrade live`, and this file run as a script: the dry run's plan, or the run once confirmed. */

@@ -37,7 +37,6 @@ import { requireSection } from '../src/config/load.ts'
 import { schemaFingerprint } from '../src/drivers/fingerprint.ts'
 import { databaseTarget, withDatabase } from '../src/drivers/postgres.ts'
 import { ToleratedFailures, type HostFailure, type Run } from '../src/runs/engine.ts'
-import { Journal } from '../src/runs/journal.ts'
 import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
 import {
   planSystemContinuation,
@@ -221,11 +220,6 @@ export async function planRecordingRollback(
   // Read into memory: a dry run writes nothing to the local runs folder.
   const journal = await findRunToRollBack(env, options.runId, { dryRun: true, trustUnsigned: options.trustUnsigned ?? false })
   return planRecordingResume(journal.run.id, { rollback: true, env, journal })
-}
-
-/** True when run `id` is a run of the recording service (so `svcops resume ID` continues it here). */
-export function isRecordingRun(id: string): boolean {
-  return Journal.open(id).run.system === recording.name
 }
 
 /** `svcops upgrade recording`, and this file run as a script: the dry run's plan, or the run once confirmed. */
