@@ -144,10 +144,10 @@ export async function runDeclaredCheck(
     if (r.status !== 200)
       return { check: name, ok: false, detail: `GET ${m.path} answered ${r.status}`, ...(r.status === 404 ? { absent: true } : {}) }
     const lines = (typeof r.body === 'string' ? r.body : '').split('\n').map((l) => l.trim())
-    if (m.releaseNames) {
-      const missing = liveMetricNames(version, unit.component, plan.product.prefix).filter((n) => !metricLine(lines, n))
-      if (missing.length) return { check: name, ok: false, detail: `missing ${missing.join(', ')}` }
-    }
+    // The release's names, said when present too: what was checked, in the report.
+    const names = m.releaseNames ? liveMetricNames(version, unit.component, plan.product.prefix) : []
+    const missing = names.filter((n) => !metricLine(lines, n))
+    if (missing.length) return { check: name, ok: false, detail: `missing ${missing.join(', ')}` }
     if (m.name !== undefined) {
       const metric = fill(m.name)
       const line = metricLine(lines, metric)
@@ -156,7 +156,7 @@ export async function runDeclaredCheck(
       if (value !== m.equals)
         return { check: name, ok: false, detail: `${metric} is ${String(line.split(/\s+/)[1])}; expected ${m.equals}` }
     }
-    return { check: name, ok: true }
+    return names.length ? { check: name, ok: true, detail: names.join(', ') } : { check: name, ok: true }
   }
   const argv = (check.command?.argv ?? []).map(fill)
   if (!reader.run) return { check: name, ok: false, detail: 'a command check runs on a host; this platform has none' }
@@ -172,12 +172,28 @@ export async function runDeclaredCheck(
       }
 }
 
-/** The seed's check and every declared check of one unit of `version`, in that order. */
-export async function runUnitChecks(reader: CheckReader, plan: CheckPlan, unit: LiveUnit, version: string): Promise<CheckResult[]> {
+/**
+ * The seed's check and every declared check of one unit of `version`, in that order. `only`:
+ * the HTTP checks (the seed's, web and metric), which a waiting check asks again and again, or
+ * the commands, asked once after the wait (each is a round trip over the host's transport).
+ * `untilFailure`: stop at the first failed check (a wait only needs to know whether all pass).
+ */
+export async function runUnitChecks(
+  reader: CheckReader,
+  plan: CheckPlan,
+  unit: LiveUnit,
+  version: string,
+  only?: 'http' | 'commands',
+  untilFailure = false,
+): Promise<CheckResult[]> {
   const results: CheckResult[] = []
-  const seed = await seedCheck(reader, plan, unit, version)
+  const seed = only === 'commands' ? undefined : await seedCheck(reader, plan, unit, version)
   if (seed) results.push(seed)
-  for (const c of declaredFor(plan, unit.component)) results.push(await runDeclaredCheck(reader, plan, c, unit, version))
+  for (const c of declaredFor(plan, unit.component)) {
+    if (untilFailure && results.some((r) => !r.ok)) break
+    if ((only === 'http' && c.command) || (only === 'commands' && !c.command)) continue
+    results.push(await runDeclaredCheck(reader, plan, c, unit, version))
+  }
   return results
 }
 

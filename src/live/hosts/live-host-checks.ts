@@ -69,8 +69,14 @@ export function checkPlanOf(ctx: Pick<HostChecks, 'live' | 'product'>): CheckPla
 }
 
 /** The seed's and the declared checks of one unit of `version`, asked once. */
-export function unitChecks(ctx: Omit<HostChecks, 'platform'>, unit: LiveUnit, version: string): Promise<CheckResult[]> {
-  return runUnitChecks(hostCheckReader(ctx), checkPlanOf(ctx), unit, version)
+export function unitChecks(
+  ctx: Omit<HostChecks, 'platform'>,
+  unit: LiveUnit,
+  version: string,
+  only?: 'http' | 'commands',
+  untilFailure = false,
+): Promise<CheckResult[]> {
+  return runUnitChecks(hostCheckReader(ctx), checkPlanOf(ctx), unit, version, only, untilFailure)
 }
 
 /** What `unitChecks` asks, for the dry run. */
@@ -85,7 +91,8 @@ const CHECK_POLL_MS = 250
 
 /**
  * Every check of one started component of `version`. Waits (up to `waitMs`) for it to run and for
- * its checks to pass; a component the service manager reports as exited is not waited for.
+ * its HTTP checks to pass, then asks its command checks once; a component the service manager
+ * reports as exited is not waited for.
  */
 export async function checkComponent(
   ctx: HostChecks,
@@ -95,14 +102,17 @@ export async function checkComponent(
 ): Promise<CheckResult[]> {
   const deadline = Date.now() + options.waitMs
   let status = await ctx.platform.status(unit)
-  let checks: CheckResult[]
   for (;;) {
-    checks = await unitChecks(ctx, unit, version)
-    const up = status.running && checks.every((c) => c.ok)
+    const first = await unitChecks(ctx, unit, version, 'http', true)
+    const up = status.running && first.every((c) => c.ok)
     if (up || Date.now() >= deadline || (!status.running && GAVE_UP.test(status.status))) break
     await sleep(CHECK_POLL_MS)
     status = await ctx.platform.status(unit)
   }
+  // Every HTTP check once more, to the end: what the report shows.
+  const checks = await unitChecks(ctx, unit, version, 'http')
+  // The commands once, after the wait: each is a round trip over the host's transport.
+  checks.push(...(await unitChecks(ctx, unit, version, 'commands')))
   const errors = await ctx.platform.errorLines(unit, options.cursor)
   return [
     { check: 'running', ok: status.running, detail: status.status },
