@@ -46,6 +46,18 @@ function lastRun(): Journal {
 }
 
 describe('a rehearsal of 2.1.0 on a copy of production', () => {
+  it('--dry-run prints every step and command and changes nothing: no run, no copy, production as it was', async () => {
+    const before = await production()
+    const run = await runCliInProcess(['--stack-file', lab.envFile, 'rehearse', 'recording', '--to', '2.1.0', '--dry-run'])
+    expect(run.code, run.stderr).toBe(0)
+    expect(run.stdout).toContain("Dry run: rehearsal of 2.1.0 for environment 'lab' (nothing will be changed).")
+    expect(run.stdout).toContain(`CREATE DATABASE ${REHEARSAL_DATABASE}`)
+    expect(run.stdout).toMatch(/restore-copy/)
+    expect(listRuns(lab.runsDir)).toEqual([])
+    expect(await host.databaseExists()).toBe(false)
+    expect(await production()).toEqual(before)
+  })
+
   it('passes: the copy migrated and rolled back, every recording listed after, the downtime predicted beside the window; production unchanged, the copy dropped', async () => {
     const before = await production()
     const run = await runCliInProcess([

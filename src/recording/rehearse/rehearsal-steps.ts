@@ -56,6 +56,12 @@ export const readProduction = defineStep<Ctx, [], ProductionFacts>({
     `schema fingerprint and size of ${ctx.databases.production.name} on ${ctx.databases.production.host}:${ctx.databases.production.port}`,
     `the doctor's ${schemaChangePermission.id}: ${schemaChangePermission.check}`,
   ],
+  async preview(ctx) {
+    // The dry run reads production too (read only): the version it would install first comes from it.
+    const facts = await readProductionFacts(ctx)
+    ctx.journal.updateParams({ previousVersions: { [ctx.host.name]: facts.from }, fingerprintBefore: facts.fingerprint })
+    return { data: facts }
+  },
   async act(ctx) {
     const facts = await readProductionFacts(ctx)
     const to = ctx.journal.run.targetVersion
