@@ -31,6 +31,7 @@ const NOT_SVCOPS = new Set([
   '--root', // dpkg --root
   '--volatile', // systemd-nspawn
   '--ignore-scripts', // npm
+  '--validate', // kubectl apply --validate=false
   '--max-semi-space-size', // node
   '--experimental-strip-types', // node
   '--no-experimental-strip-types', // node
