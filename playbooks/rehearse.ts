@@ -120,6 +120,9 @@ export const rehearseRecording: Playbook<Ctx, RecordingParams> = {
   what: (record) => `Rehearsal of ${record.targetVersion}`,
   rollbackCommand: (record) =>
     `svcops rehearse recording --env ${record.environment} --to ${record.targetVersion} (a rehearsal starts over)`,
+  // `svcops resume` refuses a rehearsal (src/recording/recording-system.ts): it is started over.
+  afterInterruption: (record) =>
+    `A rehearsal is not resumed; rehearse again: svcops rehearse recording --env ${record.environment} --to ${record.targetVersion}`,
   procedure: rehearse,
 }
 

@@ -55,7 +55,7 @@ function registerRunsList(runs: Command): void {
   runs
     .command('list')
     .description('List runs, newest first, as a table: id, environment, system, kind, target, outcome, duration, longest downtime.')
-    .addOption(new Option('--kind <kind>', 'only runs of this kind').choices(['upgrade', 'rollback', 'backup', 'verify']))
+    .addOption(new Option('--kind <kind>', 'only runs of this kind').choices(['upgrade', 'rollback', 'backup', 'verify', 'rehearse']))
     .addOption(new Option('--system <system>', 'only runs of this system').choices(['recording', 'live']))
     .addHelpText(
       'after',

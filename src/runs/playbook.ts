@@ -41,6 +41,11 @@ export interface Playbook<C, P extends RunParams = RunParams> {
   what(run: RunRecord<P>): string
   /** The command an operator runs to roll the run back by hand. */
   rollbackCommand(run: RunRecord<P>): string
+  /**
+   * What an interrupted run's last lines tell the operator to do next; without it, the two
+   * `svcops resume` commands. A playbook whose runs are not resumed (they start over) says so here.
+   */
+  afterInterruption?(run: RunRecord<P>): string
   /** The procedure, top to bottom. */
   procedure(run: Run<C>): Promise<void>
   /** The lossless way back; returns what it did in one line ("rolled back to ...; database kept"). */
@@ -276,7 +281,7 @@ async function driveRun<C, P extends RunParams>(
   events.info(`Report: ${journal.file('report.md')}`)
   await tellObservers({ kind: 'run-ended', journal, report })
   // A scheduler reading --json gets the same fields whether the run succeeded or not.
-  if (failure instanceof InterruptedError) throw interrupted(journal, failure)
+  if (failure instanceof InterruptedError) throw interrupted(journal, failure, setup.playbook)
   if (failure !== undefined) {
     const error = failure instanceof Error ? failure : new OperationError(`The run failed: ${errorMessage(failure)}.`)
     throw withFacts(error, { runId: journal.run.id, phase: journal.run.phase, reportPath: journal.file('report.md'), report })
@@ -298,13 +303,13 @@ function recordInterruption(journal: Journal, error: InterruptedError): void {
   journal.update({ phase: 'interrupted', interruptedIn: before })
 }
 
-/** The error an interrupted run ends with: its id, and the two commands that finish it. */
-function interrupted(journal: Journal, error: InterruptedError): InterruptedError {
+/** The error an interrupted run ends with: its id, and what finishes it (the two resume commands, unless its playbook says otherwise). */
+function interrupted<C, P extends RunParams>(journal: Journal<P>, error: InterruptedError, playbook: Playbook<C, P>): InterruptedError {
   const id = journal.run.id
   return withFacts(
     new InterruptedError(
       `Run ${id} was interrupted: ${journal.entries().at(-1)?.detail ?? errorMessage(error)} It stopped at a safe point${journal.run.interruptedIn === 'rolling-back' ? ' of its rollback' : ''}.`,
-      `Continue it: svcops resume ${id}\nRoll it back: svcops resume ${id} --rollback`,
+      playbook.afterInterruption?.(journal.run) ?? `Continue it: svcops resume ${id}\nRoll it back: svcops resume ${id} --rollback`,
     ),
     { ...error.facts, runId: id, phase: journal.run.phase, reportPath: journal.file('report.md') },
   )

@@ -153,13 +153,16 @@ describe('fault releases are caught by the rehearsal, production untouched', () 
 })
 
 describe('an interrupted rehearsal', () => {
-  it('SIGINT after the copy was restored: exit 130, the scratch database dropped, the rehearsal host stopped, the lock free, production unchanged', async () => {
+  it('SIGINT after the copy was restored: exit 130, told to rehearse again (not resume), the scratch database dropped, the rehearsal host stopped, the lock free, production unchanged', async () => {
     const before = await production()
     const run = await runSvcops(['--stack-file', lab.envFile, 'rehearse', 'recording', '--to', '2.1.0'], {
       env: { SVCOPS_RUNS_DIR: lab.runsDir, ...crashFailpointEnv('restore-copy', 'SIGINT') },
     })
     expect(run.code, run.stderr).toBe(130)
     expect(lastRun().run.phase).toBe('interrupted')
+    // `svcops resume` refuses a rehearsal, so the closing lines say to rehearse again instead.
+    expect(run.stderr).toContain(`rehearse again: svcops rehearse recording --env ${lab.env().name} --to 2.1.0`)
+    expect(run.stderr).not.toContain('svcops resume')
     expect(await host.databaseExists()).toBe(false)
     await expect(fetch(`${host.url}/`)).rejects.toThrow()
     // Nothing is left to finish: the next run of the environment is not refused.
