@@ -160,15 +160,47 @@ function checkRehearsal(env: Environment): void {
   const rehearsal = env.recording?.rehearsal
   if (!env.recording || !rehearsal) return
   const { host } = rehearsal
-  const twin = env.recording.hosts.find((h) => h.name === host.name || h.url === host.url)
-  if (twin)
-    throw new BadInputError(
-      `${env.file}: recording.rehearsal.host: "${host.name}" (${host.url}) is the production host ${twin.name}; expected a host of its own.`,
-    )
+  for (const twin of env.recording.hosts) {
+    const same = sameHostBy(host, twin)
+    if (same)
+      throw new BadInputError(
+        `${env.file}: recording.rehearsal.host: "${host.name}" has the same ${same} as the production host ${twin.name}; expected a host of its own.`,
+      )
+  }
   if (rehearsal.database === env.recording.database.name)
     throw new BadInputError(
       `${env.file}: recording.rehearsal.database: "${rehearsal.database}" is the service's own database; expected a scratch database of its own.`,
     )
+}
+
+type RecordingHostEntry = NonNullable<Environment['recording']>['hosts'][number]
+
+/**
+ * What makes two host entries the same machine, or undefined: a copied entry with a new name keeps
+ * production's ssh address or pinned key, and a URL differing only in case, default port or a
+ * trailing slash is still production's service. The user is left out: another account on the same
+ * machine is the same machine.
+ */
+function sameHostBy(a: RecordingHostEntry, b: RecordingHostEntry): string | undefined {
+  if (a.name === b.name) return `name (${a.name})`
+  const urlA = urlOrigin(a.url)
+  if (urlA === urlOrigin(b.url)) return `URL (${urlA})`
+  if (a.ssh && b.ssh) {
+    if (a.ssh.host.toLowerCase() === b.ssh.host.toLowerCase() && a.ssh.port === b.ssh.port)
+      return `ssh host and port (${a.ssh.host}:${a.ssh.port})`
+    if (a.ssh.hostKey && a.ssh.hostKey === b.ssh.hostKey) return `pinned ssh host key (${a.ssh.hostKey})`
+  }
+  return undefined
+}
+
+/** A URL's scheme, lower-cased host and explicit port (default dropped) and path without a trailing slash. */
+function urlOrigin(url: string): string {
+  try {
+    const u = new URL(url)
+    return `${u.origin}${u.pathname.replace(/\/+$/, '')}`
+  } catch {
+    return url
+  }
 }
 
 /** Hosts on the `hosts` platform; none, and a `deploy` section, on `kubernetes`. */

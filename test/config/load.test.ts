@@ -209,6 +209,16 @@ describe('how a host is reached: ssh, transport: local or a lab sandbox, never t
     expect(() => loadEnvironmentFile(file)).toThrow(`${file}: ${sentence}`)
   })
 
+  it('refuses become on a live host, where no sudo rule is rendered nor checked before a stop, naming the field', () => {
+    expect(() => loadEnvironmentFile(stackFile(livePlaced({ ssh: { ...ssh, become: 'sudo' } })))).toThrow(
+      /live\.hosts\[0\]\.ssh\.become: .*not supported on live hosts yet: expected no become/,
+    )
+  })
+
+  it('accepts become on a recording host (its rules and their preflight exist)', () => {
+    expect(() => loadEnvironmentFile(stackFile(recordingHost({ ssh: { ...ssh, become: 'sudo' } })))).not.toThrow()
+  })
+
   it('refuses a transport other than local, naming the field', () => {
     expect(() => loadEnvironmentFile(stackFile(recordingHost({ transport: 'ssh' })))).toThrow(
       /recording\.hosts\[0\]\.transport: "ssh" is not valid; expected "local"\./,
@@ -368,5 +378,58 @@ describe('secret references', () => {
     expect(readSecret({ file }, 'manager.password')).toBe('file-secret-value-7')
     chmodSync(file, 0o644)
     expect(() => readSecret({ file }, 'manager.password')).toThrow(/has mode 0644, readable by group or others; expected 0600/)
+  })
+})
+
+describe('the rehearsal host is never a production host under another name', () => {
+  const key = 'SHA256:' + 'A'.repeat(43)
+  const production = {
+    name: 'rec-1',
+    url: 'http://rec-1.example.internal:8080',
+    ssh: { host: 'rec-1.example.internal', user: 'svcops', hostKey: key },
+  }
+  const withRehearsal = (host: Record<string, unknown>) => ({
+    ...valid,
+    'svcops:recording': { ...valid['svcops:recording'], hosts: [production], rehearsal: { host, database: 'recordings_rehearsal' } },
+  })
+  const refusal = (host: Record<string, unknown>) => {
+    try {
+      loadEnvironmentFile(stackFile(withRehearsal(host)))
+    } catch (e) {
+      expect(e).toBeInstanceOf(BadInputError)
+      return (e as Error).message
+    }
+    return 'accepted'
+  }
+
+  it('refuses the same ssh host and port under another user, the same pinned key, or the same URL written differently, naming both hosts', () => {
+    const other = { name: 'rehearse-1', url: 'http://rehearse.example:8080' }
+    expect(refusal({ ...other, ssh: { host: 'REC-1.example.internal', port: 22, user: 'someone-else' } })).toMatch(
+      /recording\.rehearsal\.host: "rehearse-1" has the same ssh host and port \(REC-1\.example\.internal:22\) as the production host rec-1; expected a host of its own\./,
+    )
+    expect(refusal({ ...other, ssh: { host: '10.0.0.9', user: 'svcops', hostKey: key } })).toMatch(
+      /"rehearse-1" has the same pinned ssh host key .* as the production host rec-1/,
+    )
+    expect(refusal({ name: 'r', url: 'HTTP://Rec-1.example.internal:8080/', transport: 'local' })).toMatch(
+      /"r" has the same URL \(http:\/\/rec-1\.example\.internal:8080\) as the production host rec-1/,
+    )
+    expect(refusal({ name: 'rec-1', url: 'http://rehearse.example:8080', transport: 'local' })).toMatch(/same name \(rec-1\)/)
+  })
+
+  it('accepts a host of its own: another ssh port on the same address is another sshd, and a URL on another port another service', () => {
+    expect(
+      refusal({
+        name: 'rehearse-1',
+        url: 'http://rec-1.example.internal:8081',
+        ssh: { host: 'rec-1.example.internal', port: 2222, user: 'svcops' },
+      }),
+    ).toBe('accepted')
+    expect(
+      refusal({
+        name: 'rehearse-1',
+        url: 'http://rehearse.example',
+        ssh: { host: 'rehearse.example', user: 'svcops', hostKey: 'SHA256:' + 'B'.repeat(43) },
+      }),
+    ).toBe('accepted')
   })
 })
