@@ -149,7 +149,8 @@ export function recordingSystem(
     lock: async (env, run, options) => {
       refuseRehearsal(run)
       // A new upgrade (scheduled ones too) meets the stack's rehearsal policy before any lock or run folder.
-      if (run.kind === 'upgrade' && !options.resuming && !run.params.downgrade) await requirePassingRehearsal(env, run.targetVersion)
+      if (run.kind === 'upgrade' && !options.resuming && !run.params.downgrade)
+        await requirePassingRehearsal(env, run.targetVersion, run.params.hosts)
       return lockRecordingEnvironment(env, run, options)
     },
     open: (env, journal, options) => openRecordingRun(env, options.takeOver, options.breakLock)(journal),

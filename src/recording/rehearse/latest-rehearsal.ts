@@ -13,6 +13,7 @@ import { schemaFingerprint } from '../../drivers/fingerprint.ts'
 import { databaseTarget, withDatabase } from '../../drivers/postgres.ts'
 import { Journal, listRuns, runsDir } from '../../runs/journal.ts'
 import { listEnvironmentRuns } from '../../runs/run-listing.ts'
+import { runSealOf } from '../../runs/run-mac.ts'
 import type { RunRecord } from '../../runs/run-record.ts'
 import { recordingParamsSchema } from '../recording-params.ts'
 import { openRecordingPlatform } from '../recording-platforms.ts'
@@ -27,6 +28,8 @@ export interface RehearsalSummary {
   to: string
   fingerprint: string
   passed: boolean
+  /** Its record carries a MAC that checked; an unsigned one never meets the policy where runs are signed. */
+  signed: boolean
   phase: string
   prediction?: Prediction
 }
@@ -44,6 +47,7 @@ export function rehearsalOf(record: RunRecord): RehearsalSummary | undefined {
     to: record.targetVersion,
     fingerprint: params.data.fingerprintBefore ?? '',
     passed: record.phase === 'succeeded' && record.trust?.state !== 'refused',
+    signed: record.trust?.state === 'signed',
     phase: record.phase,
     ...(prediction ? { prediction } : {}),
   }
@@ -85,12 +89,67 @@ export function describeLatestRehearsal(env: Environment, to: string): string {
   return `Rehearsal: run ${r.id} at ${r.at}, ${r.from} -> ${r.to}, ${r.passed ? 'passed' : r.phase}${p ? ` (${p.verdict}${predicted})` : ''}${policy}`
 }
 
+/** What the rehearsal policy is judged on: production as read now, the run's hosts and the environment's runs. */
+export interface RehearsalGateInput {
+  /** The installed version of each production host. */
+  versions: Record<string, string>
+  /** The hosts the upgrade will change (its `params.hosts`); empty: all of them. */
+  hosts: readonly string[]
+  to: string
+  fingerprint: string
+  records: readonly RunRecord[]
+  /** The environment's runs are signed (its stack names a run key). */
+  signedRuns: boolean
+  hours: number
+  now: number
+}
+
 /**
- * `svcops:upgrade.requireRehearsal`: refuses the upgrade to `to` (one sentence, exit 5) unless a
- * rehearsal of production's current version to `to`, on today's schema fingerprint, passed within
- * the configured hours. Reads production's versions and fingerprint; changes nothing.
+ * The from-versions with no rehearsal that meets the policy (empty: the upgrade may go), and how
+ * many passing rehearsals were ignored as unsigned. Only the versions of the hosts the upgrade will
+ * change count: a host already on `to` migrates nothing, and a host outside `--hosts` is not touched.
  */
-export async function requirePassingRehearsal(env: Environment, to: string): Promise<void> {
+export function missingRehearsals(input: RehearsalGateInput): { missing: string[]; ignoredUnsigned: number } {
+  const changed = Object.entries(input.versions).filter(
+    ([host, version]) => version !== input.to && (input.hosts.length === 0 || input.hosts.includes(host)),
+  )
+  const froms = [...new Set(changed.map(([, version]) => version))]
+  const oldest = input.now - input.hours * 3_600_000
+  const candidates = input.records
+    .map(rehearsalOf)
+    .filter(
+      (r): r is RehearsalSummary =>
+        r !== undefined &&
+        r.to === input.to &&
+        r.passed &&
+        froms.includes(r.from) &&
+        r.fingerprint === input.fingerprint &&
+        Date.parse(r.at) >= oldest,
+    )
+  // Where runs are signed, an unsigned record was stripped or forged by whoever can write the run store.
+  const trusted = candidates.filter((r) => r.signed || !input.signedRuns)
+  // Every version the upgrade migrates from must have been rehearsed (a fleet half on another version migrates from it too).
+  const missing = froms.filter((from) => !trusted.some((r) => r.from === from))
+  const ignoredUnsigned = candidates.filter((r) => missing.includes(r.from)).length
+  return { missing, ignoredUnsigned }
+}
+
+/** Whether `env`'s runs are signed; a run key the stack names but this machine cannot read counts as signed. */
+function runsAreSigned(env: Environment): boolean {
+  try {
+    return runSealOf(env).signed
+  } catch {
+    return true
+  }
+}
+
+/**
+ * `svcops:upgrade.requireRehearsal`: refuses the upgrade to `to` of `hosts` (empty: all; one
+ * sentence, exit 5) unless a rehearsal from each version those hosts run (hosts already on `to`
+ * left out) to `to`, on today's schema fingerprint, passed within the configured hours; where the
+ * environment's runs are signed, only a signed rehearsal counts. Reads production; changes nothing.
+ */
+export async function requirePassingRehearsal(env: Environment, to: string, hosts: readonly string[] = []): Promise<void> {
   const hours = env.upgrade?.requireRehearsal
   const rec = env.recording
   if (!hours || !rec) return
@@ -102,18 +161,21 @@ export async function requirePassingRehearsal(env: Environment, to: string): Pro
     await platform.close()
   }
   const fingerprint = await withDatabase(databaseTarget(rec.database), (c) => schemaFingerprint(c))
-  const froms = [...new Set(Object.values(versions))]
-  const oldest = Date.now() - hours * 3_600_000
-  const rehearsals = (await listEnvironmentRuns(env, { system: 'recording' }))
-    .map(rehearsalOf)
-    .filter((r): r is RehearsalSummary => r !== undefined && r.to === to)
-  const fits = (r: RehearsalSummary): boolean =>
-    r.passed && froms.includes(r.from) && r.fingerprint === fingerprint && Date.parse(r.at) >= oldest
-  // Every version production runs now must have been rehearsed (a fleet half on another version migrates from it too).
-  const missing = froms.filter((from) => !rehearsals.some((r) => r.from === from && fits(r)))
+  const records = await listEnvironmentRuns(env, { system: 'recording' })
+  const { missing, ignoredUnsigned } = missingRehearsals({
+    versions,
+    hosts,
+    to,
+    fingerprint,
+    records,
+    signedRuns: runsAreSigned(env),
+    hours,
+    now: Date.now(),
+  })
   if (missing.length === 0) return
+  const unsigned = ignoredUnsigned ? ` (${ignoredUnsigned} unsigned rehearsal record(s) ignored: this environment's runs are signed)` : ''
   throw new BlockedError(
-    `svcops:upgrade.requireRehearsal: no rehearsal of ${missing.join(', ')} -> ${to} on schema ${fingerprint.slice(0, 12)} passed within the last ${hours} h; the upgrade was refused before anything started.`,
+    `svcops:upgrade.requireRehearsal: no rehearsal of ${missing.join(', ')} -> ${to} on schema ${fingerprint.slice(0, 12)} passed within the last ${hours} h${unsigned}; the upgrade was refused before anything started.`,
     `Rehearse first: svcops rehearse recording --env ${env.name} --to ${to}`,
   )
 }
