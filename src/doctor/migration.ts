@@ -5,13 +5,13 @@
  * migration lines of the log since the last start say whether the last one failed.
  */
 import type pg from 'pg'
+import { SCHEMA_CHANGE_PERMISSION } from '../recording/deps.ts'
 import { fine, NO_CONFIG, skipped } from './outcome.ts'
 import type { Cause, CheckOutcome } from './doctor-types.ts'
 
 export const schemaChangePermission: Cause = {
-  id: 'schema-change-permission',
+  ...SCHEMA_CHANGE_PERMISSION,
   problem: 'problem-migration',
-  check: "the service's role owns (or is a member of the owner of) every table of its schema, and may CREATE in it",
   beforeStop: true,
   async run(view) {
     if (!view.config) return skipped(NO_CONFIG)

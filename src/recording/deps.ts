@@ -21,6 +21,15 @@ export interface BackupApi {
   freeBytes(): Promise<number>
 }
 
+/**
+ * The check `mayChangeSchema` answers, by the name the doctor's cause gives it (src/doctor/migration.ts
+ * takes its id and words from here), so a refusal before a migration names the doctor's check.
+ */
+export const SCHEMA_CHANGE_PERMISSION = {
+  id: 'schema-change-permission',
+  check: "the service's role owns (or is a member of the owner of) every table of its schema, and may CREATE in it",
+} as const
+
 export interface DatabaseFacts {
   /** Stable hash of the service's schema (equal across dump/restore, different after a migration). */
   fingerprint(): Promise<string>

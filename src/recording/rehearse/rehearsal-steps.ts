@@ -10,8 +10,8 @@ import { z } from 'zod'
 import { OperationError, withFacts } from '../../core/errors.ts'
 import { schemaFingerprint } from '../../drivers/fingerprint.ts'
 import { withDatabase } from '../../drivers/postgres.ts'
-import { schemaChangePermission } from '../../doctor/migration.ts'
 import { defineStep } from '../../runs/step.ts'
+import { SCHEMA_CHANGE_PERMISSION } from '../deps.ts'
 import { openUpgradeDeps } from '../deps-wiring.ts'
 import type { RecordingTarget } from '../recording-platform.ts'
 import { openRecordingPlatform } from '../recording-platforms.ts'
@@ -54,7 +54,7 @@ export const readProduction = defineStep<Ctx, [], ProductionFacts>({
   describe: (ctx) => [
     `read the installed version on ${ctx.production.recording?.hosts.map((h) => h.name).join(', ') ?? '?'} (nothing is stopped)`,
     `schema fingerprint and size of ${ctx.databases.production.name} on ${ctx.databases.production.host}:${ctx.databases.production.port}`,
-    `the doctor's ${schemaChangePermission.id}: ${schemaChangePermission.check}`,
+    `the doctor's ${SCHEMA_CHANGE_PERMISSION.id}: ${SCHEMA_CHANGE_PERMISSION.check}`,
   ],
   async preview(ctx) {
     // The dry run reads production too (read only): the version it would install first comes from it.
@@ -73,10 +73,10 @@ export const readProduction = defineStep<Ctx, [], ProductionFacts>({
     if (!right.ok)
       throw withFacts(
         new OperationError(
-          `Cause ${schemaChangePermission.id}: the service's role may not change the schema of ${ctx.databases.production.name}, so ${to}'s migrations would fail in production (${right.detail}).`,
+          `Cause ${SCHEMA_CHANGE_PERMISSION.id}: the service's role may not change the schema of ${ctx.databases.production.name}, so ${to}'s migrations would fail in production (${right.detail}).`,
           `Run: svcops doctor recording --env ${ctx.production.name}`,
         ),
-        { cause: schemaChangePermission.id },
+        { cause: SCHEMA_CHANGE_PERMISSION.id },
       )
     ctx.journal.updateParams({ previousVersions: { [ctx.host.name]: facts.from }, fingerprintBefore: facts.fingerprint })
     return { data: facts }
