@@ -1,5 +1,5 @@
 /**
- * The foreground session of `npm run demo` (playbooks/demo.ts): the commands it runs one after
+ * The foreground session of `npm run demo` (src/lab/demo.ts): the commands it runs one after
  * another, and what an interruption does. Ctrl-C (SIGINT), `timeout`'s or a scheduler's SIGTERM and
  * a closed terminal's SIGHUP all end the same way, as `docker compose up` does: the command running
  * now gets the signal and is waited for (svcops stops what it started itself), then `stop` runs once

@@ -25,22 +25,22 @@
  * Interrupted (Ctrl-C, SIGTERM, a closed terminal: src/lab/demo-session.ts), it stops the command
  * running, then the lab it brought up, as `svcops lab down` does, says so and exits 130. A lab that
  * was already up when the demo began is never stopped: `lab up` refuses it, and the demo ends there.
- * Lab-only, like src/lab: neither npm pack nor the image ships it.
+ * Lab-only, in src/lab with the lab it drives: neither npm pack nor the image ships it.
  */
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parse as parseYaml, stringify } from 'yaml'
-import { managerClientFor } from '../src/clients/manager-client.ts'
-import { RecordingClient } from '../src/clients/recording-client.ts'
-import { loadEnvironment } from '../src/config/load.ts'
-import { consoleSink, events } from '../src/core/events.ts'
-import { svcopsCommand } from '../src/core/paths.ts'
-import { DemoSession } from '../src/lab/demo-session.ts'
-import { labDown } from '../src/lab/lab.ts'
+import { managerClientFor } from '../clients/manager-client.ts'
+import { RecordingClient } from '../clients/recording-client.ts'
+import { loadEnvironment } from '../config/load.ts'
+import { consoleSink, events } from '../core/events.ts'
+import { svcopsCommand } from '../core/paths.ts'
+import { DemoSession } from './demo-session.ts'
+import { labDown } from './lab.ts'
 
-const root = fileURLToPath(new URL('..', import.meta.url))
+const root = fileURLToPath(new URL('../..', import.meta.url))
 events.subscribe(consoleSink())
 
 /** Whether this demo brought the lab up: only then does it stop it. */

