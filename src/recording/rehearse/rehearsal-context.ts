@@ -16,7 +16,7 @@ import type { Opened } from '../../runs/playbook.ts'
 import { closeRecordingContext, recordingContext, type RecordingContext } from '../recording-context.ts'
 import type { RecordingParams } from '../recording-params.ts'
 import type { RecordingTarget } from '../recording-platform.ts'
-import { dropScratch, scratchTarget } from './scratch-copy.ts'
+import { UnmarkedScratchError, dropScratch, scratchTarget } from './scratch-copy.ts'
 
 /** A rehearsal's context: the recording context on the rehearsal host and the copy, and production to read. */
 export interface RehearsalContext extends RecordingContext {
@@ -77,9 +77,12 @@ export async function cleanUpRehearsal(ctx: RehearsalContext): Promise<void> {
     if (await dropScratch(ctx.databases.production, ctx.databases.scratch))
       events.info(`Dropped the rehearsal's scratch database ${ctx.databases.scratch.name}.`)
   } catch (error) {
-    events.warn(
-      `Could not drop the rehearsal's scratch database ${ctx.databases.scratch.name}: ${errorMessage(error)}; drop it by hand (DROP DATABASE ${ctx.databases.scratch.name}).`,
-    )
+    // A database svcops did not make is not its to drop, by hand or otherwise: the refusal says so.
+    if (error instanceof UnmarkedScratchError) events.warn(error.message)
+    else
+      events.warn(
+        `Could not drop the rehearsal's scratch database ${ctx.databases.scratch.name}: ${errorMessage(error)}; drop it by hand (DROP DATABASE ${ctx.databases.scratch.name}).`,
+      )
   }
 }
 

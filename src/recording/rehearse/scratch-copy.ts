@@ -80,14 +80,52 @@ async function onServer<T>(production: DatabaseTarget, fn: (client: pg.Client) =
   }
 }
 
-/** Drops the scratch database if it is there (a copy an interrupted rehearsal left included), ending its sessions. */
+/**
+ * The comment svcops puts on a scratch database it creates: the only proof a database of that name is
+ * a rehearsal's copy, since the name alone may be another environment's or another tool's database
+ * on a shared server.
+ */
+export const SCRATCH_MARK = 'svcops rehearsal scratch copy (svcops rehearse recording drops it)'
+
+/** Refused drop or reuse of a database of the scratch name that svcops did not make. */
+export class UnmarkedScratchError extends BadInputError {}
+
+/**
+ * Drops the scratch database if it is there (a copy an interrupted rehearsal left included), ending
+ * its sessions; only one carrying {@link SCRATCH_MARK}: any other database of that name is refused in
+ * one sentence and left as it is.
+ */
 export async function dropScratch(production: DatabaseTarget, scratch: DatabaseTarget): Promise<boolean> {
   assertScratch(production, scratch)
   return onServer(production, async (client) => {
-    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [scratch.name])
+    const found = await client.query<{ mark: string | null }>(
+      "SELECT shobj_description(oid, 'pg_database') AS mark FROM pg_database WHERE datname = $1",
+      [scratch.name],
+    )
     if (!found.rowCount) return false
+    if (found.rows[0]?.mark !== SCRATCH_MARK)
+      throw new UnmarkedScratchError(
+        `recording.rehearsal.database: "${scratch.name}" exists on ${scratch.host}:${scratch.port} and was not made by a rehearsal (it lacks svcops' mark), so it is neither dropped nor reused; expected a name of its own.`,
+      )
     await client.query(`DROP DATABASE ${pg.escapeIdentifier(scratch.name)} WITH (FORCE)`)
     return true
+  })
+}
+
+/** Creates the scratch database empty and marks it as svcops' own (the mark is what lets a later drop through). */
+export async function createScratch(production: DatabaseTarget, scratch: DatabaseTarget): Promise<void> {
+  assertScratch(production, scratch)
+  await onServer(production, async (client) => {
+    try {
+      await client.query(`CREATE DATABASE ${pg.escapeIdentifier(scratch.name)}`)
+    } catch (error) {
+      throw new OperationError(
+        `Could not create the rehearsal's scratch database ${scratch.name} on ${scratch.host}:${scratch.port} as ${scratch.user}: ${errorMessage(error)}.`,
+        `Grant it with: ALTER ROLE ${scratch.user} CREATEDB`,
+      )
+    }
+    // Its creator owns it, so the same role may comment on it; the literal is a constant.
+    await client.query(`COMMENT ON DATABASE ${pg.escapeIdentifier(scratch.name)} IS ${pg.escapeLiteral(SCRATCH_MARK)}`)
   })
 }
 
@@ -100,16 +138,7 @@ export async function restoreCopy(env: Environment, id: string, expectFingerprin
   const production = databaseTarget(requireSection(env, 'recording').database)
   const scratch = scratchTarget(env)
   await dropScratch(production, scratch)
-  await onServer(production, async (client) => {
-    try {
-      await client.query(`CREATE DATABASE ${pg.escapeIdentifier(scratch.name)}`)
-    } catch (error) {
-      throw new OperationError(
-        `Could not create the rehearsal's scratch database ${scratch.name} on ${scratch.host}:${scratch.port} as ${scratch.user}: ${errorMessage(error)}.`,
-        `Grant it with: ALTER ROLE ${scratch.user} CREATEDB`,
-      )
-    }
-  })
+  await createScratch(production, scratch)
   const ctx = await openBackupContext(env)
   const started = Date.now()
   try {
