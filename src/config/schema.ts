@@ -76,6 +76,19 @@ export const sshSchema = z.strictObject({
   become: z.enum(['sudo'], { error: 'expected sudo (commands that need root run through sudo -n), or no become' }).optional(),
 })
 
+/**
+ * SSH to a host where svcops runs every command as the SSH user: `become` is refused, since the
+ * sudo rules (`svcops render sudoers`) and the preflight that checks them cover recording hosts only;
+ * a live host or the backup store with it would pass its preflight and then fail its first
+ * `sudo -n` after a component was stopped.
+ */
+function sshWithoutBecome(where: string) {
+  return sshSchema.refine((ssh) => ssh.become === undefined, {
+    path: ['become'],
+    error: `is not supported on ${where} yet: expected no become (svcops render sudoers and the sudo preflight cover recording hosts only)`,
+  })
+}
+
 export const recordingHostSchema = z.strictObject({
   name,
   /** Base URL of the recording service on this host. */
@@ -193,7 +206,7 @@ export const upgradeSchema = z.strictObject({
 
 export const backupSchema = z.strictObject({
   /** Where backups are kept: a local directory, or a directory on a host over SSH. */
-  store: z.strictObject({ path: z.string().min(1), ssh: sshSchema.optional() }),
+  store: z.strictObject({ path: z.string().min(1), ssh: sshWithoutBecome('the backup store').optional() }),
   /** Armored OpenPGP public keys (file paths) that every backup is encrypted to. */
   recipients: z.array(z.string().min(1)).min(1, 'expected at least one recipient public key'),
   /** Armored private key for verify and restore (a 0600 file); not needed to back up. */
@@ -220,7 +233,7 @@ export const backupSchema = z.strictObject({
 export const liveHostSchema = z.strictObject({
   name,
   /** How commands reach the host over SSH; or `transport: local`. */
-  ssh: sshSchema.optional(),
+  ssh: sshWithoutBecome('live hosts').optional(),
   /** `local`: the host is this machine, said in so many words (as on a recording host). */
   transport: z.literal('local').optional(),
   /** Root directory of a sandboxed lab host (dpkg --root); absent on real hosts. */
