@@ -18,8 +18,11 @@ export function register(program: Command): void {
     .addHelpText(
       'after',
       `
-Changes nothing and takes no lock (the manager's session it opens is closed). Exits 0 when every
-interface tried holds, 5 when one does not: each row names its evidence and the stack key to set.
+Takes no lock and changes nothing svcops controls (the manager's session it opens is closed). It
+runs the stack's declared command checks (svcops:live.checks), which must only read. With
+ssh.trustOnFirstUse, the first contact records the host's key in .svcops/known_hosts.json, as any
+first connection does. Exits 0 when every interface tried holds, 5 when one does not: each row
+names its evidence and the stack key to set.
 
 Examples:
   svcops probe --env lab

@@ -59,7 +59,10 @@ const metricSchema = z
   })
 
 const commandSchema = z.strictObject({
-  /** The command's argv on the component's host (exit 0 passes); never a shell line. */
+  /**
+   * The command's argv on the component's host (exit 0 passes); never a shell line. It must only
+   * read: `svcops probe` runs it too, and promises to change nothing.
+   */
   argv: z.array(template).min(1),
 })
 
