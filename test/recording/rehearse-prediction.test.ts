@@ -8,6 +8,10 @@ import { loadEnvironmentFile } from '../../src/config/load.ts'
 import { BadInputError } from '../../src/core/errors.ts'
 import { describePrediction, predict } from '../../src/recording/rehearse/prediction.ts'
 import { newRehearsalRun } from '../../src/recording/rehearse/rehearsal-system.ts'
+import { REHEARSAL_REPORT, rehearsalSection } from '../../src/recording/rehearse/rehearsal-report.ts'
+import type { Prediction } from '../../src/recording/rehearse/prediction.ts'
+import type { ReportSection } from '../../src/runs/report-contribution.ts'
+import { newRunRecord } from '../../src/runs/run-record.ts'
 
 const input = {
   from: '2.0.0',
@@ -54,6 +58,21 @@ describe('the prediction of a rehearsal', () => {
       '  cause: svc-recording on rehearsal-1 stopped running',
       '  log: 2026-12-02T05:00:00Z FATAL migration 3 failed',
     ])
+  })
+
+  it("puts a failed rehearsal's cause and the service's log lines in report.md as a fenced block, so a link or HTML in a log line is shown as text", () => {
+    const hostile = 'FATAL see [the fix](https://evil.example/x) ![](https://evil.example/p.png) <img src=x> ``` end'
+    const p = predict({}, { ...input, failure: { cause: 'svc-recording on rehearsal-1 stopped running', logLines: [hostile] } })
+    const section = rehearsalSection as unknown as ReportSection<Prediction>
+    const value = section.build(
+      [{ time: new Date().toISOString(), step: 'predict', status: 'ok', report: REHEARSAL_REPORT, data: p }],
+      newRunRecord({ kind: 'rehearse', system: 'recording', environment: 'test', envFile: '/dev/null', params: {} }),
+    )
+    expect(value).toBeDefined()
+    const md = section.markdown?.(value as Prediction) ?? []
+    const fence = '````'
+    expect(md.slice(-3)).toEqual([fence, `cause: svc-recording on rehearsal-1 stopped running\nlog: ${hostile}`, fence])
+    expect(md.filter((l) => l.startsWith('- '))).toEqual([expect.stringMatching(/^- Rehearsal of 2\.0\.0 -> 2\.1\.0 .*: FAILED$/)])
   })
 })
 

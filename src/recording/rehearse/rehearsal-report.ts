@@ -4,11 +4,22 @@
  * journal by the `rehearsal` report value of the predict step. Beside the run's own timeline (the
  * report's), it shows what the real rollout would take.
  */
-import { escapeHtml as esc, defineSection } from '../../reports/report-section.ts'
+import { escapeHtml as esc, defineSection, fencedBlock } from '../../reports/report-section.ts'
 import { describePrediction, predictionSchema, type Prediction } from './prediction.ts'
 
 /** The report value the predict step journals. */
 export const REHEARSAL_REPORT = 'rehearsal'
+
+/**
+ * The prediction as markdown: its own lines as list items; a failed rehearsal's cause and the
+ * service's log lines (text svcops does not write) in a fenced block, so a log line holding a link,
+ * an image or inline HTML shows as the text it is.
+ */
+function markdownLines(p: Prediction): string[] {
+  const [head = '', ...rest] = describePrediction(p)
+  if (p.verdict !== 'failed') return [head, ...rest].map((l) => `- ${l.trim()}`)
+  return [`- ${head.trim()}`, '', ...fencedBlock('', rest.map((l) => l.trim()).join('\n'))]
+}
 
 export const rehearsalSection = defineSection<Prediction>({
   key: 'rehearsal',
@@ -19,7 +30,7 @@ export const rehearsalSection = defineSection<Prediction>({
     return parsed.success ? parsed.data : undefined
   },
   headline: (p) => `rehearsal verdict: ${p.verdict}${p.cause ? ` — ${p.cause}` : ''}`,
-  markdown: (p) => ['', '## Rehearsal: the predicted upgrade', '', ...describePrediction(p).map((l) => `- ${l.trim()}`)],
+  markdown: (p) => ['', '## Rehearsal: the predicted upgrade', '', ...markdownLines(p)],
   html: (p) => ({
     title: 'Rehearsal: the predicted upgrade',
     body: `<ul id="rehearsal">${describePrediction(p)
