@@ -1,8 +1,9 @@
 /**
  * `svcops render sudoers`: the sudo rules that let the recording hosts' SSH user run exactly the
- * commands the recording playbooks run as root there (upgrade, rollback; doctor and verify need
- * none), argv-exact, the version a pattern that admits one version and nothing else
- * (src/drivers/become.ts). The same commands the preflight checks with `sudo -n -l`.
+ * commands the recording playbooks run as root there (upgrade, rollback, and the rehearsal on the
+ * stack's rehearsal host; doctor and verify need none), argv-exact, the version a pattern that
+ * admits one version and nothing else (src/drivers/become.ts). The same commands the preflight
+ * checks with `sudo -n -l`.
  */
 import { dirname } from 'node:path'
 import type { Environment } from '../../config/schema.ts'
@@ -12,13 +13,19 @@ import { packageDriver } from '../../drivers/packages.ts'
 import { serviceDriver } from '../../drivers/services.ts'
 import { settingsFor } from '../recording-settings.ts'
 
-/** The sudoers file for each SSH user of the environment's recording hosts, one after the other. */
+/**
+ * The sudoers file for each SSH user of the environment's recording hosts and of its rehearsal host
+ * (`recording.rehearsal.host`: the rehearsal installs, stops and starts the service there with the
+ * same drivers), one after the other.
+ */
 export function recordingSudoers(env: Environment): string {
   const rec = env.recording
-  const users = [...new Set((rec?.hosts ?? []).flatMap((h) => (h.ssh ? [h.ssh.user] : [])))]
+  // The rehearsal host is a host like the others for sudo: the same package, service and drivers.
+  const hosts = [...(rec?.hosts ?? []), ...(rec?.rehearsal ? [rec.rehearsal.host] : [])]
+  const users = [...new Set(hosts.flatMap((h) => (h.ssh ? [h.ssh.user] : [])))]
   if (!rec || users.length === 0)
     throw new BadInputError(
-      `recording.hosts: ${env.file} names no recording host reached over SSH; sudo rules are for the SSH user of such hosts.`,
+      `recording.hosts: ${env.file} names no recording host (nor rehearsal host) reached over SSH; sudo rules are for the SSH user of such hosts.`,
     )
   // dpkg installs files svcops copies to each host (the lab's sandboxes); dnf's install goes up or
   // down through `sh -c`, which a rule could only allow as a shell.
@@ -41,9 +48,9 @@ export function recordingSudoers(env: Environment): string {
       renderSudoers({
         user,
         heading: [
-          `svcops render sudoers --env ${env.name}: what the recording playbooks run as root on ${rec.hosts
+          `svcops render sudoers --env ${env.name}: what the recording playbooks run as root on ${hosts
             .filter((h) => h.ssh?.user === user)
-            .map((h) => h.name)
+            .map((h) => (h === rec.rehearsal?.host ? `${h.name} (the rehearsal host)` : h.name))
             .join(', ')} (${pkg.name}, ${svc.name}), for ${user} alone.`,
           `Install as /etc/sudoers.d/svcops (mode 0440) after visudo -cf accepts it; the hosts say ssh.become: sudo.`,
         ],
