@@ -260,6 +260,28 @@ export function parseLogRecords(lines: string[]): LogRecord[] {
 }
 
 /**
+ * A journal line systemd itself wrote about the unit (`journalctl -o short-iso`: `<time> <host>
+ * systemd[1]: ...`), not the service: its exit statuses, its restarts, and on cgroup v1 hosts the
+ * note "Failed to kill control group ..., ignoring: Input/output error" after every exit.
+ */
+export function fromServiceManager(line: string): boolean {
+  return /^\S+ \S+ systemd\[1\]: /.test(line)
+}
+
+/** systemd's note on cgroup v1 after a unit's process exited: says nothing about why it did. */
+const CGROUP_NOTE = /: Failed to kill control group /
+
+/**
+ * The line that best says why a service stopped: its own last error line, else its own last line,
+ * else the service manager's last line (its exit status), never systemd's cgroup v1 note.
+ */
+export function lastTelling(lines: string[]): string | undefined {
+  const told = lines.filter((l) => !CGROUP_NOTE.test(l))
+  const own = told.filter((l) => !fromServiceManager(l))
+  return own.filter((l) => /ERROR|FATAL/i.test(l)).at(-1) ?? own.at(-1) ?? told.at(-1) ?? lines.at(-1)
+}
+
+/**
  * The records whose level field says error, each as one sanitized line (`<time> <LEVEL> <message>`,
  * control characters and newlines escaped). Only the level is judged: a message body — user data
  * such as a channel named "cam ERROR" — fails nothing. `levels` are patterns each matched

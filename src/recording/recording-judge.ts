@@ -3,7 +3,7 @@
  * service that does not run or logs errors, a version record that disagrees with what runs — the
  * same on hosts and on Kubernetes: one verdict, whatever the platform (recording-platform.ts).
  */
-import { findLogErrors } from '../drivers/services.ts'
+import { findLogErrors, lastTelling } from '../drivers/services.ts'
 import { HostFailure } from '../runs/engine.ts'
 import type { TargetStatus, VersionRecord } from './recording-platform.ts'
 
@@ -16,16 +16,20 @@ export interface Judged {
 /**
  * While waiting for a start: how many reads in a row found the service neither running nor on its
  * way up (two mean it stopped), or whether it gave up (FATAL, CrashLoopBackOff) — a crash, not a
- * slow start. Returns the new count, or `stopped` when waiting is pointless.
+ * slow start. Returns the new count, or `stopped` when waiting is pointless. A service the service
+ * manager is about to start again (`restarting`) crashed: on the way up that fails the start at
+ * once; on the way back (`rollingBack`) the previous release is given its next start until it gives
+ * up or the health wait ends, since a rollback that fails at once leaves nothing running.
  */
-export function judgeStarting(status: TargetStatus, notRunning: number): { notRunning: number; stopped: boolean } {
-  const count = status.running || status.starting ? 0 : notRunning + 1
-  return { notRunning: count, stopped: status.gaveUp || count >= 2 }
+export function judgeStarting(status: TargetStatus, notRunning: number, rollingBack = false): { notRunning: number; stopped: boolean } {
+  const restarting = status.restarting === true
+  const count = status.running || status.starting || (restarting && rollingBack) ? 0 : notRunning + 1
+  return { notRunning: count, stopped: status.gaveUp || (restarting && !rollingBack) || count >= 2 }
 }
 
 /** The failure of a start that stopped running, with the last error line it logged (or its last line). */
 export function stoppedAfterStart(t: Judged, status: TargetStatus, lines: string[]): HostFailure {
-  const last = lines.filter((l) => /ERROR|FATAL/i.test(l)).at(-1) ?? lines.at(-1) ?? 'no log lines'
+  const last = lastTelling(lines) ?? 'no log lines'
   return new HostFailure(t.name, 'wait-healthy', `${t.label} stopped running after the start (${status.status}); last log line: ${last}`)
 }
 

@@ -41,6 +41,12 @@ export interface TargetStatus {
   gaveUp: boolean
   /** It is on its way up (STARTING, activating; pods being created). */
   starting: boolean
+  /**
+   * It exited since the start and the service manager starts it again in a moment (systemd's
+   * `auto-restart` under `Restart=`): a crash on the way up; on the way back, a release that may
+   * come up at the next start.
+   */
+  restarting?: boolean
 }
 
 /** Where the platform records the version the environment should run (the stack file on Kubernetes). */

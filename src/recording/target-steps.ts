@@ -109,6 +109,12 @@ export const verifyHost = defineStep<Ctx, [T]>({
   },
 })
 
+/** Whether the run is going back to the previous release: a rollback's run, or a run's rollback after its failure. */
+function onTheWayBack(ctx: Ctx): boolean {
+  const run = ctx.journal.run
+  return run.kind === 'rollback' || run.phase === 'rolling-back'
+}
+
 /**
  * Polls `GET /` until it answers success, at most `healthTimeoutMs`. Fails early when the platform
  * says the service stopped running (crashed at start, a pod in CrashLoopBackOff), with the last
@@ -128,7 +134,7 @@ async function pollHealth(ctx: Ctx, t: T): Promise<{ data: Record<string, unknow
     }
     if (attempt % 2 === 0) {
       const status = await ctx.platform.status(t)
-      const verdict = judgeStarting(status, notRunning)
+      const verdict = judgeStarting(status, notRunning, onTheWayBack(ctx))
       notRunning = verdict.notRunning
       if (verdict.stopped) throw stoppedAfterStart(judged(ctx, t), status, await ctx.platform.logsSinceStart(t))
     }

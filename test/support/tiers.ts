@@ -51,6 +51,7 @@ export const UNIT_FILES = [
   'test/drivers/kubernetes.test.ts',
   'test/drivers/pg-tool-output.test.ts',
   'test/drivers/pulumi.test.ts',
+  'test/hosts/systemd-judgement.test.ts',
   'test/infra/config.test.ts',
   'test/infra/containerfile.test.ts',
   'test/infra/kube-api-standin.test.ts',

@@ -21,12 +21,22 @@ import type { RecordingHost, RecordingPlatform, RecordingTarget, TargetStatus } 
 import { reviewConfig } from './config-review.ts'
 
 /**
- * supervisor: BACKOFF, the process exited and is retried; FATAL/EXITED: it gave up. systemd: failed,
- * or auto-restart: the service exited since the start and Restart= is about to start it again (it
- * crashed; waiting for the loop to end would only wait out the health timeout).
+ * supervisor: BACKOFF, the process exited and is retried; FATAL/EXITED: it gave up. systemd: failed
+ * (its start limit hit, or no Restart=). auto-restart: the service exited since the start and
+ * Restart= is about to start it again; the judge counts it as a crash on the way up (waiting for
+ * the loop to end would only wait out the health timeout) and as one more start on the way back.
  */
-const GAVE_UP = /FATAL|EXITED|failed|auto-restart/i
+// The state leads the status line (supervisor's FATAL, systemd's ActiveState): systemd's
+// "exited and about to be restarted" is auto-restart, not EXITED.
+const GAVE_UP = /^(FATAL|EXITED|failed)\b/
+const RESTARTING = /auto-restart/i
 const STARTING = /STARTING|activating/i
+
+/** A service manager's status as the judge reads it: running, gave up, restarting, on its way up. */
+export function targetStatusOf(s: { running: boolean; status: string }): TargetStatus {
+  const restarting = RESTARTING.test(s.status)
+  return { ...s, gaveUp: GAVE_UP.test(s.status), restarting, starting: !restarting && STARTING.test(s.status) }
+}
 
 /** The hosts of the environment as the platform of its recording service. Nothing connects until used. */
 export function openHostsPlatform(env: Environment, rec: RecordingConfig, settings: RecordingSettings): RecordingPlatform {
@@ -197,7 +207,7 @@ export function openHostsPlatform(env: Environment, rec: RecordingConfig, settin
     async status(t): Promise<TargetStatus> {
       const h = hostOf(t)
       const s = await readServiceStatus(svc, h.transport, h.config, service)
-      return { ...s, gaveUp: GAVE_UP.test(s.status), starting: STARTING.test(s.status) }
+      return targetStatusOf(s)
     },
     logsSinceStart(t) {
       const h = hostOf(t)
