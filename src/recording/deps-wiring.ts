@@ -3,8 +3,7 @@
  * the typed client with bearer tokens from the manager client; schema fingerprint, row counts and
  * privileges from the database; the backup library for a verified backup and its restore.
  */
-import { existsSync, statfsSync } from 'node:fs'
-import { dirname, resolve } from 'node:path'
+import { storeFreeBytes } from '../backup/store-room.ts'
 import { managerClientFor } from '../clients/manager-client.ts'
 import { RecordingClient } from '../clients/recording-client.ts'
 import { requireSection } from '../config/load.ts'
@@ -75,14 +74,8 @@ export function openUpgradeDeps(env: Environment): Promise<UpgradeDeps> {
       // The restore replaces the database that holds the environment lock's row: the row is put back after it.
       restore: (id, expectFingerprint) => withLockRowKept(rec.database, env.name, () => restoreVerifiedBackup(env, id, expectFingerprint)),
       findRestoreProblem: (id, expectFingerprint) => findRestoreProblem(env, id, expectFingerprint),
-      freeBytes() {
-        const config = requireSection(env, 'backup')
-        // The store directory is created by the first backup; until then its nearest existing parent holds the space.
-        let dir = resolve(config.store.path)
-        while (!existsSync(dir) && dirname(dir) !== dir) dir = dirname(dir)
-        const s = statfsSync(dir)
-        return Promise.resolve(s.bavail * s.bsize)
-      },
+      // Where the store keeps its files: on the store's host when backup.store.ssh is set.
+      freeBytes: () => storeFreeBytes(requireSection(env, 'backup').store),
     },
     async close() {
       await manager.logout()

@@ -6,6 +6,7 @@
  */
 import type { z } from 'zod'
 import { BadInputError, OperationError, errorMessage } from '../core/errors.ts'
+import { describeStoreRoom } from '../backup/store-room.ts'
 import { events } from '../core/events.ts'
 import { formatBytes } from '../core/units.ts'
 import { compareVersions } from '../releases/versions.ts'
@@ -41,7 +42,7 @@ export const preflight = defineStep<Ctx, [], z.infer<typeof preflightDataSchema>
       ...ctx.platform.describePreflight(),
       `log in to the manager and check the scopes ${ctx.rec.scopes.read} ${ctx.rec.scopes.write}`,
       'check the database role may change the schema (CREATE on database and schema public, ownership of every table a migration alters)',
-      'check the backup store has room for the database plus 20%',
+      `check the backup store has room for the database plus 20% (${ctx.env.backup ? describeStoreRoom(ctx.env.backup.store) : 'no backup section'})`,
       ...ctx.platform.describeVersionRead(ctx.targets[0] ?? ctx.allTargets[0]),
     ]
   },
@@ -86,7 +87,7 @@ export const preflight = defineStep<Ctx, [], z.infer<typeof preflightDataSchema>
     })
     if (!roomy) {
       throw new OperationError(
-        `The backup store has ${formatBytes(free)} free, less than the database's ${formatBytes(size)} plus 20%.`,
+        `The backup store${storeWhere(ctx)} has ${formatBytes(free)} free, less than the database's ${formatBytes(size)} plus 20%; nothing was stopped.`,
         'Free space in the backup store (svcops backup prune) and run again.',
       )
     }
@@ -103,6 +104,13 @@ export const preflight = defineStep<Ctx, [], z.infer<typeof preflightDataSchema>
     return { data: { versions, granted, ...platform } }
   },
 })
+
+/** ` at user@host:port:path` or ` at path`, for the room check's refusal. */
+function storeWhere(ctx: Ctx): string {
+  const store = ctx.env.backup?.store
+  if (!store) return ''
+  return store.ssh ? ` at ${store.ssh.user}@${store.ssh.host}:${store.ssh.port}:${store.path}` : ` at ${store.path}`
+}
 
 /**
  * An upgrade to a version older than a target runs is refused before anything changes: going down

@@ -5,8 +5,7 @@
  * (of the nearest folder that exists: the cache is made by the first staging); what goes to one
  * filesystem adds up. Judged once, for every platform, in ../live-room.ts.
  */
-import { OperationError } from '../../core/errors.ts'
-import { runCommand } from '../../core/runner.ts'
+import { readFreeSpace, type FreeSpace } from '../../drivers/free-space.ts'
 import { hostPath } from '../../drivers/transports.ts'
 import type { RoomReading } from '../live-platform.ts'
 import type { LiveHost } from './host-files.ts'
@@ -20,26 +19,14 @@ export interface RoomNeed {
   what: string
 }
 
-/** `df -Pk` of the folder `$1`, or of its nearest existing parent: one line, the filesystem's. */
-const DF_NEAREST = 'd="$1"; while [ ! -d "$d" ]; do d="$(dirname -- "$d")"; done; df -Pk -- "$d" | tail -n 1'
-
 /** The `df` command of a folder on a host, as the dry run shows it. */
 export function describeDf(host: LiveHost, path: string): string {
   return `df -Pk ${hostPath(host.config, path)} on ${host.name} (its nearest existing folder)`
 }
 
 /** The free bytes and mount point of the filesystem of `path` on `host`. */
-async function readFilesystem(host: LiveHost, file: string): Promise<{ mount: string; free: number }> {
-  const r = await runCommand(host.transport, ['sh', '-c', DF_NEAREST, 'sh', file], { check: false })
-  // df -P: Filesystem 1024-blocks Used Available Capacity Mounted-on (the mount point may hold spaces).
-  const fields = r.stdout.trim().split(/\s+/)
-  const available = fields[3] ?? ''
-  const mount = fields.slice(5).join(' ')
-  if (r.code !== 0 || !/^\d+$/.test(available) || !mount)
-    throw new OperationError(
-      `The free space of ${file} on ${host.name} could not be read (df -Pk): ${r.stderr.trim() || r.stdout.trim() || `exit ${r.code}`}.`,
-    )
-  return { mount, free: Number(available) * 1024 }
+function readFilesystem(host: LiveHost, file: string): Promise<FreeSpace> {
+  return readFreeSpace(host.transport, file, `${file} on ${host.name}`)
 }
 
 /** Reads the filesystem of every need's folder on its host; needs on one filesystem of a host add up. */
