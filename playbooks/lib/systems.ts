@@ -93,30 +93,39 @@ export async function actionsOf<P extends RunParams, Req extends RunRequest, C>(
 
 const [recordingFolder, liveFolder] = SYSTEM_FOLDERS
 
+/** The recording service's run system, built by its upgrade playbook (which loads its steps). */
+const recordingRuns = async () => (await import('../upgrade.ts')).recording
+/** What its commands do, over that system. */
+const recordingActions = () => import('./recording-actions.ts')
+/** The live system's run system, built by its upgrade playbook. */
+const liveRuns = async () => (await import('../upgrade-live.ts')).live
+/** What its commands do, over that system. */
+const liveActions = () => import('./live-actions.ts')
+
 /** Every system svcops runs, in the order of `SYSTEM_FOLDERS`: each folder's object with its playbooks. */
 export const SYSTEMS: readonly SystemEntry[] = [
   {
     ...recordingFolder,
     startAgain: 'svcops upgrade recording',
     verbs: {
-      upgrade: { spec: UPGRADE_RECORDING, main: async () => (await import('../upgrade.ts')).upgradeRecordingCommand },
-      rollback: { spec: ROLLBACK_RECORDING, main: async () => (await import('../rollback.ts')).rollbackRecordingCommand },
+      upgrade: { spec: UPGRADE_RECORDING, main: async () => (await recordingActions()).upgradeRecordingCommand(await recordingRuns()) },
+      rollback: { spec: ROLLBACK_RECORDING, main: async () => (await recordingActions()).rollbackRecordingCommand(await recordingRuns()) },
       verify: { spec: VERIFY_RECORDING, main: async () => (await import('../verify.ts')).verifyRecordingCommand },
     },
     load: async () => {
-      const play = await import('../upgrade.ts')
-      return actionsOf(play.recording, { retry: play.retryRecordingService })
+      const [recording, { retryRecording }] = await Promise.all([recordingRuns(), recordingActions()])
+      return actionsOf(recording, { retry: (id, options) => retryRecording(recording, id, options) })
     },
   },
   {
     ...liveFolder,
     startAgain: 'svcops upgrade live',
     verbs: {
-      upgrade: { spec: UPGRADE_LIVE, main: async () => (await import('../upgrade-live.ts')).upgradeLiveCommand },
-      rollback: { spec: ROLLBACK_LIVE, main: async () => (await import('../upgrade-live.ts')).rollbackLiveCommand },
+      upgrade: { spec: UPGRADE_LIVE, main: async () => (await liveActions()).upgradeLiveCommand(await liveRuns()) },
+      rollback: { spec: ROLLBACK_LIVE, main: async () => (await liveActions()).rollbackLiveCommand(await liveRuns()) },
       verify: { spec: VERIFY_LIVE, main: async () => (await import('../verify-live.ts')).verifyLiveCommand },
     },
-    load: async () => actionsOf((await import('../upgrade-live.ts')).live),
+    load: async () => actionsOf(await liveRuns()),
   },
 ]
 

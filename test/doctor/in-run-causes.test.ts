@@ -12,7 +12,9 @@ import { switchLabFault, type LabFault } from '../../src/lab/recording-faults.ts
 import { Journal, listRuns } from '../../src/runs/journal.ts'
 import { recordingSectionsOf } from '../../src/recording/recording-report.ts'
 import { buildReport } from '../../src/reports/report.ts'
-import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
+import { recordingDescription } from '../../src/recording/recording-description.ts'
+import { recording } from '../../playbooks/upgrade.ts'
+import { startSystemRun } from '../../src/runs/run-actions.ts'
 import { startUpgradeLab, type UpgradeLab } from '../recording/fixture.ts'
 
 let lab: UpgradeLab
@@ -51,7 +53,7 @@ describe('an upgrade into each lab fault', () => {
       await switchLabFault(target(), fault, true)
       let error: unknown
       try {
-        error = await upgradeRecordingService({ env: lab.env(), to: '1.5.0' }).then(
+        error = await startSystemRun(recording, { env: lab.env(), to: '1.5.0' }).then(
           () => undefined,
           (e: unknown) => e,
         )
@@ -66,7 +68,7 @@ describe('an upgrade into each lab fault', () => {
         expect(journal.entries().some((e) => e.disruptive)).toBe(false)
         return
       }
-      const findings = recordingSectionsOf(buildReport(journal)).diagnoses.flatMap((d) => d.findings as { cause: string; host: string }[])
+      const findings = recordingSectionsOf(buildReport(journal, recordingDescription)).diagnoses.flatMap((d) => d.findings as { cause: string; host: string }[])
       expect(findings).toEqual(expect.arrayContaining([expect.objectContaining({ cause, host: 'rec-1' })]))
       expect(readFileSync(journal.file('report.md'), 'utf8')).toMatch(new RegExp(`## Why it failed \\(doctor\\)[\\s\\S]*${cause}`))
       expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })

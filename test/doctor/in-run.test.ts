@@ -11,7 +11,9 @@ import { switchLabFault, type LabFault } from '../../src/lab/recording-faults.ts
 import { Journal, listRuns } from '../../src/runs/journal.ts'
 import { recordingSectionsOf } from '../../src/recording/recording-report.ts'
 import { buildReport } from '../../src/reports/report.ts'
-import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
+import { recordingDescription } from '../../src/recording/recording-description.ts'
+import { recording } from '../../playbooks/upgrade.ts'
+import { startSystemRun } from '../../src/runs/run-actions.ts'
 import { startUpgradeLab, type UpgradeLab } from '../recording/fixture.ts'
 
 let lab: UpgradeLab
@@ -47,7 +49,7 @@ function newestRun(): Journal {
 describe('the doctor in the upgrade runs', () => {
   it('the ownership preflight stops a run whose role cannot alter the tables, before any stop', async () => {
     const error = await withFault('tables-not-owned', () =>
-      upgradeRecordingService({ env: lab.env(), to: '2.0.0' }).catch((e: unknown) => e),
+      startSystemRun(recording, { env: lab.env(), to: '2.0.0' }).catch((e: unknown) => e),
     )
     expect(error).toBeInstanceOf(Error)
     expect(error).not.toBeInstanceOf(RolledBackError)
@@ -58,21 +60,23 @@ describe('the doctor in the upgrade runs', () => {
   })
 
   it('a cause only the service sees (its config does not parse) stops the run in the doctor preflight, with the finding in the report', async () => {
-    const error = await withFault('config-syntax', () => upgradeRecordingService({ env: lab.env(), to: '2.0.0' }).catch((e: unknown) => e))
+    const error = await withFault('config-syntax', () =>
+      startSystemRun(recording, { env: lab.env(), to: '2.0.0' }).catch((e: unknown) => e),
+    )
     expect((error as Error).message).toMatch(/Preflight: .*config-syntax/)
     const journal = newestRun()
     expect(journal.entries().some((e) => e.disruptive)).toBe(false)
-    const report = buildReport(journal)
+    const report = buildReport(journal, recordingDescription)
     expect(recordingSectionsOf(report).diagnoses[0]?.findings).toEqual([expect.objectContaining({ cause: 'config-syntax', host: 'rec-1' })])
     expect(readFileSync(journal.file('report.md'), 'utf8')).toMatch(/## Why it failed \(doctor\)[\s\S]*config-syntax/)
     expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
   })
 
   it('a failed migration is diagnosed on the host before the rollback, the rollback still runs, and the report says why', async () => {
-    const error = await upgradeRecordingService({ env: lab.env(), to: '2.1.0+migfail' }).catch((e: unknown) => e)
+    const error = await startSystemRun(recording, { env: lab.env(), to: '2.1.0+migfail' }).catch((e: unknown) => e)
     expect(error, (error as Error).message).toBeInstanceOf(RolledBackError)
     const journal = newestRun()
-    const report = buildReport(journal)
+    const report = buildReport(journal, recordingDescription)
     const diagnosis = recordingSectionsOf(report).diagnoses.find((d) => d.step === 'diagnose')
     expect(diagnosis?.host).toBe('rec-1')
     expect(diagnosis?.findings).toEqual([expect.objectContaining({ cause: 'migration-history', host: 'rec-1' })])
@@ -92,11 +96,11 @@ describe('the doctor in the upgrade runs', () => {
     // Any answer counts as slow at a 1 ms limit: what is under test is what a slow host leads to.
     lab.setRecording({ healthTimeoutSeconds: 4, slowResponseMs: 1 })
     try {
-      const error = await withFault('tiny-cache', () => upgradeRecordingService({ env: lab.env(), to: '1.5.0' }).catch((e: unknown) => e))
+      const error = await withFault('tiny-cache', () => startSystemRun(recording, { env: lab.env(), to: '1.5.0' }).catch((e: unknown) => e))
       expect(error, (error as Error).message).toBeInstanceOf(RolledBackError)
       expect((error as Error).message).toMatch(/response time — .* took \d+ ms, over recording\.slowResponseMs \(1 ms\): slow performance/)
       const journal = newestRun()
-      const diagnosis = recordingSectionsOf(buildReport(journal)).diagnoses.find((d) => d.step === 'diagnose')
+      const diagnosis = recordingSectionsOf(buildReport(journal, recordingDescription)).diagnoses.find((d) => d.step === 'diagnose')
       expect(diagnosis?.findings).toEqual([expect.objectContaining({ cause: 'content-info-cache', host: 'rec-1' })])
       expect(readFileSync(journal.file('report.md'), 'utf8')).toMatch(/## Why it failed \(doctor\)[\s\S]*content-info-cache/)
       expect(journal.run.phase).toBe('rolled-back')

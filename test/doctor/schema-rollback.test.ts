@@ -9,13 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BadInputError, RolledBackError } from '../../src/core/errors.ts'
 import { switchLabFault } from '../../src/lab/recording-faults.ts'
 import { Journal, listRuns } from '../../src/runs/journal.ts'
-import {
-  planRecordingRollback,
-  resumeRecordingService,
-  retryRecordingService,
-  rollbackRecordingService,
-  upgradeRecordingService,
-} from '../../playbooks/upgrade.ts'
+import { recording } from '../../playbooks/upgrade.ts'
+import { planRecordingRollback, retryRecording, rollbackRecording } from '../../playbooks/lib/recording-actions.ts'
+import { resumeSystemRun, startSystemRun } from '../../src/runs/run-actions.ts'
 import { runSvcopsKilledAt } from '../support/cli.ts'
 import { startUpgradeLab, type UpgradeLab } from '../recording/fixture.ts'
 
@@ -32,12 +28,12 @@ afterAll(async () => {
 describe('rollback --to V across a schema change', () => {
   it('refuses without a verified backup taken on V, naming it, and changes nothing', async () => {
     const runs = listRuns().length
-    const error = await rollbackRecordingService(lab.env(), { to: '1.5.0' }).catch((e: unknown) => e)
+    const error = await rollbackRecording(recording, lab.env(), { to: '1.5.0' }).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(BadInputError)
     expect((error as Error).message).toMatch(/no verified backup taken on 1\.5\.0/)
     // The way out it names is a command that goes ahead: the package alone, on today's schema.
     expect((error as BadInputError).hint).toContain('svcops rollback recording --env lab --to 1.5.0 --package-only')
-    const plan = await planRecordingRollback(lab.env(), { to: '1.5.0', packageOnly: true })
+    const plan = await planRecordingRollback(recording, lab.env(), { to: '1.5.0', packageOnly: true })
     const planned = plan.steps.map((p) => p.step)
     expect(planned).toContain('install')
     expect(planned).not.toContain('choose-backup')
@@ -47,20 +43,20 @@ describe('rollback --to V across a schema change', () => {
 
   it('ends on V with its schema, restored from the backup taken on V, and every recording written since', async () => {
     const fingerprintOnV = await lab.fingerprint()
-    const upgraded = await upgradeRecordingService({ env: lab.env(), to: '2.0.0' })
+    const upgraded = await startSystemRun(recording, { env: lab.env(), to: '2.0.0' })
     expect(upgraded.phase).toBe('succeeded')
     expect(await lab.fingerprint()).not.toBe(fingerprintOnV)
     await lab.create('written on 2.0.0')
     const titles = (await lab.listAll()).filter((r) => r.channelName !== 'svcops-verify').map((r) => r.title)
 
     // The dry run shows the procedure the run will follow: the downgrade, with V's backup restored.
-    const plan = await planRecordingRollback(lab.env(), { to: '1.4.0' })
+    const plan = await planRecordingRollback(recording, lab.env(), { to: '1.4.0' })
     const planned = plan.steps.map((p) => p.step)
     expect(planned).toEqual(expect.arrayContaining(['choose-backup', 'export', 'restore-target']))
     expect(planned.indexOf('restore-target')).toBeGreaterThan(planned.indexOf('install'))
     expect(await lab.versions()).toEqual({ 'rec-1': '2.0.0' })
 
-    const outcome = await rollbackRecordingService(lab.env(), { to: '1.4.0' })
+    const outcome = await rollbackRecording(recording, lab.env(), { to: '1.4.0' })
     expect(outcome.phase).toBe('succeeded')
     expect(outcome.report.timeline.some((e) => e.step === 'restore-target' && e.status === 'ok')).toBe(true)
     expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
@@ -72,7 +68,7 @@ describe('rollback --to V across a schema change', () => {
 
   it('a downgrade killed after its stop resumes as a downgrade and ends on V with its data', async () => {
     const fingerprintOnV = await lab.fingerprint()
-    expect((await upgradeRecordingService({ env: lab.env(), to: '2.0.0' })).phase).toBe('succeeded')
+    expect((await startSystemRun(recording, { env: lab.env(), to: '2.0.0' })).phase).toBe('succeeded')
     await lab.create('written before the killed downgrade')
     const titles = (await lab.listAll()).filter((r) => r.channelName !== 'svcops-verify').map((r) => r.title)
     const killed = await runSvcopsKilledAt(
@@ -83,7 +79,7 @@ describe('rollback --to V across a schema change', () => {
     expect(killed.signal).toBe('SIGKILL')
     const id = listRuns(lab.runsDir)[0]?.id as string
     expect(Journal.open(id).run).toMatchObject({ procedure: 'downgrade', phase: 'running', targetVersion: '1.4.0' })
-    const outcome = await resumeRecordingService(id)
+    const outcome = await resumeSystemRun(recording, id, {})
     expect(outcome.phase).toBe('succeeded')
     expect(outcome.report.timeline.some((e) => e.step === 'restore-target' && e.status === 'ok')).toBe(true)
     expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
@@ -93,13 +89,13 @@ describe('rollback --to V across a schema change', () => {
   }, 300_000)
 
   it('resume --retry after a rolled-back migration upgrades again to the same target with the same backup, and rolls back again without loss', async () => {
-    const failed = await upgradeRecordingService({ env: lab.env(), to: '2.1.0+migfail' }).catch((e: unknown) => e)
+    const failed = await startSystemRun(recording, { env: lab.env(), to: '2.1.0+migfail' }).catch((e: unknown) => e)
     expect(failed).toBeInstanceOf(RolledBackError)
     const first = Journal.open(listRuns()[0]!.id).run
     await lab.create('written between the tries')
     const titles = (await lab.listAll()).filter((r) => r.channelName !== 'svcops-verify').map((r) => r.title)
 
-    const again = await retryRecordingService(first.id).catch((e: unknown) => e)
+    const again = await retryRecording(recording, first.id).catch((e: unknown) => e)
     expect(again).toBeInstanceOf(RolledBackError)
     const retry = Journal.open(listRuns()[0]!.id)
     expect(retry.run.id).not.toBe(first.id)
@@ -124,7 +120,7 @@ describe('rollback --to V across a schema change', () => {
     await switchLabFault(target, 'tables-not-owned', true)
     let failed: unknown
     try {
-      failed = await resumeRecordingService(id).catch((e: unknown) => e)
+      failed = await resumeSystemRun(recording, id, {}).catch((e: unknown) => e)
     } finally {
       await switchLabFault(target, 'tables-not-owned', false) // the fix
     }
@@ -133,7 +129,7 @@ describe('rollback --to V across a schema change', () => {
     expect(first.phase).toBe('rolled-back')
     expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
 
-    const outcome = await retryRecordingService(id)
+    const outcome = await retryRecording(recording, id)
     expect(outcome.phase).toBe('succeeded')
     const retry = Journal.open(outcome.runId)
     expect(retry.run.targetVersion).toBe('2.0.0')

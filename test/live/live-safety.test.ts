@@ -22,7 +22,8 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, statfsSync, symlinkSync, 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { upgradeLiveSystem } from '../../playbooks/upgrade-live.ts'
+import { live } from '../../playbooks/upgrade-live.ts'
+import { startSystemRun } from '../../src/runs/run-actions.ts'
 import { useRunSystems } from '../../src/commands/run-systems.ts'
 import { loadEnvironmentFile } from '../../src/config/load.ts'
 import { errorMessage, exitCodeFor, SvcopsError } from '../../src/core/errors.ts'
@@ -79,7 +80,7 @@ async function upgradeHere(to: string, onStep: (e: StepSeen) => void): Promise<u
     if (e.kind === 'step') onStep({ step: e.step, status: e.status, ...(e.host ? { host: e.host } : {}) })
   })
   try {
-    await upgradeLiveSystem({ env: loadEnvironmentFile(lab.envFile, 'lab'), to, acks: gateIds(lab.live(), '7.0.0', to) })
+    await startSystemRun(live, { env: loadEnvironmentFile(lab.envFile, 'lab'), to, acks: gateIds(lab.live(), '7.0.0', to) })
     return undefined
   } catch (error) {
     return error

@@ -9,7 +9,10 @@ import { exitCodeFor, RolledBackError } from '../../src/core/errors.ts'
 import { Journal, listRuns } from '../../src/runs/journal.ts'
 import { recordingSectionsOf } from '../../src/recording/recording-report.ts'
 import { buildReport } from '../../src/reports/report.ts'
-import { rollbackRecordingService, upgradeRecordingService } from '../../playbooks/upgrade.ts'
+import { recordingDescription } from '../../src/recording/recording-description.ts'
+import { recording } from '../../playbooks/upgrade.ts'
+import { rollbackRecording } from '../../playbooks/lib/recording-actions.ts'
+import { startSystemRun } from '../../src/runs/run-actions.ts'
 import { runSvcopsKilledAt } from '../support/cli.ts'
 import { runCli, startUpgradeLab, type UpgradeLab } from './fixture.ts'
 
@@ -37,7 +40,7 @@ describe('fault releases are rolled back with nothing lost', () => {
     it(`${c.version}: rolled back to 2.0.0 (exit 4), database ${c.restore ? 'restored' : 'kept'}, every recording present`, async () => {
       const before = await lab.listAll()
       const fingerprint = await lab.fingerprint()
-      const error = await upgradeRecordingService({ env: lab.env(), to: c.version }).catch((e: unknown) => e)
+      const error = await startSystemRun(recording, { env: lab.env(), to: c.version }).catch((e: unknown) => e)
       expect(error, (error as Error).message).toBeInstanceOf(RolledBackError)
       expect(exitCodeFor(error)).toBe(4)
       expect((error as Error).message).toMatch(c.cause)
@@ -46,7 +49,7 @@ describe('fault releases are rolled back with nothing lost', () => {
       expect(await lab.fingerprint()).toBe(fingerprint)
       const ids = (await lab.listAll()).map((r) => r.id)
       for (const r of before) expect(ids).toContain(r.id)
-      const report = buildReport(Journal.open(listRuns(lab.runsDir)[0]?.id ?? ''))
+      const report = buildReport(Journal.open(listRuns(lab.runsDir)[0]?.id ?? ''), recordingDescription)
       expect(report.run.phase).toBe('rolled-back')
       expect(recordingSectionsOf(report).rollback?.restore).toBe(c.restore)
     })
@@ -56,14 +59,14 @@ describe('fault releases are rolled back with nothing lost', () => {
 describe('--no-auto-rollback', () => {
   it('keeps the broken state for inspection (exit 1, names the rollback command); rollback --run then restores the old version', async () => {
     const before = await lab.listAll()
-    const error = await upgradeRecordingService({ env: lab.env(), to: '2.1.0+migfail', autoRollback: false }).catch((e: unknown) => e)
+    const error = await startSystemRun(recording, { env: lab.env(), to: '2.1.0+migfail', autoRollback: false }).catch((e: unknown) => e)
     expect(exitCodeFor(error)).toBe(1)
     expect((error as Error).message).toMatch(/left as they are \(--no-auto-rollback\)/)
     const runId = listRuns(lab.runsDir)[0]?.id ?? ''
     expect((error as { hint?: string }).hint).toContain(`svcops rollback recording --env lab --run ${runId}`)
     expect(await lab.versions()).toEqual({ 'rec-1': '2.1.0+migfail' })
     expect(await lab.healthy()).toEqual([false])
-    const back = await rollbackRecordingService(lab.env(), { runId })
+    const back = await rollbackRecording(recording, lab.env(), { runId })
     expect(back.phase).toBe('rolled-back')
     expect(await lab.versions()).toEqual({ 'rec-1': '2.0.0' })
     const ids = (await lab.listAll()).map((r) => r.id)

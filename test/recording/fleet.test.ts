@@ -15,7 +15,8 @@ import { runKeyOf } from '../../src/runs/run-mac.ts'
 import { Phase, stepName } from '../../src/runs/step.ts'
 import { stopService } from '../../src/recording/target-steps.ts'
 import { restoreBackup } from '../../src/recording/rollback-steps.ts'
-import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
+import { recording } from '../../playbooks/upgrade.ts'
+import { startSystemRun } from '../../src/runs/run-actions.ts'
 import { startUpgradeLab, waitForPausedRun, type UpgradeLab } from './fixture.ts'
 
 let lab: UpgradeLab
@@ -42,7 +43,7 @@ describe('fleet upgrade', () => {
       first = listRuns(lab.runsDir).find((r) => r.phase === 'running')?.id
     }
     expect(first).toBeDefined()
-    const error = await upgradeRecordingService({ env: lab.env(), to: '1.5.0' }).catch((e: unknown) => e)
+    const error = await startSystemRun(recording, { env: lab.env(), to: '1.5.0' }).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(LockedError)
     expect(exitCodeFor(error)).toBe(3)
     expect((error as Error).message).toMatch(new RegExp(`locked by run ${first as string} \\(\\S+@\\S+, pid \\d+\\) since \\d{4}-`))
@@ -62,7 +63,7 @@ describe('fleet upgrade', () => {
     writeFileSync(configFile, JSON.stringify({ ...config, logLevel: 'loud' }, null, 2))
     const before = await lab.listAll()
     const fingerprint = await lab.fingerprint()
-    const error = await upgradeRecordingService({ env: lab.env(), to: '2.0.0', batch: 2 }).catch((e: unknown) => e)
+    const error = await startSystemRun(recording, { env: lab.env(), to: '2.0.0', batch: 2 }).catch((e: unknown) => e)
     expect(exitCodeFor(error)).toBe(4)
     expect((error as Error).message).toMatch(/rec-3/)
     expect(await lab.versions()).toEqual({ 'rec-1': '1.5.0', 'rec-2': '1.5.0', 'rec-3': '1.5.0' })
@@ -91,7 +92,7 @@ describe('fleet upgrade', () => {
     // promoted with 4 s of the window left. Batch 1 would take as long as the canary, so it does not
     // start, however fast the preflight, the backup and the canary were on this machine.
     const known = existsSync(lab.runsDir) ? readdirSync(lab.runsDir) : []
-    const upgrade = upgradeRecordingService({
+    const upgrade = startSystemRun(recording, {
       env: lab.env(),
       to: '2.1.0+slowstart',
       batch: 1,
@@ -127,13 +128,13 @@ describe('fleet upgrade', () => {
     const configFile = join(rec3.root!, 'etc/opt/svc/recording.json')
     const config = JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>
     writeFileSync(configFile, JSON.stringify({ ...config, logLevel: 'loud' }, null, 2))
-    const error = await upgradeRecordingService({ env: lab.env(), to: '2.0.0', batch: 2, maxFail: '1' }).catch((e: unknown) => e)
+    const error = await startSystemRun(recording, { env: lab.env(), to: '2.0.0', batch: 2, maxFail: '1' }).catch((e: unknown) => e)
     expect(exitCodeFor(error)).toBe(1)
     expect((error as Error).message).toMatch(/Upgraded 2 of 3 hosts to 2\.0\.0; rec-3 failed \(within --max-fail 1\)/)
     expect(await lab.healthy()).toEqual([true, true, false])
     // The operator repairs rec-3's config and finishes it alone.
     writeFileSync(configFile, JSON.stringify(config, null, 2))
-    const done = await upgradeRecordingService({ env: lab.env(), to: '2.0.0', hosts: ['rec-3'] })
+    const done = await startSystemRun(recording, { env: lab.env(), to: '2.0.0', hosts: ['rec-3'] })
     expect(done.phase).toBe('succeeded')
     expect(await lab.versions()).toEqual({ 'rec-1': '2.0.0', 'rec-2': '2.0.0', 'rec-3': '2.0.0' })
     expect(await lab.healthy()).toEqual([true, true, true])

@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
+import { recording } from '../../playbooks/upgrade.ts'
+import { startSystemRun } from '../../src/runs/run-actions.ts'
 import { SVCOPS_SCHEMA, connectDatabase, databaseTarget } from '../../src/drivers/postgres.ts'
 import { identityKey } from '../../src/recording/content-snapshot.ts'
 import { runCliInProcess, startUpgradeLab, type UpgradeLab } from './fixture.ts'
@@ -39,7 +40,7 @@ beforeAll(async () => {
   expect(made.code, made.stderr).toBe(0)
   oldBackup = (JSON.parse(made.stdout) as { backup: { id: string } }).backup.id
   await lab.create(WRITTEN_SINCE)
-  const outcome = await upgradeRecordingService({ env: lab.env(), to: '1.5.0' })
+  const outcome = await startSystemRun(recording, { env: lab.env(), to: '1.5.0' })
   expect(outcome.phase).toBe('succeeded')
   runId = outcome.report.run.id
   expect(outcome.report.run.params.backupId).not.toBe(oldBackup)

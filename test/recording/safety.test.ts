@@ -8,7 +8,8 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCommand } from '../../src/core/runner.ts'
 import { transportFor } from '../../src/drivers/transports.ts'
-import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
+import { recording } from '../../playbooks/upgrade.ts'
+import { startSystemRun } from '../../src/runs/run-actions.ts'
 import { supervisorctlArgv } from '../support/supervisorctl.ts'
 import { runCliInProcess, startUpgradeLab, type UpgradeLab } from './fixture.ts'
 
@@ -17,7 +18,7 @@ let backupId: string
 
 beforeAll(async () => {
   lab = await startUpgradeLab({ hosts: 2, version: '1.5.0', recordings: 3 })
-  const outcome = await upgradeRecordingService({ env: lab.env(), to: '2.0.0' })
+  const outcome = await startSystemRun(recording, { env: lab.env(), to: '2.0.0' })
   expect(outcome.phase).toBe('succeeded')
   backupId = outcome.report.run.params.backupId as string
   expect(backupId).toBeTruthy()

@@ -14,7 +14,9 @@ import { runCommand } from '../../src/core/runner.ts'
 import { Journal } from '../../src/runs/journal.ts'
 import { Phase, stepName } from '../../src/runs/step.ts'
 import { restoreBackup } from '../../src/recording/rollback-steps.ts'
-import { rollbackRecordingService, upgradeRecordingService } from '../../playbooks/upgrade.ts'
+import { recording } from '../../playbooks/upgrade.ts'
+import { rollbackRecording } from '../../playbooks/lib/recording-actions.ts'
+import { startSystemRun } from '../../src/runs/run-actions.ts'
 import { runCliInProcess, startUpgradeLab, type UpgradeLab } from './fixture.ts'
 
 let lab: UpgradeLab
@@ -96,7 +98,7 @@ describe('upgrade of one host', () => {
 
   it('1.4.0 -> 1.5.0: verified backup first, every recording still there, a report with downtime and the config review', async () => {
     const before = await lab.listAll()
-    const outcome = await upgradeRecordingService({ env: lab.env(), to: '1.5.0' })
+    const outcome = await startSystemRun(recording, { env: lab.env(), to: '1.5.0' })
     expect(outcome.phase).toBe('succeeded')
     expect(await lab.versions()).toEqual({ 'rec-1': '1.5.0' })
     const after = await lab.listAll()
@@ -121,7 +123,7 @@ describe('upgrade of one host', () => {
   it('rolling back 1.5.0 keeps the database: the schema did not change', async () => {
     const fingerprint = await lab.fingerprint()
     const written = await lab.create('written on 1.5.0')
-    const outcome = await rollbackRecordingService(lab.env(), {})
+    const outcome = await rollbackRecording(recording, lab.env(), {})
     expect(outcome.phase).toBe('rolled-back')
     expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
     expect(await lab.fingerprint()).toBe(fingerprint)
@@ -131,9 +133,9 @@ describe('upgrade of one host', () => {
   })
 
   it('1.5.0 -> 2.0.0 then rollback: the database is restored and recordings written after the backup are re-created', async () => {
-    await upgradeRecordingService({ env: lab.env(), to: '1.5.0' })
+    await startSystemRun(recording, { env: lab.env(), to: '1.5.0' })
     const before = await lab.fingerprint()
-    const outcome = await upgradeRecordingService({ env: lab.env(), to: '2.0.0' })
+    const outcome = await startSystemRun(recording, { env: lab.env(), to: '2.0.0' })
     expect(outcome.phase).toBe('succeeded')
     expect(await lab.fingerprint()).not.toBe(before)
     const late = [await lab.create('after the backup 1'), await lab.create('after the backup 2')]
@@ -152,7 +154,7 @@ describe('upgrade of one host', () => {
     const finished = await runCliInProcess(['resume', outcome.runId, '--dry-run'], { SVCOPS_RUNS_DIR: lab.runsDir })
     expect(finished.code).toBe(2)
     expect(finished.stderr).toContain(`Run ${outcome.runId} is finished (succeeded); there is nothing to resume.`)
-    const back = await rollbackRecordingService(lab.env(), { runId: outcome.runId })
+    const back = await rollbackRecording(recording, lab.env(), { runId: outcome.runId })
     expect(back.phase).toBe('rolled-back')
     expect(await lab.versions()).toEqual({ 'rec-1': '1.5.0' })
     expect(await lab.fingerprint()).toBe(before)
@@ -195,7 +197,7 @@ describe('upgrade of one host', () => {
   })
 
   it('rollback --to an explicit version goes through the upgrade path (backup, verify)', async () => {
-    const outcome = await rollbackRecordingService(lab.env(), { to: '1.4.0' })
+    const outcome = await rollbackRecording(recording, lab.env(), { to: '1.4.0' })
     expect(outcome.phase).toBe('succeeded')
     expect(outcome.report.run.params.backupId).toBeDefined()
     expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
@@ -216,7 +218,7 @@ describe('upgrade of one host', () => {
   })
 
   it('refuses a version that does not exist before anything changes (exit 2)', async () => {
-    const error = await upgradeRecordingService({ env: lab.env(), to: 'latest' }).catch((e: unknown) => e)
+    const error = await startSystemRun(recording, { env: lab.env(), to: 'latest' }).catch((e: unknown) => e)
     expect(exitCodeFor(error)).toBe(2)
     expect((error as Error).message).toMatch(/--to: 'latest' is not a version/)
     // The dry run checks it too: a plan for a version that cannot exist is bad input, not a plan.

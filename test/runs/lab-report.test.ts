@@ -9,7 +9,8 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exitCodeFor } from '../../src/core/errors.ts'
 import { listRuns } from '../../src/runs/journal.ts'
-import { upgradeRecordingService } from '../../playbooks/upgrade.ts'
+import { recording } from '../../playbooks/upgrade.ts'
+import { startSystemRun } from '../../src/runs/run-actions.ts'
 import { runCli, startUpgradeLab, type UpgradeLab } from '../recording/fixture.ts'
 import { startChromium, type Browser } from './chromium.ts'
 
@@ -34,7 +35,7 @@ describe('report.html of a lab run', () => {
     const configFile = join(rec2.root!, 'etc/opt/svc/recording.json')
     const config = JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>
     writeFileSync(configFile, JSON.stringify({ ...config, logLevel: 'loud' }, null, 2))
-    const error = await upgradeRecordingService({ env: lab.env(), to: '2.0.0', batch: 1, windowMs: 3_600_000 }).catch((e: unknown) => e)
+    const error = await startSystemRun(recording, { env: lab.env(), to: '2.0.0', batch: 1, windowMs: 3_600_000 }).catch((e: unknown) => e)
     expect(exitCodeFor(error)).toBe(4)
     const run = listRuns(lab.runsDir)[0]!
     const file = join(lab.runsDir, run.id, 'report.html')

@@ -1,0 +1,107 @@
+/**
+ * What the live system's commands do with their flags, over its run system: `svcops upgrade live`
+ * and `svcops rollback live`, and playbooks/upgrade-live.ts run as a script, call these with the
+ * system the playbook builds (`live`), so this module imports no playbook. The runs themselves
+ * start, continue and plan through the engine's one path (src/runs/run-actions.ts):
+ * `startSystemRun(live, request)` is `svcops upgrade live`.
+ */
+import type { Environment } from '../../src/config/schema.ts'
+import { BadInputError } from '../../src/core/errors.ts'
+import { liveUnitNames } from '../../src/live/live-platforms.ts'
+import { findLiveRunToRollBack, type LiveSystem } from '../../src/live/live-system.ts'
+import type { RunOutcome } from '../../src/runs/playbook.ts'
+import { planSystemContinuation, planSystemRun, renderRunPlan, resumeSystemRun, startSystemRun } from '../../src/runs/run-actions.ts'
+import type { RunPlan } from '../../src/runs/run-system.ts'
+import { confirmChange, printPlanOn, showRunOn } from './command-io.ts'
+import type { RollbackLiveFlags, UpgradeLiveFlags } from './live-commands.ts'
+import type { CommandMain } from './script.ts'
+
+/** `svcops upgrade live`, and playbooks/upgrade-live.ts run as a script: the dry run's plan, or the run once confirmed. */
+export function upgradeLiveCommand(live: LiveSystem): CommandMain<UpgradeLiveFlags> {
+  return async (flags, io) => {
+    refuseCanaryPause(flags)
+    refuseFromOutsideDryRun(flags)
+    const env = await io.environment()
+    const request = {
+      env,
+      to: flags.to,
+      ...(flags.from ? { from: flags.from } : {}),
+      acks: flags.ack ?? [],
+      ...(flags.tcpEndpoint ? { tcpEndpoint: flags.tcpEndpoint } : {}),
+      batch: flags.batch ?? 1,
+      maxFail: flags.maxFail ?? '0',
+      autoRollback: flags.autoRollback,
+      ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
+    }
+    if (flags.dryRun) {
+      const plan = await planSystemRun(live, request)
+      printPlanOn(io, plan, () => renderRunPlan(live, plan), { spread: true })
+      return
+    }
+    const prompts = await io.prompts()
+    await confirmChange(
+      () => prompts.upgradePrompt('the live production system', env.name, 'live', liveUnitNames(env), flags.to),
+      flags.yes,
+    )
+    await showRunOn(io, () => startSystemRun(live, request), flags.metricsFile ? { metricsFile: flags.metricsFile } : {})
+  }
+}
+
+/** `--pause-after-canary` belongs to the recording service's rollout; the live system's types go one after another, without a wait between them. */
+function refuseCanaryPause(flags: UpgradeLiveFlags): void {
+  if (flags.pauseAfterCanary)
+    throw new BadInputError(
+      '--pause-after-canary: not offered for the live production system (its component types are upgraded one after another in dependency order, each type across hosts with a canary of its own, and nothing may wait half-way with the controller already on the target); expected it with svcops upgrade recording only.',
+      'Check the plan first instead: svcops upgrade live --env ENV --to VERSION --dry-run',
+    )
+}
+
+/** A run reads the release it upgrades from on the live system itself; `--from` only stands in for it in a plan. */
+function refuseFromOutsideDryRun(flags: UpgradeLiveFlags): void {
+  if (flags.from !== undefined && !flags.dryRun)
+    throw new BadInputError(
+      `--from: '${flags.from}' is read by the dry run only (a run reads the release the live system runs); expected it with --dry-run.`,
+    )
+}
+
+/** `svcops rollback live`: the dry run's plan, or the rollback once confirmed. */
+export function rollbackLiveCommand(live: LiveSystem): CommandMain<RollbackLiveFlags> {
+  return async (flags, io) => {
+    const env = await io.environment()
+    const options = { ...(flags.run ? { runId: flags.run } : {}), ...(flags.trustUnsignedRun ? { trustUnsigned: true } : {}) }
+    if (flags.dryRun) {
+      const plan = await planLiveRollback(live, env, options)
+      printPlanOn(io, plan, () => renderRunPlan(live, plan), { spread: false })
+      return
+    }
+    const prompts = await io.prompts()
+    await confirmChange(() => prompts.rollbackPrompt('the live production system', env.name, 'live', flags.run), flags.yes)
+    await showRunOn(
+      io,
+      () => rollbackLive(live, env, { ...options, ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}) }),
+      flags.metricsFile ? { metricsFile: flags.metricsFile } : {},
+    )
+  }
+}
+
+/** `svcops rollback live`: rolls back run `runId` (default: the environment's newest live upgrade run). */
+export async function rollbackLive(
+  live: LiveSystem,
+  env: Environment,
+  options: { runId?: string; breakLock?: boolean; force?: boolean; trustUnsigned?: boolean } = {},
+): Promise<RunOutcome> {
+  const breaking = options.breakLock ? { breakLock: true, force: options.force ?? false } : {}
+  const journal = await findLiveRunToRollBack(env, options.runId, { trustUnsigned: options.trustUnsigned ?? false })
+  return resumeSystemRun(live, journal.run.id, { rollback: true, env, ...breaking })
+}
+
+/** `svcops rollback live --dry-run`. */
+export async function planLiveRollback(
+  live: LiveSystem,
+  env: Environment,
+  options: { runId?: string; trustUnsigned?: boolean } = {},
+): Promise<RunPlan> {
+  // Read into memory: a dry run writes nothing to the local runs folder.
+  const journal = await findLiveRunToRollBack(env, options.runId, { dryRun: true, trustUnsigned: options.trustUnsigned ?? false })
+  return planSystemContinuation(live, journal.run.id, { rollback: true, env, journal })
+}
