@@ -5,6 +5,7 @@
  * (playbooks/lib/script.ts). Declarations only: the CLI imports this file at start-up.
  */
 import { wholeNumber, type CommandSpec, type FlagsOf, type OptionSpec } from '../../src/core/option-table.ts'
+import { parseSoak } from '../../src/analysis/soak-duration.ts'
 import { parseWindow } from '../../src/runs/rollout.ts'
 import { METRICS_FILE_HELP } from './command-io.ts'
 
@@ -48,6 +49,11 @@ export const UPGRADE_RECORDING = {
       flags: '--pause-after-canary',
       help: 'once the canary is verified, wait (holding the lock) for svcops runs promote ID (go on) or svcops runs abort ID (roll back)',
     },
+    {
+      flags: '--soak <duration>',
+      help: 'once the canary is verified, judge it against the hosts still on the old release for this long (e.g. 10m) before batch 1: a fail rolls back; settings in svcops:upgrade.analysis (default: its soak)',
+      parse: (v: string) => parseSoak(v),
+    },
     { flags: '--dry-run', help: 'print every step and command per host; change nothing' },
     { flags: '-y, --yes', help: 'do not ask for confirmation (schedulers, scripts)' },
     ...lockOptions('environment'),
@@ -69,7 +75,8 @@ Examples:
   svcops upgrade recording --env lab --to 2.0.0 --dry-run
   svcops upgrade recording --env prod --to 2.0.0 --batch 5 --max-fail 10% --window 90m --yes --json
   svcops upgrade recording --env staging --to 2.1.0 --hosts rec-2 --no-auto-rollback
-  svcops upgrade recording --env prod --to 2.0.0 --batch 5 --pause-after-canary --yes   # then: svcops runs promote ID`,
+  svcops upgrade recording --env prod --to 2.0.0 --batch 5 --pause-after-canary --yes   # then: svcops runs promote ID
+  svcops upgrade recording --env prod --to 2.0.0 --soak 10m --yes   # the canary judged against the others for 10 minutes`,
 } as const satisfies CommandSpec
 
 /** The flags of `svcops upgrade recording`, as its table declares them. */

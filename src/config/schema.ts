@@ -7,6 +7,7 @@ import { z } from 'zod'
 import type { LiveClusterConfig } from './live-cluster.ts'
 import { deployKeys } from './deploy.ts'
 import { declaredChecksSchema, liveUuidsSchema } from './checks.ts'
+import { analysisSchema } from '../analysis/analysis-settings.ts'
 
 const name = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'expected lower-case letters, digits, ".", "_" or "-"')
 export const semver = z.string().regex(/^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$/, 'expected a version like 1.5.0')
@@ -194,6 +195,7 @@ export const recordingSchema = z.strictObject({
  * `svcops:upgrade`: rules a real upgrade of the recording service obeys. `requireRehearsal`: the
  * longest age, in hours, of a passing rehearsal of the same from-version, to-version and schema
  * fingerprint; without one a real upgrade (scheduled ones too) is refused before anything starts.
+ * `analysis`: the soak after the canary and how the canary is judged against the baseline.
  */
 export const upgradeSchema = z.strictObject({
   requireRehearsal: z
@@ -202,6 +204,8 @@ export const upgradeSchema = z.strictObject({
     .min(1)
     .max(24 * 365)
     .optional(),
+  /** The canary's analysis over a soak (src/analysis/analysis-settings.ts; docs/upgrade.md "Canary analysis"). */
+  analysis: analysisSchema.optional(),
 })
 
 export const backupSchema = z.strictObject({

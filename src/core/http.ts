@@ -37,6 +37,7 @@ export type HttpPeer =
   | 'kubernetes-api'
   | 'kubernetes-log'
   | 'kubernetes-proxy'
+  | 'prometheus'
 
 export interface HttpRequest {
   /** What the request talks to: decides its deadline and body cap (limitsOf). */
@@ -80,6 +81,7 @@ export const HTTP_LIMITS: Readonly<Record<HttpPeer, Readonly<Limits>>> = {
   'kubernetes-api': { timeoutMs: 30_000, maxBodyBytes: 16 * MiB },
   'kubernetes-log': { timeoutMs: 30_000, maxBodyBytes: 320 * KiB },
   'kubernetes-proxy': { timeoutMs: 15_000, maxBodyBytes: 4 * MiB },
+  prometheus: { timeoutMs: 5_000, maxBodyBytes: 1 * MiB },
 }
 
 /** The bytes of log a pod-log read asks the API for (`limitBytes`, as `kubectl logs --limit-bytes`). */

@@ -24,6 +24,8 @@ export const recordingParamsSchema = z.object({
   downgrade: z.boolean().optional(),
   /** `--pause-after-canary`: after the canary is verified, wait for `svcops runs promote|abort ID`. */
   pauseAfterCanary: z.boolean().optional(),
+  /** `--soak` (or the stack's `analysis.soak`): how long the canary is judged against the baseline before batch 1, in ms. */
+  soakMs: z.number().int().positive().optional(),
   /** Recording ids seen in the content snapshot before anything stopped. */
   snapshotIds: z.array(z.string()).optional(),
 })

@@ -8,6 +8,7 @@
  */
 import type { Environment } from '../config/schema.ts'
 import { BadInputError } from '../core/errors.ts'
+import { soakOf } from '../analysis/analysis-settings.ts'
 import { assertVersion } from '../releases/versions.ts'
 import type { Journal } from '../runs/journal.ts'
 import type { Playbook } from '../runs/playbook.ts'
@@ -46,6 +47,8 @@ export interface UpgradeRequest {
   downgrade?: boolean
   /** `--pause-after-canary`: wait after the verified canary for `svcops runs promote|abort ID`. */
   pauseAfterCanary?: boolean
+  /** `--soak`, in ms: the canary's analysis before batch 1 (default: the stack's `analysis.soak`). */
+  soakMs?: number
 }
 
 /** The recording service as the engine runs it. */
@@ -76,6 +79,7 @@ export function newUpgradeRun(req: UpgradeRequest): NewRun<RecordingParams> {
       ...(req.retryOf ? retriedFacts(req.retryOf) : {}),
       ...(req.downgrade || req.procedure === 'downgrade' ? { downgrade: true } : {}),
       ...(req.pauseAfterCanary ? { pauseAfterCanary: true } : {}),
+      ...soakParam(req),
     },
   }
 }
@@ -186,4 +190,11 @@ export function recordingSystem(
       nothingToUndo: 'no host was stopped by this run; it is only marked failed',
     },
   }
+}
+
+/** The run's soak: `--soak`, else the stack's `analysis.soak`; none for a downgrade (there is nothing newer to judge). */
+function soakParam(req: UpgradeRequest): { soakMs?: number } {
+  if (req.downgrade || req.procedure === 'downgrade') return {}
+  const ms = soakOf(req.soakMs, req.env.upgrade?.analysis)
+  return ms ? { soakMs: ms } : {}
 }

@@ -86,6 +86,11 @@ export interface RolloutPolicy<H> {
   onTolerated?: (failure: HostFailure, host: H) => Promise<void>
   /** After the canary, wait for `svcops runs promote ID` (go on) or `svcops runs abort ID` (thrown: rolled back). */
   pauseAfterCanary?: boolean
+  /**
+   * After the verified canary, before batch 1: the soak's analysis of the canary against the hosts
+   * still on the old release (src/analysis/). Throws when the canary fails it; `wait`: a person decides.
+   */
+  afterCanary?: (canary: H[], baseline: H[]) => Promise<{ wait: boolean }>
 }
 
 /** A run of a playbook in one mode, with its context `C` and journal, in one phase. */
@@ -304,8 +309,12 @@ export class Run<C> {
     for (const [i, batch] of policy.batches.entries()) {
       const label = i === 0 ? 'canary' : `batch ${i}`
       const names = batch.map((h) => h.name).join(', ')
-      // The canary is verified and more is to come: a person decides first (the wait counts against the window).
-      if (i === 1 && policy.pauseAfterCanary) await this.pauseAfterCanary((policy.batches[0] ?? []).map((h) => h.name).join(', '))
+      // The canary is verified and more is to come: its soak, then a person decides when asked (both count against the window).
+      if (i === 1) {
+        const canary = policy.batches[0] ?? []
+        const soaked = await policy.afterCanary?.(canary, policy.batches.slice(1).flat())
+        if (policy.pauseAfterCanary || soaked?.wait) await this.pauseAfterCanary(canary.map((h) => h.name).join(', '))
+      }
       if (!this.planning && policy.deadline !== undefined && !batchFitsWindow(Date.now(), policy.deadline, longestBatchMs)) {
         const why = longestBatchMs
           ? `would not end before it (a batch has taken ${Math.round(longestBatchMs / 1000)} s)`

@@ -73,7 +73,7 @@ describe('a playbook command and its svcops command', () => {
 
 describe('the flags type of a command, derived from its table (FlagsOf)', () => {
   /** A value each option's parser takes. */
-  const valueFor = (long: string) => ({ window: '90m', 'max-fail': '1' })[long] ?? '2'
+  const valueFor = (long: string) => ({ window: '90m', 'max-fail': '1', soak: '10m' })[long] ?? '2'
   /** Every option of `spec` given once (a value where it takes one), parsed as the script parses it. */
   const everyFlagGiven = (spec: CommandSpec) =>
     parseScriptArguments(
@@ -92,6 +92,7 @@ describe('the flags type of a command, derived from its table (FlagsOf)', () => 
       window: true,
       autoRollback: true,
       pauseAfterCanary: true,
+      soak: true,
       dryRun: true,
       yes: true,
       breakLock: true,

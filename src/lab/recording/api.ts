@@ -60,6 +60,7 @@ interface Row {
 
 /** Creates (does not start) the HTTP server of the API. */
 export function createApiServer(context: ApiContext): Server {
+  const listening = Date.now()
   const jwks = createRemoteJWKSet(new URL(context.config.auth.jwksUrl), { timeoutDuration: 5000 })
   const writes = { second: 0, count: 0 }
   // A token for another application of the same manager (another `aud`) is not one for this service.
@@ -193,6 +194,12 @@ export function createApiServer(context: ApiContext): Server {
       return
     }
     if (url.pathname !== '/api/v1/content') throw new ApiError(404, `no resource at ${url.pathname}`)
+    const degradeAfterMs = context.release.degradeAfterMs
+    if (context.release.fault === 'errors-after-a-while' && degradeAfterMs !== undefined && Date.now() - listening > degradeAfterMs) {
+      context.log('ERROR', `${request.method ?? ''} ${url.pathname} failed: the content index is corrupt`)
+      send(response, 500, { error: 'internal error; see the service log' })
+      return
+    }
     if (request.method === 'GET') {
       await authorize(request, context.config.auth.readScope)
       send(response, 200, await list(url))

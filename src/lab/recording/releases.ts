@@ -21,6 +21,8 @@ export type RecordingFault =
   | 'slow-start'
   /** Its migration silently deletes every third recording; everything else looks fine. */
   | 'lossy-migration'
+  /** Starts and passes every start-up check; `degradeAfterMs` after it listens, the content API answers 500 (health stays 200). */
+  | 'errors-after-a-while'
   | 'none'
 
 export interface RecordingRelease {
@@ -34,6 +36,8 @@ export interface RecordingRelease {
   fault: RecordingFault
   /** For `slow-start`: how long the service waits before it listens. */
   slowStartMs?: number
+  /** For `errors-after-a-while`: how long after it listens its content API starts failing. */
+  degradeAfterMs?: number
   summary: string
 }
 
@@ -47,6 +51,15 @@ export const RECORDING_RELEASES: readonly RecordingRelease[] = [
     listShape: 'array',
     fault: 'none',
     summary: 'no schema change; adds contentInfoCacheTtlSeconds (default 300)',
+  },
+  {
+    version: '1.5.0+degrades',
+    schemaVersion: 1,
+    configOptionsAdded: ['contentInfoCacheTtlSeconds'],
+    listShape: 'array',
+    fault: 'errors-after-a-while',
+    degradeAfterMs: 15_000,
+    summary: 'FAULT: 1.5.0 that passes its start-up checks, then answers 500 on the content API from 15 s after it listens',
   },
   {
     version: '2.0.0',
