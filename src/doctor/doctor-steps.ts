@@ -8,21 +8,19 @@ import { OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { defineStep } from '../runs/step.ts'
 import type { RecordingContext } from '../recording/recording-context.ts'
-import type { RecordingHost, RecordingTarget } from '../recording/recording-platform.ts'
+import type { RecordingTarget } from '../recording/recording-platform.ts'
 import { CAUSES, PREFLIGHT_CAUSES } from './causes.ts'
 import { diagnoseHost as diagnose, diagnoseHosts, type Diagnosis } from './diagnose.ts'
 
 type Ctx = RecordingContext
 
-/** The run's targets as hosts with a shell, or why the platform has none (the causes are read on a host). */
-function hostsOf(ctx: Ctx, targets: RecordingTarget[]): { hosts: RecordingHost[] } | { unavailable: string } {
-  const hosts: RecordingHost[] = []
-  for (const t of targets) {
-    const h = ctx.platform.hostOf(t)
-    if ('unavailable' in h) return h
-    hosts.push(h)
-  }
-  return { hosts }
+/**
+ * Why the doctor's steps skip on a platform without hosts: they read a host (its files, its
+ * service's view); there a run's check-logs judges the pods, and `svcops doctor recording` reads
+ * them through the API.
+ */
+function noHostsOn(ctx: Ctx): string {
+  return `not in a run on ${ctx.platform.name}: the doctor's steps are host checks and check-logs reads the pods; svcops doctor recording reads the pods through the API`
 }
 
 function emitFindings(d: Diagnosis): void {
@@ -35,22 +33,22 @@ export const doctorPreflight = defineStep<Ctx>({
   report: 'diagnosis',
   once: true,
   describe: (ctx) =>
-    'unavailable' in hostsOf(ctx, ctx.targets)
+    !ctx.platform.hostOf
       ? []
       : [
           `on ${ctx.targets.map((h) => h.name).join(', ')}, as the service sees it: ${PREFLIGHT_CAUSES.map((c) => c.id).join(', ')}`,
           'stop before anything changes on an error finding',
         ],
   async preview(ctx) {
-    const on = hostsOf(ctx, ctx.targets)
-    if ('unavailable' in on) return { skipped: on.unavailable }
-    const d = await diagnoseHosts(on.hosts, ctx.settings, PREFLIGHT_CAUSES)
+    const { hostOf } = ctx.platform
+    if (!hostOf) return { skipped: noHostsOn(ctx) }
+    const d = await diagnoseHosts(ctx.targets.map(hostOf), ctx.settings, PREFLIGHT_CAUSES)
     return { data: { ...d } }
   },
   async act(ctx) {
-    const on = hostsOf(ctx, ctx.targets)
-    if ('unavailable' in on) return { skipped: on.unavailable }
-    const d = await diagnoseHosts(on.hosts, ctx.settings, PREFLIGHT_CAUSES)
+    const { hostOf } = ctx.platform
+    if (!hostOf) return { skipped: noHostsOn(ctx) }
+    const d = await diagnoseHosts(ctx.targets.map(hostOf), ctx.settings, PREFLIGHT_CAUSES)
     emitFindings(d)
     const errors = d.findings.filter((f) => f.severity === 'error')
     const first = errors[0]
@@ -73,17 +71,15 @@ export const diagnoseHost = defineStep<Ctx, [RecordingTarget, unknown]>({
   id: 'diagnose',
   title: 'why it failed: every cause of the common upgrade problems checked on the failed host',
   report: 'diagnosis',
-  describe: (ctx, t) => {
-    const h = ctx.platform.hostOf(t)
-    return 'unavailable' in h ? [h.unavailable] : [`on ${t.name}, if a step failed: ${CAUSES.map((c) => c.id).join(', ')}`]
-  },
+  describe: (ctx, t) =>
+    ctx.platform.hostOf ? [`on ${t.name}, if a step failed: ${CAUSES.map((c) => c.id).join(', ')}`] : [noHostsOn(ctx)],
   async act(ctx, t, failure) {
     // The seed's step 5 first, on every platform: the status and the last log lines of the failed target.
     const seen = await readStatusAndLogs(ctx, t)
-    const h = ctx.platform.hostOf(t)
-    if ('unavailable' in h) return { skipped: h.unavailable, data: { failure: errorMessage(failure), ...seen, findings: [], checks: [] } }
+    const { hostOf } = ctx.platform
+    if (!hostOf) return { skipped: noHostsOn(ctx), data: { failure: errorMessage(failure), ...seen, findings: [], checks: [] } }
     try {
-      const d = await diagnose(h, ctx.settings)
+      const d = await diagnose(hostOf(t), ctx.settings)
       emitFindings(d)
       return { data: { failure: errorMessage(failure), ...seen, ...d } }
     } catch (error) {

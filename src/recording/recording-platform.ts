@@ -137,6 +137,10 @@ export interface RecordingPlatform {
   /** How often a waiting step asks again, in ms. */
   readonly pollMs: number
 
-  /** The target as a host with a shell, or why it has none (the doctor reads a host's files). */
-  hostOf(target: RecordingTarget): RecordingHost | { unavailable: string }
+  /**
+   * The target as a host with a shell, offered only by a platform whose targets are hosts (the doctor
+   * reads the service's files there); absent on Kubernetes, where the doctor reads the pods through
+   * the API.
+   */
+  readonly hostOf?: (target: RecordingTarget) => RecordingHost
 }

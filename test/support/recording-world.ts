@@ -307,7 +307,6 @@ export class RecordingWorld {
       recentLogs: (t) => act(() => this.host(t.name).log.slice(-20)),
       describe: () => [],
       pollMs: 1,
-      hostOf: () => ({ unavailable: 'the in-memory platform has no host with a shell' }),
     }
   }
 

@@ -45,10 +45,6 @@ import { openRecordingCluster, type RecordingCluster } from './recording-deploym
 /** Waiting reasons that will not heal by themselves. */
 const STUCK = /CrashLoopBackOff|ImagePullBackOff|ErrImagePull|CreateContainerConfigError|InvalidImageName/
 
-/** A run's doctor steps read a host (its files, its service's view); in a run the Deployment's pods are judged by check-logs. */
-const NO_HOST =
-  "not in a run on Kubernetes: the doctor's steps are host checks and check-logs reads the pods; svcops doctor recording reads the pods through the API"
-
 /** The Deployment of the environment as the platform of its recording service. Nothing connects until used. */
 export function openKubernetesPlatform(env: Environment, settings: RecordingSettings): RecordingPlatform & { cluster: RecordingCluster } {
   const c = openRecordingCluster(env)
@@ -324,6 +320,5 @@ export function openKubernetesPlatform(env: Environment, settings: RecordingSett
         `the stack file's ${c.versionKey} equals the Deployment's version`,
       ]
     },
-    hostOf: () => ({ unavailable: NO_HOST }),
   }
 }
