@@ -2,7 +2,9 @@
 /**
  * Playbook: rehearse an upgrade of the recording service before the window. The environment's
  * verified backup is restored into the rehearsal's scratch database; on the stack's rehearsal host
- * the current release starts on the copy and its recordings are listed; then the real upgrade's
+ * the current release starts on the copy, its session there is checked (a host whose configuration
+ * names another database stops the rehearsal before any migration) and its recordings are listed;
+ * then the real upgrade's
  * steps run there — stop, install the target, review configuration, start (its migrations run on
  * the copy, timed), wait until healthy, check status and logs, verify the content (every recording
  * listed before is listed after; a test recording written and read) — and the real rollback's —
@@ -17,6 +19,7 @@ import { errorMessage } from '../src/core/errors.ts'
 import { snapshotContent } from '../src/recording/content-steps.ts'
 import { stagePackages } from '../src/recording/preflight.ts'
 import type { RecordingParams } from '../src/recording/recording-params.ts'
+import { checkServiceUsesCopy } from '../src/recording/rehearse/copy-in-use.ts'
 import type { RehearsalContext } from '../src/recording/rehearse/rehearsal-context.ts'
 import { predict, describePrediction, type Measures, type Prediction } from '../src/recording/rehearse/prediction.ts'
 import {
@@ -55,6 +58,7 @@ async function rehearse(run: Run<Ctx>): Promise<void> {
   await run.onHost(h, installPackage, from) // the current release, as production runs it
   await run.onHost(h, startService)
   await run.onHost(h, waitHealthy)
+  await run.onHost(h, checkServiceUsesCopy, 'current') // its session is on the copy, else stop before anything migrates
   await run.step(snapshotContent) // every recording the copy lists before the upgrade
   const m: Measures = {}
   try {
@@ -65,6 +69,7 @@ async function rehearse(run: Run<Ctx>): Promise<void> {
       await run.onHost(h, startService) // 4. start: the migrations run on the copy
       await run.onHost(h, waitHealthy)
     })
+    await run.onHost(h, checkServiceUsesCopy, 'target') // the migration ran on the copy; production's schema as it was
     await run.onHost(h, checkStatusAndLogs) // 5. status and the last log lines
     m.verifyMs = await timed(() => run.onHost(h, verifyHost)) // every recording listed before is listed; a test recording
     m.restartMs = await timed(async () => {

@@ -42,8 +42,10 @@ export const REHEARSE_RECORDING: CommandSpec = {
 Steps: read production (versions, schema fingerprint, size, the role's right to migrate) -> the
 backup (reused when recent and verified by a test restore, else taken and verified) -> restored
 into recording.rehearsal.database -> on recording.rehearsal.host: the current version started on
-the copy and its recordings listed -> stop, install --to, review-config, start (migrations, timed),
-wait-healthy, check-logs, verify (every recording listed before is listed, a test recording written
+the copy, a session of it on the copy checked in pg_stat_activity (else it stops: the host's service
+must name that database), its recordings listed -> stop, install --to, review-config, start
+(migrations, timed), wait-healthy, the session on the copy and production's fingerprint checked
+again, check-logs, verify (every recording listed before is listed, a test recording written
 and read) -> the rollback as the real one (restore when the schema changed), timed -> production
 checked unchanged -> the prediction. The scratch database is dropped and the service on the
 rehearsal host stopped at the end, also when interrupted.

@@ -7,7 +7,7 @@
  * `recording.rehearsal` section naming both.
  */
 import { execFileSync } from 'node:child_process'
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
@@ -16,6 +16,7 @@ import { installHost, startHost } from '../../src/lab/hosts-fleet.ts'
 import { stopLabHost } from '../../src/lab/hosts.ts'
 import { LAB_RECORDING_PRODUCT } from '../../src/lab/hosts-lab.ts'
 import { buildRecordingPackages } from '../../src/lab/recording/index.ts'
+import { recordingPackagePaths } from '../../src/lab/recording/package.ts'
 import { freePortNotIn } from '../../src/lab/ports.ts'
 import type { UpgradeLab } from './fixture.ts'
 
@@ -27,6 +28,8 @@ export interface RehearsalHost {
   url: string
   /** Whether a database of that name exists on the lab's server now. */
   databaseExists(): Promise<boolean>
+  /** Points the service's own configuration file at database `name` (a site's mistake); returns how to undo it. */
+  pointServiceAt(name: string): () => void
   stop(): Promise<void>
 }
 
@@ -80,6 +83,13 @@ export async function addRehearsalHost(lab: UpgradeLab, version: string): Promis
     root: host.root,
     url: started.url,
     databaseExists,
+    pointServiceAt(name) {
+      const file = join(host.root, recordingPackagePaths(LAB_RECORDING_PRODUCT).config)
+      const text = readFileSync(file, 'utf8')
+      const config = JSON.parse(text) as { database: Record<string, unknown> }
+      writeFileSync(file, `${JSON.stringify({ ...config, database: { ...config.database, name } }, null, 2)}\n`)
+      return () => writeFileSync(file, text)
+    },
     async stop() {
       await stopLabHost({ root: host.root }, { removeFiles: true })
       rmSync(dir, { recursive: true, force: true })
