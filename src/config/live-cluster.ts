@@ -9,6 +9,10 @@
  * strict schema (load.ts picks it by `platform`), with errors naming `live.<field>`.
  */
 import { z } from 'zod'
+import { declaredChecksSchema, liveUuidsSchema } from './checks.ts'
+
+/** The instances on this platform: one per Deployment, named by its component type. */
+const INSTANCES = new Set(['ingest', 'pipeline', 'control-panel'])
 
 export const liveClusterSchema = z.strictObject({
   platform: z.literal('kubernetes'),
@@ -24,6 +28,24 @@ export const liveClusterSchema = z.strictObject({
   savedRequests: z.array(z.string().min(1)).default([]),
   /** Dashboards and rules checked by `svcops migrate metrics`. */
   metricFiles: z.array(z.string().min(1)).default([]),
+  /** The controller's UUID of each instance (`ingest`, `pipeline`, `control-panel`): what the seed's checks ask for. */
+  uuids: liveUuidsSchema.refine((u) => Object.keys(u).every((k) => INSTANCES.has(k)), {
+    error: 'expected the names ingest, pipeline and control-panel (one Deployment each)',
+  }),
+  /**
+   * The site's checks where the seed is silent (src/config/checks.ts): web and metric checks only.
+   * A command check has no host to run on here (svcops reads the cluster through its API, and runs
+   * nothing in the pods), so it is refused with one sentence.
+   */
+  checks: declaredChecksSchema.superRefine((checks, ctx) => {
+    for (const [i, c] of checks.entries())
+      if (c.command)
+        ctx.addIssue({
+          code: 'custom',
+          path: [i, 'command'],
+          message: `'${c.name}' is a command check, which runs on a host; live.platform kubernetes has none: declare a web or metric check instead`,
+        })
+  }),
 })
 
 export type LiveClusterConfig = z.infer<typeof liveClusterSchema>

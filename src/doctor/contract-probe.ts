@@ -8,8 +8,6 @@
  * manager's session it opens is closed again.
  */
 import { checkAuth } from '../clients/manager-check.ts'
-import { managerClientFor } from '../clients/manager-client.ts'
-import { recordingClientFor } from '../clients/recording-client.ts'
 import type { Environment, LiveConfig, RecordingHostConfig } from '../config/schema.ts'
 import { errorMessage } from '../core/errors.ts'
 import { runCommand, type Transport } from '../core/runner.ts'
@@ -21,28 +19,11 @@ import { componentEnvFile, productOf } from '../live/layout.ts'
 import { declaredFor, runDeclaredCheck, runUnitChecks, seedEndpointOf } from '../live/live-checks.ts'
 import { liveUnits, placedHosts, type LiveUnit } from '../live/live-placement.ts'
 import { settingsFor } from '../recording/recording-settings.ts'
+import { row, type ProbeReport, type ProbeRow } from './probe-row.ts'
+import { probeRecordingService } from './probe-recording.ts'
+import { probeLiveCluster, probeRecordingCluster } from './cluster-probe.ts'
 
-/** One interface tried: whether it holds (undefined: not tried), what showed it, and what to set when it does not. */
-export interface ProbeRow {
-  part: 'manager' | 'recording' | 'database' | 'live' | 'cluster'
-  /** Where: a host, a unit, or the part itself. */
-  where: string
-  interface: string
-  source: 'seed' | 'assumed'
-  holds: boolean | undefined
-  evidence: string
-  /** The stack key that changes the assumption (or gives what is missing). */
-  key?: string
-}
-
-export interface ProbeReport {
-  environment: string
-  rows: ProbeRow[]
-  /** True when nothing tried failed: every interface a planned upgrade uses answered. */
-  ok: boolean
-}
-
-const row = (r: ProbeRow): ProbeRow => r
+export type { ProbeReport, ProbeRow } from './probe-row.ts'
 
 /** The manager: login, token with the recording scopes, logout. */
 async function probeManager(env: Environment): Promise<ProbeRow[]> {
@@ -113,47 +94,7 @@ async function probeRecordingHost(env: Environment, host: RecordingHostConfig, i
       key: `recording.hosts[${index}].ssh`,
     }),
   )
-  const manager = env.manager ? managerClientFor(env) : undefined
-  const client = recordingClientFor(env, host.name, manager ?? (() => Promise.reject(new Error('svcops:manager is not set'))))
-  const health = await client.health()
-  rows.push(
-    row({
-      part: 'recording',
-      where,
-      interface: 'GET /',
-      source: 'seed',
-      holds: health.healthy,
-      evidence: health.healthy ? `${health.status ?? ''} in ${health.durationMs} ms` : (health.reason ?? 'no answer'),
-      key: `recording.hosts[${index}].url`,
-    }),
-  )
-  try {
-    const list = await client.list(1)
-    rows.push(
-      row({
-        part: 'recording',
-        where,
-        interface: 'GET /api/v1/content?limit=N',
-        source: 'seed',
-        holds: true,
-        evidence: `${list.length} record(s)`,
-      }),
-    )
-  } catch (error) {
-    rows.push(
-      row({
-        part: 'recording',
-        where,
-        interface: 'GET /api/v1/content?limit=N',
-        source: 'seed',
-        holds: false,
-        evidence: errorMessage(error),
-        key: 'recording.scopes, manager',
-      }),
-    )
-  } finally {
-    await manager?.logout().catch(() => undefined)
-  }
+  rows.push(...(await probeRecordingService(env, where, host.url, `recording.hosts[${index}].url`)))
   const { configPath } = settingsFor(env, rec)
   if (reached.code === 0) {
     const config = await tryCommand(t, ['test', '-r', hostPath(host, configPath)])
@@ -172,22 +113,12 @@ async function probeRecordingHost(env: Environment, host: RecordingHostConfig, i
   return rows
 }
 
-/** The recording service: each host (on Kubernetes: not tried by the probe yet), then the database. */
+/** The recording service: each host, or its Deployment and Service on Kubernetes; then the database. */
 async function probeRecording(env: Environment): Promise<ProbeRow[]> {
   const rec = env.recording
   if (!rec) return []
   const rows: ProbeRow[] = []
-  if (rec.platform === 'kubernetes')
-    rows.push(
-      row({
-        part: 'cluster',
-        where: 'recording',
-        interface: 'the Deployment through the Kubernetes API',
-        source: 'assumed',
-        holds: undefined,
-        evidence: 'not tried: the probe reads hosts only; svcops doctor recording reads the cluster',
-      }),
-    )
+  if (rec.platform === 'kubernetes') rows.push(...(await probeRecordingCluster(env)))
   for (const [i, host] of rec.hosts.entries()) {
     const t = transportFor(host)
     try {
@@ -236,17 +167,7 @@ function liveOnHosts(env: Environment): LiveConfig | undefined {
 
 /** The live system on hosts: each host reached, each unit's environment file, the seed's and the declared checks on the running release. */
 async function probeLive(env: Environment): Promise<ProbeRow[]> {
-  if (env.live && !liveOnHosts(env))
-    return [
-      row({
-        part: 'cluster',
-        where: 'live',
-        interface: 'the live system through the Kubernetes API',
-        source: 'assumed',
-        holds: undefined,
-        evidence: 'not tried: the probe reads hosts only; svcops verify live reads the cluster',
-      }),
-    ]
+  if (env.live?.platform === 'kubernetes') return probeLiveCluster(env, env.live)
   const live = liveOnHosts(env)
   if (!live) return []
   const product = productOf(live)

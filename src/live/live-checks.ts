@@ -101,8 +101,12 @@ async function seedCheck(reader: CheckReader, plan: CheckPlan, unit: LiveUnit, v
   if (unit.component !== 'ingest') return { check, ok: true }
   // The seed puts the ingest's metrics in this answer without showing its shape: each name must appear in it.
   const text = JSON.stringify(r.body)
-  const missing = liveMetricNames(version, 'ingest', plan.product.prefix).filter((n) => !text.includes(`"${n}"`))
-  return missing.length ? { check, ok: false, detail: `the answer names no ${missing.join(', ')}` } : { check, ok: true }
+  const names = liveMetricNames(version, 'ingest', plan.product.prefix)
+  const missing = names.filter((n) => !text.includes(`"${n}"`))
+  // The names found are said too: what was checked, in the report.
+  return missing.length
+    ? { check, ok: false, detail: `the answer names no ${missing.join(', ')}` }
+    : { check, ok: true, detail: `naming ${names.join(', ')}` }
 }
 
 const metricLine = (lines: string[], name: string): string | undefined =>

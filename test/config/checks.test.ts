@@ -1,9 +1,12 @@
 /**
  * `svcops:live.checks` and `svcops:live.uuids` as a stack gives them (src/config/checks.ts): a
  * check has exactly one provider, only known placeholders, a metric a name with its value or the
- * release's names; names are unique; every UUID names an instance of the section. Each refusal is
- * one sentence naming the field.
+ * release's names; names are unique; every UUID names an instance of the section; on Kubernetes no
+ * command check. Each refusal is one sentence naming the field.
  */
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { parse as parseYaml } from 'yaml'
 import { describe, expect, it } from 'vitest'
 import { parseEnvironment } from '../../src/config/load.ts'
 import { BadInputError } from '../../src/core/errors.ts'
@@ -80,4 +83,43 @@ describe('svcops:live.checks and svcops:live.uuids', () => {
       expect(error).toBeInstanceOf(BadInputError)
       expect((error as Error).message).toMatch(message)
     })
+})
+
+describe('svcops:live.checks and svcops:live.uuids on Kubernetes (live.platform kubernetes)', () => {
+  // The shipped prod stack (svcops:deploy with the live components), its live section replaced.
+  const prod = (
+    parseYaml(readFileSync(join(import.meta.dirname, '../../stacks/Pulumi.prod.yaml'), 'utf8')) as { config: Record<string, unknown> }
+  ).config
+  const cluster = (fields: Record<string, unknown>) =>
+    parseEnvironment({ ...prod, 'svcops:live': { platform: 'kubernetes', ...fields } }, 'test', 'Pulumi.test.yaml')
+  const message = (fields: Record<string, unknown>): string => {
+    try {
+      cluster(fields)
+    } catch (e) {
+      expect(e).toBeInstanceOf(BadInputError)
+      return (e as Error).message
+    }
+    return ''
+  }
+
+  it('takes web and metric checks and a UUID per Deployment', () => {
+    const env = cluster({
+      uuids: { pipeline: UUID },
+      checks: [
+        { name: 'answers', components: ['system-controller'], web: { path: '{api}/status' } },
+        { name: 'names', metric: { releaseNames: true } },
+      ],
+    })
+    expect(env.live).toMatchObject({ uuids: { pipeline: UUID }, checks: [{ name: 'answers' }, { name: 'names' }] })
+  })
+
+  it('refuses a command check in one sentence: there is no host to run it on', () => {
+    expect(message({ checks: [{ name: 'env file', command: { argv: ['test', '-s', '/etc/default/svc-ingest'] } }] })).toMatch(
+      /live\.checks\[0\]\.command.*'env file' is a command check, which runs on a host; live\.platform kubernetes has none: declare a web or metric check instead/,
+    )
+  })
+
+  it('refuses a UUID of no Deployment, naming the names it takes', () => {
+    expect(message({ uuids: { 'live-2/ingest': UUID } })).toMatch(/live\.uuids.*expected the names ingest, pipeline and control-panel/)
+  })
 })

@@ -4,8 +4,9 @@
  * (test/support/pulumi-argv-recorder.ts: exact argv, canned `preview --json` and `stack output
  * --json` documents; in the runs below it also writes `config set --path` values into the test's
  * stack file, as Pulumi would), the Kubernetes API is an in-test STAND-IN answering as the API
- * reference shapes it (test/support/kube-api-standin.ts), and the system controller's Service is an
- * in-test STAND-IN answering `GET <prefix>/status` for the version its Deployment runs. A recorded
+ * reference shapes it (test/support/kube-api-standin.ts), and the system controller's Service is a
+ * STAND-IN answering the seed's endpoints by UUID on the prefix of the release its Deployment runs
+ * (test/support/live-controller-service.ts). A recorded
  * `pulumi up` moves the stand-in's Deployments to the stack file's version, as the program would.
  * No cluster, no Pulumi engine, no image is involved: what this proves and cannot is in
  * docs/live.md ("Live on Kubernetes"). svcops runs in the test's process (`runSvcopsInProcess`: each
@@ -15,7 +16,6 @@
 import { randomBytes } from 'node:crypto'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
-import { createServer, type Server } from 'node:http'
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -23,18 +23,24 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { readStackVersion } from '../../src/drivers/pulumi.ts'
 import { KubernetesDriver } from '../../src/drivers/kubernetes.ts'
-import { controllerThroughService } from '../../src/live/kubernetes/controller-service.ts'
+import { clusterUnitChecks } from '../../src/live/kubernetes/controller-service.ts'
 import type { LiveCluster } from '../../src/live/kubernetes/live-cluster-handle.ts'
 import { liveComponentChanges } from '../../src/live/kubernetes/live-preview.ts'
 import { gateItems } from '../../src/live/gates.ts'
 import type { CheckResult } from '../../src/live/live-judge.ts'
-import { LIVE_COMPONENTS, type LiveComponentName } from '../../src/live/layout.ts'
+import { LIVE_COMPONENTS } from '../../src/live/layout.ts'
 import { parseEnvironment } from '../../src/config/load.ts'
 import type { LiveConfig } from '../../src/config/schema.ts'
 import type { PlannedStep } from '../../src/runs/engine.ts'
-import { apiPrefix, settingsPathFlag, supportsSettingsPathFlag, tcpEndpointVariable } from '../../src/releases/versions.ts'
 import { ROOT, runSvcops, runSvcopsInProcess, runSvcopsKilledAt } from '../support/cli.ts'
-import { startKubeApiStandin, type KubeApiStandin, type StandinDeployment } from '../support/kube-api-standin.ts'
+import { startKubeApiStandin, type KubeApiStandin } from '../support/kube-api-standin.ts'
+import {
+  liveDeployment,
+  METRICS_PORT,
+  podMetrics,
+  startControllerServiceStandin,
+  type ControllerServiceStandin,
+} from '../support/live-controller-service.ts'
 import { kindOfResource } from '../support/kube-kinds.ts'
 import { createPulumiArgvRecorder, type ArgvRecorder } from '../support/pulumi-argv-recorder.ts'
 
@@ -44,62 +50,6 @@ const IN_ROOT = `   (in ${ROOT.replace(/\/$/, '')})`
 const OPERATOR_SECRETS = {
   PULUMI_CONFIG_PASSPHRASE: 'passphrase-9c2e7a41d05b',
   SVC_SYSTEM_CONTROLLER_PSK: 'Kq7Zp2Lm9Xw4Rt6Yb1Nc8Vd3Hf5Gj0Ts2Ue4Wi6Oa',
-}
-
-/** The media components' metrics port in the shipped prod stack (`svcops:deploy.live.metrics.port`). */
-const METRICS_PORT = 9100
-
-/**
- * What a media component of `version` serves on its metrics port, written from the seed's table (not
- * from svcops' catalog): the pipeline's queue metric renamed at 4.0, the ingest's frame counters
- * split into audio and video at 6.0, and the connection metric.
- */
-function podMetrics(c: LiveComponentName, version: string): string {
-  const major = Number(version.split('.')[0])
-  const names =
-    c === 'pipeline'
-      ? [major >= 4 ? 'svc_video_frames_in_queue' : 'svc_queueing_video_frames']
-      : c === 'ingest'
-        ? ['dropped', 'duplicated', 'lost'].flatMap((k) =>
-            major >= 6 ? [`svc_ingest_source_${k}_audio_frames`, `svc_ingest_source_${k}_video_frames`] : [`svc_ingest_source_${k}_frames`],
-          )
-        : []
-  return [
-    ...names.flatMap((n) => [`# TYPE ${n} gauge`, `${n} 0`]),
-    '# TYPE svc_controller_connected gauge',
-    'svc_controller_connected 1',
-    '',
-  ].join('\n')
-}
-
-/** The pod template the program writes for a component of `version` (src/infra/systemController.ts, mediaComponent.ts). */
-function liveDeployment(c: LiveComponentName, version: string, tcpEndpoints = ['0.0.0.0:7000']): StandinDeployment {
-  const psk = { name: 'SVC_SYSTEM_CONTROLLER_PSK', valueFrom: { secretKeyRef: { name: 'svc-psk', key: 'psk' } } }
-  const env: NonNullable<StandinDeployment['env']> = [psk]
-  if (c === 'pipeline') env.push({ name: tcpEndpointVariable(version, 'svc'), value: tcpEndpoints.join(',') })
-  return {
-    deployment: `svc-${c}`,
-    app: c,
-    container: c,
-    image: `registry.example.internal/svc/${c}`,
-    version,
-    replicas: 1,
-    pods: [
-      {
-        name: `svc-${c}-5f6d7c-x1`,
-        version,
-        log: [`2026-11-25T02:30:00Z INFO ${c} ${version} started`],
-        ...(c === 'system-controller' ? {} : { metrics: podMetrics(c, version), metricsPort: METRICS_PORT }),
-      },
-    ],
-    env,
-    ...(c === 'system-controller'
-      ? {
-          mountPaths: ['/tmp', '/etc/opt/svc'],
-          ...(supportsSettingsPathFlag(version) ? { args: [settingsPathFlag(), '/etc/opt/svc'] } : {}),
-        }
-      : {}),
-  }
 }
 
 /** A `pulumi preview --json` document (Pulumi's PreviewDigest) with these steps. */
@@ -223,12 +173,19 @@ describe('svcops upgrade live --env prod --to 7.0.0 --dry-run (the shipped prod 
       expect.arrayContaining([
         `GET /api/v1/namespaces/${NS}/pods?labelSelector=app.kubernetes.io/name=pipeline,app.kubernetes.io/instance=svc-pipeline: every pod Running, ready, on the version`,
         `GET /api/v1/namespaces/${NS}/pods/POD/log?container=pipeline&tailLines=50&limitBytes=262144 (every pod); fail on ERROR | FATAL`,
-        'wait up to 300 s until its pods run on 7.0.0 and GET http://127.0.0.1:PORT (port-forward to the Service)/api/v3/components lists it connected as 7.0.0',
-        `GET /api/v1/namespaces/${NS}/pods/POD:${METRICS_PORT}/proxy/metrics (every pod): the metric names of 7.0.0`,
+        'wait up to 300 s until its pods run on 7.0.0 and its checks pass:',
+        // The shipped stack gives no UUID (a site copies them from its controller): the seed's check is said to be unmade.
+        '  no check on GET {api}/pipelines/{uuid}?expand=true: svcops:live.uuids has no UUID for pipeline',
+        `  the metric names of its release: GET /api/v1/namespaces/${NS}/pods/POD:${METRICS_PORT}/proxy/metrics: the metric names of 7.0.0`,
       ]),
     )
     expect(actions('preflight').join('\n')).toContain('get pods/proxy; ')
-    expect(actions('verify')[0]).toContain('GET http://127.0.0.1:PORT (port-forward to the Service)/api/v3/status')
+    expect(actions('verify')).toEqual(
+      expect.arrayContaining([
+        'ingest: no check on GET {api}/ingests/{uuid}?expand=true: svcops:live.uuids has no UUID for ingest',
+        `pipeline: the metric names of its release: GET /api/v1/namespaces/${NS}/pods/POD:${METRICS_PORT}/proxy/metrics: the metric names of 7.0.0`,
+      ]),
+    )
     // What its rollback would need, named before the first change and read by the run once it has backed up.
     expect(actions('rollback-ready')).toEqual(
       expect.arrayContaining([
@@ -254,40 +211,18 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
   /** Components a test makes never connect, whatever their release. */
   const neverConnecting = new Set<string>()
   let api: KubeApiStandin
-  let controller: Server
-  let controllerUrl: string
+  let controller: ControllerServiceStandin
   beforeAll(async () => {
     api = await startKubeApiStandin({ others: [] }, 'prod-cluster')
-    // The controller's Service: answers on the prefix of the release its Deployment runs, nowhere
-    // else, and lists the components whose pods run (those of a never-connecting release, as not connected).
-    controller = createServer((req, res) => {
-      const sc = api.state.others.find((d) => d.app === 'system-controller')
-      const version = sc?.version ?? '0.0.0'
-      if (req.url === `${apiPrefix(version)}/status`) {
-        res.writeHead(200, { 'Content-Type': 'application/json' })
-        res.end(JSON.stringify({ version, status: 'ok' }))
-      } else if (req.url === `${apiPrefix(version)}/components`) {
-        const listed = api.state.others
-          .filter((d) => d.app !== 'system-controller' && d.pods.length > 0)
-          .map((d) => ({
-            name: d.app,
-            version: d.version,
-            connected: !NEVER_CONNECTS.has(d.version) && !neverConnecting.has(d.app) && d.pods.every((p) => p.ready !== false),
-          }))
-        res.writeHead(200, { 'Content-Type': 'application/json' })
-        res.end(JSON.stringify(listed))
-      } else {
-        res.writeHead(404)
-        res.end()
-      }
+    // The controller's Service: the seed's endpoints by UUID on the prefix of the release its
+    // Deployment runs; an instance of a never-connecting release (or made so by a test) is unknown to it.
+    controller = await startControllerServiceStandin(api, {
+      connected: (d) => !NEVER_CONNECTS.has(d.version) && !neverConnecting.has(d.app) && d.pods.every((p) => p.ready !== false),
     })
-    await new Promise<void>((r) => controller.listen(0, '127.0.0.1', () => r()))
-    const address = controller.address()
-    controllerUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
   })
   afterAll(async () => {
     await api.close()
-    await new Promise<void>((r) => controller.close(() => r()))
+    await controller.close()
   })
 
   interface Setup {
@@ -307,7 +242,21 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     const deploy = doc.config['svcops:deploy'] as { live: { version: string; pipeline: { tcpEndpoints: string[] } } }
     deploy.live.version = version
     if (options.tcpEndpoints) deploy.live.pipeline.tcpEndpoints = options.tcpEndpoints
-    doc.config['svcops:live'] = { platform: 'kubernetes', controllerUrl, connectTimeoutSeconds: 5 }
+    // The stand-in controller's UUIDs, as a site copies them; the lab's declared metric checks, read through the pod proxy.
+    doc.config['svcops:live'] = {
+      platform: 'kubernetes',
+      controllerUrl: controller.url,
+      connectTimeoutSeconds: 5,
+      uuids: controller.uuids,
+      checks: [
+        { name: 'the metric names of its release', components: ['ingest', 'pipeline', 'control-panel'], metric: { releaseNames: true } },
+        {
+          name: 'reports itself connected',
+          components: ['ingest', 'pipeline', 'control-panel'],
+          metric: { name: '{product}_controller_connected', equals: 1 },
+        },
+      ],
+    }
     // The runs kept in ConfigMaps are signed with a run key of the operators' (the prod stack's backup keys are the jobs').
     const runKey = join(dir, 'run.key')
     writeFileSync(runKey, randomBytes(48).toString('base64'), { mode: 0o600 })
@@ -548,9 +497,9 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
       env: s.env,
     })
     expect(run.code, run.stderr).toBe(4)
-    // The ingest's pods run on 7.0.1, but the controller (on /api/v3) does not list it connected.
-    expect(run.stderr).toMatch(
-      /ingest 7\.0\.1 on svc-prod: .*connected to the system controller: the controller lists ingest as not connected/,
+    // The ingest's pods run on 7.0.1, but the controller (on /api/v3) does not know its instance: the seed's endpoint answers 404.
+    expect(run.stderr).toContain(
+      `ingest 7.0.1 on svc-prod: GET /api/v3/ingests/{uuid}?expand=true answers (seed): GET /api/v3/ingests/${controller.uuids.ingest ?? ''}?expand=true answered 404`,
     )
     expect(readStackVersion(s.stackFile, 'svcops:deploy.live.version')).toBe('6.2.0')
     expect(api.state.others.every((d) => d.version === '6.2.0')).toBe(true)
@@ -679,14 +628,14 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     const checks = (JSON.parse(verify.stdout) as { components: Array<{ component: string; checks: CheckResult[] }> }).components
     const failed = (c: string) => checks.find((x) => x.component === c)?.checks.filter((r) => !r.ok)
     expect(failed('control-panel')).toEqual([
-      { check: 'connected to the system controller', ok: false, detail: 'the controller lists control-panel as not connected' },
+      {
+        check: 'GET /api/v2/controlpanels/{uuid} answers (seed)',
+        ok: false,
+        detail: `GET /api/v2/controlpanels/${controller.uuids['control-panel'] ?? ''} answered 404`,
+      },
     ])
     expect(failed('pipeline')).toEqual([
-      {
-        check: 'metrics of 6.2.0 present (svc_video_frames_in_queue)',
-        ok: false,
-        detail: 'svc-pipeline-5f6d7c-x1: missing svc_video_frames_in_queue',
-      },
+      { check: 'the metric names of its release', ok: false, detail: 'svc-pipeline-5f6d7c-x1: missing svc_video_frames_in_queue' },
     ])
     expect(failed('ingest')).toEqual([])
     // A pod whose metrics port answers nothing: the API server's 503, named.
@@ -695,7 +644,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     const again = await runSvcopsInProcess(['verify', 'live', ...s.args, '--json'], { env: s.env })
     expect(again.code).toBe(1)
     expect(again.stdout).toContain(
-      `svc-pipeline-5f6d7c-x1: The Kubernetes API at ${api.url} answered GET /api/v1/namespaces/${NS}/pods/svc-pipeline-5f6d7c-x1:${METRICS_PORT}/proxy/metrics with HTTP 503.`,
+      `svc-pipeline-5f6d7c-x1: The Kubernetes API at ${api.url} answered GET /api/v1/namespaces/${NS}/pods/svc-pipeline-5f6d7c-x1:${METRICS_PORT}/proxy/metrics with HTTP 503 (ServiceUnavailable: error trying to reach service: dial tcp 10.244.0.7:${METRICS_PORT}: connect: connection refused).`,
     )
   })
 })
@@ -719,6 +668,7 @@ describe('the preview rule of a live upgrade', () => {
 })
 
 describe("the controller through its Service with deploy.tls (the stack's CA from its ConfigMap)", () => {
+  const PANEL = 'c41d8a27-93e5-4f0b-b6d2-18e7f5a3c920'
   let api: KubeApiStandin
   let server: HttpsServer
   let port = 0
@@ -798,8 +748,10 @@ describe("the controller through its Service with deploy.tls (the stack's CA fro
     const other = readFileSync(join(dir, 'other.crt'), 'utf8')
     api = await startKubeApiStandin({ configMaps: { 'svc-tls-ca': { 'ca.crt': ca }, 'svc-wrong-ca': { 'ca.crt': other } } }, 'prod-cluster')
     server = createHttpsServer({ key: readFileSync(join(dir, 'sc.key')), cert: readFileSync(join(dir, 'sc.crt')) }, (req, res) => {
-      res.writeHead(req.url === '/api/v3/status' ? 200 : 404, { 'Content-Type': 'application/json' })
-      res.end(JSON.stringify({ version: '7.0.0', status: 'ok' }))
+      // The seed's endpoint of one control panel on 7.0's prefix, nothing else.
+      const known = req.url === `/api/v3/controlpanels/${PANEL}`
+      res.writeHead(known ? 200 : 404, { 'Content-Type': 'application/json' })
+      res.end(JSON.stringify(known ? { uuid: PANEL } : { error: 'not found' }))
     })
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
     const address = server.address()
@@ -830,21 +782,24 @@ describe("the controller through its Service with deploy.tls (the stack's CA fro
     } as unknown as LiveCluster
   }
 
-  it("trusts the stack's CA for the Service's name on the port-forward's address, and nothing else", async () => {
-    expect(await controllerThroughService(cluster(), '7.0.0')).toEqual({
-      check: 'the system controller answers on /api/v3 through its Service',
-      ok: true,
-      detail: '7.0.0, status ok',
-    })
+  it("trusts the stack's CA for the Service's name on the port-forward's address, and nothing else (the seed's check of a control panel)", async () => {
+    const seed = (c: LiveCluster, version: string) =>
+      clusterUnitChecks(
+        c,
+        { checks: [], uuids: { 'control-panel': PANEL }, product: { prefix: 'svc', dir: 'svc' } },
+        'control-panel',
+        version,
+      )
+    expect(await seed(cluster(), '7.0.0')).toEqual([{ check: 'GET /api/v3/controlpanels/{uuid} answers (seed)', ok: true }])
     expect(api.requests.map((r) => `${r.method} ${r.path}`)).toContain(`GET /api/v1/namespaces/${NS}/configmaps/svc-tls-ca`)
-    const missing = await controllerThroughService(cluster('svc-other-ca'), '7.0.0')
-    expect(missing.ok).toBe(false)
-    expect(missing.detail).toContain(`GET /api/v1/namespaces/${NS}/configmaps/svc-other-ca with HTTP 404`)
-    const untrusted = await controllerThroughService(cluster('svc-wrong-ca'), '7.0.0')
-    expect(untrusted.ok).toBe(false)
-    expect(untrusted.detail).toMatch(/certificate/i)
-    const wrongPrefix = await controllerThroughService(cluster(), '6.2.0')
-    expect(wrongPrefix).toMatchObject({ ok: false, detail: 'GET /api/v2/status answered 404' })
+    const [missing] = await seed(cluster('svc-other-ca'), '7.0.0')
+    expect(missing?.ok).toBe(false)
+    expect(missing?.detail).toContain(`GET /api/v1/namespaces/${NS}/configmaps/svc-other-ca with HTTP 404`)
+    const [untrusted] = await seed(cluster('svc-wrong-ca'), '7.0.0')
+    expect(untrusted?.ok).toBe(false)
+    expect(untrusted?.detail).toMatch(/certificate/i)
+    const [wrongPrefix] = await seed(cluster(), '6.2.0')
+    expect(wrongPrefix).toMatchObject({ ok: false, detail: `GET /api/v2/controlpanels/${PANEL} answered 404` })
   })
 })
 

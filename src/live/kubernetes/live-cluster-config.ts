@@ -10,16 +10,14 @@
  *                  the stack's last update reported the PSK failing the entropy check (6.0); the
  *                  PSK itself is never read: the program reports only whether it passes
  *   restore-config the previous pskRotation
- *   check          pods, log lines, the pod template as the release needs it, the controller's
- *                  Service on the release's prefix listing the component connected, the
- *                  release's metric names on every pod (pod proxy, with `deploy.live.metrics`)
+ *   check          pods, log lines, the pod template as the release needs it, the seed's
+ *                  endpoint of the instance by UUID through the controller's Service, the
+ *                  declared checks (src/live/kubernetes/controller-service.ts)
  */
 import { BadInputError } from '../../core/errors.ts'
 import { events } from '../../core/events.ts'
-import { describeCall } from '../../drivers/kubernetes.ts'
 import { pulumiArgv, readStackVersion } from '../../drivers/pulumi.ts'
 import {
-  apiPrefix,
   pskEntropyEnforced,
   pskRequired,
   pskVariable,
@@ -33,9 +31,9 @@ import type { StepResult } from '../../runs/step.ts'
 import { etcSettingsDir, LIVE_COMPONENTS, type LiveComponentName } from '../layout.ts'
 import type { CheckResult } from '../live-judge.ts'
 import type { LivePlatform, LiveScope } from '../live-platform.ts'
-import type { LiveUnit } from '../live-placement.ts'
+import type { CheckPlan } from '../live-checks.ts'
 import type { LiveBackupData } from '../live-step-data.ts'
-import { connectionThroughService, controllerThroughService as serviceCheck, metricsThroughProxy } from './controller-service.ts'
+import { clusterCheckPlan, clusterUnitChecks, deploymentUnit, describeClusterUnitChecks } from './controller-service.ts'
 import { LIVE_VERSION_KEY, PSK_ROTATION_KEY, shownPulumi, type LiveCluster } from './live-cluster-handle.ts'
 
 /** A live run on Kubernetes: its scope, its cluster, and the platform's reads of the components. */
@@ -234,14 +232,9 @@ async function templateChecks(ctx: Ctx, c: LiveComponentName, version: string): 
   return checks
 }
 
-/** The controller's answer on the release's prefix, through its Service (a port-forward from a workstation). */
-function controllerThroughService(ctx: Ctx, version: string): Promise<CheckResult> {
-  return serviceCheck(ctx.cluster, version)
-}
-
-/** The unit of a component on Kubernetes: its Deployment. */
-function deploymentUnit(ctx: Ctx, c: LiveComponentName): LiveUnit {
-  return { name: c, component: c, host: ctx.cluster.namespace }
+/** The checks the stack declares on this platform, with the seed's UUIDs. */
+function planOf(ctx: Ctx): CheckPlan {
+  return clusterCheckPlan(ctx.live, ctx.product)
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
@@ -249,63 +242,48 @@ const STUCK = /CrashLoopBackOff|ImagePullBackOff|ErrImagePull|CreateContainerCon
 
 /** What the check of a component does on Kubernetes, for the dry run. */
 export function describeClusterCheck(ctx: Ctx, c: LiveComponentName, version: string): string[] {
-  const prefix = apiPrefix(version)
-  const service = `GET ${ctx.cluster.reach === 'port-forward' ? 'http://127.0.0.1:PORT (port-forward to the Service)' : ctx.cluster.controllerUrl.replace(/\/+$/, '')}${prefix}`
-  const m = ctx.cluster.metrics
   return [
-    ...ctx.platform.describe('status', deploymentUnit(ctx, c)),
-    `wait up to ${Math.round(ctx.platform.connectTimeoutMs / 1000)} s until its pods run on ${version} and ${c === 'system-controller' ? `${service}/status answers ${version}` : `${service}/components lists it connected as ${version}`}`,
+    ...ctx.platform.describe('status', deploymentUnit(ctx.cluster, c)),
+    `wait up to ${Math.round(ctx.platform.connectTimeoutMs / 1000)} s until its pods run on ${version} and its checks pass:`,
+    ...describeClusterUnitChecks(ctx.cluster, planOf(ctx), c, version).map((line) => `  ${line}`),
     `the pod template as ${version} needs it (from the Deployment above)`,
-    ...(c === 'system-controller'
-      ? []
-      : [
-          `${service}/status answers ${version}`,
-          m
-            ? `${describeCall.podProxy(ctx.cluster.targets[c], m.port, m.path)}: the metric names of ${version}`
-            : `no metrics check: svcops:deploy.live.metrics is not set, so the pods declare no metrics port`,
-        ]),
   ]
 }
 
 /**
  * Every check of one component on Kubernetes, as on a host: its pods Running and ready on the
- * version and, for a media component, listed connected by the controller (waited for up to
- * `waitMs`; a pod stuck in CrashLoopBackOff is not waited for), no ERROR in their last lines, the
- * pod template as the release needs it, the controller answering on the release's prefix through
- * its Service, and the release's metric names on every pod (through the pod proxy).
+ * version and its checks passing — the seed's endpoint for its UUID through the controller's
+ * Service, then the declared checks (waited for up to `waitMs`; a pod stuck in CrashLoopBackOff is
+ * not waited for) — no ERROR in their last lines, and the pod template as the release needs it.
  */
 export async function checkClusterComponent(ctx: Ctx, c: LiveComponentName, version: string, waitMs: number): Promise<CheckResult[]> {
   const deadline = Date.now() + waitMs
-  const link = (): Promise<CheckResult> =>
-    c === 'system-controller' ? controllerThroughService(ctx, version) : connectionThroughService(ctx.cluster, c, version)
-  let status = await ctx.platform.status(deploymentUnit(ctx, c))
-  let installed = await ctx.platform.installedVersion(deploymentUnit(ctx, c))
-  let linked = await link()
-  while (!(status.running && installed === version && linked.ok) && Date.now() < deadline && !STUCK.test(status.status)) {
+  const unit = deploymentUnit(ctx.cluster, c)
+  const passing = async (): Promise<boolean> => (await clusterUnitChecks(ctx.cluster, planOf(ctx), c, version, true)).every((r) => r.ok)
+  let status = await ctx.platform.status(unit)
+  let installed = await ctx.platform.installedVersion(unit)
+  while (!(status.running && installed === version && (await passing())) && Date.now() < deadline && !STUCK.test(status.status)) {
     await sleep(1000)
-    status = await ctx.platform.status(deploymentUnit(ctx, c))
-    installed = await ctx.platform.installedVersion(deploymentUnit(ctx, c))
-    linked = await link()
+    status = await ctx.platform.status(unit)
+    installed = await ctx.platform.installedVersion(unit)
   }
-  const errors = await ctx.platform.errorLines(deploymentUnit(ctx, c), undefined)
+  const errors = await ctx.platform.errorLines(unit, undefined)
   return [
     { check: `Deployment on ${version}`, ok: installed === version, detail: installed ?? 'no version' },
     { check: 'pods running and ready', ok: status.running, detail: status.status },
     { check: 'no error lines in the last lines of its pods', ok: errors.length === 0, ...(errors.length ? { detail: errors.at(-1) } : {}) },
     ...(await templateChecks(ctx, c, version)),
-    linked,
-    ...(c === 'system-controller' ? [] : [await controllerThroughService(ctx, version)]),
-    ...(c === 'system-controller' ? [] : await metricsThroughProxy(ctx.cluster, ctx.product, c, version)),
+    ...(await clusterUnitChecks(ctx.cluster, planOf(ctx), c, version)),
   ]
 }
 
-/** The whole system: the controller on its prefix listing every component connected, every Deployment on the version, the stack file agreeing. */
+/** The whole system: every component's checks (the seed's by UUID, the declared ones), every Deployment on the version, the stack file agreeing. */
 export async function verifyClusterSystem(ctx: Ctx, version: string): Promise<CheckResult[]> {
-  const results: CheckResult[] = [await controllerThroughService(ctx, version)]
-  for (const c of LIVE_COMPONENTS.filter((x) => x !== 'system-controller'))
-    results.push(await connectionThroughService(ctx.cluster, c, version))
+  const results: CheckResult[] = []
+  for (const c of LIVE_COMPONENTS)
+    results.push(...(await clusterUnitChecks(ctx.cluster, planOf(ctx), c, version)).map((r) => ({ ...r, check: `${c}: ${r.check}` })))
   const versions: Record<string, string | undefined> = {}
-  for (const c of LIVE_COMPONENTS) versions[c] = await ctx.platform.installedVersion(deploymentUnit(ctx, c))
+  for (const c of LIVE_COMPONENTS) versions[c] = await ctx.platform.installedVersion(deploymentUnit(ctx.cluster, c))
   const wrong = Object.entries(versions).filter(([, v]) => v !== version)
   results.push({
     check: `every component on ${version}`,
@@ -314,6 +292,14 @@ export async function verifyClusterSystem(ctx: Ctx, version: string): Promise<Ch
   })
   results.push(stackFileAgreement(ctx, version))
   return results
+}
+
+/** What `verifyClusterSystem` asks, for the dry run. */
+export function describeClusterSystemCheck(ctx: Ctx, version: string): string[] {
+  return [
+    ...LIVE_COMPONENTS.flatMap((c) => describeClusterUnitChecks(ctx.cluster, planOf(ctx), c, version).map((line) => `${c}: ${line}`)),
+    "the version of every Deployment; the stack file's version agrees",
+  ]
 }
 
 /** The stack file against the cluster: the report says when they disagree. */

@@ -144,9 +144,9 @@ export function clusterLiveConfig(env: Environment, section: LiveClusterConfig, 
     sdkSourceDirs: section.sdkSourceDirs,
     savedRequests: section.savedRequests,
     metricFiles: section.metricFiles,
-    // The checks on Kubernetes are still those of controller-service.ts (docs/contract.md says which).
-    uuids: {},
-    checks: [],
+    // The seed's checks by UUID and the site's declared checks, read through the Service and the pod proxy (controller-service.ts).
+    uuids: section.uuids,
+    checks: section.checks,
   }
 }
 

@@ -11,8 +11,9 @@
  *   status, errors     its pods Running and ready on the version; ERROR lines in their last lines
  *   configuration      the stack file's values (live-cluster-config.ts): the Pulumi program writes
  *                      the files the host steps write
- *   checks             pods, the pod template, the controller through its Service, metrics
- *                      through the pod proxy (live-cluster-config.ts, controller-service.ts)
+ *   checks             pods, the pod template, the seed's endpoints by UUID through the
+ *                      controller's Service, the declared checks through the Service and the pod
+ *                      proxy (live-cluster-config.ts, controller-service.ts)
  */
 import { errorMessage } from '../../core/errors.ts'
 import { proofOf, type ImageProof } from '../../drivers/image-proof.ts'
@@ -23,7 +24,7 @@ import { LIVE_COMPONENTS, type LiveComponentName } from '../layout.ts'
 import { CONFIG_STEPS, configDataSchema } from '../live-step-data.ts'
 import { finishedData, Phase } from '../../runs/step.ts'
 import type { LivePlatform, LiveScope } from '../live-platform.ts'
-import { controllerThroughService, livePods } from './controller-service.ts'
+import { clusterCheckPlan, controllerThroughService, livePods } from './controller-service.ts'
 import {
   backupStackValues,
   checkClusterComponent,
@@ -31,6 +32,7 @@ import {
   describeClusterCheck,
   describeClusterConfigCheck,
   describeClusterRestore,
+  describeClusterSystemCheck,
   describeClusterWrite,
   describeStackBackup,
   restoreClusterConfig,
@@ -39,7 +41,6 @@ import {
   writeClusterConfig,
   type ClusterRun,
 } from './live-cluster-config.ts'
-import { apiPrefix } from '../../releases/versions.ts'
 import { LIVE_VERSION_KEY, shownPulumi, type LiveCluster } from './live-cluster-handle.ts'
 import { describeLiveClusterPreflight, liveClusterPreflight, previewLiveChange } from './live-preview.ts'
 import { readPreviousImages, stackImageOf } from './previous-image.ts'
@@ -177,11 +178,9 @@ export function openKubernetesLivePlatform(scope: LiveScope, cluster: LiveCluste
     checkComponent: (u, version, options) => checkClusterComponent(run, u.component, version, options.waitMs),
     describeCheck: (u, version) => describeClusterCheck(run, u.component, version),
     checkSystem: async (version) => ({ checks: await verifyClusterSystem(run, version), data: {} }),
-    describeSystemCheck: (version) => [
-      `GET ${cluster.reach === 'port-forward' ? 'http://127.0.0.1:PORT (port-forward to the Service)' : scope.live.controllerUrl.replace(/\/+$/, '')}${apiPrefix(version)}/status; the version of every Deployment; the stack file's version agrees`,
-    ],
+    describeSystemCheck: (version) => describeClusterSystemCheck(run, version),
     verifyConfig: (version) => Promise.resolve(verifyClusterFiles(run, version)),
-    controllerStatus: (version) => controllerThroughService(cluster, version),
+    controllerStatus: (version) => controllerThroughService(cluster, clusterCheckPlan(scope.live, scope.product), version),
   }
   const run: ClusterRun = { ...scope, cluster, platform }
   return platform
