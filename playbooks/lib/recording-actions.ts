@@ -51,6 +51,7 @@ export function upgradeRecordingCommand(recording: RecordingSystem): CommandMain
       ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
       ...(flags.window ? { windowMs: flags.window } : {}),
       ...(flags.pauseAfterCanary ? { pauseAfterCanary: true } : {}),
+      ...(flags.soak ? { soakMs: flags.soak } : {}),
       ...(flags.skipPromotionGate ? { skipPromotionGate: true } : {}),
     }
     if (flags.dryRun) {

@@ -5,7 +5,7 @@
  * (playbooks/lib/script.ts). Declarations only: the CLI imports this file at start-up.
  */
 import { wholeNumber, type CommandSpec, type FlagsOf, type OptionSpec } from '../../src/core/option-table.ts'
-import { parseSoak } from '../../src/analysis/soak-duration.ts'
+import { parseSoak } from '../../src/config/soak-duration.ts'
 import { parseWindow } from '../../src/runs/rollout.ts'
 import { METRICS_FILE_HELP } from './command-io.ts'
 

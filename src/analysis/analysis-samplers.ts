@@ -9,7 +9,7 @@
 import { z } from 'zod'
 import { errorMessage } from '../core/errors.ts'
 import { parseAnswer, sendRequest } from '../core/http.ts'
-import type { AnalysisMetric } from './analysis-settings.ts'
+import type { AnalysisMetric } from '../config/analysis.ts'
 
 export type Side = 'canary' | 'baseline'
 

@@ -10,7 +10,7 @@
  * the baseline's median) and more than the floor (in the metric's unit): significance alone would
  * fail a canary 1 % slower on a quiet fleet, a shift alone would fail on noise.
  */
-import type { AnalysisSettings } from './analysis-settings.ts'
+import type { AnalysisSettings } from '../config/analysis.ts'
 import { mannWhitney, median } from './mann-whitney.ts'
 
 /** How one metric is judged. */

@@ -10,8 +10,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { InterruptedError, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { interruptSignal } from '../core/lifecycle.ts'
-import type { AnalysisSettings } from './analysis-settings.ts'
-import { durationMs } from './soak-duration.ts'
+import type { AnalysisSettings } from '../config/analysis.ts'
+import { durationMs } from '../config/soak-duration.ts'
 import { compareMetric, judgeAnalysis, type AnalysisVerdict, type MetricRule } from './analysis-verdict.ts'
 import type { Sampler, Side } from './analysis-samplers.ts'
 
@@ -86,7 +86,8 @@ export async function runSoak(plan: SoakPlan): Promise<SoakResult> {
     plan.onSample?.({ sample, of, elapsedMs: Date.now() - began, verdict })
     events.emit({ kind: 'progress', what: 'soak', done: sample, total: of, unit: 'samples' })
     if (verdict.outcome === 'fail' && verdict.metrics.some((m) => m.critical && m.outcome === 'fail')) break
-    if (sample < of) await sleep(Math.max(0, next - Date.now()))
+    // Waited in short steps: a signal stops the soak at the next one, not at the next sample.
+    while (sample < of && Date.now() < next && !interruptSignal()) await sleep(Math.min(250, next - Date.now()))
   }
   return { verdict, samples: Math.min(sample, of), soakMs: plan.soakMs, intervalMs, series, gaps }
 }

@@ -7,7 +7,7 @@ import { z } from 'zod'
 import type { LiveClusterConfig } from './live-cluster.ts'
 import { deployKeys } from './deploy.ts'
 import { declaredChecksSchema, liveUuidsSchema } from './checks.ts'
-import { analysisSchema } from '../analysis/analysis-settings.ts'
+import { analysisSchema } from './analysis.ts'
 
 const name = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'expected lower-case letters, digits, ".", "_" or "-"')
 export const semver = z.string().regex(/^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$/, 'expected a version like 1.5.0')
@@ -204,7 +204,7 @@ export const upgradeSchema = z.strictObject({
     .min(1)
     .max(24 * 365)
     .optional(),
-  /** The canary's analysis over a soak (src/analysis/analysis-settings.ts; docs/upgrade.md "Canary analysis"). */
+  /** The canary's analysis over a soak (src/config/analysis.ts; docs/upgrade.md "Canary analysis"). */
   analysis: analysisSchema.optional(),
 })
 

@@ -8,6 +8,7 @@
  * Names follow Prometheus' conventions: `svcops_` prefix, base units (`_seconds`, `_bytes`),
  * `_timestamp_seconds` for Unix times, one series per outcome (1 for the last run's, 0 for others).
  */
+import { canaryScoreOf } from '../analysis/soak-report.ts'
 import { sanitizeLine } from '../core/sanitize.ts'
 import { buildReport, type RunReport } from '../reports/report.ts'
 import { Journal } from '../runs/journal.ts'
@@ -89,6 +90,10 @@ export function environmentMetrics(environment: string, runs: RunRecord[], base:
   const duration = family('svcops_run_last_duration_seconds', 'How long the last finished run of this kind took.')
   const success = family('svcops_run_last_success_timestamp_seconds', 'When the last successful run of this kind ended.')
   const downtime = family('svcops_host_last_downtime_seconds', 'Downtime of each host in the last run of this kind (stop to verified).')
+  const canary = family(
+    'svcops_canary_analysis_last_score',
+    'Score (0-100) of the canary analysis over the soak of the last run of this kind.',
+  )
   for (const [kind, r] of last) {
     const labels = { environment, kind }
     lastTime.samples.push({ labels, value: seconds(r.run.finishedAt ?? r.run.startedAt) })
@@ -98,6 +103,8 @@ export function environmentMetrics(environment: string, runs: RunRecord[], base:
     if (ok?.run.finishedAt) success.samples.push({ labels, value: seconds(ok.run.finishedAt) })
     for (const d of r.downtime)
       if (d.downtimeMs !== undefined) downtime.samples.push({ labels: { ...labels, host: d.host }, value: d.downtimeMs / 1000 })
+    const score = canaryScoreOf(r)
+    if (score !== undefined) canary.samples.push({ labels, value: score })
   }
   const facts = backupFacts(reports)
   const backupAt = family('svcops_backup_last_success_timestamp_seconds', 'When the last successful, verified backup was made.')
@@ -106,5 +113,5 @@ export function environmentMetrics(environment: string, runs: RunRecord[], base:
   if (facts.backupAt !== undefined) backupAt.samples.push({ labels: { environment }, value: facts.backupAt })
   if (facts.bytes !== undefined) backupSize.samples.push({ labels: { environment }, value: facts.bytes })
   if (facts.restoreTestAt !== undefined) restore.samples.push({ labels: { environment }, value: facts.restoreTestAt })
-  return formatExposition([lastTime, outcome, duration, success, downtime, backupAt, backupSize, restore])
+  return formatExposition([lastTime, outcome, duration, success, downtime, canary, backupAt, backupSize, restore])
 }

@@ -16,6 +16,7 @@ import { longestDowntime, outcomeSentence } from '../reports/timeline.ts'
 import type { Journal } from '../runs/journal.ts'
 import type { RunEvent } from '../runs/run-events.ts'
 import type { RunPhase, RunRecord } from '../runs/run-record.ts'
+import { canaryScoreOf } from '../analysis/soak-report.ts'
 import { notifyWebhooks, type NotifyEvent, type RunMessage, type Webhook } from './webhooks.ts'
 
 const EVENT_OF_PHASE: Readonly<Record<RunPhase, NotifyEvent | undefined>> = {
@@ -77,6 +78,7 @@ function messageOf(
       .filter((d) => d.stoppedAt)
       .map((d) => ({ host: d.host, seconds: d.downtimeMs !== undefined ? d.downtimeMs / 1000 : null })),
     longestDowntimeSeconds: longest?.downtimeMs !== undefined ? longest.downtimeMs / 1000 : null,
+    ...(canaryScoreOf(report) !== undefined ? { canaryScore: canaryScoreOf(report) } : {}),
     report: reportLink(journal, config),
   }
 }

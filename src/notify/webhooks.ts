@@ -35,6 +35,8 @@ export interface RunMessage {
   /** Downtime per host in seconds (hosts that went down). */
   downtime: Array<{ host: string; seconds: number | null }>
   longestDowntimeSeconds: number | null
+  /** The score (0-100) of the canary's analysis over its soak, when the run soaked its canary. */
+  canaryScore?: number
   /** A link to report.html, or its path on the machine that ran it. */
   report: string
 }

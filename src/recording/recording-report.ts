@@ -5,6 +5,7 @@
  * the doctor's diagnosis (diagnosis-report.ts). Each section is read from the journal by
  * the `report` value its steps journal.
  */
+import { soakSection } from '../analysis/soak-report.ts'
 import { diagnosisSection, type DiagnosisView } from './diagnosis-report.ts'
 import type { RunReport } from '../reports/report-types.ts'
 import { sanitizeLine } from '../core/sanitize.ts'
@@ -153,7 +154,7 @@ export const recordingReport: ReportContribution = {
         : []),
     ]
   },
-  sections: [rollback, recreated, stackFile, diagnosisSection, configReviews, rehearsalSection],
+  sections: [rollback, recreated, stackFile, diagnosisSection, configReviews, rehearsalSection, soakSection],
   // After an upgrade rolled back by the failure policy: find the cause, then the same target again.
   next: (run) =>
     run.kind === 'upgrade' && run.phase === 'rolled-back'

@@ -9,6 +9,7 @@ import { parseMaxFail, planBatches } from '../runs/rollout.ts'
 import { recordContentBeforeStop } from './content-steps.ts'
 import type { RecordingContext } from './recording-context.ts'
 import type { RecordingTarget } from './recording-platform.ts'
+import { recordingCanaryAnalysis } from './recording-soak.ts'
 
 /** The rollout of `run`; `onTolerated`: how one host whose failure --max-fail tolerates is put back. */
 export function recordingRollout(
@@ -23,6 +24,7 @@ export function recordingRollout(
     beforeBatch: (batch) => run.step(recordContentBeforeStop, batch),
     onTolerated: (failure, h) => onTolerated(run, failure, h),
     ...(record.pauseAfterCanary ? { pauseAfterCanary: true } : {}), // wait for svcops runs promote|abort ID
+    ...recordingCanaryAnalysis(run), // the soak after the canary (--soak, svcops:upgrade.analysis), judged against the others
   }
 }
 

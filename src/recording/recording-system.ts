@@ -8,7 +8,7 @@
  */
 import type { Environment } from '../config/schema.ts'
 import { BadInputError } from '../core/errors.ts'
-import { soakOf } from '../analysis/analysis-settings.ts'
+import { soakOf } from '../config/analysis.ts'
 import { assertVersion } from '../releases/versions.ts'
 import type { Journal } from '../runs/journal.ts'
 import type { Playbook } from '../runs/playbook.ts'

@@ -5,10 +5,10 @@
  * verdict's rules (direction, tolerance, floor, critical, too few samples, the score's thresholds).
  */
 import { describe, expect, it } from 'vitest'
-import { analysisSchema } from '../../src/analysis/analysis-settings.ts'
+import { analysisSchema } from '../../src/config/analysis.ts'
 import { compareMetric, judgeAnalysis, type MetricRule } from '../../src/analysis/analysis-verdict.ts'
 import { mannWhitney, median, normalUpperTail } from '../../src/analysis/mann-whitney.ts'
-import { parseSoak } from '../../src/analysis/soak-duration.ts'
+import { parseSoak } from '../../src/config/soak-duration.ts'
 import { sumExposed, fillQuery } from '../../src/analysis/analysis-samplers.ts'
 
 const zeros = (n: number): number[] => new Array<number>(n).fill(0)

@@ -16,7 +16,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['src/cli.ts', 'src/commands', 'src/lab/command.ts'],
   ['playbooks'],
   ['src/recording', 'src/live', 'src/doctor', 'src/backup', 'src/lab'],
-  ['src/runs', 'src/reports', 'src/schedule', 'src/notify', 'src/metrics'],
+  ['src/runs', 'src/reports', 'src/analysis', 'src/schedule', 'src/notify', 'src/metrics'],
   ['src/drivers', 'src/clients', 'src/infra'],
   ['src/config', 'src/releases'],
   ['src/core'],

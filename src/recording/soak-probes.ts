@@ -7,10 +7,10 @@
  * (`probe-latency-ms`) when all answered.
  */
 import { errorMessage } from '../core/errors.ts'
-import { TEST_CHANNEL, type ContentApi } from '../recording/content-snapshot.ts'
-import type { AnalysisSettings } from './analysis-settings.ts'
-import type { MetricRule } from './analysis-verdict.ts'
-import type { AnalysisInstance, Reading, SampleGap, Sampler } from './analysis-samplers.ts'
+import { TEST_CHANNEL, type ContentApi } from './content-snapshot.ts'
+import type { AnalysisSettings } from '../config/analysis.ts'
+import type { MetricRule } from '../analysis/analysis-verdict.ts'
+import type { AnalysisInstance, Reading, SampleGap, Sampler } from '../analysis/analysis-samplers.ts'
 
 export const PROBE_ERRORS = 'probe-errors'
 export const PROBE_LATENCY = 'probe-latency-ms'

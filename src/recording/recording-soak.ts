@@ -1,17 +1,17 @@
 /**
  * The recording service's canary analysis: the canary host against the run's other hosts, which
  * stay on the old release until the soak is judged. Compared: svcops' own probes of the seed's
- * endpoints (recording-probes.ts) and the metrics the stack declares under
+ * endpoints (soak-probes.ts) and the metrics the stack declares under
  * `analysis.metrics.recording` (through Prometheus, or read from each host's exposition at
  * `analysis.recordingMetricsPath`, the site's assumption: the seed names no metric of the service).
  */
-import type { RecordingContext } from '../recording/recording-context.ts'
-import type { RecordingTarget } from '../recording/recording-platform.ts'
+import type { RecordingContext } from './recording-context.ts'
+import type { RecordingTarget } from './recording-platform.ts'
 import type { Run } from '../runs/engine.ts'
-import { defaultAnalysis, type AnalysisSettings } from './analysis-settings.ts'
-import { metricSampler, type AnalysisInstance } from './analysis-samplers.ts'
-import { soakStep, type SoakSubject } from './canary-soak.ts'
-import { probeRules, recordingProbes } from './recording-probes.ts'
+import { defaultAnalysis, type AnalysisSettings } from '../config/analysis.ts'
+import { metricSampler, type AnalysisInstance } from '../analysis/analysis-samplers.ts'
+import { soakStep, type SoakSubject } from '../analysis/canary-soak.ts'
+import { probeRules, recordingProbes } from './soak-probes.ts'
 
 /** The stack's analysis settings (every default when it declares none). */
 function settingsOf(ctx: RecordingContext): AnalysisSettings {
