@@ -68,6 +68,10 @@ Examples:
     .addOption(new Option('--release <version>', 'same as --version').hideHelp())
     .option('--recordings <k>', 'recordings created through the recording API once the hosts are up', parseInteger, 6)
     .option(
+      '--rehearsal-host',
+      'also set up host rehearsal-1 (sandbox hosts) on scratch database recordings_rehearsal and name it in recording.rehearsal, for svcops rehearse recording',
+    )
+    .option(
       '--live <version>',
       'also start the live production system of this release on host live-1 (system controller, ingest, pipeline, control panel)',
     )
@@ -92,6 +96,7 @@ Hosts are named rec-1, rec-2, ...; each runs its own service on its own port (se
 Examples:
   svcops lab up
   svcops lab up --hosts 10 --version 1.5.0 --recordings 50
+  svcops lab up --hosts 3 --rehearsal-host                      # a host to rehearse upgrades on (docs/upgrade.md)
   svcops lab up --hosts 2 --host-kind systemd                  # real hosts: systemd, apt, sudo (docs/lab.md)
   svcops lab up --manager-revision 1.4.1
   svcops lab up --hosts 0 --live 5.2.0 --live-tcp-endpoints 2   # the live system only (see docs/lab.md)
@@ -106,6 +111,7 @@ Examples:
           release?: string
           version?: string
           recordings: number
+          rehearsalHost?: boolean
           hostKind?: 'sandbox' | 'systemd'
           live?: string
           liveWeakPsk?: boolean
@@ -121,6 +127,7 @@ Examples:
           hosts: options.hosts,
           recordings: options.recordings,
           ...(options.hostKind !== undefined ? { hostKind: options.hostKind } : {}),
+          ...(options.rehearsalHost ? { rehearsalHost: true } : {}),
           ...((options.version ?? options.release) ? { version: options.version ?? options.release } : {}),
           ...(options.live !== undefined ? { live: options.live } : {}),
           ...(options.liveWeakPsk ? { liveWeakPsk: true } : {}),

@@ -2,12 +2,15 @@
  * `npm run demo`: the embedded lab end to end, as a user would type it.
  *
  *   1. start the lab: PostgreSQL, the manager emulator, an sshd, 3 recording hosts on 1.5.0
- *      with 6 recordings, and a live production system host on 5.2.0; writes stacks/Pulumi.lab.yaml
+ *      with 6 recordings, a rehearsal host, and a live production system host on 5.2.0; writes
+ *      stacks/Pulumi.lab.yaml
  *   2. check the operator's credentials and recording scopes at the lab manager
  *   3. show that a scope the operator lacks is refused with the missing scope named
  *   4. verify the recording service: every host answers health and content through the client
  *   5. back up the database (encrypted, checksummed) and verify it with a test restore
- *   6. plan the upgrade to 2.0.0 (a schema change) with --dry-run: nothing changes
+ *   6. refresh the rehearsal host's copy of the recordings storage (a site's rsync), rehearse the
+ *      upgrade to 2.0.0 (a schema change) on a copy of the database on the rehearsal host: its verdict and prediction (migration, downtime per host and for the rollout beside a
+ *      30 min window); then plan it with --dry-run, which shows that rehearsal: nothing changes
  *   7. upgrade to 2.0.0: canary first, then the other hosts; verified
  *   8. record on the upgraded service: a recording the pre-upgrade backup does not hold
  *   9. roll the run back: 1.5.0 again, database restored, that recording re-created and listed
@@ -39,6 +42,7 @@ import { consoleSink, events } from '../core/events.ts'
 import { svcopsCommand } from '../core/paths.ts'
 import { DemoSession } from './demo-session.ts'
 import { labDown } from './lab.ts'
+import { refreshLabRehearsalStorage } from './lab-rehearsal-host.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 events.subscribe(consoleSink())
@@ -48,16 +52,17 @@ let lab: 'not started' | 'starting' | 'up' = 'not started'
 const session = new DemoSession({ cwd: root, stop: stopLab })
 
 /** Commands the demo runs that a newcomer can type next, in this order (shown at the end). */
-const LAB_UP = ['lab', 'up', '--hosts', '3', '--version', '1.5.0', '--recordings', '6', '--live', '5.2.0']
+const LAB_UP = ['lab', 'up', '--hosts', '3', '--version', '1.5.0', '--recordings', '6', '--rehearsal-host', '--live', '5.2.0']
 const AUTH_CHECK = ['auth', 'check', '--env', 'lab']
 const VERIFY = ['verify', 'recording', '--env', 'lab']
+const REHEARSE = ['rehearse', 'recording', '--env', 'lab', '--to', '2.0.0', '--window', '30m']
 const UPGRADE_PLAN = ['upgrade', 'recording', '--env', 'lab', '--to', '2.0.0', '--dry-run']
 const UPGRADE = ['upgrade', 'recording', '--env', 'lab', '--to', '2.0.0', '--yes']
 const ROLLBACK = ['rollback', 'recording', '--env', 'lab', '--yes']
 const RUNS = ['runs', 'list', '--env', 'lab']
 const PLAN_LIVE = ['plan', 'live', '--from', '5.2.0', '--to', '7.0.0']
 const LAB_DOWN = ['lab', 'down']
-const TRY_NEXT = [LAB_UP, AUTH_CHECK, VERIFY, UPGRADE_PLAN, UPGRADE, ROLLBACK, RUNS, PLAN_LIVE, LAB_DOWN]
+const TRY_NEXT = [LAB_UP, AUTH_CHECK, VERIFY, REHEARSE, UPGRADE_PLAN, UPGRADE, ROLLBACK, RUNS, PLAN_LIVE, LAB_DOWN]
 
 /** Runs `svcops ARGS` with its output shown, after the line a user would type. */
 async function svcops(args: string[], options: { capture?: boolean } = {}): Promise<{ exitCode: number; stdout: string }> {
@@ -102,17 +107,20 @@ try {
 
 async function demo(): Promise<void> {
   // A failed lab up stops what it started itself; a lab already up is someone's, never touched.
-  await events.step('1. start the lab with 3 recording hosts on 1.5.0 and the live production system on 5.2.0', async () => {
-    const status = await session.run([...svcopsCommand(), 'lab', 'status', '--json'], { capture: true })
-    if ((JSON.parse(status.stdout) as { up: boolean }).up)
-      throw new Error('a lab is already up in this checkout; the demo leaves it alone (stop it with: npx svcops lab down).')
-    lab = 'starting'
-    const { exitCode } = await svcops(LAB_UP)
-    if (exitCode !== 0) {
-      lab = 'not started'
-      throw new Error(`'svcops ${LAB_UP.join(' ')}' exited ${exitCode}.`)
-    }
-  })
+  await events.step(
+    '1. start the lab with 3 recording hosts on 1.5.0, a rehearsal host and the live production system on 5.2.0',
+    async () => {
+      const status = await session.run([...svcopsCommand(), 'lab', 'status', '--json'], { capture: true })
+      if ((JSON.parse(status.stdout) as { up: boolean }).up)
+        throw new Error('a lab is already up in this checkout; the demo leaves it alone (stop it with: npx svcops lab down).')
+      lab = 'starting'
+      const { exitCode } = await svcops(LAB_UP)
+      if (exitCode !== 0) {
+        lab = 'not started'
+        throw new Error(`'svcops ${LAB_UP.join(' ')}' exited ${exitCode}.`)
+      }
+    },
+  )
   lab = 'up'
   try {
     await events.step('2. check the operator credentials and scopes at the lab manager', () => run(AUTH_CHECK))
@@ -128,7 +136,17 @@ async function demo(): Promise<void> {
       if (!newest) throw new Error('backup list shows no backup after backup create.')
       await run(['backup', 'verify', newest, '--env', 'lab', '--restore-test'])
     })
-    await events.step('6. plan the upgrade to 2.0.0 without changing anything', () => run(UPGRADE_PLAN))
+    await events.step(
+      '6. rehearse the upgrade to 2.0.0 on a copy (verdict and prediction), then plan it; production unchanged',
+      async () => {
+        // A site keeps the rehearsal host's copy of the recordings storage fresh (rsync); step 4's test recording is newer than the lab's copy.
+        events.info(
+          `Refreshed the rehearsal host's copy of the recordings storage: ${refreshLabRehearsalStorage(loadEnvironment({ env: 'lab' }))}`,
+        )
+        await run(REHEARSE)
+        await run(UPGRADE_PLAN)
+      },
+    )
     await events.step('7. upgrade the recording service to 2.0.0 (schema change)', () => run(UPGRADE))
     const title = `Evening news, recorded on 2.0.0 at ${new Date().toISOString()}`
     await events.step('8. record on the upgraded service (after the backup the rollback restores)', async () => {

@@ -10,7 +10,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { OperationError, errorMessage } from '../core/errors.ts'
+import { BadInputError, OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { onShutdown } from '../core/lifecycle.ts'
 import type { AuthRevision } from '../releases/auth.ts'
@@ -32,6 +32,7 @@ import {
   recordingSection,
   type LabHostsOptions,
 } from './hosts-lab.ts'
+import { finishLabRehearsalHost, labRehearsalHostPlan, prepareLabRehearsalHost } from './lab-rehearsal-host.ts'
 import { checkLabLiveOptions, labLivePlan, liveCheckers, liveSection, liveStoppers, startLabLive, type LabLiveOptions } from './live-lab.ts'
 import { liveHostsSection, startLabLiveHosts } from './live-hosts-lab.ts'
 import { prepareSystemdRecording, systemdHostCheckers, systemdHostStoppers } from './systemd-lab.ts'
@@ -55,6 +56,8 @@ export interface LabUpOptions extends LabHostsOptions, LabLiveOptions {
   stacksDir?: string
   /** Auth API revision the manager emulator runs as (1.4.1 issues 300 s tokens). */
   managerRevision?: AuthRevision
+  /** Also a rehearsal host for `svcops rehearse recording` (sandbox hosts only: src/lab/lab-rehearsal-host.ts). */
+  rehearsalHost?: boolean
 }
 
 /** A `lab up` in progress: records what was started, and stops it all on failure or Ctrl-C. */
@@ -137,6 +140,7 @@ export function labUpPlan(options: LabUpOptions = {}): string[] {
           `start the manager emulator (auth API revision ${options.managerRevision ?? '1.6.2'}) with users ${LAB_USERS.map((u) => `${u.email} (${u.scopes.join(' ')})`).join(' and ')}; passwords in 0600 files under ${paths.secretsDir}`,
         ]),
     ...labHostsPlan(options),
+    ...(options.rehearsalHost ? labRehearsalHostPlan() : []),
     ...labLivePlan(options),
     ...((options.hosts ?? 3) > 0 ? [`create the backup key pair (OpenPGP, private key 0600) and the backup store under ${paths.dir}`] : []),
     `write the environment file ${paths.envFile}`,
@@ -153,6 +157,10 @@ export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
   const paths = labPaths(options)
   const hostOptions = checkLabHostsOptions(options)
   const liveOptions = checkLabLiveOptions(options)
+  if (options.rehearsalHost && (hostOptions.hostKind !== 'sandbox' || hostOptions.hosts === 0))
+    throw new BadInputError(
+      `--rehearsal-host: the lab sets one up beside sandbox recording hosts only; expected --host-kind sandbox and --hosts of at least 1.`,
+    )
   await clearStaleLab(paths)
   const managerRevision = options.managerRevision ?? '1.6.2'
   const lab = new LabRun(paths, { managerRevision, ...hostOptions, ...liveOptions })
@@ -172,7 +180,15 @@ export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
     const prepareHosts = async (): Promise<(cluster: PostgresCluster, manager: LabManager) => Promise<Record<string, unknown>>> => {
       if (hostOptions.hostKind === 'systemd') return prepareSystemdRecording(lab, hostOptions)
       const prepared = await prepareLabRecording(lab, hostOptions)
-      return async (cluster, manager) => recordingSection(await finishLabRecording(lab, prepared, cluster, manager))
+      const rehearsal = options.rehearsalHost ? await prepareLabRehearsalHost(lab, prepared) : undefined
+      return async (cluster, manager) => {
+        const part = await finishLabRecording(lab, prepared, cluster, manager)
+        if (!rehearsal) return recordingSection(part)
+        const section = await lab.step(`start the rehearsal host ${rehearsal.name}`, () =>
+          finishLabRehearsalHost(lab, rehearsal, prepared, part, manager),
+        )
+        return { ...recordingSection(part), rehearsal: section }
+      }
     }
     const preparing = hostOptions.hosts > 0 ? lab.step('prepare the recording hosts', prepareHosts) : undefined
     // The live host needs nothing else of the lab: it comes up meanwhile too.
