@@ -32,12 +32,13 @@ const NOT_A_LINK = [
   'sh',
 ]
 
+/** Why the steps skip on a platform without hosts (Kubernetes). */
+const NO_HOST = "the live system's platform has no host to run a command on (on Kubernetes svcops reads the cluster through its API)"
+
 /** The commands, as the dry run shows them, on the host the platform names. */
 const describeOn = (ctx: LiveContext, what: (mark: string) => string[]) => {
-  const host = ctx.platform.hostOf()
-  return 'unavailable' in host
-    ? [`nothing: ${host.unavailable}`]
-    : what(hostPath(host.config, DRAIN_MARK)).map((c) => `on ${host.name}: ${c}`)
+  const host = ctx.platform.hostOf?.()
+  return host ? what(hostPath(host.config, DRAIN_MARK)).map((c) => `on ${host.name}: ${c}`) : [`nothing: ${NO_HOST}`]
 }
 
 async function drain(host: LiveHost): Promise<void> {
@@ -51,8 +52,8 @@ export const restoreIngest = defineStep<LiveContext>({
   title: 'restore the ingest to the load balancer (site step)',
   describe: (ctx) => describeOn(ctx, (mark) => [shellJoin(['rm', '-f', '--', mark])]),
   async act(ctx) {
-    const host = ctx.platform.hostOf()
-    if ('unavailable' in host) return { skipped: host.unavailable }
+    const host = ctx.platform.hostOf?.()
+    if (!host) return { skipped: NO_HOST }
     await removeHostFile(host, DRAIN_MARK)
     return { changed: [`ingest restored on ${host.name}`] }
   },
@@ -65,8 +66,8 @@ export const drainIngest: SiteStep<LiveContext> = {
     title: 'drain the ingest from the load balancer (site step)',
     describe: (ctx) => describeOn(ctx, (mark) => [`write ${mark} (0600, a new file renamed over it; a link there is replaced)`]),
     async act(ctx) {
-      const host = ctx.platform.hostOf()
-      if ('unavailable' in host) return { skipped: host.unavailable }
+      const host = ctx.platform.hostOf?.()
+      if (!host) return { skipped: NO_HOST }
       await drain(host)
       return { changed: [`ingest drained on ${host.name}`] }
     },

@@ -36,10 +36,10 @@ export type LiveCall = 'stage' | 'install' | 'stop' | 'start' | 'status'
 export interface LivePlatform {
   /**
    * The host the system runs on (across hosts, the system controller's), for a site's own commands
-   * (playbooks/site/): its name, sandbox root and transport; a platform without such a host
-   * (Kubernetes) says why.
+   * (playbooks/site/): its name, sandbox root and transport. Offered only by a platform with hosts;
+   * absent on Kubernetes, where svcops reads the cluster through its API.
    */
-  hostOf(): LiveHost | { unavailable: string }
+  readonly hostOf?: () => LiveHost
   /** Where the system runs, for sentences: the live host's name (the hosts' names), or the namespace. */
   readonly where: string
   /** What a run stops, installs, starts and checks, in dependency order: each component's instances on their hosts, or its Deployment. */

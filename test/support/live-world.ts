@@ -265,7 +265,6 @@ export class LiveWorld {
     }
     const available = (v: string) => this.options.releases.includes(v)
     return {
-      hostOf: () => ({ unavailable: 'the in-memory platform has no host with a shell' }),
       where: [...new Set(this.units.map((u) => u.host))].join(', '),
       connectTimeoutMs: 1,
       close: () => Promise.resolve(),

@@ -82,7 +82,6 @@ export function openKubernetesLivePlatform(scope: LiveScope, cluster: LiveCluste
     units: LIVE_COMPONENTS.map((c) => ({ name: c, component: c, host: cluster.namespace })),
     connectTimeoutMs: (scope.live.connectTimeoutSeconds ?? 300) * 1000,
     close: () => cluster.close(),
-    hostOf: () => ({ unavailable: 'the live system runs on Kubernetes, where it has no host to run a command on' }),
     async installedVersion({ component: c }) {
       return (await cluster.kube(c).readDeployment()).version
     },
