@@ -8,6 +8,7 @@ import { RECORDING_RULES } from '../releases/recording-rules.ts'
 import { schemaChangePermission, migrationHistory } from './migration.ts'
 import { contentInfoCache, diskIo, listQuery, writeRateLimit } from './performance.ts'
 import { mediaApi, storageLocationNames, storagePaths } from './recordings.ts'
+import { diskSpace, serviceStart } from './service-manager.ts'
 import { configOptions, configSyntax, databaseAccess, filePermissions } from './startup.ts'
 import type { Cause, ProblemId } from './doctor-types.ts'
 
@@ -16,6 +17,8 @@ export const CAUSES: readonly Cause[] = [
   configOptions,
   filePermissions,
   databaseAccess,
+  serviceStart,
+  diskSpace,
   schemaChangePermission,
   migrationHistory,
   storagePaths,

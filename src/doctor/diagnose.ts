@@ -6,7 +6,7 @@ import { errorMessage } from '../core/errors.ts'
 import type { RecordingHost } from '../recording/recording-platform.ts'
 import { runConcurrently } from '../runs/rollout.ts'
 import { CAUSES, seedOf } from './causes.ts'
-import { openHostView } from './host-view.ts'
+import { openHostView, type DoctorSettings } from './host-view.ts'
 import type { Cause, CheckOutcome, Finding, ProblemId } from './doctor-types.ts'
 
 /** One cause on one host: what was checked, and what it found or why it was skipped. */
@@ -26,11 +26,7 @@ export interface Diagnosis {
 }
 
 /** Checks `causes` on one host as its service sees it. */
-export async function diagnoseHost(
-  host: RecordingHost,
-  settings: { configPath: string; logPath: string },
-  causes: readonly Cause[] = CAUSES,
-): Promise<Diagnosis> {
+export async function diagnoseHost(host: RecordingHost, settings: DoctorSettings, causes: readonly Cause[] = CAUSES): Promise<Diagnosis> {
   const view = await openHostView(host, settings)
   try {
     return await runCauses(view, host.name, causes)
@@ -77,7 +73,7 @@ const HOSTS_AT_ONCE = 10
 /** Checks every host, `HOSTS_AT_ONCE` at a time; findings and checks in the hosts' order, so the report reads in order. */
 export async function diagnoseHosts(
   hosts: RecordingHost[],
-  settings: { configPath: string; logPath: string },
+  settings: DoctorSettings,
   causes: readonly Cause[] = CAUSES,
 ): Promise<Diagnosis> {
   const all: Diagnosis = { findings: [], checks: [] }

@@ -69,6 +69,16 @@ export interface HostView {
    * non-zero exit.
    */
   shEach(script: string, runs: string[][]): Promise<{ code: number | null; stdout: string }[]>
+  /**
+   * The service as its service manager sees it (the stack's service driver: `systemctl show`,
+   * supervisord's process info) and the manager's last log lines of it (`journalctl -u`, the log
+   * file); absent where the doctor was not told the service and its driver.
+   */
+  service?: {
+    name: string
+    status(): Promise<{ running: boolean; status: string }>
+    logs(lines: number): Promise<string[]>
+  }
   /** A connection with the service's own credentials, or why there is none (memoised). */
   database(): Promise<{ client: pg.Client } | { error: string; cause: 'no-config' | 'no-password' | 'connect' }>
 }

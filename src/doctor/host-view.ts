@@ -13,6 +13,7 @@ import pg from 'pg'
 import { errorMessage } from '../core/errors.ts'
 import { registerSecret } from '../core/redact.ts'
 import { runCommand, shellJoin } from '../core/runner.ts'
+import { readServiceLogs, readServiceStatus, serviceDriver } from '../drivers/services.ts'
 import { hostPath } from '../drivers/transports.ts'
 import type { RecordingHost } from '../recording/recording-platform.ts'
 import type { HostView, ServiceConfig } from './doctor-types.ts'
@@ -60,11 +61,28 @@ export function splitAtMarkers(stdout: string, marker: string, count: number): {
   return { outputs, rest }
 }
 
+/** What the doctor is told of the service: its files, and its name and driver where the stack says them. */
+export interface DoctorSettings {
+  configPath: string
+  logPath: string
+  service?: string
+  serviceDriver?: 'systemd' | 'supervisor' | undefined
+}
+
+/** The service through its service manager, when the settings name it and its driver. */
+function serviceOf(host: RecordingHost, settings: DoctorSettings): HostView['service'] {
+  const { service, serviceDriver: driverName } = settings
+  if (!service || !driverName) return undefined
+  const driver = serviceDriver(driverName)
+  return {
+    name: service,
+    status: () => readServiceStatus(driver, host.transport, host.config, service),
+    logs: (lines) => readServiceLogs(driver, host.transport, host.config, service, lines, settings.logPath),
+  }
+}
+
 /** Opens the view of `host`; `close` ends its database connection. */
-export async function openHostView(
-  host: RecordingHost,
-  settings: { configPath: string; logPath: string },
-): Promise<HostView & { close(): Promise<void> }> {
+export async function openHostView(host: RecordingHost, settings: DoctorSettings): Promise<HostView & { close(): Promise<void> }> {
   const path = (p: string) => hostPath(host.config, p)
   const run = async (script: string, args: string[], display: string, timeoutMs = SNIPPET_TIMEOUT_MS) => {
     const r = await runCommand(host.transport, ['sh', '-c', script, 'sh', ...args], {
@@ -133,8 +151,10 @@ export async function openHostView(
   let connection: Promise<Connection> | undefined = config?.database ? connect() : undefined
   void connection?.catch(() => undefined)
   const database: HostView['database'] = () => (connection ??= connect())
+  const service = serviceOf(host, settings)
   return {
     host,
+    ...(service ? { service } : {}),
     configPath: settings.configPath,
     logPath: settings.logPath,
     configText,

@@ -10,6 +10,8 @@ import { ERROR_LEVELS } from '../drivers/services.ts'
 export interface RecordingSettings {
   package: string
   service: string
+  /** How the service is started and read (`recording.serviceDriver`); the doctor reads its state through it. */
+  serviceDriver?: 'systemd' | 'supervisor'
   configPath: string
   logPath: string
   errorPatterns: string[]
@@ -27,6 +29,7 @@ export function settingsFor(env: Environment, rec: RecordingConfig): RecordingSe
   return {
     package: rec.package,
     service: rec.service,
+    serviceDriver: rec.serviceDriver,
     configPath: rec.configPath ?? `/etc/opt/${dir}/recording.json`,
     logPath: rec.logPath ?? `/var/log/${dir}/recording.log`,
     // Matched against each log record's level field only, never its message (drivers/services.ts).

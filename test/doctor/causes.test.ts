@@ -40,7 +40,7 @@ describe('svcops doctor recording names the cause of each lab fault, and no othe
   it('finds nothing on a healthy lab, and lists every cause with its check', async () => {
     const d = await doctorRecording(lab.env())
     expect(d.findings).toEqual([])
-    expect(new Set(d.checks.map((c) => c.cause)).size).toBe(13)
+    expect(new Set(d.checks.map((c) => c.cause)).size).toBe(15)
     expect(d.checks.filter((c) => c.status !== 'ok')).toEqual([])
     // Each measure with its unit: "a synchronous 4 KiB write took 3 ms", never a bare "write 3".
     expect(d.checks.find((c) => c.cause === 'disk-io')?.detail).toMatch(/KiB free of \d+ KiB, a synchronous 4 KiB write took \d+ ms/)
