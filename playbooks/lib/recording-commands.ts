@@ -54,6 +54,10 @@ export const UPGRADE_RECORDING = {
       help: 'once the canary is verified, judge it against the hosts still on the old release for this long (e.g. 10m) before batch 1: a fail rolls back; settings in svcops:upgrade.analysis (default: its soak)',
       parse: (v: string) => parseSoak(v),
     },
+    {
+      flags: '--skip-promotion-gate',
+      help: "go without the earlier environment's succeeded upgrade to this version that svcops:upgrade.promoteFrom asks for; what the gate found is recorded in the run and its report",
+    },
     { flags: '--dry-run', help: 'print every step and command per host; change nothing' },
     { flags: '-y, --yes', help: 'do not ask for confirmation (schedulers, scripts)' },
     ...lockOptions('environment'),
@@ -68,8 +72,11 @@ alone and migrates the shared database; then batches of --batch hosts run concur
 
 Every run has an id and a journal in .svcops/runs/<id>/ with report.html, report.md and
 report.json; svcops:notify in the stack file tells webhooks and publishes metrics (docs/operations.md).
+With svcops:upgrade.promoteFrom (e.g. staging) the upgrade is refused before anything starts unless
+that environment's runs hold a succeeded upgrade to the same version, recent enough.
 Exit codes: 0 upgraded, 1 failed (see the report), 2 bad input, 3 locked by another run,
-            4 failed and rolled back (the report says why and what was restored).
+            4 failed and rolled back (the report says why and what was restored),
+            5 refused by a gate (promotion, rehearsal) before anything started.
 
 Examples:
   svcops upgrade recording --env lab --to 2.0.0 --dry-run

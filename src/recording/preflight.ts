@@ -13,6 +13,7 @@ import { compareVersions } from '../releases/versions.ts'
 import type { Run } from '../runs/engine.ts'
 import { readEnvironmentLock } from '../runs/lock.ts'
 import { defineStep } from '../runs/step.ts'
+import { describePromotionGate } from './promotion-gate.ts'
 import type { RecordingContext } from './recording-context.ts'
 import type { RecordingTarget } from './recording-platform.ts'
 import { preflightDataSchema } from './recording-step-data.ts'
@@ -36,7 +37,14 @@ export const preflight = defineStep<Ctx, [], z.infer<typeof preflightDataSchema>
   data: preflightDataSchema,
   async describe(ctx) {
     const db = ctx.rec.database
+    const run = ctx.journal.run
+    // A new upgrade meets the stack's promotion gate before its lock: the dry run shows it as read now.
+    const gate =
+      run.kind === 'upgrade' && !run.params.downgrade
+        ? await describePromotionGate(ctx.env, run.targetVersion, run.params.skipPromotionGate ?? false)
+        : undefined
     return [
+      ...(gate ? [gate] : []),
       `the run lock of environment '${ctx.env.name}' in ${db.host}:${db.port}/${db.name} (advisory lock + row in svcops.run_lock), ` +
         `${await lockState(ctx)}${ctx.platform.describeLocks()}`,
       ...ctx.platform.describePreflight(),

@@ -26,6 +26,20 @@ export const recordingParamsSchema = z.object({
   pauseAfterCanary: z.boolean().optional(),
   /** `--soak` (or the stack's `analysis.soak`): how long the canary is judged against the baseline before batch 1, in ms. */
   soakMs: z.number().int().positive().optional(),
+  /** `--skip-promotion-gate`: the stack's promotion gate (svcops:upgrade.promoteFrom) is read for the record, not obeyed. */
+  skipPromotionGate: z.boolean().optional(),
+  /** What the promotion gate found before the lock: the earlier environment's run that passed it, or what was skipped. */
+  promotion: z
+    .object({
+      from: z.string(),
+      /** The run of `from` that passed the gate, and when it ended. */
+      run: z.string().optional(),
+      at: z.string().optional(),
+      /** `--skip-promotion-gate` was given; `finding` says what the gate would have said. */
+      skipped: z.boolean().optional(),
+      finding: z.string().optional(),
+    })
+    .optional(),
   /** Recording ids seen in the content snapshot before anything stopped. */
   snapshotIds: z.array(z.string()).optional(),
 })

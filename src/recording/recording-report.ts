@@ -146,6 +146,13 @@ export const recordingReport: ReportContribution = {
     const run = (record as RunRecord<RecordingParams>).params
     return [
       ...(run.deadline ? [`maintenance window until: ${run.deadline}`] : []),
+      ...(run.promotion
+        ? [
+            run.promotion.skipped
+              ? `promotion gate from '${run.promotion.from}': SKIPPED (--skip-promotion-gate; ${run.promotion.finding ?? ''})`
+              : `promotion gate from '${run.promotion.from}': passed with run ${run.promotion.run ?? '?'} (ended ${run.promotion.at ?? '?'})`,
+          ]
+        : []),
       ...(run.backupId ? [`backup: ${run.backupId} (verified before anything stopped)`] : []),
       ...(run.fingerprintBefore
         ? [

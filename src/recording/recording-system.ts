@@ -26,6 +26,7 @@ import {
 import { emptyRecordingParams, type RecordingParams } from './recording-params.ts'
 import { recordingTargets } from './recording-platforms.ts'
 import { batchesOf, recordingDescription } from './recording-description.ts'
+import { gatePromotion } from './promotion-gate.ts'
 import { describeLatestRehearsal, requirePassingRehearsal } from './rehearse/latest-rehearsal.ts'
 
 /** `svcops upgrade recording` (and `rollback recording --to`, `resume --retry`) as a request. */
@@ -49,6 +50,8 @@ export interface UpgradeRequest {
   pauseAfterCanary?: boolean
   /** `--soak`, in ms: the canary's analysis before batch 1 (default: the stack's `analysis.soak`). */
   soakMs?: number
+  /** `--skip-promotion-gate`: go without the earlier environment's upgrade (svcops:upgrade.promoteFrom); recorded in the run. */
+  skipPromotionGate?: boolean
 }
 
 /** The recording service as the engine runs it. */
@@ -79,6 +82,7 @@ export function newUpgradeRun(req: UpgradeRequest): NewRun<RecordingParams> {
       ...(req.retryOf ? retriedFacts(req.retryOf) : {}),
       ...(req.downgrade || req.procedure === 'downgrade' ? { downgrade: true } : {}),
       ...(req.pauseAfterCanary ? { pauseAfterCanary: true } : {}),
+      ...(req.skipPromotionGate ? { skipPromotionGate: true } : {}),
       ...soakParam(req),
     },
   }
@@ -153,8 +157,12 @@ export function recordingSystem(
     lock: async (env, run, options) => {
       refuseRehearsal(run)
       // A new upgrade (scheduled ones too) meets the stack's rehearsal policy before any lock or run folder.
-      if (run.kind === 'upgrade' && !options.resuming && !run.params.downgrade)
+      if (run.kind === 'upgrade' && !options.resuming && !run.params.downgrade) {
+        // The promotion gate first: what it found is kept in the run (its record is written after the lock).
+        const promotion = await gatePromotion(env, run.targetVersion, run.params.skipPromotionGate ?? false)
+        if (promotion) run.params.promotion = promotion
         await requirePassingRehearsal(env, run.targetVersion, run.params.hosts)
+      }
       return lockRecordingEnvironment(env, run, options)
     },
     open: (env, journal, options) => openRecordingRun(env, options.takeOver, options.breakLock)(journal),
