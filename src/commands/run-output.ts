@@ -22,10 +22,7 @@ export function ioOf(command: Command): CommandIO {
     environment: () => environmentOf(command),
     exitWith: setResultExitCode,
     goAheadCommand: () => goAheadOf(['svcops'], rememberedArgs()),
-    prompts: async () => {
-      const [{ promptsOver }, { runSystems }] = await Promise.all([import('./prompts.ts'), import('./run-systems.ts')])
-      return promptsOver(await runSystems())
-    },
+    prompts: () => import('./prompts.ts'),
   }
 }
 

@@ -18,6 +18,7 @@ import type { AppsV1Api, ConfigurationOptions, CoreV1Api, KubeConfig, V1Deployme
 import { BadInputError, HttpError, OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { LOG_LIMIT_BYTES } from '../core/http.ts'
+import { sanitizeLine } from '../core/sanitize.ts'
 import { checkKubeconfigTrust } from './kubeconfig-trust.ts'
 import { deploymentFacts, podFacts, type ClaimFacts, type DeploymentFacts, type PodFacts } from './kubernetes-facts.ts'
 import { callLimits, type KubernetesPeer } from './kubernetes-limits.ts'
@@ -416,13 +417,35 @@ export async function callKubernetes<T>(
     const error = limited.translate(caught)
     if (error instanceof HttpError) throw new OperationError(`The Kubernetes API: ${error.message.replace(/\.$/, '')}.`)
     const code = (error as { code?: number }).code
+    const status = statusMessageOf((error as { body?: unknown }).body)
     throw new OperationError(
       typeof code === 'number'
-        ? `The Kubernetes API at ${server} answered ${request} with HTTP ${code}.`
+        ? `The Kubernetes API at ${server} answered ${request} with HTTP ${code}${status ? ` (${status})` : ''}.`
         : `The Kubernetes API at ${server} could not be reached for ${request}: ${errorMessage(error).replace(/\.$/, '')}.`,
       code === 403 ? `Grant the rights listed in ${call.rights} to this identity.` : undefined,
     )
   }
+}
+
+/**
+ * The `reason` and `message` of the API's `Status` answer (what it refused and why: `Forbidden:
+ * configmaps "x" is forbidden: User ...`), one line, control characters escaped, at most 300
+ * characters; undefined when the body is no Status.
+ */
+export function statusMessageOf(body: unknown): string | undefined {
+  let doc: unknown = body
+  if (typeof body === 'string') {
+    try {
+      doc = JSON.parse(body.slice(0, 64_000))
+    } catch {
+      return undefined
+    }
+  }
+  const s = doc as { kind?: unknown; reason?: unknown; message?: unknown } | undefined
+  if (!s || s.kind !== 'Status' || typeof s.message !== 'string') return undefined
+  const text = `${typeof s.reason === 'string' && s.reason ? `${s.reason}: ` : ''}${s.message}`
+  const line = sanitizeLine(text)
+  return line.length > 300 ? `${line.slice(0, 299)}…` : line
 }
 
 /** True inside a pod (the scheduled job): the Service is reached by its cluster DNS name, without a port-forward. */

@@ -104,6 +104,8 @@ export class Run<C> {
   /** Continued from its journal (`svcops resume`): the maintenance window no longer applies. */
   readonly resumed: boolean
   private batch: string | undefined
+  /** A failed write of the environment's copy said during a rollback (once). */
+  private copyFailureSaid = false
   /** The site's steps hooked onto this run's steps (playbooks/site/), and those already run. */
   private site: readonly SiteHook<C>[] = []
   private readonly fired = new Map<SiteHook<C>, Promise<unknown>>()
@@ -245,6 +247,19 @@ export class Run<C> {
     // Fencing: a holder whose lock was taken over (it slept past its lease) acts no further.
     const lost = await this.lockLost?.()
     if (lost !== undefined) throw withFacts(new InterruptedError(lost), { lockLost: true })
+    // The environment's copy (run-mirror.ts): a write its store refused is tried once more here;
+    // refused again, the run stops before this step rather than go on with a record other machines
+    // cannot read. A rollback goes on (stopping it would leave the service half-way), said once.
+    const copyFailure = await this.journal.retryCopy(STEP_DEADLINE_MS)
+    if (copyFailure !== undefined) {
+      const where = `${name}${host ? ` on ${host}` : ''}`
+      if (this.journal.run.phase !== 'rolling-back')
+        throw withFacts(new OperationError(`${copyFailure}; the run stops before ${where} so that its record is not lost.`), {
+          runStore: 'failed',
+        })
+      if (!this.copyFailureSaid) events.warn(`${copyFailure}; the rollback goes on with the local copy (${this.journal.dir}).`)
+      this.copyFailureSaid = true
+    }
     const started = Date.now()
     this.journal.append({ step: name, status: 'start', ...at, ...(step.disruptive ? { disruptive: true } : {}) })
     events.emit({ kind: 'step', step: name, status: 'start', ...at })

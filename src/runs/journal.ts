@@ -64,6 +64,10 @@ export interface JournalCopy {
   flush(deadlineMs: number): Promise<boolean>
   /** The run's end: a last attempt to make the copy whole. */
   finish(deadlineMs: number): Promise<boolean>
+  /** A step boundary: failed writes tried once more; the failure's sentence when they fail again. */
+  retry(deadlineMs: number): Promise<string | undefined>
+  /** The failure's sentence while a write has failed (a late write is not one). */
+  readonly failedWrite: string | undefined
   /** A run refused before it began: no more writes, and what was written removed, within `deadlineMs`. */
   discard(deadlineMs: number): Promise<boolean>
 }
@@ -136,6 +140,16 @@ export class Journal<P extends RunParams = RunParams> {
   /** Waits for the environment's copy at most `deadlineMs` (a step boundary); true when it is complete or there is none. */
   async flushCopy(deadlineMs: number): Promise<boolean> {
     return this.copy ? this.copy.flush(deadlineMs) : true
+  }
+
+  /** A step boundary: the environment's copy tried again after a failed write; the failure's sentence when it fails again. */
+  async retryCopy(deadlineMs: number): Promise<string | undefined> {
+    return this.copy ? this.copy.retry(deadlineMs) : undefined
+  }
+
+  /** The failure's sentence while the environment's copy lacks a write its store refused or failed. */
+  get copyFailure(): string | undefined {
+    return this.copy?.failedWrite
   }
 
   /** The run's end: a last attempt to make the environment's copy whole, within `deadlineMs`. */

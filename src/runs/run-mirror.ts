@@ -2,9 +2,11 @@
  * A run's copy in its environment, written as the run goes. The local folder is written first and
  * synced (a kill loses nothing there); the environment's store is written after, in order, one
  * batch at a time, and the engine waits for it at each step boundary at most `STEP_DEADLINE_MS`:
- * a slow or unreachable store never holds a step longer than that — its write goes on in the
- * background and the next ones queue behind it. The first failure is said once, and the run goes
- * on with the local copy only; at the run's end one more attempt writes the whole record and journal.
+ * a slow store never holds a step longer than that — its write goes on in the background and the
+ * next ones queue behind it. A write the store refuses or that fails is never silently lost: the
+ * next step boundary tries once more (`retry`) and, when that fails too, the engine stops the run
+ * there with the store's answer (a rollback under way goes on, said once); at the run's end one
+ * more attempt writes the whole record and journal, and a failure then fails the command.
  */
 import { errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
@@ -26,6 +28,8 @@ export class RunMirror {
   private recordDirty = true
   private chain: Promise<void> = Promise.resolve()
   private failed = false
+  /** The store's answer to the first write that failed (since the last success). */
+  private failure: string | undefined
 
   constructor(store: RunStore, record: RunRecord, entries: JournalEntry[]) {
     this.store = store
@@ -48,9 +52,34 @@ export class RunMirror {
     this.kick()
   }
 
-  /** False once a write failed: the run goes on with the local copy only. */
+  /** False once a write failed (until a retry succeeds). */
   get healthy(): boolean {
     return !this.failed
+  }
+
+  /**
+   * A step boundary after a failed write: every write so far tried once more, within `deadlineMs`.
+   * Undefined when the store now holds them (or nothing failed); else one sentence naming the store
+   * and its answer. A write still under way when the deadline passes is not a failure.
+   */
+  async retry(deadlineMs: number): Promise<string | undefined> {
+    if (!this.failed) return undefined
+    this.failed = false
+    this.written = 0
+    this.recordDirty = true
+    this.kick(true)
+    await this.flush(deadlineMs)
+    return this.failed ? this.failureSentence() : undefined
+  }
+
+  /** After a write failed (and no retry made it whole yet): the store and its answer, in one sentence. */
+  get failedWrite(): string | undefined {
+    return this.failed ? this.failureSentence() : undefined
+  }
+
+  /** What failed, in one sentence: the store and its answer. */
+  failureSentence(): string {
+    return `The run's record could not be written to ${this.store.where}: ${this.failure ?? 'no answer'}`
   }
 
   /** Waits for the writes so far, at most `deadlineMs`; true when they are all in the environment. */
@@ -117,12 +146,11 @@ export class RunMirror {
     try {
       await this.store.write({ record: this.record, from, all: this.all.slice(0, upTo), recordChanged })
       this.written = upTo
+      this.failure = undefined
     } catch (error) {
       this.recordDirty = true
-      if (!this.wasFailed)
-        events.warn(
-          `The run's record could not be written to ${this.store.where} (${errorMessage(error)}); the run goes on with the local copy only, which other machines cannot read.`,
-        )
+      this.failure = errorMessage(error).replace(/\.$/, '')
+      if (!this.wasFailed) events.warn(`${this.failureSentence()}; tried again at the next step boundary.`)
       this.failed = true
       this.wasFailed = true
     }

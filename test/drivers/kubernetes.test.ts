@@ -111,11 +111,11 @@ describe('the Kubernetes driver, against a stand-in of the API server', () => {
     api.state.denied = []
   })
 
-  it('names the request and the server when the API refuses, and never the token', async () => {
+  it("names the request, the server and the API's Status when the API refuses, and never the token", async () => {
     const error = await new KubernetesDriver({ ...target, deployment: 'missing' }).readDeployment().catch((e: unknown) => e)
     expect(error).toBeInstanceOf(OperationError)
     expect((error as Error).message).toBe(
-      `The Kubernetes API at ${api.url} answered GET /apis/apps/v1/namespaces/svc-prod/deployments/missing with HTTP 404.`,
+      `The Kubernetes API at ${api.url} answered GET /apis/apps/v1/namespaces/svc-prod/deployments/missing with HTTP 404 (NotFound: deployments.apps "missing" not found).`,
     )
     expect((error as Error).message).not.toContain(api.token)
   })

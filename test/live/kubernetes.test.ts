@@ -616,7 +616,45 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     for (const secret of Object.values(OPERATOR_SECRETS)) expect(JSON.stringify(api.store.list(configMaps, NS))).not.toContain(secret)
   }, 900_000)
 
-  it("verify live names a component the controller does not list connected, and a pod serving another release's metric names", async () => {
+  it("stops at the next step boundary when the API refuses the run store's write (403), naming the ConfigMap and the answer; never goes on silently", async () => {
+    const s = setup('5.2.0')
+    s.recorder.answer('stack-output', JSON.stringify({ psk: { passesEntropyCheck: true } }))
+    s.recorder.answer('preview', preview(COMPONENT_STEPS))
+    // The preflight's reviews grant the run store's rights; from the run's first change on (its
+    // `config set`), the API refuses every ConfigMap write, as when a Role loses them mid-run.
+    const follow = api.state.beforeAnswer
+    api.state.beforeAnswer = () => {
+      follow?.()
+      if (s.recorder.calls().some((c) => c.argv[0] === 'config')) api.state.denied = ['patch configmaps', 'create configmaps']
+    }
+    try {
+      const run = await runSvcopsInProcess(['upgrade', 'live', ...s.args, '--to', '6.0.0', '--ack', allGates('5.2.0', '6.0.0'), '--yes'], {
+        env: s.env,
+      })
+      expect(run.code, run.stderr).not.toBe(0)
+      const id = readdirSync(join(s.dir, 'runs')).sort().at(-1) ?? ''
+      // The sentence names the store, the object and the API's answer, and where the run stopped.
+      expect(run.stderr).toContain(`The run's record could not be written to ConfigMaps svcops-run-* in the namespace ${NS}`)
+      expect(run.stderr).toMatch(new RegExp(`configmaps "svcops-(journal|run)-${id.toLowerCase()}" is forbidden`))
+      expect(run.stderr).toMatch(/the run stops before .+ so that its record is not lost/)
+      // Nothing past the boundary acted: the release installed while the write failed was never
+      // started, and the automatic rollback (which goes on without the store) put 5.2.0 back.
+      const journal = readFileSync(join(s.dir, 'runs', id, 'journal.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { step: string; status: string })
+      expect(journal.filter((e) => e.step === 'start' && e.status === 'ok')).toEqual([])
+      expect(run.stderr).toContain('the rollback goes on with the local copy')
+      expect(api.state.others.every((d) => d.version === '5.2.0')).toBe(true)
+      const record = JSON.parse(readFileSync(join(s.dir, 'runs', id, 'run.json'), 'utf8')) as { phase: string; cause?: string }
+      expect(record.phase).toBe('rolled-back')
+      expect(record.cause).toContain('is forbidden')
+    } finally {
+      api.state.denied = []
+    }
+  })
+
+  it("verify live names an instance the controller does not answer for by its UUID, and a pod serving another release's metric names", async () => {
     const s = setup('6.2.0')
     neverConnecting.add('control-panel')
     // A pipeline pod still serving the metric name of before 4.0.

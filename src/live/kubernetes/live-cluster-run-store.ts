@@ -8,9 +8,9 @@
  *
  * (`<id>` in lower case, as object names must be.) Each is written whole (a merge patch of its one
  * key, created when absent), the journal first, so a record read back never names more than its
- * journal holds. A ConfigMap holds at most 1 MiB: a journal larger than that is not written (the
- * run says so once and goes on with the local copy). The rights: get, list, create, patch and
- * delete configmaps in the namespace (docs/live.md).
+ * journal holds. A ConfigMap holds at most 1 MiB: a journal larger than that is not written, a
+ * failed write as any other (the run stops at its next step boundary: src/runs/run-mirror.ts). The
+ * rights: get, list, create, patch and delete configmaps in the namespace (docs/live.md).
  */
 import type { Environment } from '../../config/schema.ts'
 import { errorMessage, OperationError } from '../../core/errors.ts'
