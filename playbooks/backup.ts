@@ -18,11 +18,10 @@ import {
   type BackupRunContext,
 } from '../src/backup/backup-steps.ts'
 import type { PlannedStep, Run } from '../src/runs/engine.ts'
-import { emptyRecordingParams, type RecordingParams } from '../src/recording/recording-params.ts'
-import { recordingDescription } from '../src/recording/recording-system.ts'
-import { Journal } from '../src/runs/journal.ts'
-import { newRunRecord, type RunRecord } from '../src/runs/run-record.ts'
-import { planRun, startRun, type Playbook, type RunOutcome } from '../src/runs/playbook.ts'
+import { backupRunSystem } from '../src/recording/backup-runs.ts'
+import { recordingDescription } from '../src/recording/recording-description.ts'
+import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
+import { planSystemRun, startSystemRun } from '../src/runs/run-actions.ts'
 import { printOn, showEventsOn, type CommandIO } from './lib/command-io.ts'
 import { BACKUP_RUN, type BackupRunFlags } from './lib/backup-commands.ts'
 import { useRunSystems } from './lib/run-systems.ts'
@@ -50,17 +49,6 @@ export interface BackupRequest {
   keepDays?: number
 }
 
-/** A backup run is a run of the recording service (its database), with no target. */
-function newBackupRecord(env: Environment): RunRecord<RecordingParams> {
-  return newRunRecord({
-    kind: 'backup',
-    system: recordingDescription.name,
-    environment: env.name,
-    envFile: env.file,
-    params: emptyRecordingParams(),
-  })
-}
-
 function retentionOf(req: BackupRequest) {
   return {
     ...(req.keepLast !== undefined ? { keepLast: req.keepLast } : {}),
@@ -68,27 +56,29 @@ function retentionOf(req: BackupRequest) {
   }
 }
 
-/** `svcops backup run`: the playbook, journaled; a backup needs no lock (it reads a snapshot). */
-export function runBackupPlaybook(req: BackupRequest): Promise<RunOutcome> {
-  const journal = Journal.create(newBackupRecord(req.env))
-  return startRun({
+/**
+ * The nightly backup as a run of the recording service (its database): one record, the
+ * environment's lock (refused beside a running, paused or interrupted run, naming it), the report.
+ */
+export function backupSystem(req: BackupRequest) {
+  return backupRunSystem({
+    kind: 'backup',
+    verb: 'backup run',
+    done: 'backed up',
+    what: 'back up the database of the recording service, verify it with a test restore, prune by retention',
     playbook: backupRecording,
-    journal,
-    lock: { release: () => Promise.resolve() },
-    open: openBackupRun(req.env, retentionOf(req)),
-    system: recordingDescription,
+    open: (env, journal) => openBackupRun(env, retentionOf(req), recordingDescription)(journal),
   })
+}
+
+/** `svcops backup run`: the playbook, journaled, through the one run path (run-actions.ts). */
+export function runBackupPlaybook(req: BackupRequest): Promise<RunOutcome> {
+  return startSystemRun(backupSystem(req), { env: req.env })
 }
 
 /** `svcops backup run --dry-run`: the same playbook in plan mode. */
 export async function planBackupPlaybook(req: BackupRequest): Promise<PlannedStep[]> {
-  const journal = Journal.inMemory(newBackupRecord(req.env))
-  const opened = await openBackupRun(req.env, retentionOf(req))(journal)
-  try {
-    return await planRun(backupRecording, opened.ctx, journal, 'start')
-  } finally {
-    await opened.close()
-  }
+  return (await planSystemRun(backupSystem(req), { env: req.env })).steps
 }
 
 /** `svcops backup run`, and this file run as a script: the dry run's steps, or the run and the backup it verified. */

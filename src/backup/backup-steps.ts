@@ -11,6 +11,7 @@ import { events } from '../core/events.ts'
 import { formatBytes } from '../core/units.ts'
 import type { Journal } from '../runs/journal.ts'
 import type { RunParams } from '../runs/run-record.ts'
+import type { SystemDescription } from '../runs/system-description.ts'
 import type { Opened } from '../runs/playbook.ts'
 import { defineStep } from '../runs/step.ts'
 import {
@@ -38,14 +39,16 @@ export interface BackupRunContext {
   backup: BackupContext
   journal: Journal<BackupParams>
   retention: { keepLast?: number; keepDays?: number }
+  /** The system whose database is backed up: its runs hold backups (retention keeps those). */
+  system: SystemDescription
 }
 
 /** Opens the store and the database target for a backup run. */
-export function openBackupRun(env: Environment, retention: BackupRunContext['retention']) {
+export function openBackupRun(env: Environment, retention: BackupRunContext['retention'], system: SystemDescription) {
   return async (journal: Journal<BackupParams>): Promise<Opened<BackupRunContext>> => {
     requireSection(env, 'recording')
     const backup = await openBackupContext(env)
-    return { ctx: { env, backup, journal, retention }, close: () => backup.store.close() }
+    return { ctx: { env, backup, journal, retention, system }, close: () => backup.store.close() }
   }
 }
 
@@ -95,7 +98,7 @@ export const pruneByRetention = defineStep<BackupRunContext>({
   describe: async (ctx) => {
     if (ctx.retention.keepLast === undefined && ctx.retention.keepDays === undefined)
       return ['no retention given (--keep-last, --keep-days): nothing is removed']
-    const { held, unknown } = await readHeldBackups(ctx.env, ctx.journal.run.system)
+    const { held, unknown } = await readHeldBackups(ctx.env, ctx.system)
     const plan = await pruneBackups(ctx.backup.store, {
       ...ctx.retention,
       environment: ctx.backup.environment,
@@ -109,7 +112,7 @@ export const pruneByRetention = defineStep<BackupRunContext>({
   async act(ctx) {
     if (ctx.retention.keepLast === undefined && ctx.retention.keepDays === undefined) return { skipped: 'no retention given' }
     // Every run of the environment, wherever it was started: a run paused on another machine keeps its backup.
-    const { held, unknown } = await readHeldBackups(ctx.env, ctx.journal.run.system)
+    const { held, unknown } = await readHeldBackups(ctx.env, ctx.system)
     const plan = await pruneBackups(ctx.backup.store, {
       ...ctx.retention,
       environment: ctx.backup.environment,

@@ -11,7 +11,8 @@ import { LockedError, errorMessage, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { acquireEnvironmentLock, type EnvironmentLock, type LockHolder } from '../runs/lock.ts'
 import { listEnvironmentRuns } from '../runs/run-listing.ts'
-import { holderName, isFinished, isRunId, newRunId, type RunRecord } from '../runs/run-record.ts'
+import { isFinished, isRunId, type RunKind, type RunRecord } from '../runs/run-record.ts'
+import type { SystemDescription } from '../runs/system-description.ts'
 import { heldBackups } from './prune.ts'
 
 /** The backups runs hold (`heldBackups`), or why they are unknown (then retention removes nothing). */
@@ -35,10 +36,10 @@ export interface HeldByRuns {
  * host's) are not asked, as their runs hold no database backup. Retention, `backup list`, `backup
  * restore` and `backup delete` all read it here.
  */
-export async function readHeldBackups(env: Environment, system: string): Promise<HeldByRuns> {
+export async function readHeldBackups(env: Environment, system: SystemDescription): Promise<HeldByRuns> {
   let listed: RunRecord[]
   try {
-    listed = await listEnvironmentRuns(env, { strict: true, system, includeRefused: true })
+    listed = await listEnvironmentRuns(env, [system], { strict: true, system: system.name, includeRefused: true })
   } catch (error) {
     return unknownHeld(env, errorMessage(error))
   }
@@ -58,6 +59,13 @@ function unknownHeld(env: Environment, why: string): HeldByRuns {
   return { held: new Map(), unknown: why, runs: [] }
 }
 
+const BACKUP_KINDS: ReadonlySet<RunKind> = new Set(['backup', 'restore', 'delete', 'prune'])
+
+/** True for a run of a backup kind (backup, restore, delete, prune): interrupted, it is run again, never resumed. */
+export function isBackupRun(run: Pick<RunRecord, 'kind'>): boolean {
+  return BACKUP_KINDS.has(run.kind)
+}
+
 /** What a backup command does, for its lock's row and its refusals. */
 export interface BackupCommand {
   /** `backup restore`, `backup delete`. */
@@ -67,27 +75,29 @@ export interface BackupCommand {
 }
 
 /**
- * Takes environment `env`'s lock for a backup command, or refuses naming the run that holds it: a
- * run that is running or paused (its holder alive), or one interrupted without finishing (its
- * holder gone, its rollback may still need the database as it is). `runs` are the environment's
- * runs (`listEnvironmentRuns`), to tell a finished run's leftover row from an unfinished one.
+ * Takes environment `env`'s lock for a backup command's run (`run`: its id, who, since when), or
+ * refuses naming the run that holds it: a run that is running or paused (its holder alive), or one
+ * interrupted without finishing (its holder gone, its rollback may still need the database as it
+ * is). `runs` are the environment's runs (`listEnvironmentRuns`), to tell a finished run's leftover
+ * row from an unfinished one; a backup command's own run leaves nothing to finish.
  */
-export async function lockForBackupCommand(env: Environment, command: BackupCommand, runs: RunRecord[]): Promise<EnvironmentLock> {
+export async function lockForBackupCommand(
+  env: Environment,
+  command: BackupCommand,
+  runs: RunRecord[],
+  run: Pick<LockHolder, 'runId' | 'holder' | 'since'>,
+): Promise<EnvironmentLock> {
   const database = requireSection(env, 'recording').database
-  const holder: LockHolder = {
-    // No run id: a command that dies holding the lock leaves nothing for a resume to finish.
-    runId: `${command.verb.replace(/\s+/g, '-')}-${newRunId()}`,
-    holder: holderName(),
-    pid: process.pid,
-    since: new Date().toISOString(),
-  }
+  const holder: LockHolder = { ...run, pid: process.pid }
   try {
     return await acquireEnvironmentLock(database, {
       environment: env.name,
       holder,
       judgeDead: (dead) => {
-        const run = runs.find((r) => r.id === dead.runId)
-        return run && isFinished(run) ? undefined : refusal(env, command, dead, 'was interrupted without finishing')
+        const held = runs.find((r) => r.id === dead.runId)
+        return held && (isFinished(held) || isBackupRun(held))
+          ? undefined
+          : refusal(env, command, dead, 'was interrupted without finishing')
       },
     })
   } catch (error) {

@@ -112,7 +112,9 @@ export function heldBackups(runs: RunRecord[]): Map<string, string> {
     // The newest upgrade run that took a backup: one refused or a no-op before it changed nothing.
     const newestUpgrade = !!id && run.kind === 'upgrade' && !newestSeen.has(`${run.system}/${run.environment}`)
     if (newestUpgrade) newestSeen.add(`${run.system}/${run.environment}`)
-    if (id && !held.has(id) && (newestUpgrade || !isFinished(run))) held.set(id, run.id)
+    // A backup command's run (restore, delete, prune) names the backup it acts on; it holds none.
+    const command = run.kind === 'restore' || run.kind === 'delete' || run.kind === 'prune'
+    if (id && !command && !held.has(id) && (newestUpgrade || !isFinished(run))) held.set(id, run.id)
   }
   return held
 }

@@ -1,19 +1,16 @@
 /**
  * `svcops backup restore|delete`: the two backup commands that change what a run may depend on (the
- * database, a backup in the store). Both take the environment's lock, so never act beside a run
- * that is running, paused or was interrupted; both read the environment's runs as retention does
- * (`readHeldBackups`), so a backup whose holder is unknown is deleted only with `--force`.
+ * database, a backup in the store). Each is a run of the recording service (playbooks/backup-changes.ts):
+ * journaled with who, when and from which backup, in `runs list`, under the environment's lock, so
+ * never beside a run that is running, paused or was interrupted; delete reads the environment's runs
+ * as retention does (`readHeldBackups`), so a backup whose holder is unknown is deleted only with `--force`.
  */
 import type { Command } from 'commander'
-import type { Environment } from '../config/schema.ts'
-import type { HeldByRuns } from '../backup/held-by-runs.ts'
 import { confirm, environmentOf, printResult, showProgress } from './context.ts'
 
-/** The environment's runs and the backups they hold, from its run stores and the local folder, as retention reads them. */
-async function heldByRuns(env: Environment): Promise<HeldByRuns> {
-  await (await import('./run-systems.ts')).useRunSystems() // the environment's run store, with the local folder
-  const { recordingDescription } = await import('../recording/recording-description.ts')
-  return (await import('../backup/held-by-runs.ts')).readHeldBackups(env, recordingDescription.name)
+/** The report writer and the observers of runs, as every command that starts a run wires them. */
+async function wireRuns(): Promise<void> {
+  await (await import('./run-systems.ts')).useRunSystems()
 }
 
 /** Registers `backup restore <id>`. */
@@ -39,55 +36,60 @@ export function registerRestore(backup: Command): void {
         options: { yes?: boolean; expectFingerprint?: string; dryRun?: boolean; allowUnsigned?: boolean; fromEnv?: string },
         command: Command,
       ) => {
-        const { openBackupContext, readIdentity, readManifest, restoreBackup, planRestore, assertFingerprintFits } =
-          await import('../backup/index.ts')
+        const { openBackupContext, readManifest, assertFingerprintFits } = await import('../backup/index.ts')
+        const play = await import('../../playbooks/backup-changes.ts')
         const env = await environmentOf(command)
-        const ctx = await openBackupContext(env)
+        const asked = {
+          id,
+          allowUnsigned: options.allowUnsigned ?? false,
+          ...(options.fromEnv !== undefined ? { fromEnvironment: options.fromEnv } : {}),
+          ...(options.expectFingerprint ? { expectFingerprint: options.expectFingerprint } : {}),
+        }
         const stop = showProgress(command)
         try {
-          const trust = {
-            signers: ctx.signers,
-            allowUnsigned: options.allowUnsigned ?? false,
-            environment: ctx.environment,
-            ...(options.fromEnv !== undefined ? { fromEnvironment: options.fromEnv } : {}),
-          }
-          const { manifest } = await readManifest(ctx.store, id, trust)
-          assertFingerprintFits(manifest, options.expectFingerprint)
+          // Checked before the run (nothing is journaled for a backup that is refused): signature, environment, schema.
+          const ctx = await openBackupContext(env)
+          const manifest = await (async () => {
+            try {
+              const trust = {
+                signers: ctx.signers,
+                allowUnsigned: asked.allowUnsigned,
+                environment: ctx.environment,
+                ...(asked.fromEnvironment !== undefined ? { fromEnvironment: asked.fromEnvironment } : {}),
+              }
+              const { manifest: read } = await readManifest(ctx.store, id, trust)
+              assertFingerprintFits(read, options.expectFingerprint)
+              return read
+            } finally {
+              await ctx.store.close()
+            }
+          })()
           if (options.dryRun) {
-            const steps = planRestore(manifest, ctx.database)
-            printResult(command, { ok: true, dryRun: true, steps }, ['Would:', ...steps.map((s, i) => `  ${i + 1}. ${s}`)].join('\n'))
+            const steps = await play.planBackupRestore(env, asked)
+            const actions = steps.flatMap((s) => s.actions)
+            printResult(
+              command,
+              { ok: true, dryRun: true, steps: actions },
+              ['Would:', ...actions.map((a, i) => `  ${i + 1}. ${a}`)].join('\n'),
+            )
             return
           }
-          const identity = await readIdentity(ctx.backup)
           const d = ctx.database
-          // Never beside a run: it may be changing the database now, or its rollback may need it as it is.
-          const { runs } = await heldByRuns(env)
-          const { lockForBackupCommand } = await import('../backup/held-by-runs.ts')
-          const lock = await lockForBackupCommand(env, { verb: 'backup restore', done: 'restored' }, runs)
-          let report: Awaited<ReturnType<typeof restoreBackup>>
-          try {
-            await confirm(
-              `Replace every table in ${d.name} on ${d.host}:${d.port} with backup ${id} (taken ${manifest.completedAt})?`,
-              options.yes,
-              'restoring replaces the database',
-            )
-            report = await restoreBackup(ctx.store, id, d, {
-              ...trust,
-              identity,
-              confirmed: true,
-              ...(options.expectFingerprint ? { expectFingerprint: options.expectFingerprint } : {}),
-            })
-          } finally {
-            await lock.release()
-          }
+          await confirm(
+            `Replace every table in ${d.name} on ${d.host}:${d.port} with backup ${id} (taken ${manifest.completedAt})?`,
+            options.yes,
+            'restoring replaces the database',
+          )
+          await wireRuns()
+          const outcome = await play.restoreBackupRun(env, asked)
+          const counts = (outcome.done.rowCounts ?? {}) as Record<string, number>
           printResult(
             command,
-            { ok: true, ...report },
-            `Restored backup ${id} into ${d.name}: ${Object.values(report.rowCounts).reduce((a, b) => a + b, 0)} rows, fingerprint ${report.fingerprint.slice(0, 16)}… equal to the manifest.`,
+            { ok: true, runId: outcome.runId, id, ...outcome.done },
+            `Restored backup ${id} into ${d.name}: ${Object.values(counts).reduce((a, b) => a + b, 0)} rows, fingerprint ${String(outcome.done.fingerprint).slice(0, 16)}… equal to the manifest (run ${outcome.runId}).`,
           )
         } finally {
           stop()
-          await ctx.store.close()
         }
       },
     )
@@ -107,41 +109,21 @@ export function registerDelete(backup: Command): void {
       '\nExamples:\n  svcops backup delete lab-20261122T031500Z-3fa9 --env lab --dry-run\n  svcops backup delete lab-20261122T031500Z-3fa9 --env lab\n  svcops backup delete lab-20261122T031500Z-3fa9 --env lab --force',
     )
     .action(async (id: string, options: { force?: boolean; dryRun?: boolean }, command: Command) => {
-      const { deleteBackup, openStore, planDeleteBackup } = await import('../backup/index.ts')
-      const { requireSection } = await import('../config/load.ts')
+      const play = await import('../../playbooks/backup-changes.ts')
       const env = await environmentOf(command)
-      const store = await openStore(requireSection(env, 'backup'))
-      try {
-        // Held as retention sees it: when that is unknown (a store unread, a record refused), only --force deletes.
-        const { held, unknown, runs } = await heldByRuns(env)
-        const holding = {
-          environment: env.name,
-          held,
-          ...(unknown !== undefined ? { heldUnknown: unknown } : {}),
-          force: options.force ?? false,
-        }
-        if (options.dryRun) {
-          const plan = await planDeleteBackup(store, id, holding)
-          const lines = [
-            `Dry run: delete backup ${plan.id} of '${env.name}' (nothing will be removed).`,
-            `  take the lock of environment '${env.name}' (refused beside a running, paused or interrupted run)`,
-            ...plan.files.map((f) => `  remove ${f} from ${store.location}`),
-            ...(plan.heldBy ? [`  run ${plan.heldBy} can then no longer be rolled back with a restore (--force)`] : []),
-          ]
-          printResult(command, { ok: true, dryRun: true, ...plan, store: store.location }, () => lines.join('\n'))
-          return
-        }
-        // Never beside a run: one running, paused or interrupted may still restore this very backup.
-        const { lockForBackupCommand } = await import('../backup/held-by-runs.ts')
-        const lock = await lockForBackupCommand(env, { verb: 'backup delete', done: 'deleted' }, runs)
-        try {
-          const done = await deleteBackup(store, id, holding)
-          printResult(command, { ok: true, deleted: done.id, heldBy: done.heldBy ?? null }, () => `Deleted backup ${done.id}.`)
-        } finally {
-          await lock.release()
-        }
-      } finally {
-        await store.close()
+      const asked = { id, force: options.force ?? false }
+      if (options.dryRun) {
+        const steps = await play.planBackupDelete(env, asked)
+        const lines = [
+          `Dry run: delete backup ${id} of '${env.name}' (nothing will be removed).`,
+          `  take the lock of environment '${env.name}' (refused beside a running, paused or interrupted run)`,
+          ...steps.flatMap((s) => s.actions.map((a) => `  ${a}`)),
+        ]
+        printResult(command, { ok: true, dryRun: true, id, steps }, () => lines.join('\n'))
+        return
       }
+      await wireRuns()
+      const outcome = await play.deleteBackupRun(env, asked)
+      printResult(command, { ok: true, runId: outcome.runId, ...outcome.done }, () => `Deleted backup ${id} (run ${outcome.runId}).`)
     })
 }

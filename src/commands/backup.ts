@@ -92,7 +92,6 @@ function registerList(backup: Command): void {
       const { listBackups, openStore, readSigners } = await import('../backup/index.ts')
       const { readHeldBackups } = await import('../backup/held-by-runs.ts')
       const { recordingDescription } = await import('../recording/recording-description.ts')
-      await (await import('./run-systems.ts')).useRunSystems() // the environment's run store, with the local folder
       const { requireSection } = await import('../config/load.ts')
       const env = await environmentOf(command)
       const config = requireSection(env, 'backup')
@@ -101,7 +100,7 @@ function registerList(backup: Command): void {
       try {
         const entries = await listBackups(store, { signers })
         // As retention sees them: unknown (a store unread, a record refused) holds nothing for sure, and is said.
-        const { held, unknown } = await readHeldBackups(env, recordingDescription.name)
+        const { held, unknown } = await readHeldBackups(env, recordingDescription)
         const rows = entries.map((e) => ({
           id: e.id,
           heldBy: held.get(e.id) ?? null,
@@ -208,7 +207,7 @@ function registerPrune(backup: Command): void {
       try {
         // Every run of the environment, wherever it was started; unreadable, nothing is removed.
         const { recordingDescription } = await import('../recording/recording-description.ts')
-        const { held, unknown } = await readHeldBackups(env, recordingDescription.name)
+        const { held, unknown } = await readHeldBackups(env, recordingDescription)
         const plan = await pruneBackups(store, {
           environment: env.name,
           held,

@@ -22,7 +22,10 @@ export function ioOf(command: Command): CommandIO {
     environment: () => environmentOf(command),
     exitWith: setResultExitCode,
     goAheadCommand: () => goAheadOf(['svcops'], rememberedArgs()),
-    prompts: () => import('./prompts.ts'),
+    prompts: async () => {
+      const [{ promptsOver }, { runSystems }] = await Promise.all([import('./prompts.ts'), import('./run-systems.ts')])
+      return promptsOver(await runSystems())
+    },
   }
 }
 

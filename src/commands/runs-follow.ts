@@ -12,7 +12,7 @@ import { sanitizeLine, stringifyForTerminal } from '../core/sanitize.ts'
 import type { JournalEntry } from '../runs/journal.ts'
 import type { RunRecord } from '../runs/run-record.ts'
 import { environmentOf, globals, printResult, setResultExitCode } from './context.ts'
-import { useRunSystems } from './run-systems.ts'
+import { runSystems } from './run-systems.ts'
 
 const WATCH_HELP = `
 Reads the run's journal where it is kept: its folder here while this machine runs it, else (with
@@ -91,14 +91,15 @@ async function optionalEnvironment(command: Command): Promise<Environment | unde
 }
 
 async function watchRun(id: string, _flags: object, command: Command): Promise<void> {
-  await useRunSystems()
+  const systems = await runSystems()
+  const { systemIn } = await import('../runs/system-description.ts')
   const { followRun, runSourceOf, exitCodeOfRun } = await import('../runs/run-follow.ts')
   const { Journal, runsDir } = await import('../runs/journal.ts')
   const { buildReport } = await import('../reports/report.ts')
   const { renderClosingLine } = await import('../reports/report-text.ts')
   const json = globals(command).json === true
   const env = await optionalEnvironment(command)
-  const source = runSourceOf(id, env)
+  const source = runSourceOf(id, env, systems)
   const say = (line: unknown) =>
     process.stdout.write(json ? `${stringifyForTerminal(redactDeep(line))}\n` : `${sanitizeLine(redact(String(line)))}\n`)
   try {
@@ -110,7 +111,7 @@ async function watchRun(id: string, _flags: object, command: Command): Promise<v
       },
       { intervalMs: source.local ? 500 : 2000 },
     )
-    const report = buildReport(Journal.inMemory(end.record, undefined, end.entries))
+    const report = buildReport(Journal.inMemory(end.record, undefined, end.entries), systemIn(systems, end.record.system))
     const where = source.local ? `${runsDir()}/${id}/report.md` : `svcops runs show ${id}${env ? ` --env ${env.name}` : ''}`
     const code = exitCodeOfRun(end.record)
     const last = renderClosingLine(report, where)
@@ -143,9 +144,9 @@ function pausedLine(r: RunRecord): string {
 }
 
 async function decide(id: string, decision: 'promote' | 'abort', command: Command, trustUnsigned: boolean): Promise<void> {
-  await useRunSystems()
+  const systems = await runSystems()
   const { decideRun } = await import('../runs/run-promotion.ts')
-  const kept = await decideRun(id, decision, await optionalEnvironment(command), { trustUnsigned })
+  const kept = await decideRun(id, decision, await optionalEnvironment(command), { systems, trustUnsigned })
   const done = decision === 'promote' ? 'promoted; it goes on after its canary' : 'aborted; it rolls back what it changed'
   const later = kept.holderGone ? ` Its holder is gone: the decision counts when it is resumed (svcops resume ${id}).` : ''
   const who = kept.decision.identity ? `${kept.decision.by} (${kept.decision.identity})` : kept.decision.by
@@ -157,9 +158,9 @@ async function decide(id: string, decision: 'promote' | 'abort', command: Comman
 }
 
 async function planDecide(id: string, decision: 'promote' | 'abort', command: Command, trustUnsigned: boolean): Promise<void> {
-  await useRunSystems()
+  const systems = await runSystems()
   const { planDecision } = await import('../runs/run-promotion.ts')
-  const plan = await planDecision(id, decision, await optionalEnvironment(command), { trustUnsigned })
+  const plan = await planDecision(id, decision, await optionalEnvironment(command), { systems, trustUnsigned })
   const later = plan.holderGone ? ` Its holder is gone: the decision would count when it is resumed (svcops resume ${id}).` : ''
   printResult(
     command,

@@ -12,10 +12,11 @@ import { environmentOf, globals, printResult, showProgress } from './context.ts'
 import type { Environment } from '../config/schema.ts'
 import type { Journal } from '../runs/journal.ts'
 import type { RunRecord } from '../runs/run-record.ts'
+import type { Systems } from '../runs/system-description.ts'
 import type { SystemActions } from '../../playbooks/lib/systems.ts'
 import { TRUST_UNSIGNED_HELP } from '../../playbooks/lib/recording-commands.ts'
 import { registerRunsFollow } from './runs-follow.ts'
-import { useRunSystems } from './run-systems.ts'
+import { runSystems, useRunSystems } from './run-systems.ts'
 import { METRICS_FILE_HELP, printPlan, progress, showRun } from './run-output.ts'
 
 interface ResumeFlags {
@@ -55,27 +56,39 @@ function registerRunsList(runs: Command): void {
   runs
     .command('list')
     .description('List runs, newest first, as a table: id, environment, system, kind, target, outcome, duration, longest downtime.')
-    .addOption(new Option('--kind <kind>', 'only runs of this kind').choices(['upgrade', 'rollback', 'backup', 'verify', 'rehearse']))
+    .addOption(
+      new Option('--kind <kind>', 'only runs of this kind').choices([
+        'upgrade',
+        'rollback',
+        'backup',
+        'verify',
+        'rehearse',
+        'restore',
+        'delete',
+        'prune',
+      ]),
+    )
     .addOption(new Option('--system <system>', 'only runs of this system').choices(['recording', 'live']))
     .addHelpText(
       'after',
       '\nExamples:\n  svcops runs list\n  svcops runs list --env prod --kind backup\n  svcops runs list --system live\n  svcops runs list --json',
     )
     .action(async (flags: { kind?: string; system?: string }, command: Command) => {
-      await useRunSystems()
+      const systems = await runSystems()
+      const { systemIn } = await import('../runs/system-description.ts')
       const { buildReport } = await import('../reports/report.ts')
       const { renderRunsTable } = await import('../reports/report-text.ts')
       const { longestDowntime, runDurationMs } = await import('../reports/timeline.ts')
       // Warnings (a store that cannot be read, a refused or unsigned record) on stderr, as a run's are.
       const stop = showProgress(command)
-      const journals = await openListedRuns(command).finally(stop)
+      const journals = await openListedRuns(command, systems).finally(stop)
       const reports = journals
         .filter(({ run }) => (!flags.kind || run.kind === flags.kind) && (!flags.system || run.system === flags.system))
         // A refused record's params are not read: its row is its core fields and "refused".
         .map((j) =>
           j.run.trust?.state === 'refused'
             ? { run: { ...j.run, params: {} }, view: { targets: [], batches: [], previousVersions: {} }, downtime: [], timeline: [] }
-            : buildReport(j),
+            : buildReport(j, systemIn(systems, j.run.system)),
         )
       const list = reports.map((r) => ({ ...r.run, durationMs: runDurationMs(r) ?? null, longestDowntime: longestDowntime(r) ?? null }))
       printResult(command, { ok: true, runs: list }, () => (list.length ? renderRunsTable(reports) : 'No runs yet.'))
@@ -86,7 +99,7 @@ function registerRunsList(runs: Command): void {
  * The journals `runs list` shows: with --env (or --stack-file), the environment's runs wherever they
  * are kept (`listEnvironmentRuns`); without, the local folder's. Each shows its holder's state.
  */
-async function openListedRuns(command: Command): Promise<Journal[]> {
+async function openListedRuns(command: Command, systems: Systems): Promise<Journal[]> {
   const { env: name, stackFile } = globals(command)
   const { Journal, listRuns } = await import('../runs/journal.ts')
   const { presentRun } = await import('../runs/run-presence.ts')
@@ -108,7 +121,7 @@ async function openListedRuns(command: Command): Promise<Journal[]> {
   const { listEnvironmentRuns, readEnvironmentRun } = await import('../runs/run-listing.ts')
   const { runsDir } = await import('../runs/journal.ts')
   const journals: Journal[] = []
-  for (const record of await listEnvironmentRuns(env, { includeRefused: true })) {
+  for (const record of await listEnvironmentRuns(env, systems, { includeRefused: true })) {
     // A refused record is listed as refused, its sentence said; its journal is never read.
     if (record.trust && record.trust.state !== 'signed') events.warn(record.trust.sentence)
     if (record.trust?.state === 'refused') {
@@ -121,14 +134,14 @@ async function openListedRuns(command: Command): Promise<Journal[]> {
       journals.push(journal)
       continue
     }
-    const stored = await readEnvironmentRun(env, record.id)
+    const stored = await readEnvironmentRun(env, systems, record.id)
     journals.push(Journal.inMemory(record, undefined, stored?.entries ?? []))
   }
   return journals
 }
 
 /** Run `id`'s journal: the local folder's, else (with --env or --stack-file) the environment's, read into memory. */
-async function openShownRun(id: string, command: Command): Promise<Journal> {
+async function openShownRun(id: string, command: Command, systems: Systems): Promise<Journal> {
   const { Journal, runsDir } = await import('../runs/journal.ts')
   const { presentRun } = await import('../runs/run-presence.ts')
   const { env: name, stackFile } = globals(command)
@@ -139,14 +152,14 @@ async function openShownRun(id: string, command: Command): Promise<Journal> {
   }
   const env = await environmentOf(command)
   const { listEnvironmentRuns, readEnvironmentRun } = await import('../runs/run-listing.ts')
-  const stored = await readEnvironmentRun(env, id)
+  const stored = await readEnvironmentRun(env, systems, id)
   if (!stored)
     throw new BadInputError(
       `There is no run '${id}' in ${runsDir()} nor in environment '${env.name}'.`,
       `List the runs with: svcops runs list --env ${env.name}`,
     )
   if (stored.record.trust?.state === 'refused') return Journal.inMemory(stored.record)
-  const record = (await listEnvironmentRuns(env, { includeRefused: true })).find((r) => r.id === id) ?? stored.record
+  const record = (await listEnvironmentRuns(env, systems, { includeRefused: true })).find((r) => r.id === id) ?? stored.record
   return Journal.inMemory({ ...record, trust: stored.record.trust }, undefined, stored.entries)
 }
 
@@ -163,14 +176,16 @@ function registerRunsShow(runs: Command): void {
 }
 
 async function showRunFolder(id: string, flags: { open?: boolean; html?: string; markdown?: boolean }, command: Command): Promise<void> {
-  await useRunSystems()
+  const systems = await runSystems()
+  const { systemIn } = await import('../runs/system-description.ts')
   const { buildReport, renderMarkdown } = await import('../reports/report.ts')
   const { redactDeep } = await import('../core/redact.ts')
   const { renderHtml } = await import('../reports/report-html.ts')
   const { renderRunText } = await import('../reports/report-text.ts')
   const { outcomeSentence } = await import('../reports/timeline.ts')
   const stop = showProgress(command)
-  const journal = await openShownRun(id, command).finally(stop)
+  const journal = await openShownRun(id, command, systems).finally(stop)
+  const system = systemIn(systems, journal.run.system)
   const trust = journal.run.trust
   if (trust?.state === 'refused') {
     // Never followed, never rendered: the run is shown as refused, with the sentence that says why.
@@ -182,18 +197,18 @@ async function showRunFolder(id: string, flags: { open?: boolean; html?: string;
     events.warn(trust.sentence)
     done()
   }
-  const report = redactDeep(shownOrSaid(id, () => buildReport(journal)))
+  const report = redactDeep(shownOrSaid(id, () => buildReport(journal, system)))
   let html: { file: string; opened: boolean } | undefined
   if (flags.html || flags.open) {
     const { writeFileAtomic } = await import('../core/atomic-write.ts')
     const file = flags.html ?? journal.file('report.html')
-    writeFileAtomic(file, renderHtml(report))
+    writeFileAtomic(file, renderHtml(report, system))
     html = { file, opened: flags.open ? await openInBrowser(file) : false }
     if (!globals(command).json) process.stderr.write(`Report: ${file}\n`)
   }
   const columns = Math.max(30, Math.min(100, (process.stdout.columns || 100) - 40))
   printResult(command, { ok: true, ...report, ...(html ? { html } : {}) }, () =>
-    shownOrSaid(id, () => (flags.markdown ? renderMarkdown(report) : renderRunText(report, outcomeSentence(report), columns))),
+    shownOrSaid(id, () => (flags.markdown ? renderMarkdown(report, system) : renderRunText(report, outcomeSentence(report), columns))),
   )
 }
 
@@ -292,14 +307,15 @@ async function resume(id: string, flags: ResumeFlags, command: Command): Promise
 }
 
 /**
- * A backup run is not continued: the upgrade playbook would take it for an upgrade, and a new backup
- * is what an interrupted one is for (the store lists only complete backups: the manifest is last).
+ * A backup run (backup, restore, delete, prune) is not continued: the upgrade playbook would take it
+ * for an upgrade, and running the command again is what an interrupted one is for (the store lists
+ * only complete backups: the manifest is last; a restore is one transaction).
  */
 function refuseBackupRun(run: RunRecord): void {
-  if (run.kind === 'backup')
+  if (run.kind === 'backup' || run.kind === 'restore' || run.kind === 'delete' || run.kind === 'prune')
     throw new BadInputError(
-      `run ${run.id}: a backup run (${run.phase}); expected an upgrade or rollback run, since a backup is not resumed but taken again.`,
-      `Take a new one: svcops backup run --env ${run.environment}`,
+      `run ${run.id}: a ${run.kind} run (${run.phase}); expected an upgrade or rollback run, since a ${run.kind} is not resumed but ${run.kind === 'backup' ? 'taken' : 'run'} again.`,
+      run.kind === 'backup' ? `Take a new one: svcops backup run --env ${run.environment}` : `Run svcops backup ${run.kind} again.`,
     )
 }
 
@@ -313,12 +329,12 @@ async function runToResume(id: string, flags: ResumeFlags, command: Command): Pr
   const { env: name, stackFile } = globals(command)
   const { Journal, runsDir } = await import('../runs/journal.ts')
   if (existsSync(join(runsDir(), id, 'run.json')) || (!name && !stackFile)) return { journal: Journal.open(id) }
-  await useRunSystems()
+  const systems = await runSystems()
   const env = await environmentOf(command)
   const { openRunToContinue } = await import('../runs/run-listing.ts')
   const access = { dryRun: flags.dryRun ?? false, trustUnsigned: flags.trustUnsignedRun ?? false }
   // Neither here nor in the environment: the local folder's own sentence.
-  return { journal: (await openRunToContinue(env, id, access)) ?? Journal.open(id), env }
+  return { journal: (await openRunToContinue(env, systems, id, access)) ?? Journal.open(id), env }
 }
 
 /** `svcops resume ID --retry`: a new run to the same target, reusing the rolled-back run's verified backup. */

@@ -10,7 +10,6 @@ import { BadInputError } from '../core/errors.ts'
 import { assertVersion } from '../releases/versions.ts'
 import { Journal } from '../runs/journal.ts'
 import { listEnvironmentRuns, openRunToContinue, type RunAccess } from '../runs/run-listing.ts'
-import { describeSystem } from '../runs/system-description.ts'
 import type { Playbook } from '../runs/playbook.ts'
 import { newRunRecord, type RunRecord } from '../runs/run-record.ts'
 import type { RunSystem } from '../runs/run-system.ts'
@@ -144,15 +143,16 @@ function rolloutOf(params: LiveParams): Array<{ component: string; batches: stri
  * yet rolled back; one kept only in the environment is checked, and copied here unless `access.dryRun`.
  */
 export async function findLiveRunToRollBack(env: Environment, runId?: string, access: RunAccess = {}): Promise<Journal> {
-  describeSystem(liveDescription)
+  // This system's runs: the local folder and its own store in the environment.
+  const systems = [liveDescription]
   const id =
     runId ??
-    (await listEnvironmentRuns(env)).find(
+    (await listEnvironmentRuns(env, systems)).find(
       (r) => r.environment === env.name && r.system === 'live' && r.kind === 'upgrade' && r.phase !== 'no-op',
     )?.id
   if (!id) throw new BadInputError(`There is no live upgrade run of environment '${env.name}' to roll back.`)
   // Neither here nor in the environment: the local folder's own sentence.
-  const journal = (await openRunToContinue(env, id, access)) ?? Journal.open(id)
+  const journal = (await openRunToContinue(env, systems, id, access)) ?? Journal.open(id)
   const run = journal.run
   if (run.system !== 'live')
     throw new BadInputError(

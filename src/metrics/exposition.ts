@@ -11,6 +11,7 @@
 import { canaryScoreOf } from '../analysis/soak-report.ts'
 import { sanitizeLine } from '../core/sanitize.ts'
 import { buildReport, type RunReport } from '../reports/report.ts'
+import { systemIn, type Systems } from '../runs/system-description.ts'
 import { Journal } from '../runs/journal.ts'
 import type { RunPhase, RunRecord } from '../runs/run-record.ts'
 
@@ -78,10 +79,10 @@ function backupFacts(reports: RunReport[]): { backupAt?: number; bytes?: number;
   return facts
 }
 
-/** The metrics of `environment` from the run records in `base` (see `listRuns`). */
-export function environmentMetrics(environment: string, runs: RunRecord[], base: string): string {
+/** The metrics of `environment` from the run records in `base` (see `listRuns`), each read as its system (of `systems`) sees it. */
+export function environmentMetrics(environment: string, runs: RunRecord[], base: string, systems: Systems): string {
   const mine = runs.filter((r) => r.environment === environment).slice(0, HISTORY)
-  const reports = mine.map((r) => buildReport(Journal.open(r.id, base)))
+  const reports = mine.map((r) => buildReport(Journal.open(r.id, base), systemIn(systems, r.system)))
   const kinds = [...new Set(mine.map((r) => r.kind))].sort()
   const last = new Map(kinds.map((k) => [k, reports.find((r) => r.run.kind === k) as RunReport]))
   const family = (name: string, help: string): Family => ({ name, help, type: 'gauge', samples: [] })

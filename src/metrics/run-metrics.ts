@@ -12,6 +12,7 @@ import { notifyConfigOf } from '../notify/run-hooks.ts'
 import { listRuns } from '../runs/journal.ts'
 import type { RunEvent } from '../runs/run-events.ts'
 import { environmentMetrics } from './exposition.ts'
+import type { Systems } from '../runs/system-description.ts'
 import { pushMetrics, textfilePath, writeTextfile } from './publish.ts'
 
 /** Options of the command line that started the run (`--metrics-file`). */
@@ -26,8 +27,8 @@ export function setRunOutputOptions(options: RunOutputOptions): void {
   commandLine = options
 }
 
-/** The metrics' observer of runs: the environment's exposition published after each run's report. */
-export async function publishRunMetrics(event: RunEvent): Promise<void> {
+/** The metrics' observer of runs: the environment's exposition published after each run's report (`systems`: how each run is read). */
+export async function publishRunMetrics(event: RunEvent, systems: Systems): Promise<void> {
   if (event.kind !== 'run-ended') return
   const { journal } = event
   const config = notifyConfigOf(journal.run)
@@ -38,7 +39,7 @@ export async function publishRunMetrics(event: RunEvent): Promise<void> {
   if (!file && !gateway) return
   try {
     const base = dirname(journal.dir)
-    const text = environmentMetrics(journal.run.environment, listRuns(base), base)
+    const text = environmentMetrics(journal.run.environment, listRuns(base), base, systems)
     if (file) writeTextfile(file, text)
     if (gateway) await pushMetrics(gateway, journal.run.environment, text)
   } catch (error) {

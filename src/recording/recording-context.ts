@@ -10,9 +10,9 @@ import { BadInputError, LockedError, errorMessage, withFacts } from '../core/err
 import { events } from '../core/events.ts'
 import { Journal } from '../runs/journal.ts'
 import { listEnvironmentRuns, openRunToContinue, type RunAccess } from '../runs/run-listing.ts'
-import { describeSystem } from '../runs/system-description.ts'
 import { recordingDescription } from './recording-description.ts'
 import { isFinished, type RunRecord } from '../runs/run-record.ts'
+import { isBackupRun } from '../backup/held-by-runs.ts'
 import { acquireEnvironmentLock, breakRefused, type EnvironmentLock, type LockHolder } from '../runs/lock.ts'
 import type { Opened } from '../runs/playbook.ts'
 import type { UpgradeDeps } from './deps.ts'
@@ -130,8 +130,9 @@ function unfinishedHolder(env: Environment, dead: LockHolder, breakLock: boolean
   let where = 'an unknown step'
   try {
     const journal = Journal.open(dead.runId)
-    // A rehearsal changed nothing in production: killed, it leaves nothing to finish (the next one drops its copy).
-    if (isFinished(journal.run) || journal.run.kind === 'rehearse') return undefined
+    // A rehearsal changed nothing in production: killed, it leaves nothing to finish (the next one drops its copy);
+    // nor does a backup run (the restore is one transaction, the others are run again).
+    if (isFinished(journal.run) || journal.run.kind === 'rehearse' || isBackupRun(journal.run)) return undefined
     const last = journal.entries().at(-1)
     if (last) where = `${last.step}${last.host ? ` on ${last.host}` : ''}`
   } catch {
@@ -154,15 +155,16 @@ function unfinishedHolder(env: Environment, dead: LockHolder, breakLock: boolean
  * machine is checked, and copied into the local folder first unless `access.dryRun`: run-listing.ts).
  */
 export async function findRunToRollBack(env: Environment, runId?: string, access: RunAccess = {}): Promise<Journal> {
-  describeSystem(recordingDescription)
+  // This system's runs: the local folder and its own store in the environment.
+  const systems = [recordingDescription]
   const upgrades = runId
     ? []
-    : (await listEnvironmentRuns(env)).filter(
+    : (await listEnvironmentRuns(env, systems)).filter(
         (r) => r.environment === env.name && r.kind === 'upgrade' && r.system === 'recording' && changedSomething(r),
       )
   const id = runId ?? upgrades.find((r) => r.phase !== 'rolled-back')?.id
   // Neither here nor in the environment: the local folder's own sentence.
-  const journal = id ? ((await openRunToContinue(env, id, access)) ?? Journal.open(id)) : undefined
+  const journal = id ? ((await openRunToContinue(env, systems, id, access)) ?? Journal.open(id)) : undefined
   if (!id || !journal) {
     // The newest upgrade was rolled back already (automatically, or on request): say which, not that there is none.
     const undone = upgrades[0]

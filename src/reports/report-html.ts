@@ -149,7 +149,7 @@ function section(title: string, body: string): string {
 }
 
 /** The whole report page. */
-export function renderHtml(report: RunReport, system?: SystemDescription): string {
+export function renderHtml(report: RunReport, system: SystemDescription | undefined): string {
   const { run } = report
   const timeline = buildTimeline(report)
   const bad = run.phase !== 'succeeded' && run.phase !== 'running'

@@ -1,10 +1,10 @@
 /**
  * A run's system as its report reads it: the view of its targets and the facts and sections it
- * contributes — from the description given, else the one made known under the run's system name;
- * a system not described gets no targets and no sections.
+ * contributes — from the description its caller gives (the run's system, from the registry built at
+ * the edge); a run without one gets no targets and no sections.
  */
 import type { RunRecord } from '../runs/run-record.ts'
-import { describedSystem, type RunView, type SystemDescription } from '../runs/system-description.ts'
+import type { RunView, SystemDescription } from '../runs/system-description.ts'
 import type { ReportSection } from './report-section.ts'
 
 /** What a report knows of a run's system: the view of its targets, and the sections it contributes. */
@@ -17,7 +17,7 @@ export interface ReportSystem {
 }
 
 /** A system's description as a report reads it; a system not described gets no targets and no sections. */
-export function reportSystemOf(run: RunRecord, system: SystemDescription | undefined = describedSystem(run.system)): ReportSystem {
+export function reportSystemOf(run: RunRecord, system: SystemDescription | undefined): ReportSystem {
   if (!system)
     return { view: () => ({ targets: [], batches: [], previousVersions: {} }), facts: () => [], sections: [], next: () => undefined }
   return {

@@ -19,7 +19,7 @@ import { renderFailureLines, summarizeFailure } from './failure-summary.ts'
 import { renderHtml } from './report-html.ts'
 import { fencedBlock } from './report-section.ts'
 import { reportSystemOf } from './report-system.ts'
-import { wordsOf } from './timeline.ts'
+import { kindTitle, wordsOf } from './timeline.ts'
 import type { HostDowntime, RunReport } from './report-types.ts'
 
 export type { HostDowntime, RunReport } from './report-types.ts'
@@ -41,8 +41,8 @@ export function downtimeOf(entries: JournalEntry[], hosts: string[]): HostDownti
   })
 }
 
-/** Builds the report of a run from its journal (`system`: the run's system, else the one described under its name). */
-export function buildReport(journal: Journal, system?: SystemDescription): RunReport {
+/** Builds the report of a run from its journal (`system`: the run's system; none: no targets, no sections). */
+export function buildReport(journal: Journal, system: SystemDescription | undefined): RunReport {
   const entries = journal.entries()
   const run = journal.run
   const of = reportSystemOf(run, system)
@@ -70,14 +70,14 @@ export function buildReport(journal: Journal, system?: SystemDescription): RunRe
 }
 
 /** The readable report. Every value in it is one line with its control characters escaped. */
-export function renderMarkdown(original: RunReport, system?: SystemDescription): string {
+export function renderMarkdown(original: RunReport, system: SystemDescription | undefined): string {
   // Redacted before it is escaped: an escape must not split a secret's bytes out of reach.
   const redacted = redactDeep(original)
   const report = sanitizeDeep(redacted)
   const { run, view } = report
   const of = reportSystemOf(run, system)
   const present = of.sections.filter((s) => report[s.key] !== undefined)
-  const lines: string[] = [`# ${run.kind === 'upgrade' ? 'Upgrade' : run.kind === 'backup' ? 'Backup' : 'Rollback'} run ${run.id}`, '']
+  const lines: string[] = [`# ${kindTitle(report)} run ${run.id}`, '']
   // A failed run opens with what an on-call engineer needs first; the facts follow.
   if (report.failure) lines.push(...fencedBlock('', renderFailureLines(report.failure).join('\n')), '')
   lines.push(
@@ -122,7 +122,7 @@ export function renderMarkdown(original: RunReport, system?: SystemDescription):
 }
 
 /** Writes report.json, report.md and report.html into the run folder and returns the report. */
-export function writeReport(journal: Journal, system?: SystemDescription): RunReport {
+export function writeReport(journal: Journal, system: SystemDescription | undefined): RunReport {
   const report = redactDeep(buildReport(journal, system))
   writeFileAtomic(journal.file('report.json'), stringifyForTerminal(report, 2) + '\n')
   writeFileAtomic(journal.file('report.md'), renderMarkdown(report, system))

@@ -172,6 +172,9 @@ const KIND_TITLE: Readonly<Record<RunReport['run']['kind'], string>> = {
   backup: 'Backup',
   verify: 'Verification',
   rehearse: 'Rehearsal',
+  restore: 'Restore',
+  delete: 'Deletion',
+  prune: 'Prune',
 }
 
 /** The run's kind as a title: "Upgrade". */

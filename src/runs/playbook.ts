@@ -31,7 +31,7 @@ import type { RunStore } from './run-store.ts'
 import { runEndWriter, tellObservers } from './run-events.ts'
 import type { RunReport } from './run-report.ts'
 import { holderName, phaseToContinue, type RunKind, type RunParams, type RunRecord } from './run-record.ts'
-import { describedSystem, describeSystem, type SystemDescription } from './system-description.ts'
+import type { SystemDescription } from './system-description.ts'
 import { Phase } from './step.ts'
 
 /** A playbook: its procedure, and the way back its failure policy takes. `P`: the params of its system's runs. */
@@ -96,7 +96,7 @@ export interface RunSetup<C, P extends RunParams = RunParams> {
   journal: Journal<P>
   lock: HeldLock
   open(journal: Journal<P>): Promise<Opened<C>>
-  /** The system the run acts on, for its report and the observers (else the one described under the record's name). */
+  /** The system the run acts on, for its report and the observers (none: a report without targets or sections). */
   system?: SystemDescription<P>
   /** The environment's store the run is also written to as it goes (the local folder stays the first copy). */
   store?: RunStore
@@ -231,9 +231,7 @@ async function driveRun<C, P extends RunParams>(
     if (!options.resumed && isRefusal(error)) await discardRun(journal)
     throw error
   })
-  // The system the run acts on is known to every report from now on (the metrics read the environment's other runs).
-  if (setup.system) describeSystem(setup.system)
-  const system = setup.system ?? describedSystem(journal.run.system)
+  const { system } = setup
   const targets = system?.view(journal.run).targets ?? []
   await tellObservers({ kind: 'run-started', journal, resumed: options.resumed ?? false, targets })
   let failure: unknown

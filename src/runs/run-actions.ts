@@ -14,7 +14,7 @@ import { planRun, resumeRun, startRun, type RunOutcome } from './playbook.ts'
 import { isFinished, newRunRecord, phaseToContinue, withParams, type RunParams, type RunRecord } from './run-record.ts'
 import type { RunPlan, RunRequest, RunSystem } from './run-system.ts'
 import type { RunStore } from './run-store.ts'
-import { describeSystem, type SystemDescription } from './system-description.ts'
+import type { SystemDescription } from './system-description.ts'
 
 /** The record of a new run of `system` from `req` (validated by the system). */
 export function newSystemRecord<P extends RunParams, Req extends RunRequest, C>(system: RunSystem<P, Req, C>, req: Req): RunRecord<P> {
@@ -26,7 +26,6 @@ export async function startSystemRun<P extends RunParams, Req extends RunRequest
   system: RunSystem<P, Req, C>,
   req: Req,
 ): Promise<RunOutcome> {
-  describeSystem(system)
   const record = newSystemRecord(system, req)
   const breakLock = req.breakLock ?? false
   const { lock, takeOver } = await system.lock(req.env, record, breakLock ? { breakLock, force: req.force ?? false } : {})
@@ -48,7 +47,6 @@ export async function resumeSystemRun<P extends RunParams, Req extends RunReques
   id: string,
   options: { rollback?: boolean; breakLock?: boolean; force?: boolean } & RecordedFrom,
 ): Promise<RunOutcome> {
-  describeSystem(system)
   const { journal, env } = continuationOf(system, id, options)
   const breakLock = options.breakLock ?? false
   const { lock, takeOver } = await system.lock(env, journal.run, {

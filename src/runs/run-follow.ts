@@ -14,6 +14,7 @@ import { BadInputError, ExitCode, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { Journal, runsDir, type JournalEntry } from './journal.ts'
 import { environmentStores } from './run-listing.ts'
+import type { Systems } from './system-description.ts'
 import { heldHere, presentRun } from './run-presence.ts'
 import { assertRunId, isFinished, isPaused, readRunRecord, type RunRecord } from './run-record.ts'
 
@@ -49,8 +50,8 @@ export function localRunSource(id: string, base = runsDir()): RunSource {
 }
 
 /** Run `id` as environment `env`'s stores keep it, its holder asked of through the environment's lock. */
-export function storeRunSource(env: Environment, id: string): RunSource {
-  const stores = environmentStores(env)
+export function storeRunSource(env: Environment, systems: Systems, id: string): RunSource {
+  const stores = environmentStores(env, systems)
   return {
     id,
     where: stores.map((s) => s.where).join(', ') || `environment '${env.name}' (it keeps no runs)`,
@@ -74,13 +75,14 @@ export function storeRunSource(env: Environment, id: string): RunSource {
  * Where `svcops runs watch ID` reads run `id`: its folder here while this machine holds it; else
  * the environment's store (`env`, or the stack file the run names), which the holder writes to as
  * it goes — a local copy of a run held elsewhere does not change. Refused when neither has it.
+ * `systems`: whose stores the environment is read from.
  */
-export function runSourceOf(id: string, env: Environment | undefined, base = runsDir()): RunSource {
+export function runSourceOf(id: string, env: Environment | undefined, systems: Systems, base = runsDir()): RunSource {
   assertRunId(id)
   const here = existsSync(join(base, id, 'run.json')) ? Journal.open(id, base).run : undefined
   if (here && heldHere(here)) return localRunSource(id, base)
   const where = env ?? (here ? environmentOfRun(here) : undefined)
-  if (where && environmentStores(where).length) return storeRunSource(where, id)
+  if (where && environmentStores(where, systems).length) return storeRunSource(where, systems, id)
   if (here) return localRunSource(id, base)
   throw new BadInputError(
     `There is no run '${id}' in ${base}${env ? ` nor in environment '${env.name}'` : ''}.`,

@@ -16,7 +16,7 @@ import { heldHere, presentRun } from './run-presence.ts'
 import { assertRunTrusted, TRUST_UNSIGNED_FLAG } from './run-mac.ts'
 import { holderName, isFinished, isRunId, type RunRecord } from './run-record.ts'
 import { newestFirst, type RunStore, type RunWrite, type StoredRun } from './run-store.ts'
-import { describedSystems } from './system-description.ts'
+import type { Systems } from './system-description.ts'
 
 /** The local runs folder as a store: what `runs list` shows without an environment, and where copies land. */
 export function localRunStore(base = runsDir()): RunStore {
@@ -52,9 +52,9 @@ export function localRunStore(base = runsDir()): RunStore {
   }
 }
 
-/** The stores environment `env` keeps runs in (one per system it has, or only system `only`'s), each opened lazily. */
-export function environmentStores(env: Environment, only?: string): RunStore[] {
-  return describedSystems().flatMap((system) => {
+/** The stores environment `env` keeps runs in (one per system of `systems` it has, or only system `only`'s), each opened lazily. */
+export function environmentStores(env: Environment, systems: Systems, only?: string): RunStore[] {
+  return systems.flatMap((system) => {
     if (only !== undefined && system.name !== only) return []
     const store = system.runStore?.(env)
     return store ? [store] : []
@@ -69,16 +69,17 @@ export function environmentStores(env: Environment, only?: string): RunStore[] {
  * — unless `strict`, for a reader that must not decide on part of the runs (retention): then it
  * throws. `system`: only that system's runs, and only its store is read.
  * A stored record that is refused (run-mac.ts) is said and left out — never followed — unless
- * `includeRefused` (a view, which shows it as refused).
+ * `includeRefused` (a view, which shows it as refused). `systems`: whose stores are read.
  */
 export async function listEnvironmentRuns(
   env: Environment,
+  systems: Systems,
   options: { base?: string; strict?: boolean; system?: string; includeRefused?: boolean } = {},
 ): Promise<RunRecord[]> {
   const byId = new Map<string, { record: RunRecord; store?: RunStore }>()
   const wanted = (r: RunRecord) => r.environment === env.name && (options.system === undefined || r.system === options.system)
   for (const record of listRuns(options.base ?? runsDir()).filter(wanted)) byId.set(record.id, { record })
-  const stores = environmentStores(env, options.system)
+  const stores = environmentStores(env, systems, options.system)
   try {
     for (const store of stores) {
       let records: RunRecord[]
@@ -115,9 +116,9 @@ async function presented(record: RunRecord, store: RunStore | undefined): Promis
   return presentRun(record, state)
 }
 
-/** Run `id` as environment `env`'s stores keep it, or undefined when none does. */
-export async function readEnvironmentRun(env: Environment, id: string): Promise<StoredRun | undefined> {
-  const stores = environmentStores(env)
+/** Run `id` as environment `env`'s stores (those of `systems`) keep it, or undefined when none does. */
+export async function readEnvironmentRun(env: Environment, systems: Systems, id: string): Promise<StoredRun | undefined> {
+  const stores = environmentStores(env, systems)
   try {
     for (const store of stores) {
       const found = await store.readRun(id).catch((error: unknown) => {
@@ -147,10 +148,16 @@ export interface RunAccess {
  * continue it. A record that is refused, or unsigned without `trustUnsigned`, is refused (one
  * sentence) and nothing is written. True when the run is (now) in the local folder.
  */
-export async function copyRunFromEnvironment(env: Environment, id: string, base = runsDir(), access: RunAccess = {}): Promise<boolean> {
+export async function copyRunFromEnvironment(
+  env: Environment,
+  systems: Systems,
+  id: string,
+  base = runsDir(),
+  access: RunAccess = {},
+): Promise<boolean> {
   if (!isRunId(id)) return false
   if (existsSync(join(base, id, 'run.json'))) return true
-  const found = await trustedEnvironmentRun(env, id, access)
+  const found = await trustedEnvironmentRun(env, systems, id, access)
   if (!found) return false
   await localRunStore(base).write({ record: found.record, from: 0, all: found.entries })
   events.info(`Run ${id} was copied from the environment to ${join(base, id)}.`)
@@ -164,20 +171,21 @@ export async function copyRunFromEnvironment(env: Environment, id: string, base 
  */
 export async function openRunToContinue(
   env: Environment,
+  systems: Systems,
   id: string,
   access: RunAccess = {},
   base = runsDir(),
 ): Promise<Journal | undefined> {
   if (!isRunId(id)) return undefined
   if (existsSync(join(base, id, 'run.json'))) return Journal.open(id, base)
-  if (!access.dryRun) return (await copyRunFromEnvironment(env, id, base, access)) ? Journal.open(id, base) : undefined
-  const found = await trustedEnvironmentRun(env, id, access)
+  if (!access.dryRun) return (await copyRunFromEnvironment(env, systems, id, base, access)) ? Journal.open(id, base) : undefined
+  const found = await trustedEnvironmentRun(env, systems, id, access)
   return found ? Journal.inMemory(found.record, base, found.entries) : undefined
 }
 
 /** Run `id` as `env`'s stores keep it, refused unless trusted, as the local copy would hold it. */
-async function trustedEnvironmentRun(env: Environment, id: string, access: RunAccess): Promise<StoredRun | undefined> {
-  const found = await readEnvironmentRun(env, id)
+async function trustedEnvironmentRun(env: Environment, systems: Systems, id: string, access: RunAccess): Promise<StoredRun | undefined> {
+  const found = await readEnvironmentRun(env, systems, id)
   if (!found) return undefined
   assertRunTrusted(found.record, access.trustUnsigned ?? false)
   const { trust, ...record } = found.record

@@ -18,7 +18,7 @@ import { readEnvironmentRun } from './run-listing.ts'
 import { assertRunTrusted, runKeyOf } from './run-mac.ts'
 import { heldHere, presentRun } from './run-presence.ts'
 import { assertRunId, isPaused, type RunRecord } from './run-record.ts'
-import { describedSystem } from './system-description.ts'
+import { systemIn, type Systems } from './system-description.ts'
 
 /** What `decideRun` kept, and what the run will do with it. */
 export interface KeptDecision {
@@ -29,8 +29,10 @@ export interface KeptDecision {
   holderGone: boolean
 }
 
-/** How a decision reaches its run: the local runs folder, and `--trust-unsigned-run`. */
+/** How a decision reaches its run: the systems whose stores keep runs, the local runs folder, and `--trust-unsigned-run`. */
 export interface DecisionAccess {
+  /** The systems, for the store of the run's own (built at the edge). */
+  systems: Systems
   base?: string
   /** An unsigned record read from an environment that signs its runs may be decided for (as a resume's flag). */
   trustUnsigned?: boolean
@@ -41,7 +43,7 @@ export async function decideRun(
   id: string,
   decision: Decision['decision'],
   env: Environment | undefined,
-  access: DecisionAccess = {},
+  access: DecisionAccess,
 ): Promise<KeptDecision> {
   const { record, local, pause } = await findDecidable(id, decision, env, access)
   const where = env ?? environmentOfRecord(record)
@@ -57,7 +59,7 @@ export async function decideRun(
   let counted: Decision | undefined
   // The store first: a decision taken on another machine before this one counts here too. It records
   // who decided and when itself (the database role, its clock), not what this machine says.
-  const store = where ? describedSystem(record.system)?.runStore?.(where) : undefined
+  const store = where ? systemIn(access.systems, record.system)?.runStore?.(where) : undefined
   if (store?.decide) {
     try {
       const { kept: first, first: isOurs } = await store.decide(id, ours)
@@ -95,11 +97,11 @@ async function findDecidable(
   id: string,
   decision: Decision['decision'],
   env: Environment | undefined,
-  { base = runsDir(), trustUnsigned = false }: DecisionAccess,
+  { systems, base = runsDir(), trustUnsigned = false }: DecisionAccess,
 ): Promise<{ record: RunRecord; local: Journal | undefined; pause: PauseRef | undefined }> {
   assertRunId(id)
   const local = existsSync(join(base, id, 'run.json')) ? Journal.open(id, base) : undefined
-  const stored = env && (!local || !heldHere(local.run)) ? await readEnvironmentRun(env, id) : undefined
+  const stored = env && (!local || !heldHere(local.run)) ? await readEnvironmentRun(env, systems, id) : undefined
   // The resume's rule: refused never; unsigned only on the operator's word. Where the stack names no
   // run key every run is unsigned and a decision carries no MAC, so the store's role alone decides.
   if (stored) assertRunTrusted(stored.record, trustUnsigned || !runKeyOf(env ?? {}))
@@ -140,12 +142,12 @@ export async function planDecision(
   id: string,
   decision: Decision['decision'],
   env: Environment | undefined,
-  access: DecisionAccess = {},
+  access: DecisionAccess,
 ): Promise<PlannedDecision> {
   const { record, local } = await findDecidable(id, decision, env, access)
   const wouldKeep: string[] = []
   const where = env ?? environmentOfRecord(record)
-  const store = where ? describedSystem(record.system)?.runStore?.(where) : undefined
+  const store = where ? systemIn(access.systems, record.system)?.runStore?.(where) : undefined
   if (store) {
     if (store.decide) wouldKeep.push(store.where)
     await store.close()

@@ -1,8 +1,8 @@
 /**
  * What reports, notifications and metrics know of a system: its name, the schema of its runs'
  * params, its view of a run (targets, batches, window, versions before) and what it adds to a
- * report. Descriptions are made known at the edge (the CLI) or by the engine when it runs a system,
- * so that the report of any run can be built from its folder alone.
+ * report. The edge (the CLI, a playbook's script) builds the list of descriptions (`Systems`) and
+ * passes it to the readers of runs; the engine is given the description of the system it runs.
  */
 import type { z } from 'zod'
 import type { Environment } from '../config/schema.ts'
@@ -55,29 +55,15 @@ export interface SystemDescription<P extends RunParams = RunParams> {
   runStore?(env: Environment): RunStore | undefined
 }
 
-const described = new Map<string, SystemDescription>()
-
-/** Makes a system's description known to reports, notifications and metrics (the last one given for a name counts). */
-export function describeSystem(description: SystemDescription): void {
-  described.set(description.name, description)
-}
-
-/** Every system made known, in the order they were. */
-export function describedSystems(): SystemDescription[] {
-  return [...described.values()]
-}
-
 /**
- * Makes exactly `descriptions` known again, as `describedSystems()` returned them: what a caller
- * that made systems known in a process others go on using (a test file in a shared worker) does to
- * leave it as it found it.
+ * The systems a process knows, built at the edge from each system's folder
+ * (playbooks/lib/system-folders.ts) and passed to whatever reads runs of any system: the listing of
+ * an environment's runs (their stores), reports, metrics, decisions. Nothing fills it as a side
+ * effect of an import.
  */
-export function restoreDescribedSystems(descriptions: SystemDescription[]): void {
-  described.clear()
-  for (const d of descriptions) described.set(d.name, d)
-}
+export type Systems = readonly SystemDescription[]
 
-/** The description of system `name`, if it was made known. */
-export function describedSystem(name: string): SystemDescription | undefined {
-  return described.get(name)
+/** The description of system `name` among `systems`, if there is one. */
+export function systemIn(systems: Systems, name: string): SystemDescription | undefined {
+  return systems.find((s) => s.name === name)
 }

@@ -35,6 +35,8 @@ describe('svcops backup (CLI)', () => {
 
   beforeAll(async () => {
     bed = await startBackupBed(300)
+    // restore and delete are runs: their folders go to the bed's runs folder.
+    process.env.SVCOPS_RUNS_DIR = join(bed.dir, 'command-runs')
     process.env.SVCOPS_TEST_DB_PASSWORD = SERVICE_PASSWORD
     envFile = join(bed.dir, 'Pulumi.clitest.yaml')
     writeFileSync(
@@ -63,6 +65,7 @@ describe('svcops backup (CLI)', () => {
     )
   })
   afterAll(async () => {
+    delete process.env.SVCOPS_RUNS_DIR
     delete process.env.SVCOPS_TEST_DB_PASSWORD
     await bed?.stop()
   })
@@ -150,6 +153,7 @@ describe('svcops backup (CLI)', () => {
 
   it('backup run: the nightly playbook creates, verifies with a test restore and prunes, journaled as a run, and writes --metrics-file; its dry run changes nothing', async () => {
     const runsDir = join(bed.dir, 'runs')
+    const commandRuns = process.env.SVCOPS_RUNS_DIR
     process.env.SVCOPS_RUNS_DIR = runsDir
     try {
       const dry = await run('--json', 'backup', 'run', '--keep-last', '1', '--dry-run')
@@ -183,7 +187,7 @@ describe('svcops backup (CLI)', () => {
       expect(before).toBeGreaterThanOrEqual(1)
       expect(existsSync(join(runsDir, answer.runId, 'report.md'))).toBe(true)
     } finally {
-      delete process.env.SVCOPS_RUNS_DIR
+      process.env.SVCOPS_RUNS_DIR = commandRuns
     }
   })
 
@@ -233,6 +237,55 @@ describe('svcops backup (CLI)', () => {
       await c.end()
     }
     expect(((await run('--json', 'backup', 'list')).json().backups as { id: string }[]).map((b) => b.id)).toContain(made.id)
+  })
+
+  it('backup restore is a locked run: refused beside a running upgrade naming it, nothing restored; done, it is in runs list with who, what and from which backup', async () => {
+    const made = (await run('--json', 'backup', 'create')).json().backup as { id: string }
+    const db = {
+      host: bed.database.host,
+      port: bed.database.port,
+      name: bed.database.name,
+      user: bed.database.user,
+      password: { env: 'SVCOPS_TEST_DB_PASSWORD' },
+    }
+    await bed.sql('DELETE FROM recordings WHERE id > 200')
+    const count = async () => (await bed.sql('SELECT count(*)::int AS n FROM recordings'))[0]?.n
+    const since = new Date().toISOString()
+    const upgrade = '20261202T140000Z-9f8e7d'
+    const holding = await acquireEnvironmentLock(db, {
+      environment: 'clitest',
+      holder: { runId: upgrade, holder: 'ops@elsewhere', pid: 4545, since },
+    })
+    const runsBefore = ((await run('--json', 'runs', 'list')).json().runs as unknown[]).length
+    try {
+      const refused = await run('backup', 'restore', made.id, '--yes')
+      expect(refused.code).toBe(3)
+      expect(refused.stderr).toContain(
+        `backup restore: run ${upgrade} (ops@elsewhere, pid 4545, since ${since}) is running or paused and holds the lock of environment 'clitest'; nothing was restored.`,
+      )
+    } finally {
+      await holding.release()
+    }
+    expect(await count()).toBe(200)
+    // A refusal is not a run: nothing was journaled.
+    expect(((await run('--json', 'runs', 'list')).json().runs as unknown[]).length).toBe(runsBefore)
+
+    const restored = await run('--json', 'backup', 'restore', made.id, '--yes')
+    expect(restored.code, restored.stderr).toBe(0)
+    const runId = restored.json().runId as string
+    expect(await count()).toBe(300)
+    const listed = (await run('--json', 'runs', 'list', '--kind', 'restore')).json().runs as {
+      id: string
+      kind: string
+      phase: string
+      holder: string
+      startedAt: string
+      params: { backupId?: string }
+    }[]
+    expect(listed.find((r) => r.id === runId)).toMatchObject({ kind: 'restore', phase: 'succeeded', params: { backupId: made.id } })
+    expect(listed.find((r) => r.id === runId)?.holder).toMatch(/@/)
+    const shown = await run('runs', 'show', runId, '--markdown')
+    expect(shown.stdout).toContain(`restored backup ${made.id} into ${bed.database.name}`)
   })
 
   it('writes a key pair GnuPG can read, 0600 private, and never overwrites it', async () => {

@@ -83,7 +83,7 @@ function resume(env: Environment, id: string, rollback: boolean): Promise<unknow
     playbook: backupRecording,
     journal,
     lock: { release: () => Promise.resolve() },
-    open: openBackupRun(env, RETENTION),
+    open: openBackupRun(env, RETENTION, recordingDescription),
     system: recordingDescription,
   }
   return resumeRun(setup, rollback ? { rollback: true } : {}).catch((error: unknown) => error)

@@ -15,11 +15,9 @@ import { emptyRecordingParams } from '../../src/recording/recording-params.ts'
 import { recordingDescription } from '../../src/recording/recording-description.ts'
 import { Journal } from '../../src/runs/journal.ts'
 import { newRunRecord } from '../../src/runs/run-record.ts'
-import { restoreDescribedSystemsAfterFile } from '../support/described-systems.ts'
 import { liveDescription } from '../../src/live/live-description.ts'
 
 // writeFailedRun makes the recording service known to reports, as the CLI does.
-restoreDescribedSystemsAfterFile()
 
 const RUN = '20261124T023000Z-a1b2c3'
 

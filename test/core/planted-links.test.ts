@@ -126,7 +126,7 @@ describe('no write through a planted link', () => {
     for (const name of ['report.json', 'report.md', 'report.html']) plant(journal.file(name), victim(name))
     journal.append({ step: 'create', status: 'start' })
     journal.update({ phase: 'succeeded', finishedAt: new Date().toISOString() })
-    writeReport(journal)
+    writeReport(journal, undefined)
     expectUntouched(target)
     for (const name of ['report.json', 'report.md', 'report.html']) {
       expectUntouched(join(dir, 'victims', name))

@@ -164,6 +164,79 @@ describe('the apt and systemd drivers through sudo', { timeout: 600_000 }, () =>
     }
   })
 
+  it('doctor names a unit that fails its start (Restart= restarting it, or its start limit hit) with the journal as evidence', async () => {
+    const rec2 = host('rec-2')
+    const before = await asSshUser('rec-2', ['dpkg-query', '-W', '-f=${Version}', 'svc-recording'])
+    const apt = (version: string) =>
+      runAsHostRoot(rec2, [
+        'apt-get',
+        'install',
+        '-y',
+        '--allow-downgrades',
+        '-o',
+        'Dpkg::Options::=--force-confold',
+        `svc-recording=${version}`,
+      ])
+    // A release whose migration fails: the service exits non-zero at every start, the database stays as it was.
+    await apt('2.1.0+migfail')
+    try {
+      await runAsHostRoot(rec2, ['systemctl', 'restart', 'svc-recording'])
+      let state = ''
+      for (let i = 0; i < 300 && !/NRestarts=[1-9]|ActiveState=failed/.test(state); i++) {
+        state = await asSshUser('rec-2', ['systemctl', 'show', '--property=ActiveState,NRestarts', '--', 'svc-recording'])
+        await new Promise((r) => setTimeout(r, 100))
+      }
+      expect(state).toMatch(/NRestarts=[1-9]|ActiveState=failed/)
+      const doctor = await svcops(['doctor', 'recording', '--json'])
+      expect(doctor.code, doctor.stderr).toBe(ExitCode.findings)
+      const found = (JSON.parse(doctor.stdout) as { findings: { cause: string; host: string; summary: string; evidence: string[] }[] })
+        .findings
+      const unit = found.find((f) => f.cause === 'service-start')
+      expect(unit, doctor.stdout).toMatchObject({ host: 'rec-2' })
+      // Type=simple counts as running from the exec on: caught in auto-restart, failed, or restarted again while watched.
+      expect(unit!.summary).toMatch(
+        /^svc-recording fails its start: its service manager (shows it (failed|activating \(auto-restart\))|restarted it while the doctor watched)/,
+      )
+      // The journal's line, never systemd's cgroup note.
+      expect(unit!.evidence.join('\n')).toMatch(/last log line: .* FATAL /)
+      expect(unit!.evidence.join('\n')).not.toContain('Failed to kill control group')
+      expect(found.filter((f) => f.cause === 'service-start').map((f) => f.host)).toEqual(['rec-2'])
+    } finally {
+      await apt(before)
+      await runAsHostRoot(rec2, ['systemctl', 'reset-failed', 'svc-recording'], { check: false })
+      await runAsHostRoot(rec2, ['systemctl', 'restart', 'svc-recording'])
+    }
+    // Back as it was (verify would still see the failed starts' FATAL lines of the last ten minutes).
+    expect(await asSshUser('rec-2', ['dpkg-query', '-W', '-f=${Version}', 'svc-recording'])).toBe(before)
+    expect(await asSshUser('rec-2', ['systemctl', 'is-active', 'svc-recording'])).toBe('active')
+  })
+
+  it('doctor names a full disk: the package cache on a filesystem with no room left', async () => {
+    const rec1 = host('rec-1')
+    const cache = '/var/cache/apt/archives'
+    await runAsHostRoot(rec1, ['mount', '-t', 'tmpfs', '-o', 'size=1m', 'svcops-test-full', cache])
+    try {
+      await runAsHostRoot(rec1, ['sh', '-c', 'dd if=/dev/zero of="$1/filler" bs=4k 2>/dev/null; true', 'sh', cache])
+      const doctor = await svcops(['doctor', 'recording', '--json'])
+      expect(doctor.code, doctor.stderr).toBe(ExitCode.findings)
+      const found = (JSON.parse(doctor.stdout) as { findings: { cause: string; host: string; severity: string; summary: string }[] })
+        .findings
+      // The one error; disk-io may add a warning of a slow synchronous write on a loaded machine.
+      const errors = found.filter((f) => f.severity === 'error')
+      expect(errors.map((f) => [f.cause, f.host])).toEqual([['disk-space', 'rec-1']])
+      expect(errors[0]!.summary).toMatch(
+        /^The filesystem of apt's package cache \/var\/cache\/apt\/archives is full: 0 KiB free of 1024 KiB/,
+      )
+      // Found before anything stops: the upgrade's preflight refuses.
+      const run = await svcops(['upgrade', 'recording', '--to', '2.0.0', '--yes'])
+      expect(run.code).not.toBe(ExitCode.ok)
+      expect(run.stdout + run.stderr).toMatch(/on rec-1 \(disk-space\)/)
+    } finally {
+      await runAsHostRoot(rec1, ['umount', cache])
+    }
+    expect((await runAsHostRoot(rec1, ['cat', '/proc/self/mounts'])).stdout).not.toContain('svcops-test-full')
+  })
+
   it('with one sudo rule removed, the upgrade is refused before anything stops, naming the rule', async () => {
     const rec2 = host('rec-2')
     const original = (await runAsHostRoot(rec2, ['cat', '/etc/sudoers.d/svcops'])).stdout

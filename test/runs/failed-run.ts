@@ -8,19 +8,19 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { recordingDescription } from '../../src/recording/recording-description.ts'
+
+export { recordingDescription }
 import { Journal, type JournalEntry } from '../../src/runs/journal.ts'
 import type { RunRecord } from '../../src/runs/run-record.ts'
-import { describeSystem } from '../../src/runs/system-description.ts'
 
 export const T0 = Date.parse('2026-11-24T02:30:00.000Z')
 export const HOSTS = ['rec-1', 'rec-2', 'rec-3', 'rec-4', 'rec-5']
 
 /**
- * Writes the run into a new runs folder (or `base`) and returns its journal. The recording service's
- * description is made known, as the CLI does, so that its report has the system's view and sections.
+ * Writes the run into a new runs folder (or `base`) and returns its journal; its report is built
+ * with `recordingDescription` (re-exported here), as the CLI gives it from the registry.
  */
 export function writeFailedRun(options: { base?: string; secret?: string; diagnosis?: boolean } = {}): Journal {
-  describeSystem(recordingDescription)
   const base = options.base ?? mkdtempSync(join(tmpdir(), 'svcops-runs-'))
   let t = T0
   const entries: JournalEntry[] = []

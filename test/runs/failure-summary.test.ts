@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildReport, writeReport } from '../../src/reports/report.ts'
+import { recordingDescription } from '../../src/recording/recording-description.ts'
 import { renderClosingLine, renderRunText } from '../../src/reports/report-text.ts'
 import { formatDuration } from '../../src/core/events.ts'
 import { outcomeSentence } from '../../src/reports/timeline.ts'
@@ -26,7 +27,7 @@ afterAll(async () => {
 
 describe('the first lines of a failed run', () => {
   it('runs show: the outcome, then what failed, where, the last log lines, the doctor and the next command, before the timeline', () => {
-    const report = buildReport(writeFailedRun({ diagnosis: true }))
+    const report = buildReport(writeFailedRun({ diagnosis: true }), recordingDescription)
     const lines = renderRunText(report, outcomeSentence(report)).split('\n')
     expect(lines.slice(0, 8)).toEqual([
       outcomeSentence(report),
@@ -43,7 +44,7 @@ describe('the first lines of a failed run', () => {
 
   it('report.md opens with the same lines, never says "No cause found", and collapses passing checks to one line', () => {
     const journal = writeFailedRun({ diagnosis: true })
-    writeReport(journal)
+    writeReport(journal, recordingDescription)
     const md = readFileSync(journal.file('report.md'), 'utf8')
     const head = md.split('\n').slice(0, 12).join('\n')
     expect(head).toContain("Failed: start failed: svc-recording on rec-5 exited: invalid logLevel 'loud'")
@@ -58,16 +59,16 @@ describe('the first lines of a failed run', () => {
   it('a run left failed with --no-auto-rollback names the rollback; one that failed before any host says so', () => {
     const journal = writeFailedRun({ diagnosis: true })
     journal.update({ phase: 'failed' })
-    const failed = buildReport(journal)
+    const failed = buildReport(journal, recordingDescription)
     expect(failed.failure?.next).toBe('svcops resume 20261124T023000Z-a1b2c3 --rollback')
     const bare = writeFailedRun()
-    const noDiagnosis = buildReport(bare)
+    const noDiagnosis = buildReport(bare, recordingDescription)
     expect(noDiagnosis.failure?.logsNote).toBe('no log lines were recorded for rec-5')
   })
 
   it('report.html shows them above the timeline, with the log lines', async () => {
     const journal = writeFailedRun({ diagnosis: true })
-    writeReport(journal)
+    writeReport(journal, recordingDescription)
     await browser.open(journal.file('report.html'))
     const dom = await browser.evaluate<{ failureBottom: number; svgTop: number; what: string; logs: string; next: string }>(`(() => ({
       failureBottom: document.querySelector('#failure').getBoundingClientRect().bottom,
@@ -86,7 +87,7 @@ describe('the first lines of a failed run', () => {
 describe('the last line of a run', () => {
   it('sums up the outcome, what changed, the downtime and where the report is', () => {
     const journal = writeFailedRun()
-    const report = buildReport(journal)
+    const report = buildReport(journal, recordingDescription)
     expect(renderClosingLine(report, journal.file('report.md'))).toBe(
       `Run 20261124T023000Z-a1b2c3: ${outcomeSentence(report)} Every host on its version before the run; downtime ${formatDuration(
         report.downtime.reduce((sum, d) => sum + (d.downtimeMs ?? 0), 0),

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { recordingDescription } from '../../src/recording/recording-description.ts'
 import { stringify as toYaml } from 'yaml'
 import { RolledBackError } from '../../src/core/errors.ts'
 import { consoleSink, events } from '../../src/core/events.ts'
@@ -144,7 +145,7 @@ describe('text read from outside reaches no output raw', () => {
       metrics: { textfileDir },
     }
     writeFileSync(envFile, toYaml({ config: { 'svcops:notify': notify } }))
-    // The observers (webhooks, metrics) and the recording service's report sections, as the CLI wires them.
+    // The observers (webhooks, metrics), as the CLI wires them; the run is given its system, as the engine is.
     unwire = await useRunSystems()
     const record: RunRecord = {
       id: newRunId(),
@@ -173,6 +174,7 @@ describe('text read from outside reaches no output raw', () => {
       playbook: failing,
       journal,
       lock: { release: () => Promise.resolve() },
+      system: recordingDescription,
       open: () => Promise.resolve({ ctx: {}, close: () => Promise.resolve() }),
     }).catch((e: unknown) => e)
     for (const u of unsubscribe) u()

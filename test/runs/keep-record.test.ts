@@ -82,7 +82,7 @@ describe('the record a run leaves in its run folder', () => {
     expect(outcome.phase).toBe('succeeded')
     expect(journal.entries().find((e) => e.step === 'keep-record')).toMatchObject({ status: 'failed' })
     expect(outcome.report.record).toBeUndefined()
-    expect(renderMarkdown(outcome.report)).not.toContain('- record:')
+    expect(renderMarkdown(outcome.report, undefined)).not.toContain('- record:')
   })
 
   it('is nothing on a run whose platform keeps no record (hosts)', async () => {

@@ -6,12 +6,12 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { rollbackPrompt, upgradePrompt } from '../../src/commands/prompts.ts'
+import { promptsOver } from '../../src/commands/prompts.ts'
+import { systemDescriptions } from '../../playbooks/lib/system-folders.ts'
 import { writeFailedRun } from './failed-run.ts'
-import { restoreDescribedSystemsAfterFile } from '../support/described-systems.ts'
 
-// writeFailedRun makes the recording service known to reports, as the CLI does.
-restoreDescribedSystemsAfterFile()
+// The prompts read earlier runs as their systems describe them: the registry the CLI builds.
+const { upgradePrompt, rollbackPrompt } = promptsOver(await systemDescriptions())
 
 const saved = process.env.SVCOPS_RUNS_DIR
 afterEach(() => {

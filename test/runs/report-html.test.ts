@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { clearSecretsForTests, registerSecret } from '../../src/core/redact.ts'
 import { writeReport } from '../../src/reports/report.ts'
+import { recordingDescription } from '../../src/recording/recording-description.ts'
 import { startChromium, type Browser } from './chromium.ts'
 import { HOSTS, writeFailedRun } from './failed-run.ts'
 
@@ -28,7 +29,7 @@ describe('report.html', () => {
   it('draws a failed-in-batch-2, rolled-back run: lanes, batches, window line, downtime labels; no secret', async () => {
     registerSecret(SECRET)
     const journal = writeFailedRun({ secret: SECRET })
-    writeReport(journal)
+    writeReport(journal, recordingDescription)
     const file = journal.file('report.html')
     const html = readFileSync(file, 'utf8')
     expect(html).not.toContain(SECRET)

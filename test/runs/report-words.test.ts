@@ -13,7 +13,6 @@ import { recordingDescription } from '../../src/recording/recording-description.
 import { writeReport } from '../../src/reports/report.ts'
 import { Journal, type JournalEntry } from '../../src/runs/journal.ts'
 import type { RunRecord } from '../../src/runs/run-record.ts'
-import { describeSystem } from '../../src/runs/system-description.ts'
 import { startChromium, type Browser } from './chromium.ts'
 
 const T0 = Date.parse('2026-11-25T02:00:00.000Z')
@@ -79,7 +78,6 @@ const OVERLAPS = (selector: string) => `(() => {
 
 describe('report.html in each system’s words', () => {
   it('a live run: components in dependency order, no canary or batch, its failed check red', async () => {
-    describeSystem(liveDescription)
     const components = ['controller', 'ingest', 'panel']
     const journal = writeRun(
       {
@@ -105,7 +103,7 @@ describe('report.html in each system’s words', () => {
         ['check', 'ingest', 15, 60, 'failed'],
       ],
     )
-    writeReport(journal)
+    writeReport(journal, liveDescription)
     await browser.open(journal.file('report.html'))
     const dom = await browser.evaluate<{
       lanes: string[]
@@ -130,7 +128,6 @@ describe('report.html in each system’s words', () => {
   })
 
   it('a recording run whose batches started within a second: labels apart, the failed health wait red', async () => {
-    describeSystem(recordingDescription)
     const hosts = ['rec-1', 'rec-2', 'rec-3', 'rec-4']
     const journal = writeRun(
       {
@@ -154,7 +151,7 @@ describe('report.html in each system’s words', () => {
         ]),
       ],
     )
-    writeReport(journal)
+    writeReport(journal, recordingDescription)
     await browser.open(journal.file('report.html'))
     const dom = await browser.evaluate<{ batches: string[]; overlaps: string[]; failed: string[]; healthyFill: string }>(`(() => ({
       batches: [...document.querySelectorAll('svg.timeline g.batch-marker')].map((g) => g.dataset.batch),

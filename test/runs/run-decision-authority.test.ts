@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, expect, inject, it } from 'vitest'
 import type { DatabaseConfig, Environment } from '../../src/config/schema.ts'
-import { useRunSystems } from '../../playbooks/lib/run-systems.ts'
+import { runSystems, useRunSystems } from '../../playbooks/lib/run-systems.ts'
 import { decideRun } from '../../src/runs/run-promotion.ts'
 import { collect, type SvcopsEvent } from '../../src/core/events.ts'
 import { PostgresCluster, startPostgres } from '../../src/lab/lab-postgres.ts'
@@ -289,6 +289,7 @@ it('runs promote|abort refuses a run its environment refuses, and an unsigned on
       ...(keyed ? { runs: { key: { env: KEY_VARIABLE } } } : {}),
     }) as unknown as Environment
   const unwire = await useRunSystems()
+  const systems = await runSystems()
   const base = mkdtempSync(join(tmpdir(), 'svcops-decider-'))
   try {
     // A paused run written unsigned (the MACs stripped, or from before the key): its pause is not to be believed.
@@ -306,7 +307,7 @@ it('runs promote|abort refuses a run its environment refuses, and an unsigned on
     // The release manager decides (docs/operations.md, "Who may decide"): they may see the runs and insert decisions.
     await onlyTheManagerDecides()
     await asRole(runner, RUNNER_VARIABLE, `GRANT SELECT ON svcops.runs, svcops.run_journal TO ${pg.escapeIdentifier(manager)}`)
-    await expect(decideRun(unsigned.id, 'abort', stackOf(true), { base })).rejects.toThrow(
+    await expect(decideRun(unsigned.id, 'abort', stackOf(true), { systems, base })).rejects.toThrow(
       /this environment's runs are signed .*: an unsigned run here was stripped or predates the key/,
     )
     // Nothing was kept: the run has no decision.
@@ -331,9 +332,11 @@ it('runs promote|abort refuses a run its environment refuses, and an unsigned on
     await asRole(runner, RUNNER_VARIABLE, `UPDATE svcops.runs SET record = jsonb_set(record, '{holder}', '"someone@else"') WHERE id = $1`, [
       signed.id,
     ])
-    await expect(decideRun(signed.id, 'abort', stackOf(true), { base, trustUnsigned: true })).rejects.toThrow(/fails its MAC check/)
+    await expect(decideRun(signed.id, 'abort', stackOf(true), { systems, base, trustUnsigned: true })).rejects.toThrow(
+      /fails its MAC check/,
+    )
     // On the operator's word (--trust-unsigned-run) the unsigned run is decided for, the decision sealed for its pause.
-    const trusted = await decideRun(unsigned.id, 'abort', stackOf(true), { base, trustUnsigned: true })
+    const trusted = await decideRun(unsigned.id, 'abort', stackOf(true), { systems, base, trustUnsigned: true })
     expect(trusted.decision).toMatchObject({
       decision: 'abort',
       environment: 'lab',
@@ -347,7 +350,7 @@ it('runs promote|abort refuses a run its environment refuses, and an unsigned on
     } finally {
       await plain.close()
     }
-    expect((await decideRun(unkeyed.id, 'promote', stackOf(false), { base })).decision).toMatchObject({ decision: 'promote' })
+    expect((await decideRun(unkeyed.id, 'promote', stackOf(false), { systems, base })).decision).toMatchObject({ decision: 'promote' })
   } finally {
     unwire()
   }

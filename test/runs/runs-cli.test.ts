@@ -9,10 +9,8 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { runSvcops, runSvcopsInProcess } from '../support/cli.ts'
 import { writeFailedRun } from './failed-run.ts'
-import { restoreDescribedSystemsAfterFile } from '../support/described-systems.ts'
 
 // writeFailedRun makes the recording service known to reports, as the CLI does.
-restoreDescribedSystemsAfterFile()
 
 describe('svcops runs', () => {
   const base = mkdtempSync(join(tmpdir(), 'svcops-runs-cli-'))

@@ -40,7 +40,7 @@ function freePort(): Promise<number> {
 
 let gateway: ChildProcess
 // The observers the CLI registers at its edge (src/commands/run-systems.ts).
-const unobserve = [observeRuns(notifyOfRun), observeRuns(publishRunMetrics)]
+const unobserve = [observeRuns(notifyOfRun), observeRuns((event) => publishRunMetrics(event, [recordingDescription]))]
 let gatewayUrl: string
 let receiver: Server
 let receiverUrl: string

@@ -25,7 +25,6 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { Journal } from '../../src/runs/journal.ts'
 import { boundariesOf, boundaryName, runKilledAt, type Boundary } from './crash-point.ts'
-import { restoreDescribedSystemsAfterFile } from './described-systems.ts'
 
 export interface Scenario {
   what: string
@@ -63,8 +62,6 @@ export async function describeCrashMatrix<S extends Scenario, W extends { freeze
   // The journal syncs every line it writes; on a disk that costs milliseconds a line, and the matrix
   // writes thousands: its run folders are in memory (tmpfs) where the machine has one.
   const runs = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'svcops-matrix-'))
-  // The runs make their system known to every report of the process (src/runs/playbook.ts).
-  restoreDescribedSystemsAfterFile()
   const runsBefore = process.env.SVCOPS_RUNS_DIR
   process.env.SVCOPS_RUNS_DIR = runs
   afterAll(() => {

@@ -15,6 +15,7 @@ import { Journal, listRuns, runsDir } from '../../runs/journal.ts'
 import { listEnvironmentRuns } from '../../runs/run-listing.ts'
 import { runSealOf } from '../../runs/run-mac.ts'
 import type { RunRecord } from '../../runs/run-record.ts'
+import { recordingDescription } from '../recording-description.ts'
 import { recordingParamsSchema } from '../recording-params.ts'
 import { openRecordingPlatform } from '../recording-platforms.ts'
 import { formatMs, predictionSchema, type Prediction } from './prediction.ts'
@@ -161,7 +162,7 @@ export async function requirePassingRehearsal(env: Environment, to: string, host
     await platform.close()
   }
   const fingerprint = await withDatabase(databaseTarget(rec.database), (c) => schemaFingerprint(c))
-  const records = await listEnvironmentRuns(env, { system: 'recording' })
+  const records = await listEnvironmentRuns(env, [recordingDescription], { system: 'recording' })
   const { missing, ignoredUnsigned } = missingRehearsals({
     versions,
     hosts,
