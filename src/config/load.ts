@@ -81,6 +81,12 @@ export function parseEnvironment(stackConfig: Record<string, unknown>, name: str
   // The live section of the Kubernetes platform has its own schema (no host, no package).
   const liveCluster = isClusterLiveSection(section.live) ? parseLiveCluster(section.live, file) : undefined
   if (liveCluster) delete section.live
+  // Inside the cluster (the scheduled jobs) the manager is reached at its Service, which the
+  // program gives the job as SVCOPS_MANAGER_URL when manager.url is an address of the operators'
+  // machine (a port-forward's 127.0.0.1 is the pod itself in a pod): src/infra/scheduledJobs.ts.
+  const inCluster = process.env.SVCOPS_MANAGER_URL
+  if (inCluster && section.manager && typeof section.manager === 'object')
+    section.manager = { ...(section.manager as Record<string, unknown>), url: inCluster }
   const result = environmentSchema.safeParse(section)
   if (!result.success) {
     const lines = formatIssues(result.error.issues, section)

@@ -25,7 +25,7 @@ import { RecordingService } from './recordingService.ts'
 import { ownStackFile, readStackSettings, type StackSettings } from './settings.ts'
 import { SystemController } from './systemController.ts'
 import { Tls } from './tls.ts'
-import { ScheduledJobs } from './scheduledJobs.ts'
+import { isLoopbackUrl, ScheduledJobs } from './scheduledJobs.ts'
 import { namespaceProviderArgs, providerArgs } from './clusterProvider.ts'
 import { ObjectInventory } from './inventory.ts'
 import { checkNoDowngrade } from './downgradeGuard.ts'
@@ -215,6 +215,7 @@ function wire(s: StackSettings): PlatformOutputs {
       databasePassword: pulumi.secret(s.secrets.databasePassword),
       prefix,
       versionChecked,
+      managerPort: m.port,
       ...(r.heldReplicas !== undefined ? { heldReplicas: r.heldReplicas } : {}),
     },
     inCluster,
@@ -240,6 +241,8 @@ function wire(s: StackSettings): PlatformOutputs {
             objects: inventory.objects,
             prefix,
             metrics: live.metrics !== undefined,
+            // The jobs run in the cluster: a manager.url of the operators' machine is the pod there.
+            ...(env.manager?.url && isLoopbackUrl(env.manager.url) ? { managerUrl: manager.url } : {}),
             ...(u ? { upgrade: { schedule: u.schedule, timeZone: u.timeZone, to: u.to } } : {}),
             ...(l ? { liveUpgrade: { schedule: l.schedule, timeZone: l.timeZone, to: l.to, acks: l.acks } } : {}),
             ...(b ? { backup: { schedule: b.schedule, timeZone: b.timeZone } } : {}),

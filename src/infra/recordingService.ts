@@ -19,7 +19,7 @@
 import * as k8s from '@pulumi/kubernetes'
 import * as pulumi from '@pulumi/pulumi'
 import { checksumOf, labelsOf, secretData, type AppIdentity } from './kube.ts'
-import { createNetworkPolicy, tcp } from './networkPolicy.ts'
+import { createNetworkPolicy, podsNamed, tcp } from './networkPolicy.ts'
 import { createService, createWorkload, serviceUrl, type WorkloadArgs } from './workload.ts'
 
 /** Where recordings are stored inside the container. */
@@ -40,6 +40,12 @@ export interface RecordingServiceArgs extends WorkloadArgs {
   versionChecked?: pulumi.Output<string>
   /** Replicas svcops' upgrade holds the Deployment at instead of `replicas` (`svcops:deploy.recording.heldReplicas`). */
   heldReplicas?: number
+  /**
+   * The manager's port: the service checks the manager's signed access tokens (the seed: a signed
+   * JWT carries the scopes), whose keys it reads from the manager; how, the seed does not say, so
+   * its pods may reach the manager's pods on that port.
+   */
+  managerPort?: number
 }
 
 export class RecordingService extends pulumi.ComponentResource {
@@ -108,10 +114,14 @@ export class RecordingService extends pulumi.ComponentResource {
       this,
     )
     const service = createService(`${name}-service`, { identity, namespace: args.namespace, port: args.port, portName: 'http' }, this)
-    // Clients reach the content API from anywhere; the service calls only its database.
+    // Clients reach the content API from anywhere; the service calls its database, and the manager for its signing keys.
+    const egress = [
+      { ports: [tcp(args.database.port)] },
+      ...(args.managerPort !== undefined ? [{ to: [podsNamed('manager')], ports: [tcp(args.managerPort)] }] : []),
+    ]
     createNetworkPolicy(
       `${name}-network-policy`,
-      { identity, namespace: args.namespace, ingress: [{ ports: [tcp(args.port)] }], egress: [{ ports: [tcp(args.database.port)] }] },
+      { identity, namespace: args.namespace, ingress: [{ ports: [tcp(args.port)] }], egress },
       this,
     )
 

@@ -146,6 +146,18 @@ export interface ScheduledJobsArgs {
   imagePullSecret?: string
   /** The stack's `kubernetes:context`: the upgrade job gets a kubeconfig of that name for its ServiceAccount. */
   kubeContext?: string
+  /**
+   * The manager's Service URL, given to the jobs (SVCOPS_MANAGER_URL, which replaces `manager.url`
+   * where svcops loads the stack) when `manager.url` is a loopback address: one of the operators'
+   * machine (a port-forward), which in a pod is the pod itself.
+   */
+  managerUrl?: pulumi.Input<string>
+}
+
+/** Whether `url`'s host is a loopback address (127.0.0.0/8, ::1, localhost): nothing another machine or a pod reaches. */
+export function isLoopbackUrl(url: string): boolean {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, '')
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host)
 }
 
 /** A job of this component: the two upgrades talk to the Kubernetes API and run Pulumi; the backup does neither. */
@@ -314,6 +326,7 @@ function podSpec(
           { name: 'HOME', value: '/tmp' },
           { name: 'PULUMI_HOME', value: '/tmp/.pulumi' },
           ...(kube ? [{ name: 'KUBECONFIG', value: KUBECONFIG }] : []),
+          ...(args.managerUrl ? [{ name: 'SVCOPS_MANAGER_URL', value: args.managerUrl }] : []),
         ],
         envFrom: [{ secretRef: { name: jobs.credentialsSecret } }],
         securityContext: containerSecurity(),

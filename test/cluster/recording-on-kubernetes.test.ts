@@ -50,6 +50,7 @@ import { join } from 'node:path'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateBackupKey } from '../../src/backup/keys.ts'
+import { loadEnvironmentFile } from '../../src/config/load.ts'
 import { findBinary, local, runCommand } from '../../src/core/runner.ts'
 import { KubernetesDriver } from '../../src/drivers/kubernetes.ts'
 import { readStackVersion } from '../../src/drivers/pulumi.ts'
@@ -351,6 +352,43 @@ suite(`the Kubernetes platform on ${STANDIN ? 'the stand-ins' : 'a real cluster'
     expect(steps.find((s) => s.urn.includes('pulumi:providers:kubernetes'))?.urn).toMatch(/::pulumi:providers:kubernetes::kubernetes$/)
     if (process.env.SVCOPS_E2E_UPDATE_FIXTURES === '1' && !STANDIN)
       writeFileSync(join(ROOT, 'test/drivers/fixtures/preview-version-only.json'), preview.stdout)
+  })
+
+  it("lets the recording service's pods reach the manager's for its signing keys (kind v0.24+ enforces NetworkPolicy), and nothing else new", async () => {
+    type Rule = { to?: unknown[]; ports?: { protocol: string; port: number }[] }
+    const policy = JSON.parse((await kubectl(['get', 'networkpolicy', 'svc-recording', '-o', 'json'])).stdout) as {
+      spec: { egress: Rule[] }
+    }
+    expect(policy.spec.egress).toContainEqual({
+      to: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'manager' } } }],
+      ports: [{ protocol: 'TCP', port: 8080 }],
+    })
+    // The manager's own policy lets them in: its port from anywhere in and beyond the namespace.
+    const manager = JSON.parse((await kubectl(['get', 'networkpolicy', 'svc-manager', '-o', 'json'])).stdout) as {
+      spec: { ingress: Rule[] }
+    }
+    expect(manager.spec.ingress).toEqual([{ ports: [{ protocol: 'TCP', port: 8080 }] }])
+  })
+
+  it("gives the jobs the manager's Service URL where the stack's manager.url is this machine's port-forward, and svcops in the job takes it", async () => {
+    const serviceUrl = `http://svc-manager.${NAMESPACE}.svc.cluster.local:8080`
+    for (const name of CRONJOBS) {
+      const cron = JSON.parse((await kubectl(['get', 'cronjob', name, '-o', 'json'])).stdout) as {
+        spec: { jobTemplate: { spec: { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } } } }
+      }
+      const env = cron.spec.jobTemplate.spec.template.spec.containers[0]?.env ?? []
+      expect(env.find((e) => e.name === 'SVCOPS_MANAGER_URL')?.value, name).toBe(serviceUrl)
+    }
+    // The stack file the job reads (the same bytes) with the job's variable: svcops calls the Service.
+    const before = process.env.SVCOPS_MANAGER_URL
+    process.env.SVCOPS_MANAGER_URL = serviceUrl
+    try {
+      expect(loadEnvironmentFile(stackFile).manager?.url).toBe(serviceUrl)
+    } finally {
+      if (before === undefined) delete process.env.SVCOPS_MANAGER_URL
+      else process.env.SVCOPS_MANAGER_URL = before
+    }
+    expect(loadEnvironmentFile(stackFile).manager?.url).toBe(`http://127.0.0.1:${MANAGER_PORT}`)
   })
 
   onCluster('upgrades the Deployment to 2.0.0 with a verified backup, and the stack file holds 2.0.0 afterwards', async () => {
