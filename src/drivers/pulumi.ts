@@ -12,6 +12,7 @@ import { dirname, join, resolve } from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import { BadInputError, OperationError, ProtocolError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
+import { sanitizeLine } from '../core/sanitize.ts'
 import { compareVersions } from '../releases/versions.ts'
 import { local, runCommand, shellJoin, type CommandResult, type Transport } from '../core/runner.ts'
 
@@ -266,6 +267,8 @@ export interface PreviewStep {
   urn: string
   diffReasons?: string[]
   detailedDiff?: Record<string, { kind: string; inputDiff?: boolean }>
+  /** The state the step starts from: its `initErrors` when the refresh found the object not ready. */
+  oldState?: { initErrors?: string[] }
 }
 
 /** The document `pulumi preview --json` prints (Pulumi's `PreviewDigest`), the fields read here. */
@@ -308,6 +311,25 @@ export function urnParts(urn: string): { type: string; name: string } {
   return { type: qualified.slice(qualified.lastIndexOf('$') + 1), name: parts.slice(3).join('::') }
 }
 
+/**
+ * An object the refresh found not ready, with nothing else to change: Pulumi's empty update step of
+ * a resource with initialization errors (pulumi/pulumi pkg/resource/deploy/step_generator.go: an
+ * unchanged resource whose state has `initErrors` gets an update with no diff, to await it again;
+ * pulumi-kubernetes' Read sets them for a Deployment its awaiter finds unready, await.go `Read`).
+ * Not a change of the stack: one phrase naming it and the awaiter's errors; undefined for any other step.
+ */
+export function unreadyObject(step: PreviewStep): string | undefined {
+  const errors = step.oldState?.initErrors ?? []
+  if (step.op !== 'update' || errors.length === 0) return undefined
+  if (Object.keys(step.detailedDiff ?? {}).length > 0 || (step.diffReasons?.length ?? 0) > 0) return undefined
+  const { type, name } = urnParts(step.urn)
+  const shown = errors
+    .slice(0, 3)
+    .map((e) => sanitizeLine(String(e)).slice(0, 200))
+    .join('; ')
+  return `${type} ${name} is not ready (${shown})`
+}
+
 /** What a version change of the recording service may touch in a preview, and where. */
 export interface VersionChange {
   /** Pulumi names: the Deployment (`<prefix>-recording-deployment`), the jobs' stack copy. */
@@ -333,11 +355,18 @@ export function versionOnlyChanges(
   digest: PreviewDigest,
   names: VersionChange,
   options: { ownReplicas?: boolean } = {},
-): { targets: string[]; other: string[] } {
+): { targets: string[]; other: string[]; unready: string[] } {
   const targets: string[] = []
   const other: string[] = []
+  const unready: string[] = []
   for (const step of digest.steps) {
     if (NO_CHANGE.has(step.op)) continue
+    // An object the refresh found not ready is no change: named, never a target (`pulumi up` would await it).
+    const notReady = unreadyObject(step)
+    if (notReady) {
+      unready.push(notReady)
+      continue
+    }
     const { type, name } = urnParts(step.urn)
     const role =
       type === 'kubernetes:apps/v1:Deployment' && name === names.deployment
@@ -354,7 +383,15 @@ export function versionOnlyChanges(
     else targets.push(step.urn)
   }
   for (const d of digest.diagnostics ?? []) if (d.severity === 'error') other.push(`error: ${d.message.trim()}`)
-  return { targets, other }
+  return { targets, other, unready }
+}
+
+/** Says which objects the preview found not ready, which the run leaves alone (`what`: the run's own changes). */
+export function sayUnready(stack: string, unready: string[], what: string): void {
+  if (unready.length)
+    events.warn(
+      `pulumi preview of stack '${stack}': ${unready.join('; ')}; not ${what}: the run goes on and leaves it alone (pulumi up targets only its own changes).`,
+    )
 }
 
 /**

@@ -22,6 +22,7 @@ import { join } from 'node:path'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { afterEach, describe, expect, it } from 'vitest'
 import { loadEnvironmentFile } from '../../src/config/load.ts'
+import { events } from '../../src/core/events.ts'
 import { HELD_REPLICAS_KEY, pulumiArgv, pulumiStackOf, PulumiCli } from '../../src/drivers/pulumi.ts'
 import { openKubernetesPlatform } from '../../src/recording/kubernetes/recording-kubernetes-platform.ts'
 import { settingsFor } from '../../src/recording/recording-settings.ts'
@@ -224,6 +225,110 @@ describe("svcops' recording upgrade on Kubernetes, through the in-test Pulumi on
     RUN_TIMEOUT,
   )
 })
+
+describe('an unready object the refresh finds (initialization errors), through the in-test Pulumi on PATH', () => {
+  it(
+    'recording upgrade not refused by an unrelated unready object, with a sentence naming it; pulumi up never targets it',
+    async () => {
+      api = await startKubeApiStandin({ namespace: 'svc-prod', preexisting: false }, 'prod-cluster')
+      const dir = mkdtempSync(join(tmpdir(), 'svcops-unready-project-'))
+      mkdirSync(join(dir, 'stacks'))
+      writeFileSync(
+        join(dir, 'Pulumi.yaml'),
+        toYaml({ name: 'svcops', runtime: 'nodejs', main: 'src/infra/index.ts', stackConfigDir: 'stacks' }),
+      )
+      const stackFile = join(dir, 'stacks', 'Pulumi.prod.yaml')
+      const config = structuredClone(stackConfig('prod'))
+      ;(config['svcops:recording'] as LooseConfig).version = '1.5.0'
+      writeFileSync(stackFile, toYaml({ config }))
+      const recorder = createPulumiArgvRecorder({ applyConfigSetTo: stackFile, engine: CREDENTIALS })
+      recorder.answer('version', 'v3.150.0\n')
+      recorder.answer('stack', JSON.stringify([{ name: 'prod', current: true, updateInProgress: false }]))
+      savedEnv = { ...process.env }
+      process.env.PATH = `${recorder.binDir}:${process.env.PATH ?? ''}`
+      process.env.KUBECONFIG = api.kubeconfig
+      const cli = new PulumiCli(pulumiStackOf(stackFile, 'prod'))
+      const first = await cli.run(pulumiArgv.up(cli.stack, []), { check: false })
+      expect(first.code, first.stdout + first.stderr).toBe(0)
+
+      // The ingest's pod crash-loops (nothing of the recording service's): its Deployment has no available replica.
+      const ingest = cluster().store.get(DEPLOYMENTS, 'svc-prod', 'svc-ingest') as {
+        spec: { template: { spec: { containers: { image: string }[] } } }
+      }
+      const image = ingest.spec.template.spec.containers[0]?.image ?? ''
+      cluster().state.others.push({
+        deployment: 'svc-ingest',
+        app: 'ingest',
+        container: 'ingest',
+        image: image.split(':')[0] ?? image,
+        version: image.split(':')[1] ?? '',
+        replicas: 1,
+        pods: [{ name: 'svc-ingest-7c9d-x1', version: image.split(':')[1] ?? '', ready: false, waiting: 'CrashLoopBackOff', restarts: 7 }],
+      })
+      // The preview as Pulumi prints it: an update step of the ingest's Deployment with no diff, its initErrors in oldState.
+      const preview = JSON.parse((await cli.run(pulumiArgv.preview(cli.stack))).stdout) as {
+        steps: { op: string; urn: string; detailedDiff?: unknown; oldState?: { initErrors?: string[] } }[]
+      }
+      const step = preview.steps.find((x) => x.op !== 'refresh' && x.urn.endsWith('::svc-ingest-deployment'))
+      expect(step).toMatchObject({
+        op: 'update',
+        oldState: {
+          initErrors: [
+            '[MinimumReplicasUnavailable] Deployment does not have minimum availability.',
+            'Minimum number of live Pods was not attained',
+          ],
+        },
+      })
+      expect(step?.detailedDiff).toBeUndefined()
+
+      const said: string[] = []
+      const unsubscribe = events.subscribe((e) => {
+        if (e.kind === 'warn') said.push(e.message)
+      })
+      try {
+        const env = loadEnvironmentFile(stackFile, 'prod')
+        const platform = openKubernetesPlatform(env, { ...settingsFor(env, env.recording!), healthTimeoutMs: 120_000 })
+        const target = platform.targets[0]!
+        const facts = await platform.checkPreflight()
+        expect(facts).toMatchObject({
+          notReady: [expect.stringMatching(/^kubernetes:apps\/v1:Deployment svc-ingest-deployment is not ready \(/)],
+        })
+        expect(said).toContainEqual(
+          expect.stringMatching(
+            /^pulumi preview of stack 'prod': kubernetes:apps\/v1:Deployment svc-ingest-deployment is not ready \(\[MinimumReplicasUnavailable\] .*Minimum number of live Pods was not attained\); not the recording service's: the run goes on/,
+          ),
+        )
+        await platform.stop(target)
+        await platform.install(target, '2.0.0')
+        await platform.reviewConfig(target)
+        await platform.start(target)
+      } finally {
+        unsubscribe()
+      }
+      expect(liveDeployment(cluster())).toMatchObject({ replicas: 3, image: 'registry.example.internal/svc/recording:2.0.0' })
+      // No `up` named the ingest: targeted, its empty update (an await of a crash-looping pod) never ran.
+      const ups = recorder
+        .calls()
+        .filter((c) => c.argv[0] === 'up')
+        .slice(1)
+      expect(ups.length).toBeGreaterThan(0)
+      for (const u of ups) expect(u.argv.some((a) => a.endsWith('::svc-ingest-deployment'))).toBe(false)
+      // Untargeted, that update fails as the awaiter does: the unready object is what `pulumi up` would wait for.
+      const whole = await cli.run(pulumiArgv.up(cli.stack, []), { check: false })
+      expect(whole.code).not.toBe(0)
+      expect(whole.stdout + whole.stderr).toContain(
+        `"svc-prod/svc-ingest" failed to fully initialize or become live: 'svc-ingest' timed out waiting to be Ready`,
+      )
+    },
+    RUN_TIMEOUT,
+  )
+})
+
+/** The stand-in of this file's case (set by it). */
+function cluster(): KubeApiStandin {
+  if (!api) throw new Error('no stand-in started')
+  return api
+}
 
 /** The stack file's `svcops:deploy.recording` section. */
 function readStack(file: string): Record<string, unknown> {

@@ -9,7 +9,15 @@ import type { Environment } from '../../config/schema.ts'
 import { events } from '../../core/events.ts'
 import { checkClusterAccess } from '../../drivers/cluster-access.ts'
 import { describeCall, showRight, type NeededRight } from '../../drivers/kubernetes.ts'
-import { pulumiArgv, readStackVersion, refuseForeignChanges, urnParts, type PreviewDigest } from '../../drivers/pulumi.ts'
+import {
+  pulumiArgv,
+  readStackVersion,
+  refuseForeignChanges,
+  sayUnready,
+  unreadyObject,
+  urnParts,
+  type PreviewDigest,
+} from '../../drivers/pulumi.ts'
 import { LIVE_RUN_STORE_RIGHTS, liveWriteNames } from '../../infra/jobRights.ts'
 import { LIVE_COMPONENTS } from '../layout.ts'
 import { LIVE_VERSION_KEY, shownPulumi, type LiveCluster } from './live-cluster-handle.ts'
@@ -29,12 +37,19 @@ export function liveComponentChanges(
   digest: PreviewDigest,
   cluster: Pick<LiveCluster, 'prefix' | 'stackMap'>,
   options: { rotation: boolean },
-): { targets: string[]; other: string[] } {
+): { targets: string[]; other: string[]; unready: string[] } {
   const targets: string[] = []
   const other: string[] = []
+  const unready: string[] = []
   const components = LIVE_COMPONENTS.map((c) => `${cluster.prefix}-${c}`)
   for (const step of digest.steps) {
     if (NO_CHANGE.has(step.op)) continue
+    // An object the refresh found not ready is no change (drivers/pulumi.ts `unreadyObject`): named, never a target.
+    const notReady = unreadyObject(step)
+    if (notReady) {
+      unready.push(notReady)
+      continue
+    }
     const { type, name } = urnParts(step.urn)
     const chain = (step.urn.split('::')[2] ?? '').split('$')
     const paths = Object.keys(step.detailedDiff ?? {})
@@ -53,7 +68,7 @@ export function liveComponentChanges(
     else other.push(shown)
   }
   for (const d of digest.diagnostics ?? []) if (d.severity === 'error') other.push(`error: ${d.message.trim()}`)
-  return { targets, other }
+  return { targets, other, unready }
 }
 
 /** `pulumi preview` under the rule; a foreign change refused, listing every one. */
@@ -65,6 +80,7 @@ export async function previewLiveChange(cluster: LiveCluster, env: Environment, 
     'pulumi preview: only the live components change',
     "the live production system's components, which a live upgrade does not apply",
   )
+  sayUnready(env.name, preview.unready, "the live components'")
   return [...new Set(preview.targets)]
 }
 

@@ -35,6 +35,7 @@ import {
   readStackVersion,
   refuseForeignChanges,
   showPulumi,
+  sayUnready,
   versionOnlyChanges,
 } from '../../drivers/pulumi.ts'
 import { HostFailure } from '../../runs/engine.ts'
@@ -168,7 +169,8 @@ export function openKubernetesPlatform(env: Environment, settings: RecordingSett
         'pulumi preview: no change but the version',
         "the recording service's version, which an upgrade does not apply",
       )
-      return { pulumiVersion, kubernetes }
+      sayUnready(env.name, preview.unready, "the recording service's")
+      return { pulumiVersion, kubernetes, ...(preview.unready.length ? { notReady: preview.unready } : {}) }
     },
     async findMissing(_t, version, earlier) {
       // The cluster reachable, the stack free, every right the run uses; then the image the rollback's `pulumi up` asks for.

@@ -51,7 +51,13 @@ function providerEnv(env: NodeJS.ProcessEnv): Record<string, string> {
 
 /** The digest `pulumi preview --json` prints. */
 function digestOf(run: EngineRun): Record<string, Value> {
-  const steps = run.steps.map((s) => ({ op: s.op, urn: s.urn, ...(s.detailedDiff ? { detailedDiff: s.detailedDiff } : {}) }))
+  // An update of an unready object (no diff) carries the state's initErrors, as Pulumi's PreviewStep's oldState does.
+  const steps = run.steps.map((s) => ({
+    op: s.op,
+    urn: s.urn,
+    ...(s.detailedDiff ? { detailedDiff: s.detailedDiff } : {}),
+    ...(s.initErrors ? { oldState: { urn: s.urn, type: s.type, initErrors: s.initErrors } } : {}),
+  }))
   const summary: Record<string, number> = {}
   for (const s of run.steps) summary[s.op] = (summary[s.op] ?? 0) + 1
   return {

@@ -262,11 +262,18 @@ export async function runEngine(options: RunOptions): Promise<EngineRun> {
           const result = answer(type, urn, inputs, before, options.preview)
           if (result.unknownType) run.unknownTypes.push(type)
           const changed = !before || result.outputs !== before.outputs
+          // What the refresh found unready (or an earlier one, kept in the checkpoint): an unchanged
+          // resource with initialization errors still gets an update step with no diff, to await it
+          // again (pulumi/pulumi pkg/resource/deploy/step_generator.go, `generateSteps`: "If
+          // resource was unchanged, but there were initialization errors, generate an empty update step").
+          const initErrors = before ? state.get(urn)?.initErrors : undefined
+          const unready = !!initErrors?.length
           run.steps.push({
-            op: !before ? 'create' : changed ? 'update' : 'same',
+            op: !before ? 'create' : changed || unready ? 'update' : 'same',
             urn,
             type,
             ...(before && changed ? { detailedDiff: detailedDiff(plain(before.inputs), plain(inputs)) } : {}),
+            ...(unready ? { initErrors } : {}),
           })
           id = result.id
           reg.outputs = result.outputs
@@ -302,6 +309,28 @@ export async function runEngine(options: RunOptions): Promise<EngineRun> {
               if (error instanceof ProviderError) return fail(urn, error.message, cb)
               throw error
             }
+          } else if (options.cluster && unready && before && !options.preview) {
+            // The empty update awaits the object again (await.go `Update` runs the awaiter): still
+            // unready, it fails with the awaiter's errors — upstream after its timeout, here at once.
+            const o = plain(before.outputs) as Obj
+            const again = await kubeOf(reg.provider, before.provider ?? {}).refreshRead(
+              type,
+              textOf(o.apiVersion),
+              textOf(o.kind),
+              before.id,
+            )
+            if (again.initErrors.length) {
+              run.registrations.push(reg)
+              byUrn.set(urn, reg)
+              const shown = before.id.split('/').at(-1) ?? before.id
+              return fail(
+                urn,
+                `${again.initErrors.length + 1} errors occurred:\n\t* the Kubernetes API server reported that "${before.id}" failed to fully initialize or become live: '${shown}' timed out waiting to be Ready\n${again.initErrors.map((e) => `\t* ${e}`).join('\n')}`,
+                cb,
+              )
+            }
+            kept = { ...before }
+            delete kept.initErrors
           }
           if (!options.preview && targeted(urn)) state.set(urn, kept)
         }

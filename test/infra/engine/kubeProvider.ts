@@ -39,7 +39,15 @@
  *   inputs hold unknowns): an operator's edit of a field the program owns conflicts there, before
  *   the update that would revert it;
  * - Read (a `.get`, a refresh) is a `GET` of the object: 404 means gone, any other error (a 403
- *   Forbidden) is passed on as the API's message.
+ *   Forbidden) is passed on as the API's message;
+ * - a refresh's Read also judges readiness as the kind's awaiter does (provider/pkg/provider/
+ *   provider.go `Read` calls await.go `Read`, which for a Deployment runs deployment.go's
+ *   `deploymentInitAwaiter.Read`): a Deployment whose available or updated replicas fall short of
+ *   `spec.replicas` is read back with initialization errors, the sub-errors of upstream's
+ *   `errorMessages` (`[MinimumReplicasUnavailable] Deployment does not have minimum
+ *   availability.`, `Minimum number of live Pods was not attained`), which the provider returns as
+ *   the resource's `initErrors` and the engine keeps in the checkpoint (`refreshReadiness`). The
+ *   pods' own messages (`[Pod ns/name]: containers with unready status: [...]`) are not modelled.
  */
 import { randomBytes } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
@@ -246,6 +254,16 @@ export class KubeProviderModel {
   }
 
   /**
+   * A refresh's Read: the live object (undefined when gone) and, for a Deployment the awaiter finds
+   * not ready, its initialization errors (deployment.go `errorMessages`, read from the object's
+   * status as the awaiter judges it; empty when ready or of another kind).
+   */
+  async refreshRead(type: string, apiVersion: string, kind: string, id: string): Promise<{ live: Obj | undefined; initErrors: string[] }> {
+    const live = await this.read(type, apiVersion, kind, id)
+    return { live, initErrors: live ? deploymentInitErrors(kind, live) : [] }
+  }
+
+  /**
    * Create or update (`prior` given) of a registration: the live object after the apply. `patch`
    * resources (DeploymentPatch, ...) patch an existing object and never take managers over.
    */
@@ -355,4 +373,23 @@ export class KubeProviderModel {
     if (patched.code !== 200) throw new ProviderError(textOf(patched.body.message) || `HTTP ${patched.code}`)
     return patched.body
   }
+}
+
+/**
+ * What pulumi-kubernetes' Deployment awaiter reports of a Deployment that is not ready
+ * (provider/pkg/await/deployment.go, `deploymentInitAwaiter.errorMessages`): the controller's
+ * MinimumReplicasUnavailable condition and "Minimum number of live Pods was not attained" while
+ * fewer replicas are available than `spec.replicas` asks; "Minimum number of Pods to consider the
+ * application live was not attained" while the updated ones fall short. Nothing for another kind.
+ */
+export function deploymentInitErrors(kind: string, live: Obj): string[] {
+  if (kind !== 'Deployment') return []
+  const spec = (live.spec ?? {}) as Obj
+  const status = (live.status ?? {}) as Obj
+  const wanted = typeof spec.replicas === 'number' ? spec.replicas : 1
+  const count = (v: Value | undefined) => (typeof v === 'number' ? v : 0)
+  if (count(status.availableReplicas) < wanted)
+    return ['[MinimumReplicasUnavailable] Deployment does not have minimum availability.', 'Minimum number of live Pods was not attained']
+  if (count(status.updatedReplicas) < wanted) return ['Minimum number of Pods to consider the application live was not attained']
+  return []
 }

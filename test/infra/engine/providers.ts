@@ -20,6 +20,11 @@ export interface ResourceState {
   fieldManager?: string
   /** A Kubernetes object's provider inputs, for a refresh. */
   provider?: Obj
+  /**
+   * What the last refresh's Read found unready (the provider's `initErrors`, kept in the checkpoint
+   * as the engine keeps them): the next update has a step for it even without a change.
+   */
+  initErrors?: string[]
 }
 
 const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'

@@ -16,6 +16,8 @@ export interface Step {
   type: string
   /** An update's changed input paths in Pulumi's property-path form (`spec.template.spec.containers[0].image`). */
   detailedDiff?: Record<string, { kind: 'add' | 'update' | 'delete'; inputDiff: boolean }>
+  /** The initialization errors of the state the step starts from (`oldState.initErrors` in the preview's JSON). */
+  initErrors?: string[]
 }
 
 /** The property paths that differ between two input objects, as Pulumi's detailed diff names them. */
@@ -59,10 +61,19 @@ export async function refreshCheckpoint(
     const o = plain(kept.outputs) as Obj & { apiVersion?: string; kind?: string }
     const model = new KubeProviderModel(kept.provider, env)
     try {
-      const live = await model.read(type, String(o.apiVersion), String(o.kind), kept.id)
+      // pulumi-kubernetes' Read runs the kind's await logic (await.go `Read`): an unready Deployment
+      // comes back with initialization errors, which the checkpoint keeps (`initErrors`).
+      const { live, initErrors } = await model.refreshRead(type, String(o.apiVersion), String(o.kind), kept.id)
       steps.push({ op: 'refresh', urn, type })
+      const { initErrors: _before, ...rest } = kept
       if (!live) state.delete(urn)
-      else state.set(urn, { ...kept, outputs: { ...kept.outputs, ...live }, inputs: refreshedInputs(kept.inputs, live) })
+      else
+        state.set(urn, {
+          ...rest,
+          outputs: { ...kept.outputs, ...live },
+          inputs: refreshedInputs(kept.inputs, live),
+          ...(initErrors.length ? { initErrors } : {}),
+        })
     } catch (error) {
       refusals.push({ urn, message: (error as Error).message })
     }
