@@ -8,6 +8,7 @@
 import type { Environment } from '../../src/config/schema.ts'
 import { BadInputError } from '../../src/core/errors.ts'
 import { liveUnitNames } from '../../src/live/live-platforms.ts'
+import { hasTypeCanary } from '../../src/live/live-soak.ts'
 import { findLiveRunToRollBack, type LiveSystem } from '../../src/live/live-system.ts'
 import type { RunOutcome } from '../../src/runs/playbook.ts'
 import { planSystemContinuation, planSystemRun, renderRunPlan, resumeSystemRun, startSystemRun } from '../../src/runs/run-actions.ts'
@@ -19,9 +20,9 @@ import type { CommandMain } from './script.ts'
 /** `svcops upgrade live`, and playbooks/upgrade-live.ts run as a script: the dry run's plan, or the run once confirmed. */
 export function upgradeLiveCommand(live: LiveSystem): CommandMain<UpgradeLiveFlags> {
   return async (flags, io) => {
-    refuseCanaryPause(flags)
     refuseFromOutsideDryRun(flags)
     const env = await io.environment()
+    refuseCanaryPause(flags, env)
     const request = {
       env,
       to: flags.to,
@@ -32,6 +33,8 @@ export function upgradeLiveCommand(live: LiveSystem): CommandMain<UpgradeLiveFla
       maxFail: flags.maxFail ?? '0',
       autoRollback: flags.autoRollback,
       ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
+      ...(flags.soak ? { soakMs: flags.soak } : {}),
+      ...(flags.pauseAfterCanary ? { pauseAfterCanary: true } : {}),
     }
     if (flags.dryRun) {
       const plan = await planSystemRun(live, request)
@@ -47,11 +50,11 @@ export function upgradeLiveCommand(live: LiveSystem): CommandMain<UpgradeLiveFla
   }
 }
 
-/** `--pause-after-canary` belongs to the recording service's rollout; the live system's types go one after another, without a wait between them. */
-function refuseCanaryPause(flags: UpgradeLiveFlags): void {
-  if (flags.pauseAfterCanary)
+/** `--pause-after-canary` waits after a type's canary: refused where no type runs more than one instance (none has a canary). */
+function refuseCanaryPause(flags: UpgradeLiveFlags, env: Environment): void {
+  if (flags.pauseAfterCanary && !hasTypeCanary(env))
     throw new BadInputError(
-      '--pause-after-canary: not offered for the live production system (its component types are upgraded one after another in dependency order, each type across hosts with a canary of its own, and nothing may wait half-way with the controller already on the target); expected it with svcops upgrade recording only.',
+      `--pause-after-canary: ${env.file} runs one instance of each live component type, so no type has a canary to wait after; expected svcops:live.hosts with a type on more than one host.`,
       'Check the plan first instead: svcops upgrade live --env ENV --to VERSION --dry-run',
     )
 }

@@ -5,6 +5,7 @@
  * Declarations only: the CLI imports this file at start-up.
  */
 import { collectList, wholeNumber, type CommandSpec, type FlagsOf } from '../../src/core/option-table.ts'
+import { parseSoak } from '../../src/config/soak-duration.ts'
 import { METRICS_FILE_HELP } from './command-io.ts'
 import { TRUST_UNSIGNED_OPTION, lockOptions } from './recording-commands.ts'
 
@@ -39,7 +40,15 @@ export const UPGRADE_LIVE = {
       default: '0',
     },
     { flags: '--no-auto-rollback', help: 'on failure, keep the broken state for inspection instead of rolling back' },
-    { flags: '--pause-after-canary', help: 'refused: the live production system does not wait half-way (see svcops upgrade recording)' },
+    {
+      flags: '--pause-after-canary',
+      help: 'once the first type with several instances has its canary verified, wait (holding the lock) for svcops runs promote|abort ID; refused where every type runs one instance',
+    },
+    {
+      flags: '--soak <duration>',
+      help: "judge each type's verified canary against that type's instances still on the old release for this long (e.g. 10m) before its batches, on the metrics of svcops:upgrade.analysis.metrics.<type>: a fail rolls back",
+      parse: (v: string) => parseSoak(v),
+    },
     { flags: '--dry-run', help: 'print every step, every command and every file change as a diff (secrets masked); change nothing' },
     { flags: '-y, --yes', help: 'do not ask for confirmation (schedulers, scripts)' },
     ...lockOptions('live system'),

@@ -49,13 +49,15 @@ const seconds = (ms: number): string => (ms % 60_000 === 0 ? `${ms / 60_000}m` :
  * run's journal and the stack's analysis settings; `soakMsOf` the run's soak.
  */
 export function soakStep<C, H extends { name: string }>(options: {
+  /** The journal's name of this soak (default `soak`): a run that soaks several canaries names each. */
+  id?: string
   journalOf: (ctx: C) => Journal
   settingsOf: (ctx: C) => AnalysisSettings
   soakMsOf: (ctx: C) => number
   subjectOf: (ctx: C, canary: H[], baseline: H[]) => SoakSubject
 }): Step<C, [H[], H[]], SoakData> {
   return defineStep<C, [H[], H[]], SoakData>({
-    id: SOAK_STEP,
+    id: options.id ?? SOAK_STEP,
     title: 'soak: the canary against the hosts still on the old release, judged metric by metric',
     once: true,
     report: SOAK_REPORT,
@@ -89,7 +91,7 @@ export function soakStep<C, H extends { name: string }>(options: {
             samplers: subject.samplers,
             onSample: (p) =>
               journal.append({
-                step: SOAK_STEP,
+                step: options.id ?? SOAK_STEP,
                 status: 'start',
                 report: SOAK_REPORT,
                 detail: `sample ${p.sample} of ${p.of}: ${p.verdict.outcome}${p.verdict.score !== null ? `, score ${p.verdict.score}` : ''}; ${p.verdict.metrics.map((m) => `${m.name} ${m.outcome} (canary ${show(m.canary.median)}, baseline ${show(m.baseline.median)})`).join('; ')}`,
@@ -106,7 +108,7 @@ export function soakStep<C, H extends { name: string }>(options: {
       if (verdict.outcome === 'pass' || wait) return { data }
       // The figures go in the journal before the failure, for the report's charts.
       journal.append({
-        step: SOAK_STEP,
+        step: options.id ?? SOAK_STEP,
         status: 'start',
         report: SOAK_REPORT,
         detail: `verdict: ${verdict.outcome}`,

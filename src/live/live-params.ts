@@ -23,6 +23,10 @@ const paramsSchema = z.object({
    * the release read by the preflight wins whenever there is one.
    */
   plannedFrom: z.string().optional(),
+  /** `--soak` (or the stack's `analysis.soak`): how long each type's canary is judged against the type's other instances, in ms. */
+  soakMs: z.number().int().positive().optional(),
+  /** `--pause-after-canary`: after the first type's verified canary (a type with more than one instance), wait for a person. */
+  pauseAfterCanary: z.boolean().optional(),
 })
 
 export type LiveParams = z.infer<typeof paramsSchema>

@@ -5,6 +5,7 @@
 import { ToleratedFailures, type HostFailure, type Run } from '../runs/engine.ts'
 import { parseMaxFail, planBatches } from '../runs/rollout.ts'
 import type { ComponentHandle, LiveContext } from './live-context.ts'
+import { liveCanaryAnalysis } from './live-soak.ts'
 import { stopComponent } from './live-steps.ts'
 
 /**
@@ -32,6 +33,8 @@ export async function rollOutType(
       onTolerated: async (_failure, u) => {
         await run.onHost(u, stopComponent)
       },
+      ...(params.pauseAfterCanary ? { pauseAfterCanary: true } : {}), // once, after the first type's canary
+      ...liveCanaryAnalysis(run), // the type's soak (--soak, svcops:upgrade.analysis), judged against its other instances
     },
     upgradeOne,
   )

@@ -20,6 +20,7 @@ import { liveDescription } from './live-description.ts'
 import type { LiveParams } from './live-params.ts'
 import { assertLiveSystem, liveUnitNames } from './live-platforms.ts'
 import { parseMaxFail, planBatches } from '../runs/rollout.ts'
+import { soakOf } from '../config/analysis.ts'
 
 export interface LiveUpgradeRequest {
   env: Environment
@@ -36,6 +37,10 @@ export interface LiveUpgradeRequest {
   from?: string
   autoRollback?: boolean
   breakLock?: boolean
+  /** `--soak`, in ms: each type's canary judged before its batches (default: the stack's `analysis.soak`). */
+  soakMs?: number
+  /** `--pause-after-canary`: wait for a person after the first type's verified canary. */
+  pauseAfterCanary?: boolean
 }
 
 /** The live system as the engine runs it. */
@@ -93,6 +98,8 @@ export function liveSystem(playbook: Playbook<LiveContext, LiveParams>): LiveSys
           batchSize: batch,
           maxFail,
           ...(req.from ? { plannedFrom: req.from } : {}),
+          ...soakParam(req),
+          ...(req.pauseAfterCanary ? { pauseAfterCanary: true } : {}),
         },
       }
     },
@@ -186,4 +193,10 @@ export async function readInstalledLiveRelease(env: Environment): Promise<string
   } finally {
     await ctx.platform.close()
   }
+}
+
+/** The run's soak: `--soak`, else the stack's `analysis.soak`. */
+function soakParam(req: LiveUpgradeRequest): { soakMs?: number } {
+  const ms = soakOf(req.soakMs, req.env.upgrade?.analysis)
+  return ms ? { soakMs: ms } : {}
 }

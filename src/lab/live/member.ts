@@ -20,6 +20,7 @@ import {
 import { controllerUrlVariable, instanceNameVariable, labInstanceUuid, pskHeader } from './paths.ts'
 import { CONNECTION_TIMEOUT_MS } from './controller.ts'
 import { exitOnSignals, listen, serveStatus, type ComponentContext } from './runtime.ts'
+import { DROPS_AFTER_MS } from './releases.ts'
 
 const RECONNECT_MS = 1000
 
@@ -97,7 +98,13 @@ export async function runMember(ctx: ComponentContext): Promise<void> {
   let lastConnected = 0
   const connected = (): boolean => Date.now() - lastConnected <= CONNECTION_TIMEOUT_MS
   const names = liveMetricNames(version, component, product.prefix)
-  await serveStatus(ctx, { connected, metrics: () => names.map((n) => [n, 0]) })
+  const started = Date.now()
+  // The fault release: the ingest drops 25 video frames a second once it has run a while.
+  const value = (n: string): number =>
+    fault === 'drops-video-frames' && n.endsWith('_dropped_video_frames')
+      ? Math.max(0, Math.floor(((Date.now() - started - DROPS_AFTER_MS) * 25) / 1000))
+      : 0
+  await serveStatus(ctx, { connected, metrics: () => names.map((n) => [n, value(n)]) })
   exitOnSignals(ctx)
   ctx.log('INFO', `started; ${connectedMetricName(product.prefix)} and ${names.length} product metric(s) on /metrics`)
   if (fault === 'never-connects') return

@@ -6,11 +6,16 @@
  *
  * `7.0.1` is the lab's own fault release: its components start, serve their metrics and never
  * connect to the system controller, so an upgrade into it must fail its check and roll back.
+ * `7.0.2` passes every start-up check, and its ingest's `svc_ingest_source_dropped_video_frames`
+ * (6.0's split of the dropped frames) climbs from 10 s after it starts: only a soak catches it.
  */
 import { LIVE_COMPONENTS, type LiveComponentName } from '../../releases/types.ts'
 
+/** For `drops-video-frames`: how long after its start the ingest begins dropping video frames. */
+export const DROPS_AFTER_MS = 10_000
+
 /** How a release misbehaves (the lab's faults); `none` for an ordinary release. */
-export type LiveLabFault = 'none' | 'never-connects'
+export type LiveLabFault = 'none' | 'never-connects' | 'drops-video-frames'
 
 export interface LiveLabRelease {
   version: string
@@ -42,6 +47,11 @@ export const LIVE_LAB_RELEASES: readonly LiveLabRelease[] = [
   },
   { version: '7.0.0', fault: 'none', summary: 'REST prefix /api/v3' },
   { version: '7.0.1', fault: 'never-connects', summary: 'the lab fault: components start but never connect to the system controller' },
+  {
+    version: '7.0.2',
+    fault: 'drops-video-frames',
+    summary: `the lab fault: starts, connects and passes its checks; ${DROPS_AFTER_MS / 1000} s after start the ingest's dropped video frames counter climbs`,
+  },
 ]
 
 /** The components of a live host, in dependency order (the controller first): the catalog's. */
