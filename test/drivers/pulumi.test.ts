@@ -148,7 +148,7 @@ describe('the preview rule, on recorded `pulumi preview --json` output', () => {
       ],
     }
     expect(versionOnlyChanges(digest, NAMES).other).toHaveLength(1)
-    expect(versionOnlyChanges(digest, NAMES, { ownReplicas: true })).toEqual({ targets: [digest.steps[0]?.urn], other: [] })
+    expect(versionOnlyChanges(digest, NAMES, { ownReplicas: true })).toEqual({ targets: [digest.steps[0]?.urn], other: [], unready: [] })
     const map: PreviewDigest = {
       steps: [
         {
@@ -159,6 +159,39 @@ describe('the preview rule, on recorded `pulumi preview --json` output', () => {
       ],
     }
     expect(versionOnlyChanges(map, NAMES, { ownReplicas: true }).other).toHaveLength(1)
+  })
+
+  it('reads an update with no diff whose state has initialization errors as an object not ready: named, never a target, never a change', () => {
+    const ingest = 'urn:pulumi:prod::svcops::svcops:infra:MediaComponent$kubernetes:apps/v1:Deployment::svc-ingest-deployment'
+    const errors = [
+      '[MinimumReplicasUnavailable] Deployment does not have minimum availability.',
+      'Minimum number of live Pods was not attained',
+    ]
+    const digest: PreviewDigest = {
+      steps: [
+        { op: 'refresh', urn: ingest },
+        { op: 'update', urn: ingest, oldState: { initErrors: errors } },
+        {
+          op: 'update',
+          urn: 'urn:pulumi:prod::svcops::svcops:infra:RecordingService$kubernetes:apps/v1:Deployment::svc-recording-deployment',
+          detailedDiff: { 'spec.template.spec.containers[0].image': { kind: 'update', inputDiff: true } },
+        },
+      ],
+    }
+    const r = versionOnlyChanges(digest, NAMES)
+    expect(r.other).toEqual([])
+    expect(r.targets).toEqual([digest.steps[2]?.urn])
+    expect(r.unready).toEqual([`kubernetes:apps/v1:Deployment svc-ingest-deployment is not ready (${errors.join('; ')})`])
+    // The same step with a diff is a change as before; without initErrors an empty update is one too.
+    const changed = structuredClone(digest)
+    changed.steps[1] = { ...changed.steps[1]!, detailedDiff: { 'spec.replicas': { kind: 'update', inputDiff: true } } }
+    expect(versionOnlyChanges(changed, NAMES).other).toHaveLength(1)
+    expect(versionOnlyChanges({ steps: [{ op: 'update', urn: ingest }] }, NAMES).other).toEqual([
+      'update kubernetes:apps/v1:Deployment svc-ingest-deployment',
+    ])
+    // What the cluster says is escaped: a control character in an error reaches no terminal.
+    const hostile: PreviewDigest = { steps: [{ op: 'update', urn: ingest, oldState: { initErrors: ['bad\u001b[2Jpod'] } }] }
+    expect(versionOnlyChanges(hostile, NAMES).unready[0]).not.toContain('\u001b')
   })
 
   it('names the program’s own resources (the names the rule allows are the ones the Pulumi program registers)', async () => {
