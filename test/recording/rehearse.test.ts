@@ -5,12 +5,16 @@
  * after) and the scratch database gone at the end; the lab's fault releases each caught with the
  * cause named. On the lab's real PostgreSQL, pg_dump/pg_restore, dpkg and supervisord.
  */
-import { readFileSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { exitCodeFor } from '../../src/core/errors.ts'
 import { switchLabFault } from '../../src/lab/recording-faults.ts'
+import { textfilePath } from '../../src/metrics/publish.ts'
 import { Journal, listRuns } from '../../src/runs/journal.ts'
 import { predictionOfRun, rehearseRecordingService } from '../../playbooks/rehearse.ts'
 import { readEnvironmentLock } from '../../src/runs/lock.ts'
@@ -171,6 +175,43 @@ describe('an interrupted rehearsal', () => {
   })
 })
 
+describe('the rehearsal host must work on the copy', () => {
+  it("its configuration names production's database: the rehearsal stops before any content check and before the target is installed, in one sentence; production and its fingerprint unchanged", async () => {
+    const undo = host.pointServiceAt(lab.env().recording!.database.name)
+    try {
+      const before = await production()
+      const error = await rehearseRecordingService({ env: lab.env(), to: '2.1.0' }).catch((e: unknown) => e)
+      expect(exitCodeFor(error)).toBe(1)
+      expect((error as Error).message).toMatch(
+        new RegExp(
+          `^The service on the rehearsal host ${host.name} answered a content list but holds no session on the scratch database ${REHEARSAL_DATABASE} at `,
+        ),
+      )
+      const entries = lastRun().entries()
+      expect(entries.some((e) => e.step === 'uses-copy' && e.status === 'failed')).toBe(true)
+      expect(entries.some((e) => e.step === 'snapshot' || e.step === 'verify-host')).toBe(false)
+      // Only the current release was installed (the copy's first start), never the target.
+      expect(entries.filter((e) => e.step === 'install' && e.status === 'ok').length).toBe(1)
+      expect(await production()).toEqual(before)
+      expect(await host.databaseExists()).toBe(false)
+    } finally {
+      undo()
+    }
+  })
+
+  it("a passing rehearsal journals the proof: a session on the copy, the copy migrated, production's fingerprint as before", async () => {
+    const before = await production()
+    await rehearseRecordingService({ env: lab.env(), to: '2.1.0' })
+    const proofs = lastRun()
+      .entries()
+      .filter((e) => e.step === 'uses-copy' && e.status === 'ok')
+    expect(proofs.length).toBe(2)
+    expect(proofs[0]?.data).toMatchObject({ copyMigrated: false })
+    expect(proofs[0]?.data?.sessions).toBeGreaterThan(0)
+    expect(proofs[1]?.data).toMatchObject({ copyMigrated: true, productionFingerprint: before.fingerprint })
+  })
+})
+
 describe('a missing privilege is caught on production, where the copy cannot show it', () => {
   it("tables-not-owned: the rehearsal stops before the copy, naming the doctor's schema-change-permission; nothing changed", async () => {
     const target = { env: lab.env(), superuserPassword: readFileSync(join(lab.labDir, 'secrets', 'postgres-password'), 'utf8').trim() }
@@ -209,6 +250,61 @@ describe('bad input', () => {
       lab.setRecording({ rehearsal: env.recording!.rehearsal })
     }
     expect(REHEARSAL_DATABASE).not.toBe(env.recording!.database.name)
+  })
+})
+
+describe('a rehearsal is told like other runs', () => {
+  it("its start and end reach the stack's webhooks and its end the environment's Prometheus textfile (kind rehearse), with no production downtime and no backup counted twice", async () => {
+    const received: Array<Record<string, unknown>> = []
+    const receiver = createServer((req, res) => {
+      let body = ''
+      req.on('data', (d: Buffer) => (body += d.toString()))
+      req.on('end', () => {
+        received.push(JSON.parse(body) as Record<string, unknown>)
+        res.end('ok')
+      })
+    })
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+    const dir = mkdtempSync(join(tmpdir(), 'svcops-rehearsal-notify-'))
+    const doc = parseYaml(readFileSync(lab.envFile, 'utf8')) as { config: Record<string, unknown> }
+    const kept = readFileSync(lab.envFile, 'utf8')
+    doc.config['svcops:notify'] = { webhooks: [{ url: { env: 'SVCOPS_TEST_REHEARSAL_HOOK' } }], metrics: { textfileDir: dir } }
+    writeFileSync(lab.envFile, toYaml(doc))
+    try {
+      const hook = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`
+      const run = await runCliInProcess(['--stack-file', lab.envFile, 'rehearse', 'recording', '--to', '2.1.0', '--window', '30m'], {
+        SVCOPS_TEST_REHEARSAL_HOOK: hook,
+      })
+      expect(run.code, run.stderr).toBe(0)
+      const id = listRuns(lab.runsDir)[0]?.id ?? ''
+      const mine = received.filter((m) => m.runId === id)
+      expect(mine.map((m) => m.event)).toEqual(['start', 'success'])
+      expect(mine[1]).toMatchObject({
+        kind: 'rehearse',
+        targetVersion: '2.1.0',
+        phase: 'succeeded',
+        downtime: [],
+        longestDowntimeSeconds: null,
+      })
+      expect(mine[1]?.summary).toMatch(/^Rehearsal of lab to 2\.1\.0 succeeded\.$/)
+      const text = readFileSync(textfilePath(dir, lab.env().name), 'utf8')
+      expect(text).toMatch(/^svcops_run_last_outcome\{environment="lab",kind="rehearse",outcome="succeeded"\} 1$/m)
+      expect(text).toMatch(/^svcops_run_last_success_timestamp_seconds\{environment="lab",kind="rehearse"\} \d+/m)
+      // No production host went down: a rehearsal has no downtime series.
+      expect(text).not.toMatch(/^svcops_host_last_downtime_seconds\{environment="lab",kind="rehearse"/m)
+      // A rehearsal that reused an earlier backup leaves the last backup's time at that backup's; one that took a backup moves it.
+      const backupAt = Number(/^svcops_backup_last_success_timestamp_seconds\{environment="lab"\} ([\d.]+)$/m.exec(text)?.[1])
+      const journal = Journal.open(id)
+      const started = Date.parse(journal.run.startedAt) / 1000
+      const reused = journal.entries().find((e) => e.step === 'rehearsal-backup' && e.data)?.data?.reused
+      if (reused === true) expect(backupAt).toBeLessThan(started)
+      else expect(backupAt).toBeGreaterThanOrEqual(started)
+      execFileSync('/usr/bin/promtool', ['check', 'metrics'], { input: text })
+    } finally {
+      writeFileSync(lab.envFile, kept)
+      await new Promise((resolve) => receiver.close(resolve))
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
 
