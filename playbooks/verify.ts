@@ -16,6 +16,7 @@ import { findLogErrors, linesSince } from '../src/drivers/services.ts'
 import { closeRecordingContext, recordingContext, type RecordingContext } from '../src/recording/recording-context.ts'
 import type { RecordingTarget } from '../src/recording/recording-platform.ts'
 import { verifyHost, type CheckResult, type HostVerification } from '../src/recording/verify-target.ts'
+import { recordingCheckReader } from '../src/recording/recording-checks.ts'
 import { Journal } from '../src/runs/journal.ts'
 import { newVerifyRecord } from '../src/recording/recording-system.ts'
 import { printOn, showProgressOn, type CommandIO } from './lib/command-io.ts'
@@ -37,7 +38,8 @@ async function verifyOne(
   versions: Record<string, string>,
 ): Promise<ServiceVerification['hosts'][number]> {
   const testRun = options.testRecording === false ? {} : { runId: `verify-${new Date().toISOString()}` }
-  const v = await verifyHost(ctx.deps.content, h.url, { host: h.name, limit: ctx.settings.contentLimit, ...testRun }) // GET /, GET content, POST a test recording
+  const declared = { reader: recordingCheckReader(ctx.env, ctx.platform, h), checks: ctx.rec.checks }
+  const v = await verifyHost(ctx.deps.content, h.url, { host: h.name, limit: ctx.settings.contentLimit, declared, ...testRun }) // GET /, GET content, the declared checks, POST a test recording
   const { status, lines } = await serviceFacts(ctx, h) // the service runs; read the logs
   const version = versions[h.name]
   const errors = findLogErrors(linesSince(lines, new Date(Date.now() - 600_000).toISOString()), ctx.settings.errorPatterns)

@@ -104,3 +104,62 @@ const uuid = z.string().regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-
  * endpoints `GET <prefix>/ingests/{uuid}`, `/pipelines/{uuid}` and `/controlpanels/{uuid}` take.
  */
 export const liveUuidsSchema = z.record(z.string().min(1), uuid).default({})
+
+/** The placeholders of a recording service's check: the product prefix, the target's name, a lab host's sandbox root. */
+const RECORDING_KNOWN = new Set(['product', 'host', 'root'])
+
+/** A text whose placeholders are all those of a recording service's check. */
+const recordingTemplate = z
+  .string()
+  .min(1)
+  .refine((s) => [...s.matchAll(PLACEHOLDER)].every((m) => RECORDING_KNOWN.has(m[1] ?? '')), {
+    error: `expected only the placeholders ${[...RECORDING_KNOWN].map((k) => `{${k}}`).join(', ')}`,
+  })
+
+/**
+ * One declared check of the recording service (`svcops:recording.checks`), asked after the seed's
+ * own (`GET /`, the content list) in the upgrade's and the rollback's verification, in `svcops
+ * verify recording` and in `svcops probe`: `GET <path>` of the service with a status and what the
+ * answer contains (`web`), a metric of the service's Prometheus text with its value (`metric`), or
+ * a command on the service's host (`command`, argv, exit 0; it must only read: the probe runs it).
+ */
+export const recordingCheckSchema = z
+  .strictObject({
+    name: z.string().min(1).max(120),
+    web: z
+      .strictObject({
+        path: recordingTemplate.refine((s) => s.startsWith('/'), { error: 'expected a path starting with /' }),
+        status: z.number().int().min(100).max(599).default(200),
+        contains: z.unknown().optional(),
+      })
+      .optional(),
+    metric: z
+      .strictObject({
+        path: z
+          .string()
+          .regex(/^\/[A-Za-z0-9._/-]*$/, 'expected a path like /metrics')
+          .default('/metrics'),
+        name: recordingTemplate,
+        equals: z.number(),
+      })
+      .optional(),
+    command: z.strictObject({ argv: z.array(recordingTemplate).min(1) }).optional(),
+  })
+  .refine((c) => [c.web, c.metric, c.command].filter((p) => p !== undefined).length === 1, {
+    error: 'expected exactly one provider: web, metric or command',
+  })
+
+export type RecordingCheck = z.infer<typeof recordingCheckSchema>
+
+/** `svcops:recording.checks`: the site's checks of the recording service, each a name unique in the list. */
+export const recordingChecksSchema = z
+  .array(recordingCheckSchema)
+  .default([])
+  .superRefine((checks, ctx) => {
+    const seen = new Set<string>()
+    for (const [i, c] of checks.entries()) {
+      if (seen.has(c.name))
+        ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `expected each check's name once; '${c.name}' is given twice` })
+      seen.add(c.name)
+    }
+  })

@@ -6,7 +6,7 @@
 import { z } from 'zod'
 import type { LiveClusterConfig } from './live-cluster.ts'
 import { deployKeys } from './deploy.ts'
-import { declaredChecksSchema, liveUuidsSchema } from './checks.ts'
+import { declaredChecksSchema, liveUuidsSchema, recordingChecksSchema } from './checks.ts'
 import { analysisSchema } from './analysis.ts'
 
 const name = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'expected lower-case letters, digits, ".", "_" or "-"')
@@ -166,6 +166,8 @@ export const recordingSchema = z.strictObject({
       write: z.string().min(1).default('urn:svc:recorder:content:write'),
     })
     .default({ read: 'urn:svc:recorder:content:read', write: 'urn:svc:recorder:content:write' }),
+  /** The site's checks where the seed is silent, asked after the seed's own (src/config/checks.ts, docs/contract.md). */
+  checks: recordingChecksSchema,
   /** The hosts (platform `hosts`); none on Kubernetes, where the Deployment is the one target. */
   hosts: z.array(recordingHostSchema).default([]),
   database: databaseSchema,

@@ -94,7 +94,15 @@ async function probeRecordingHost(env: Environment, host: RecordingHostConfig, i
       key: `recording.hosts[${index}].ssh`,
     }),
   )
-  rows.push(...(await probeRecordingService(env, where, host.url, `recording.hosts[${index}].url`)))
+  rows.push(
+    ...(await probeRecordingService(
+      env,
+      where,
+      host.url,
+      `recording.hosts[${index}].url`,
+      reached.code === 0 ? { transport: t, root: host.root ?? '' } : undefined,
+    )),
+  )
   const { configPath } = settingsFor(env, rec)
   if (reached.code === 0) {
     const config = await tryCommand(t, ['test', '-r', hostPath(host, configPath)])

@@ -292,6 +292,8 @@ export function recordingSection(part: LabRecordingPart): Record<string, unknown
     serviceDriver: 'supervisor',
     packageDir: part.packageDir,
     configPath: paths.config,
+    // What the lab assumes of its service beyond the seed, declared as a site would (docs/contract.md).
+    checks: [{ name: 'its configuration file', command: { argv: ['test', '-s', `{root}${paths.config}`] } }],
     hosts: part.hosts.map((h, i) => ({
       name: h.name,
       url: h.url,

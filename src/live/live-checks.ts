@@ -7,6 +7,7 @@
  * the ways of reading (`CheckReader`); the judgement is here, once.
  */
 import type { DeclaredCheck } from '../config/checks.ts'
+import { containsValue, expositionLines, metricLine } from '../core/expectations.ts'
 import { apiPrefix, liveMetricNames } from '../releases/versions.ts'
 import type { LiveComponentName, LiveProduct } from './layout.ts'
 import type { Answer, CheckResult } from './live-judge.ts'
@@ -67,17 +68,6 @@ function fillValue(value: unknown, fill: (s: string) => string): unknown {
   return value
 }
 
-/** Whether `answer` contains `wanted`: equal scalars; an object with the wanted members; an array with one element that contains it. */
-export function containsValue(answer: unknown, wanted: unknown): boolean {
-  if (Array.isArray(answer) && !Array.isArray(wanted)) return answer.some((a) => containsValue(a, wanted))
-  if (Array.isArray(wanted)) return Array.isArray(answer) && wanted.every((w) => answer.some((a) => containsValue(a, w)))
-  if (wanted && typeof wanted === 'object') {
-    if (!answer || typeof answer !== 'object') return false
-    return Object.entries(wanted).every(([k, v]) => containsValue((answer as Record<string, unknown>)[k], v))
-  }
-  return answer === wanted
-}
-
 /** The declared checks that apply to a component type. */
 export function declaredFor(plan: CheckPlan, component: LiveComponentName): DeclaredCheck[] {
   return plan.checks.filter((c) => !c.components || c.components.includes(component))
@@ -108,9 +98,6 @@ async function seedCheck(reader: CheckReader, plan: CheckPlan, unit: LiveUnit, v
     ? { check, ok: false, detail: `the answer names no ${missing.join(', ')}` }
     : { check, ok: true, detail: `naming ${names.join(', ')}` }
 }
-
-const metricLine = (lines: string[], name: string): string | undefined =>
-  lines.find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`) || l === name)
 
 /** One declared check of one unit. */
 export async function runDeclaredCheck(
@@ -147,7 +134,7 @@ export async function runDeclaredCheck(
     if ('error' in r) return { check: name, ok: false, detail: r.error }
     if (r.status !== 200)
       return { check: name, ok: false, detail: `GET ${m.path} answered ${r.status}`, ...(r.status === 404 ? { absent: true } : {}) }
-    const lines = (typeof r.body === 'string' ? r.body : '').split('\n').map((l) => l.trim())
+    const lines = expositionLines(r.body)
     // The release's names, said when present too: what was checked, in the report.
     const names = m.releaseNames ? liveMetricNames(version, unit.component, plan.product.prefix) : []
     const missing = names.filter((n) => !metricLine(lines, n))

@@ -13,6 +13,7 @@ import type { RecordingContext } from './recording-context.ts'
 import { judgeStarted, judgeStarting, notHealthyInTime, stoppedAfterStart, type Judged } from './recording-judge.ts'
 import type { RecordingTarget } from './recording-platform.ts'
 import { assertVerified, verifyHost as verify } from './verify-target.ts'
+import { describeRecordingChecks, recordingCheckReader } from './recording-checks.ts'
 import { HostFailure } from '../runs/engine.ts'
 
 type Ctx = RecordingContext
@@ -87,6 +88,7 @@ export const verifyHost = defineStep<Ctx, [T]>({
     `GET ${h.url}/`,
     `GET ${h.url}/api/v1/content?limit=${ctx.settings.contentLimit}: every recording of the snapshot present`,
     `POST ${h.url}/api/v1/content (a test recording marked with the run id), then see it listed`,
+    ...describeRecordingChecks(recordingCheckReader(ctx.env, ctx.platform, h), ctx.rec.checks),
     `each answered within ${ctx.settings.slowResponseMs} ms (recording.slowResponseMs), else slow`,
   ],
   async act(ctx, h) {
@@ -96,6 +98,7 @@ export const verifyHost = defineStep<Ctx, [T]>({
       limit: ctx.settings.contentLimit,
       expectKeys: keys,
       runId: ctx.journal.run.id,
+      declared: { reader: recordingCheckReader(ctx.env, ctx.platform, h), checks: ctx.rec.checks },
       // Slowness fails a host on the way up only: a rollback that ends slow still ends on the old
       // version (the cause is then not the new one), and its report shows the timings.
       ...(ctx.journal.run.phase === 'running' ? { slowMs: ctx.settings.slowResponseMs } : {}),

@@ -1,11 +1,13 @@
 /**
  * The seed's post-upgrade check, made strict: `GET /` answers; `GET /api/v1/content?limit=N`
- * lists; every recording of the snapshot is still there (a migration that silently drops rows is
+ * lists; the site's declared checks pass (`svcops:recording.checks`); every recording of the snapshot is still there (a migration that silently drops rows is
  * caught here, not by a customer); a test recording marked with the run id is created and seen in
  * the list. The checks are events, so the report and the terminal show each one.
  */
 import { OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
+import type { RecordingCheck } from '../config/checks.ts'
+import { runRecordingChecks, type RecordingCheckReader } from './recording-checks.ts'
 import { contentKey, identityKey, missingRecordings, TEST_CHANNEL, type ContentApi, type Recording } from './content-snapshot.ts'
 
 /** One verification check and its outcome. */
@@ -34,6 +36,8 @@ export interface VerifyOptions {
   expectKeys?: string[]
   /** Run id the test recording is marked with; omitted: no test recording is created. */
   runId?: string
+  /** The site's declared checks (`svcops:recording.checks`), asked after the content list, with their reader. */
+  declared?: { reader: RecordingCheckReader; checks: RecordingCheck[] }
   /**
    * The slowest the list and the test write may answer, in ms (`recording.slowResponseMs`): a host
    * that answers but slower fails the check "response time", so the doctor looks for the seed's
@@ -74,6 +78,9 @@ export async function verifyHost(api: ContentApi, baseUrl: string, options: Veri
     record(options.host, checks, `GET /api/v1/content?limit=${options.limit}`, false, errorMessage(error))
     return result
   }
+  // The site's checks where the seed is silent, after the seed's own (docs/contract.md).
+  for (const r of options.declared ? await runRecordingChecks(options.declared.reader, options.declared.checks) : [])
+    record(options.host, checks, r.check, r.ok, r.detail)
   if (options.expectKeys) {
     result.missing = missingRecordings(options.expectKeys, list)
     record(
