@@ -25,6 +25,8 @@
  */
 export const UNIT_FILES = [
   'test/architecture/layers.test.ts',
+  'test/analysis/statistics.test.ts',
+  'test/analysis/soak-report.test.ts',
   'test/contract/contract.test.ts',
   'test/backup/pieces.test.ts',
   'test/backup/zstd-frames.test.ts',
