@@ -198,6 +198,7 @@ export const recordingSchema = z.strictObject({
  * longest age, in hours, of a passing rehearsal of the same from-version, to-version and schema
  * fingerprint; without one a real upgrade (scheduled ones too) is refused before anything starts.
  * `analysis`: the soak after the canary and how the canary is judged against the baseline.
+ * `promoteFrom`/`promoteMaxAgeHours`: the promotion gate from an earlier environment.
  */
 export const upgradeSchema = z.strictObject({
   requireRehearsal: z
@@ -208,6 +209,21 @@ export const upgradeSchema = z.strictObject({
     .optional(),
   /** The canary's analysis over a soak (src/config/analysis.ts; docs/upgrade.md "Canary analysis"). */
   analysis: analysisSchema.optional(),
+  /**
+   * The environment a release must pass first (its stack file beside this one): an upgrade to V is
+   * refused unless that environment's run store holds a succeeded upgrade to V (src/recording/promotion-gate.ts).
+   */
+  promoteFrom: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9_-]*$/, 'expected the name of an environment (a stack in the same folder), e.g. staging')
+    .optional(),
+  /** With `promoteFrom`: the longest age, in hours, of that upgrade (default 168, a week). */
+  promoteMaxAgeHours: z
+    .number()
+    .int()
+    .min(1)
+    .max(24 * 365)
+    .optional(),
 })
 
 export const backupSchema = z.strictObject({
