@@ -1,12 +1,13 @@
 /**
- * The real drivers on real hosts (issue 46): `svcops lab up --host-kind systemd` boots two Debian
+ * The real drivers on real hosts: `svcops lab up --host-kind systemd` boots two Debian
  * machines with systemd as PID 1 (systemd-nspawn), installs the recording service there with
  * apt-get from the lab's signed repository, and svcops reaches them over their own sshd as the
  * unprivileged user `svcops`, whose only root rights are the rules `svcops render sudoers` prints.
  * Through the CLI, in order: upgrade with the apt and systemd drivers, a crash restarted by the
- * unit's Restart=, doctor and verify, a sudo rule removed (refused before anything stops), a run
- * killed and resumed, a rollback from the host's package cache with the repository gone, and lab
- * down leaving nothing behind.
+ * unit's Restart=, doctor and verify, the doctor's causes of a real host (a password file the
+ * service cannot read, a unit that fails its start, a full disk), a sudo rule removed (refused
+ * before anything stops), a run killed and resumed, a rollback from the host's package cache with
+ * the repository gone, and lab down leaving nothing behind.
  */
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
