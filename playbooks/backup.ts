@@ -22,10 +22,10 @@ import { backupRunSystem } from '../src/recording/backup-runs.ts'
 import { recordingDescription } from '../src/recording/recording-description.ts'
 import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
 import { planSystemRun, startSystemRun } from '../src/runs/run-actions.ts'
-import { printOn, showEventsOn, type CommandIO } from './lib/command-io.ts'
+import { printOn, showEventsOn, type CommandIO } from '../src/edge/command-io.ts'
 import { BACKUP_RUN, type BackupRunFlags } from './lib/backup-commands.ts'
-import { useRunSystems } from './lib/run-systems.ts'
-import { runScript, startedAsScript } from './lib/script.ts'
+import { useRunSystems } from '../src/edge/run-systems.ts'
+import { runScript, startedAsScript } from '../src/edge/script.ts'
 import { backupSite } from './site/backup.ts'
 
 /** The procedure, top to bottom. */

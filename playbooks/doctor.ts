@@ -19,9 +19,9 @@ import type { Environment } from '../src/config/schema.ts'
 import { ExitCode } from '../src/core/errors.ts'
 import { formatDiagnosis, type Diagnosis } from '../src/doctor/diagnose.ts'
 import { onTargetsOf } from '../src/doctor/environment.ts'
-import { printOn, type CommandIO } from './lib/command-io.ts'
+import { printOn, type CommandIO } from '../src/edge/command-io.ts'
 import { DOCTOR_RECORDING, type DoctorRecordingFlags } from './lib/recording-commands.ts'
-import { runScript, startedAsScript } from './lib/script.ts'
+import { runScript, startedAsScript } from '../src/edge/script.ts'
 
 /** `svcops doctor recording`: the seed's four problems, in its order, on every host (or `hosts`), or the Deployment. */
 export function doctorRecording(env: Environment, hosts?: string[]): Promise<Diagnosis> {

@@ -38,9 +38,9 @@ import type { Run } from '../src/runs/engine.ts'
 import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
 import { planSystemRun, renderRunPlan, startSystemRun } from '../src/runs/run-actions.ts'
 import type { RunPlan } from '../src/runs/run-system.ts'
-import { printPlanOn, showRunOn, type CommandIO } from './lib/command-io.ts'
+import { printPlanOn, showRunOn, type CommandIO } from '../src/edge/command-io.ts'
 import { REHEARSE_RECORDING, type RehearseRecordingFlags } from './lib/rehearse-commands.ts'
-import { runScript, startedAsScript } from './lib/script.ts'
+import { runScript, startedAsScript } from '../src/edge/script.ts'
 
 type Ctx = RehearsalContext
 

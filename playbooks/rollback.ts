@@ -15,7 +15,7 @@
  */
 import { rollbackRecordingCommand } from './lib/recording-actions.ts'
 import { ROLLBACK_RECORDING } from './lib/recording-commands.ts'
-import { runScript, startedAsScript } from './lib/script.ts'
+import { runScript, startedAsScript } from '../src/edge/script.ts'
 import { recording } from './upgrade.ts'
 
 if (startedAsScript(import.meta)) await runScript(import.meta, ROLLBACK_RECORDING, rollbackRecordingCommand(recording))

@@ -37,7 +37,7 @@ import type { Run } from '../src/runs/engine.ts'
 import type { Playbook } from '../src/runs/playbook.ts'
 import { upgradeRecordingCommand } from './lib/recording-actions.ts'
 import { UPGRADE_RECORDING } from './lib/recording-commands.ts'
-import { runScript, startedAsScript } from './lib/script.ts'
+import { runScript, startedAsScript } from '../src/edge/script.ts'
 import { downgradeRecording, rollBackOneHost, rollBackRecording } from './rollback-procedure.ts'
 import { upgradeRecordingSite } from './site/recording.ts'
 

@@ -20,9 +20,9 @@ import type { CheckResult } from '../src/live/live-judge.ts'
 import type { LiveUnit } from '../src/live/live-placement.ts'
 import { newLiveCheckRecord } from '../src/live/live-system.ts'
 import { Journal } from '../src/runs/journal.ts'
-import { printOn, type CommandIO } from './lib/command-io.ts'
+import { printOn, type CommandIO } from '../src/edge/command-io.ts'
 import { VERIFY_LIVE } from './lib/live-commands.ts'
-import { runScript, startedAsScript } from './lib/script.ts'
+import { runScript, startedAsScript } from '../src/edge/script.ts'
 
 export interface LiveVerification {
   ok: boolean

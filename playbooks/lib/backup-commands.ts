@@ -1,10 +1,10 @@
 /**
  * `svcops backup run`, the nightly backup playbook's command, declared once: src/commands/backup.ts
  * builds its options and help from it, and so does playbooks/backup.ts run as a script
- * (playbooks/lib/script.ts). Declarations only: the CLI imports this file at start-up.
+ * (src/edge/script.ts). Declarations only: the CLI imports this file at start-up.
  */
 import { nonNegativeNumber, type CommandSpec, type FlagsOf } from '../../src/core/option-table.ts'
-import { METRICS_FILE_HELP } from './command-io.ts'
+import { METRICS_FILE_HELP } from '../../src/edge/command-io.ts'
 
 export const BACKUP_RUN = {
   words: ['backup', 'run'],

@@ -23,9 +23,9 @@ import {
   startSystemRun,
 } from '../../src/runs/run-actions.ts'
 import type { RunPlan } from '../../src/runs/run-system.ts'
-import { confirmChange, printPlanOn, showRunOn } from './command-io.ts'
+import { confirmChange, printPlanOn, showRunOn } from '../../src/edge/command-io.ts'
 import type { RollbackRecordingFlags, UpgradeRecordingFlags } from './recording-commands.ts'
-import type { CommandMain } from './script.ts'
+import type { CommandMain } from '../../src/edge/script.ts'
 
 /** How a run treats the environment's lock another run holds (`--break-lock`, `--force`). */
 interface Breaking {

@@ -2,12 +2,12 @@
  * The commands of the recording service's playbooks, declared once: `svcops upgrade|rollback|verify|
  * doctor recording` build their options and help from these (src/commands/upgrade.ts, doctor.ts),
  * and so do playbooks/upgrade.ts, rollback.ts, verify.ts and doctor.ts run as scripts
- * (playbooks/lib/script.ts). Declarations only: the CLI imports this file at start-up.
+ * (src/edge/script.ts). Declarations only: the CLI imports this file at start-up.
  */
 import { wholeNumber, type CommandSpec, type FlagsOf, type OptionSpec } from '../../src/core/option-table.ts'
 import { parseSoak } from '../../src/config/soak-duration.ts'
 import { parseWindow } from '../../src/runs/rollout.ts'
-import { METRICS_FILE_HELP } from './command-io.ts'
+import { METRICS_FILE_HELP } from '../../src/edge/command-io.ts'
 
 /** The help of `--trust-unsigned-run`, offered by every command that continues a run kept in the environment. */
 export const TRUST_UNSIGNED_HELP =

@@ -4,7 +4,7 @@
  */
 import { wholeNumber, type CommandSpec } from '../../src/core/option-table.ts'
 import { parseWindow } from '../../src/runs/rollout.ts'
-import { METRICS_FILE_HELP } from './command-io.ts'
+import { METRICS_FILE_HELP } from '../../src/edge/command-io.ts'
 import { lockOptions } from './recording-commands.ts'
 
 export interface RehearseRecordingFlags {

@@ -10,7 +10,7 @@
  */
 import { BadInputError } from '../../src/core/errors.ts'
 import type { Environment } from '../../src/config/schema.ts'
-import { SYSTEM_FOLDERS } from './system-folders.ts'
+import { SYSTEM_FOLDERS } from '../../src/edge/system-folders.ts'
 import type { RunOutcome } from '../../src/runs/playbook.ts'
 import type { RecordedFrom } from '../../src/runs/run-actions.ts'
 import type { RunPlan, RunRequest, RunSystem } from '../../src/runs/run-system.ts'
@@ -19,7 +19,7 @@ import type { SystemDescription } from '../../src/runs/system-description.ts'
 import type { CommandSpec } from '../../src/core/option-table.ts'
 import { UPGRADE_LIVE, ROLLBACK_LIVE, VERIFY_LIVE } from './live-commands.ts'
 import { ROLLBACK_RECORDING, UPGRADE_RECORDING, VERIFY_RECORDING } from './recording-commands.ts'
-import type { CommandMain } from './script.ts'
+import type { CommandMain } from '../../src/edge/script.ts'
 
 /** How a continued run may treat the environment's lock another run holds (`--break-lock`, `--force`). */
 export interface Breaking {

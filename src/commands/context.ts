@@ -5,7 +5,7 @@
 import type { Command } from 'commander'
 import type { Environment } from '../config/schema.ts'
 import { consoleSink, events } from '../core/events.ts'
-import { confirmChange, writeResult } from '../../playbooks/lib/command-io.ts'
+import { confirmChange, writeResult } from '../edge/command-io.ts'
 
 export interface GlobalOptions {
   env?: string
@@ -41,7 +41,7 @@ export function showProgress(command: Command): () => void {
 
 /**
  * Prints the result: JSON on stdout with --json, else the human text, redacted and safe on a
- * terminal (playbooks/lib/command-io.ts, `writeResult`: the playbooks run as scripts print the same way).
+ * terminal (src/edge/command-io.ts, `writeResult`: the playbooks run as scripts print the same way).
  */
 export function printResult(command: Command, data: unknown, human: string | (() => string)): void {
   writeResult(globals(command).json, data, human)
@@ -66,7 +66,7 @@ export function takeResultExitCode(): number | undefined {
 
 /**
  * Asks a person to confirm a change at the terminal, unless `--yes`; without a terminal `--yes` is
- * required (playbooks/lib/command-io.ts, `confirmChange`, which the playbooks run as scripts use too).
+ * required (src/edge/command-io.ts, `confirmChange`, which the playbooks run as scripts use too).
  */
 export function confirm(prompt: string | (() => string), yes: boolean | undefined, what?: string): Promise<void> {
   return confirmChange(prompt, yes, what)

@@ -84,7 +84,7 @@ export async function main(argv: string[]): Promise<number> {
         : ExitCode.badInput
     }
     // Loaded on failure only: a start that succeeds (--version, --help) does not pay for the writer.
-    const { writeFailure } = await import('../../playbooks/lib/command-io.ts')
+    const { writeFailure } = await import('../edge/command-io.ts')
     return writeFailure(error, jsonRequested(argv))
   } finally {
     await runCleanups()

@@ -46,7 +46,7 @@ export function register(program: Command): void {
     const io = ioOf(command)
     const [{ rehearseLiveSettings, describeLiveRehearsal }, { printOn }] = await Promise.all([
       import('../live/hosts/live-rehearsal.ts'),
-      import('../../playbooks/lib/command-io.ts'),
+      import('../edge/command-io.ts'),
     ])
     const result = await rehearseLiveSettings({
       env: await io.environment(),

@@ -1,16 +1,16 @@
 /**
  * How the commands that run playbooks show them: the `CommandIO` of a commander command (its global
  * options, the exit code `main` returns, the exact command a dry run would go ahead with, the
- * prompts with the downtime to expect), and the shared output of playbooks/lib/command-io.ts on
+ * prompts with the downtime to expect), and the shared output of src/edge/command-io.ts on
  * it: live progress on stderr, the outcome of a run (its report with --json), a dry run's plan.
  * The playbooks run as scripts show themselves through the same functions.
  */
 import type { Command } from 'commander'
 import type { RunPlan } from '../runs/run-system.ts'
-import { printPlanOn, showProgressOn, showRunOn, goAheadOf, type CommandIO, type ShownRun } from '../../playbooks/lib/command-io.ts'
+import { printPlanOn, showProgressOn, showRunOn, goAheadOf, type CommandIO, type ShownRun } from '../edge/command-io.ts'
 import { environmentOf, globals, rememberedArgs, setResultExitCode } from './context.ts'
 
-export { METRICS_FILE_HELP, type ShownRun } from '../../playbooks/lib/command-io.ts'
+export { METRICS_FILE_HELP, type ShownRun } from '../edge/command-io.ts'
 
 /** How a run is shown: progress on stderr, its outcome (and report with --json) on stdout. */
 export type ShowRun = (command: Command, run: () => Promise<ShownRun>, human?: (outcome: ShownRun) => string) => Promise<void>
@@ -41,7 +41,7 @@ export const showRun: ShowRun = async (command, run, human) => {
 }
 
 /**
- * Prints a dry run with its closing summary, and exits as the real run would (playbooks/lib/command-io.ts,
+ * Prints a dry run with its closing summary, and exits as the real run would (src/edge/command-io.ts,
  * `printPlanOn`).
  */
 export function printPlan(command: Command, plan: RunPlan, text: () => string, options: { spread: boolean }): void {

@@ -346,7 +346,7 @@ async function retry(
   again: NonNullable<SystemActions['retry']>,
 ): Promise<void> {
   // The closing line reads reports and the journal (zod): loaded by a retry, not by `svcops --help`.
-  const { closingLine, endingWithClosingLine } = await import('../../playbooks/lib/closing-line.ts')
+  const { closingLine, endingWithClosingLine } = await import('../edge/closing-line.ts')
   await useRunSystems(flags.metricsFile ? { metricsFile: flags.metricsFile } : {})
   const stop = await progress(command)
   try {

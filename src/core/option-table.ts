@@ -2,7 +2,7 @@
  * The options of a command, declared once: name, value, default, help text and validation. The CLI
  * builds its commander options from a table (`declareCommand`); a playbook run as a script
  * (`node playbooks/X.ts`, `npx zx playbooks/X.ts`) is parsed by commander from the same table and
- * prints its help from it (playbooks/lib/script.ts), so both entries take the same flags and refuse
+ * prints its help from it (src/edge/script.ts), so both entries take the same flags and refuse
  * the same bad input with the same sentence.
  *
  * This module only declares: it imports commander's `Option` and nothing of the engine, so a

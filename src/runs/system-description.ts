@@ -57,7 +57,7 @@ export interface SystemDescription<P extends RunParams = RunParams> {
 
 /**
  * The systems a process knows, built at the edge from each system's folder
- * (playbooks/lib/system-folders.ts) and passed to whatever reads runs of any system: the listing of
+ * (src/edge/system-folders.ts) and passed to whatever reads runs of any system: the listing of
  * an environment's runs (their stores), reports, metrics, decisions. Nothing fills it as a side
  * effect of an import.
  */

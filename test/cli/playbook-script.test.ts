@@ -16,7 +16,7 @@ import { BACKUP_RUN } from '../../playbooks/lib/backup-commands.ts'
 import { UPGRADE_LIVE, VERIFY_LIVE } from '../../playbooks/lib/live-commands.ts'
 import { DOCTOR_RECORDING, ROLLBACK_RECORDING, UPGRADE_RECORDING, VERIFY_RECORDING } from '../../playbooks/lib/recording-commands.ts'
 import { ROOT } from '../support/cli.ts'
-import { parseScriptArguments } from '../../playbooks/lib/script.ts'
+import { parseScriptArguments } from '../../src/edge/script.ts'
 
 const ZX = join(ROOT, 'node_modules', 'zx', 'build', 'cli.js')
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { promptsOver } from '../../src/commands/prompts.ts'
-import { systemDescriptions } from '../../playbooks/lib/system-folders.ts'
+import { systemDescriptions } from '../../src/edge/system-folders.ts'
 import { writeFailedRun } from './failed-run.ts'
 
 // The prompts read earlier runs as their systems describe them: the registry the CLI builds.

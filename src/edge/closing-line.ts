@@ -5,10 +5,10 @@
  * imports only when a run is shown.
  */
 import { join } from 'node:path'
-import { SvcopsError, withHint } from '../../src/core/errors.ts'
-import type { RunReport } from '../../src/reports/report-types.ts'
-import { renderClosingLine } from '../../src/reports/report-text.ts'
-import { runsDir } from '../../src/runs/journal.ts'
+import { SvcopsError, withHint } from '../core/errors.ts'
+import type { RunReport } from '../reports/report-types.ts'
+import { renderClosingLine } from '../reports/report-text.ts'
+import { runsDir } from '../runs/journal.ts'
 
 /** A run as a command starts it: its id, how it ended, its report. */
 export interface ShownRun {

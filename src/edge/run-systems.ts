@@ -7,7 +7,7 @@
  * The systems' descriptions are not registered anywhere: a reader of runs is given them
  * (`runSystems`, from the registry of systems).
  */
-import type { Systems } from '../../src/runs/system-description.ts'
+import type { Systems } from '../runs/system-description.ts'
 
 let wired = false
 
@@ -24,11 +24,11 @@ export async function runSystems(): Promise<Systems> {
  */
 export async function useRunSystems(options: { metricsFile?: string } = {}): Promise<() => void> {
   const [{ observeRuns, writeRunEndsWith }, systems, { notifyOfRun }, metrics, { writeReport }] = await Promise.all([
-    import('../../src/runs/run-events.ts'),
+    import('../runs/run-events.ts'),
     runSystems(),
-    import('../../src/notify/run-hooks.ts'),
-    import('../../src/metrics/run-metrics.ts'),
-    import('../../src/reports/report.ts'),
+    import('../notify/run-hooks.ts'),
+    import('../metrics/run-metrics.ts'),
+    import('../reports/report.ts'),
   ])
   if (options.metricsFile) metrics.setRunOutputOptions({ metricsFile: options.metricsFile })
   if (wired) return () => undefined
