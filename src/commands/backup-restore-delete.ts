@@ -25,17 +25,32 @@ export function registerRestore(backup: Command): void {
       '--from-env <name>',
       "restore a backup of that other environment (its signed manifest must name it); otherwise only this environment's",
     )
+    .option(
+      '--to-database <url|stack>',
+      'restore into another database instead (postgres://USER@HOST:PORT/DATABASE, the password in PGPASSWORD or PGPASSFILE; or the name of a stack whose svcops:recording.database it is), then verify it there',
+    )
     .option('--dry-run', 'show the steps without changing anything')
     .addHelpText(
       'after',
-      '\nRefuses while other sessions are connected, when the server or pg_restore is older than the backup, when\n--expect-fingerprint does not match, or when the backup belongs to another environment (unless --from-env\nnames it). On any error the database is left as it was.\n\nExamples:\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --dry-run\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --yes --json\n  svcops backup restore prod-20260101T020000Z-1a2b --env staging --from-env prod --yes',
+      '\nRefuses while other sessions are connected, when the server or pg_restore is older than the backup, when\n--expect-fingerprint does not match, or when the backup belongs to another environment (unless --from-env\nnames it). On any error the database is left as it was.\n\nExamples:\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --dry-run\n  svcops backup restore prod-20260101T020000Z-1a2b --env prod --yes --json\n  svcops backup restore prod-20260101T020000Z-1a2b --env staging --from-env prod --yes\n  PGPASSFILE=~/.pgpass svcops backup restore prod-20260101T020000Z-1a2b --env prod --to-database postgres://recorder@db2.example.net:5432/recordings --yes',
     )
     .action(
       async (
         id: string,
-        options: { yes?: boolean; expectFingerprint?: string; dryRun?: boolean; allowUnsigned?: boolean; fromEnv?: string },
+        options: {
+          yes?: boolean
+          expectFingerprint?: string
+          dryRun?: boolean
+          allowUnsigned?: boolean
+          fromEnv?: string
+          toDatabase?: string
+        },
         command: Command,
       ) => {
+        if (options.toDatabase !== undefined) {
+          await restoreToDatabase(id, { ...options, toDatabase: options.toDatabase }, command)
+          return
+        }
         const { openBackupContext, readManifest, assertFingerprintFits } = await import('../backup/index.ts')
         const play = await import('../../playbooks/backup-changes.ts')
         const env = await environmentOf(command)
@@ -93,6 +108,54 @@ export function registerRestore(backup: Command): void {
         }
       },
     )
+}
+
+/** `backup restore ID --to-database X`: into another database (src/backup/restore-elsewhere.ts), checked and verified there. */
+async function restoreToDatabase(
+  id: string,
+  options: { yes?: boolean; expectFingerprint?: string; dryRun?: boolean; allowUnsigned?: boolean; fromEnv?: string; toDatabase: string },
+  command: Command,
+): Promise<void> {
+  const { planRestoreElsewhere, restoreElsewhere, resolveRestoreTarget } = await import('../backup/restore-elsewhere.ts')
+  const env = await environmentOf(command)
+  const req = {
+    id,
+    to: options.toDatabase,
+    allowUnsigned: options.allowUnsigned ?? false,
+    ...(options.fromEnv !== undefined ? { fromEnvironment: options.fromEnv } : {}),
+    ...(options.expectFingerprint ? { expectFingerprint: options.expectFingerprint } : {}),
+  }
+  const stop = showProgress(command)
+  try {
+    // The checks first (target, signature, environment, schema): a refusal changes nothing, dry run or not.
+    const steps = await planRestoreElsewhere(env, req)
+    if (options.dryRun) {
+      printResult(command, { ok: true, dryRun: true, steps }, ['Would:', ...steps.map((a, i) => `  ${i + 1}. ${a}`)].join('\n'))
+      return
+    }
+    const { target } = resolveRestoreTarget(env, req.to)
+    await confirm(
+      `Replace every table in ${target.name} on ${target.host}:${target.port} with backup ${id} of '${env.name}'?`,
+      options.yes,
+      'restoring replaces the database',
+    )
+    const done = await restoreElsewhere(env, req)
+    printResult(
+      command,
+      {
+        ok: true,
+        id,
+        target: done.target,
+        source: done.source,
+        verified: done.verified,
+        rowCounts: done.rowCounts,
+        durationMs: done.durationMs,
+      },
+      `Restored backup ${id} into ${done.target.name} on ${done.target.host}:${done.target.port}, verified there: ${done.verified.rows} rows, fingerprint ${done.verified.fingerprint.slice(0, 16)}… equal to the manifest.`,
+    )
+  } finally {
+    stop()
+  }
 }
 
 /** Registers `backup delete <id>`. */
