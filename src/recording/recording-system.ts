@@ -83,7 +83,7 @@ export function newUpgradeRun(req: UpgradeRequest): NewRun<RecordingParams> {
       ...(req.downgrade || req.procedure === 'downgrade' ? { downgrade: true } : {}),
       ...(req.pauseAfterCanary ? { pauseAfterCanary: true } : {}),
       ...(req.skipPromotionGate ? { skipPromotionGate: true } : {}),
-      ...soakParam(req),
+      ...soakParam(req, hosts.length),
     },
   }
 }
@@ -201,8 +201,13 @@ export function recordingSystem(
 }
 
 /** The run's soak: `--soak`, else the stack's `analysis.soak`; none for a downgrade (there is nothing newer to judge). */
-function soakParam(req: UpgradeRequest): { soakMs?: number } {
+function soakParam(req: UpgradeRequest, hosts: number): { soakMs?: number } {
   if (req.downgrade || req.procedure === 'downgrade') return {}
-  const ms = soakOf(req.soakMs, req.env.upgrade?.analysis)
+  // One target: no host stays on the old release to judge the canary against.
+  if (req.soakMs !== undefined && hosts < 2)
+    throw new BadInputError(
+      `--soak: the run upgrades ${hosts} target, so none stays on the old release to compare the canary with; expected at least two hosts (--hosts, or the stack's recording.hosts).`,
+    )
+  const ms = hosts < 2 ? undefined : soakOf(req.soakMs, req.env.upgrade?.analysis)
   return ms ? { soakMs: ms } : {}
 }
