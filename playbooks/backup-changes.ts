@@ -1,7 +1,7 @@
 /**
  * Playbooks: the backup commands that change what runs depend on, each one step — `svcops backup
- * restore ID` (the database replaced by a checked backup) and `svcops backup delete ID` (one backup
- * removed from the store). Each is a run of the recording service started through the one run path:
+ * restore ID` (the database replaced by a checked backup), `svcops backup delete ID` (one backup
+ * removed from the store) and `svcops backup prune` (those the retention no longer keeps). Each is a run of the recording service started through the one run path:
  * journaled with who, when, what and from which backup, under the environment's lock (refused beside
  * a running, paused or interrupted run, naming it), in `runs list` and report.html.
  */
@@ -9,16 +9,20 @@ import type { Environment } from '../src/config/schema.ts'
 import {
   deleteStoredBackup,
   openBackupChange,
+  pruneStore,
+  pruneStoredBackups,
   restoreDatabase,
   type BackupChangeContext,
   type DeleteAsked,
+  type PruneAsked,
   type RestoreAsked,
 } from '../src/backup/backup-change-steps.ts'
 import type { PlannedStep, Run } from '../src/runs/engine.ts'
 import { backupRunSystem } from '../src/recording/backup-runs.ts'
 import { recordingDescription } from '../src/recording/recording-description.ts'
 import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
-import { planSystemRun, startSystemRun } from '../src/runs/run-actions.ts'
+import { Journal } from '../src/runs/journal.ts'
+import { newSystemRecord, planSystemRun, startSystemRun } from '../src/runs/run-actions.ts'
 
 export const restoreRecordingDatabase: Playbook<BackupChangeContext<RestoreAsked>> = {
   kind: 'restore',
@@ -35,6 +39,15 @@ export const deleteRecordingBackup: Playbook<BackupChangeContext<DeleteAsked>> =
   rollbackCommand: (run) => `svcops runs show ${run.id}`,
   async procedure(run: Run<BackupChangeContext<DeleteAsked>>) {
     await run.step(deleteStoredBackup) // never one a run holds, unless --force
+  },
+}
+
+export const pruneRecordingBackups: Playbook<BackupChangeContext<PruneAsked>> = {
+  kind: 'prune',
+  what: () => 'The prune of the backup store',
+  rollbackCommand: (run) => `svcops runs show ${run.id}`,
+  async procedure(run: Run<BackupChangeContext<PruneAsked>>) {
+    await run.step(pruneStoredBackups) // keep the newest N and the younger than D days, never the newest verified, never one a run holds
   },
 }
 
@@ -83,6 +96,42 @@ export async function deleteBackupRun(env: Environment, asked: DeleteAsked): Pro
 /** The dry run of a delete: its steps, from the same step that acts. */
 export async function planBackupDelete(env: Environment, asked: DeleteAsked): Promise<PlannedStep[]> {
   return (await planSystemRun(deleteSystem(asked), { env, backupId: asked.id })).steps
+}
+
+/** `backup prune` of `env`'s store by retention `asked`, as a run of the recording service. */
+function pruneSystem(asked: PruneAsked) {
+  return backupRunSystem({
+    kind: 'prune',
+    verb: 'backup prune',
+    done: 'removed',
+    what: 'prune the backup store by retention',
+    playbook: pruneRecordingBackups,
+    open: (e, journal) => openBackupChange(e, recordingDescription, asked)(journal),
+  })
+}
+
+/** Prunes `env`'s store by retention (a locked, journaled run); `done`: the plan it carried out. */
+export async function pruneBackupRun(env: Environment, asked: PruneAsked): Promise<RunOutcome & { done: Record<string, unknown> }> {
+  const outcome = await startSystemRun(pruneSystem(asked), { env })
+  return { ...outcome, done: doneOf(outcome) }
+}
+
+/**
+ * The dry run of a prune: the retention's plan (what is kept and why) read as the step reads it,
+ * with no lock and no run (it only reads).
+ */
+export async function planBackupPrune(env: Environment, asked: PruneAsked) {
+  const opened = await openBackupChange(env, recordingDescription, asked)(Journal.inMemory(pruneSystemRecord(env, asked)))
+  try {
+    return await pruneStore(opened.ctx, true)
+  } finally {
+    await opened.close()
+  }
+}
+
+/** The record a prune's dry run reads with (kept in memory). */
+function pruneSystemRecord(env: Environment, asked: PruneAsked) {
+  return newSystemRecord(pruneSystem(asked), { env })
 }
 
 /** What the run's one step recorded (its finished entry's data). */

@@ -1,7 +1,8 @@
 /**
  * The steps of the backup commands that change what runs depend on, declared once for the run and
  * its dry run (playbooks/backup-changes.ts): `backup restore` replaces the database with a checked
- * backup, `backup delete` removes one backup from the store. Each runs as a journaled, locked run
+ * backup, `backup delete` removes one backup from the store, `backup prune` removes those the
+ * retention no longer keeps. Each runs as a journaled, locked run
  * of the system whose database is backed up; what it did is its journal entry's data.
  */
 import type { Environment } from '../config/schema.ts'
@@ -11,7 +12,16 @@ import type { RunParams } from '../runs/run-record.ts'
 import { defineStep } from '../runs/step.ts'
 import type { SystemDescription } from '../runs/system-description.ts'
 import { readHeldBackups } from './held-by-runs.ts'
-import { deleteBackup, openBackupContext, planDeleteBackup, planRestore, readIdentity, readManifest, restoreBackup } from './index.ts'
+import {
+  deleteBackup,
+  openBackupContext,
+  planDeleteBackup,
+  planRestore,
+  pruneBackups,
+  readIdentity,
+  readManifest,
+  restoreBackup,
+} from './index.ts'
 import type { BackupContext, RestoreReport } from './index.ts'
 import type { Manifest } from './manifest.ts'
 
@@ -27,6 +37,12 @@ export interface RestoreAsked {
 export interface DeleteAsked {
   id: string
   force: boolean
+}
+
+/** What `backup prune` is asked: the retention. */
+export interface PruneAsked {
+  keepLast?: number
+  keepDays?: number
 }
 
 /** What the steps of a backup change share. */
@@ -105,6 +121,39 @@ export const deleteStoredBackup = defineStep<BackupChangeContext<DeleteAsked>>({
     return {
       changed: [`deleted backup ${done.id} from ${ctx.backup.store.location}`],
       data: { deleted: done.id, heldBy: done.heldBy ?? null },
+    }
+  },
+})
+
+/** The retention's plan over the store: what it keeps (and why) and removes, or only plans with `dryRun`. */
+export async function pruneStore(ctx: BackupChangeContext<PruneAsked>, dryRun: boolean) {
+  // Every run of the environment, wherever it was started; unreadable, nothing is removed.
+  const { held, unknown } = await readHeldBackups(ctx.env, ctx.system)
+  return pruneBackups(ctx.backup.store, {
+    environment: ctx.env.name,
+    held,
+    ...(unknown !== undefined ? { heldUnknown: unknown } : {}),
+    ...(ctx.asked.keepLast !== undefined ? { keepLast: ctx.asked.keepLast } : {}),
+    ...(ctx.asked.keepDays !== undefined ? { keepDays: ctx.asked.keepDays } : {}),
+    dryRun,
+  })
+}
+
+export const pruneStoredBackups = defineStep<BackupChangeContext<PruneAsked>>({
+  id: 'prune',
+  title: 'remove backups the retention no longer keeps — never the newest verified one, nor one a run can roll back to',
+  async describe(ctx) {
+    const plan = await pruneStore(ctx, true)
+    if (plan.heldUnknown !== undefined)
+      return [`nothing is removed: the runs that may hold backups could not be read (${plan.heldUnknown})`]
+    return plan.remove.length ? plan.remove.map((r) => `remove ${r.id} (completed ${r.completedAt})`) : ['nothing to remove']
+  },
+  async act(ctx) {
+    const plan = await pruneStore(ctx, false)
+    return {
+      changed: plan.remove.map((r) => `removed backup ${r.id}`),
+      // The whole plan: what was kept and why is the record a person reads afterwards.
+      data: { keep: plan.keep, remove: plan.remove, ...(plan.heldUnknown !== undefined ? { heldUnknown: plan.heldUnknown } : {}) },
     }
   },
 })

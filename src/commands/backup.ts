@@ -195,43 +195,40 @@ function registerPrune(backup: Command): void {
       '\nExamples:\n  svcops backup prune --env prod --keep-last 7 --keep-days 30 --dry-run\n  svcops backup prune --env prod --keep-last 3 --json',
     )
     .action(async (options: { keepLast?: string; keepDays?: string; dryRun?: boolean }, command: Command) => {
-      const { openStore, pruneBackups } = await import('../backup/index.ts')
-      const { readHeldBackups } = await import('../backup/held-by-runs.ts')
-      await (await import('./run-systems.ts')).useRunSystems() // the environment's run store, with the local folder
-      const { requireSection } = await import('../config/load.ts')
+      const play = await import('../../playbooks/backup-changes.ts')
       const keepLast = options.keepLast === undefined ? undefined : parseCount(options.keepLast, '--keep-last')
       const keepDays = options.keepDays === undefined ? undefined : parseCount(options.keepDays, '--keep-days')
       const env = await environmentOf(command)
-      const store = await openStore(requireSection(env, 'backup'))
+      const asked = { ...(keepLast !== undefined ? { keepLast } : {}), ...(keepDays !== undefined ? { keepDays } : {}) }
       const stop = showProgress(command)
       try {
-        // Every run of the environment, wherever it was started; unreadable, nothing is removed.
-        const { recordingDescription } = await import('../recording/recording-description.ts')
-        const { held, unknown } = await readHeldBackups(env, recordingDescription)
-        const plan = await pruneBackups(store, {
-          environment: env.name,
-          held,
-          ...(unknown !== undefined ? { heldUnknown: unknown } : {}),
-          ...(keepLast !== undefined ? { keepLast } : {}),
-          ...(keepDays !== undefined ? { keepDays } : {}),
-          dryRun: options.dryRun ?? false,
-        })
-        printResult(command, { ok: true, ...plan }, () =>
+        let plan: { keep: { id: string; reasons: string[] }[]; remove: { id: string }[]; heldUnknown?: string }
+        let runId: string | undefined
+        if (options.dryRun) plan = await play.planBackupPrune(env, asked)
+        else {
+          // A run under the environment's lock: never beside a run that is running, paused or interrupted.
+          await (await import('./run-systems.ts')).useRunSystems()
+          const outcome = await play.pruneBackupRun(env, asked)
+          plan = outcome.done as typeof plan
+          runId = outcome.runId
+        }
+        const dryRun = options.dryRun ?? false
+        printResult(command, { ok: true, ...(runId ? { runId } : {}), dryRun, ...plan }, () =>
           [
             ...plan.keep.map((k) => `keep    ${k.id}  (${k.reasons.join(', ')})`),
-            ...plan.remove.map((r) => `${plan.dryRun ? 'would remove' : 'removed'} ${r.id}`),
+            ...plan.remove.map((r) => `${dryRun ? 'would remove' : 'removed'} ${r.id}`),
             plan.heldUnknown !== undefined
               ? `Nothing removed: the runs that may hold backups could not be read (${plan.heldUnknown.replace(/\.$/, '')}).`
               : plan.remove.length === 0
                 ? 'Nothing to remove.'
                 : '',
+            ...(runId ? [`(run ${runId})`] : []),
           ]
             .filter(Boolean)
             .join('\n'),
         )
       } finally {
         stop()
-        await store.close()
       }
     })
 }

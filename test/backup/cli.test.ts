@@ -128,23 +128,27 @@ describe('svcops backup (CLI)', () => {
     expect(bad.stderr).toMatch(/--keep-last: 'many' is not valid/)
   })
 
-  it('prunes nothing, and says why, when the runs kept with the environment cannot be read', async () => {
+  it('prunes nothing when the runs kept with the environment cannot be read: the dry run says why, the prune is refused (no lock)', async () => {
     const made = (await run('--json', 'backup', 'create')).json().backup as { id: string }
     // The environment's database refuses svcops' login: which backups runs still need is unknown.
     process.env.SVCOPS_TEST_DB_PASSWORD = 'not-the-password'
     try {
-      const pruned = await run('--json', 'backup', 'prune', '--keep-last', '0')
-      expect(pruned.code, pruned.stderr).toBe(0)
-      const plan = pruned.json() as { keep: { id: string; reasons: string[] }[]; remove: { id: string }[]; heldUnknown?: string }
+      const planned = await run('--json', 'backup', 'prune', '--keep-last', '0', '--dry-run')
+      expect(planned.code, planned.stderr).toBe(0)
+      const plan = planned.json() as { keep: { id: string; reasons: string[] }[]; remove: { id: string }[]; heldUnknown?: string }
       expect(plan.remove).toEqual([])
       expect(plan.keep.find((k) => k.id === made.id)?.reasons).toEqual(['the runs that may hold it could not be read'])
       expect(plan.heldUnknown).toMatch(/^The runs kept in the svcops schema of \S+ at \S+ could not be read: /)
-      const text = await run('backup', 'prune', '--keep-last', '0')
+      const text = await run('backup', 'prune', '--keep-last', '0', '--dry-run')
       expect(text.code, text.stderr).toBe(0)
       expect(text.stdout).toMatch(
         /^Nothing removed: the runs that may hold backups could not be read \(The runs kept in the svcops schema /m,
       )
-      expect(text.stdout).not.toContain('removed lab')
+      // The prune itself is a run under the environment's lock, which lives in that database: refused in one sentence.
+      const pruned = await run('backup', 'prune', '--keep-last', '0')
+      expect(pruned.code).toBe(1)
+      expect(pruned.stderr).toMatch(/^svcops: The database server refused the login .*: password authentication failed/m)
+      expect(pruned.stdout).not.toContain('removed lab')
     } finally {
       process.env.SVCOPS_TEST_DB_PASSWORD = SERVICE_PASSWORD
     }

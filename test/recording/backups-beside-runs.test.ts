@@ -3,9 +3,10 @@
  * schema change: the rollback restores the run's backup). An upgrade paused after its canary on
  * machine A (its runs folder) holds the environment's lock and its backup. From machine D (another
  * runs folder, the stack file alone): `backup restore` and `backup delete --force` of that backup
- * are refused naming the run, and change nothing; the nightly `backup run --keep-last 1` keeps the
- * paused run's backup (read from the environment's run store, not D's empty folder); `runs abort`
- * then has A roll back, and the rollback finds and restores that backup.
+ * are refused naming the run, and change nothing; so is the nightly `backup run --keep-last 1`
+ * (it takes the lock too), and `backup list` shows the backup held by the paused run (read from the
+ * environment's run store, not D's empty folder); `runs abort` then has A roll back, and the
+ * rollback finds and restores that backup.
  */
 import { mkdtempSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -41,7 +42,7 @@ interface Listed {
   backups: { id: string; heldBy: string | null }[]
 }
 
-it('a paused run keeps its backup from every machine: restore and delete refused naming it, the nightly prune keeps it, the abort restores it', async () => {
+it('a paused run keeps its backup from every machine: restore, delete and the nightly backup refused naming it, the abort restores it', async () => {
   const fingerprintBefore = await lab.fingerprint()
   const titlesBefore = (await lab.listAll()).map((r) => r.title).sort()
   const upgrade = runSvcops(['--stack-file', lab.envFile, 'upgrade', 'recording', '--to', '2.0.0', '--pause-after-canary', '--yes'], {
@@ -66,7 +67,12 @@ it('a paused run keeps its backup from every machine: restore and delete refused
   expect(remove.stderr).toContain('nothing was deleted.')
 
   const nightly = await fromD(['backup', 'run', '--keep-last', '1', '--json'])
-  expect(nightly.code, nightly.stderr).toBe(0)
+  expect(nightly.code, nightly.stderr).toBe(3)
+  expect(nightly.stderr).toContain(`backup run: run ${id} (`)
+  expect(nightly.stderr).toContain(`is running or paused and holds the lock of environment 'lab'; nothing was backed up.`)
+  const prune = await fromD(['backup', 'prune', '--keep-last', '0'])
+  expect(prune.code, prune.stderr).toBe(3)
+  expect(prune.stderr).toContain(`backup prune: run ${id} (`)
   const listed = await fromD(['backup', 'list', '--json'])
   expect(listed.code, listed.stderr).toBe(0)
   const backups = (JSON.parse(listed.stdout) as Listed).backups
