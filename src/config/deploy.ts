@@ -8,6 +8,7 @@
  * shared schemas uninitialised while this file is evaluated.
  */
 import { z } from 'zod'
+import { durationMs } from './soak-duration.ts'
 
 // A release number; which release means what is src/releases' business, not this file's.
 const version = z.string().regex(/^\d+\.\d+\.\d+$/, 'expected a release number like 6.1.0')
@@ -173,6 +174,14 @@ export const upgradeScheduleSchema = z.strictObject({
   timeZone: z.string().min(1).default('Etc/UTC'),
   /** Release of the recording service to upgrade to. */
   to: version,
+  /**
+   * The maintenance window from the job's start (`--window`, as the host timer's), like "90m" or
+   * "1h30m": a batch starts only if it ends inside it; otherwise what changed is rolled back.
+   */
+  window: z
+    .string()
+    .refine((w) => durationMs(w) !== undefined, 'expected a duration like 2h, 90m, 1h30m or 45s')
+    .optional(),
 })
 
 export const liveUpgradeScheduleSchema = z.strictObject({
@@ -188,10 +197,19 @@ export const liveUpgradeScheduleSchema = z.strictObject({
   acks: z.array(z.string().regex(/^\d+\.\d+\.\d+\/[A-Za-z0-9._-]+$/, 'expected a gate id like 6.0.0/send-message')).default([]),
 })
 
+/** The retention of a scheduled backup when its stack names none (docs/deploy.md, "Scheduled jobs"). */
+export const DEFAULT_SCHEDULED_KEEP_LAST = 14
+
 export const backupScheduleSchema = z.strictObject({
   /** Cron expression of the nightly backup (create, verify with a test restore, prune), like "15 1 * * *". */
   schedule: cron,
   timeZone: z.string().min(1).default('Etc/UTC'),
+  /**
+   * Retention of the nightly run's prune (`backup run --keep-last/--keep-days`). Neither given: the
+   * newest DEFAULT_SCHEDULED_KEEP_LAST are kept, so a scheduled backup never fills its store.
+   */
+  keepLast: z.number().int().min(1).max(10_000).optional(),
+  keepDays: z.number().int().min(1).max(36_500).optional(),
 })
 
 /** `svcops:deploy`. */

@@ -243,9 +243,18 @@ function wire(s: StackSettings): PlatformOutputs {
             metrics: live.metrics !== undefined,
             // The jobs run in the cluster: a manager.url of the operators' machine is the pod there.
             ...(env.manager?.url && isLoopbackUrl(env.manager.url) ? { managerUrl: manager.url } : {}),
-            ...(u ? { upgrade: { schedule: u.schedule, timeZone: u.timeZone, to: u.to } } : {}),
+            ...(u ? { upgrade: { schedule: u.schedule, timeZone: u.timeZone, to: u.to, ...(u.window ? { window: u.window } : {}) } } : {}),
             ...(l ? { liveUpgrade: { schedule: l.schedule, timeZone: l.timeZone, to: l.to, acks: l.acks } } : {}),
-            ...(b ? { backup: { schedule: b.schedule, timeZone: b.timeZone } } : {}),
+            ...(b
+              ? {
+                  backup: {
+                    schedule: b.schedule,
+                    timeZone: b.timeZone,
+                    ...(b.keepLast !== undefined ? { keepLast: b.keepLast } : {}),
+                    ...(b.keepDays !== undefined ? { keepDays: b.keepDays } : {}),
+                  },
+                }
+              : {}),
             ...pull,
           },
           inCluster,

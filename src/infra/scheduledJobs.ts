@@ -19,7 +19,7 @@
  */
 import * as k8s from '@pulumi/kubernetes'
 import * as pulumi from '@pulumi/pulumi'
-import type { JobsConfig } from '../config/deploy.ts'
+import { DEFAULT_SCHEDULED_KEEP_LAST, type JobsConfig } from '../config/deploy.ts'
 import { BadInputError } from '../core/errors.ts'
 import { svcopsCommand } from '../core/paths.ts'
 import { jobRights, roleRules, type JobSystem, type StackObject } from './jobRights.ts'
@@ -44,9 +44,20 @@ export function imageSvcopsCommand(): string[] {
   return [IMAGE_NODE, ...flagsAndBin.slice(0, -1), IMAGE_SVCOPS]
 }
 
-/** The command of the scheduled upgrade. */
-export function upgradeCommand(stack: string, to: string): string[] {
-  return [...imageSvcopsCommand(), 'upgrade', 'recording', '--env', stack, '--to', to, '--yes', '--json']
+/** The command of the scheduled upgrade; `window`: its maintenance window from the job's start (`--window`). */
+export function upgradeCommand(stack: string, to: string, window?: string): string[] {
+  return [
+    ...imageSvcopsCommand(),
+    'upgrade',
+    'recording',
+    '--env',
+    stack,
+    '--to',
+    to,
+    ...(window ? ['--window', window] : []),
+    '--yes',
+    '--json',
+  ]
 }
 
 /** The command of the scheduled upgrade of the live production system; `acks` are the gates people have handled. */
@@ -54,9 +65,22 @@ export function liveUpgradeCommand(stack: string, to: string, acks: string[]): s
   return ['svcops', 'upgrade', 'live', '--env', stack, '--to', to, ...(acks.length ? ['--ack', acks.join(',')] : []), '--yes', '--json']
 }
 
-/** The command of the scheduled backup: the nightly backup playbook. */
-export function backupCommand(stack: string): string[] {
-  return [...imageSvcopsCommand(), 'backup', 'run', '--env', stack, '--json']
+/** The command of the scheduled backup: the nightly backup playbook, pruning by the schedule's retention (its default when it names none). */
+export function backupCommand(stack: string, retention: { keepLast?: number; keepDays?: number } = {}): string[] {
+  const { keepLast, keepDays } =
+    retention.keepLast === undefined && retention.keepDays === undefined
+      ? { keepLast: DEFAULT_SCHEDULED_KEEP_LAST, keepDays: undefined }
+      : retention
+  return [
+    ...imageSvcopsCommand(),
+    'backup',
+    'run',
+    '--env',
+    stack,
+    ...(keepLast !== undefined ? ['--keep-last', String(keepLast)] : []),
+    ...(keepDays !== undefined ? ['--keep-days', String(keepDays)] : []),
+    '--json',
+  ]
 }
 
 /** Where the two Secrets are mounted as Kubernetes writes them, before the init container copies them. */
@@ -133,10 +157,10 @@ export interface ScheduledJobsArgs {
   jobs: JobsConfig
   /** `backup.store.path` when the store is a local directory (mounted from `jobs.backupStoreClaim`). */
   backupStorePath?: string
-  upgrade?: { schedule: string; timeZone: string; to: string }
+  upgrade?: { schedule: string; timeZone: string; to: string; window?: string }
   /** The live production system's scheduled upgrade; `acks`: gates people have handled. */
   liveUpgrade?: { schedule: string; timeZone: string; to: string; acks: string[] }
-  backup?: { schedule: string; timeZone: string }
+  backup?: { schedule: string; timeZone: string; keepLast?: number; keepDays?: number }
   /** Every object the stack declares (the program's inventory): what an upgrade's refresh reads back. */
   objects: pulumi.Input<StackObject[]>
   /** Product prefix (`svc`): the names the upgrades write. */
@@ -245,14 +269,14 @@ export class ScheduledJobs extends pulumi.ComponentResource {
       createNetworkPolicy(`${jobName}-network-policy`, { identity, namespace: args.namespace, ingress: [], egress: [{}] }, this)
       return cron.metadata.name
     }
-    if (args.upgrade) this.upgradeCronJob = job('upgrade', args.upgrade, upgradeCommand(args.stack, args.upgrade.to))
+    if (args.upgrade) this.upgradeCronJob = job('upgrade', args.upgrade, upgradeCommand(args.stack, args.upgrade.to, args.upgrade.window))
     if (args.liveUpgrade)
       this.liveUpgradeCronJob = job(
         'live-upgrade',
         args.liveUpgrade,
         liveUpgradeCommand(args.stack, args.liveUpgrade.to, args.liveUpgrade.acks),
       )
-    if (args.backup) this.backupCronJob = job('backup', args.backup, backupCommand(args.stack))
+    if (args.backup) this.backupCronJob = job('backup', args.backup, backupCommand(args.stack, args.backup))
     this.registerOutputs({
       upgradeCronJob: this.upgradeCronJob,
       liveUpgradeCronJob: this.liveUpgradeCronJob,

@@ -96,12 +96,15 @@ describe('the scheduled jobs of the prod stack', () => {
       '--yes',
       '--json',
     ])
+    // The prod stack names no retention: the documented default prunes, so the claim never fills.
     expect(backup.spec?.jobTemplate.spec?.template.spec?.containers[0]?.command).toEqual([
       ...svcops,
       'backup',
       'run',
       '--env',
       'prod',
+      '--keep-last',
+      '14',
       '--json',
     ])
   })
