@@ -42,6 +42,7 @@ import {
   type ControllerServiceStandin,
 } from '../support/live-controller-service.ts'
 import { kindOfResource } from '../support/kube-kinds.ts'
+import { buildStack, objectNamed } from '../infra/helpers.ts'
 import { createPulumiArgvRecorder, type ArgvRecorder } from '../support/pulumi-argv-recorder.ts'
 
 const NS = 'svc-prod'
@@ -653,6 +654,65 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
       api.state.denied = []
     }
   })
+
+  it("runs the scheduled live upgrade's command as its CronJob renders it, under the job's own Role enforced by the API; without one right the preflight refuses, naming it", async () => {
+    // The shipped prod stack as the program renders it: the CronJob's command, the Role and its binding.
+    const prod = await buildStack('prod')
+    const container = (
+      objectNamed(prod, 'CronJob', 'svc-svcops-live-upgrade').unwrapped as {
+        spec: { jobTemplate: { spec: { template: { spec: { containers: { command: string[] }[] } } } } }
+      }
+    ).spec.jobTemplate.spec.template.spec.containers[0]
+    const command = container?.command ?? []
+    // Its svcops (`svcops` on the image's PATH, or the image's Node with /opt/svcops/bin/svcops), then its arguments.
+    const argv = command.slice(command.findIndex((a) => a === 'svcops' || a.endsWith('/svcops')) + 1)
+    expect(argv.slice(0, 4), command.join(' ')).toEqual(['upgrade', 'live', '--env', 'prod'])
+    const role = objectNamed(prod, 'Role', 'svc-svcops-live-upgrade').unwrapped
+    const binding = objectNamed(prod, 'RoleBinding', 'svc-svcops-live-upgrade').unwrapped
+    const roles = kindOfResource('rbac.authorization.k8s.io', 'v1', 'roles')
+    const bindings = kindOfResource('rbac.authorization.k8s.io', 'v1', 'rolebindings')
+    if (!roles || !bindings) throw new Error('the stand-in serves no roles or rolebindings')
+    const put = (info: typeof roles, body: Record<string, unknown>) => {
+      api.store.remove(info, NS, String((body.metadata as { name: string }).name))
+      expect(api.store.create(info, NS, structuredClone(body) as never, { manager: 'pulumi-kubernetes' }).code).toBe(201)
+    }
+    put(roles, role)
+    put(bindings, binding)
+    // svcops as the job runs it: --env prod from its stacks folder, the ServiceAccount's token, the stack's context.
+    const s = setup('6.0.0')
+    s.recorder.answer('stack-output', JSON.stringify({ psk: { passesEntropyCheck: true } }))
+    s.recorder.answer('preview', preview(COMPONENT_STEPS))
+    const kubeconfig = api.kubeconfigFor(api.serviceAccountToken(NS, 'svc-svcops-live-upgrade'), 'prod-cluster')
+    const env = { ...s.env, KUBECONFIG: kubeconfig, SVCOPS_STACKS_DIR: join(s.dir, 'stacks') }
+    const before = api.requests.length
+    const run = await runSvcopsInProcess(argv, { env, cwd: s.dir })
+    expect(run.code, run.stderr).toBe(0)
+    expect(api.state.others.every((d) => d.version === '6.2.0')).toBe(true)
+    // Every request was the job's identity's (the API refuses what its Role does not grant: a 403 fails the run).
+    const asJob = api.requests.slice(before)
+    expect(asJob.length).toBeGreaterThan(0)
+    expect(asJob.filter((r) => r.authorization !== `Bearer ${api.serviceAccountToken(NS, 'svc-svcops-live-upgrade')}`)).toEqual([])
+    // Its run record reached the cluster under those rights.
+    const id = (JSON.parse(run.stdout) as { runId: string }).runId
+    expect(api.store.get(kindOfResource('', 'v1', 'configmaps')!, NS, `svcops-run-${id.toLowerCase()}`)).toBeDefined()
+
+    // The same Role without `list` of pods: the preflight's review is denied, named, before any change.
+    const narrowed = structuredClone(role) as { rules: { resources: string[]; verbs: string[]; resourceNames?: string[] }[] }
+    for (const r of narrowed.rules) if (r.resources.includes('pods') && !r.resourceNames) r.verbs = r.verbs.filter((v) => v !== 'list')
+    put(roles, narrowed)
+    const s2 = setup('6.0.0')
+    s2.recorder.answer('preview', preview(COMPONENT_STEPS))
+    const refused = await runSvcopsInProcess(argv, {
+      env: { ...s2.env, KUBECONFIG: kubeconfig, SVCOPS_STACKS_DIR: join(s2.dir, 'stacks') },
+      cwd: s2.dir,
+    })
+    expect(refused.code).not.toBe(0)
+    expect(refused.stdout + refused.stderr).toMatch(/list .*pods/)
+    expect(s2.recorder.calls().filter((c) => c.argv[0] === 'config' || c.argv[0] === 'up')).toEqual([])
+    expect(api.state.others.every((d) => d.version === '6.0.0')).toBe(true)
+    api.store.remove(roles, NS, 'svc-svcops-live-upgrade')
+    api.store.remove(bindings, NS, 'svc-svcops-live-upgrade')
+  }, 900_000)
 
   it("verify live names an instance the controller does not answer for by its UUID, and a pod serving another release's metric names", async () => {
     const s = setup('6.2.0')
