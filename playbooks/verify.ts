@@ -19,9 +19,9 @@ import { verifyHost, type CheckResult, type HostVerification } from '../src/reco
 import { recordingCheckReader } from '../src/recording/recording-checks.ts'
 import { Journal } from '../src/runs/journal.ts'
 import { newVerifyRecord } from '../src/recording/recording-system.ts'
-import { printOn, showProgressOn, type CommandIO } from './lib/command-io.ts'
+import { printOn, showProgressOn, type CommandIO } from '../src/edge/command-io.ts'
 import { VERIFY_RECORDING, type VerifyRecordingFlags } from './lib/recording-commands.ts'
-import { runScript, startedAsScript } from './lib/script.ts'
+import { runScript, startedAsScript } from '../src/edge/script.ts'
 
 export interface ServiceVerification {
   ok: boolean

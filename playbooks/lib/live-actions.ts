@@ -13,9 +13,9 @@ import { findLiveRunToRollBack, type LiveSystem } from '../../src/live/live-syst
 import type { RunOutcome } from '../../src/runs/playbook.ts'
 import { planSystemContinuation, planSystemRun, renderRunPlan, resumeSystemRun, startSystemRun } from '../../src/runs/run-actions.ts'
 import type { RunPlan } from '../../src/runs/run-system.ts'
-import { confirmChange, printPlanOn, showRunOn } from './command-io.ts'
+import { confirmChange, printPlanOn, showRunOn } from '../../src/edge/command-io.ts'
 import type { RollbackLiveFlags, UpgradeLiveFlags } from './live-commands.ts'
-import type { CommandMain } from './script.ts'
+import type { CommandMain } from '../../src/edge/script.ts'
 
 /** `svcops upgrade live`, and playbooks/upgrade-live.ts run as a script: the dry run's plan, or the run once confirmed. */
 export function upgradeLiveCommand(live: LiveSystem): CommandMain<UpgradeLiveFlags> {

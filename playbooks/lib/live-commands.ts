@@ -1,12 +1,12 @@
 /**
  * The commands of the live production system's playbooks, declared once: `svcops upgrade|rollback|
  * verify live` build their options and help from these (src/commands/upgrade.ts over playbooks/lib/systems.ts), and so do
- * playbooks/upgrade-live.ts and verify-live.ts run as scripts (playbooks/lib/script.ts).
+ * playbooks/upgrade-live.ts and verify-live.ts run as scripts (src/edge/script.ts).
  * Declarations only: the CLI imports this file at start-up.
  */
 import { collectList, wholeNumber, type CommandSpec, type FlagsOf } from '../../src/core/option-table.ts'
 import { parseSoak } from '../../src/config/soak-duration.ts'
-import { METRICS_FILE_HELP } from './command-io.ts'
+import { METRICS_FILE_HELP } from '../../src/edge/command-io.ts'
 import { TRUST_UNSIGNED_OPTION, lockOptions } from './recording-commands.ts'
 
 export const UPGRADE_LIVE = {

@@ -10,7 +10,7 @@ import { buildProgram } from '../../src/commands/program.ts'
 import { BACKUP_RUN } from '../../playbooks/lib/backup-commands.ts'
 import { ROLLBACK_LIVE, UPGRADE_LIVE, VERIFY_LIVE } from '../../playbooks/lib/live-commands.ts'
 import { DOCTOR_RECORDING, ROLLBACK_RECORDING, UPGRADE_RECORDING, VERIFY_RECORDING } from '../../playbooks/lib/recording-commands.ts'
-import { helpCommand, parseScriptArguments } from '../../playbooks/lib/script.ts'
+import { helpCommand, parseScriptArguments } from '../../src/edge/script.ts'
 
 const SPECS = [
   BACKUP_RUN,
