@@ -15,6 +15,8 @@ export const LAYERS: readonly (readonly string[])[] = [
   // src/lab/command.ts is the lab's own command group (the registry loads it by path): the CLI's layer.
   ['src/cli.ts', 'src/commands', 'src/lab/command.ts'],
   ['playbooks'],
+  // What the CLI and the playbooks run as scripts share: output, script mode, the wiring of run observers.
+  ['src/edge'],
   ['src/recording', 'src/live', 'src/doctor', 'src/backup', 'src/lab'],
   ['src/runs', 'src/reports', 'src/analysis', 'src/schedule', 'src/notify', 'src/metrics'],
   ['src/drivers', 'src/clients', 'src/infra'],
