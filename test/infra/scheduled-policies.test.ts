@@ -32,7 +32,7 @@ let plain: PreviewResult
 beforeAll(async () => {
   // One at a time: the Pulumi runtime of a preview is the process's own.
   withPolicies = await buildStack('prod', (config) => {
-    const deploy = deployOf(config) as Record<string, Record<string, unknown>>
+    const deploy = deployOf(config) as unknown as Record<string, Record<string, unknown>>
     deploy.backupSchedule = { ...deploy.backupSchedule, keepLast: 2 }
     deploy.upgradeSchedule = { ...deploy.upgradeSchedule, window: '1h30m' }
   })
@@ -71,7 +71,7 @@ describe('the CronJobs carry the schedule policies', () => {
   it('a window that is not a duration is refused at preview, naming the field', async () => {
     await expect(
       buildStack('prod', (config) => {
-        const deploy = deployOf(config) as Record<string, Record<string, unknown>>
+        const deploy = deployOf(config) as unknown as Record<string, Record<string, unknown>>
         deploy.upgradeSchedule = { ...deploy.upgradeSchedule, window: 'ninety minutes' }
       }),
     ).rejects.toThrow(/upgradeSchedule\.window.*expected a duration like 2h, 90m, 1h30m or 45s/)
