@@ -685,7 +685,7 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     const kubeconfig = api.kubeconfigFor(api.serviceAccountToken(NS, 'svc-svcops-live-upgrade'), 'prod-cluster')
     const env = { ...s.env, KUBECONFIG: kubeconfig, SVCOPS_STACKS_DIR: join(s.dir, 'stacks') }
     const before = api.requests.length
-    const run = await runSvcopsInProcess(argv, { env, cwd: s.dir })
+    const run = await runSvcopsInProcess(argv, { env })
     expect(run.code, run.stderr).toBe(0)
     expect(api.state.others.every((d) => d.version === '6.2.0')).toBe(true)
     // Every request was the job's identity's (the API refuses what its Role does not grant: a 403 fails the run).
@@ -704,7 +704,6 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     s2.recorder.answer('preview', preview(COMPONENT_STEPS))
     const refused = await runSvcopsInProcess(argv, {
       env: { ...s2.env, KUBECONFIG: kubeconfig, SVCOPS_STACKS_DIR: join(s2.dir, 'stacks') },
-      cwd: s2.dir,
     })
     expect(refused.code).not.toBe(0)
     expect(refused.stdout + refused.stderr).toMatch(/list .*pods/)
