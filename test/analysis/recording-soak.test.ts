@@ -4,7 +4,8 @@
  * second: the dry run lists the probes and the queries the soak would make; the lab's fault release
  * 1.5.0+degrades passes every start-up check and is caught by the soak, rolled back, exit 4, the
  * metric named with both sides' figures; a Prometheus that does not answer makes the analysis
- * inconclusive, which `inconclusive: fail` fails (never a pass); a healthy release passes and the
+ * inconclusive, which `inconclusive: fail` fails (never a pass) and `inconclusive: wait` leaves to a
+ * person (`runs abort` rolls it back); a healthy release passes and the
  * rollout goes on, its report drawing each metric canary against baseline. Soaks of seconds, set
  * through the same settings a user sets in minutes.
  */
@@ -12,7 +13,8 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse as parseYaml, stringify as toYaml } from 'yaml'
-import { runCliInProcess, startUpgradeLab, type UpgradeLab } from '../recording/fixture.ts'
+import { runCliInProcess, startUpgradeLab, waitForPausedRun, type UpgradeLab } from '../recording/fixture.ts'
+import { runSvcops } from '../support/cli.ts'
 import { freePort, startPrometheus, waitForSeries, type RunningPrometheus } from './prometheus.ts'
 
 let lab: UpgradeLab
@@ -122,6 +124,39 @@ describe('canary analysis over a soak, the recording service', () => {
     )
     expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0', 'rec-2': '1.4.0' })
   })
+
+  it('an inconclusive analysis with inconclusive: wait waits for a person (the pause after the canary); aborted, the canary is rolled back', async () => {
+    const silent = `http://127.0.0.1:${await freePort()}`
+    const file = stackWith('soak-wait', {
+      interval: '1s',
+      minSamples: 3,
+      inconclusive: 'wait',
+      prometheus: { url: silent },
+      metrics: { recording: [upMetric] },
+    })
+    let pid = 0
+    const waiting = runSvcops(['--stack-file', file, 'upgrade', 'recording', '--to', '1.5.0', '--soak', '4s', '--yes'], {
+      env: { SVCOPS_RUNS_DIR: lab.runsDir },
+      onSpawn: (p) => (pid = p),
+    })
+    try {
+      const id = await waitForPausedRun(lab.runsDir, [], waiting)
+      const soak = journalOf(id).find((e) => e.step === 'soak' && e.status === 'ok')
+      expect(soak?.data).toMatchObject({ outcome: 'inconclusive', score: 100, wait: true })
+      const aborted = await runCliInProcess(['--stack-file', file, 'runs', 'abort', id])
+      expect(aborted.code, aborted.stderr).toBe(0)
+      const ended = await waiting
+      expect(ended.code, ended.stderr).toBe(4)
+      expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0', 'rec-2': '1.4.0' })
+    } finally {
+      if (pid)
+        try {
+          process.kill(pid, 'SIGKILL')
+        } catch {
+          // it had ended
+        }
+    }
+  }, 480_000)
 
   it('a healthy release passes the soak (the probes and Prometheus agree) and the rollout goes on', async () => {
     const file = stackWith('soak-healthy', {
