@@ -319,6 +319,16 @@ export const liveHostsSchema = z
     tcpEndpoints: z.array(z.string().regex(/^[^\s,]+:\d{1,5}$/, 'expected host:port')).default([]),
     /** Where the system controller's settings file is now, when not where svcops looks (docs/live.md); read by the live playbook. */
     settingsFile: z.string().startsWith('/', 'expected an absolute path').optional(),
+    /**
+     * Where each component type's `KEY=VALUE` environment file is on its hosts, when not
+     * `/etc/default/<prefix>-<component>` (an assumption: the seed names no place for it).
+     */
+    envFiles: z
+      .partialRecord(
+        z.enum(['system-controller', 'ingest', 'pipeline', 'control-panel']),
+        z.string().regex(/^\/[^\0\n]*[^/]$/, 'expected an absolute file path'),
+      )
+      .default({}),
     /** The settings file's former fixed application directory before 6.0 (default /opt/<productDir>/system-controller/etc). */
     legacySettingsDir: z.string().startsWith('/', 'expected an absolute path').optional(),
     /** How long a started component may take to connect to the controller during an upgrade (default 30 s). */

@@ -15,7 +15,7 @@ import { databaseTarget, withDatabase } from '../drivers/postgres.ts'
 import { hostPath, transportFor } from '../drivers/transports.ts'
 import { checkPlanOf, hostCheckReader } from '../live/hosts/live-host-checks.ts'
 import { openHost, unitUrlOf } from '../live/hosts/live-hosts-platform.ts'
-import { componentEnvFile, productOf } from '../live/layout.ts'
+import { envFileOf, productOf } from '../live/layout.ts'
 import { declaredFor, runDeclaredCheck, runUnitChecks, seedEndpointOf } from '../live/live-checks.ts'
 import { liveUnits, placedHosts, type LiveUnit } from '../live/live-placement.ts'
 import { settingsFor } from '../recording/recording-settings.ts'
@@ -207,7 +207,7 @@ async function probeLive(env: Environment): Promise<ProbeRow[]> {
     const version = live.version
     for (const unit of liveUnits(live)) {
       if (reachedHosts.has(unit.host)) {
-        const file = componentEnvFile(product, unit.component)
+        const file = envFileOf(live, unit.component)
         const r = await tryCommand(hostOf(unit).transport, ['test', '-e', hostPath(hostOf(unit).config, file)])
         rows.push(
           row({
@@ -217,7 +217,7 @@ async function probeLive(env: Environment): Promise<ProbeRow[]> {
             source: 'assumed',
             holds: r.code === 0,
             evidence: r.code === 0 ? 'present' : 'absent',
-            key: 'live.prefix (the folder has no key)',
+            key: `live.envFiles.${unit.component}`,
           }),
         )
       }

@@ -33,6 +33,14 @@ export function componentEnvFile(product: LiveProduct, component: LiveComponentN
   return `/etc/default/${componentPackage(product, component)}`
 }
 
+/** The environment file of a component type on its hosts: `live.envFiles` where the stack gives one, else `/etc/default/<prefix>-<component>`. */
+export function envFileOf(
+  live: { prefix: string; productDir: string; envFiles?: Partial<Record<LiveComponentName, string>> | undefined },
+  component: LiveComponentName,
+): string {
+  return live.envFiles?.[component] ?? componentEnvFile(productOf(live), component)
+}
+
 /** The log the component writes. */
 export function componentLog(product: LiveProduct, component: LiveComponentName): string {
   return `/var/log/${product.dir}/${component}.log`

@@ -69,6 +69,12 @@ describe('svcops:live.checks and svcops:live.uuids', () => {
     ],
     ['a UUID of no instance', { uuids: { 'live-2/ingest': UUID } }, /live\.uuids\.live-2\/ingest.*'live-2\/ingest' is none/],
     ['a UUID that is not one', { uuids: { ingest: 'abc' } }, /live\.uuids\.ingest.*expected a UUID/],
+    [
+      'an environment file that is not an absolute path',
+      { envFiles: { pipeline: 'pipeline.env' } },
+      /live\.envFiles\.pipeline.*expected an absolute file path/,
+    ],
+    ['an environment file of no component type', { envFiles: { recorder: '/etc/opt/svc/recorder.env' } }, /live\.envFiles/],
   ]
   for (const [what, fields, message] of refused)
     it(`refuses ${what} in one sentence naming the field`, () => {

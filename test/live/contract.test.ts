@@ -3,9 +3,12 @@
  * what the stack declares, not code. `svcops probe` tries every interface and, with one declared
  * assumption broken, names exactly that one; a second contract declared in the stack (the
  * connection read from each component's own `/health`, not the controller's `/components`; no
- * connection metric) carries an upgrade, a verify and a rollback; a declared check whose path does
+ * connection metric; the pipeline's environment file elsewhere, `svcops:live.envFiles`) carries an
+ * upgrade, a verify and a rollback; a declared check whose path does
  * not answer stops the upgrade in its preflight, before any component is stopped.
  */
+import { readFileSync, renameSync, symlinkSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { labLiveChecks } from '../../src/lab/live/lab-contract.ts'
 import { gateIds, LIVE_COMPONENTS, startLiveLab, type LiveLab } from '../support/live-lab.ts'
@@ -111,8 +114,19 @@ describe('the contract on a live lab host', () => {
     }
   })
 
-  it('a second contract declared in the stack carries an upgrade and a verify', async () => {
-    lab.setLive({ checks: SECOND_CONTRACT })
+  it("a second contract declared in the stack (the pipeline's environment file elsewhere too) carries an upgrade, a probe and a verify", async () => {
+    // The site keeps the pipeline's environment in /etc/opt/svc/pipeline.env (the lab's component
+    // still finds it through a link at the old place); svcops reads and writes it where the stack says.
+    const elsewhere = '/etc/opt/svc/pipeline.env'
+    renameSync(lab.file('/etc/default/svc-pipeline'), lab.file(elsewhere))
+    symlinkSync('../opt/svc/pipeline.env', lab.file('/etc/default/svc-pipeline'))
+    lab.setLive({ checks: SECOND_CONTRACT, envFiles: { pipeline: elsewhere } })
+    const probed = await probe()
+    expect(probed.code).toBe(0)
+    expect(probed.rows.find((r) => r.where === 'pipeline' && r.interface === elsewhere)).toMatchObject({
+      holds: true,
+      key: 'live.envFiles.pipeline',
+    })
     const up = await lab.svcops([
       'upgrade',
       'live',
@@ -128,6 +142,11 @@ describe('the contract on a live lab host', () => {
     expect(checked).toContain('says it is connected, on its own port')
     expect(checked).toContain('GET /api/v3/ingests/{uuid}?expand=true answers (seed)')
     expect(checked).not.toContain('connected to the system controller')
+    // The run backed up and read the pipeline's environment where the stack says, not at the default place.
+    const { runId } = JSON.parse(up.stdout) as { runId: string }
+    const journal = readFileSync(join(lab.runsDir, runId, 'journal.jsonl'), 'utf8')
+    expect(journal).toContain(elsewhere)
+    expect(journal).not.toContain('/etc/default/svc-pipeline')
 
     const verify = await lab.svcops(['verify', 'live'])
     expect(verify.code, verify.stderr).toBe(0)

@@ -26,7 +26,7 @@ import {
 import type { LiveConfig } from '../../config/schema.ts'
 import { envValue, readHostFile, registerEnvSecrets, removeEnvKey, setEnvValue, type LiveHost } from './host-files.ts'
 import {
-  componentEnvFile,
+  envFileOf,
   controllerArgsVariable,
   controllerSettingsDirs,
   etcSettingsDir,
@@ -112,7 +112,7 @@ export async function readConfigState(live: LiveConfig, hosts: ConfigHosts, from
   const host = hosts.controller
   const envs: ConfigState['envs'] = {}
   for (const { unit, host: on } of hosts.units) {
-    const path = componentEnvFile(product, unit.component)
+    const path = envFileOf(live, unit.component)
     const text = await readHostFile(on, path)
     registerEnvSecrets(text, (k) => k === psk)
     envs[unit.name] = { component: unit.component, host: unit.host, path, text }

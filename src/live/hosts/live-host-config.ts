@@ -14,7 +14,7 @@ import { assessPsk, generatePsk } from '../../releases/pre-shared-key.ts'
 import { pskEntropyEnforced, pskRequired, pskVariable } from '../../releases/versions.ts'
 import type { StepResult } from '../../runs/step.ts'
 import type { LiveConfig } from '../../config/schema.ts'
-import { componentEnvFile, controllerSettingsDirs, productOf, settingsCandidates } from '../layout.ts'
+import { controllerSettingsDirs, envFileOf, settingsCandidates } from '../layout.ts'
 import type { CheckResult } from '../live-judge.ts'
 import { isSpread, liveUnits } from '../live-placement.ts'
 import type { LiveScope } from '../live-platform.ts'
@@ -69,7 +69,7 @@ export function configFilesOf(live: LiveConfig): Array<{ host: string; path: str
   const units = liveUnits(live)
   const controller = units.find((u) => u.component === 'system-controller')?.host ?? units[0]?.host ?? ''
   const settings = settingsCandidates(live).map((path) => ({ host: controller, path }))
-  const envs = units.map((u) => ({ host: u.host, path: componentEnvFile(productOf(live), u.component) }))
+  const envs = units.map((u) => ({ host: u.host, path: envFileOf(live, u.component) }))
   return [...settings, ...envs].filter((f, i, all) => all.findIndex((g) => g.host === f.host && g.path === f.path) === i)
 }
 
@@ -93,7 +93,7 @@ export async function checkHostConfig(h: HostConfig, from: string, to: string): 
 
 /** What the check of the files reads and refuses, for the dry run. */
 export function describeHostConfigCheck(h: HostConfig): string[] {
-  const envs = h.hosts.units.map(({ unit, host }) => shownFile(h, host, componentEnvFile(h.scope.product, unit.component)))
+  const envs = h.hosts.units.map(({ unit, host }) => shownFile(h, host, envFileOf(h.scope.live, unit.component)))
   return [
     `read ${settingsCandidates(h.scope.live)
       .map((p) => shownFile(h, h.hosts.controller, p))

@@ -147,6 +147,8 @@ export function clusterLiveConfig(env: Environment, section: LiveClusterConfig, 
     // The seed's checks by UUID and the site's declared checks, read through the Service and the pod proxy (controller-service.ts).
     uuids: section.uuids,
     checks: section.checks,
+    // No host, no environment file: the program sets the pods' environment.
+    envFiles: {},
   }
 }
 
