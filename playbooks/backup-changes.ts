@@ -9,6 +9,7 @@ import type { Environment } from '../src/config/schema.ts'
 import {
   deleteStoredBackup,
   openBackupChange,
+  planDelete,
   pruneStore,
   pruneStoredBackups,
   restoreDatabase,
@@ -93,9 +94,14 @@ export async function deleteBackupRun(env: Environment, asked: DeleteAsked): Pro
   return { ...outcome, done: doneOf(outcome) }
 }
 
-/** The dry run of a delete: its steps, from the same step that acts. */
-export async function planBackupDelete(env: Environment, asked: DeleteAsked): Promise<PlannedStep[]> {
-  return (await planSystemRun(deleteSystem(asked), { env, backupId: asked.id })).steps
+/** The dry run of a delete: the files it would remove and the run that holds the backup, read as its step reads them; no lock, no run. */
+export async function planBackupDelete(env: Environment, asked: DeleteAsked) {
+  const opened = await openBackupChange(env, recordingDescription, asked)(Journal.inMemory(newSystemRecord(deleteSystem(asked), { env })))
+  try {
+    return { ...(await planDelete(opened.ctx)), store: opened.ctx.backup.store.location }
+  } finally {
+    await opened.close()
+  }
 }
 
 /** `backup prune` of `env`'s store by retention `asked`, as a run of the recording service. */

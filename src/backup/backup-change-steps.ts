@@ -106,11 +106,16 @@ async function holdingOf(ctx: BackupChangeContext<DeleteAsked>) {
   return { environment: ctx.env.name, held, ...(unknown !== undefined ? { heldUnknown: unknown } : {}), force: ctx.asked.force }
 }
 
+/** What a delete would remove (its files) and which run holds the backup, with the same checks; removes nothing. */
+export async function planDelete(ctx: BackupChangeContext<DeleteAsked>) {
+  return planDeleteBackup(ctx.backup.store, ctx.asked.id, await holdingOf(ctx))
+}
+
 export const deleteStoredBackup = defineStep<BackupChangeContext<DeleteAsked>>({
   id: 'delete',
   title: 'remove the backup from the store — one a run can still roll back to only with --force',
   async describe(ctx) {
-    const plan = await planDeleteBackup(ctx.backup.store, ctx.asked.id, await holdingOf(ctx))
+    const plan = await planDelete(ctx)
     return [
       ...plan.files.map((f) => `remove ${f} from ${ctx.backup.store.location}`),
       ...(plan.heldBy ? [`run ${plan.heldBy} can then no longer be rolled back with a restore (--force)`] : []),

@@ -176,13 +176,14 @@ export function registerDelete(backup: Command): void {
       const env = await environmentOf(command)
       const asked = { id, force: options.force ?? false }
       if (options.dryRun) {
-        const steps = await play.planBackupDelete(env, asked)
+        const plan = await play.planBackupDelete(env, asked)
         const lines = [
-          `Dry run: delete backup ${id} of '${env.name}' (nothing will be removed).`,
+          `Dry run: delete backup ${plan.id} of '${env.name}' (nothing will be removed).`,
           `  take the lock of environment '${env.name}' (refused beside a running, paused or interrupted run)`,
-          ...steps.flatMap((s) => s.actions.map((a) => `  ${a}`)),
+          ...plan.files.map((f) => `  remove ${f} from ${plan.store}`),
+          ...(plan.heldBy ? [`  run ${plan.heldBy} can then no longer be rolled back with a restore (--force)`] : []),
         ]
-        printResult(command, { ok: true, dryRun: true, id, steps }, () => lines.join('\n'))
+        printResult(command, { ok: true, dryRun: true, ...plan }, () => lines.join('\n'))
         return
       }
       await wireRuns()
