@@ -68,7 +68,9 @@ describe('an upgrade into each lab fault', () => {
         expect(journal.entries().some((e) => e.disruptive)).toBe(false)
         return
       }
-      const findings = recordingSectionsOf(buildReport(journal, recordingDescription)).diagnoses.flatMap((d) => d.findings as { cause: string; host: string }[])
+      const findings = recordingSectionsOf(buildReport(journal, recordingDescription)).diagnoses.flatMap(
+        (d) => d.findings as { cause: string; host: string }[],
+      )
       expect(findings).toEqual(expect.arrayContaining([expect.objectContaining({ cause, host: 'rec-1' })]))
       expect(readFileSync(journal.file('report.md'), 'utf8')).toMatch(new RegExp(`## Why it failed \\(doctor\\)[\\s\\S]*${cause}`))
       expect(await lab.versions()).toEqual({ 'rec-1': '1.4.0' })
