@@ -115,83 +115,96 @@ export const databaseSchema = z.strictObject({
   password: secretRef.optional(),
 })
 
-export const recordingSchema = z.strictObject({
-  /**
-   * Where the service runs: `hosts` (OS packages and a service manager, reached over SSH or on this
-   * machine; the default) or `kubernetes` (the Deployment of this project's Pulumi program: no
-   * hosts here, the namespace and the Deployment come from `svcops:deploy`, the version from
-   * `svcops:deploy.recording.version`).
-   */
-  platform: z.enum(['hosts', 'kubernetes']).default('hosts'),
-  /** Release expected on the hosts (on Kubernetes, the fallback of `deploy.recording.version`). */
-  version: semver,
-  /** Package name: Debian policy for apt/dpkg (checked by a named rule), RPM's characters for dnf; never an option. */
-  package: z
-    .string()
-    .regex(/^[A-Za-z0-9_][A-Za-z0-9._+-]{0,199}$/, 'expected a package name (letters, digits, "+", "-", ".", "_"; not starting with "-")')
-    .default('svc-recording'),
-  /** systemd unit or supervisor program name (systemd's unit name characters); never an option. */
-  service: z
-    .string()
-    .regex(
-      /^[A-Za-z0-9:_@\\][A-Za-z0-9:_.@\\-]{0,254}$/,
-      'expected a unit name (letters, digits, ":", "-", "_", ".", "@", "\\"; not starting with "-")',
-    )
-    .default('svc-recording'),
-  packageDriver: z.enum(['dpkg', 'apt', 'dnf']).default('apt'),
-  serviceDriver: z.enum(['systemd', 'supervisor']).default('systemd'),
-  /** Directory (on each host) holding .deb files, for the dpkg driver. */
-  packageDir: z.string().min(1).optional(),
-  /** Active configuration file on each host. */
-  configPath: z.string().min(1).optional(),
-  /** The service's log file on each host (read by the supervisor driver; systemd uses journalctl). */
-  logPath: z.string().min(1).optional(),
-  /**
-   * Log levels that fail the upgrade: each a case-insensitive regular expression matched, whole, against the
-   * level field of every log record written since the start — never the message (default ERROR, FATAL, PANIC, CRITICAL).
-   */
-  errorPatterns: z.array(z.string().min(1)).optional(),
-  /** How long a started service may take to answer GET / with success. */
-  healthTimeoutSeconds: z.number().int().min(1).max(3600).optional(),
-  /** `limit` of the content listing used by snapshots and verification. */
-  contentLimit: z.number().int().min(1).optional(),
-  /**
-   * The post-upgrade check fails a host whose content list or test write takes longer than this,
-   * in ms (default 5000): slow performance, diagnosed by the doctor before the rollback.
-   */
-  slowResponseMs: z.number().int().min(1).max(600_000).optional(),
-  scopes: z
-    .strictObject({
-      read: z.string().min(1).default('urn:svc:recorder:content:read'),
-      write: z.string().min(1).default('urn:svc:recorder:content:write'),
-    })
-    .default({ read: 'urn:svc:recorder:content:read', write: 'urn:svc:recorder:content:write' }),
-  /** The site's checks where the seed is silent, asked after the seed's own (src/config/checks.ts, docs/contract.md). */
-  checks: recordingChecksSchema,
-  /** The hosts (platform `hosts`); none on Kubernetes, where the Deployment is the one target. */
-  hosts: z.array(recordingHostSchema).default([]),
-  database: databaseSchema,
-  /**
-   * Where `svcops rehearse recording` runs a release before the window (src/recording/rehearse/):
-   * a host of its own, never one of `hosts`, whose service the site configured once to use the
-   * scratch database `database` on the stack's PostgreSQL server. svcops creates that database
-   * from the environment's verified backup for each rehearsal and drops it afterwards.
-   */
-  rehearsal: z
-    .strictObject({
-      host: recordingHostSchema,
-      /** The scratch database the rehearsal host's service is configured to use; never `recording.database.name`. */
-      database: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'expected a database name of lower-case letters, digits and "_"'),
-      /** A verified backup younger than this is reused instead of taking a new one (hours, default 24). */
-      backupMaxAgeHours: z
-        .number()
-        .int()
-        .min(0)
-        .max(24 * 365)
-        .optional(),
-    })
-    .optional(),
-})
+export const recordingSchema = z
+  .strictObject({
+    /**
+     * Where the service runs: `hosts` (OS packages and a service manager, reached over SSH or on this
+     * machine; the default) or `kubernetes` (the Deployment of this project's Pulumi program: no
+     * hosts here, the namespace and the Deployment come from `svcops:deploy`, the version from
+     * `svcops:deploy.recording.version`).
+     */
+    platform: z.enum(['hosts', 'kubernetes']).default('hosts'),
+    /** Release expected on the hosts (on Kubernetes, the fallback of `deploy.recording.version`). */
+    version: semver,
+    /** Package name: Debian policy for apt/dpkg (checked by a named rule), RPM's characters for dnf; never an option. */
+    package: z
+      .string()
+      .regex(/^[A-Za-z0-9_][A-Za-z0-9._+-]{0,199}$/, 'expected a package name (letters, digits, "+", "-", ".", "_"; not starting with "-")')
+      .default('svc-recording'),
+    /** systemd unit or supervisor program name (systemd's unit name characters); never an option. */
+    service: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9:_@\\][A-Za-z0-9:_.@\\-]{0,254}$/,
+        'expected a unit name (letters, digits, ":", "-", "_", ".", "@", "\\"; not starting with "-")',
+      )
+      .default('svc-recording'),
+    packageDriver: z.enum(['dpkg', 'apt', 'dnf']).default('apt'),
+    serviceDriver: z.enum(['systemd', 'supervisor']).default('systemd'),
+    /** Directory (on each host) holding .deb files, for the dpkg driver. */
+    packageDir: z.string().min(1).optional(),
+    /** Active configuration file on each host. */
+    configPath: z.string().min(1).optional(),
+    /** The service's log file on each host (read by the supervisor driver; systemd uses journalctl). */
+    logPath: z.string().min(1).optional(),
+    /**
+     * Log levels that fail the upgrade: each a case-insensitive regular expression matched, whole, against the
+     * level field of every log record written since the start — never the message (default ERROR, FATAL, PANIC, CRITICAL).
+     */
+    errorPatterns: z.array(z.string().min(1)).optional(),
+    /** How long a started service may take to answer GET / with success. */
+    healthTimeoutSeconds: z.number().int().min(1).max(3600).optional(),
+    /** `limit` of the content listing used by snapshots and verification. */
+    contentLimit: z.number().int().min(1).optional(),
+    /**
+     * The post-upgrade check fails a host whose content list or test write takes longer than this,
+     * in ms (default 5000): slow performance, diagnosed by the doctor before the rollback.
+     */
+    slowResponseMs: z.number().int().min(1).max(600_000).optional(),
+    scopes: z
+      .strictObject({
+        read: z.string().min(1).default('urn:svc:recorder:content:read'),
+        write: z.string().min(1).default('urn:svc:recorder:content:write'),
+      })
+      .default({ read: 'urn:svc:recorder:content:read', write: 'urn:svc:recorder:content:write' }),
+    /** The site's checks where the seed is silent, asked after the seed's own (src/config/checks.ts, docs/contract.md). */
+    checks: recordingChecksSchema,
+    /** The hosts (platform `hosts`); none on Kubernetes, where the Deployment is the one target. */
+    hosts: z.array(recordingHostSchema).default([]),
+    database: databaseSchema,
+    /**
+     * Where `svcops rehearse recording` runs a release before the window (src/recording/rehearse/):
+     * a host of its own, never one of `hosts`, whose service the site configured once to use the
+     * scratch database `database` on the stack's PostgreSQL server. svcops creates that database
+     * from the environment's verified backup for each rehearsal and drops it afterwards.
+     */
+    rehearsal: z
+      .strictObject({
+        host: recordingHostSchema,
+        /** The scratch database the rehearsal host's service is configured to use; never `recording.database.name`. */
+        database: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'expected a database name of lower-case letters, digits and "_"'),
+        /** A verified backup younger than this is reused instead of taking a new one (hours, default 24). */
+        backupMaxAgeHours: z
+          .number()
+          .int()
+          .min(0)
+          .max(24 * 365)
+          .optional(),
+      })
+      .optional(),
+  })
+  .superRefine((recording, ctx) => {
+    // A command check runs on the service's host; on Kubernetes svcops reads the cluster through
+    // its API and runs nothing in the pods, so there is none: refused here, as live.checks is.
+    if (recording.platform !== 'kubernetes') return
+    for (const [i, c] of recording.checks.entries())
+      if (c.command)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['checks', i, 'command'],
+          message: `'${c.name}' is a command check, which runs on a host; recording.platform kubernetes has none: declare a web or metric check instead`,
+        })
+  })
 
 /**
  * `svcops:upgrade`: rules a real upgrade of the recording service obeys. `requireRehearsal`: the

@@ -28,7 +28,7 @@ export interface RecordingCheckReader {
   name: string
   /** The service's base URL. */
   url: string
-  /** The target's host, where commands run; none on Kubernetes (a command check then fails, saying so). */
+  /** The target's host, where commands run; none on Kubernetes, where the loader refuses command checks (one reaching here fails, saying so). */
   transport?: Transport
   /** A lab host's sandbox root for `{root}` ('' on a real host). */
   root: string

@@ -129,3 +129,40 @@ describe('svcops:live.checks and svcops:live.uuids on Kubernetes (live.platform 
     expect(message({ uuids: { 'live-2/ingest': UUID } })).toMatch(/live\.uuids.*expected the names ingest, pipeline and control-panel/)
   })
 })
+
+describe('svcops:recording.checks on Kubernetes (recording.platform kubernetes)', () => {
+  // The shipped prod stack (the recording service's Deployment), its recording checks replaced.
+  const prod = (
+    parseYaml(readFileSync(join(import.meta.dirname, '../../stacks/Pulumi.prod.yaml'), 'utf8')) as {
+      config: Record<string, Record<string, unknown>>
+    }
+  ).config
+  const cluster = (checks: unknown[]) =>
+    parseEnvironment({ ...prod, 'svcops:recording': { ...prod['svcops:recording'], checks } }, 'test', 'Pulumi.test.yaml')
+
+  it('takes web and metric checks', () => {
+    const env = cluster([
+      { name: 'answers', web: { path: '/status' } },
+      { name: 'up', metric: { name: '{product}_up', equals: 1 } },
+    ])
+    expect(env.recording?.checks.map((c) => c.name)).toEqual(['answers', 'up'])
+  })
+
+  it('refuses a command check when the stack loads, in one sentence: there is no host to run it on', () => {
+    const error = (() => {
+      try {
+        cluster([
+          { name: 'answers', web: { path: '/status' } },
+          { name: 'its configuration file', command: { argv: ['test', '-s', '/etc/opt/svc/recording.json'] } },
+        ])
+      } catch (e) {
+        return e
+      }
+      return undefined
+    })()
+    expect(error).toBeInstanceOf(BadInputError)
+    expect((error as Error).message).toMatch(
+      /recording\.checks\[1\]\.command.*'its configuration file' is a command check, which runs on a host; recording\.platform kubernetes has none: declare a web or metric check instead/,
+    )
+  })
+})

@@ -39,7 +39,8 @@ let journal: Journal<RecordingParams>
 function kubernetesStack(): Environment {
   const doc = parseYaml(readFileSync(lab.envFile, 'utf8')) as { config: Record<string, Record<string, unknown>> }
   const prod = parseYaml(readFileSync(join(ROOT, 'stacks/Pulumi.prod.yaml'), 'utf8')) as { config: Record<string, Record<string, unknown>> }
-  const { hosts: _hosts, ...recording } = doc.config['svcops:recording'] ?? {}
+  // The lab's hosts and its host checks (a command check: refused on Kubernetes, which has no host) stay behind.
+  const { hosts: _hosts, checks: _checks, ...recording } = doc.config['svcops:recording'] ?? {}
   doc.config['svcops:recording'] = { ...recording, platform: 'kubernetes' }
   const { jobs: _jobs, upgradeSchedule: _u, backupSchedule: _b, ...deploy } = prod.config['svcops:deploy'] ?? {}
   doc.config['svcops:deploy'] = deploy
