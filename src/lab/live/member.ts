@@ -10,7 +10,6 @@ import { createServer as createTcpServer } from 'node:net'
 import { changesWithEffect, expandName } from '../../releases/live.ts'
 import {
   apiPrefix,
-  connectedMetricName,
   liveMetricNames,
   pskRequired,
   pskVariable,
@@ -19,7 +18,7 @@ import {
 } from '../../releases/versions.ts'
 import { controllerUrlVariable, instanceNameVariable, labInstanceUuid, pskHeader } from './paths.ts'
 import { CONNECTION_TIMEOUT_MS } from './controller.ts'
-import { exitOnSignals, listen, serveStatus, type ComponentContext } from './runtime.ts'
+import { connectionMetric, exitOnSignals, listen, serveStatus, type ComponentContext } from './runtime.ts'
 import { DROPS_AFTER_MS } from './releases.ts'
 
 const RECONNECT_MS = 1000
@@ -106,7 +105,7 @@ export async function runMember(ctx: ComponentContext): Promise<void> {
       : 0
   await serveStatus(ctx, { connected, metrics: () => names.map((n) => [n, value(n)]) })
   exitOnSignals(ctx)
-  ctx.log('INFO', `started; ${connectedMetricName(product.prefix)} and ${names.length} product metric(s) on /metrics`)
+  ctx.log('INFO', `started; ${connectionMetric(ctx)} and ${names.length} product metric(s) on /metrics`)
   if (fault === 'never-connects') return
 
   const endpoint = `${url ?? ''}${apiPrefix(version)}/connections`

@@ -114,6 +114,15 @@ export function metricsPortVariable(prefix: string): string {
   return `${prefix.toUpperCase()}_METRICS_PORT`
 }
 
+/**
+ * The lab's variable naming the metric a connecting component exposes for its connection to the
+ * controller (1 or 0); without it `svc_controller_connected`. The seed names no such metric: a
+ * site's components may call it otherwise, and its stack declares the name (`svcops:live.checks`).
+ */
+export function connectedMetricVariable(prefix: string): string {
+  return `${prefix.toUpperCase()}_CONNECTED_METRIC`
+}
+
 /** The lab's variable in the controller's environment file whose words are added to its arguments. */
 export function controllerArgsVariable(prefix: string): string {
   return `${prefix.toUpperCase()}_SC_ARGS`

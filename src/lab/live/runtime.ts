@@ -8,7 +8,8 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { parseEnvFile } from './env-file.ts'
-import { controllerArgsVariable, liveComponentPaths, metricsPortVariable, type LiveProduct } from './paths.ts'
+import { connectedMetricName } from '../../releases/versions.ts'
+import { connectedMetricVariable, controllerArgsVariable, liveComponentPaths, metricsPortVariable, type LiveProduct } from './paths.ts'
 import type { LiveComponent, LiveLabFault } from './releases.ts'
 
 /** What a package bakes into its program (`build.json` beside it). */
@@ -77,6 +78,21 @@ export function componentContext(build: LiveBuild, argv: string[]): ComponentCon
   return { build, root, args: [...rest, ...extra], env, log, fail, hostFile, shown }
 }
 
+/** A Prometheus metric name (the exposition format's rule). */
+const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/
+
+/**
+ * The name of the connection metric this component exposes: `SVC_CONNECTED_METRIC` from its
+ * environment, else `svc_controller_connected`; a name Prometheus refuses stops it.
+ */
+export function connectionMetric(ctx: ComponentContext): string {
+  const variable = connectedMetricVariable(ctx.build.product.prefix)
+  const value = ctx.env[variable]
+  if (value === undefined || value === '') return connectedMetricName(ctx.build.product.prefix)
+  if (!METRIC_NAME.test(value)) return ctx.fail(`${variable}=${value} is not a metric name; expected letters, digits, "_" and ":"`)
+  return value
+}
+
 /** What `/health` and `/metrics` report. */
 export interface ComponentReport {
   connected: () => boolean
@@ -94,13 +110,14 @@ export async function serveStatus(ctx: ComponentContext, report: ComponentReport
   }
   const port = Number(value)
   if (!Number.isInteger(port) || port < 1 || port > 65535) return ctx.fail(`${variable}=${value} is not a port number`)
-  const { prefix } = ctx.build.product
+  const connection = connectionMetric(ctx)
   const server = createServer((request, response) => {
     const path = (request.url ?? '/').split('?')[0]
     if (request.method === 'GET' && path === '/metrics') {
-      const lines = [[`${prefix}_controller_connected`, report.connected() ? 1 : 0] as [string, number], ...report.metrics()].flatMap(
-        ([name, v]) => [`# TYPE ${name} gauge`, `${name} ${v}`],
-      )
+      const lines = [[connection, report.connected() ? 1 : 0] as [string, number], ...report.metrics()].flatMap(([name, v]) => [
+        `# TYPE ${name} gauge`,
+        `${name} ${v}`,
+      ])
       response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(`${lines.join('\n')}\n`)
     } else if (request.method === 'GET' && path === '/health') {
       const body = { component: ctx.build.component, version: ctx.build.version, connected: report.connected() }
