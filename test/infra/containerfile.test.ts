@@ -81,7 +81,7 @@ describe('Containerfile', () => {
     const imported = new Set<string>()
     for (const file of runtime) {
       for (const m of readFileSync(file, 'utf8').matchAll(
-        /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'([^'.][^']*)'|import\('([^'.][^']*)'\)/g,
+        /(?:^|\n)\s*(?:import|export)\s[^'"`(]*?from\s+'([^'.][^']*)'|import\('([^'.][^']*)'\)/g,
       )) {
         const spec = m[1] ?? m[2] ?? ''
         if (spec.startsWith('node:')) continue
