@@ -327,7 +327,7 @@ describe('svcops lab up --hosts 0 --live 6.0.0 --live-weak-psk', () => {
   })
 
   it.concurrent.each([
-    [['--live', '8.0.0'], /^--live: 8\.0\.0 is not a live lab release; expected one of 1\.0\.0, .*, 7\.0\.1\.$/],
+    [['--live', '8.0.0'], /^--live: 8\.0\.0 is not a live lab release; expected one of 1\.0\.0, .*, 7\.0\.2\.$/],
     [
       ['--live', '6.0.0', '--live-tcp-endpoints', '2'],
       /^--live-tcp-endpoints: 2 is not allowed with --live 6\.0\.0: from that release the pipeline reads one endpoint \(SVC_TCP_ENDPOINT\)\.$/,
