@@ -69,7 +69,9 @@ function backupFacts(reports: RunReport[]): { backupAt?: number; bytes?: number;
       // A backup step's entry names the backup it made; a backup run's counts once the run verified
       // and pruned it, an upgrade's backup is verified by its own step.
       const good = r.run.kind !== 'backup' || r.run.phase === 'succeeded'
-      if (facts.backupAt === undefined && good && typeof e.data.backupId === 'string' && e.data.restoreTest !== true) {
+      // A rehearsal that reused an earlier backup names it without making one.
+      const made = e.data.restoreTest !== true && e.data.reused !== true
+      if (facts.backupAt === undefined && good && typeof e.data.backupId === 'string' && made) {
         facts.backupAt = seconds(e.time)
         if (typeof e.data.bytes === 'number') facts.bytes = e.data.bytes
       }
