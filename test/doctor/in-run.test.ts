@@ -82,7 +82,9 @@ describe('the doctor in the upgrade runs', () => {
     // Its migration failed (migration-history); when the diagnosis finds the service already exited, its
     // service manager's state is named too (service-start): which one depends on when supervisor gave up.
     expect(diagnosis?.findings).toEqual(expect.arrayContaining([expect.objectContaining({ cause: 'migration-history', host: 'rec-1' })]))
-    expect(diagnosis?.findings.map((f) => f.cause).filter((c) => c !== 'service-start')).toEqual(['migration-history'])
+    expect(diagnosis?.findings.map((f) => (f as { cause: string }).cause).filter((c) => c !== 'service-start')).toEqual([
+      'migration-history',
+    ])
     expect(JSON.stringify(diagnosis?.findings)).toMatch(/migration to schema 3 failed and was rolled back/)
     const entries = journal.entries().map((e) => `${e.step} ${e.status}`)
     expect(entries.indexOf('diagnose ok')).toBeLessThan(entries.indexOf('rollback:decide ok'))
