@@ -82,18 +82,18 @@ export const declaredCheckSchema = z
 
 export type DeclaredCheck = z.infer<typeof declaredCheckSchema>
 
+/** A list of declared checks names each check once (the name keys its row in reports and the probe). */
+function namesOnce(checks: { name: string }[], ctx: z.RefinementCtx): void {
+  const seen = new Set<string>()
+  for (const [i, c] of checks.entries()) {
+    if (seen.has(c.name))
+      ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `expected each check's name once; '${c.name}' is given twice` })
+    seen.add(c.name)
+  }
+}
+
 /** `svcops:live.checks`: the site's checks, each a name unique in the list. */
-export const declaredChecksSchema = z
-  .array(declaredCheckSchema)
-  .default([])
-  .superRefine((checks, ctx) => {
-    const seen = new Set<string>()
-    for (const [i, c] of checks.entries()) {
-      if (seen.has(c.name))
-        ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `expected each check's name once; '${c.name}' is given twice` })
-      seen.add(c.name)
-    }
-  })
+export const declaredChecksSchema = z.array(declaredCheckSchema).default([]).superRefine(namesOnce)
 
 /** A UUID as the controller names an instance. */
 const uuid = z.string().regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, 'expected a UUID')
@@ -152,14 +152,4 @@ export const recordingCheckSchema = z
 export type RecordingCheck = z.infer<typeof recordingCheckSchema>
 
 /** `svcops:recording.checks`: the site's checks of the recording service, each a name unique in the list. */
-export const recordingChecksSchema = z
-  .array(recordingCheckSchema)
-  .default([])
-  .superRefine((checks, ctx) => {
-    const seen = new Set<string>()
-    for (const [i, c] of checks.entries()) {
-      if (seen.has(c.name))
-        ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `expected each check's name once; '${c.name}' is given twice` })
-      seen.add(c.name)
-    }
-  })
+export const recordingChecksSchema = z.array(recordingCheckSchema).default([]).superRefine(namesOnce)
