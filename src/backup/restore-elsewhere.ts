@@ -85,7 +85,8 @@ export function resolveRestoreTarget(env: Environment, spec: string): { target: 
       url = new URL(spec)
     } catch {
       throw new BadInputError(
-        `--to-database: '${spec}' is not a URL; expected postgres://USER@HOST:PORT/DATABASE (the password in PGPASSWORD or PGPASSFILE).`,
+        // Not echoed: a postgres:// string that does not parse may still hold a password.
+        '--to-database: the postgres:// value given is not a valid URL; expected postgres://USER@HOST:PORT/DATABASE (the password in PGPASSWORD or PGPASSFILE).',
       )
     }
     if (url.password)
