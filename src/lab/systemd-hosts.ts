@@ -278,7 +278,8 @@ export async function bootSystemdHost(
       '--console=passive',
       '--tmpfs=/work',
       '--tmpfs=/root',
-      '--tmpfs=/tmp',
+      // A host's /tmp as on any Debian machine: apt's gpgv method runs as _apt and writes there.
+      '--tmpfs=/tmp:mode=1777',
       ...binds,
     ],
     log,
