@@ -125,7 +125,11 @@ export const SYSTEMS: readonly SystemEntry[] = [
       rollback: { spec: ROLLBACK_LIVE, main: async () => (await liveActions()).rollbackLiveCommand(await liveRuns()) },
       verify: { spec: VERIFY_LIVE, main: async () => (await import('../verify-live.ts')).verifyLiveCommand },
     },
-    load: async () => actionsOf(await liveRuns()),
+    load: async () => {
+      // A rotation of the PSK (`svcops psk rotate`) is a run of the live system too: resumed by its own playbook.
+      const [live, { pskRotatePlaybook }] = await Promise.all([liveRuns(), import('../psk-rotate.ts')])
+      return actionsOf({ ...live, playbook: (run) => (run.kind === 'psk-rotate' ? pskRotatePlaybook : live.playbook(run)) })
+    },
   },
 ]
 

@@ -1,11 +1,11 @@
-/** `svcops psk`: the system controller's pre-shared key — generate one, or check one's strength. */
+/** `svcops psk`: the system controller's pre-shared key — generate one, check one's strength, or rotate the live system's. */
 import type { Command } from 'commander'
 import { ExitCode } from '../core/errors.ts'
-import { globals, printResult } from './context.ts'
+import { environmentOf, globals, printResult } from './context.ts'
 import { exitAfterOutput } from './plan.ts'
 
 export function register(program: Command): void {
-  const psk = program.command('psk').description("Generate or check the system controller's pre-shared key (PSK).")
+  const psk = program.command('psk').description("Generate, check or rotate the system controller's pre-shared key (PSK).")
 
   psk
     .command('generate')
@@ -78,5 +78,71 @@ Examples:
           : ['The key is refused:', ...verdict.reasons.map((r) => `  - ${r}`), 'Generate a new one with: svcops psk generate'].join('\n'),
       )
       if (!verdict.ok) exitAfterOutput(ExitCode.badInput)
+    })
+
+  registerRotate(psk)
+}
+
+/** `svcops psk rotate --env E`: a new PSK for the live system on its hosts, as a locked, journaled run. */
+function registerRotate(psk: Command): void {
+  psk
+    .command('rotate')
+    .description("Rotate the live system's PSK on its hosts: a new key to the controller first, then every component; the gap measured.")
+    .option('--dry-run', 'show every step and file it would change (the key never shown); change nothing, take no lock')
+    .option('--yes', 'do not ask for confirmation (required without a terminal)')
+    .option('--break-lock', "take the live system's lock from a run that is finished or gone")
+    .option('--force', 'with --break-lock: even from a run that did not finish')
+    .addHelpText(
+      'after',
+      `
+What it does (a run of the live system, kind psk-rotate, under its lock, in svcops runs list):
+  1. reads the release every component runs (2.0.0 or later: a release that reads a PSK) and the
+     files: the controller's settings file (svc_sc_settings.json, its "psk") and every component's
+     environment file (SVC_SYSTEM_CONTROLLER_PSK);
+  2. keeps every one of them in the run folder (0600): the old key lives only there;
+  3. stops every component (control panels first, the controller last), writes a new 256-bit key
+     from the CSPRNG to the controller's settings file first, then to every environment file;
+  4. starts and checks each in dependency order: the controller, ingest, pipeline, control panel;
+  5. verifies the whole system (every component connected, one strong key everywhere) and reports
+     the gap: how long each component was disconnected, and in all.
+If a component does not come back (it does not reconnect with the new key), the old key is put back
+everywhere and every component restarted on it: exit 4. A killed rotation continues with
+svcops resume ID (the key the controller already has) or is undone with svcops resume ID --rollback.
+Neither key is ever printed, logged, journaled, reported or put in a command's arguments.
+
+On Kubernetes (live.platform: kubernetes) it refuses: the PSK is the stack's; change
+svcops:deploy.pskRotation and run pulumi up (docs/deploy.md, "A rotation, step by step").
+
+Exit codes: 0 rotated and verified, 2 bad input, 3 locked, 4 rolled back to the old key, 5 refused before anything changed.
+
+Examples:
+  svcops psk rotate --env prod --dry-run
+  svcops psk rotate --env prod --yes
+  svcops psk rotate --env prod --yes --json`,
+    )
+    .action(async (options: { dryRun?: boolean; yes?: boolean; breakLock?: boolean; force?: boolean }, command: Command) => {
+      const [{ pskRotate }, { planSystemRun, renderRunPlan, startSystemRun }, { printPlan, showRun }, { assertHostsForRotation, gapLine }] =
+        await Promise.all([
+          import('../../playbooks/psk-rotate.ts'),
+          import('../runs/run-actions.ts'),
+          import('./run-output.ts'),
+          import('../live/psk-rotate.ts'),
+        ])
+      const env = await environmentOf(command)
+      assertHostsForRotation(env)
+      const request = { env, ...(options.breakLock ? { breakLock: true, force: options.force ?? false } : {}) }
+      if (options.dryRun) {
+        const plan = await planSystemRun(pskRotate, request)
+        printPlan(command, plan, () => renderRunPlan(pskRotate, plan), { spread: false })
+        return
+      }
+      const { confirmChange } = await import('../edge/command-io.ts')
+      await confirmChange(`Rotate the PSK of the live production system of '${env.name}' (every component restarts)?`, options.yes)
+      const { closingLine } = await import('../edge/closing-line.ts')
+      await showRun(
+        command,
+        () => startSystemRun(pskRotate, request),
+        (outcome) => [gapLine(outcome.report), closingLine(outcome)].filter(Boolean).join('\n'),
+      )
     })
 }

@@ -66,6 +66,7 @@ function registerRunsList(runs: Command): void {
         'restore',
         'delete',
         'prune',
+        'psk-rotate',
       ]),
     )
     .addOption(new Option('--system <system>', 'only runs of this system').choices(['recording', 'live']))

@@ -116,6 +116,18 @@ export interface LivePlatform {
   verifyConfig(version: string): Promise<CheckResult[]>
   /** The controller on the prefix of `version` (what `svcops verify live` checks when no component is installed). */
   controllerStatus(version: string): Promise<CheckResult>
+  /** `svcops psk rotate`'s files (hosts/psk-rotate-files.ts); absent where the platform rotates the PSK its own way (Kubernetes: `pskRotation`). */
+  readonly psk?: PskRotation
+}
+
+/** A new PSK for the live system of `release`: the files read first, then written, the controller's first. */
+export interface PskRotation {
+  /** Reads the settings file and every environment file; refuses a settings file without a PSK. */
+  check(release: string): Promise<StepResult>
+  describeCheck(release: string): Promise<string[]>
+  /** Writes a new key (or the one this run already gave the controller), idempotent; `backup`: the backup step's data. */
+  write(release: string, backup: LiveBackupData | undefined): Promise<StepResult>
+  describeWrite(release: string): Promise<string[]>
 }
 
 /** What a platform read of a rollback's needs: what is missing, facts for the journal, what it could not prove (said, not refused). */

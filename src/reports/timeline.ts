@@ -175,6 +175,7 @@ const KIND_TITLE: Readonly<Record<RunReport['run']['kind'], string>> = {
   restore: 'Restore',
   delete: 'Deletion',
   prune: 'Prune',
+  'psk-rotate': 'PSK rotation',
 }
 
 /** The run's kind as a title: "Upgrade". */

@@ -16,7 +16,7 @@ import { z } from 'zod'
 import { BadInputError } from '../core/errors.ts'
 
 /** What a run does; `restore`, `delete` and `prune` are the backup commands that change what runs depend on. */
-export type RunKind = 'upgrade' | 'rollback' | 'backup' | 'verify' | 'rehearse' | 'restore' | 'delete' | 'prune'
+export type RunKind = 'upgrade' | 'rollback' | 'backup' | 'verify' | 'rehearse' | 'restore' | 'delete' | 'prune' | 'psk-rotate'
 /**
  * `interrupted`: stopped at a safe point on a signal, or its holder's process is gone (shown so by
  * `runs list|show`); unfinished, like `running`: `svcops resume ID [--rollback]` finishes it.
@@ -108,7 +108,7 @@ const RUN_ID = /^\d{8}T\d{6}Z-[0-9a-f]{6}$/
 
 const runRecordSchema = z.object({
   id: z.string().regex(RUN_ID),
-  kind: z.enum(['upgrade', 'rollback', 'backup', 'verify', 'rehearse', 'restore', 'delete', 'prune']),
+  kind: z.enum(['upgrade', 'rollback', 'backup', 'verify', 'rehearse', 'restore', 'delete', 'prune', 'psk-rotate']),
   system: z.string().min(1),
   environment: z.string(),
   envFile: z.string(),

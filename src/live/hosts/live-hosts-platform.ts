@@ -56,6 +56,7 @@ import {
   verifyHostConfig,
   writeHostConfig,
 } from './live-host-config.ts'
+import { hostPskRotation } from './psk-rotate-files.ts'
 
 // The run lock's file on the live host (the system controller's, across hosts), beside the runs kept there.
 export { LIVE_LOCK_PATH } from './live-host-run-store.ts'
@@ -310,6 +311,7 @@ export function openHostsPlatform(scope: LiveScope): LivePlatform {
       `the installed version of every component${placed.length > 1 ? ' on every host' : ''}`,
     ],
     verifyConfig: (version) => verifyHostConfig(config, version),
+    psk: hostPskRotation(config),
     async controllerStatus(version) {
       const results = await unitChecks(checks, controllerUnit, version)
       const failed = results.filter((r) => !r.ok)
