@@ -2,7 +2,7 @@
 /**
  * Playbook: the seed's common upgrade problems (Versioning > Recording service, item 6), checked by
  * cause on every host as the service sees it — its config file, its user, its database credentials —
- * or, on Kubernetes, on the Deployment's pods as the API reports them (src/doctor/cluster-causes.ts):
+ * or, on Kubernetes, on the Deployment's pods as the API reports them (src/recording/doctor/cluster-causes.ts):
  *
  *   the service does not start   config-syntax, config-options, file-permissions, database-access
  *   migration fails              schema-change-permission, migration-history
@@ -11,14 +11,14 @@
  *
  *   npx zx playbooks/doctor.ts --env lab [--host rec-1] [--json]
  *
- * Read-only. The same causes (src/doctor/causes.ts) run in the upgrade's preflight and on a host
+ * Read-only. The same causes (src/recording/doctor/causes.ts) run in the upgrade's preflight and on a host
  * that fails during an upgrade, before its rollback. Run by node or zx, this file is `svcops doctor
  * recording` (its options: playbooks/lib/recording-commands.ts).
  */
 import type { Environment } from '../src/config/schema.ts'
 import { ExitCode } from '../src/core/errors.ts'
 import { formatDiagnosis, type Diagnosis } from '../src/doctor/diagnose.ts'
-import { onTargetsOf } from '../src/doctor/environment.ts'
+import { onTargetsOf } from '../src/recording/doctor/doctor-targets.ts'
 import { printOn, type CommandIO } from '../src/edge/command-io.ts'
 import { DOCTOR_RECORDING, type DoctorRecordingFlags } from './lib/recording-commands.ts'
 import { runScript, startedAsScript } from '../src/edge/script.ts'

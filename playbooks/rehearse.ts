@@ -14,7 +14,7 @@
  *
  *   npx zx playbooks/rehearse.ts --env prod --to 2.1.0 [--batch 2] [--window 90m] [--dry-run]
  */
-import { diagnoseHost } from '../src/doctor/doctor-steps.ts'
+import { diagnoseHost } from '../src/recording/doctor/doctor-steps.ts'
 import { errorMessage } from '../src/core/errors.ts'
 import { snapshotContent } from '../src/recording/content-steps.ts'
 import { stagePackages } from '../src/recording/preflight.ts'

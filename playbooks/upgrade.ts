@@ -14,7 +14,7 @@
  * node or zx, this file is `svcops upgrade recording` (its options: playbooks/lib/recording-commands.ts;
  * what the command does with them: playbooks/lib/recording-actions.ts).
  */
-import { diagnoseHost, doctorPreflight } from '../src/doctor/doctor-steps.ts'
+import { diagnoseHost, doctorPreflight } from '../src/recording/doctor/doctor-steps.ts'
 import { backupAndVerify } from '../src/recording/backup-step.ts'
 import { snapshotContent } from '../src/recording/content-steps.ts'
 import { verifyFleet } from '../src/recording/fleet-check.ts'

@@ -29,7 +29,7 @@ Examples:
   svcops probe --env prod --json`,
     )
     .action(async (_options: unknown, command: Command) => {
-      const { probeEnvironment, formatProbe } = await import('../doctor/contract-probe.ts')
+      const { probeEnvironment, formatProbe } = await import('../probe/contract-probe.ts')
       const env = await environmentOf(command)
       const stop = showProgress(command)
       try {

@@ -1,14 +1,14 @@
 /**
- * The doctor's vocabulary: a cause (one row of the seed's "common upgrade problems", split into the
- * things to check), what checking it found on one host, and the host as the service sees it.
+ * The doctor's vocabulary, the same for every system it diagnoses: a cause (a thing to check, one
+ * part of a known problem), what checking it found on one target, and why a check was skipped. A
+ * system's causes and the view they read live in its own folder (the recording service's:
+ * src/recording/doctor/).
  */
-import type pg from 'pg'
-import type { RecordingHost } from '../recording/recording-platform.ts'
 
 /** `error`: the service cannot work this way; `warning`: it works, badly. Both need a person. */
 export type Severity = 'error' | 'warning'
 
-/** One cause found on one host: what, the evidence (file, line, value, measurement), and the seed's remedy made concrete. */
+/** One cause found on one target: what, the evidence (file, line, value, measurement), and the remedy made concrete. */
 export interface Finding {
   cause: string
   host: string
@@ -24,61 +24,11 @@ export interface Finding {
 /** What a cause's check says: findings, nothing (fine), or why it could not be checked. */
 export type CheckOutcome = { findings: Omit<Finding, 'cause' | 'host'>[]; checked: string } | { skipped: string }
 
-/** The seed's problems (rule ids of src/releases/recording-rules.ts). */
-export type ProblemId = 'problem-no-start' | 'problem-migration' | 'problem-recordings' | 'problem-slow'
-
-/** A cause: data the CLI, the preflight and the in-run diagnosis all read. */
-export interface Cause {
+/** A cause checked on a view `V` of a target (a host as its service sees it, a Deployment's pods), filed under its problem `P`. */
+export interface DoctorCause<V, P extends string = string> {
   id: string
-  problem: ProblemId
+  problem: P
   /** What is checked, for the plan and the report. */
   check: string
-  /** Knowable before a stop: the preflight runs it and stops the run on an error. */
-  beforeStop: boolean
-  run(view: HostView): Promise<CheckOutcome>
-}
-
-/** The service's configuration as far as the doctor reads it (the documented options). */
-export interface ServiceConfig {
-  database?: { host?: string; port?: number; name?: string; user?: string; password?: string; passwordFile?: string }
-  storage?: { path?: string; locations?: { name: string; path: string }[]; defaultLocation?: string }
-  mediaApi?: { baseUrl?: string; timeoutMs?: number }
-  contentInfoCacheSize?: number
-  writeRateLimit?: number
-  [key: string]: unknown
-}
-
-/** A host as its service sees it: its config file, files through its user, its database credentials. */
-export interface HostView {
-  host: RecordingHost
-  configPath: string
-  logPath: string
-  /** The config's text, or why it could not be read. */
-  configText: { ok: true; text: string } | { ok: false; error: string }
-  /** The parsed config (undefined when the text is not valid JSON). */
-  config: ServiceConfig | undefined
-  /** Last lines of the service's log since its last start. */
-  logLines: string[]
-  /** A path of the host (under its sandbox root), as the transport sees it. */
-  path(path: string): string
-  /** Runs a shell snippet on the host as the service's user; never throws on a non-zero exit. */
-  sh(script: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>
-  /**
-   * Runs `script` once per argument list, all in one command on the host (one round trip): each
-   * run's exit code (null when it did not finish) and output, as `sh` gives them; never throws on a
-   * non-zero exit.
-   */
-  shEach(script: string, runs: string[][]): Promise<{ code: number | null; stdout: string }[]>
-  /**
-   * The service as its service manager sees it (the stack's service driver: `systemctl show`,
-   * supervisord's process info) and the manager's last log lines of it (`journalctl -u`, the log
-   * file); absent where the doctor was not told the service and its driver.
-   */
-  service?: {
-    name: string
-    status(): Promise<{ running: boolean; status: string }>
-    logs(lines: number): Promise<string[]>
-  }
-  /** A connection with the service's own credentials, or why there is none (memoised). */
-  database(): Promise<{ client: pg.Client } | { error: string; cause: 'no-config' | 'no-password' | 'connect' }>
+  run(view: V): Promise<CheckOutcome>
 }

@@ -22,7 +22,7 @@ export interface BackupApi {
 }
 
 /**
- * The check `mayChangeSchema` answers, by the name the doctor's cause gives it (src/doctor/migration.ts
+ * The check `mayChangeSchema` answers, by the name the doctor's cause gives it (src/recording/doctor/migration.ts
  * takes its id and words from here), so a refusal before a migration names the doctor's check.
  */
 export const SCHEMA_CHANGE_PERMISSION = {

@@ -17,7 +17,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['playbooks'],
   // What the CLI and the playbooks run as scripts share: output, script mode, the wiring of run observers.
   ['src/edge'],
-  ['src/recording', 'src/live', 'src/doctor', 'src/backup', 'src/lab'],
+  ['src/recording', 'src/live', 'src/doctor', 'src/probe', 'src/backup', 'src/lab'],
   ['src/runs', 'src/reports', 'src/analysis', 'src/schedule', 'src/notify', 'src/metrics'],
   ['src/drivers', 'src/clients', 'src/infra'],
   ['src/config', 'src/releases'],

@@ -27,6 +27,7 @@ export const SCANNED = [
   'src/live',
   'src/recording',
   'src/doctor',
+  'src/probe',
   // The Pulumi program's own CronJob (scheduledJobs.ts, jobRules.ts) holds svcops' paths, not the product's.
   'src/infra',
   'src/drivers/kubernetes.ts',

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, expect, it } from 'vitest'
 import { LocalTransport } from '../../src/core/runner.ts'
-import { openHostView } from '../../src/doctor/host-view.ts'
+import { openHostView } from '../../src/recording/doctor/host-view.ts'
 import type { RecordingHost } from '../../src/recording/recording-platform.ts'
 
 let root: string

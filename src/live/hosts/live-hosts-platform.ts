@@ -33,7 +33,6 @@ import {
   stopService,
   type ServiceDriver,
 } from '../../drivers/services.ts'
-import { becomesWithSudo } from '../../drivers/become.ts'
 import { hostPath, transportFor } from '../../drivers/transports.ts'
 import { componentLog, componentPackage } from '../layout.ts'
 import { controllerHost, liveUnits, placedHosts, type LiveUnit } from '../live-placement.ts'
@@ -41,7 +40,6 @@ import type { CheckResult } from '../live-judge.ts'
 import type { LiveLockPlace, LivePlatform, LiveScope } from '../live-platform.ts'
 import type { LiveHost } from './host-files.ts'
 import { LIVE_LOCK_PATH, LIVE_RUNS_PATH } from './live-host-run-store.ts'
-import { findMissingSudoRules } from './live-sudo.ts'
 import { describeDf, readRoom, type RoomNeed } from './host-room.ts'
 import { checkComponent, checkPlanOf, describeHostUnitChecks, hostCheckReader, unitChecks } from './live-host-checks.ts'
 import { absentDeclaredInterfaces } from '../live-checks.ts'
@@ -155,29 +153,13 @@ export function openHostsPlatform(scope: LiveScope): LivePlatform {
     },
     describePreflight: () => ({
       versionCheck: ' and that their package files exist',
-      more: [
-        ...(placed.some((p) => becomesWithSudo(p.config))
-          ? ['on each host with ssh.become: sudo, ask sudo -n -l for every command the run runs as root there (svcops render sudoers)']
-          : []),
-        ...(live.checks.length
-          ? [
-              `ask every check of svcops:live.checks on the running release: one whose path answers 404, metric is not exposed or command is not found stops the run here`,
-            ]
-          : []),
-      ],
+      more: live.checks.length
+        ? [
+            `ask every check of svcops:live.checks on the running release: one whose path answers 404, metric is not exposed or command is not found stops the run here`,
+          ]
+        : [],
     }),
     async checkPreflight(installed) {
-      // On hosts that become root with sudo: every root command of the run granted, before anything stops.
-      const refused = await findMissingSudoRules(
-        live,
-        [...hosts.values()],
-        [scope.journal.run.targetVersion, ...(installed ? [installed] : [])],
-      )
-      if (refused.length)
-        throw new OperationError(
-          `${refused.join('; ')}; nothing was stopped.`,
-          `svcops render sudoers --env ${scope.env.name} prints every rule the live hosts need`,
-        )
       if (!installed || !live.checks.length) return undefined
       const absent = await absentDeclaredInterfaces(hostCheckReader(checks), checkPlanOf(checks), units, installed)
       if (absent.length)
@@ -268,7 +250,6 @@ export function openHostsPlatform(scope: LiveScope): LivePlatform {
         if (reached.code !== 0) missing.push(`${h.name} cannot be reached: ${reached.stderr.trim() || `exit ${reached.code}`}`)
       }
       if (missing.length) return { missing }
-      missing.push(...(await findMissingSudoRules(live, acting, Object.values(previous))))
       for (const [n, v] of Object.entries(previous)) {
         const u = byName(n)
         if (!u) {

@@ -4,9 +4,9 @@
  * the recent peak write rate, the list query's plan and time (EXPLAIN ANALYZE under a statement
  * timeout) and the index it needs, and free space and write latency of the storage volume.
  */
-import { fine, NO_CONFIG, skipped } from './outcome.ts'
+import { fine, skipped } from '../../doctor/outcome.ts'
 import { locationDirs } from './recordings.ts'
-import type { Cause } from './doctor-types.ts'
+import { NO_CONFIG, type Cause } from './cause-types.ts'
 
 /** The service's list query (`GET /api/v1/content?limit=100`). */
 const LIST_QUERY = 'SELECT * FROM recordings ORDER BY id LIMIT 100'

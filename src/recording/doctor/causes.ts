@@ -4,13 +4,13 @@
  * during a run. The seed's rows are src/releases/recording-rules.ts's "common upgrade problems"; each
  * cause names its row, and its quote comes from there.
  */
-import { RECORDING_RULES } from '../releases/recording-rules.ts'
+import { RECORDING_RULES } from '../../releases/recording-rules.ts'
 import { schemaChangePermission, migrationHistory } from './migration.ts'
 import { contentInfoCache, diskIo, listQuery, writeRateLimit } from './performance.ts'
 import { mediaApi, storageLocationNames, storagePaths } from './recordings.ts'
 import { diskSpace, serviceStart } from './service-manager.ts'
 import { configOptions, configSyntax, databaseAccess, filePermissions } from './startup.ts'
-import type { Cause, ProblemId } from './doctor-types.ts'
+import type { Cause, ProblemId } from './cause-types.ts'
 
 export const CAUSES: readonly Cause[] = [
   configSyntax,

@@ -4,13 +4,14 @@
  * cause on a host that failed during the rollout, before the rollback, and never fails itself: its
  * findings go into the report as "why it failed".
  */
-import { OperationError, errorMessage } from '../core/errors.ts'
-import { events } from '../core/events.ts'
-import { defineStep } from '../runs/step.ts'
-import type { RecordingContext } from '../recording/recording-context.ts'
-import type { RecordingTarget } from '../recording/recording-platform.ts'
+import { OperationError, errorMessage } from '../../core/errors.ts'
+import { events } from '../../core/events.ts'
+import { defineStep } from '../../runs/step.ts'
+import type { RecordingContext } from '../recording-context.ts'
+import type { RecordingTarget } from '../recording-platform.ts'
 import { CAUSES, PREFLIGHT_CAUSES } from './causes.ts'
-import { diagnoseHost as diagnose, diagnoseHosts, type Diagnosis } from './diagnose.ts'
+import type { Diagnosis } from '../../doctor/diagnose.ts'
+import { diagnoseHost as diagnose, diagnoseHosts } from './diagnose-hosts.ts'
 
 type Ctx = RecordingContext
 

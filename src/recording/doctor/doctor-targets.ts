@@ -3,15 +3,16 @@
  * on hosts each host reached through its own transport and checked as its service sees it; on
  * Kubernetes the Deployment's pods read through the API (cluster-doctor.ts). Read-only.
  */
-import { requireSection } from '../config/load.ts'
-import type { Environment } from '../config/schema.ts'
-import { selectHosts } from '../recording/recording-context.ts'
-import { openRecordingPlatform } from '../recording/recording-platforms.ts'
-import { settingsFor } from '../recording/recording-settings.ts'
+import { requireSection } from '../../config/load.ts'
+import type { Environment } from '../../config/schema.ts'
+import { selectHosts } from '../recording-context.ts'
+import { openRecordingPlatform } from '../recording-platforms.ts'
+import { settingsFor } from '../recording-settings.ts'
 import { CAUSES } from './causes.ts'
 import { onClusterOf } from './cluster-doctor.ts'
-import { diagnoseHosts, type Diagnosis } from './diagnose.ts'
-import type { ProblemId } from './doctor-types.ts'
+import { addDiagnosis, type Diagnosis } from '../../doctor/diagnose.ts'
+import { diagnoseHosts } from './diagnose-hosts.ts'
+import type { ProblemId } from './cause-types.ts'
 
 /** Checks one of the seed's problems, cause by cause, on the chosen hosts. */
 export type CheckProblem = (problem: ProblemId) => Promise<Diagnosis>
@@ -40,8 +41,7 @@ export async function onTargetsOf(env: Environment, names: string[] | undefined,
         settings,
         CAUSES.filter((c) => c.problem === problem),
       )
-      out.findings.push(...d.findings)
-      out.checks.push(...d.checks)
+      addDiagnosis(out, d)
       return d
     })
     return out

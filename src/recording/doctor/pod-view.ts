@@ -11,9 +11,9 @@
  * address from here; what the pods themselves met on the way is their log lines, shown beside it.
  */
 import pg from 'pg'
-import { errorMessage } from '../core/errors.ts'
-import { registerSecret } from '../core/redact.ts'
-import type { ClaimFacts, KubernetesDriver, PodFacts } from '../drivers/kubernetes.ts'
+import { errorMessage } from '../../core/errors.ts'
+import { registerSecret } from '../../core/redact.ts'
+import type { ClaimFacts, KubernetesDriver, PodFacts } from '../../drivers/kubernetes.ts'
 
 /** Lines of each pod's log read. */
 const POD_LOG_LINES = 100

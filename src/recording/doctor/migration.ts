@@ -5,9 +5,10 @@
  * migration lines of the log since the last start say whether the last one failed.
  */
 import type pg from 'pg'
-import { SCHEMA_CHANGE_PERMISSION } from '../recording/deps.ts'
-import { fine, NO_CONFIG, skipped } from './outcome.ts'
-import type { Cause, CheckOutcome } from './doctor-types.ts'
+import { SCHEMA_CHANGE_PERMISSION } from '../deps.ts'
+import { fine, skipped } from '../../doctor/outcome.ts'
+import type { CheckOutcome } from '../../doctor/doctor-types.ts'
+import { NO_CONFIG, type Cause } from './cause-types.ts'
 
 export const schemaChangePermission: Cause = {
   ...SCHEMA_CHANGE_PERMISSION,

@@ -5,8 +5,8 @@
  * the database reference is configured, and the media API's host resolves from the service's host.
  */
 import { posix } from 'node:path'
-import { fine, NO_CONFIG, skipped } from './outcome.ts'
-import type { Cause, HostView } from './doctor-types.ts'
+import { fine, skipped } from '../../doctor/outcome.ts'
+import { NO_CONFIG, type Cause, type HostView } from './cause-types.ts'
 
 /** Each location's directory on the host (`path` relative to `storage.path`). */
 export function locationDirs(view: HostView): { name: string; path: string }[] {

@@ -5,8 +5,8 @@
  * password file and write its log, and its credentials open its database.
  */
 import { dirname } from 'node:path'
-import { fine, lineAndColumn, NO_CONFIG, skipped } from './outcome.ts'
-import type { Cause, HostView } from './doctor-types.ts'
+import { fine, lineAndColumn, skipped } from '../../doctor/outcome.ts'
+import { NO_CONFIG, type Cause, type HostView } from './cause-types.ts'
 
 /** The last ERROR/FATAL lines since the service's last start: evidence for whichever cause explains them. */
 export function startErrors(view: HostView): string[] {

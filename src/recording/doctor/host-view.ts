@@ -10,13 +10,13 @@
  */
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { errorMessage } from '../core/errors.ts'
-import { registerSecret } from '../core/redact.ts'
-import { runCommand, shellJoin } from '../core/runner.ts'
-import { readServiceLogs, readServiceStatus, serviceDriver } from '../drivers/services.ts'
-import { hostPath } from '../drivers/transports.ts'
-import type { RecordingHost } from '../recording/recording-platform.ts'
-import type { HostView, ServiceConfig } from './doctor-types.ts'
+import { errorMessage } from '../../core/errors.ts'
+import { registerSecret } from '../../core/redact.ts'
+import { runCommand, shellJoin } from '../../core/runner.ts'
+import { readServiceLogs, readServiceStatus, serviceDriver } from '../../drivers/services.ts'
+import { hostPath } from '../../drivers/transports.ts'
+import type { RecordingHost } from '../recording-platform.ts'
+import type { HostView, ServiceConfig } from './cause-types.ts'
 
 /** Lines of the service log read to find its last start. */
 const LOG_LINES = 200

@@ -11,22 +11,18 @@
  * What a pod reports is read from the fields the API gives for it (`state.waiting.reason`,
  * `lastState.terminated.reason`, `restartCount`), and a log line by its level field only.
  */
-import type { PodFacts } from '../drivers/kubernetes.ts'
-import { findLogErrors } from '../drivers/services.ts'
+import type { PodFacts } from '../../drivers/kubernetes.ts'
+import { findLogErrors } from '../../drivers/services.ts'
 import { checkSchemaChange } from './migration.ts'
-import { fine, skipped } from './outcome.ts'
-import type { CheckOutcome, Finding, ProblemId } from './doctor-types.ts'
+import { fine, skipped } from '../../doctor/outcome.ts'
+import type { DoctorCause, Finding } from '../../doctor/doctor-types.ts'
+import type { ProblemId } from './cause-types.ts'
 import type { PodView } from './pod-view.ts'
 
 type Found = Omit<Finding, 'cause' | 'host'>
 
 /** A cause checked in a cluster. */
-export interface ClusterCause {
-  id: string
-  problem: ProblemId
-  check: string
-  run(view: PodView): Promise<CheckOutcome>
-}
+export type ClusterCause = DoctorCause<PodView, ProblemId>
 
 /** Waiting reasons of a container whose image cannot be had (the kubelet's `images` package). */
 const PULL_FAILURES = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull', 'RegistryUnavailable'])

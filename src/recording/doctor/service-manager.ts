@@ -6,11 +6,11 @@
  * caches, dpkg's database).
  */
 import { dirname } from 'node:path'
-import { lastTelling } from '../drivers/services.ts'
-import { PACKAGE_CACHE } from '../drivers/packages.ts'
-import { fine, skipped } from './outcome.ts'
+import { lastTelling } from '../../drivers/services.ts'
+import { PACKAGE_CACHE } from '../../drivers/packages.ts'
+import { fine, skipped } from '../../doctor/outcome.ts'
 import { startErrors } from './startup.ts'
-import type { Cause, HostView } from './doctor-types.ts'
+import type { Cause, HostView } from './cause-types.ts'
 
 /** A service manager's states of a service that fails its start (drivers/services.ts's status lines). */
 const FAILING = /\bfailed\b|auto-restart|\bFATAL\b|\bEXITED\b|\bBACKOFF\b/

@@ -3,12 +3,13 @@
  * target, its pods read through the API (pod-view.ts) and checked by the cluster causes
  * (cluster-causes.ts). Read-only: nothing is written to the cluster or the database.
  */
-import type { Environment } from '../config/schema.ts'
-import { selectHosts } from '../recording/recording-context.ts'
-import { openRecordingCluster } from '../recording/kubernetes/recording-deployment.ts'
+import type { Environment } from '../../config/schema.ts'
+import { selectHosts } from '../recording-context.ts'
+import { openRecordingCluster } from '../kubernetes/recording-deployment.ts'
 import { CLUSTER_CAUSES } from './cluster-causes.ts'
-import { runCauses, type Diagnosis } from './diagnose.ts'
-import type { ProblemId } from './doctor-types.ts'
+import { addDiagnosis, runCauses, type Diagnosis } from '../../doctor/diagnose.ts'
+import { seedOf } from './causes.ts'
+import type { ProblemId } from './cause-types.ts'
 import { openPodView } from './pod-view.ts'
 
 /**
@@ -30,9 +31,9 @@ export async function onClusterOf(
         view,
         cluster.target.deployment,
         CLUSTER_CAUSES.filter((c) => c.problem === problem),
+        seedOf,
       )
-      out.findings.push(...d.findings)
-      out.checks.push(...d.checks)
+      addDiagnosis(out, d)
       return d
     })
     return out
