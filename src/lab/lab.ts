@@ -36,6 +36,7 @@ import { finishLabRehearsalHost, labRehearsalHostPlan, prepareLabRehearsalHost }
 import { checkLabLiveOptions, labLivePlan, liveCheckers, liveSection, liveStoppers, startLabLive, type LabLiveOptions } from './live-lab.ts'
 import { liveHostsSection, startLabLiveHosts } from './live-hosts-lab.ts'
 import { prepareSystemdRecording, systemdHostCheckers, systemdHostStoppers } from './systemd-lab.ts'
+import { startSystemdLiveHosts } from './systemd-live-lab.ts'
 import {
   labPaths,
   readLabState,
@@ -194,7 +195,9 @@ export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
     // The live host needs nothing else of the lab: it comes up meanwhile too.
     const living = liveOptions
       ? liveOptions.liveHosts > 0
-        ? lab.step('start the live hosts', () => startLabLiveHosts(lab, liveOptions))
+        ? hostOptions.hostKind === 'systemd'
+          ? lab.step('start the live systemd hosts', () => startSystemdLiveHosts(lab, liveOptions))
+          : lab.step('start the live hosts', () => startLabLiveHosts(lab, liveOptions))
         : lab.step('start the live host', () => startLabLive(lab, liveOptions))
       : undefined
     // Observed here so that a failure before it is awaited is not an unhandled rejection; stopAll waits for it.
@@ -229,7 +232,7 @@ export async function labUp(options: LabUpOptions = {}): Promise<LabState> {
         environment: 'lab',
         ...(manager ? { manager: managerSection(manager) } : {}),
         ...(recording ? { recording } : {}),
-        ...(live ? { live: 'hosts' in live ? liveHostsSection(live) : liveSection(live) } : {}),
+        ...(live ? { live: 'section' in live ? live.section : 'hosts' in live ? liveHostsSection(live) : liveSection(live) } : {}),
         ...(backup ? { backup } : {}),
         // The runs kept in the lab's stores are signed with a run key of the lab's own, as a site's are.
         runs: prepareLabRunKey(paths.dir),

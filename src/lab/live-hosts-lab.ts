@@ -63,7 +63,7 @@ function instanceName(host: string, component: LiveComponent): string {
 }
 
 /** Free ports, each another, for the controller, every instance's `/metrics` and every pipeline's TCP endpoints. */
-async function pickPorts(hosts: LabLiveHost[], tcpEndpoints: number): Promise<number> {
+export async function pickPorts(hosts: LabLiveHost[], tcpEndpoints: number): Promise<number> {
   const given = new Set<number>()
   const next = async (): Promise<number> => {
     const port = await freePortNotIn(given)
@@ -79,7 +79,7 @@ async function pickPorts(hosts: LabLiveHost[], tcpEndpoints: number): Promise<nu
 }
 
 /** The settings file on the controller's host and each instance's environment file on its host. */
-function writeFiles(hosts: LabLiveHost[], version: string, controllerPort: number, psk: string | undefined): void {
+export function writeFiles(hosts: LabLiveHost[], version: string, controllerPort: number, psk: string | undefined): void {
   const controllerUrl = `http://127.0.0.1:${controllerPort}`
   for (const h of hosts) {
     if (h.components['system-controller'] !== undefined)
@@ -191,14 +191,7 @@ export async function startLabLiveHosts(lab: LabSteps, options: Required<LabLive
 /** The `svcops:live` section of the spread lab: `hosts`, each with its components' metrics ports. */
 export function liveHostsSection(part: LabLiveHostsPart): Record<string, unknown> {
   return {
-    version: part.version,
-    prefix: PRODUCT.prefix,
-    productDir: PRODUCT.dir,
-    packageDriver: 'dpkg',
-    serviceDriver: 'supervisor',
-    packageDir: part.packageDir,
-    hosts: part.hosts.map((h) => ({
-      name: h.host.name,
+    ...liveHostsSectionOf(part, (h) => ({
       root: h.host.root,
       ssh: {
         host: part.sshd.host,
@@ -207,8 +200,23 @@ export function liveHostsSection(part: LabLiveHostsPart): Record<string, unknown
         keyFile: part.sshd.privateKeyPath,
         hostKey: part.sshd.hostKey,
       },
-      components: h.components,
     })),
+    packageDriver: 'dpkg',
+    serviceDriver: 'supervisor',
+    packageDir: part.packageDir,
+  }
+}
+
+/** The section of either kind of live lab host: `reach` says how each host is reached (its root and ssh). */
+export function liveHostsSectionOf(
+  part: Pick<LabLiveHostsPart, 'version' | 'hosts' | 'controllerUrl'>,
+  reach: (h: LabLiveHost) => Record<string, unknown>,
+): Record<string, unknown> {
+  return {
+    version: part.version,
+    prefix: PRODUCT.prefix,
+    productDir: PRODUCT.dir,
+    hosts: part.hosts.map((h) => ({ name: h.host.name, ...reach(h), components: h.components })),
     controllerUrl: part.controllerUrl,
     tcpEndpoints: part.hosts.flatMap((h) => h.tcpEndpoints),
     sdkSourceDirs: [],

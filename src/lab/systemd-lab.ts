@@ -38,7 +38,7 @@ import {
 
 const PRODUCT = LAB_RECORDING_PRODUCT
 const DATABASE = { name: 'recordings', user: 'recording' }
-const KEYRING_ON_HOST = '/etc/apt/keyrings/svcops-lab.gpg'
+export const KEYRING_ON_HOST = '/etc/apt/keyrings/svcops-lab.gpg'
 /** Where each host mounts the lab's shared recordings folder (its stand-in for a shared mount). */
 const STORAGE_MOUNT = `/srv/${PRODUCT.dir}/recordings`
 /** Hosts booted at once: a boot is a systemd and its units starting on this machine's two cores. */
@@ -59,6 +59,26 @@ export function labSudoers(): string {
       systemdDriver.startCommand(host, pkg),
     ],
   })
+}
+
+/** A new ed25519 key pair in the lab's keys folder (0700), the key svcops logs in to systemd hosts with; its private key's path. */
+export async function makeClientKey(lab: LabSteps, name: string): Promise<string> {
+  const keys = join(lab.paths.dir, 'keys')
+  mkdirSync(keys, { recursive: true, mode: 0o700 })
+  const keyFile = join(keys, name)
+  await runCommand(local, [
+    requireBinary('ssh-keygen', 'openssh-client'),
+    '-q',
+    '-t',
+    'ed25519',
+    '-N',
+    '',
+    '-C',
+    'svcops-lab-client',
+    '-f',
+    keyFile,
+  ])
+  return keyFile
 }
 
 interface BootedHost extends SystemdHostInfo {
@@ -109,21 +129,7 @@ export async function prepareSystemdRecording(
   const served = await events.step('serve the apt repository on loopback', () =>
     serveAptRepo(repo, join(lab.paths.logsDir, 'apt-repo.log'), (entry) => lab.record(entry)),
   )
-  const keys = join(lab.paths.dir, 'keys')
-  mkdirSync(keys, { recursive: true, mode: 0o700 })
-  const keyFile = join(keys, 'systemd-hosts_ed25519')
-  await runCommand(local, [
-    requireBinary('ssh-keygen', 'openssh-client'),
-    '-q',
-    '-t',
-    'ed25519',
-    '-N',
-    '',
-    '-C',
-    'svcops-lab-client',
-    '-f',
-    keyFile,
-  ])
+  const keyFile = await makeClientKey(lab, 'systemd-hosts_ed25519')
   const storage = join(dir, 'shared-recordings')
   mkdirSync(join(storage, 'main'), { recursive: true })
   const labId = randomBytes(3).toString('hex')

@@ -1,8 +1,10 @@
 /**
  * Builds every lab release of every live component as a real `.deb` (`<prefix>-<component>`,
  * src/lab/deb.ts): the components' program bundled once (esbuild) and shipped in each package
- * with the package's own `build.json` (component, release, fault, product), and a supervisor
- * program section. The environment file and the settings file are the operator's, not the
+ * with the package's own `build.json` (component, release, fault, product), a supervisor
+ * program section for sandbox hosts and a systemd unit for real hosts (Type=simple,
+ * Restart=on-failure, EnvironmentFile=, journald; a postinst that has systemd read it, as root, on a
+ * real host only). The environment file and the settings file are the operator's, not the
  * package's: an upgrade never touches them. Builds are cached like the recording service's.
  */
 import { createHash } from 'node:crypto'
@@ -71,6 +73,50 @@ function supervisorProgram(component: LiveComponent, product: LiveProduct): stri
   ].join('\n')
 }
 
+/**
+ * The component's systemd unit. It runs as root: the settings file and the environment files that
+ * hold the PSK are root's, 0600, as svcops writes them through sudo (src/live/hosts/host-files.ts).
+ */
+function systemdUnit(component: LiveComponent, release: LiveLabRelease, product: LiveProduct): string {
+  const name = livePackageName(product.prefix, component)
+  const paths = liveComponentPaths(product, component)
+  return [
+    '[Unit]',
+    `Description=live production system ${component} ${release.version} (svcops lab emulator)`,
+    'After=network.target',
+    '',
+    '[Service]',
+    // Up once the process runs; svcops' check judges the component answering and connected.
+    'Type=simple',
+    `EnvironmentFile=-${paths.envFile}`,
+    `ExecStart=/usr/bin/env node ${paths.program} --root /`,
+    // The controller searches its working directory for the settings file from 6.0.
+    ...(component === 'system-controller' ? [`WorkingDirectory=${controllerWorkingDir(product)}`] : []),
+    // A crash is restarted; svcops reads NRestarts to see that it happened.
+    'Restart=on-failure',
+    'RestartSec=1',
+    'StandardOutput=journal',
+    'StandardError=journal',
+    `SyslogIdentifier=${name}`,
+    '',
+    '[Install]',
+    'WantedBy=multi-user.target',
+    '',
+  ].join('\n')
+}
+
+/**
+ * The postinst: on a real host (root, no DPKG_ROOT) systemd reads the new unit; in a sandbox host
+ * (`dpkg --root`, DPKG_ROOT set, not root) it does nothing. It never starts the component: svcops does.
+ */
+const POSTINST = [
+  '#!/bin/sh',
+  'set -e',
+  'if [ -n "${DPKG_ROOT:-}" ] || [ "$(id -u)" -ne 0 ]; then exit 0; fi',
+  'if [ "$1" = configure ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi',
+  '',
+].join('\n')
+
 function controlFile(component: LiveComponent, release: LiveLabRelease, product: LiveProduct): string {
   return [
     `Package: ${livePackageName(product.prefix, component)}`,
@@ -106,12 +152,14 @@ async function buildPackage(
     put(paths.program, program)
     put(`${paths.code}/build.json`, `${JSON.stringify(build)}\n`)
     put(paths.supervisor, supervisorProgram(component, product))
+    put(`/lib/systemd/system/${livePackageName(product.prefix, component)}.service`, systemdUnit(component, release, product))
     mkdirSync(join(tree, dirname(paths.log)), { recursive: true })
     if (component === 'system-controller') {
       mkdirSync(join(tree, controllerWorkingDir(product)), { recursive: true })
       if (!supportsSettingsPathFlag(release.version)) mkdirSync(join(tree, legacySettingsDir(product)), { recursive: true })
     }
     put('/DEBIAN/control', controlFile(component, release, product))
+    put('/DEBIAN/postinst', POSTINST, 0o755)
     await buildDeb(tree, outFile)
   } finally {
     rmSync(tree, { recursive: true, force: true })

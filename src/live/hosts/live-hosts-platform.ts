@@ -33,6 +33,7 @@ import {
   stopService,
   type ServiceDriver,
 } from '../../drivers/services.ts'
+import { becomesWithSudo } from '../../drivers/become.ts'
 import { hostPath, transportFor } from '../../drivers/transports.ts'
 import { componentLog, componentPackage } from '../layout.ts'
 import { controllerHost, liveUnits, placedHosts, type LiveUnit } from '../live-placement.ts'
@@ -40,6 +41,7 @@ import type { CheckResult } from '../live-judge.ts'
 import type { LiveLockPlace, LivePlatform, LiveScope } from '../live-platform.ts'
 import type { LiveHost } from './host-files.ts'
 import { LIVE_LOCK_PATH, LIVE_RUNS_PATH } from './live-host-run-store.ts'
+import { findMissingSudoRules } from './live-sudo.ts'
 import { describeDf, readRoom, type RoomNeed } from './host-room.ts'
 import { checkComponent, checkPlanOf, describeHostUnitChecks, hostCheckReader, unitChecks } from './live-host-checks.ts'
 import { absentDeclaredInterfaces } from '../live-checks.ts'
@@ -139,6 +141,13 @@ export function openHostsPlatform(scope: LiveScope): LivePlatform {
   const unitUrl = unitUrlOf(live)
   const byName = (unitName: string): LiveUnit | undefined => units.find((u) => u.name === unitName)
   const where = placed.length === 1 ? controller.name : placed.map((p) => p.config.name).join(', ')
+  // A host's package manager, one call at a time: apt and dpkg lock their database, and the units of a host stage at once.
+  const packageQueues = new Map<string, Promise<unknown>>()
+  const onePackageCallAtATime = <T>(u: LiveUnit, fn: () => Promise<T>): Promise<T> => {
+    const next = (packageQueues.get(u.host) ?? Promise.resolve()).catch(() => undefined).then(fn)
+    packageQueues.set(u.host, next)
+    return next
+  }
   const platform: LivePlatform = {
     where,
     units,
@@ -153,13 +162,29 @@ export function openHostsPlatform(scope: LiveScope): LivePlatform {
     },
     describePreflight: () => ({
       versionCheck: ' and that their package files exist',
-      more: live.checks.length
-        ? [
-            `ask every check of svcops:live.checks on the running release: one whose path answers 404, metric is not exposed or command is not found stops the run here`,
-          ]
-        : [],
+      more: [
+        ...(placed.some((p) => becomesWithSudo(p.config))
+          ? ['on each host with ssh.become: sudo, ask sudo -n -l for every command the run runs as root there (svcops render sudoers)']
+          : []),
+        ...(live.checks.length
+          ? [
+              `ask every check of svcops:live.checks on the running release: one whose path answers 404, metric is not exposed or command is not found stops the run here`,
+            ]
+          : []),
+      ],
     }),
     async checkPreflight(installed) {
+      // On hosts that become root with sudo: every root command of the run granted, before anything stops.
+      const refused = await findMissingSudoRules(
+        live,
+        [...hosts.values()],
+        [scope.journal.run.targetVersion, ...(installed ? [installed] : [])],
+      )
+      if (refused.length)
+        throw new OperationError(
+          `${refused.join('; ')}; nothing was stopped.`,
+          `svcops render sudoers --env ${scope.env.name} prints every rule the live hosts need`,
+        )
       if (!installed || !live.checks.length) return undefined
       const absent = await absentDeclaredInterfaces(hostCheckReader(checks), checkPlanOf(checks), units, installed)
       if (absent.length)
@@ -197,12 +222,13 @@ export function openHostsPlatform(scope: LiveScope): LivePlatform {
       ),
       `${describeDf(controller, LIVE_RUNS_PATH)}: room for the copies of the settings and environment files`,
     ],
-    async stage(u, versions) {
-      const changed: string[] = []
-      for (const v of versions) changed.push(...(await stagePackage(pkg, on(u).transport, on(u).config, name(u), v, file(u, v))))
-      return changed.length ? { changed } : { skipped: 'both packages already staged' }
-    },
-    install: (u, v) => installPackage(pkg, on(u).transport, on(u).config, name(u), v, file(u, v)),
+    stage: (u, versions) =>
+      onePackageCallAtATime(u, async () => {
+        const changed: string[] = []
+        for (const v of versions) changed.push(...(await stagePackage(pkg, on(u).transport, on(u).config, name(u), v, file(u, v))))
+        return changed.length ? { changed } : { skipped: 'both packages already staged' }
+      }),
+    install: (u, v) => onePackageCallAtATime(u, () => installPackage(pkg, on(u).transport, on(u).config, name(u), v, file(u, v))),
     stop: (u) => stopService(svc, on(u).transport, on(u).config, name(u)),
     async start(u) {
       const cursor = await readLogCursor(svc, on(u).transport, on(u).config, name(u), componentLog(product, u.component))
@@ -250,6 +276,7 @@ export function openHostsPlatform(scope: LiveScope): LivePlatform {
         if (reached.code !== 0) missing.push(`${h.name} cannot be reached: ${reached.stderr.trim() || `exit ${reached.code}`}`)
       }
       if (missing.length) return { missing }
+      missing.push(...(await findMissingSudoRules(live, acting, Object.values(previous))))
       for (const [n, v] of Object.entries(previous)) {
         const u = byName(n)
         if (!u) {
