@@ -79,14 +79,13 @@ export const sshSchema = z.strictObject({
 
 /**
  * SSH to a host where svcops runs every command as the SSH user: `become` is refused, since the
- * sudo rules (`svcops render sudoers`) and the preflight that checks them cover recording hosts only;
- * a live host or the backup store with it would pass its preflight and then fail its first
- * `sudo -n` after a component was stopped.
+ * sudo rules (`svcops render sudoers`) and the preflight that checks them cover the recording and
+ * live hosts only; the backup store with it would pass its preflight and then fail its first `sudo -n`.
  */
 function sshWithoutBecome(where: string) {
   return sshSchema.refine((ssh) => ssh.become === undefined, {
     path: ['become'],
-    error: `is not supported on ${where} yet: expected no become (svcops render sudoers and the sudo preflight cover recording hosts only)`,
+    error: `is not supported on ${where} yet: expected no become (svcops render sudoers and the sudo preflight cover recording and live hosts only)`,
   })
 }
 
@@ -268,7 +267,7 @@ export const backupSchema = z.strictObject({
 export const liveHostSchema = z.strictObject({
   name,
   /** How commands reach the host over SSH; or `transport: local`. */
-  ssh: sshWithoutBecome('live hosts').optional(),
+  ssh: sshSchema.optional(),
   /** `local`: the host is this machine, said in so many words (as on a recording host). */
   transport: z.literal('local').optional(),
   /** Root directory of a sandboxed lab host (dpkg --root); absent on real hosts. */

@@ -209,10 +209,8 @@ describe('how a host is reached: ssh, transport: local or a lab sandbox, never t
     expect(() => loadEnvironmentFile(file)).toThrow(`${file}: ${sentence}`)
   })
 
-  it('refuses become on a live host, where no sudo rule is rendered nor checked before a stop, naming the field', () => {
-    expect(() => loadEnvironmentFile(stackFile(livePlaced({ ssh: { ...ssh, become: 'sudo' } })))).toThrow(
-      /live\.hosts\[0\]\.ssh\.become: .*not supported on live hosts yet: expected no become/,
-    )
+  it('accepts become on a live host (its rules and their preflight exist: src/live/hosts/live-sudo.ts)', () => {
+    expect(() => loadEnvironmentFile(stackFile(livePlaced({ ssh: { ...ssh, become: 'sudo' } })))).not.toThrow()
   })
 
   it('accepts become on a recording host (its rules and their preflight exist)', () => {
