@@ -3,18 +3,23 @@
  * schedule's retention (`deploy.backupSchedule.keepLast/keepDays`, else the documented default), and
  * the upgrade CronJob runs inside `deploy.upgradeSchedule.window` (`--window`). Each CronJob is
  * rendered by the Pulumi program, and the backup job's command is then run, as the job would run it,
- * against a real PostgreSQL and backup store: its prune removes what the retention says.
+ * against a real PostgreSQL and backup store: its prune removes what the retention says. The upgrade
+ * job's command is run against the recording lab (real PostgreSQL, sshd, dpkg and supervisord
+ * hosts): with a window too short for its canary it is refused in one sentence naming the window,
+ * nothing changed (exit 1); with the rendered window the upgrade runs (exit 0, every host on the
+ * schedule's release).
  */
-import { readdirSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { copyFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import type { ICronJob } from 'kubernetes-models/batch/v1'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { stringify } from 'yaml'
 import { main } from '../../src/commands/program.ts'
 import { DEFAULT_SCHEDULED_KEEP_LAST } from '../../src/config/deploy.ts'
 import type { PreviewResult } from '../../src/infra/preview.ts'
-import { backupCommand, IMAGE_SVCOPS } from '../../src/infra/scheduledJobs.ts'
+import { backupCommand, IMAGE_SVCOPS, upgradeCommand } from '../../src/infra/scheduledJobs.ts'
 import { startBackupBed, SERVICE_PASSWORD, type BackupBed } from '../backup/fixture.ts'
+import { startUpgradeLab, type UpgradeLab } from '../recording/fixture.ts'
 import { buildStack, deployOf, objectNamed } from './helpers.ts'
 
 function commandOf(r: PreviewResult, name: string): string[] {
@@ -125,5 +130,56 @@ describe("the backup job's command, run against a real PostgreSQL and store", ()
     expect(codes).toEqual([0, 0, 0])
     const manifests = readdirSync(join(bed.dir, 'store')).filter((f) => f.endsWith('.manifest.json'))
     expect(manifests).toHaveLength(2)
+  }, 600_000)
+})
+
+/** `main` of the CLI with stdout and stderr kept: what a job's container would log. */
+async function runJob(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = ''
+  let stderr = ''
+  const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => ((stdout += String(chunk)), true))
+  const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => ((stderr += String(chunk)), true))
+  try {
+    return { code: await main(args), stdout, stderr }
+  } finally {
+    out.mockRestore()
+    err.mockRestore()
+  }
+}
+
+describe("the upgrade job's command, run against the recording lab", () => {
+  let lab: UpgradeLab
+  let stackFile: string
+  beforeAll(async () => {
+    lab = await startUpgradeLab({ hosts: 2, version: '1.4.0', recordings: 4 })
+    // The job's stack ConfigMap holds the environment's stack file under its own name.
+    stackFile = join(dirname(lab.envFile), 'Pulumi.prod.yaml')
+    copyFileSync(lab.envFile, stackFile)
+  }, 600_000)
+  afterAll(async () => {
+    delete process.env.SVCOPS_RUNS_DIR
+    await lab?.stop()
+  })
+
+  it('outside its window (one too short for the canary) it is refused in one sentence naming the window, nothing changed', async () => {
+    const args = svcopsArgs(upgradeCommand('prod', '2.0.0', '1s'))
+    expect(args).toEqual(['upgrade', 'recording', '--env', 'prod', '--to', '2.0.0', '--window', '1s', '--yes', '--json'])
+    const run = await runJob(['--stack-file', stackFile, ...args])
+    expect(run.code, run.stderr).toBe(1)
+    const answer = JSON.parse(run.stdout) as { ok: boolean; exitCode: number; error: { message: string; hint?: string } }
+    expect(answer).toMatchObject({ ok: false, exitCode: 1 })
+    expect(answer.error.message).toMatch(/^The maintenance window ends at \S+; the canary \(rec-1\) cannot start after it\.$/)
+    expect(answer.error.hint).toContain('Every host on its version before the run; no downtime.')
+    expect(Object.values(await lab.versions())).toEqual(['1.4.0', '1.4.0'])
+  }, 600_000)
+
+  it('inside the rendered window the upgrade runs: every host on the release of the schedule', async () => {
+    const args = svcopsArgs(commandOf(withPolicies, 'svc-svcops-upgrade'))
+    expect(args).toContain('--window')
+    const run = await runJob(['--stack-file', stackFile, ...args])
+    expect(run.code, run.stderr).toBe(0)
+    const to = args[args.indexOf('--to') + 1]
+    expect(Object.values(await lab.versions())).toEqual([to, to])
+    expect(JSON.parse(run.stdout)).toMatchObject({ ok: true, phase: 'succeeded' })
   }, 600_000)
 })
