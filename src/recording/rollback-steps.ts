@@ -58,6 +58,30 @@ export function hostsOf(ctx: Ctx, decision: RestoreDecision): RecordingTarget[] 
   return ctx.allTargets.filter((h) => decision.hosts.includes(h.name))
 }
 
+/** The rollback's closing line: the versions the hosts went back to, and whether the database was restored and why. */
+export function rollbackSummary(ctx: Ctx, decision: RestoreDecision, recreated: { data?: Record<string, unknown> }): string {
+  const run = ctx.journal.run.params
+  const count = Array.isArray(recreated.data?.recreated) ? recreated.data.recreated.length : 0
+  const versions = Object.entries(run.previousVersions)
+    .map(([h, v]) => `${h} ${v}`)
+    .join(', ')
+  if (!decision.restore) return `rolled back to ${versions}; database kept (${decision.reason})`
+  return `rolled back to ${versions}; database restored from backup ${run.backupId ?? '?'} because ${decision.reason}; ${count} recording(s) written after the backup re-created`
+}
+
+/** True when the schema changed since the run's backup: a host's previous version cannot run on it. */
+export async function schemaChanged(ctx: Ctx): Promise<boolean> {
+  return (await ctx.deps.database.fingerprint()) !== ctx.journal.run.params.fingerprintBefore
+}
+
+/** A host that failed during the rollout (`--max-fail`) after the schema changed stays stopped: warned, naming it. */
+export function leftStopped(failure: Error, h: RecordingTarget): void {
+  events.warn(
+    `${h.name} failed (${failure.message}) and is left stopped: the schema changed, and its previous version cannot run on it.`,
+    h.name,
+  )
+}
+
 async function decide(ctx: Ctx, dataLoss: boolean): Promise<{ data: DecisionData }> {
   const run = ctx.journal.run.params
   if (!run.fingerprintBefore) {
