@@ -101,6 +101,7 @@ Examples:
   svcops lab up --manager-revision 1.4.1
   svcops lab up --hosts 0 --live 5.2.0 --live-tcp-endpoints 2   # the live system only (see docs/lab.md)
   svcops lab up --hosts 0 --live 5.2.0 --live-hosts 3           # the live system on three hosts
+  svcops lab up --hosts 0 --host-kind systemd --live 1.0.0 --live-hosts 2   # ... on real systemd hosts (root)
   svcops lab up --dry-run --json`,
     )
     .action(

@@ -36,7 +36,7 @@ import { finishLabRehearsalHost, labRehearsalHostPlan, prepareLabRehearsalHost }
 import { checkLabLiveOptions, labLivePlan, liveCheckers, liveSection, liveStoppers, startLabLive, type LabLiveOptions } from './live-lab.ts'
 import { liveHostsSection, startLabLiveHosts } from './live-hosts-lab.ts'
 import { prepareSystemdRecording, systemdHostCheckers, systemdHostStoppers } from './systemd-lab.ts'
-import { startSystemdLiveHosts } from './systemd-live-lab.ts'
+import { startSystemdLiveHosts, systemdLivePlan } from './systemd-live-lab.ts'
 import {
   labPaths,
   readLabState,
@@ -142,7 +142,7 @@ export function labUpPlan(options: LabUpOptions = {}): string[] {
         ]),
     ...labHostsPlan(options),
     ...(options.rehearsalHost ? labRehearsalHostPlan() : []),
-    ...labLivePlan(options),
+    ...(options.hostKind === 'systemd' && (options.liveHosts ?? 0) > 0 ? systemdLivePlan(options) : labLivePlan(options)),
     ...((options.hosts ?? 3) > 0 ? [`create the backup key pair (OpenPGP, private key 0600) and the backup store under ${paths.dir}`] : []),
     `write the environment file ${paths.envFile}`,
   ]

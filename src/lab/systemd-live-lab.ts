@@ -23,7 +23,7 @@ import { generatePsk } from '../releases/pre-shared-key.ts'
 import { pskRequired } from '../releases/versions.ts'
 import { aptSourcesLine, buildAptRepo, serveAptRepo } from './apt-repo.ts'
 import { liveHostsSectionOf, pickPorts, writeFiles, type LabLiveHost } from './live-hosts-lab.ts'
-import { liveLabPackagesDir, spreadComponents, weakPsk, type LabLiveOptions } from './live-lab.ts'
+import { checkLabLiveOptions, liveLabPackagesDir, spreadComponents, weakPsk, type LabLiveOptions } from './live-lab.ts'
 import { buildLivePackages } from './live/package.ts'
 import { DEFAULT_LIVE_PRODUCT, livePackageName } from './live/paths.ts'
 import { CONNECTING_COMPONENTS, LIVE_COMPONENTS, findLiveLabRelease, type LiveComponent } from './live/releases.ts'
@@ -39,6 +39,18 @@ const PRODUCT = DEFAULT_LIVE_PRODUCT
 export interface SystemdLivePart {
   section: Record<string, unknown>
   hosts: SystemdHostInfo[]
+}
+
+/** Steps of `lab up --dry-run --host-kind systemd --live V --live-hosts N`. */
+export function systemdLivePlan(options: LabLiveOptions): string[] {
+  const o = checkLabLiveOptions(options)
+  if (!o) return []
+  return [
+    `build the live component packages (every lab release, each with a systemd unit) unless cached, and a signed apt repository of them served on loopback`,
+    `boot hosts live-1 to live-${o.liveHosts} one after the other: Debian with systemd in systemd-nspawn, user svcops; apt-get install each host's components ${o.live} (the system controller on live-1, an ingest, a pipeline and a control panel on each other host)`,
+    `write the settings file on live-1 and each instance's environment file (root's, 0600, the one PSK)`,
+    `systemctl start the components (live-1 first) and wait for them; give svcops the rules svcops render sudoers prints for the live hosts`,
+  ]
 }
 
 /** Boots one live host and installs its components' packages from the repository, as a site's provisioning would. */
