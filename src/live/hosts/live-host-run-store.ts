@@ -6,8 +6,8 @@
  *   RUN_ID.json           the run's record (one line of JSON)
  *   RUN_ID.journal.jsonl  its journal, one entry a line
  *
- * Both are written whole through the host's transport (writeHostFile: the text on stdin, a new
- * file under a random name created without following links, renamed over the old one), so a reader
+ * Both are written whole through the host's transport (writeHostFile: the text on stdin into a new
+ * 0600 file a planted link cannot redirect, renamed over the old one; as the SSH user), so a reader
  * never sees half a file and a retried write changes nothing more. The rights it needs: the SSH
  * user may create /var/lib/svcops/runs and write in it (docs/live.md).
  */
