@@ -11,7 +11,7 @@
  * --path KEY`, so that a test can follow the stack file as the run's record. An answer may be given per two words (`stack-output`) besides per subcommand,
  * and for the n-th call of it (`answerNth`: counted from 0; other calls get `answer`'s).
  *
- * With `engine`, it is an in-test Pulumi for `preview`, `up` and `stack output` (the other
+ * With `engine`, it is an in-test Pulumi for `preview`, `up`, `destroy` and `stack output` (the other
  * subcommands keep their canned answers): test/infra/engine/cli.ts runs the program of the project
  * it is started in through the in-test engine, whose Kubernetes provider applies every object to
  * the API server its KUBECONFIG names (the Kubernetes API stand-in) as pulumi-kubernetes does,
@@ -101,10 +101,10 @@ export function createPulumiArgvRecorder(options: { applyConfigSetTo?: string; e
         : []),
       ...(options.engine
         ? [
-            // The in-test Pulumi plays preview, up and stack output; everything else keeps its canned
+            // The in-test Pulumi plays preview, up, destroy and stack output; everything else keeps its canned
             // answer without loading the engine (its modules and the SDK's gRPC runtime: 0.7 s of CPU).
             `const engine = ${JSON.stringify({ ...options.engine, stateFile: join(dir, 'state.json') })}`,
-            "const plays = argv[0] === 'preview' || argv[0] === 'up' || (argv[0] === 'stack' && argv[1] === 'output')",
+            "const plays = ['preview', 'up', 'destroy'].includes(argv[0]) || (argv[0] === 'stack' && argv[1] === 'output')",
             'const played = !plays ? Promise.resolve(undefined) : (async () => {',
             // Node's compile cache, bin/svcops' own (0.2 s instead of 0.7 s to load the engine); this
             // script itself is left out of it, being a new file for every recorder.

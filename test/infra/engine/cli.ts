@@ -1,6 +1,6 @@
 /**
  * The in-test Pulumi CLI: what the `pulumi` argv recorder (test/support/pulumi-argv-recorder.ts,
- * `engine` option) runs for `pulumi preview`, `pulumi up` and `pulumi stack output`, instead of a
+ * `engine` option) runs for `pulumi preview`, `pulumi up`, `pulumi destroy` and `pulumi stack output`, instead of a
  * canned answer. It runs the program of the project in the folder it is started in against the
  * in-test engine (./engine.ts) with the Kubernetes provider model (`cluster`: the API server the
  * kubeconfig of its environment names, KUBECONFIG, as pulumi-kubernetes reads it), keeps the
@@ -10,14 +10,16 @@
  *   `detailedDiff` paths; `diagnostics` with the provider's errors), exit 255 on an error;
  * - `up [--refresh] [--target URN]...`: the update and its checkpoint (after a failed step, what was
  *   applied before it, as the engine keeps it), `error: ...` lines and exit 255 on a failure;
+ * - `destroy [--exclude-protected]`: the checkpoint's resources deleted (./destroy.ts), the checkpoint kept;
  * - `stack output --json`: the outputs of the last update.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parse as parseYaml } from 'yaml'
+import { destroyStack } from './destroy.ts'
 import { errors, runEngine, type EngineRun } from './engine.ts'
 import type { ResourceState } from './providers.ts'
-import { plain, type Value } from './wire.ts'
+import { isSecret, plain, type Value } from './wire.ts'
 
 export interface EngineCliOptions {
   /** Where the stack's checkpoint is kept between calls. */
@@ -49,15 +51,37 @@ function providerEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   return out
 }
 
+/** A value as Pulumi's JSON shows it: every secret "[secret]" (pulumi/pulumi pkg/backend/display/json.go `massagePropertyValue`). */
+function masked(value: Value): Value {
+  if (isSecret(value)) return '[secret]'
+  if (Array.isArray(value)) return value.map(masked)
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, masked(v)]))
+  return value
+}
+
 /** The digest `pulumi preview --json` prints. */
 function digestOf(run: EngineRun): Record<string, Value> {
-  // An update of an unready object (no diff) carries the state's initErrors, as Pulumi's PreviewStep's oldState does.
-  const steps = run.steps.map((s) => ({
-    op: s.op,
-    urn: s.urn,
-    ...(s.detailedDiff ? { detailedDiff: s.detailedDiff } : {}),
-    ...(s.initErrors ? { oldState: { urn: s.urn, type: s.type, initErrors: s.initErrors } } : {}),
-  }))
+  // A step's oldState, as Pulumi's PreviewStep carries it (display/json.go `ShowPreviewDigest`: the
+  // state the step starts from, secrets masked): the id and outputs of a Kubernetes object (the live
+  // object the refresh read, with pulumi-kubernetes' `__fieldManager`, provider.go `checkpointObject`),
+  // and the initErrors of an unready one.
+  const steps = run.steps.map((s) => {
+    const oldState = {
+      ...(s.oldState
+        ? {
+            id: s.oldState.id,
+            outputs: masked({ ...s.oldState.outputs, ...(s.oldState.fieldManager ? { __fieldManager: s.oldState.fieldManager } : {}) }),
+          }
+        : {}),
+      ...(s.initErrors ? { initErrors: s.initErrors } : {}),
+    }
+    return {
+      op: s.op,
+      urn: s.urn,
+      ...(s.detailedDiff ? { detailedDiff: s.detailedDiff } : {}),
+      ...(Object.keys(oldState).length ? { oldState: { urn: s.urn, type: s.type, ...oldState } } : {}),
+    }
+  })
   const summary: Record<string, number> = {}
   for (const s of run.steps) summary[s.op] = (summary[s.op] ?? 0) + 1
   return {
@@ -80,6 +104,16 @@ export async function runPulumi(
   if (command === 'stack' && sub === 'output') {
     const outputs = [...state.entries()].find(([urn]) => urn.includes('::pulumi:pulumi:Stack::'))?.[1].outputs ?? {}
     return { stdout: `${JSON.stringify(plain(outputs), null, 2)}\n`, code: 0 }
+  }
+  if (command === 'destroy') {
+    const done = await destroyStack(state, providerEnv(env), { excludeProtected: argv.includes('--exclude-protected') })
+    writeFileSync(options.stateFile, JSON.stringify([...state.entries()]))
+    const lines = [
+      `Destroying (${stack}):`,
+      ...done.steps.map((s) => `    delete ${s.urn}`),
+      ...(done.error ? [`error: ${done.error.message}`, 'error: destroy failed'] : ['Destroy succeeded']),
+    ]
+    return { stdout: `${lines.join('\n')}\n`, code: done.error ? 255 : 0 }
   }
   if (command !== 'preview' && command !== 'up') return undefined
   const preview = command === 'preview'

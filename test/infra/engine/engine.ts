@@ -258,7 +258,11 @@ export async function runEngine(options: RunOptions): Promise<EngineRun> {
         }
         let id = ''
         if (custom) {
-          const before = prior.get(urn)
+          // The state the diff starts from: after `--refresh`, the refreshed one (pulumi-kubernetes'
+          // provider.go `Read` returns the live object pruned to the old inputs' shape as the new
+          // inputs, and `Diff` compares the program's inputs with that pruned live state), so a field
+          // somebody changed in the cluster shows in the diff; without a refresh, the checkpoint's.
+          const before = options.refresh && options.cluster ? state.get(urn) : prior.get(urn)
           const result = answer(type, urn, inputs, before, options.preview)
           if (result.unknownType) run.unknownTypes.push(type)
           const changed = !before || result.outputs !== before.outputs
@@ -273,11 +277,13 @@ export async function runEngine(options: RunOptions): Promise<EngineRun> {
             urn,
             type,
             ...(before && changed ? { detailedDiff: detailedDiff(plain(before.inputs), plain(inputs)) } : {}),
+            ...(before && (changed || unready) && type.startsWith('kubernetes:') ? { oldState: before } : {}),
             ...(unready ? { initErrors } : {}),
           })
           id = result.id
           reg.outputs = result.outputs
-          let kept: ResourceState = { id, inputs, outputs: result.outputs }
+          // An unchanged resource keeps what its checkpoint holds besides (pulumi-kubernetes' `__fieldManager`, its provider).
+          let kept: ResourceState = { ...(before && !changed ? before : {}), id, inputs, outputs: result.outputs }
           if (type === 'pulumi:providers:kubernetes')
             providers.set(urn, { inputs: plain(inputs) as Obj, model: new KubeProviderModel(inputs, cliEnv) })
           if (!targeted(urn) && type !== 'pulumi:providers:kubernetes') {
@@ -332,7 +338,13 @@ export async function runEngine(options: RunOptions): Promise<EngineRun> {
             kept = { ...before }
             delete kept.initErrors
           }
-          if (!options.preview && targeted(urn)) state.set(urn, kept)
+          if (!options.preview && targeted(urn))
+            state.set(urn, {
+              ...kept,
+              ...(reg.protect ? { protect: true } : {}),
+              ...(reg.retainOnDelete ? { retainOnDelete: true } : {}),
+              dependsOn: [reg.parent, reg.provider.split('::').slice(0, -1).join('::'), ...reg.dependencies].filter(Boolean),
+            })
         }
         run.registrations.push(reg)
         byUrn.set(urn, reg)

@@ -174,6 +174,8 @@ export class KubeProviderModel {
             Accept: 'application/json',
             ...(c.token ? { Authorization: `Bearer ${c.token}` } : {}),
             ...(contentType ? { 'Content-Type': contentType } : {}),
+            // Node sends a DELETE's body unframed without it (no chunked encoding for DELETE).
+            ...(body !== undefined ? { 'Content-Length': Buffer.byteLength(body) } : {}),
           },
         },
         (res) => {
@@ -251,6 +253,24 @@ export class KubeProviderModel {
     if (got.code === 404) return undefined
     if (got.code !== 200) throw new ProviderError(textOf(got.body.message) || `HTTP ${got.code}`)
     return got.body
+  }
+
+  /**
+   * A delete (await.go `Deletion`): `DELETE` with the propagation policy of the
+   * `pulumi.com/deletionPropagation` annotation, else Foreground (provider/pkg/metadata/overrides.go
+   * `DeletionPropagation`); an object already gone is no error. Upstream then waits until the object
+   * is gone; the stand-in removes it at once.
+   */
+  async delete(type: string, outputs: Obj, id: string): Promise<void> {
+    const info = this.infoOf(type, outputs)
+    const [namespace, name] = id.includes('/') ? id.split('/') : [undefined, id]
+    const annotations = ((outputs.metadata as Obj | undefined)?.annotations ?? {}) as Obj
+    const policy = textOf(annotations['pulumi.com/deletionPropagation']).toLowerCase()
+    const propagationPolicy = policy === 'orphan' ? 'Orphan' : policy === 'background' ? 'Background' : 'Foreground'
+    const body = JSON.stringify({ apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy })
+    const gone = await this.call('DELETE', objectPath(info, namespace, name), body, 'application/json')
+    if (gone.code !== 200 && gone.code !== 202 && gone.code !== 404)
+      throw new ProviderError(textOf(gone.body.message) || `HTTP ${gone.code}`)
   }
 
   /**

@@ -25,6 +25,10 @@ export interface ResourceState {
    * as the engine keeps them): the next update has a step for it even without a change.
    */
   initErrors?: string[]
+  /** What `pulumi destroy` reads: the resource options and what it depends on (parent, provider, dependencies). */
+  protect?: boolean
+  retainOnDelete?: boolean
+  dependsOn?: string[]
 }
 
 const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'

@@ -18,6 +18,8 @@ export interface Step {
   detailedDiff?: Record<string, { kind: 'add' | 'update' | 'delete'; inputDiff: boolean }>
   /** The initialization errors of the state the step starts from (`oldState.initErrors` in the preview's JSON). */
   initErrors?: string[]
+  /** The state an update of a Kubernetes object starts from (the refreshed one with `--refresh`): `oldState` in the preview's JSON. */
+  oldState?: ResourceState
 }
 
 /** The property paths that differ between two input objects, as Pulumi's detailed diff names them. */
