@@ -13,6 +13,7 @@ import { parse as parseYaml } from 'yaml'
 import { BadInputError, OperationError, ProtocolError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { sanitizeLine } from '../core/sanitize.ts'
+import { outsideEdits, refuseOutsideEdits, showOutsideEdit, type OutsideEdit } from './pulumi-drift.ts'
 import { compareVersions } from '../releases/versions.ts'
 import { local, runCommand, shellJoin, type CommandResult, type Transport } from '../core/runner.ts'
 
@@ -179,6 +180,9 @@ export class PulumiCli {
     const result = await this.run(pulumiArgv.preview(this.stack), { check: false })
     const digest = parsePreview(result.stdout)
     if (result.code !== 0) {
+      // A dry-run apply that conflicts with somebody's edit: said as such (./pulumi-drift.ts).
+      const edits = digest ? outsideEdits(digest) : []
+      if (edits.length) refuseOutsideEdits(this.stack.stack, edits)
       const errors = (digest?.diagnostics ?? []).filter((d) => d.severity === 'error').map((d) => d.message.trim())
       throw new OperationError(
         `'pulumi preview' of stack '${this.stack.stack}' failed (exit ${result.code}): ${errors[0] ?? result.stderr.trim().split('\n').at(-1) ?? 'no message'}`,
@@ -267,8 +271,11 @@ export interface PreviewStep {
   urn: string
   diffReasons?: string[]
   detailedDiff?: Record<string, { kind: string; inputDiff?: boolean }>
-  /** The state the step starts from: its `initErrors` when the refresh found the object not ready. */
-  oldState?: { initErrors?: string[] }
+  /**
+   * The state the step starts from: its `initErrors` when the refresh found the object not ready; a
+   * Kubernetes object's id and outputs (the live object, its managedFields, the provider's `__fieldManager`).
+   */
+  oldState?: { initErrors?: string[]; id?: string; outputs?: Record<string, unknown> }
 }
 
 /** The document `pulumi preview --json` prints (Pulumi's `PreviewDigest`), the fields read here. */
@@ -351,16 +358,14 @@ const VERSION_PATHS: Record<'deployment' | 'stackMap', RegExp> = {
  * `ownReplicas`, the Deployment's replicas as well: the stack's own `heldReplicas`, which the run
  * set (or removed) in the stack file.
  */
-export function versionOnlyChanges(
-  digest: PreviewDigest,
-  names: VersionChange,
-  options: { ownReplicas?: boolean } = {},
-): { targets: string[]; other: string[]; unready: string[] } {
+export function versionOnlyChanges(digest: PreviewDigest, names: VersionChange, options: { ownReplicas?: boolean } = {}): PreviewSplit {
   const targets: string[] = []
   const other: string[] = []
   const unready: string[] = []
+  const outside = outsideEdits(digest)
+  other.push(...new Set(outside.map(showOutsideEdit)))
   for (const step of digest.steps) {
-    if (NO_CHANGE.has(step.op)) continue
+    if (NO_CHANGE.has(step.op) || outside.some((e) => e.urn === step.urn)) continue
     // An object the refresh found not ready is no change: named, never a target (`pulumi up` would await it).
     const notReady = unreadyObject(step)
     if (notReady) {
@@ -383,7 +388,18 @@ export function versionOnlyChanges(
     else targets.push(step.urn)
   }
   for (const d of digest.diagnostics ?? []) if (d.severity === 'error') other.push(`error: ${d.message.trim()}`)
-  return { targets, other, unready }
+  return { targets, other, unready, outside }
+}
+
+/**
+ * A preview split for a run: its own changes (`targets`), everybody else's (`other`, one phrase
+ * each, the fields changed outside svcops among them), the objects not ready, and those fields alone.
+ */
+export interface PreviewSplit {
+  targets: string[]
+  other: string[]
+  unready: string[]
+  outside: OutsideEdit[]
 }
 
 /** Says which objects the preview found not ready, which the run leaves alone (`what`: the run's own changes). */

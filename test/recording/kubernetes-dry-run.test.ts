@@ -62,7 +62,7 @@ describe('svcops upgrade recording --env prod --to 2.0.0 --dry-run', () => {
         `the Pulumi CLI and its version: pulumi version${inProject}`,
         `the stack 'prod' exists and no update of it runs: pulumi stack ls --json --non-interactive${inProject}`,
         'the Kubernetes API with context prod-cluster: GET /version; GET /apis/apps/v1/namespaces/svc-prod/deployments/svc-recording',
-        `no change but the recording service's version: pulumi preview --stack prod --json --refresh --non-interactive${inProject}; refused, listing every other change`,
+        `no change but the recording service's version: pulumi preview --stack prod --json --refresh --non-interactive${inProject}; refused, listing every other change, and a field the program owns that somebody changed outside svcops (kubectl edit), naming the manager`,
       ]),
     )
     expect(actionsOf(plan.steps, 'preflight').join('\n')).toContain('patch apps/deployments svc-recording; ')

@@ -17,7 +17,9 @@ import {
   unreadyObject,
   urnParts,
   type PreviewDigest,
+  type PreviewSplit,
 } from '../../drivers/pulumi.ts'
+import { outsideEdits, refuseOutsideEdits, showOutsideEdit } from '../../drivers/pulumi-drift.ts'
 import { LIVE_RUN_STORE_RIGHTS, liveWriteNames } from '../../infra/jobRights.ts'
 import { LIVE_COMPONENTS } from '../layout.ts'
 import { LIVE_VERSION_KEY, shownPulumi, type LiveCluster } from './live-cluster-handle.ts'
@@ -37,13 +39,16 @@ export function liveComponentChanges(
   digest: PreviewDigest,
   cluster: Pick<LiveCluster, 'prefix' | 'stackMap'>,
   options: { rotation: boolean },
-): { targets: string[]; other: string[]; unready: string[] } {
+): PreviewSplit {
   const targets: string[] = []
   const other: string[] = []
   const unready: string[] = []
   const components = LIVE_COMPONENTS.map((c) => `${cluster.prefix}-${c}`)
+  // A field somebody changed outside svcops (drivers/pulumi-drift.ts) is never a target: named instead.
+  const outside = outsideEdits(digest)
+  other.push(...new Set(outside.map(showOutsideEdit)))
   for (const step of digest.steps) {
-    if (NO_CHANGE.has(step.op)) continue
+    if (NO_CHANGE.has(step.op) || outside.some((e) => e.urn === step.urn)) continue
     // An object the refresh found not ready is no change (drivers/pulumi.ts `unreadyObject`): named, never a target.
     const notReady = unreadyObject(step)
     if (notReady) {
@@ -68,12 +73,13 @@ export function liveComponentChanges(
     else other.push(shown)
   }
   for (const d of digest.diagnostics ?? []) if (d.severity === 'error') other.push(`error: ${d.message.trim()}`)
-  return { targets, other, unready }
+  return { targets, other, unready, outside }
 }
 
 /** `pulumi preview` under the rule; a foreign change refused, listing every one. */
 export async function previewLiveChange(cluster: LiveCluster, env: Environment, rotation: boolean): Promise<string[]> {
   const preview = liveComponentChanges(await cluster.pulumi().preview(), cluster, { rotation })
+  refuseOutsideEdits(env.name, preview.outside)
   refuseForeignChanges(
     env.name,
     preview.other,

@@ -38,6 +38,7 @@ import {
   sayUnready,
   versionOnlyChanges,
 } from '../../drivers/pulumi.ts'
+import { refuseOutsideEdits } from '../../drivers/pulumi-drift.ts'
 import { HostFailure } from '../../runs/engine.ts'
 import type { RecordingSettings } from '../recording-settings.ts'
 import type { RecordingPlatform, RecordingTarget, TargetReadiness, TargetStatus } from '../recording-platform.ts'
@@ -150,7 +151,7 @@ export function openKubernetesPlatform(env: Environment, settings: RecordingSett
         `the stack '${env.name}' exists and no update of it runs: ${shown(pulumiArgv.stacks())}`,
         `the Kubernetes API with context ${c.target.context ?? '(the kubeconfig’s current one)'}: ${describeCall.version()}; ${describeCall.deployment(c.target)}`,
         `this identity's rights in namespace ${c.target.namespace}: ${needed.map(showRight).join('; ')} — one ${describeCall.access(needed[0] ?? { group: '', resource: '', verb: '', why: '' }).replace(/ \(.*$/, '')} each`,
-        `no change but the recording service's version: ${shown(pulumiArgv.preview(c.stack()))}; refused, listing every other change`,
+        `no change but the recording service's version: ${shown(pulumiArgv.preview(c.stack()))}; refused, listing every other change, and a field the program owns that somebody changed outside svcops (kubectl edit), naming the manager`,
       ]
     },
     async checkPreflight() {
@@ -163,6 +164,8 @@ export function openKubernetesPlatform(env: Environment, settings: RecordingSett
       // A stack a killed run left held (stopped) shows no replicas change; one it holds is still its own.
       const held = readStackValue(c.stack().stackFile, HELD_REPLICAS_KEY) !== undefined
       const preview = versionOnlyChanges(await cli.preview(), c.names, { ownReplicas: held })
+      // Somebody's edit of a field the program owns stops the run before it starts (docs/deploy.md).
+      refuseOutsideEdits(env.name, preview.outside)
       refuseForeignChanges(
         env.name,
         preview.other,
