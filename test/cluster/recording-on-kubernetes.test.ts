@@ -51,6 +51,9 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateBackupKey } from '../../src/backup/keys.ts'
 import { loadEnvironmentFile } from '../../src/config/load.ts'
+import { openKubernetesPlatform } from '../../src/recording/kubernetes/recording-kubernetes-platform.ts'
+import { settingsFor } from '../../src/recording/recording-settings.ts'
+import { errorMessage } from '../../src/core/errors.ts'
 import { findBinary, local, runCommand } from '../../src/core/runner.ts'
 import { KubernetesDriver } from '../../src/drivers/kubernetes.ts'
 import { readStackVersion } from '../../src/drivers/pulumi.ts'
@@ -108,10 +111,18 @@ function missingTools(): string | undefined {
 const reason = missingTools()
 if (reason) process.stderr.write(`test:cluster skipped: ${reason}.\n`)
 const suite = reason ? describe.skip : describe
-/** A case that needs running pods (images, the recording service, the jobs' pods): a real cluster's only. */
-const onCluster = STANDIN ? it.skip : it
+/**
+ * A case that needs running pods (images, the recording service answering, the jobs' pods): selected
+ * by the target, a real cluster's only. On the stand-in it is not registered at all (never a skip);
+ * docs/testing.md lists each with the upstream part it needs.
+ */
+const onCluster: (name: string, fn: () => Promise<void>) => void = (name, fn) => {
+  if (!STANDIN) it(name, fn)
+}
 if (STANDIN && !reason)
-  process.stderr.write("test:cluster on the stand-in: the cases that need running pods are a real cluster's (shown as skipped).\n")
+  process.stderr.write(
+    "test:cluster on the stand-in: the cases that need running pods are a real cluster's and not run here (docs/testing.md lists them).\n",
+  )
 const NAMESPACE = 'svc-e2e'
 const PASSPHRASE = 'svcops-e2e-passphrase'
 const DB_PASSWORD = process.env.SVCOPS_E2E_DB_PASSWORD ?? 'svcops-e2e-db-password'
@@ -194,6 +205,30 @@ suite(`the Kubernetes platform on ${STANDIN ? 'the stand-ins' : 'a real cluster'
       ...(api ? { kubeconfig: api.kubeconfig } : {}),
     })
   let forward: ChildProcess | undefined
+  /**
+   * What `svcops upgrade recording --to 2.0.0` says when it stops at its preflight, before its first
+   * stop: on a real cluster the CLI's answer (exit 1); on the stand-in, where no database holds the
+   * run lock the run takes first, the Kubernetes platform's same preflight in this process.
+   */
+  const preflightRefusal = async (): Promise<string> => {
+    if (!STANDIN) {
+      const run = await runSvcops(['upgrade', 'recording', '--env', 'e2e', '--to', '2.0.0', '--yes'], { cwd: work, env })
+      expect(run.code, run.stderr).toBe(1)
+      return run.stderr
+    }
+    const before = { ...process.env }
+    Object.assign(process.env, env)
+    try {
+      const stack = loadEnvironmentFile(stackFile, 'e2e')
+      const platform = openKubernetesPlatform(stack, { ...settingsFor(stack, stack.recording!), healthTimeoutMs: 120_000 })
+      await platform.checkPreflight()
+      return ''
+    } catch (error) {
+      return errorMessage(error)
+    } finally {
+      process.env = before
+    }
+  }
 
   /** Builds an image and puts it where the cluster finds it (kind's node, or the registry). */
   const publish = async (image: Promise<string>) => {
@@ -354,6 +389,36 @@ suite(`the Kubernetes platform on ${STANDIN ? 'the stand-ins' : 'a real cluster'
       writeFileSync(join(ROOT, 'test/drivers/fixtures/preview-version-only.json'), preview.stdout)
   })
 
+  it("reports an operator's kubectl edit of a field the program owns at the upgrade's preflight, naming the manager, and changes nothing; pulumi up would revert it", async () => {
+    const replicas = async () =>
+      (JSON.parse((await kubectl(['get', 'deployment', 'svc-recording', '-o', 'json'])).stdout) as { spec: { replicas: number } }).spec
+        .replicas
+    const declared = await replicas()
+    // Twice: right after the create (the preview forces over the provider's create manager, so the
+    // edit shows in the diff against the refreshed object), and after an update (the preview's
+    // dry-run apply, without the take-over, conflicts with the edit).
+    for (const round of ['after the create', 'after an update']) {
+      // What `kubectl edit` sends: a patch under the field manager kubectl-edit.
+      await kubectl([
+        'patch',
+        'deployment',
+        'svc-recording',
+        '--field-manager',
+        'kubectl-edit',
+        '-p',
+        JSON.stringify({ spec: { replicas: declared + 1 } }),
+      ])
+      expect(await preflightRefusal(), round).toContain(
+        `pulumi preview of stack 'e2e': field spec.replicas of Deployment ${NAMESPACE}/svc-recording was changed outside svcops (by manager kubectl-edit); the run would revert it. Nothing was changed.`,
+      )
+      expect(await replicas(), round).toBe(declared + 1)
+      // pulumi-kubernetes' up takes kubectl-edit's fields over (await.go fixCSAFieldManagers) and puts the program's value back.
+      const up = await pulumi(['up', '--stack', 'e2e', '--yes', '--refresh', '--non-interactive'], undefined, false)
+      expect(up.code, up.stdout + up.stderr).toBe(0)
+      expect(await replicas(), round).toBe(declared)
+    }
+  })
+
   it("lets the recording service's pods reach the manager's for its signing keys (kind v0.24+ enforces NetworkPolicy), and nothing else new", async () => {
     type Rule = { to?: unknown[]; ports?: { protocol: string; port: number }[] }
     const policy = JSON.parse((await kubectl(['get', 'networkpolicy', 'svc-recording', '-o', 'json'])).stdout) as {
@@ -436,15 +501,18 @@ suite(`the Kubernetes platform on ${STANDIN ? 'the stand-ins' : 'a real cluster'
     expect(JSON.parse(verify.stdout)).toMatchObject({ ok: true })
   })
 
-  onCluster('refuses to start while the stack has a change besides the version, listing it; the stack file put back after', async () => {
+  it('refuses to start while the stack has a change besides the version, listing it; the stack file put back after', async () => {
     const text = readFileSync(stackFile, 'utf8')
     const changed = parseYaml(text) as { config: { 'svcops:deploy': { recording: { resources: { requests: { cpu: string } } } } } }
     changed.config['svcops:deploy'].recording.resources.requests.cpu = '60m'
     writeFileSync(stackFile, toYaml(changed))
     try {
-      const run = await runSvcops(['upgrade', 'recording', '--env', 'e2e', '--to', '2.0.0', '--yes'], { cwd: work, env })
-      expect(run.code).toBe(1)
-      expect(run.stderr).toContain("besides the recording service's version")
+      // The requests are shared by every component of the laptop stack: each Deployment's is listed.
+      const refusal = await preflightRefusal()
+      expect(refusal).toContain("besides the recording service's version, which an upgrade does not apply: ")
+      expect(refusal).toContain(
+        'update kubernetes:apps/v1:Deployment svc-recording-deployment (spec.template.spec.containers[0].resources.requests.cpu)',
+      )
     } finally {
       // The next cases start from the stack as deployed, or every later upgrade is refused the same way.
       writeFileSync(stackFile, text)
@@ -487,7 +555,9 @@ suite(`the Kubernetes platform on ${STANDIN ? 'the stand-ins' : 'a real cluster'
     expect((await controller.readDeployment()).version).toBe(LIVE_TO)
   })
 
-  onCluster('destroys the stack and leaves the recordings claim in the cluster', async () => {
+  // On the stand-in: the in-test engine's destroy (test/infra/engine/destroy.ts, pulumi's
+  // `--exclude-protected` and `retainOnDelete` rules) sends pulumi-kubernetes' DELETEs to the API stand-in.
+  it('destroys the stack and leaves the recordings claim in the cluster', async () => {
     await pulumi(['destroy', '--stack', 'e2e', '--yes', '--non-interactive', '--exclude-protected'])
     const claims = await kubectl(['get', 'persistentvolumeclaims', '-o', 'name'])
     expect(claims.stdout).toContain('persistentvolumeclaim/svc-recording-recordings')
