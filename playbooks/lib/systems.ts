@@ -101,6 +101,8 @@ const recordingActions = () => import('./recording-actions.ts')
 const liveRuns = async () => (await import('../upgrade-live.ts')).live
 /** What its commands do, over that system. */
 const liveActions = () => import('./live-actions.ts')
+/** What `verify <system>` does, over the system its verify playbook gives. */
+const verifyActions = () => import('./verify-actions.ts')
 
 /** Every system svcops runs, in the order of `SYSTEM_FOLDERS`: each folder's object with its playbooks. */
 export const SYSTEMS: readonly SystemEntry[] = [
@@ -110,7 +112,10 @@ export const SYSTEMS: readonly SystemEntry[] = [
     verbs: {
       upgrade: { spec: UPGRADE_RECORDING, main: async () => (await recordingActions()).upgradeRecordingCommand(await recordingRuns()) },
       rollback: { spec: ROLLBACK_RECORDING, main: async () => (await recordingActions()).rollbackRecordingCommand(await recordingRuns()) },
-      verify: { spec: VERIFY_RECORDING, main: async () => (await import('../verify.ts')).verifyRecordingCommand },
+      verify: {
+        spec: VERIFY_RECORDING,
+        main: async () => (await verifyActions()).verifyRecordingCommand((await import('../verify.ts')).verifyRecordingSystem),
+      },
     },
     load: async () => {
       const [recording, { retryRecording }] = await Promise.all([recordingRuns(), recordingActions()])
@@ -123,7 +128,10 @@ export const SYSTEMS: readonly SystemEntry[] = [
     verbs: {
       upgrade: { spec: UPGRADE_LIVE, main: async () => (await liveActions()).upgradeLiveCommand(await liveRuns()) },
       rollback: { spec: ROLLBACK_LIVE, main: async () => (await liveActions()).rollbackLiveCommand(await liveRuns()) },
-      verify: { spec: VERIFY_LIVE, main: async () => (await import('../verify-live.ts')).verifyLiveCommand },
+      verify: {
+        spec: VERIFY_LIVE,
+        main: async () => (await verifyActions()).verifyLiveCommand((await import('../verify-live.ts')).verifyLiveSystem),
+      },
     },
     load: async () => {
       // A rotation of the PSK (`svcops psk rotate`) is a run of the live system too: resumed by its own playbook.

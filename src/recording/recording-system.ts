@@ -107,17 +107,6 @@ function retriedFacts(old: RunRecord<RecordingParams>): Partial<RecordingParams>
   return { backupId, fingerprintBefore, snapshotIds: snapshotIds ?? [] }
 }
 
-/** The record of a check of every host that changes nothing worth a journal (`svcops verify recording`). */
-export function newVerifyRecord(env: Environment): RunRecord<RecordingParams> {
-  return newRunRecord({
-    kind: 'verify',
-    system: 'recording',
-    environment: env.name,
-    envFile: env.file,
-    params: { ...emptyRecordingParams(), hosts: recordingTargets(env).map((h) => h.name) },
-  })
-}
-
 function describeWindow(ms: number): string {
   const s = Math.round(ms / 1000)
   const text = [

@@ -167,6 +167,12 @@ export function continuationOf<P extends RunParams, Req extends RunRequest, C>(
 ): Continuation<P> {
   const { journal, env } = recordedRun(system, id, options)
   const record = journal.run
+  // A verify only reads (read-only-system.ts): an interrupted one is run again, never continued.
+  if (record.kind === 'verify')
+    throw new BadInputError(
+      `Run ${record.id} is a verify (${record.phase}); it changed nothing, so it is not resumed or rolled back.`,
+      `Run it again: svcops verify ${record.system} --env ${record.environment}`,
+    )
   if (isFinished(record) && !options.rollback)
     throw new BadInputError(
       `Run ${record.id} is finished (${record.phase}); there is nothing to resume.`,
