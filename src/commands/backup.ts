@@ -50,7 +50,7 @@ Examples:
 function registerBackupRun(backup: Command): void {
   declareCommand(backup, BACKUP_RUN).action(async (flags: BackupRunFlags, command: Command) => {
     const play = await import('../../playbooks/backup.ts')
-    await play.backupRunCommand(flags, ioOf(command))
+    await play.nightlyBackupCommand(flags, ioOf(command))
   })
 }
 

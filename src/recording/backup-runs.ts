@@ -8,6 +8,7 @@
  * restore is one transaction and the others are idempotent, so an interrupted one is run again.
  */
 import type { Environment } from '../config/schema.ts'
+import { openBackupRun, type BackupRunContext } from '../backup/backup-steps.ts'
 import { lockForBackupCommand, readHeldBackups } from '../backup/held-by-runs.ts'
 import type { Journal } from '../runs/journal.ts'
 import type { Opened, Playbook } from '../runs/playbook.ts'
@@ -66,4 +67,23 @@ export function backupRunSystem<C>(job: BackupJob<C>): RunSystem<RecordingParams
       nothingToUndo: 'a backup run is not rolled back',
     },
   }
+}
+
+/** How many backups the nightly backup's prune keeps (`--keep-last`, `--keep-days`); none given: the store's own. */
+export type Retention = BackupRunContext['retention']
+
+/**
+ * The nightly backup (`svcops backup run`) as a run of the recording service, following `playbook`
+ * and pruning by `retention`: one record, the environment's lock (refused beside a running, paused
+ * or interrupted run, naming it), the report.
+ */
+export function nightlyBackupSystem(playbook: BackupJob<BackupRunContext>['playbook'], retention: Retention) {
+  return backupRunSystem({
+    kind: 'backup',
+    verb: 'backup run',
+    done: 'backed up',
+    what: 'back up the database of the recording service, verify it with a test restore, prune by retention',
+    playbook,
+    open: (env, journal) => openBackupRun(env, retention, recordingDescription)(journal),
+  })
 }

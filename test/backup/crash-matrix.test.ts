@@ -15,7 +15,8 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { backupRecording, runBackupPlaybook } from '../../playbooks/backup.ts'
+import { backupRecording } from '../../playbooks/backup.ts'
+import { runBackupPlaybook } from '../../playbooks/lib/backup-actions.ts'
 import { openBackupRun, type BackupParams } from '../../src/backup/backup-steps.ts'
 import { listBackups, LocalStore } from '../../src/backup/index.ts'
 import { parseEnvironment } from '../../src/config/load.ts'
@@ -69,7 +70,7 @@ function environmentOf(path: string): Environment {
 async function environmentWithEarlierBackup(): Promise<{ env: Environment; store: LocalStore; earlier: string }> {
   const path = join(bed.dir, `store-${++stores}`)
   if (!earlierStore) {
-    const made = await runBackupPlaybook({ env: environmentOf(path) })
+    const made = await runBackupPlaybook(backupRecording, { env: environmentOf(path) })
     earlierStore = { path, id: Journal.open(made.runId).run.params.backupId as string }
     return environmentWithEarlierBackup()
   }
@@ -92,7 +93,7 @@ function resume(env: Environment, id: string, rollback: boolean): Promise<unknow
 /** A backup run killed at `boundary`: its environment, store and id. */
 async function killedAt(boundary: Boundary) {
   const world = await environmentWithEarlierBackup()
-  const killed = await runKilledAt(boundary, NOTHING, () => runBackupPlaybook({ env: world.env, ...RETENTION }))
+  const killed = await runKilledAt(boundary, NOTHING, () => runBackupPlaybook(backupRecording, { env: world.env, ...RETENTION }))
   expect(killed.crashed, `the run never passed ${boundaryName(boundary)}`).toBe(true)
   const id = listRuns()[0]?.id as string
   expect(Journal.open(id).run.phase).toBe('running')
@@ -104,7 +105,7 @@ describe('the nightly backup, killed at each step boundary', () => {
 
   beforeAll(async () => {
     const { env } = await environmentWithEarlierBackup()
-    const outcome = await runBackupPlaybook({ env, ...RETENTION })
+    const outcome = await runBackupPlaybook(backupRecording, { env, ...RETENTION })
     expect(outcome.phase).toBe('succeeded')
     boundaries = boundariesOf(Journal.open(outcome.runId).entries())
   })
