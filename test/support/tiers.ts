@@ -53,6 +53,7 @@ export const UNIT_FILES = [
   'test/drivers/kubernetes.test.ts',
   'test/drivers/pg-tool-output.test.ts',
   'test/drivers/pulumi.test.ts',
+  'test/drivers/pulumi-drift.test.ts',
   'test/hosts/systemd-judgement.test.ts',
   'test/infra/config.test.ts',
   'test/infra/containerfile.test.ts',
