@@ -21,8 +21,9 @@ import { defineStep, finishedData, type StepResult } from '../runs/step.ts'
 import { requireSection } from '../config/load.ts'
 import { LIVE_COMPONENTS, componentPackage } from './layout.ts'
 import { failedChecks } from './live-judge.ts'
-import { liveContext, lockLiveEnvironment, openLiveRun, type LiveContext } from './live-context.ts'
+import type { LiveContext } from './live-context.ts'
 import { liveDescription } from './live-description.ts'
+import { liveSystem } from './live-system.ts'
 import type { LiveParams } from './live-params.ts'
 import type { PskRotation } from './live-platform.ts'
 import { liveUnitNames } from './live-platforms.ts'
@@ -167,6 +168,7 @@ const paramsOf = (env: Environment): LiveParams => ({
 
 /** The live system as the engine runs a rotation, every run following `playbook`. */
 export function pskRotateSystem(playbook: Playbook<LiveContext, LiveParams>): PskRotateSystem {
+  const upgrade = liveSystem(playbook)
   return {
     ...liveDescription,
     newRun(req) {
@@ -174,18 +176,10 @@ export function pskRotateSystem(playbook: Playbook<LiveContext, LiveParams>): Ps
       return { kind: 'psk-rotate', targetVersion: '', autoRollback: true, params: paramsOf(req.env) }
     },
     announce: (run, env) => `Run ${run.id}: rotate the PSK of the live production system of '${env.name}'.`,
-    async lock(env, run, options) {
-      const lock = await lockLiveEnvironment(env, run, {
-        ...(options.resuming ? { takeOver: [options.resuming] } : {}),
-        ...(options.breakLock ? { breakLock: true, force: options.force ?? false } : {}),
-      })
-      return { lock, takeOver: [] }
-    },
-    open: (env, journal) => openLiveRun(env)(journal),
-    openToPlan(env, journal) {
-      const ctx = liveContext(env, journal)
-      return Promise.resolve({ ctx, close: () => ctx.platform.close() })
-    },
+    // The live system's lock and context, as the upgrade takes and opens them.
+    lock: (env, run, options) => upgrade.lock(env, run, options),
+    open: (env, journal, options) => upgrade.open(env, journal, options),
+    openToPlan: (env, journal) => upgrade.openToPlan(env, journal),
     playbook: () => playbook,
     plan: {
       title: (plan) => `Dry run: rotate the PSK of the live production system of '${plan.environment}' (nothing will be changed).`,
