@@ -35,12 +35,12 @@ export function reachOf(host: HostReach, field: string): { reach: Reach } | { re
 
 /** Every host of the environment's hosts sections with its dot-path, for the loader's rule. */
 export function hostsOf(env: {
-  recording?: { hosts: HostReach[]; rehearsal?: { host: HostReach } | undefined } | undefined
+  recording?: { hosts: HostReach[]; rehearsal?: { host?: HostReach | undefined } | undefined } | undefined
   live?: { host?: HostReach | undefined; hosts?: HostReach[] | undefined } | undefined
 }): { field: string; host: HostReach }[] {
   return [
     ...(env.recording?.hosts ?? []).map((host, i) => ({ field: `recording.hosts[${i}]`, host })),
-    ...(env.recording?.rehearsal ? [{ field: 'recording.rehearsal.host', host: env.recording.rehearsal.host }] : []),
+    ...(env.recording?.rehearsal?.host ? [{ field: 'recording.rehearsal.host', host: env.recording.rehearsal.host }] : []),
     ...(env.live?.host ? [{ field: 'live.host', host: env.live.host }] : []),
     ...(env.live?.hosts ?? []).map((host, i) => ({ field: `live.hosts[${i}]`, host })),
   ]

@@ -166,8 +166,8 @@ function checkRehearsal(env: Environment): void {
   const rehearsal = env.recording?.rehearsal
   if (!env.recording || !rehearsal) return
   const { host } = rehearsal
-  for (const twin of env.recording.hosts) {
-    const same = sameHostBy(host, twin)
+  for (const twin of host ? env.recording.hosts : []) {
+    const same = host && sameHostBy(host, twin)
     if (same)
       throw new BadInputError(
         `${env.file}: recording.rehearsal.host: "${host.name}" has the same ${same} as the production host ${twin.name}; expected a host of its own.`,

@@ -179,8 +179,17 @@ export const recordingSchema = z
      */
     rehearsal: z
       .strictObject({
-        host: recordingHostSchema,
-        /** The scratch database the rehearsal host's service is configured to use; never `recording.database.name`. */
+        /** The rehearsal host (platform `hosts`, required there); on Kubernetes the rehearsal is a Job in the namespace. */
+        host: recordingHostSchema.optional(),
+        /**
+         * On Kubernetes: a PersistentVolumeClaim of the namespace holding a copy of the recordings
+         * storage, mounted by the rehearsal's Job (without it the Job's storage is empty; production's claim is never mounted).
+         */
+        claim: z
+          .string()
+          .regex(/^[a-z0-9]([-a-z0-9]{0,251}[a-z0-9])?$/, 'expected the name of a PersistentVolumeClaim')
+          .optional(),
+        /** The scratch database the rehearsal's service is configured to use; never `recording.database.name`. */
         database: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'expected a database name of lower-case letters, digits and "_"'),
         /** A verified backup younger than this is reused instead of taking a new one (hours, default 24). */
         backupMaxAgeHours: z

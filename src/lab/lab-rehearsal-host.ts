@@ -61,7 +61,7 @@ function copyRecordingsStorage(shared: string, rehearsalRoot: string): void {
  */
 export function refreshLabRehearsalStorage(env: Environment): string {
   const rec = env.recording
-  const root = rec?.rehearsal?.host.root
+  const root = rec?.rehearsal?.host?.root
   const production = rec?.hosts[0]?.root
   if (!root || !production)
     throw new BadInputError(

@@ -50,10 +50,10 @@ describe('a lab with a rehearsal host', () => {
     const rehearsal = env.recording?.rehearsal
     expect(rehearsal).toMatchObject({ host: { name: LAB_REHEARSAL_HOST }, database: LAB_REHEARSAL_DATABASE })
     expect(env.recording?.hosts.map((h) => h.name)).toEqual(['rec-1', 'rec-2'])
-    const root = rehearsal?.host.root ?? ''
+    const root = rehearsal?.host?.root ?? ''
     const storage = join(root, recordingPackagePaths(LAB_RECORDING_PRODUCT).storage, 'main')
     expect(readdirSync(storage).length).toBeGreaterThanOrEqual(3)
-    await expect(fetch(`${rehearsal?.host.url ?? ''}/`)).rejects.toThrow()
+    await expect(fetch(`${rehearsal?.host?.url ?? ''}/`)).rejects.toThrow()
     const db = env.recording!.database
     const client = new pg.Client({
       host: db.host,

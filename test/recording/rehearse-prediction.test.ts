@@ -83,9 +83,16 @@ describe('where a rehearsal is refused before anything is read', () => {
     expect(() => newRehearsalRun({ env, to: '2.1.0' })).toThrow(/recording\.rehearsal: missing; expected \{ host, database \}/)
   })
 
-  it('the Kubernetes platform: said, not predicted', () => {
+  it('the Kubernetes platform: the rehearsal Job is the target, no rehearsal host is needed; on hosts one is', () => {
     const env = loadEnvironmentFile('stacks/Pulumi.dev.yaml', 'dev')
-    expect(() => newRehearsalRun({ env, to: '2.1.0' })).toThrow(/recording\.platform: "kubernetes" cannot be rehearsed yet/)
+    expect(() => newRehearsalRun({ env, to: '2.1.0' })).toThrow(/recording\.rehearsal: missing/)
+    env.recording!.rehearsal = { database: 'recordings_rehearsal' }
+    expect(newRehearsalRun({ env, to: '2.1.0' }).params.hosts).toEqual([`${env.product.prefix}-recording-rehearsal`])
+    const hosts = loadEnvironmentFile('stacks/Pulumi.example-hosts.yaml', 'example-hosts')
+    hosts.recording!.rehearsal = { database: 'recordings_rehearsal' }
+    expect(() => newRehearsalRun({ env: hosts, to: '2.1.0' })).toThrow(
+      /recording\.rehearsal\.host: missing; expected the host a rehearsal runs on \(recording\.platform hosts\)\./,
+    )
   })
 
   it('a version that is not one: the flag named', () => {

@@ -75,6 +75,7 @@ export const UNIT_FILES = [
   'test/manager/emulator.test.ts',
   'test/recording/drivers.test.ts',
   'test/recording/kubernetes-dry-run.test.ts',
+  'test/recording/rehearsal-job.test.ts',
   'test/recording/rollback-params.test.ts',
   'test/releases/catalog.test.ts',
   'test/releases/cli.test.ts',

@@ -21,7 +21,7 @@ import { settingsFor } from '../recording-settings.ts'
 export function recordingSudoers(env: Environment): string {
   const rec = env.recording
   // The rehearsal host is a host like the others for sudo: the same package, service and drivers.
-  const hosts = [...(rec?.hosts ?? []), ...(rec?.rehearsal ? [rec.rehearsal.host] : [])]
+  const hosts = [...(rec?.hosts ?? []), ...(rec?.rehearsal?.host ? [rec.rehearsal.host] : [])]
   const users = [...new Set(hosts.flatMap((h) => (h.ssh ? [h.ssh.user] : [])))]
   if (!rec || users.length === 0)
     throw new BadInputError(

@@ -9,7 +9,7 @@
  * target is installed, so a host pointed at production is refused before any migration can run.
  */
 import { z } from 'zod'
-import { OperationError } from '../../core/errors.ts'
+import { OperationError, errorMessage } from '../../core/errors.ts'
 import { schemaFingerprint } from '../../drivers/fingerprint.ts'
 import { withDatabase } from '../../drivers/postgres.ts'
 import { defineStep } from '../../runs/step.ts'
@@ -55,7 +55,11 @@ export const checkServiceUsesCopy = defineStep<Ctx, [RecordingTarget, 'current' 
   ],
   async act(ctx, h, phase) {
     const scratch = ctx.databases.scratch
-    await ctx.deps.content.list(h.url, 1)
+    await ctx.deps.content.list(h.url, 1).catch((error: unknown) => {
+      // Where the platform keeps the rehearsal from being production's (ctx.limits), the failure says so.
+      if (!ctx.limits.length) throw error
+      throw new OperationError(`${errorMessage(error).replace(/\.$/, '')}; not like production: ${ctx.limits.join('; ')}.`)
+    })
     const sessions = await sessionsOnCopy(ctx)
     if (sessions === 0)
       throw new OperationError(

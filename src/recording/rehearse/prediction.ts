@@ -4,7 +4,8 @@
  * hosts start on the migrated schema), how long the whole rollout takes with the stack's batches,
  * how long a rollback takes (with the restore when the schema changed), beside the maintenance
  * window when one is given; and the verdict: fits, does not fit, failed (why, with the service's
- * log lines), or no honest prediction (the rehearsal host's timings say nothing of production's).
+ * log lines), no window, or no prediction (the rehearsal's timings cannot stand for production's:
+ * `withLimits`).
  */
 import { z } from 'zod'
 import { formatBytes } from '../../core/units.ts'
@@ -25,7 +26,7 @@ export const measuresSchema = z.object({
 export type Measures = z.infer<typeof measuresSchema>
 
 export const predictionSchema = z.object({
-  verdict: z.enum(['fits', 'does not fit', 'failed', 'no window']),
+  verdict: z.enum(['fits', 'does not fit', 'failed', 'no window', 'no prediction']),
   from: z.string(),
   to: z.string(),
   fingerprint: z.string(),
@@ -41,6 +42,8 @@ export const predictionSchema = z.object({
   batches: z.array(z.array(z.string())),
   cause: z.string().optional(),
   logLines: z.array(z.string()).optional(),
+  /** Why the rehearsal's timings cannot stand for production's (the platform's own limits), one sentence each. */
+  limits: z.array(z.string()).optional(),
   measures: measuresSchema,
 })
 export type Prediction = z.infer<typeof predictionSchema>
@@ -91,6 +94,18 @@ export function predict(measures: Measures, input: PredictionInput): Prediction 
   }
 }
 
+/**
+ * The prediction beside what keeps the rehearsal from standing for production (`limits`, e.g. a
+ * Job whose recordings are an empty directory): then no number is predicted — the verdict is
+ * "no prediction", with the reasons — and a failure keeps its cause, with the reasons beside it.
+ */
+export function withLimits(p: Prediction, limits: string[]): Prediction {
+  if (!limits.length) return p
+  if (p.verdict === 'failed') return { ...p, limits }
+  const { migrationMs: _m, startToHealthyMs: _s, canaryDowntimeMs: _c, hostDowntimeMs: _h, rolloutMs: _r, rollbackMs: _b, ...rest } = p
+  return { ...rest, verdict: 'no prediction', limits }
+}
+
 /** A duration for people: "850 ms", "12.4 s", "3 min 5 s". */
 export function formatMs(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`
@@ -101,7 +116,11 @@ export function formatMs(ms: number): string {
 /** The prediction as lines for the terminal and the report. */
 export function describePrediction(p: Prediction): string[] {
   const head = `Rehearsal of ${p.from} -> ${p.to} on a copy (${formatBytes(p.databaseBytes)}, schema ${p.fingerprint.slice(0, 12)}): ${p.verdict.toUpperCase()}`
-  if (p.verdict === 'failed') return [head, `  cause: ${p.cause ?? 'unknown'}`, ...(p.logLines ?? []).slice(-10).map((l) => `  log: ${l}`)]
+  const limits = (p.limits ?? []).map((l) => `  not like production: ${l}`)
+  if (p.verdict === 'failed')
+    return [head, `  cause: ${p.cause ?? 'unknown'}`, ...(p.logLines ?? []).slice(-10).map((l) => `  log: ${l}`), ...limits]
+  if (p.verdict === 'no prediction')
+    return [head, '  no downtime is predicted: the rehearsal ran, but its timings cannot stand for production’s', ...limits]
   const window = p.windowMs !== undefined ? ` (window ${formatMs(p.windowMs)})` : ' (no --window given)'
   return [
     head,
@@ -109,6 +128,6 @@ export function describePrediction(p: Prediction): string[] {
     `  downtime per host: canary ${formatMs(p.canaryDowntimeMs ?? 0)}, each later host ${formatMs(p.hostDowntimeMs ?? 0)}`,
     `  rollout of ${p.batches.map((b) => `[${b.join(', ')}]`).join(' -> ')}: ${formatMs(p.rolloutMs ?? 0)}${window}`,
     `  rollback: ${p.rollbackMs !== undefined ? formatMs(p.rollbackMs) : 'not measured'}${p.schemaChanged ? ' (the schema changed: the database is restored)' : ' (same schema: packages only)'}`,
-    '  timings are the rehearsal host\u2019s: they predict production only as far as that host and its storage resemble production\u2019s',
+    '  timings are the rehearsal\u2019s (its host, or on Kubernetes its Job\u2019s pod): they predict production only as far as that machine and its storage resemble production\u2019s',
   ]
 }

@@ -1,10 +1,11 @@
 /**
- * Where a rehearsal acts: the stack's rehearsal host as the only target, and the scratch database
- * as the service's database. The rehearsal's context is the recording context of that derived
- * environment (so the upgrade's own steps — install, start, wait, logs, content checks — run
- * unchanged against the copy), plus the production environment it only reads (versions, schema
- * fingerprint, size, backups). Closing it stops the service on the rehearsal host and drops the
- * scratch database, whatever way the rehearsal ended.
+ * Where a rehearsal acts: the stack's rehearsal host (on Kubernetes the rehearsal's Job of the
+ * target's image) as the only target, and the scratch database as the service's database. The
+ * rehearsal's context is the recording context of that derived environment (so the upgrade's own
+ * steps — install, start, wait, logs, content checks — run unchanged against the copy), plus the
+ * production environment it only reads (versions, schema fingerprint, size, backups). Closing it
+ * stops the service on the rehearsal host (deletes the Job) and drops the scratch database,
+ * whatever way the rehearsal ended.
  */
 import { requireSection } from '../../config/load.ts'
 import type { Environment } from '../../config/schema.ts'
@@ -16,6 +17,10 @@ import type { Opened } from '../../runs/playbook.ts'
 import { closeRecordingContext, recordingContext, type RecordingContext } from '../recording-context.ts'
 import type { RecordingParams } from '../recording-params.ts'
 import type { RecordingTarget } from '../recording-platform.ts'
+import { settingsFor } from '../recording-settings.ts'
+import { openUpgradeDeps } from '../deps-wiring.ts'
+import { openRehearsalJobPlatform, rehearsalJobLimits } from '../kubernetes/rehearsal-job-platform.ts'
+import { rehearsalJobName } from '../kubernetes/rehearsal-job.ts'
 import { UnmarkedScratchError, dropScratch, scratchTarget } from './scratch-copy.ts'
 
 /** A rehearsal's context: the recording context on the rehearsal host and the copy, and production to read. */
@@ -24,35 +29,63 @@ export interface RehearsalContext extends RecordingContext {
   production: Environment
   /** The service's database (read only) and the scratch copy the rehearsal works on. */
   databases: { production: DatabaseTarget; scratch: DatabaseTarget }
-  /** The rehearsal host, the run's one target. */
+  /** The rehearsal host (on Kubernetes the rehearsal's Job), the run's one target. */
   host: RecordingTarget
+  /** Why its timings cannot stand for production's, if they cannot (the prediction then gives no number). */
+  limits: string[]
 }
 
 /**
- * The environment a rehearsal acts on: the stack's rehearsal host as the only host (its canary) and
- * the scratch database as the service's database. Refused in one sentence where a rehearsal cannot
- * run: no `recording.rehearsal` section, or the Kubernetes platform (not rehearsed yet).
+ * The environment a rehearsal acts on: the scratch database as the service's database and, on
+ * hosts, the stack's rehearsal host as the only host (its canary); on Kubernetes no host (the
+ * rehearsal's target is its Job, rehearsal-job-platform.ts). Refused in one sentence where a
+ * rehearsal cannot run: no `recording.rehearsal` section, or no rehearsal host on hosts.
  */
 export function rehearsalEnvironment(env: Environment): Environment {
   const rec = requireSection(env, 'recording')
-  if (rec.platform !== 'hosts')
-    throw new BadInputError(
-      `${env.file}: recording.platform: "${rec.platform}" cannot be rehearsed yet; expected hosts (a rehearsal on Kubernetes would run V's image as a Job against the copy, which svcops does not do yet).`,
-    )
-  const scratch = scratchTarget(env)
   const rehearsal = rec.rehearsal
-  if (!rehearsal) throw new BadInputError(`${env.file}: recording.rehearsal: missing; expected { host, database }.`)
+  if (!rehearsal)
+    throw new BadInputError(
+      `${env.file}: recording.rehearsal: missing; expected { host, database }: the host a rehearsal runs on (none on Kubernetes) and its scratch database.`,
+    )
   const { rehearsal: _kept, ...rest } = rec
+  const database = { ...rec.database, name: rehearsal.database }
+  if (rec.platform === 'kubernetes') return { ...env, recording: { ...rest, hosts: [], database } }
+  if (!rehearsal.host)
+    throw new BadInputError(
+      `${env.file}: recording.rehearsal.host: missing; expected the host a rehearsal runs on (recording.platform hosts).`,
+    )
+  return { ...env, recording: { ...rest, hosts: [{ ...rehearsal.host, canary: true }], database } }
+}
+
+/** The name of a rehearsal's one target: the rehearsal host, or on Kubernetes its Job. */
+export function rehearsalTargetName(env: Environment): string {
+  const rec = requireSection(env, 'recording')
+  return rec.platform === 'kubernetes' ? rehearsalJobName(env) : (rec.rehearsal?.host?.name ?? '')
+}
+
+/** The recording context of `derived` whose platform is the rehearsal's Job of `production` (Kubernetes). */
+async function jobContext(production: Environment, derived: Environment, journal: Journal<RecordingParams>): Promise<RecordingContext> {
+  const rec = requireSection(derived, 'recording')
+  const settings = settingsFor(derived, rec)
+  const platform = openRehearsalJobPlatform(production, settings, journal.run.id)
   return {
-    ...env,
-    recording: { ...rest, hosts: [{ ...rehearsal.host, canary: true }], database: { ...rec.database, name: scratch.name } },
+    env: derived,
+    rec,
+    journal,
+    platform,
+    targets: platform.targets,
+    allTargets: platform.targets,
+    deps: await openUpgradeDeps(derived),
+    settings,
   }
 }
 
 /** The context of rehearsal run `journal` of `production`; nothing connects until used. */
 export async function rehearsalContext(production: Environment, journal: Journal<RecordingParams>): Promise<RehearsalContext> {
   const derived = rehearsalEnvironment(production)
-  const ctx = await recordingContext(derived, journal)
+  const onKubernetes = production.recording?.platform === 'kubernetes'
+  const ctx = onKubernetes ? await jobContext(production, derived, journal) : await recordingContext(derived, journal)
   const host = ctx.allTargets[0]
   if (!host) throw new BadInputError(`${production.file}: recording.rehearsal.host: missing.`)
   return {
@@ -60,12 +93,13 @@ export async function rehearsalContext(production: Environment, journal: Journal
     production,
     databases: { production: databaseTarget(requireSection(production, 'recording').database), scratch: scratchTarget(production) },
     host,
+    limits: onKubernetes ? rehearsalJobLimits(production) : [],
   }
 }
 
 /**
- * Stops the service on the rehearsal host and drops the scratch database; never throws (a cleanup
- * that fails is said, with what to remove by hand).
+ * Stops the service on the rehearsal host (deletes the rehearsal's Job) and drops the scratch
+ * database; never throws (a cleanup that fails is said, with what to remove by hand).
  */
 export async function cleanUpRehearsal(ctx: RehearsalContext): Promise<void> {
   try {

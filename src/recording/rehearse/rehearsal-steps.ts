@@ -16,7 +16,7 @@ import { openUpgradeDeps } from '../deps-wiring.ts'
 import type { RecordingTarget } from '../recording-platform.ts'
 import { openRecordingPlatform } from '../recording-platforms.ts'
 import type { RehearsalContext } from './rehearsal-context.ts'
-import { predictionSchema, type Prediction } from './prediction.ts'
+import { predictionSchema, withLimits, type Prediction } from './prediction.ts'
 import { REHEARSAL_REPORT } from './rehearsal-report.ts'
 import { DEFAULT_BACKUP_MAX_AGE_HOURS, rehearsalBackup, restoreCopy } from './scratch-copy.ts'
 
@@ -180,5 +180,6 @@ export const recordPrediction = defineStep<Ctx, [Prediction], Prediction>({
   describe: () => [
     'migration time, start to healthy, rollback time, database size; downtime per host and for the rollout with the stack\u2019s batches',
   ],
-  act: (_ctx, prediction) => Promise.resolve({ data: prediction }),
+  // The platform's limits turn a prediction into none (prediction.ts, withLimits): no number it cannot stand for.
+  act: (ctx, prediction) => Promise.resolve({ data: withLimits(prediction, ctx.limits) }),
 })

@@ -14,7 +14,13 @@ import { lockRecordingEnvironment } from '../recording-context.ts'
 import { recordingDescription } from '../recording-description.ts'
 import { emptyRecordingParams, type RecordingParams } from '../recording-params.ts'
 import { recordingTargets } from '../recording-platforms.ts'
-import { openRehearsal, openRehearsalToPlan, rehearsalEnvironment, type RehearsalContext } from './rehearsal-context.ts'
+import {
+  openRehearsal,
+  openRehearsalToPlan,
+  rehearsalEnvironment,
+  rehearsalTargetName,
+  type RehearsalContext,
+} from './rehearsal-context.ts'
 
 /** `svcops rehearse recording --env E --to V [--batch N] [--window D]`. */
 export interface RehearseRequest {
@@ -33,8 +39,8 @@ export type RehearsalSystem = RunSystem<RecordingParams, RehearseRequest, Rehear
 /** A new rehearsal's fields: validated (version, the rehearsal section) before anything is read. */
 export function newRehearsalRun(req: RehearseRequest): NewRun<RecordingParams> {
   assertVersion(req.to)
-  const derived = rehearsalEnvironment(req.env)
-  const host = derived.recording?.hosts[0]?.name ?? ''
+  rehearsalEnvironment(req.env) // refused here, before anything is read, where a rehearsal cannot run
+  const host = rehearsalTargetName(req.env)
   return {
     kind: 'rehearse',
     targetVersion: req.to,
