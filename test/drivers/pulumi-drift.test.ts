@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { OperationError } from '../../src/core/errors.ts'
 import { versionOnlyChanges, type PreviewDigest, type PreviewStep } from '../../src/drivers/pulumi.ts'
 import { outsideEdits, refuseOutsideEdits, showOutsideEdit } from '../../src/drivers/pulumi-drift.ts'
+import { liveComponentChanges } from '../../src/live/kubernetes/live-preview.ts'
 
 const URN = 'urn:pulumi:prod::svcops::svcops:infra:RecordingService$kubernetes:apps/v1:Deployment::svc-recording-deployment'
 const NAMES = { deployment: 'svc-recording-deployment', stackMap: 'svc-svcops-stack' }
@@ -136,5 +137,34 @@ describe('fields changed outside svcops, from the preview', () => {
       "pulumi preview of stack 'prod': field spec.replicas of Deployment svc-prod/svc-recording was changed outside svcops (by manager kubectl-edit); the run would revert it. Nothing was changed.",
     )
     expect(() => refuseOutsideEdits('prod', [])).not.toThrow()
+  })
+
+  it("keeps an edited live component out of the live upgrade's targets, named the same way", () => {
+    const ingest = {
+      ...step(['spec.template.spec.containers[0].image'], []),
+      urn: URN.replace(/RecordingService\$.*$/, 'MediaComponent$kubernetes:apps/v1:Deployment::svc-ingest-deployment'),
+    }
+    ingest.oldState = {
+      id: 'svc-prod/svc-ingest',
+      outputs: {
+        kind: 'Deployment',
+        metadata: {
+          managedFields: [
+            {
+              manager: 'kubectl-set',
+              operation: 'Update',
+              fieldsV1: { 'f:spec': { 'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"ingest"}': { 'f:image': {} } } } } } },
+            },
+          ],
+        },
+        spec: { template: { spec: { containers: [{ name: 'ingest', image: 'registry.example.internal/svc/ingest:6.0.1' }] } } },
+      },
+    }
+    const split = liveComponentChanges({ steps: [ingest] }, { prefix: 'svc', stackMap: 'svc-svcops-stack' }, { rotation: false })
+    expect(split.targets).toEqual([])
+    expect(split.other).toEqual([
+      'field spec.template.spec.containers[0].image of Deployment svc-prod/svc-ingest was changed outside svcops (by manager kubectl-set); the run would revert it',
+    ])
+    expect(split.outside).toHaveLength(1)
   })
 })
