@@ -127,9 +127,13 @@ function put(root: string, path: string, text: string | Buffer, mode = 0o644): v
   chmodSync(join(root, path), mode)
 }
 
+/** A new ed25519 key pair without a passphrase at `file` and `file.pub`. */
+export async function makeEd25519Key(file: string, comment: string): Promise<void> {
+  await runCommand(local, [requireBinary('ssh-keygen', 'openssh-client'), '-q', '-t', 'ed25519', '-N', '', '-C', comment, '-f', file])
+}
+
 /** Mounts the host's root (an overlay of `/`) and writes what the host is given before it boots. */
 async function prepareRoot(options: SystemdHostOptions): Promise<string> {
-  const keygen = requireBinary('ssh-keygen', 'openssh-client')
   for (const layer of ['upper', 'work', 'merged']) mkdirSync(join(options.dir, layer), { recursive: true, mode: 0o755 })
   const root = systemdHostRoot(options)
   await runCommand(local, [
@@ -152,18 +156,7 @@ async function prepareRoot(options: SystemdHostOptions): Promise<string> {
   // sshd: the host's own key, not this machine's.
   for (const file of readdirSync(join(root, 'etc/ssh'))) if (file.startsWith('ssh_host_')) hide(root, `/etc/ssh/${file}`)
   hide(root, '/etc/ssh/sshd_config.d')
-  await runCommand(local, [
-    keygen,
-    '-q',
-    '-t',
-    'ed25519',
-    '-N',
-    '',
-    '-C',
-    `svcops-lab-${options.name}`,
-    '-f',
-    join(root, 'etc/ssh/ssh_host_ed25519_key'),
-  ])
+  await makeEd25519Key(join(root, 'etc/ssh/ssh_host_ed25519_key'), `svcops-lab-${options.name}`)
   put(root, '/etc/ssh/sshd_config', sshdConfig(options.sshPort))
   // The unprivileged user: created in the host's own passwd (useradd --root), unlocked for key login.
   await runCommand(local, ['useradd', '--root', root, '--create-home', '--shell', '/bin/bash', SYSTEMD_HOST_USER])

@@ -15,7 +15,7 @@ import { OperationError, errorMessage } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { isAlive } from '../core/process.ts'
 import { registerSecret } from '../core/redact.ts'
-import { local, requireBinary, runCommand } from '../core/runner.ts'
+import { requireBinary } from '../core/runner.ts'
 import { ANY_VERSION, renderSudoers } from '../drivers/become.ts'
 import { aptDriver } from '../drivers/packages.ts'
 import { systemdDriver } from '../drivers/services.ts'
@@ -29,11 +29,13 @@ import { buildRecordingPackages, recordingPackageName, recordingPackagePaths, re
 import { writeLabState, type LabEntry, type LabSteps } from './state.ts'
 import {
   bootSystemdHost,
+  makeEd25519Key,
   runAsHostRoot,
   stopSystemdHost,
   systemdHostRoot,
   SYSTEMD_HOST_USER,
   type SystemdHostInfo,
+  type SystemdHostOptions,
 } from './systemd-hosts.ts'
 
 const PRODUCT = LAB_RECORDING_PRODUCT
@@ -66,19 +68,33 @@ export async function makeClientKey(lab: LabSteps, name: string): Promise<string
   const keys = join(lab.paths.dir, 'keys')
   mkdirSync(keys, { recursive: true, mode: 0o700 })
   const keyFile = join(keys, name)
-  await runCommand(local, [
-    requireBinary('ssh-keygen', 'openssh-client'),
-    '-q',
-    '-t',
-    'ed25519',
-    '-N',
-    '',
-    '-C',
-    'svcops-lab-client',
-    '-f',
-    keyFile,
-  ])
+  await makeEd25519Key(keyFile, 'svcops-lab-client')
   return keyFile
+}
+
+/**
+ * Boots a lab host, recorded in the lab state as soon as systemd-nspawn runs (so a failure later
+ * still stops it), and provisions it as a site would once: `packages` (`name=version`) installed
+ * from the lab's repository, the folder of svcops' host lock and runs given to the SSH user, and the
+ * journal readable by it (journalctl needs no root then).
+ */
+export async function bootLabHost(lab: LabSteps, options: SystemdHostOptions, packages: string[]): Promise<SystemdHostInfo> {
+  const entry: LabEntry = { kind: 'systemd-host', name: `host ${options.name}`, info: {}, paths: [], stop: 'not booted yet' }
+  const info = await bootSystemdHost(options, (booting) => {
+    Object.assign(entry, {
+      info: { ...booting },
+      pid: booting.pid,
+      port: booting.sshPort,
+      log: join(booting.dir, 'console.log'),
+      stop: `SIGTERM to systemd-nspawn ${booting.pid} (the host powers off), then umount ${systemdHostRoot(booting)}`,
+    })
+    lab.record(entry)
+  })
+  await runAsHostRoot(info, ['apt-get', 'update'])
+  await runAsHostRoot(info, ['apt-get', 'install', '-y', ...packages])
+  await runAsHostRoot(info, ['install', '-d', '-o', SYSTEMD_HOST_USER, '-g', SYSTEMD_HOST_USER, '/var/lib/svcops'])
+  await runAsHostRoot(info, ['usermod', '-a', '-G', 'systemd-journal', SYSTEMD_HOST_USER])
+  return info
 }
 
 interface BootedHost extends SystemdHostInfo {
@@ -142,8 +158,8 @@ export async function prepareSystemdRecording(
       async (): Promise<BootedHost> => {
         const sshPort = await freePortNotIn(given)
         given.add(sshPort)
-        const entry: LabEntry = { kind: 'systemd-host', name: `host ${name}`, info: {}, paths: [], stop: 'not booted yet' }
-        const info = await bootSystemdHost(
+        const info = await bootLabHost(
+          lab,
           {
             name,
             dir: join(dir, name),
@@ -154,23 +170,8 @@ export async function prepareSystemdRecording(
             apt: { sourcesLine: aptSourcesLine(served.url, KEYRING_ON_HOST), keyring: repo.keyring, keyringOnHost: KEYRING_ON_HOST },
             binds: { [storage]: STORAGE_MOUNT },
           },
-          (booting) => {
-            Object.assign(entry, {
-              info: { ...booting },
-              pid: booting.pid,
-              port: booting.sshPort,
-              log: join(booting.dir, 'console.log'),
-              stop: `SIGTERM to systemd-nspawn ${booting.pid} (the host powers off), then umount ${systemdHostRoot(booting)}`,
-            })
-            lab.record(entry)
-          },
+          [`${recordingPackageName(PRODUCT.prefix)}=${o.version}`],
         )
-        // What a site's provisioning does once: the package from the repository, the host lock's
-        // folder for the SSH user, and the journal readable by it (journalctl needs no root then).
-        await runAsHostRoot(info, ['apt-get', 'update'])
-        await runAsHostRoot(info, ['apt-get', 'install', '-y', `${recordingPackageName(PRODUCT.prefix)}=${o.version}`])
-        await runAsHostRoot(info, ['install', '-d', '-o', SYSTEMD_HOST_USER, '-g', SYSTEMD_HOST_USER, '/var/lib/svcops'])
-        await runAsHostRoot(info, ['usermod', '-a', '-G', 'systemd-journal', SYSTEMD_HOST_USER])
         const port = await freePortNotIn(given)
         given.add(port)
         return { ...info, port, url: `http://127.0.0.1:${port}` }

@@ -29,9 +29,9 @@ import { DEFAULT_LIVE_PRODUCT, livePackageName } from './live/paths.ts'
 import { CONNECTING_COMPONENTS, LIVE_COMPONENTS, findLiveLabRelease, type LiveComponent } from './live/releases.ts'
 import { readComponentHealth } from './live-wait.ts'
 import { freePortNotIn } from './ports.ts'
-import type { LabEntry, LabSteps } from './state.ts'
-import { KEYRING_ON_HOST, makeClientKey } from './systemd-lab.ts'
-import { bootSystemdHost, runAsHostRoot, systemdHostRoot, SYSTEMD_HOST_USER, type SystemdHostInfo } from './systemd-hosts.ts'
+import type { LabSteps } from './state.ts'
+import { bootLabHost, KEYRING_ON_HOST, makeClientKey } from './systemd-lab.ts'
+import { runAsHostRoot, systemdHostRoot, type SystemdHostInfo } from './systemd-hosts.ts'
 
 const PRODUCT = DEFAULT_LIVE_PRODUCT
 
@@ -51,44 +51,6 @@ export function systemdLivePlan(options: LabLiveOptions): string[] {
     `write the settings file on live-1 and each instance's environment file (root's, 0600, the one PSK)`,
     `systemctl start the components (live-1 first) and wait for them; give svcops the rules svcops render sudoers prints for the live hosts`,
   ]
-}
-
-/** Boots one live host and installs its components' packages from the repository, as a site's provisioning would. */
-async function bootLiveHost(
-  lab: LabSteps,
-  o: { name: string; dir: string; labId: string; keyFile: string; sourcesLine: string; keyring: string; version: string },
-  components: LiveComponent[],
-  given: Set<number>,
-): Promise<SystemdHostInfo> {
-  const sshPort = await freePortNotIn(given)
-  given.add(sshPort)
-  const entry: LabEntry = { kind: 'systemd-host', name: `host ${o.name}`, info: {}, paths: [], stop: 'not booted yet' }
-  const info = await bootSystemdHost(
-    {
-      name: o.name,
-      dir: join(o.dir, o.name),
-      machine: `svcops-${o.labId}-${o.name}`,
-      sshPort,
-      clientPublicKey: readFileSync(`${o.keyFile}.pub`, 'utf8'),
-      apt: { sourcesLine: o.sourcesLine, keyring: o.keyring, keyringOnHost: KEYRING_ON_HOST },
-    },
-    (booting) => {
-      Object.assign(entry, {
-        info: { ...booting },
-        pid: booting.pid,
-        port: booting.sshPort,
-        log: join(booting.dir, 'console.log'),
-        stop: `SIGTERM to systemd-nspawn ${booting.pid} (the host powers off), then umount ${systemdHostRoot(booting)}`,
-      })
-      lab.record(entry)
-    },
-  )
-  await runAsHostRoot(info, ['apt-get', 'update'])
-  await runAsHostRoot(info, ['apt-get', 'install', '-y', ...components.map((c) => `${livePackageName(PRODUCT.prefix, c)}=${o.version}`)])
-  // svcops' folder (the run lock, the runs) is the SSH user's; the journal is readable by it.
-  await runAsHostRoot(info, ['install', '-d', '-o', SYSTEMD_HOST_USER, '-g', SYSTEMD_HOST_USER, '/var/lib/svcops'])
-  await runAsHostRoot(info, ['usermod', '-a', '-G', 'systemd-journal', SYSTEMD_HOST_USER])
-  return info
 }
 
 /** Waits until every component of the host answers its `/health` and each connecting one is connected (but where the release never connects). */
@@ -141,12 +103,20 @@ export async function startSystemdLiveHosts(lab: LabSteps, options: Required<Lab
   // In turn: a boot is a systemd and its units starting on this machine's two cores.
   for (const [i, components] of spread.entries()) {
     const name = `live-${i + 1}`
+    const sshPort = await freePortNotIn(given)
+    given.add(sshPort)
     const info = await events.step(`host ${name}: boot with systemd, install ${components.join(', ')} ${version} with apt-get`, () =>
-      bootLiveHost(
+      bootLabHost(
         lab,
-        { name, dir, labId, keyFile, sourcesLine: aptSourcesLine(served.url, KEYRING_ON_HOST), keyring: repo.keyring, version },
-        components,
-        given,
+        {
+          name,
+          dir: join(dir, name),
+          machine: `svcops-${labId}-${name}`,
+          sshPort,
+          clientPublicKey: readFileSync(`${keyFile}.pub`, 'utf8'),
+          apt: { sourcesLine: aptSourcesLine(served.url, KEYRING_ON_HOST), keyring: repo.keyring, keyringOnHost: KEYRING_ON_HOST },
+        },
+        components.map((c) => `${livePackageName(PRODUCT.prefix, c)}=${version}`),
       ),
     )
     booted.push(info)
