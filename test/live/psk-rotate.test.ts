@@ -6,7 +6,8 @@
  * reconnect (its environment file put back to the old key by something else right after svcops
  * wrote it, so the controller refuses it) rolls every file back to the old key, every component
  * restarted on it, exit 4; a rotation killed right after the controller's key was written is
- * finished by `svcops resume ID` with that same key everywhere. Neither key in any output, journal,
+ * finished by `svcops resume ID` with that same key everywhere, or undone by `svcops resume ID
+ * --rollback`, the old key back everywhere. Neither key in any output, journal,
  * report or process's arguments. On Kubernetes the command refuses, naming the stack's
  * `deploy.pskRotation` and its documented gap, before any run exists.
  */
@@ -125,6 +126,23 @@ describe('svcops psk rotate on hosts', () => {
     expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0)
     expect(phaseOf(id)).toBe('succeeded')
     expectEverywhere(written)
+    expectAllRunning()
+    expect(lab().read(LIVE_LOCK_PATH)).toBeUndefined()
+    expectNoKeyPrinted()
+  })
+
+  it('killed right after the new key was written: svcops resume ID --rollback puts the old key back everywhere', async () => {
+    const before = lab().snapshot()
+    const old = keys().settings
+    const killed = await lab().svcopsKilledAt(['psk', 'rotate', '--yes'], 'write-psk')
+    expect(killed.signal, killed.stdout + killed.stderr).toBe('SIGKILL')
+    const id = listRuns(lab().runsDir)[0]?.id ?? ''
+    expect(keys().settings).not.toBe(old)
+    const rolled = await lab().svcopsProcess(['resume', id, '--rollback', '--yes'])
+    expect(rolled.code, rolled.stdout + rolled.stderr).toBe(0)
+    expect(phaseOf(id)).toBe('rolled-back')
+    expectEverywhere(old)
+    expect(lab().snapshot()).toEqual(before)
     expectAllRunning()
     expect(lab().read(LIVE_LOCK_PATH)).toBeUndefined()
     expectNoKeyPrinted()
