@@ -121,7 +121,7 @@ export interface StandinState {
   pods: StandinPod[]
   /** Rights the administrator identity lacks: `verb resource[/subresource]` (requests refused, reviews denied). */
   denied: string[]
-  /** Where a port-forward to any pod connects (`{ host, port }` of a local server), if anywhere. */
+  /** Where a port-forward to any pod connects (`{ host, port }` of a local server), if anywhere (a pod's own `forwardTo` first). */
   forwardTo?: { host: string; port: number }
   /** Further Deployments in the namespace. */
   others: StandinDeployment[]
@@ -446,11 +446,15 @@ export async function startKubeApiStandin(initial: Partial<StandinState> = {}, c
       query: Object.fromEntries(url.searchParams),
       ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
     })
-    if (!pod || req.headers.authorization !== `Bearer ${token}` || !state.forwardTo || !state.pods.some((p) => p.name === pod[1])) {
+    // Any pod of the summary: its own `forwardTo` (a Job's pod, say), else the state's.
+    const found = all()
+      .flatMap((d) => d.pods)
+      .find((p) => p.name === pod?.[1])
+    const to = found?.forwardTo ?? state.forwardTo
+    if (!pod || req.headers.authorization !== `Bearer ${token}` || !to || !found) {
       socket.end('HTTP/1.1 404 Not Found\r\n\r\n')
       return
     }
-    const to = state.forwardTo
     sockets.handleUpgrade(req, socket, head, (ws) => {
       const port = Number(url.searchParams.get('ports'))
       const portBytes = Buffer.from([port & 0xff, port >> 8])

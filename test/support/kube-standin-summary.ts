@@ -29,6 +29,8 @@ export interface StandinPod {
   metrics?: string
   /** The port the pod serves `metrics` on (the container's `metrics` port). */
   metricsPort?: number
+  /** Where a port-forward to this pod connects, instead of the stand-in's `forwardTo`. */
+  forwardTo?: { host: string; port: number }
 }
 
 /** A further Deployment (`others`): its pods' `app.kubernetes.io/name`, and the container fields a test checks. */
