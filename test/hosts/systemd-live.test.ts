@@ -6,7 +6,8 @@
  * root rights are the rules `svcops render sudoers` prints. Through the CLI, in order: an upgrade
  * across a major that writes the settings file and every environment file (the PSK of 2.0.0), with
  * the apt and systemd drivers and the files through sudo; verify; a rollback from each host's package
- * cache with the repository gone; a sudo rule removed (refused before anything stops, naming it);
+ * cache with the repository gone; a component's crash restarted by its unit's Restart=; a sudo rule
+ * removed (refused before anything stops, naming it);
  * and lab down leaving nothing behind.
  */
 import { execFileSync } from 'node:child_process'
@@ -160,6 +161,24 @@ describe('upgrade, verify and rollback through sudo', { timeout: 600_000 }, () =
     expect(await installed()).toEqual(everyComponentOn('1.0.0'))
     await everyUnitActive()
     expect(await asSshUser('live-2', ['stat', '-c', '%U %a', '/etc/default/svc-ingest'])).toBe('root 600')
+  })
+
+  it("a component's crash is restarted by its unit (Restart=on-failure); it reconnects and verify passes", async () => {
+    await runAsHostRoot(host('live-2'), ['systemctl', 'kill', '--kill-whom=main', '--signal=SIGKILL', 'svc-pipeline'])
+    let restarts = '0'
+    for (let i = 0; i < 100 && restarts === '0'; i++) {
+      restarts = await asSshUser('live-2', ['systemctl', 'show', '--property=NRestarts', '--value', '--', 'svc-pipeline'])
+      if (restarts === '0') await new Promise((r) => setTimeout(r, 100))
+    }
+    expect(restarts).toBe('1')
+    let verify = await svcops(['verify', 'live'])
+    // The restarted pipeline connects again within a few seconds.
+    for (let i = 0; i < 20 && verify.code !== ExitCode.ok; i++) {
+      await new Promise((r) => setTimeout(r, 1000))
+      verify = await svcops(['verify', 'live'])
+    }
+    expectOk(verify)
+    await everyUnitActive()
   })
 
   it('with one sudo rule removed, the upgrade is refused before anything stops, naming the rule', async () => {
