@@ -20,8 +20,10 @@
  *   (test/support/pulumi-argv-recorder.ts with `engine`) and the real `kubectl` (Debian's
  *   kubernetes-client); no image, pod or database. The set-up runs as on a cluster (the runbook's
  *   order: the namespace, the Secrets, the claims, `pulumi up`), so its defects show here, and the
- *   cases that need no running pod run; those that do (an upgrade through the recording service,
- *   the jobs' pods, a verify) are real-cluster cases, listed as such in the run.
+ *   cases that need no running pod run (an operator's `kubectl edit` refused at the upgrade's
+ *   preflight, a change besides the version refused, `pulumi destroy`); those that do (an upgrade
+ *   through the recording service, the jobs' pods, a verify) are selected by the target: registered
+ *   for `kind` and `context` only, never a skip here (docs/testing.md names what each needs).
  * A real cluster's target also needs the backup keys at /etc/svcops/backup-keys on this machine
  * (the stack names them where the jobs mount them, and svcops here reads the same paths): the suite
  * writes its keys there when it may. Without what its target needs every test is skipped, one line
