@@ -10,6 +10,7 @@ import { BadInputError } from '../../src/core/errors.ts'
 import { liveUnitNames } from '../../src/live/live-platforms.ts'
 import { hasTypeCanary } from '../../src/live/live-soak.ts'
 import { findLiveRunToRollBack, type LiveSystem } from '../../src/live/live-system.ts'
+import { lockPolicyOf, type LockPolicy } from '../../src/runs/lock-policy.ts'
 import type { RunOutcome } from '../../src/runs/playbook.ts'
 import { planSystemContinuation, planSystemRun, renderRunPlan, resumeSystemRun, startSystemRun } from '../../src/runs/run-actions.ts'
 import type { RunPlan } from '../../src/runs/run-system.ts'
@@ -32,7 +33,7 @@ export function upgradeLiveCommand(live: LiveSystem): CommandMain<UpgradeLiveFla
       batch: flags.batch ?? 1,
       maxFail: flags.maxFail ?? '0',
       autoRollback: flags.autoRollback,
-      ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
+      lockPolicy: lockPolicyOf(flags),
       ...(flags.soak ? { soakMs: flags.soak } : {}),
       ...(flags.pauseAfterCanary ? { pauseAfterCanary: true } : {}),
     }
@@ -81,7 +82,7 @@ export function rollbackLiveCommand(live: LiveSystem): CommandMain<RollbackLiveF
     await confirmChange(() => prompts.rollbackPrompt('the live production system', env.name, 'live', flags.run), flags.yes)
     await showRunOn(
       io,
-      () => rollbackLive(live, env, { ...options, ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}) }),
+      () => rollbackLive(live, env, { ...options, lockPolicy: lockPolicyOf(flags) }),
       flags.metricsFile ? { metricsFile: flags.metricsFile } : {},
     )
   }
@@ -91,11 +92,10 @@ export function rollbackLiveCommand(live: LiveSystem): CommandMain<RollbackLiveF
 export async function rollbackLive(
   live: LiveSystem,
   env: Environment,
-  options: { runId?: string; breakLock?: boolean; force?: boolean; trustUnsigned?: boolean } = {},
+  options: { runId?: string; lockPolicy?: LockPolicy; trustUnsigned?: boolean } = {},
 ): Promise<RunOutcome> {
-  const breaking = options.breakLock ? { breakLock: true, force: options.force ?? false } : {}
   const journal = await findLiveRunToRollBack(env, options.runId, { trustUnsigned: options.trustUnsigned ?? false })
-  return resumeSystemRun(live, journal.run.id, { rollback: true, env, ...breaking })
+  return resumeSystemRun(live, journal.run.id, { rollback: true, env, lockPolicy: options.lockPolicy })
 }
 
 /** `svcops rollback live --dry-run`. */

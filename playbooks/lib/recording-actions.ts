@@ -13,6 +13,7 @@ import { databaseTarget, withDatabase } from '../../src/drivers/postgres.ts'
 import { findRunToRollBack } from '../../src/recording/recording-context.ts'
 import type { RecordingSystem } from '../../src/recording/recording-system.ts'
 import { schemaPathTo } from '../../src/recording/schema-backup.ts'
+import { lockPolicyOf, type LockPolicy } from '../../src/runs/lock-policy.ts'
 import type { RunOutcome } from '../../src/runs/playbook.ts'
 import {
   planSystemContinuation,
@@ -26,12 +27,6 @@ import type { RunPlan } from '../../src/runs/run-system.ts'
 import { confirmChange, printPlanOn, showRunOn } from '../../src/edge/command-io.ts'
 import type { RollbackRecordingFlags, UpgradeRecordingFlags } from './recording-commands.ts'
 import type { CommandMain } from '../../src/edge/script.ts'
-
-/** How a run treats the environment's lock another run holds (`--break-lock`, `--force`). */
-interface Breaking {
-  breakLock?: boolean
-  force?: boolean
-}
 
 /** `svcops upgrade recording`, and playbooks/upgrade.ts run as a script: the dry run's plan, or the run once confirmed. */
 export function upgradeRecordingCommand(recording: RecordingSystem): CommandMain<UpgradeRecordingFlags> {
@@ -48,7 +43,7 @@ export function upgradeRecordingCommand(recording: RecordingSystem): CommandMain
       batch: flags.batch,
       maxFail: flags.maxFail,
       autoRollback: flags.autoRollback,
-      ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
+      lockPolicy: lockPolicyOf(flags),
       ...(flags.window ? { windowMs: flags.window } : {}),
       ...(flags.pauseAfterCanary ? { pauseAfterCanary: true } : {}),
       ...(flags.soak ? { soakMs: flags.soak } : {}),
@@ -93,10 +88,10 @@ export function rollbackRecordingCommand(recording: RecordingSystem): CommandMai
           : prompts.rollbackPrompt('the recording service', env.name, 'recording', flags.run),
       flags.yes,
     )
-    const breaking = flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}
+    const lockPolicy = lockPolicyOf(flags)
     await showRunOn(
       io,
-      () => rollbackRecording(recording, env, { ...options, ...breaking }),
+      () => rollbackRecording(recording, env, { ...options, lockPolicy }),
       flags.metricsFile ? { metricsFile: flags.metricsFile } : {},
     )
   }
@@ -109,7 +104,7 @@ export function rollbackRecordingCommand(recording: RecordingSystem): CommandMai
 export function retryRecording(
   recording: RecordingSystem,
   id: string,
-  options: { env?: Environment } & Breaking = {},
+  options: { env?: Environment; lockPolicy?: LockPolicy } = {},
 ): Promise<RunOutcome> {
   const { journal, env } = recordedRun(recording, id, options.env ? { env: options.env } : {})
   const old = journal.run
@@ -118,30 +113,30 @@ export function retryRecording(
     to: old.targetVersion,
     hosts: old.params.hosts,
     retryOf: old,
-    ...(options.breakLock ? { breakLock: true, force: options.force ?? false } : {}),
+    lockPolicy: options.lockPolicy,
   })
 }
 
 /**
  * `svcops rollback recording`: rolls back run `runId` (default: the environment's newest upgrade
- * run) with playbooks/rollback-procedure.ts, or with `to` moves every host to that version through the
+ * run) with playbooks/rollback.ts, or with `to` moves every host to that version through the
  * upgrade playbook (backup, verification, and its own rollback on failure); throws RolledBackError
  * (exit 4) when that move failed and was rolled back.
  */
 export async function rollbackRecording(
   recording: RecordingSystem,
   env: Environment,
-  options: { runId?: string; to?: string; packageOnly?: boolean; trustUnsigned?: boolean } & Breaking,
+  options: { runId?: string; to?: string; packageOnly?: boolean; trustUnsigned?: boolean; lockPolicy?: LockPolicy },
 ): Promise<RunOutcome> {
-  const breaking = options.breakLock ? { breakLock: true, force: options.force ?? false } : {}
+  const { lockPolicy } = options
   if (options.to) {
-    const request = { env, to: options.to, downgrade: true, ...breaking }
+    const request = { env, to: options.to, downgrade: true, lockPolicy }
     if (!options.packageOnly && (await acrossSchemaChange(env, options.to)))
       return startSystemRun(recording, { ...request, procedure: 'downgrade' })
     return startSystemRun(recording, request)
   }
   const journal = await findRunToRollBack(env, options.runId, { trustUnsigned: options.trustUnsigned ?? false })
-  return resumeSystemRun(recording, journal.run.id, { rollback: true, env, ...breaking })
+  return resumeSystemRun(recording, journal.run.id, { rollback: true, env, lockPolicy })
 }
 
 /** `svcops rollback recording --dry-run`: with `--to V`, the procedure the run would follow (the downgrade across a schema change). */
@@ -163,7 +158,7 @@ export async function planRecordingRollback(
 
 /**
  * `rollback recording --to V`: true when V runs on another schema than today's, so the downgrade
- * (playbooks/rollback-procedure.ts) restores the newest verified backup taken on V; without one,
+ * (playbooks/rollback.ts) restores the newest verified backup taken on V; without one,
  * refused (schemaPathTo names what is missing). With `--package-only` the backup is not looked
  * for: V is installed on today's schema through the upgrade playbook, and V's own start refusing a
  * newer schema fails the canary, which is rolled back.

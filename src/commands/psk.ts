@@ -3,6 +3,7 @@ import type { Command } from 'commander'
 import { ExitCode } from '../core/errors.ts'
 import { environmentOf, globals, printResult } from './context.ts'
 import { exitAfterOutput } from './plan.ts'
+import { lockPolicyOf } from '../runs/lock-policy.ts'
 
 export function register(program: Command): void {
   const psk = program.command('psk').description("Generate, check or rotate the system controller's pre-shared key (PSK).")
@@ -130,7 +131,7 @@ Examples:
         ])
       const env = await environmentOf(command)
       assertHostsForRotation(env)
-      const request = { env, ...(options.breakLock ? { breakLock: true, force: options.force ?? false } : {}) }
+      const request = { env, lockPolicy: lockPolicyOf(options) }
       if (options.dryRun) {
         const plan = await planSystemRun(pskRotate, request)
         printPlan(command, plan, () => renderRunPlan(pskRotate, plan), { spread: false })

@@ -11,6 +11,7 @@ import { events } from '../core/events.ts'
 import { environmentOf, globals, printResult, showProgress } from './context.ts'
 import type { Environment } from '../config/schema.ts'
 import type { Journal } from '../runs/journal.ts'
+import { lockPolicyOf } from '../runs/lock-policy.ts'
 import type { RunRecord } from '../runs/run-record.ts'
 import type { Systems } from '../runs/system-description.ts'
 import type { SystemActions } from '../../playbooks/lib/systems.ts'
@@ -283,13 +284,10 @@ function registerResume(program: Command): void {
 
 /** `svcops resume ID`: the run's own system, looked up by the name its record gives, continues it. */
 async function resume(id: string, flags: ResumeFlags, command: Command): Promise<void> {
+  const lockPolicy = lockPolicyOf(flags) // bad input (--force alone) before the run is read
   const { journal, env } = await runToResume(id, flags, command)
   const given = env ? { env } : {}
-  const options = {
-    ...(flags.rollback ? { rollback: true } : {}),
-    ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
-    ...given,
-  }
+  const options = { ...(flags.rollback ? { rollback: true } : {}), lockPolicy, ...given }
   const { systemByName } = await import('../../playbooks/lib/systems.ts')
   const entry = systemByName(journal.run.system)
   const system = await entry.load()
@@ -352,7 +350,7 @@ async function retry(
   const stop = await progress(command)
   try {
     const outcome = await again(id, {
-      ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
+      lockPolicy: lockPolicyOf(flags),
       ...(env ? { env } : {}),
     })
     printResult(

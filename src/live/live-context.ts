@@ -8,6 +8,7 @@
 import type { Environment, LiveConfig } from '../config/schema.ts'
 import { errorMessage, LockedError, withFacts } from '../core/errors.ts'
 import { Journal } from '../runs/journal.ts'
+import type { LockPolicy } from '../runs/lock-policy.ts'
 import { isFinished, type RunRecord } from '../runs/run-record.ts'
 import { acquireHostLock } from '../runs/lock.ts'
 import { hostLeaseLost, releaseHostLease, renewHostLease } from '../runs/host-lease.ts'
@@ -42,13 +43,13 @@ export function liveContext(env: Environment, journal: Journal<LiveParams>): Liv
 /**
  * Takes the live environment's lock for `run` (the lock file on its host, a lease renewed while the
  * run holds it). A run that died holding it is refused, naming it and how to finish it, unless it
- * is the run being resumed (`takeOver`) — and then only once its holder is proven gone — or `breakLock`.
+ * is the run being resumed (`takeOver`) — and then only once its holder is proven gone — or `lockPolicy` is `break-any`.
  * The run stops at its next step once the lock holds another holder's line (`HeldLock.lost`).
  */
 export async function lockLiveEnvironment(
   env: Environment,
   run: Pick<RunRecord, 'id' | 'holder' | 'startedAt'>,
-  options: { takeOver?: string[]; breakLock?: boolean; force?: boolean },
+  options: { takeOver?: string[]; lockPolicy?: LockPolicy },
 ): Promise<HeldLock> {
   const { transport, path } = liveLockPlace(env)
   const host = { transport }
@@ -58,7 +59,7 @@ export async function lockLiveEnvironment(
     line = await acquireHostLock(host.transport, path, holder, {
       ...(options.takeOver ? { takeOver: options.takeOver } : {}),
       // A lock file left is an unfinished run's: --break-lock takes it only with --force.
-      ...(options.breakLock ? { breakLock: true, force: options.force ?? false } : {}),
+      lockPolicy: options.lockPolicy,
       // A lease: a resume takes it over only once its holder is proven gone, never because it names the run.
       lease: true,
     })

@@ -9,6 +9,7 @@ import type { Environment } from '../config/schema.ts'
 import { BadInputError } from '../core/errors.ts'
 import { assertVersion } from '../releases/versions.ts'
 import { Journal } from '../runs/journal.ts'
+import type { LockPolicy } from '../runs/lock-policy.ts'
 import { listEnvironmentRuns, openRunToContinue, type RunAccess } from '../runs/run-listing.ts'
 import type { Playbook } from '../runs/playbook.ts'
 import { newRunRecord, type RunRecord } from '../runs/run-record.ts'
@@ -36,7 +37,7 @@ export interface LiveUpgradeRequest {
   /** The release a dry run plans from when the running one cannot be read (`--from`, dry run only). */
   from?: string
   autoRollback?: boolean
-  breakLock?: boolean
+  lockPolicy?: LockPolicy
   /** `--soak`, in ms: each type's canary judged before its batches (default: the stack's `analysis.soak`). */
   soakMs?: number
   /** `--pause-after-canary`: wait for a person after the first type's verified canary. */
@@ -107,7 +108,7 @@ export function liveSystem(playbook: Playbook<LiveContext, LiveParams>): LiveSys
     async lock(env, run, options) {
       const lock = await lockLiveEnvironment(env, run, {
         ...(options.resuming ? { takeOver: [options.resuming] } : {}),
-        ...(options.breakLock ? { breakLock: true, force: options.force ?? false } : {}),
+        lockPolicy: options.lockPolicy,
       })
       return { lock, takeOver: [] }
     },

@@ -14,6 +14,7 @@ import { recordingDescription } from './recording-description.ts'
 import { isFinished, type RunRecord } from '../runs/run-record.ts'
 import { isBackupRun } from '../backup/held-by-runs.ts'
 import { acquireEnvironmentLock, breakRefused, type EnvironmentLock, type LockHolder } from '../runs/lock.ts'
+import type { LockPolicy } from '../runs/lock-policy.ts'
 import type { Opened } from '../runs/playbook.ts'
 import type { UpgradeDeps } from './deps.ts'
 import type { RecordingParams } from './recording-params.ts'
@@ -76,7 +77,7 @@ export async function closeRecordingContext(ctx: RecordingContext): Promise<void
  * Opens the context of a run and takes each target's own lock (a dead run this one takes over,
  * `takeOver`, may hold them). Closing releases them.
  */
-export function openRecordingRun(env: Environment, takeOver: string[], breakLock: boolean, openDeps?: DepsFactory) {
+export function openRecordingRun(env: Environment, takeOver: string[], lockPolicy: LockPolicy, openDeps?: DepsFactory) {
   return async (journal: Journal<RecordingParams>): Promise<Opened<RecordingContext>> => {
     const ctx = await recordingContext(env, journal, openDeps)
     const run = journal.run
@@ -86,7 +87,7 @@ export function openRecordingRun(env: Environment, takeOver: string[], breakLock
       await closeRecordingContext(ctx)
     }
     try {
-      await ctx.platform.lockTargets(holder, { takeOver, breakLock })
+      await ctx.platform.lockTargets(holder, { takeOver, lockPolicy })
       await ctx.platform.connect()
     } catch (error) {
       journal.update({ phase: 'failed', finishedAt: new Date().toISOString(), cause: errorMessage(error) })
@@ -99,19 +100,20 @@ export function openRecordingRun(env: Environment, takeOver: string[], breakLock
 
 /**
  * Takes the environment lock for `run`. A run that died holding it must be resumed or rolled back
- * first: starting a new one on top of a half-upgraded fleet is refused (exit 3) unless `breakLock`.
+ * first: starting a new one on top of a half-upgraded fleet is refused (exit 3) unless `lockPolicy` is `break-any`.
  */
 export async function lockRecordingEnvironment(
   env: Environment,
   run: Pick<RunRecord, 'id' | 'holder' | 'startedAt'>,
-  options: { breakLock?: boolean; force?: boolean; resuming?: string },
+  options: { lockPolicy?: LockPolicy; resuming?: string },
 ): Promise<{ lock: EnvironmentLock; takeOver: string[] }> {
   const rec = requireSection(env, 'recording')
   const lock = await acquireEnvironmentLock(rec.database, {
     environment: env.name,
     holder: { runId: run.id, holder: run.holder, pid: process.pid, since: run.startedAt },
     ...options,
-    judgeDead: (dead) => (options.breakLock && options.force ? undefined : unfinishedHolder(env, dead, options.breakLock ?? false)),
+    judgeDead: (dead) =>
+      options.lockPolicy === 'break-any' ? undefined : unfinishedHolder(env, dead, options.lockPolicy === 'break-finished'),
   })
   return { lock, takeOver: [lock.deadHolder?.runId, lock.broken?.runId].filter((x): x is string => !!x) }
 }
@@ -126,7 +128,7 @@ function changedSomething(run: RunRecord): boolean {
  * A dead holder's run that did not finish refuses a new run, naming the two commands that finish
  * it; with `--break-lock` (and no `--force`), also what breaking it would risk.
  */
-function unfinishedHolder(env: Environment, dead: LockHolder, breakLock: boolean): Error | undefined {
+function unfinishedHolder(env: Environment, dead: LockHolder, breaking: boolean): Error | undefined {
   let where = 'an unknown step'
   try {
     const journal = Journal.open(dead.runId)
@@ -139,7 +141,7 @@ function unfinishedHolder(env: Environment, dead: LockHolder, breakLock: boolean
     // No local journal: the run was started elsewhere; treat it as unfinished.
   }
   const held = `run ${dead.runId} (${dead.holder}, since ${dead.since}) holds environment '${env.name}' and was interrupted during ${where} without finishing`
-  if (breakLock) return breakRefused(held, dead.runId)
+  if (breaking) return breakRefused(held, dead.runId)
   return withFacts(
     new LockedError(
       `Environment '${env.name}': ${held}.`,

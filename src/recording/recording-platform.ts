@@ -15,6 +15,7 @@
 import type { RecordingHostConfig } from '../config/schema.ts'
 import type { Transport } from '../core/runner.ts'
 import type { LockHolder } from '../runs/lock.ts'
+import type { LockPolicy } from '../runs/lock-policy.ts'
 import type { StepResult } from '../runs/step.ts'
 
 /** What a rollout acts on: a host, or on Kubernetes the Deployment. */
@@ -88,7 +89,7 @@ export interface RecordingPlatform {
   records(): string[]
 
   /** Takes each target's own lock (a lock file on each host); the environment's lock is the run's. */
-  lockTargets(holder: LockHolder, options: { takeOver: string[]; breakLock: boolean }): Promise<void>
+  lockTargets(holder: LockHolder, options: { takeOver: string[]; lockPolicy: LockPolicy }): Promise<void>
   /** Releases what `lockTargets` took; never throws. */
   unlockTargets(runId: string): Promise<void>
   /** The targets' locks, for the preflight's dry run ('' when there are none). */

@@ -11,6 +11,7 @@ import { BadInputError } from '../core/errors.ts'
 import { soakOf } from '../config/analysis.ts'
 import { assertVersion } from '../releases/versions.ts'
 import type { Journal } from '../runs/journal.ts'
+import type { LockPolicy } from '../runs/lock-policy.ts'
 import type { Playbook } from '../runs/playbook.ts'
 import { newRunRecord, type RunRecord } from '../runs/run-record.ts'
 import type { NewRun, RunPlan, RunSystem } from '../runs/run-system.ts'
@@ -37,7 +38,7 @@ export interface UpgradeRequest {
   batch?: number
   maxFail?: string
   autoRollback?: boolean
-  breakLock?: boolean
+  lockPolicy?: LockPolicy
   /** Maintenance window from the start of the run, in ms (`--window`). */
   windowMs?: number
   /** `resume ID --retry`: the failed, rolled-back run whose verified backup and snapshot this run reuses. */
@@ -154,7 +155,7 @@ export function recordingSystem(
       }
       return lockRecordingEnvironment(env, run, options)
     },
-    open: (env, journal, options) => openRecordingRun(env, options.takeOver, options.breakLock)(journal),
+    open: (env, journal, options) => openRecordingRun(env, options.takeOver, options.lockPolicy)(journal),
     async openToPlan(env, journal) {
       const ctx = await recordingContext(env, journal)
       return { ctx, close: () => closeRecordingContext(ctx) }

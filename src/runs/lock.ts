@@ -16,6 +16,7 @@ import { LockedError, OperationError, withFacts } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import { runCommand, type Transport } from '../core/runner.ts'
 import { HOST_LEASE_SECONDS, holderPresence, leaseLine } from './host-lease.ts'
+import type { LockPolicy } from './lock-policy.ts'
 import { isRunId } from './run-record.ts'
 
 /** Who holds (or held) a lock. */
@@ -29,10 +30,11 @@ export interface LockHolder {
 export interface AcquireOptions {
   environment: string
   holder: LockHolder
-  /** Take the lock even when a live run holds it (terminates the holder's session). Logged. */
-  breakLock?: boolean
-  /** With `breakLock`: break it even while the holder's run is unfinished (it always is, while it holds the lock). */
-  force?: boolean
+  /**
+   * A lock another run holds (default `respect`): a live holder's lock is broken (its session
+   * terminated, logged) only with `break-any`, since its run is unfinished while it holds it.
+   */
+  lockPolicy?: LockPolicy
   /** The run being resumed: its own stale row is taken over silently. */
   resuming?: string
   /**
@@ -138,6 +140,7 @@ function plain(row: LockHolder & { backendPid?: number }): LockHolder {
  */
 export async function acquireEnvironmentLock(db: DatabaseConfig, options: AcquireOptions): Promise<EnvironmentLock> {
   const { environment, holder } = options
+  const policy = options.lockPolicy ?? 'respect'
   const session = await openLockSession(db)
   // The connection holds the lock; an error on it later (server restart) means we lost the lock.
   session.on('error', (error) => events.emit({ kind: 'error', message: `The connection holding the run lock failed: ${error.message}` }))
@@ -150,7 +153,7 @@ export async function acquireEnvironmentLock(db: DatabaseConfig, options: Acquir
     let got = await tryLock(session, environment, db)
     let broken: LockHolder | undefined
     if (!got) {
-      if (!options.breakLock || !row) {
+      if (policy === 'respect' || !row) {
         const who = row ? describe(row) : 'another session'
         throw withFacts(
           new LockedError(
@@ -162,7 +165,7 @@ export async function acquireEnvironmentLock(db: DatabaseConfig, options: Acquir
           { lockedBy: row ? plain(row) : null },
         )
       }
-      if (!options.force)
+      if (policy !== 'break-any')
         throw breakRefused(`Environment '${environment}' is locked by ${describe(row)}, which is still running`, row.runId)
       events.warn(`--break-lock --force: taking the lock of environment '${environment}' from ${describe(row)}.`)
       await session.query('SELECT pg_terminate_backend($1)', [row.backendPid])
@@ -259,7 +262,7 @@ export async function readEnvironmentLock(db: DatabaseConfig, environment: strin
 /**
  * Takes the per-host lock file (`path`, created with noclobber so two writers cannot both win).
  * A file left by a run in `takeOver` (the dead run we replace or resume) is replaced; any other
- * holder is refused with its content unless `breakLock`. With `lease` the lock is a lease its
+ * holder is refused with its content unless `lockPolicy` breaks it. With `lease` the lock is a lease its
  * holder renews (`renewHostLease`), and naming the run is not enough: the file is taken over only
  * when its holder is proven gone (its process dead on this machine, or its lease expired) — a
  * resume of a run whose holder lives is refused naming it, as etcd takes a lock over only once its
@@ -271,8 +274,9 @@ export async function acquireHostLock(
   transport: Transport,
   path: string,
   holder: LockHolder,
-  options: { takeOver?: string[]; breakLock?: boolean; force?: boolean; lease?: boolean } = {},
+  options: { takeOver?: string[]; lockPolicy?: LockPolicy; lease?: boolean } = {},
 ): Promise<string> {
+  const policy = options.lockPolicy ?? 'respect'
   const content = options.lease ? leaseLine(holder) : `${holder.runId} ${holder.holder} ${holder.pid} ${holder.since}`
   const dir = path.replace(/\/[^/]+$/, '')
   const write = ['sh', '-c', 'mkdir -p "$1" && set -C && printf "%s\\n" "$2" > "$3"', 'sh', dir, content, path]
@@ -284,7 +288,7 @@ export async function acquireHostLock(
   const sameProcess = runId === holder.runId && who === holder.holder && Number(pid) === holder.pid
   if (ours && options.lease && current.code === 0 && !sameProcess) {
     const presence = await holderPresence(transport, path, who, Number(pid))
-    if (!presence.gone && !(options.breakLock && options.force === true))
+    if (!presence.gone && policy !== 'break-any')
       throw withFacts(
         new LockedError(
           `Host ${transport.host} is locked by run ${runId} (${who}, pid ${pid}) since ${since}, whose holder is alive: ${presence.why}.`,
@@ -296,12 +300,12 @@ export async function acquireHostLock(
       ours = false // --break-lock --force: taken below, with its warning
     else events.info(`Taking over the host lock of ${transport.host} from run ${runId}: ${presence.why}.`, transport.host)
   }
-  // `force: false`: the caller decides here whether breaking is allowed (a host lock left is an unfinished run's).
-  if (!ours && options.breakLock && options.force === false && current.code === 0)
+  // A leased lock is an environment's (a lock file left is an unfinished run's): `break-finished` does not take it.
+  // Without a lease the caller's environment lock has judged the holder already.
+  if (!ours && policy === 'break-finished' && options.lease && current.code === 0)
     throw breakRefused(`host ${transport.host} is locked by run ${runId} (${who}, pid ${pid}) since ${since}, which did not finish`, runId)
-  if (ours || options.breakLock) {
-    if (options.breakLock && !ours)
-      events.warn(`--break-lock: replacing the host lock of ${transport.host} held by run ${runId}.`, transport.host)
+  if (ours || policy !== 'respect') {
+    if (!ours) events.warn(`--break-lock: replacing the host lock of ${transport.host} held by run ${runId}.`, transport.host)
     await runCommand(transport, ['sh', '-c', 'printf "%s\\n" "$1" > "$2"', 'sh', content, path])
     return content
   }

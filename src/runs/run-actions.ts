@@ -10,6 +10,7 @@ import { BadInputError } from '../core/errors.ts'
 import { events } from '../core/events.ts'
 import type { PlannedStep } from './engine.ts'
 import { Journal } from './journal.ts'
+import type { LockPolicy } from './lock-policy.ts'
 import { planRun, resumeRun, startRun, type RunOutcome } from './playbook.ts'
 import { isFinished, newRunRecord, phaseToContinue, withParams, type RunParams, type RunRecord } from './run-record.ts'
 import type { RunPlan, RunRequest, RunSystem } from './run-system.ts'
@@ -27,15 +28,15 @@ export async function startSystemRun<P extends RunParams, Req extends RunRequest
   req: Req,
 ): Promise<RunOutcome> {
   const record = newSystemRecord(system, req)
-  const breakLock = req.breakLock ?? false
-  const { lock, takeOver } = await system.lock(req.env, record, breakLock ? { breakLock, force: req.force ?? false } : {})
+  const lockPolicy = req.lockPolicy ?? 'respect'
+  const { lock, takeOver } = await system.lock(req.env, record, { lockPolicy })
   const journal = Journal.create(record)
   events.info(system.announce(record, req.env))
   return startRun({
     playbook: system.playbook(record),
     journal,
     lock,
-    open: (j) => system.open(req.env, j, { takeOver, breakLock }),
+    open: (j) => system.open(req.env, j, { takeOver, lockPolicy }),
     system,
     ...storeOf(system, req.env),
   })
@@ -45,16 +46,13 @@ export async function startSystemRun<P extends RunParams, Req extends RunRequest
 export async function resumeSystemRun<P extends RunParams, Req extends RunRequest, C>(
   system: RunSystem<P, Req, C>,
   id: string,
-  options: { rollback?: boolean; breakLock?: boolean; force?: boolean } & RecordedFrom,
+  options: { rollback?: boolean; lockPolicy?: LockPolicy } & RecordedFrom,
 ): Promise<RunOutcome> {
   const { journal, env } = continuationOf(system, id, options)
-  const breakLock = options.breakLock ?? false
-  const { lock, takeOver } = await system.lock(env, journal.run, {
-    resuming: id,
-    ...(breakLock ? { breakLock, force: options.force ?? false } : {}),
-  })
+  const lockPolicy = options.lockPolicy ?? 'respect'
+  const { lock, takeOver } = await system.lock(env, journal.run, { resuming: id, lockPolicy })
   const playbook = system.playbook(journal.run)
-  const open = (j: Journal<P>) => system.open(env, j, { takeOver: [...takeOver, id], breakLock })
+  const open = (j: Journal<P>) => system.open(env, j, { takeOver: [...takeOver, id], lockPolicy })
   return resumeRun({ playbook, journal, lock, open, system, ...storeOf(system, env) }, options.rollback ? { rollback: true } : {})
 }
 

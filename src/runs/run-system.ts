@@ -11,18 +11,17 @@
 import type { Environment } from '../config/schema.ts'
 import type { PlannedStep } from './engine.ts'
 import type { Journal } from './journal.ts'
+import type { LockPolicy } from './lock-policy.ts'
 import type { HeldLock, Opened, Playbook } from './playbook.ts'
 import type { RunKind, RunParams, RunRecord } from './run-record.ts'
 import type { SystemDescription } from './system-description.ts'
 
 export type { RunView, SystemDescription } from './system-description.ts'
 
-/** A run's request: the environment it acts on, and whether it may take a lock another run holds. */
+/** A run's request: the environment it acts on, and whether it may take a lock another run holds (default `respect`). */
 export interface RunRequest {
   env: Environment
-  breakLock?: boolean
-  /** With `breakLock`: break the lock even though the holder's run is unfinished (`--force`). */
-  force?: boolean
+  lockPolicy?: LockPolicy
 }
 
 /** A new run's own fields, from its request. */
@@ -72,10 +71,10 @@ export interface RunSystem<P extends RunParams, Req extends RunRequest, C> exten
   lock(
     env: Environment,
     run: RunRecord<P>,
-    options: { resuming?: string; breakLock?: boolean; force?: boolean },
+    options: { resuming?: string; lockPolicy: LockPolicy },
   ): Promise<{ lock: HeldLock; takeOver: string[] }>
   /** Opens the context of a run (the targets' own locks taken); closing releases them. */
-  open(env: Environment, journal: Journal<P>, options: { takeOver: string[]; breakLock: boolean }): Promise<Opened<C>>
+  open(env: Environment, journal: Journal<P>, options: { takeOver: string[]; lockPolicy: LockPolicy }): Promise<Opened<C>>
   /** Opens the context of a dry run: it reads, never changes. */
   openToPlan(env: Environment, journal: Journal<P>): Promise<Opened<C>>
   /** The playbook a run follows: its kind's, or the procedure it recorded. */

@@ -71,7 +71,7 @@ describe('environment lock in the database', () => {
     const refused = await acquireEnvironmentLock(db, {
       environment: 'lab',
       holder: holder('20261122T031002Z-ffffff'),
-      breakLock: true,
+      lockPolicy: 'break-finished',
     }).catch((e: unknown) => e)
     expect(refused).toBeInstanceOf(LockedError)
     expect((refused as LockedError).hint).toContain('--force')
@@ -79,8 +79,7 @@ describe('environment lock in the database', () => {
     const broken = await acquireEnvironmentLock(db, {
       environment: 'lab',
       holder: holder('20261122T031002Z-ffffff'),
-      breakLock: true,
-      force: true,
+      lockPolicy: 'break-any',
     })
     expect(broken.broken?.runId).toBe('20261122T031001Z-eeeeee')
     await broken.release()

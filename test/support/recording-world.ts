@@ -208,7 +208,7 @@ export class RecordingWorld {
         { runId: run.id, holder: run.holder, pid: process.pid, since: run.startedAt },
         {
           takeOver: [run.id],
-          breakLock: false,
+          lockPolicy: 'respect',
         },
       )
       return { ctx, close: () => platform.unlockTargets(run.id) }

@@ -13,6 +13,7 @@ import { BadInputError, errorMessage } from '../../core/errors.ts'
 import { events } from '../../core/events.ts'
 import { databaseTarget, type DatabaseTarget } from '../../drivers/postgres.ts'
 import type { Journal } from '../../runs/journal.ts'
+import type { LockPolicy } from '../../runs/lock-policy.ts'
 import type { Opened } from '../../runs/playbook.ts'
 import { closeRecordingContext, recordingContext, type RecordingContext } from '../recording-context.ts'
 import type { RecordingParams } from '../recording-params.ts'
@@ -124,7 +125,7 @@ export async function cleanUpRehearsal(ctx: RehearsalContext): Promise<void> {
 export async function openRehearsal(
   production: Environment,
   journal: Journal<RecordingParams>,
-  options: { takeOver: string[]; breakLock: boolean },
+  options: { takeOver: string[]; lockPolicy: LockPolicy },
 ): Promise<Opened<RehearsalContext>> {
   const ctx = await rehearsalContext(production, journal)
   const run = journal.run

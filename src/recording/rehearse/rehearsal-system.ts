@@ -7,6 +7,7 @@
  */
 import type { Environment } from '../../config/schema.ts'
 import { assertVersion } from '../../releases/versions.ts'
+import type { LockPolicy } from '../../runs/lock-policy.ts'
 import type { Playbook } from '../../runs/playbook.ts'
 import { planBatches } from '../../runs/rollout.ts'
 import type { NewRun, RunSystem } from '../../runs/run-system.ts'
@@ -30,8 +31,7 @@ export interface RehearseRequest {
   batch?: number
   /** The maintenance window the prediction is set beside, in ms. */
   windowMs?: number
-  breakLock?: boolean
-  force?: boolean
+  lockPolicy?: LockPolicy
 }
 
 export type RehearsalSystem = RunSystem<RecordingParams, RehearseRequest, RehearsalContext>
