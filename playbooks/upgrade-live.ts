@@ -30,6 +30,7 @@ import { stopOrder } from '../src/live/layout.ts'
 import { unitsByType } from '../src/live/live-placement.ts'
 import { checkRollbackReady, startOnWhatTheyHave } from '../src/live/rollback-ready.ts'
 import { rollOutType, toleratedFailures } from '../src/live/live-rollout.ts'
+import { sampleLiveBaseline } from '../src/live/live-soak.ts'
 import { liveSystem } from '../src/live/live-system.ts'
 import {
   alreadyOnTarget,
@@ -60,6 +61,7 @@ async function upgradeLive(run: Run<LiveContext>): Promise<void> {
   await run.step(checkConfig) // settings and environment files read on every host; several TCP endpoints refused
   await run.step(backupFiles) // every file the run may touch, into the run folder (0600)
   await run.step(checkRollbackReady, 'upgrade') // what a rollback would need: previous packages, the saved settings, every host
+  await sampleLiveBaseline(run) // with a soak: each soaked type's instances on the old release, the baseline its canary is judged against
   for (const u of stopOrder(ctx.units).filter(pending)) await run.onHost(u, stopComponent) // control panels first, controller last
   await run.step(writeConfig) // PSK, settings file, TCP endpoint: all together on every host, while nothing runs
   const tolerated: HostFailure[] = []

@@ -1,11 +1,14 @@
 /**
  * The soak as a step of a run, for any system: planned (the dry run lists every request it would
  * make each interval), journaled (`soak`, once: a resumed run that finished it does not soak again;
- * one that was killed during it soaks again from the start), and acted on: a pass lets the rollout
- * go on; a fail is the canary's failure (thrown: the failure policy rolls back, exit 4), naming the
- * metric with both sides' figures; an inconclusive or marginal verdict waits for a person
- * (`runs promote|abort`, the pause after the canary) when `analysis.inconclusive` is `wait`, else
- * fails. Never a pass without the figures for one.
+ * one killed during it goes on from the samples it journaled, soak-progress.ts), and acted on: a
+ * pass lets the rollout go on; a fail is the canary's failure (thrown: the failure policy rolls
+ * back, exit 4), naming the metric with both sides' figures; an inconclusive or marginal verdict
+ * waits for a person (`runs promote|abort`, the pause after the canary) when
+ * `analysis.inconclusive` is `wait`, else fails. Never a pass without the figures for one. Where no
+ * baseline instance serves during the soak, a system may give the baseline it sampled before it
+ * stopped them (`before`, soak-baseline.ts): the canary is then judged against its type's own
+ * figures from before the stop.
  */
 import { z } from 'zod'
 import { OperationError } from '../core/errors.ts'
@@ -15,7 +18,8 @@ import { defineStep, type Step } from '../runs/step.ts'
 import type { AnalysisSettings } from '../config/analysis.ts'
 import type { MetricRule } from './analysis-verdict.ts'
 import type { Sampler } from './analysis-samplers.ts'
-import { intervalOf, runSoak, type SoakResult } from './soak.ts'
+import { appendProgress, earlierSamples } from './soak-progress.ts'
+import { intervalOf, runSoak, type EarlierSamples, type PriorBaseline, type SoakResult } from './soak.ts'
 
 /** The journal's name of the soak. */
 export const SOAK_STEP = 'soak'
@@ -29,7 +33,10 @@ export interface SoakSubject {
   canary: string[]
   baseline: string[]
   rules: MetricRule[]
+  /** What is read each interval: the canary and the baseline, or only the canary when `before` is given. */
   samplers: Sampler[]
+  /** The baseline sampled before the stop (the instances it read, how many samples), judged instead of one read during the soak. */
+  before?: PriorBaseline & { instances: string[]; samples: number }
 }
 
 /** The step's journaled data: what a resume and the rollout read back. */
@@ -41,7 +48,8 @@ export const soakDataSchema = z.looseObject({
 })
 export type SoakData = z.infer<typeof soakDataSchema>
 
-const seconds = (ms: number): string => (ms % 60_000 === 0 ? `${ms / 60_000}m` : `${Math.round(ms / 1000)}s`)
+/** A soak's length as a person writes it: `10m`, `40s`. */
+export const showDuration = (ms: number): string => (ms % 60_000 === 0 ? `${ms / 60_000}m` : `${Math.round(ms / 1000)}s`)
 
 /**
  * The soak step of a system whose context is `C`: `subjectOf` builds what is compared from the
@@ -66,7 +74,7 @@ export function soakStep<C, H extends { name: string }>(options: {
       const settings = options.settingsOf(ctx)
       const subject = options.subjectOf(ctx, canary, baseline)
       const soakMs = options.soakMsOf(ctx)
-      const head = `for ${seconds(soakMs)}, every ${settings.interval}: ${subject.canary.join(', ')} (canary) against ${subject.baseline.join(', ') || 'no baseline host'} (baseline)`
+      const head = `for ${showDuration(soakMs)}, every ${settings.interval}: ${subject.canary.join(', ')} (canary) against ${againstWhom(subject, 'no baseline host')} (baseline)`
       const rules = subject.rules.map(
         (r) =>
           `judge ${r.name}: ${r.direction} is better, tolerance ${r.tolerance * 100} %${r.floor ? `, floor ${r.floor}` : ''}${r.critical ? ', critical' : ''}`,
@@ -81,29 +89,33 @@ export function soakStep<C, H extends { name: string }>(options: {
       const soakMs = options.soakMsOf(ctx)
       const who = subject.canary.join(', ')
       events.info(
-        `Soak: the canary (${who}) against ${subject.baseline.join(', ') || 'no baseline'} for ${seconds(soakMs)}, a sample every ${settings.interval}.`,
+        `Soak: the canary (${who}) against ${againstWhom(subject, 'no baseline')} for ${showDuration(soakMs)}, a sample every ${settings.interval}.`,
       )
-      const result: SoakResult = subject.baseline.length
-        ? await runSoak({
-            soakMs,
-            settings,
-            rules: subject.rules,
-            samplers: subject.samplers,
-            onSample: (p) =>
-              journal.append({
-                step: options.id ?? SOAK_STEP,
-                status: 'start',
-                report: SOAK_REPORT,
-                detail: `sample ${p.sample} of ${p.of}: ${p.verdict.outcome}${p.verdict.score !== null ? `, score ${p.verdict.score}` : ''}; ${p.verdict.metrics.map((m) => `${m.name} ${m.outcome} (canary ${show(m.canary.median)}, baseline ${show(m.baseline.median)})`).join('; ')}`,
-                data: {
-                  progress: { sample: p.sample, of: p.of, outcome: p.verdict.outcome, score: p.verdict.score, metrics: p.verdict.metrics },
-                },
-              }),
-          })
-        : noBaseline(soakMs, intervalOf(settings), subject.rules)
+      const result: SoakResult =
+        subject.baseline.length || subject.before
+          ? await runSoak({
+              soakMs,
+              settings,
+              rules: subject.rules,
+              samplers: subject.samplers,
+              ...(subject.before ? { prior: subject.before } : {}),
+              ...earlierOf(journal, options.id ?? SOAK_STEP),
+              onSample: (p) =>
+                appendProgress(
+                  journal,
+                  options.id ?? SOAK_STEP,
+                  p,
+                  `sample ${p.sample} of ${p.of}: ${p.verdict.outcome}${p.verdict.score !== null ? `, score ${p.verdict.score}` : ''}; ${p.verdict.metrics.map((m) => `${m.name} ${m.outcome} (canary ${show(m.canary.median)}, baseline ${show(m.baseline.median)})`).join('; ')}`,
+                  { outcome: p.verdict.outcome, score: p.verdict.score, metrics: p.verdict.metrics },
+                  SOAK_REPORT,
+                ),
+            })
+          : noBaseline(soakMs, intervalOf(settings), subject.rules)
       const { verdict } = result
       const wait = (verdict.outcome === 'inconclusive' || verdict.outcome === 'marginal') && settings.inconclusive === 'wait'
-      const data = { outcome: verdict.outcome, score: verdict.score, wait, result }
+      // Every value stays out of the journal: the chart's points and the comparisons say what was seen.
+      const { values: _values, ...kept } = result
+      const data = { outcome: verdict.outcome, score: verdict.score, wait, result: kept }
       events.info(`Canary analysis: ${verdict.outcome}${verdict.score !== null ? ` (score ${verdict.score})` : ''}: ${verdict.reason}.`)
       if (verdict.outcome === 'pass' || wait) return { data }
       // The figures go in the journal before the failure, for the report's charts.
@@ -130,6 +142,21 @@ export class CanaryAnalysisFailure extends OperationError {
   }
 }
 
+/** The samples a killed run's soak had journaled, counted by its resume. */
+function earlierOf(journal: Journal, step: string): { earlier?: EarlierSamples } {
+  const earlier = earlierSamples(journal, step)
+  if (!earlier) return {}
+  events.info(`Soak: resumed after ${earlier.samples} samples journaled before the interruption.`)
+  return { earlier }
+}
+
+/** Who the canary is compared with: the baseline instances during the soak, or the type's instances before the stop. */
+function againstWhom(subject: SoakSubject, none: string): string {
+  const { before } = subject
+  if (before) return `${before.instances.join(', ')} before the stop, ${before.samples} samples`
+  return subject.baseline.join(', ') || none
+}
+
 const show = (v: number | null): string => (v === null ? '-' : Number.isInteger(v) ? String(v) : v.toPrecision(3))
 
 function noBaseline(soakMs: number, intervalMs: number, rules: MetricRule[]): SoakResult {
@@ -141,5 +168,6 @@ function noBaseline(soakMs: number, intervalMs: number, rules: MetricRule[]): So
     intervalMs,
     series: Object.fromEntries(rules.map((r) => [r.name, { canary: [], baseline: [] }])),
     gaps: {},
+    values: {},
   }
 }
