@@ -24,6 +24,13 @@ const COMMAND_PATHS: Record<string, string> = {
   systemctl: '/usr/bin/systemctl',
   dpkg: '/usr/bin/dpkg',
   dnf: '/usr/bin/dnf',
+  // The live system's files (src/live/hosts/host-files.ts): coreutils, one fixed argv per path.
+  head: '/usr/bin/head',
+  mkdir: '/usr/bin/mkdir',
+  install: '/usr/bin/install',
+  dd: '/usr/bin/dd',
+  mv: '/usr/bin/mv',
+  rm: '/usr/bin/rm',
 }
 
 /** Whether the host runs root's commands through sudo. */

@@ -1,13 +1,21 @@
 /**
  * Files of the live production system on its host, read and written through the host's transport:
  * the settings file and the components' environment files. Contents (which hold the PSK) travel on
- * stdin and stdout, never in a command's arguments; every file is written whole (a new temporary
- * file, created exclusively under a random name, renamed over it) with mode 0600. Environment files are edited line by line: every line svcops
+ * stdin and stdout, never in a command's arguments; every file is written whole with mode 0600 (a
+ * new file beside it, renamed over it). Environment files are edited line by line: every line svcops
  * does not change stays byte for byte.
+ *
+ * Every command is a fixed argv per path, no shell: on a host that becomes root through sudo
+ * (`ssh.become: sudo`) each one that touches the system's files runs as `sudo -n -- argv`, and
+ * `svcops render sudoers` prints a rule naming exactly it (live-sudo.ts). svcops' own folder on the
+ * host (`/var/lib/svcops`: the run lock, the runs and their copies of the files) belongs to the SSH
+ * user, so nothing there runs as root.
  */
+import { dirname } from 'node:path'
 import { OperationError } from '../../core/errors.ts'
 import { registerSecret } from '../../core/redact.ts'
 import { runCommand, type Transport } from '../../core/runner.ts'
+import type { PlannedCommand } from '../../drivers/packages.ts'
 import { hostPath } from '../../drivers/transports.ts'
 import { parseEnvFile } from '../../releases/env.ts'
 
@@ -21,45 +29,78 @@ export interface LiveHost {
 /** Files larger than this are not settings or environment files. */
 const MAX_FILE_BYTES = 1 << 20
 
+/** svcops' own folder on a live host: the SSH user's, as the host lock's folder is on a recording host. */
+export const SVCOPS_HOST_DIR = '/var/lib/svcops'
+
+/** The new file a write fills before renaming it over `file`: a fixed name, so a sudo rule can name it (one run per system holds the lock). */
+export function newFileOf(file: string): string {
+  return `${file}.svcops-new`
+}
+
+/**
+ * The fixed commands that read, write and remove the file at `path` of a host (under its sandbox
+ * root, if any), each marked `asRoot` unless the file is in svcops' own folder. A write: `mkdir -p` its folder; `install -m 0600
+ * -T /dev/null` makes the new file empty and 0600 whatever the umask (a link planted at its name is
+ * replaced, never followed); `dd conv=notrunc oflag=nofollow` fills it from stdin and refuses a link
+ * put there since; `mv -f -T` renames it over the file (a directory or a link at the file's name is
+ * replaced or refused, never written into); on a failure `rm -f` removes the new file.
+ */
+export function fileCommands(
+  config: LiveHost['config'],
+  path: string,
+): Record<'read' | 'mkdir' | 'create' | 'fill' | 'rename' | 'clear' | 'remove', PlannedCommand> {
+  const asRoot = !path.startsWith(`${SVCOPS_HOST_DIR}/`)
+  const file = hostPath(config, path)
+  const next = newFileOf(file)
+  const cmd = (argv: string[], mutates: boolean): PlannedCommand => ({ argv, mutates, ...(asRoot ? { asRoot: true } : {}) })
+  return {
+    read: cmd(['head', '-c', String(MAX_FILE_BYTES + 1), '--', file], false),
+    mkdir: cmd(['mkdir', '-p', '--', dirname(file)], true),
+    create: cmd(['install', '-m', '0600', '-T', '/dev/null', next], true),
+    fill: cmd(['dd', `of=${next}`, 'conv=notrunc,fsync', 'oflag=nofollow', 'status=none'], true),
+    rename: cmd(['mv', '-f', '-T', '--', next, file], true),
+    clear: cmd(['rm', '-f', '--', next], true),
+    remove: cmd(['rm', '-f', '--', file], true),
+  }
+}
+
+/** Runs one of `fileCommands`' commands on the host (as root through its become when marked so). */
+function run(host: LiveHost, cmd: PlannedCommand, options: { input?: string; check?: boolean; display?: string } = {}) {
+  return runCommand(host.transport, cmd.argv, { ...options, ...(cmd.asRoot ? { asRoot: true } : {}) })
+}
+
 /** The file's text, or undefined when it does not exist. */
 export async function readHostFile(host: LiveHost, path: string): Promise<string | undefined> {
   const file = hostPath(host.config, path)
-  const result = await runCommand(
-    host.transport,
-    ['sh', '-c', 'if [ -e "$1" ]; then head -c "$2" -- "$1"; else exit 3; fi', 'sh', file, String(MAX_FILE_BYTES + 1)],
-    { check: false },
-  )
-  if (result.code === 3) return undefined
-  if (result.code !== 0)
+  const result = await run(host, fileCommands(host.config, path).read, { check: false })
+  if (result.code !== 0) {
+    // Whether it exists, asked as the SSH user (the folders are searchable), without reading a message in the host's language.
+    const exists = await runCommand(host.transport, ['test', '-e', file], { check: false })
+    if (exists.code !== 0) return undefined
     throw new OperationError(`Reading ${file} on ${host.name} failed: ${result.stderr.trim() || `exit ${result.code}`}.`)
+  }
   if (result.stdout.length > MAX_FILE_BYTES) throw new OperationError(`${file} on ${host.name} is larger than ${MAX_FILE_BYTES} bytes.`)
   return result.stdout
 }
 
-/**
- * The host side of `writeHostFile`: stdin into a new file under a random name beside `$1`, created
- * by dd with O_CREAT|O_EXCL|O_NOFOLLOW (`conv=excl oflag=nofollow`) and mode 0600 from the umask,
- * then renamed over `$1` (`mv -T`: a directory or a link at `$1` is replaced or refused, never
- * written into). A link planted at any name in the directory — the old fixed `.svcops-new`, or a
- * guess of the random one — is never followed; on any failure the temporary file is removed.
- */
-const WRITE_FILE = [
-  'umask 077',
-  'mkdir -p -- "$(dirname -- "$1")" || exit 1',
-  'tmp=$(mktemp -u -- "$1.svcops-XXXXXXXXXXXX") || exit 1',
-  'dd of="$tmp" conv=excl,fsync oflag=nofollow status=none && mv -f -T -- "$tmp" "$1" && exit 0',
-  'rc=$?; rm -f -- "$tmp"; exit $rc',
-].join('\n')
-
-/** Writes `text` to the file (0600, its directory created), replacing it in one rename (WRITE_FILE). */
+/** Writes `text` to the file (0600, its directory created), replacing it in one rename (fileCommands). */
 export async function writeHostFile(host: LiveHost, path: string, text: string): Promise<void> {
   const file = hostPath(host.config, path)
-  await runCommand(host.transport, ['sh', '-c', WRITE_FILE, 'sh', file], { input: text, display: `write ${file} (0600)` })
+  const c = fileCommands(host.config, path)
+  await run(host, c.mkdir)
+  await run(host, c.create)
+  try {
+    await run(host, c.fill, { input: text, display: `write ${file} (0600)` })
+    await run(host, c.rename)
+  } catch (error) {
+    await run(host, c.clear, { check: false }).catch(() => undefined)
+    throw error
+  }
 }
 
 /** Removes the file (nothing when it does not exist). */
 export async function removeHostFile(host: LiveHost, path: string): Promise<void> {
-  await runCommand(host.transport, ['rm', '-f', '--', hostPath(host.config, path)])
+  await run(host, fileCommands(host.config, path).remove)
 }
 
 /** The value of `key` in an environment file's text (its last assignment), if set. */
