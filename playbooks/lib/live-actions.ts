@@ -8,7 +8,7 @@
 import type { Environment } from '../../src/config/schema.ts'
 import { BadInputError } from '../../src/core/errors.ts'
 import { liveUnitNames } from '../../src/live/live-platforms.ts'
-import { hasTypeCanary } from '../../src/live/live-soak.ts'
+import { hasTypeCanary, refuseSoakWithoutCanary } from '../../src/live/live-soak.ts'
 import { findLiveRunToRollBack, type LiveSystem } from '../../src/live/live-system.ts'
 import { lockPolicyOf, type LockPolicy } from '../../src/runs/lock-policy.ts'
 import type { RunOutcome } from '../../src/runs/playbook.ts'
@@ -24,6 +24,7 @@ export function upgradeLiveCommand(live: LiveSystem): CommandMain<UpgradeLiveFla
     refuseFromOutsideDryRun(flags)
     const env = await io.environment()
     refuseCanaryPause(flags, env)
+    if (flags.soak) refuseSoakWithoutCanary(env) // no type has a canary to judge (one instance each, or Kubernetes)
     const request = {
       env,
       to: flags.to,

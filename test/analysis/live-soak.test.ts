@@ -9,8 +9,8 @@
  * `video_frames_in_queue`) passes and the rollout goes on; the lab's fault release 7.0.2, whose
  * ingest passes every start-up check and then drops video frames, is caught (read directly from
  * each instance's /metrics): FAIL naming the metric with both medians, every host rolled back,
- * exit 4. The dry run lists the reads the baseline and the soak would make; `--soak` is refused in
- * one sentence where no type has a canary.
+ * exit 4. The dry run lists the reads the baseline and the soak would make. (`--soak` where no type
+ * has a canary, Kubernetes included: test/analysis/soak-refused.test.ts.)
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
