@@ -1,27 +1,23 @@
 #!/usr/bin/env node
 /**
- * Playbook: rehearse an upgrade of the recording service before the window. The environment's
- * verified backup is restored into the rehearsal's scratch database; on the stack's rehearsal host
- * the current release starts on the copy, its session there is checked (a host whose configuration
- * names another database stops the rehearsal before any migration) and its recordings are listed;
- * then the real upgrade's
- * steps run there — stop, install the target, review configuration, start (its migrations run on
- * the copy, timed), wait until healthy, check status and logs, verify the content (every recording
- * listed before is listed after; a test recording written and read) — and the real rollback's —
- * the copy restored when the schema changed, the previous release installed and started, timed.
- * Production is read, never changed (checked at the end); the scratch database is dropped and the
- * rehearsal host's service stopped when the run ends, also when interrupted.
+ * Playbook: rehearse an upgrade of the recording service before the window (docs/upgrade.md,
+ * "Rehearse first"). The environment's verified backup is restored into the scratch database; on
+ * the stack's rehearsal host the current release starts on the copy (its session there checked) and
+ * its recordings are listed; then the real upgrade's steps run there (its migrations run on the
+ * copy, timed), the content is verified, and the real rollback's (restore when the schema changed),
+ * timed. Production is read, never changed (checked at the end); the scratch database is dropped
+ * and the rehearsal host's service stopped when the run ends, also when interrupted.
  *
  *   npx zx playbooks/rehearse.ts --env prod --to 2.1.0 [--batch 2] [--window 90m] [--dry-run]
  */
 import { diagnoseHost } from '../src/recording/doctor/doctor-steps.ts'
-import { errorMessage } from '../src/core/errors.ts'
 import { snapshotContent } from '../src/recording/content-steps.ts'
 import { stagePackages } from '../src/recording/preflight.ts'
 import type { RecordingParams } from '../src/recording/recording-params.ts'
 import { checkServiceUsesCopy } from '../src/recording/rehearse/copy-in-use.ts'
+import type { Measures } from '../src/recording/rehearse/prediction.ts'
 import type { RehearsalContext } from '../src/recording/rehearse/rehearsal-context.ts'
-import { predict, describePrediction, type Measures, type Prediction } from '../src/recording/rehearse/prediction.ts'
+import { predictionOf, timed } from '../src/recording/rehearse/rehearsal-measures.ts'
 import {
   checkProductionUnchanged,
   readProduction,
@@ -32,15 +28,17 @@ import {
   takeRehearsalBackup,
   type ProductionFacts,
 } from '../src/recording/rehearse/rehearsal-steps.ts'
-import { productionBatches, rehearsalSystem, type RehearseRequest } from '../src/recording/rehearse/rehearsal-system.ts'
+import { rehearsalSystem, type RehearseRequest } from '../src/recording/rehearse/rehearsal-system.ts'
 import { checkStatusAndLogs, installPackage, reviewConfig, startService, verifyHost, waitHealthy } from '../src/recording/target-steps.ts'
 import type { Run } from '../src/runs/engine.ts'
 import type { Playbook, RunOutcome } from '../src/runs/playbook.ts'
-import { planSystemRun, renderRunPlan, startSystemRun } from '../src/runs/run-actions.ts'
-import type { RunPlan } from '../src/runs/run-system.ts'
-import { printPlanOn, showRunOn, type CommandIO } from '../src/edge/command-io.ts'
-import { REHEARSE_RECORDING, type RehearseRecordingFlags } from './lib/rehearse-commands.ts'
+import { startSystemRun } from '../src/runs/run-actions.ts'
+import { rehearseRecordingCommand } from './lib/rehearse-actions.ts'
+import { REHEARSE_RECORDING } from './lib/rehearse-commands.ts'
 import { runScript, startedAsScript } from '../src/edge/script.ts'
+
+/** The prediction a rehearsal run journaled (its tests read it here). */
+export { predictionOfRun } from '../src/recording/rehearse/rehearsal-measures.ts'
 
 type Ctx = RehearsalContext
 
@@ -94,31 +92,6 @@ async function rehearse(run: Run<Ctx>): Promise<void> {
   await run.step(recordPrediction, await predictionOf(run, production, m))
 }
 
-/** How long `fn` took, in ms. */
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const started = Date.now()
-  await fn()
-  return Date.now() - started
-}
-
-/** The prediction from what was measured (or the failure, with the service's log lines since its start). */
-async function predictionOf(run: Run<Ctx>, production: ProductionFacts | undefined, m: Measures, failure?: unknown): Promise<Prediction> {
-  const { ctx } = run
-  const record = ctx.journal.run
-  const windowMs = record.params.deadline ? Date.parse(record.params.deadline) - Date.parse(record.startedAt) : undefined
-  const logLines = failure === undefined ? [] : await ctx.platform.logsSinceStart(ctx.host).catch(() => [])
-  return predict(m, {
-    from: production?.from ?? '',
-    to: record.targetVersion,
-    fingerprint: production?.fingerprint ?? '',
-    databaseBytes: production?.databaseBytes ?? 0,
-    batches: productionBatches(ctx.production, record.params.batchSize),
-    ...(windowMs !== undefined ? { windowMs } : {}),
-    ...(record.params.fingerprintAfter ? { schemaChanged: record.params.fingerprintAfter !== record.params.fingerprintBefore } : {}),
-    ...(failure === undefined ? {} : { failure: { cause: errorMessage(failure), logLines } }),
-  })
-}
-
 /** The playbook: the procedure; its failure policy needs no rollback (nothing in production is stopped). */
 export const rehearseRecording: Playbook<Ctx, RecordingParams> = {
   kind: 'rehearse',
@@ -139,39 +112,4 @@ export function rehearseRecordingService(request: RehearseRequest): Promise<RunO
   return startSystemRun(rehearsal, request)
 }
 
-/** `svcops rehearse recording --dry-run`: the procedure in plan mode; reads only. */
-export function planRehearsal(request: RehearseRequest): Promise<RunPlan> {
-  return planSystemRun(rehearsal, request)
-}
-
-/** The prediction a rehearsal run journaled, if it got that far. */
-export function predictionOfRun(journal: { entries(): { step: string; data?: Record<string, unknown> }[] }): Prediction | undefined {
-  return journal.entries().findLast((e) => e.step === recordPrediction.id && e.data)?.data as Prediction | undefined
-}
-
-/** `svcops rehearse recording`, and this file run as a script. */
-export async function rehearseRecordingCommand(flags: RehearseRecordingFlags, io: CommandIO): Promise<void> {
-  const env = await io.environment()
-  const request: RehearseRequest = {
-    env,
-    to: flags.to,
-    batch: flags.batch,
-    ...(flags.window ? { windowMs: flags.window } : {}),
-    ...(flags.breakLock ? { breakLock: true, force: flags.force ?? false } : {}),
-  }
-  if (flags.dryRun) {
-    const plan = await planRehearsal(request)
-    printPlanOn(io, plan, () => renderRunPlan(rehearsal, plan), { spread: true })
-    return
-  }
-  const { Journal } = await import('../src/runs/journal.ts')
-  await showRunOn(io, () => rehearseRecordingService(request), {
-    ...(flags.metricsFile ? { metricsFile: flags.metricsFile } : {}),
-    human: (outcome) => {
-      const p = predictionOfRun(Journal.open(outcome.runId))
-      return [`Run ${outcome.runId}: ${outcome.phase}.`, ...(p ? describePrediction(p) : [])].join('\n')
-    },
-  })
-}
-
-if (startedAsScript(import.meta)) await runScript(import.meta, REHEARSE_RECORDING, rehearseRecordingCommand)
+if (startedAsScript(import.meta)) await runScript(import.meta, REHEARSE_RECORDING, rehearseRecordingCommand(rehearsal))

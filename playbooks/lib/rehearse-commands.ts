@@ -1,6 +1,7 @@
 /**
- * `svcops rehearse recording`, declared once: the CLI (src/commands/rehearse.ts) and
- * playbooks/rehearse.ts run as a script build its options and help from this. Declarations only.
+ * `svcops rehearse recording` and `svcops rehearse live`, declared once: the CLI
+ * (src/commands/rehearse.ts) and playbooks/rehearse.ts and rehearse-live.ts run as scripts build
+ * their options and help from these. Declarations only.
  */
 import { wholeNumber, type CommandSpec } from '../../src/core/option-table.ts'
 import { parseWindow } from '../../src/runs/rollout.ts'
@@ -51,4 +52,47 @@ checked unchanged -> the prediction. The scratch database is dropped and the ser
 rehearsal host stopped at the end, also when interrupted.
 Exit codes: 0 the rehearsal passed (its verdict: fits, does not fit, no window), 1 it failed
 (the cause and the service's log lines in the report), 2 bad input, 3 locked by another run.`,
+}
+
+export interface RehearseLiveFlags {
+  to: string
+  from?: string
+  tcpEndpoint?: string
+  dryRun?: boolean
+  breakLock?: boolean
+  force?: boolean
+  metricsFile?: string
+}
+
+export const REHEARSE_LIVE: CommandSpec = {
+  words: ['rehearse', 'live'],
+  description:
+    "Rehearse the live upgrade's file changes on a copy, as a run: the settings file moved where the target reads it, the PSK rules, the TCP endpoint rule; production's files are only read.",
+  options: [
+    { flags: '--to <version>', help: 'live release to rehearse, e.g. 7.0.0', required: true },
+    { flags: '--from <version>', help: "the release the live system runs (default: the system controller's installed package)" },
+    { flags: '--tcp-endpoint <host:port>', help: 'the one TCP endpoint to keep where the target takes one (as for upgrade live)' },
+    { flags: '--dry-run', help: 'print every step; change nothing' },
+    ...lockOptions('live system'),
+    { flags: '--metrics-file <path>', help: METRICS_FILE_HELP },
+  ],
+  after: `
+On hosts only (live.platform: hosts). A run of kind rehearse of the live system: journaled, under
+the live system's lock (an upgrade and a rehearsal never overlap), with report.html, webhooks and
+metrics. Steps: read-production (the system controller's installed package, every settings and
+environment file, kept 0600 in the run folder to compare at the end) -> copy-files (copied into
+the run folder's rehearsal/, 0700; the upgrade's own change plan applied to the copy, a new PSK
+for the copy only) -> check-copy (as verify live checks the target's files: the settings file
+where the target reads it, one PSK in every connecting component, its entropy where the target
+enforces it, the TCP endpoint variable the target reads, one endpoint where it takes one) ->
+check-production (production's files as they were) -> record-rehearsal. The copy is removed when
+the run ends, also when interrupted; a killed rehearsal is finished by svcops resume ID (or ended
+by svcops resume ID --rollback). Not rehearsed: the target's packages and processes (no controller
+of the target is started on the copy).
+Exit codes: 0 passed, 1 failed (the failed checks, or the refusal the upgrade would make), 2 bad
+input, 3 locked by another run.
+
+Examples:
+  svcops rehearse live --env prod --to 7.0.0
+  svcops rehearse live --env prod --to 6.0.0 --tcp-endpoint 10.0.0.5:9000 --json`,
 }

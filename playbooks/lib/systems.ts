@@ -12,6 +12,7 @@ import { BadInputError } from '../../src/core/errors.ts'
 import type { Environment } from '../../src/config/schema.ts'
 import { SYSTEM_FOLDERS } from '../../src/edge/system-folders.ts'
 import type { RunOutcome } from '../../src/runs/playbook.ts'
+import type { LockPolicy } from '../../src/runs/lock-policy.ts'
 import type { RecordedFrom } from '../../src/runs/run-actions.ts'
 import type { RunPlan, RunRequest, RunSystem } from '../../src/runs/run-system.ts'
 import type { RunParams } from '../../src/runs/run-record.ts'
@@ -21,10 +22,9 @@ import { UPGRADE_LIVE, ROLLBACK_LIVE, VERIFY_LIVE } from './live-commands.ts'
 import { ROLLBACK_RECORDING, UPGRADE_RECORDING, VERIFY_RECORDING } from './recording-commands.ts'
 import type { CommandMain } from '../../src/edge/script.ts'
 
-/** How a continued run may treat the environment's lock another run holds (`--break-lock`, `--force`). */
+/** How a continued run may treat the environment's lock another run holds (`--break-lock`, `--force`: lock-policy.ts). */
 export interface Breaking {
-  breakLock?: boolean
-  force?: boolean
+  lockPolicy?: LockPolicy
 }
 
 /** The verbs every system's runs answer, over its run system (src/runs/run-actions.ts). */
@@ -135,8 +135,18 @@ export const SYSTEMS: readonly SystemEntry[] = [
     },
     load: async () => {
       // A rotation of the PSK (`svcops psk rotate`) is a run of the live system too: resumed by its own playbook.
-      const [live, { pskRotatePlaybook }] = await Promise.all([liveRuns(), import('../psk-rotate.ts')])
-      return actionsOf({ ...live, playbook: (run) => (run.kind === 'psk-rotate' ? pskRotatePlaybook : live.playbook(run)) })
+      // A rehearsal (`svcops rehearse live`) too, by its own system: its lock, its context on the copy, its playbook.
+      const [live, { pskRotatePlaybook }, { liveRehearsal }, { withLiveRehearsals }] = await Promise.all([
+        liveRuns(),
+        import('../psk-rotate.ts'),
+        import('../rehearse-live.ts'),
+        import('../../src/live/hosts/live-rehearsal-system.ts'),
+      ])
+      const runs = withLiveRehearsals(
+        { ...live, playbook: (run) => (run.kind === 'psk-rotate' ? pskRotatePlaybook : live.playbook(run)) },
+        liveRehearsal,
+      )
+      return actionsOf(runs)
     },
   },
 ]

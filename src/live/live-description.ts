@@ -9,6 +9,7 @@ import { liveClusterRunStore } from './kubernetes/live-cluster-run-store.ts'
 import { runSealOf } from '../runs/run-mac.ts'
 import type { SystemDescription, SystemWords } from '../runs/system-description.ts'
 import { liveParamsSchema, type LiveParams } from './live-params.ts'
+import { liveRehearsalSection } from './hosts/live-rehearsal-report.ts'
 
 /** On one host the live system upgrades component by component in dependency order: no canary, no batches. */
 export const liveWords: SystemWords = { target: 'component', targets: 'components' }
@@ -28,7 +29,7 @@ export const liveDescription: SystemDescription<LiveParams> = {
     previousVersions: run.params.previousVersions,
     words: run.params.components.some((u) => u.includes('/')) ? liveInstanceWords : liveWords,
   }),
-  report: { sections: [] },
+  report: { sections: [liveRehearsalSection] }, // a rehearsal's finding (svcops rehearse live)
   // On hosts, files beside the run lock on the live host; on Kubernetes, ConfigMaps in the stack's namespace.
   // Every record and entry signed and checked with the environment's run key (run-mac.ts).
   runStore: (env) => {
