@@ -11,7 +11,7 @@ import { events } from '../core/events.ts'
 import { environmentOf, globals, printResult, showProgress } from './context.ts'
 import type { Environment } from '../config/schema.ts'
 import type { Journal } from '../runs/journal.ts'
-import { lockPolicyOf } from '../runs/lock-policy.ts'
+import { lockPolicyOf, type LockPolicy } from '../runs/lock-policy.ts'
 import type { RunRecord } from '../runs/run-record.ts'
 import type { Systems } from '../runs/system-description.ts'
 import type { SystemActions } from '../../playbooks/lib/systems.ts'
@@ -296,7 +296,7 @@ async function resume(id: string, flags: ResumeFlags, command: Command): Promise
       `--retry: run ${id} is an upgrade of ${entry.title}; expected a run of a system that retries its upgrades (the recording service), since ${entry.title} is started again with ${entry.startAgain}.`,
     )
   refuseBackupRun(journal.run)
-  if (flags.retry && system.retry && !flags.dryRun) return retry(id, flags, command, env, system.retry)
+  if (flags.retry && system.retry && !flags.dryRun) return retry(id, flags, command, { lockPolicy, ...given }, system.retry)
   if (flags.dryRun) {
     const plan = await system.planResume(id, { rollback: flags.rollback ?? false, ...given, journal })
     printPlan(command, plan, () => system.render(plan), { spread: false })
@@ -341,7 +341,7 @@ async function retry(
   id: string,
   flags: ResumeFlags,
   command: Command,
-  env: Environment | undefined,
+  options: { lockPolicy: LockPolicy; env?: Environment },
   again: NonNullable<SystemActions['retry']>,
 ): Promise<void> {
   // The closing line reads reports and the journal (zod): loaded by a retry, not by `svcops --help`.
@@ -349,10 +349,7 @@ async function retry(
   await useRunSystems(flags.metricsFile ? { metricsFile: flags.metricsFile } : {})
   const stop = await progress(command)
   try {
-    const outcome = await again(id, {
-      lockPolicy: lockPolicyOf(flags),
-      ...(env ? { env } : {}),
-    })
+    const outcome = await again(id, options)
     printResult(
       command,
       { ok: true, runId: outcome.runId, retryOf: id, phase: outcome.phase, report: outcome.report },
