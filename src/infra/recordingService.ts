@@ -124,6 +124,12 @@ export class RecordingService extends pulumi.ComponentResource {
       { identity, namespace: args.namespace, ingress: [{ ports: [tcp(args.port)] }], egress },
       this,
     )
+    // `svcops rehearse recording` runs a release as a Job whose pod no Service selects
+    // (src/recording/kubernetes/rehearsal-job.ts): under the default deny it reaches what the
+    // service reaches, the database server and the manager, and nothing reaches it (svcops'
+    // port-forward enters the pod itself).
+    const rehearsal: AppIdentity = { ...identity, name: 'recording-rehearsal', instance: `${name}-rehearsal` }
+    createNetworkPolicy(`${name}-rehearsal-network-policy`, { identity: rehearsal, namespace: args.namespace, ingress: [], egress }, this)
 
     this.url = serviceUrl(service, args.namespace, 'http', args.port)
     this.registerOutputs({ url: this.url })

@@ -5,11 +5,12 @@
  * none of the program's Service, NetworkPolicy and PodDisruptionBudget selects. And the prediction
  * where the Job cannot stand for production: no number, the reason instead.
  */
-import type { V1Deployment } from '@kubernetes/client-node'
+import type { V1Deployment, V1NetworkPolicy } from '@kubernetes/client-node'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { rehearsalJob, rehearsalLabels, type JobSpecInput } from '../../src/recording/kubernetes/rehearsal-job.ts'
+import { egressLimits } from '../../src/recording/kubernetes/rehearsal-network.ts'
 import { describePrediction, predict, withLimits } from '../../src/recording/rehearse/prediction.ts'
-import { buildStack, objectNamed } from '../infra/helpers.ts'
+import { buildStack, objectNamed, objectsOfKind } from '../infra/helpers.ts'
 import type { PreviewResult } from '../../src/infra/preview.ts'
 
 let prod: PreviewResult
@@ -81,6 +82,31 @@ describe("the rehearsal's Job, from the program's Deployment", () => {
       expect(selects(selector, podLabels)).toBe(true)
       expect(selects(selector, labels)).toBe(false)
     }
+  })
+})
+
+describe("the namespace's NetworkPolicies and the rehearsal's pod", () => {
+  it("the program's own policies let the Job's pod out (its rehearsal policy under the default deny); without that one, each limiting policy is named", () => {
+    const labels = rehearsalLabels('svc-recording-rehearsal')
+    const program = objectsOfKind(prod, 'NetworkPolicy').map((o) => o.unwrapped as V1NetworkPolicy)
+    const own = program.find((p) => p.spec?.podSelector?.matchLabels?.['app.kubernetes.io/name'] === 'recording-rehearsal')
+    const service = program.find((p) => p.metadata?.name === 'svc-recording')
+    expect(own?.spec?.egress).toEqual(service?.spec?.egress) // the database server and the manager, as the service
+    expect(own?.spec?.ingress).toEqual([])
+    expect(egressLimits(program, labels)).toEqual([])
+    const ingressOnly: V1NetworkPolicy = { metadata: { name: 'ingress-only' }, spec: { podSelector: {}, policyTypes: ['Ingress'] } }
+    const notRecording: V1NetworkPolicy = {
+      metadata: { name: 'others' },
+      spec: {
+        podSelector: { matchExpressions: [{ key: 'app.kubernetes.io/name', operator: 'NotIn', values: ['recording-service'] }] },
+        egress: [],
+      },
+    }
+    const without = [...program.filter((p) => p !== own), ingressOnly, notRecording]
+    expect(egressLimits(without, labels).map((l) => l.split(' selects')[0])).toEqual(['NetworkPolicy default-deny', 'NetworkPolicy others'])
+    expect(egressLimits(without, labels)[0]).toBe(
+      "NetworkPolicy default-deny selects the rehearsal's pod and limits its egress, and no policy names that pod (app.kubernetes.io/name=recording-rehearsal): it reaches the scratch database only if a rule lets it reach the database server",
+    )
   })
 })
 

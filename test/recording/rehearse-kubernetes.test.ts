@@ -167,8 +167,18 @@ describe('a rehearsal on Kubernetes: the target image as a Job against a copy', 
 
   it('catches the failing migration of 2.1.0+migfail with its cause and the pod\u2019s log lines; production unchanged, no Job left', async () => {
     const before = await production()
-    const run = await rehearse('2.1.0+migfail')
+    // A policy of the site that limits every pod's egress (the stand-in does not enforce it): named before the Job starts.
+    const policies = kindOfResource('networking.k8s.io', 'v1', 'networkpolicies')!
+    const deny = {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'default-deny', namespace: NS },
+      spec: { podSelector: {}, policyTypes: ['Egress'] },
+    }
+    expect(api.store.create(policies, NS, deny as never, { manager: 'kubectl' }).code).toBe(201)
+    const run = await rehearse('2.1.0+migfail').finally(() => api.store.remove(policies, NS, 'default-deny'))
     expect(run.code).toBe(1)
+    expect(run.stdout + run.stderr).toContain("NetworkPolicy default-deny selects the rehearsal's pod and limits its egress")
     const p = predictionOfRun(lastRun())
     expect(p?.verdict).toBe('failed')
     expect(p?.cause).toMatch(/rehearsal Job svc-recording-rehearsal/)

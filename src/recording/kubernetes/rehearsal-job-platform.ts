@@ -23,7 +23,16 @@ import { HostFailure } from '../../runs/engine.ts'
 import type { RecordingSettings } from '../recording-settings.ts'
 import type { RecordingPlatform, RecordingTarget, TargetStatus } from '../recording-platform.ts'
 import { openRecordingCluster } from './recording-deployment.ts'
-import { describeJobCall, rehearsalJob, rehearsalJobName, rehearsalRights, rehearsalTarget, RehearsalJobApi } from './rehearsal-job.ts'
+import {
+  describeJobCall,
+  rehearsalJob,
+  rehearsalJobName,
+  rehearsalLabels,
+  rehearsalRights,
+  rehearsalTarget,
+  RehearsalJobApi,
+} from './rehearsal-job.ts'
+import { readEgressLimits } from './rehearsal-network.ts'
 
 /** Waiting reasons that will not heal by themselves. */
 const STUCK = /CrashLoopBackOff|ImagePullBackOff|ErrImagePull|CreateContainerConfigError|InvalidImageName/
@@ -107,6 +116,8 @@ export function openRehearsalJobPlatform(production: Environment, settings: Reco
           `This identity lacks ${missing.length} right(s) in namespace ${target.namespace} the rehearsal needs: ${missing.map((r) => `${showRight(r)} (${r.why})`).join(', ')}.`,
           'Grant them (docs/upgrade.md, "Rehearse first") and rehearse again.',
         )
+      // A policy of the namespace that limits the Job's egress: said before the first Job starts.
+      for (const note of await readEgressLimits(target, rehearsalLabels(name))) events.warn(`${note}.`)
       const port = c.target.port
       // Only a ready pod is reached: its readiness is the Deployment's own probe, so start-to-healthy is timed as the rollout sees it.
       forward ??= await jobs().forward(port, async () => (await pods()).find((p) => p.phase === 'Running' && p.ready))
