@@ -63,6 +63,7 @@ const NOT_SVCOPS = new Set([
   '--provider', // pulumi import
   '--debug', // pulumi
   '--show-secrets', // pulumi
+  '--exclude-protected', // pulumi destroy
 ])
 
 interface Found {

@@ -148,7 +148,12 @@ describe('the preview rule, on recorded `pulumi preview --json` output', () => {
       ],
     }
     expect(versionOnlyChanges(digest, NAMES).other).toHaveLength(1)
-    expect(versionOnlyChanges(digest, NAMES, { ownReplicas: true })).toEqual({ targets: [digest.steps[0]?.urn], other: [], unready: [], outside: [] })
+    expect(versionOnlyChanges(digest, NAMES, { ownReplicas: true })).toEqual({
+      targets: [digest.steps[0]?.urn],
+      other: [],
+      unready: [],
+      outside: [],
+    })
     const map: PreviewDigest = {
       steps: [
         {
