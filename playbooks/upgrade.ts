@@ -5,7 +5,7 @@
  * configuration changes, start the service (migrations run on first start), check status and the
  * last log lines; then the post-upgrade check. The canary goes first, alone, and migrates the
  * shared database; then batches of --batch hosts. Any failure after the first stop is rolled back
- * by playbooks/rollback.ts (unless --no-auto-rollback); before it, nothing has changed.
+ * by playbooks/rollback-procedure.ts (unless --no-auto-rollback); before it, nothing has changed.
  *
  *   npx zx playbooks/upgrade.ts --env lab --to 2.0.0 [--batch 2] [--window 90m] [--dry-run]
  *
@@ -38,7 +38,7 @@ import type { Playbook } from '../src/runs/playbook.ts'
 import { upgradeRecordingCommand } from './lib/recording-actions.ts'
 import { UPGRADE_RECORDING } from './lib/recording-commands.ts'
 import { runScript, startedAsScript } from '../src/edge/script.ts'
-import { downgradeRecording, rollBackOneHost, rollBackRecording } from './rollback.ts'
+import { downgradeRecording, rollBackOneHost, rollBackRecording } from './rollback-procedure.ts'
 import { upgradeRecordingSite } from './site/recording.ts'
 
 /** The procedure, top to bottom. */

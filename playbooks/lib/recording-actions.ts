@@ -119,7 +119,7 @@ export function retryRecording(
 
 /**
  * `svcops rollback recording`: rolls back run `runId` (default: the environment's newest upgrade
- * run) with playbooks/rollback.ts, or with `to` moves every host to that version through the
+ * run) with playbooks/rollback-procedure.ts, or with `to` moves every host to that version through the
  * upgrade playbook (backup, verification, and its own rollback on failure); throws RolledBackError
  * (exit 4) when that move failed and was rolled back.
  */
@@ -158,7 +158,7 @@ export async function planRecordingRollback(
 
 /**
  * `rollback recording --to V`: true when V runs on another schema than today's, so the downgrade
- * (playbooks/rollback.ts) restores the newest verified backup taken on V; without one,
+ * (playbooks/rollback-procedure.ts) restores the newest verified backup taken on V; without one,
  * refused (schemaPathTo names what is missing). With `--package-only` the backup is not looked
  * for: V is installed on today's schema through the upgrade playbook, and V's own start refusing a
  * newer schema fails the canary, which is rolled back.

@@ -8,5 +8,5 @@ import type { SiteHook } from '../../src/runs/site-steps.ts'
 /** Steps added to the recording upgrade (playbooks/upgrade.ts). */
 export const upgradeRecordingSite: SiteHook<RecordingContext>[] = []
 
-/** Steps added to the recording rollback across a schema change (playbooks/rollback.ts). */
+/** Steps added to the recording rollback across a schema change (playbooks/rollback-procedure.ts). */
 export const rollbackRecordingSite: SiteHook<RecordingContext>[] = []

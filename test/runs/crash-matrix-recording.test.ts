@@ -1,6 +1,6 @@
 /**
  * The crash matrix of the recording service's playbooks, at the engine (test/support/crash-matrix.ts):
- * every step boundary of the upgrade (playbooks/upgrade.ts) and of its rollback (playbooks/rollback.ts),
+ * every step boundary of the upgrade (playbooks/upgrade.ts) and of its rollback (playbooks/rollback-procedure.ts),
  * automatic and asked for, killed through the journal's failpoint in-process, then resumed, and
  * separately rolled back, on the recording service in memory (test/support/recording-world.ts): two
  * hosts (the canary, then a batch), four recordings, a database whose schema the 2.x releases migrate.
