@@ -7,8 +7,10 @@
  * across a major that writes the settings file and every environment file (the PSK of 2.0.0), with
  * the apt and systemd drivers and the files through sudo; verify; a rollback from each host's package
  * cache with the repository gone; a component's crash restarted by its unit's Restart=; a sudo rule
- * removed (refused before anything stops, naming it);
- * and lab down leaving nothing behind.
+ * removed (refused before anything stops, naming it); an upgrade killed by SIGKILL after a
+ * component stopped, then ended by `svcops resume ID --rollback` (every component back on 1.0.0), and
+ * one killed after write-config, finished by `svcops resume ID` (every component on 2.0.0); and lab
+ * down leaving nothing behind.
  */
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -20,10 +22,12 @@ import type { LiveConfig } from '../../src/config/schema.ts'
 import { ExitCode } from '../../src/core/errors.ts'
 import { runCommand } from '../../src/core/runner.ts'
 import { transportFor } from '../../src/drivers/transports.ts'
+import { LIVE_LOCK_PATH } from '../../src/live/hosts/live-hosts-platform.ts'
 import { labDown, labUp, labPaths, type LabState } from '../../src/lab/lab.ts'
 import { stopProcess } from '../../src/lab/lab-processes.ts'
 import { runAsHostRoot } from '../../src/lab/systemd-hosts.ts'
-import { runSvcops, type CliRun } from '../support/cli.ts'
+import { Journal, listRuns } from '../../src/runs/journal.ts'
+import { runSvcops, runSvcopsKilledAt, type CliRun } from '../support/cli.ts'
 import { gateIds } from '../support/live-lab.ts'
 
 const work = mkdtempSync(join(tmpdir(), 'svcops-systemd-live-'))
@@ -74,6 +78,22 @@ const everyComponentOn = (v: string): string[] =>
 async function everyUnitActive(): Promise<void> {
   for (const [name, units] of Object.entries(UNITS) as [HostName, readonly string[]][])
     for (const unit of units) expect(await asSshUser(name, ['systemctl', 'is-active', unit]), `${unit} on ${name}`).toBe('active')
+}
+
+/** Whether the live system's run lock is on the controller's host (the file a run takes). */
+async function lockHeld(): Promise<boolean> {
+  return (await runAsHostRoot(host('live-1'), ['test', '-e', LIVE_LOCK_PATH], { check: false })).code === 0
+}
+
+/** `upgrade live --to 2.0.0` killed by SIGKILL right after `boundary`: the id of the run it left running, its lock held. */
+async function upgradeKilledAt(boundary: string): Promise<string> {
+  const args = ['--env', 'lab', 'upgrade', 'live', '--to', '2.0.0', '--yes', '--ack', gateIds(live, '1.0.0', '2.0.0').join(',')]
+  const killed = await runSvcopsKilledAt(args, boundary, runsDir, { env: cliEnv })
+  expect(killed.signal, `${killed.stdout}\n${killed.stderr}`).toBe('SIGKILL')
+  const id = listRuns(runsDir)[0]?.id ?? ''
+  expect(Journal.open(id).run.phase).toBe('running')
+  expect(await lockHeld()).toBe(true)
+  return id
 }
 
 beforeAll(async () => {
@@ -202,6 +222,37 @@ describe('upgrade, verify and rollback through sudo', { timeout: 600_000 }, () =
     } finally {
       await runAsHostRoot(live2, ['tee', '/etc/sudoers.d/svcops'], { input: original })
     }
+  })
+})
+
+// The repository is gone since the rollback case: both versions come from each host's package cache.
+describe('a live upgrade killed by SIGKILL', { timeout: 600_000 }, () => {
+  it('killed after the controller stopped: svcops resume ID --rollback puts every component back on 1.0.0', async () => {
+    const id = await upgradeKilledAt('stop@live-1/system-controller')
+    // Every component stopped, the controller last; nothing installed yet.
+    for (const [name, units] of Object.entries(UNITS) as [HostName, readonly string[]][])
+      for (const unit of units) expect(await asSshUser(name, ['systemctl', 'is-active', unit]), `${unit} on ${name}`).not.toBe('active')
+    const rolled = await svcops(['resume', id, '--rollback'])
+    expectOk(rolled)
+    expect(Journal.open(id).run.phase).toBe('rolled-back')
+    expect(await installed()).toEqual(everyComponentOn('1.0.0'))
+    await everyUnitActive()
+    expectOk(await svcops(['verify', 'live']))
+    expect(await lockHeld()).toBe(false)
+  })
+
+  it('killed after write-config (every component stopped, the 2.0.0 files written): svcops resume ID finishes it on 2.0.0', async () => {
+    const id = await upgradeKilledAt('write-config')
+    expect(await asSshUser('live-2', ['systemctl', 'is-active', 'svc-ingest'])).not.toBe('active')
+    expect(await installed()).toEqual(everyComponentOn('1.0.0'))
+    const resumed = await svcops(['resume', id])
+    expectOk(resumed)
+    expect(Journal.open(id).run.phase).toBe('succeeded')
+    expect(await installed()).toEqual(everyComponentOn('2.0.0'))
+    await everyUnitActive()
+    expectOk(await svcops(['verify', 'live']))
+    expect(await lockHeld()).toBe(false)
+    expect(await asSshUser('live-2', ['stat', '-c', '%U %a', '/etc/default/svc-ingest'])).toBe('root 600')
   })
 })
 
