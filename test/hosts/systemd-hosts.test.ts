@@ -287,8 +287,11 @@ describe('lab down', () => {
   it('leaves no container, mount or process', async () => {
     const pids = state.entries.filter((e) => e.kind === 'systemd-host').map((e) => e.info.pid as number)
     await labDown(dirs)
+    // This lab's own folders only: another lab (the live one of test/hosts/systemd-live) may run beside it.
     const mounts = readFileSync('/proc/self/mounts', 'utf8')
-    expect(mounts).not.toContain('svcops-lab-systemd-')
+    const folders = state.entries.filter((e) => e.kind === 'files').flatMap((e) => e.paths)
+    expect(folders.length).toBeGreaterThan(0)
+    for (const folder of folders) expect(mounts).not.toContain(folder)
     for (const pid of pids) expect(existsSync(`/proc/${pid}`)).toBe(false)
     const machines = existsSync('/run/systemd/nspawn/propagate')
       ? execFileSync('ls', ['/run/systemd/nspawn/propagate'], { encoding: 'utf8' })
