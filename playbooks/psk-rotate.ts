@@ -9,6 +9,9 @@
  * ingest, the pipeline, the control panel. The whole system is verified with one strong key
  * everywhere, and the gap (how long components were disconnected) is measured and reported. Any
  * failure after the first stop puts the old key back everywhere and restarts on it (the rollback).
+ * On Kubernetes stop and start are nothing, the write is a new `svcops:deploy.pskRotation` and
+ * `apply-psk` is `pulumi up` of the live components, the controller first; the rollback puts the
+ * previous pskRotation back and runs `pulumi up` again (src/live/kubernetes/psk-rotation.ts).
  *
  *   svcops psk rotate --env lab [--dry-run] [--json] [--yes]
  *
@@ -22,7 +25,15 @@ import type { LiveParams } from '../src/live/live-params.ts'
 import { stopOrder } from '../src/live/layout.ts'
 import { unitsByType } from '../src/live/live-placement.ts'
 import { backupFiles, checkStarted, restoreConfig, startComponent, stopComponent, verifySystem } from '../src/live/live-steps.ts'
-import { checkPskFiles, pskRotateSystem, releaseOf, rotationRelease, verifyRotation, writeNewPsk } from '../src/live/psk-rotate.ts'
+import {
+  applyPsk,
+  checkPskFiles,
+  pskRotateSystem,
+  releaseOf,
+  rotationRelease,
+  verifyRotation,
+  writeNewPsk,
+} from '../src/live/psk-rotate.ts'
 
 /** The procedure, top to bottom. */
 async function rotatePsk(run: Run<LiveContext>): Promise<void> {
@@ -31,7 +42,8 @@ async function rotatePsk(run: Run<LiveContext>): Promise<void> {
   await run.step(checkPskFiles) // the settings file with its PSK, every environment file
   await run.step(backupFiles) // every file the rotation touches, old key included, into the run folder (0600)
   for (const u of stopOrder(ctx.units)) await run.onHost(u, stopComponent) // control panels first, controller last
-  await run.step(writeNewPsk) // the controller's settings file first, then every environment
+  await run.step(writeNewPsk) // the controller's settings file first, then every environment (Kubernetes: a new pskRotation)
+  await run.step(applyPsk) // Kubernetes: pulumi up of the live components, the controller first; hosts: nothing
   for (const instances of unitsByType(ctx.units))
     // the controller first, then each type's instances
     await run.everyHost(instances, async (u) => {
@@ -46,7 +58,8 @@ async function rotatePsk(run: Run<LiveContext>): Promise<void> {
 async function putBackOldKey(run: Run<LiveContext>): Promise<string> {
   const { ctx } = run
   for (const u of stopOrder(ctx.units)) await run.onHost(u, stopComponent)
-  await run.step(restoreConfig) // settings file and environments (the old key) from the run's backup
+  await run.step(restoreConfig) // settings file and environments (the old key) from the run's backup (Kubernetes: the old pskRotation)
+  await run.step(applyPsk) // Kubernetes: pulumi up again; hosts: nothing
   for (const instances of unitsByType(ctx.units))
     await run.everyHost(instances, async (u) => {
       await run.onHost(u, startComponent)

@@ -84,11 +84,13 @@ Examples:
   registerRotate(psk)
 }
 
-/** `svcops psk rotate --env E`: a new PSK for the live system on its hosts, as a locked, journaled run. */
+/** `svcops psk rotate --env E`: a new PSK for the live system (hosts or Kubernetes), as a locked, journaled run. */
 function registerRotate(psk: Command): void {
   psk
     .command('rotate')
-    .description("Rotate the live system's PSK on its hosts: a new key to the controller first, then every component; the gap measured.")
+    .description(
+      "Rotate the live system's PSK (on hosts or Kubernetes): a new key to the controller first, then every component; the gap measured.",
+    )
     .option('--dry-run', 'show every step and file it would change (the key never shown); change nothing, take no lock')
     .option('--yes', 'do not ask for confirmation (required without a terminal)')
     .option('--break-lock', "take the live system's lock from a run that is finished or gone")
@@ -111,8 +113,11 @@ everywhere and every component restarted on it: exit 4. A killed rotation contin
 svcops resume ID (the key the controller already has) or is undone with svcops resume ID --rollback.
 Neither key is ever printed, logged, journaled, reported or put in a command's arguments.
 
-On Kubernetes (live.platform: kubernetes) it refuses: the PSK is the stack's; change
-svcops:deploy.pskRotation and run pulumi up (docs/deploy.md, "A rotation, step by step").
+On Kubernetes (live.platform: kubernetes) the same run sets a new svcops:deploy.pskRotation
+(the program generates the key; svcops never reads it), then pulumi up of the live components
+only, the controller first (docs/deploy.md, "A rotation, step by step"): no controller answers
+until the new one is ready, and the gap is measured from the start of pulumi up. Its rollback puts
+the previous pskRotation back and runs pulumi up again, every component checked.
 
 Exit codes: 0 rotated and verified, 2 bad input, 3 locked, 4 rolled back to the old key, 5 refused before anything changed.
 
@@ -122,15 +127,13 @@ Examples:
   svcops psk rotate --env prod --yes --json`,
     )
     .action(async (options: { dryRun?: boolean; yes?: boolean; breakLock?: boolean; force?: boolean }, command: Command) => {
-      const [{ pskRotate }, { planSystemRun, renderRunPlan, startSystemRun }, { printPlan, showRun }, { assertHostsForRotation, gapLine }] =
-        await Promise.all([
-          import('../../playbooks/psk-rotate.ts'),
-          import('../runs/run-actions.ts'),
-          import('./run-output.ts'),
-          import('../live/psk-rotate.ts'),
-        ])
+      const [{ pskRotate }, { planSystemRun, renderRunPlan, startSystemRun }, { printPlan, showRun }, { gapLine }] = await Promise.all([
+        import('../../playbooks/psk-rotate.ts'),
+        import('../runs/run-actions.ts'),
+        import('./run-output.ts'),
+        import('../live/psk-rotate.ts'),
+      ])
       const env = await environmentOf(command)
-      assertHostsForRotation(env)
       const request = { env, lockPolicy: lockPolicyOf(options) }
       if (options.dryRun) {
         const plan = await planSystemRun(pskRotate, request)

@@ -116,7 +116,7 @@ export interface LivePlatform {
   verifyConfig(version: string): Promise<CheckResult[]>
   /** The controller on the prefix of `version` (what `svcops verify live` checks when no component is installed). */
   controllerStatus(version: string): Promise<CheckResult>
-  /** `svcops psk rotate`'s files (hosts/psk-rotate-files.ts); absent where the platform rotates the PSK its own way (Kubernetes: `pskRotation`). */
+  /** `svcops psk rotate`'s writes: the files on hosts (hosts/psk-rotate-files.ts), `pskRotation` on Kubernetes (kubernetes/psk-rotation.ts). */
   readonly psk?: PskRotation
 }
 
@@ -128,6 +128,12 @@ export interface PskRotation {
   /** Writes a new key (or the one this run already gave the controller), idempotent; `backup`: the backup step's data. */
   write(release: string, backup: LiveBackupData | undefined): Promise<StepResult>
   describeWrite(release: string): Promise<string[]>
+  /**
+   * Where a step of its own gives the components the key written (Kubernetes: `pulumi up`, the
+   * controller first), after the write and after the rollback's restore; the components are
+   * disconnected from its start. Absent where each component reads the key when it starts.
+   */
+  readonly apply?: { what: string; act(): Promise<StepResult>; describe(): string[] }
 }
 
 /** What a platform read of a rollback's needs: what is missing, facts for the journal, what it could not prove (said, not refused). */

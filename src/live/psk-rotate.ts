@@ -8,8 +8,10 @@
  * how long each component was disconnected. The steps of the upgrade are reused where they are the
  * same (backup, stop, start, check, verify); the playbook is playbooks/psk-rotate.ts.
  *
- * On Kubernetes the PSK is the stack's (`deploy.pskRotation`, docs/deploy.md): the command refuses
- * there, naming it and its documented gap.
+ * On Kubernetes the same run sets a new `deploy.pskRotation` (the program derives the key; svcops
+ * never reads it) and its `apply` step is `pulumi up` of the live components, the controller first
+ * (kubernetes/psk-rotation.ts); stop and start are nothing there, and the gap is measured from the
+ * start of that `pulumi up`.
  */
 import type { Environment } from '../config/schema.ts'
 import { BadInputError, OperationError } from '../core/errors.ts'
@@ -18,7 +20,6 @@ import type { Playbook } from '../runs/playbook.ts'
 import type { RunReport } from '../runs/run-report.ts'
 import type { RunSystem } from '../runs/run-system.ts'
 import { defineStep, finishedData, type StepResult } from '../runs/step.ts'
-import { requireSection } from '../config/load.ts'
 import { LIVE_COMPONENTS, componentPackage } from './layout.ts'
 import { failedChecks } from './live-judge.ts'
 import type { LiveContext } from './live-context.ts'
@@ -40,16 +41,6 @@ export interface PskRotateRequest {
 
 /** The live system as the engine runs a rotation. */
 export type PskRotateSystem = RunSystem<LiveParams, PskRotateRequest, LiveContext>
-
-/** Refuses a live system on Kubernetes: its PSK is rotated by the stack's `deploy.pskRotation`, with its documented gap. */
-export function assertHostsForRotation(env: Environment): void {
-  const section = requireSection(env, 'live')
-  if (section.platform === 'kubernetes')
-    throw new BadInputError(
-      `live.platform: "kubernetes" in ${env.file} is not one svcops psk rotate writes keys on; expected hosts (on Kubernetes the PSK is the stack's, rotated by svcops:deploy.pskRotation with its documented gap).`,
-      `Change svcops:deploy.pskRotation and run pulumi up -s ${env.name}: the controller is recreated with the new key and no controller answers until it is ready (docs/deploy.md, "A rotation, step by step").`,
-    )
-}
 
 /** The release every component ran when the rotation started (what it checks and restarts on). */
 export function releaseOf(ctx: Ctx): string {
@@ -111,19 +102,31 @@ export const writeNewPsk = defineStep<Ctx>({
   act: (ctx) => rotationOf(ctx).write(releaseOf(ctx), finishedData(ctx.journal, backupFiles)),
 })
 
-/** How long each component was disconnected: from the start of its stop to the end of its successful check, in this run's journal. */
+export const applyPsk = defineStep<Ctx>({
+  id: 'apply-psk',
+  title: 'give the components the key where a step of its own does (on Kubernetes: pulumi up, the controller first)',
+  disruptive: true,
+  describe: (ctx) => rotationOf(ctx).apply?.describe() ?? ['nothing: each component reads the key when it starts (below)'],
+  act: (ctx) => rotationOf(ctx).apply?.act() ?? Promise.resolve({ skipped: 'each component reads the key when it starts' }),
+})
+
+/**
+ * How long each component was disconnected, in this run's journal: from the start of its stop (or,
+ * where a step of its own gives the key, from that step's start) to the end of its successful check.
+ */
 export function measureGap(ctx: Ctx): { gapMs: number; components: Record<string, number> } {
   const entries = ctx.journal.entries()
-  const at = (step: string, status: string, host: string, last: boolean) => {
+  const at = (step: string, status: string, host: string | undefined, last: boolean) => {
     const found = entries.filter((e) => e.step === step && e.status === status && e.host === host)
     const e = last ? found.at(-1) : found[0]
     return e ? Date.parse(e.time) : undefined
   }
+  const applied = ctx.platform.psk?.apply ? at(applyPsk.id, 'start', undefined, false) : undefined
   const components: Record<string, number> = {}
   let first = Infinity
   let end = 0
   for (const u of ctx.units) {
-    const stopped = at('stop', 'start', u.name, false)
+    const stopped = applied ?? at('stop', 'start', u.name, false)
     const back = at('check', 'ok', u.name, true)
     if (stopped === undefined || back === undefined) continue
     components[u.name] = back - stopped
@@ -140,17 +143,18 @@ export const verifyRotation = defineStep<Ctx>({
   title: 'every component holds the controller’s new PSK, strong enough; the gap measured',
   report: 'verified',
   describe: () => [
-    "read the settings file and every environment file: every component's variable is the controller's PSK, which passes the entropy check",
-    'measure the gap: how long each component was disconnected (its stop to its passing check), and the whole gap',
+    "on hosts: read the settings file and every environment file: every component's variable is the controller's PSK, which passes the entropy check; on Kubernetes: the stack file's version agrees with the cluster (every component reads the one PSK Secret)",
+    'measure the gap: how long each component was disconnected (its stop, or the start of the step that gives the key, to its passing check), and the whole gap',
   ],
   async act(ctx) {
     const checks = await ctx.platform.verifyConfig(releaseOf(ctx))
     if (checks.some((c) => !c.ok)) throw new OperationError(`The PSK is not the same strong key everywhere: ${failedChecks(checks)}.`)
     const gap = measureGap(ctx)
     const longest = Object.entries(gap.components).sort((a, b) => b[1] - a[1])[0]
+    const from = ctx.platform.psk?.apply ? `the start of ${ctx.platform.psk.apply.what}` : 'the first stop'
     return {
       changed: [
-        `disconnected for ${seconds(gap.gapMs)} in all (the first stop to the last reconnection)${longest ? `; longest ${longest[0]} ${seconds(longest[1])}` : ''}`,
+        `disconnected for ${seconds(gap.gapMs)} in all (${from} to the last reconnection)${longest ? `; longest ${longest[0]} ${seconds(longest[1])}` : ''}`,
       ],
       data: { ...gap, checks },
     }
@@ -172,7 +176,6 @@ export function pskRotateSystem(playbook: Playbook<LiveContext, LiveParams>): Ps
   return {
     ...liveDescription,
     newRun(req) {
-      assertHostsForRotation(req.env)
       return { kind: 'psk-rotate', targetVersion: '', autoRollback: true, params: paramsOf(req.env) }
     },
     announce: (run, env) => `Run ${run.id}: rotate the PSK of the live production system of '${env.name}'.`,
@@ -186,7 +189,7 @@ export function pskRotateSystem(playbook: Playbook<LiveContext, LiveParams>): Ps
       facts: () => ({}),
       lines: (plan) => [
         `Lock: the run lock of the live system of '${plan.environment}' (refused beside a running or interrupted run)`,
-        `Order: stop ${[...LIVE_COMPONENTS].reverse().join(', ')}; write the key; start and check ${LIVE_COMPONENTS.join(', ')}`,
+        `Order: stop ${[...LIVE_COMPONENTS].reverse().join(', ')}; write the key (on Kubernetes: a new pskRotation, then pulumi up); start and check ${LIVE_COMPONENTS.join(', ')}`,
       ],
       continuation: () => ({ what: 'PSK rotation', unfinished: 'it did not finish', more: [] }),
       nothingToUndo: 'no component was stopped by this run',

@@ -43,6 +43,7 @@ import {
 } from '../support/live-controller-service.ts'
 import { kindOfResource } from '../support/kube-kinds.ts'
 import { buildStack, objectNamed } from '../infra/helpers.ts'
+import { previewStack } from '../../src/infra/preview.ts'
 import { createPulumiArgvRecorder, type ArgvRecorder } from '../support/pulumi-argv-recorder.ts'
 
 const NS = 'svc-prod'
@@ -743,6 +744,95 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     expect(again.stdout).toContain(
       `svc-pipeline-5f6d7c-x1: The Kubernetes API at ${api.url} answered GET /api/v1/namespaces/${NS}/pods/svc-pipeline-5f6d7c-x1:${METRICS_PORT}/proxy/metrics with HTTP 503 (ServiceUnavailable: error trying to reach service: dial tcp 10.244.0.7:${METRICS_PORT}: connect: connection refused).`,
     )
+  })
+
+  /** The PSK the program derives from the stack file (its Secret's value, as the SDK's mock runtime renders it); never printed. */
+  async function programPsk(stackFile: string): Promise<string> {
+    const rendered = await previewStack({ stackFile, stack: 'prod' })
+    return (objectNamed(rendered, 'Secret', 'svc-psk').unwrapped as { stringData: { psk: string } }).stringData.psk
+  }
+
+  it('psk rotate: the dry run changes nothing; the run sets a new pskRotation (a new key in the Secret), pulumi up of the live components and the PSK, each reconnected, the gap reported', async () => {
+    const s = setup('6.2.0')
+    const original = readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')
+    const oldKey = await programPsk(s.stackFile)
+    const stackBefore = readFileSync(s.stackFile, 'utf8')
+    s.recorder.answer('preview', preview([...COMPONENT_STEPS, ...PSK_STEPS]))
+
+    const plan = await runSvcopsInProcess(['psk', 'rotate', ...s.args, '--dry-run', '--json'], { env: s.env })
+    expect(plan.code, plan.stderr).toBe(0)
+    const steps = (JSON.parse(plan.stdout) as { plan: { steps: PlannedStep[] } }).plan.steps
+    const actions = (step: string) => steps.filter((p) => p.step === step).flatMap((p) => p.actions)
+    expect(actions('write-psk')).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^pulumi config set --path --stack prod --non-interactive -- svcops:deploy\\.pskRotation svcops-\\S+ {3}\\(in ${s.dir}\\) \\(now ${original ?? ''}\\): a new value, never the key$`,
+        ),
+      ),
+    ])
+    const apply = actions('apply-psk').join('\n')
+    expect(apply).toContain(`pulumi preview --stack prod --json --refresh --non-interactive   (in ${s.dir})`)
+    expect(apply).toContain(
+      'with a --target per URN it shows: svc-system-controller, then svc-ingest, then svc-pipeline, then svc-control-panel',
+    )
+    expect(readFileSync(s.stackFile, 'utf8')).toBe(stackBefore)
+    expect(s.recorder.calls()).toEqual([])
+
+    const run = await runSvcopsInProcess(['psk', 'rotate', ...s.args, '--yes'], { env: s.env })
+    expect(run.code, run.stderr).toBe(0)
+    const id = readdirSync(join(s.dir, 'runs')).sort().at(-1) ?? ''
+    expect(readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')).toBe(`svcops-${id}`)
+    expect(configSets(s)).toEqual([`svcops:deploy.pskRotation svcops-${id}`])
+    const ups = s.recorder
+      .calls()
+      .filter((c) => c.argv[0] === 'up')
+      .map((c) => c.argv)
+    expect(ups).toHaveLength(1)
+    expect(ups[0]?.filter((a, i) => ups[0]?.[i - 1] === '--target')).toEqual([...COMPONENT_STEPS, ...PSK_STEPS].map((x) => x.urn))
+    expect(run.stdout).toMatch(
+      /^The gap: components disconnected for \d+\.\d s in all \(the start of pulumi up to the last reconnection\); longest \S+ \d+\.\d s\.$/m,
+    )
+    // Each component checked after the up: connected to the controller by its UUID, on the same release.
+    const report = JSON.parse(readFileSync(join(s.dir, 'runs', id, 'report.json'), 'utf8')) as {
+      run: { kind: string }
+      timeline: Array<{ step: string; status: string; host?: string }>
+    }
+    expect(report.run.kind).toBe('psk-rotate')
+    const checked = report.timeline.filter((e) => e.step === 'check' && e.status === 'ok').map((e) => e.host)
+    expect(checked).toEqual([...LIVE_COMPONENTS])
+    const newKey = await programPsk(s.stackFile)
+    expect(newKey).not.toBe(oldKey)
+    expect(original).not.toBe(`svcops-${id}`)
+    expectNoSecret(s, [plan.stdout, plan.stderr, run.stdout, run.stderr])
+    for (const text of [plan.stdout, run.stdout, run.stderr, ...filesUnder(join(s.dir, 'runs'))]) {
+      expect(text).not.toContain(oldKey)
+      expect(text).not.toContain(newKey)
+    }
+  })
+
+  it('psk rotate: a component that does not reconnect puts the previous pskRotation back and runs pulumi up again, checked (exit 4)', async () => {
+    const s = setup('6.2.0')
+    const original = readStackVersion(s.stackFile, 'svcops:deploy.pskRotation') ?? 'initial'
+    s.recorder.answer('preview', preview([...COMPONENT_STEPS, ...PSK_STEPS]))
+    // The control panel never reconnects after the rotation's up; the rollback's up brings it back.
+    neverConnecting.add('control-panel')
+    const before = api.state.beforeAnswer
+    api.state.beforeAnswer = () => {
+      if (s.recorder.calls().filter((c) => c.argv[0] === 'up').length > 1) neverConnecting.clear()
+      before?.()
+    }
+    const run = await runSvcopsInProcess(['psk', 'rotate', ...s.args, '--yes'], { env: s.env })
+    expect(run.code, run.stdout + run.stderr).toBe(4)
+    const id = readdirSync(join(s.dir, 'runs')).sort().at(-1) ?? ''
+    expect(readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')).toBe(original)
+    expect(configSets(s)).toEqual([`svcops:deploy.pskRotation svcops-${id}`, `svcops:deploy.pskRotation ${original}`])
+    expect(s.recorder.calls().filter((c) => c.argv[0] === 'up')).toHaveLength(2)
+    const report = JSON.parse(readFileSync(join(s.dir, 'runs', id, 'report.json'), 'utf8')) as {
+      timeline: Array<{ step: string; status: string; host?: string }>
+    }
+    const back = report.timeline.filter((e) => e.step === 'rollback:check' && e.status === 'ok').map((e) => e.host)
+    expect(back).toEqual([...LIVE_COMPONENTS])
+    expectNoSecret(s, [run.stdout, run.stderr])
   })
 })
 

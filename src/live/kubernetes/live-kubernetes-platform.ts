@@ -44,6 +44,7 @@ import {
 import { LIVE_VERSION_KEY, shownPulumi, type LiveCluster } from './live-cluster-handle.ts'
 import { describeLiveClusterPreflight, liveClusterPreflight, previewLiveChange } from './live-preview.ts'
 import { readPreviousImages, stackImageOf } from './previous-image.ts'
+import { clusterPskRotation } from './psk-rotation.ts'
 
 /** The images an earlier check of the run proved runnable, from its journaled facts (anything else ignored). */
 function earlierProofs(earlier: Record<string, unknown> | undefined): Partial<Record<LiveComponentName, ImageProof>> {
@@ -180,6 +181,9 @@ export function openKubernetesLivePlatform(scope: LiveScope, cluster: LiveCluste
     describeSystemCheck: (version) => describeClusterSystemCheck(run, version),
     verifyConfig: (version) => Promise.resolve(verifyClusterFiles(run, version)),
     controllerStatus: (version) => controllerThroughService(cluster, clusterCheckPlan(scope.live, scope.product), version),
+    get psk() {
+      return clusterPskRotation(run)
+    },
   }
   const run: ClusterRun = { ...scope, cluster, platform }
   return platform
