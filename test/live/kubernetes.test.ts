@@ -810,6 +810,26 @@ describe('svcops upgrade live on Kubernetes, and rollback live (a copy of the pr
     }
   })
 
+  it('psk rotate killed after write-psk is finished by svcops resume: the same pskRotation, one pulumi up, every component checked', async () => {
+    const s = setup('6.2.0')
+    s.recorder.answer('preview', preview([...COMPONENT_STEPS, ...PSK_STEPS]))
+    const runs = join(s.dir, 'runs')
+    const killed = await runSvcopsKilledAt(['psk', 'rotate', ...s.args, '--yes'], 'write-psk', runs, { env: s.env })
+    expect(killed.signal).toBe('SIGKILL')
+    const id = readdirSync(runs).sort().at(-1) ?? ''
+    expect(readStackVersion(s.stackFile, 'svcops:deploy.pskRotation')).toBe(`svcops-${id}`)
+    expect(s.recorder.calls().filter((c) => c.argv[0] === 'up')).toEqual([])
+    const resumed = await runSvcops(['resume', id], { env: s.env })
+    expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0)
+    expect(configSets(s)).toEqual([`svcops:deploy.pskRotation svcops-${id}`])
+    expect(s.recorder.calls().filter((c) => c.argv[0] === 'up')).toHaveLength(1)
+    const report = JSON.parse(readFileSync(join(runs, id, 'report.json'), 'utf8')) as {
+      timeline: Array<{ step: string; status: string; host?: string }>
+    }
+    expect(report.timeline.filter((e) => e.step === 'check' && e.status === 'ok').map((e) => e.host)).toEqual([...LIVE_COMPONENTS])
+    expectNoSecret(s, [resumed.stdout, resumed.stderr])
+  })
+
   it('psk rotate: a component that does not reconnect puts the previous pskRotation back and runs pulumi up again, checked (exit 4)', async () => {
     const s = setup('6.2.0')
     const original = readStackVersion(s.stackFile, 'svcops:deploy.pskRotation') ?? 'initial'
