@@ -96,6 +96,16 @@ async function upgradeKilledAt(boundary: string): Promise<string> {
   return id
 }
 
+/** `svcops resume ID ...args` ends run `id` in `phase`: every component on `version`, its unit active, verify live passing, the lock released. */
+async function resumedTo(id: string, args: string[], phase: string, version: string): Promise<void> {
+  expectOk(await svcops(['resume', id, ...args]))
+  expect(Journal.open(id).run.phase).toBe(phase)
+  expect(await installed()).toEqual(everyComponentOn(version))
+  await everyUnitActive()
+  expectOk(await svcops(['verify', 'live']))
+  expect(await lockHeld()).toBe(false)
+}
+
 beforeAll(async () => {
   process.env.SVCOPS_RUNS_DIR = runsDir
   state = await labUp({ ...dirs, hosts: 0, hostKind: 'systemd', live: '1.0.0', liveHosts: 2 })
@@ -232,26 +242,16 @@ describe('a live upgrade killed by SIGKILL', { timeout: 600_000 }, () => {
     // Every component stopped, the controller last; nothing installed yet.
     for (const [name, units] of Object.entries(UNITS) as [HostName, readonly string[]][])
       for (const unit of units) expect(await asSshUser(name, ['systemctl', 'is-active', unit]), `${unit} on ${name}`).not.toBe('active')
-    const rolled = await svcops(['resume', id, '--rollback'])
-    expectOk(rolled)
-    expect(Journal.open(id).run.phase).toBe('rolled-back')
-    expect(await installed()).toEqual(everyComponentOn('1.0.0'))
-    await everyUnitActive()
-    expectOk(await svcops(['verify', 'live']))
-    expect(await lockHeld()).toBe(false)
+    await resumedTo(id, ['--rollback'], 'rolled-back', '1.0.0')
   })
 
   it('killed after write-config (every component stopped, the 2.0.0 files written): svcops resume ID finishes it on 2.0.0', async () => {
     const id = await upgradeKilledAt('write-config')
     expect(await asSshUser('live-2', ['systemctl', 'is-active', 'svc-ingest'])).not.toBe('active')
     expect(await installed()).toEqual(everyComponentOn('1.0.0'))
-    const resumed = await svcops(['resume', id])
-    expectOk(resumed)
-    expect(Journal.open(id).run.phase).toBe('succeeded')
-    expect(await installed()).toEqual(everyComponentOn('2.0.0'))
-    await everyUnitActive()
-    expectOk(await svcops(['verify', 'live']))
-    expect(await lockHeld()).toBe(false)
+    // 1.0.0 has no PSK; write-config put 2.0.0's into every environment file before the kill.
+    expect((await runAsHostRoot(host('live-2'), ['cat', '/etc/default/svc-ingest'])).stdout).toContain('SVC_SYSTEM_CONTROLLER_PSK=')
+    await resumedTo(id, [], 'succeeded', '2.0.0')
     expect(await asSshUser('live-2', ['stat', '-c', '%U %a', '/etc/default/svc-ingest'])).toBe('root 600')
   })
 })
