@@ -57,7 +57,7 @@ export default defineConfig({
       // The cluster suite (test/cluster) on the stand-ins: the Kubernetes API stand-in, the in-test
       // Pulumi engine behind a `pulumi` command and the real kubectl, so that the suite's set-up (the
       // runbook's order, the stack it deploys) runs in CI; on a real cluster the same files run under
-      // vitest.cluster.config.ts. One file, about a minute and a half alone.
+      // vitest.cluster.config.ts. One file: 8 cases here, from a minute and a half alone to a few minutes under load.
       {
         extends: true,
         test: { name: 'cluster', include: ['test/cluster/**/*.test.ts'], env: { SVCOPS_CLUSTER_TARGET: 'standin' } },
